@@ -11,6 +11,7 @@ export default defineConfig(({ mode }) => {
     pool: 'forks' as const,
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    reporters: ['default', './test/support/summary-reporter.ts'],
   };
   if (mode === 'browser') {
     return {

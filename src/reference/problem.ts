@@ -58,7 +58,7 @@ export function operandType(field: string, data: unknown): OperandType {
   throw new InputError(field, 'expected uint8 or int8 data (Uint8Array or Int8Array)');
 }
 
-function checkOperand(field: string, op: Operand): OperandType {
+function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandType {
   if (!op || typeof op !== 'object') throw new InputError(field, 'missing operand');
   const type = operandType(field, op.data);
   checkRange(`${field}.rows`, op.rows, 1, INT32_MAX);
@@ -66,7 +66,7 @@ function checkOperand(field: string, op: Operand): OperandType {
   if (op.order !== 'row-major' && op.order !== 'col-major') {
     throw new InputError(`${field}.order`, `expected 'row-major' or 'col-major', got ${JSON.stringify(op.order)}`);
   }
-  if (op.data.length !== op.rows * op.cols) {
+  if (!shapesOnly && op.data.length !== op.rows * op.cols) {
     throw new InputError(field, `data has ${op.data.length} elements, shape [${op.rows},${op.cols}] needs ${op.rows * op.cols}`);
   }
   return type;
@@ -91,9 +91,10 @@ const CAST_TYPES: Record<string, readonly DstType[]> = {
   truncatingCast: ['uint8'],
 };
 
-export function normalizeProblem(problem: GemmProblem): NormalizedProblem {
-  const lhsType = checkOperand('lhs', problem.lhs);
-  const rhsType = checkOperand('rhs', problem.rhs);
+/** shapesOnly: the operands' data lives elsewhere (a GPU buffer); check their shapes and types only. */
+export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = {}): NormalizedProblem {
+  const lhsType = checkOperand('lhs', problem.lhs, shapesOnly);
+  const rhsType = checkOperand('rhs', problem.rhs, shapesOnly);
   const { lhs, rhs } = problem;
   if (lhs.cols !== rhs.rows) {
     throw new InputError('rhs', `shape mismatch: lhs is [${lhs.rows},${lhs.cols}], rhs is [${rhs.rows},${rhs.cols}]; need lhs cols == rhs rows`);

@@ -1,0 +1,65 @@
+// gemv.wgsl: the GEMM stage (pack -> GEMM -> output) for small M, e.g. matrix-vector products in LLM
+// decoding (M = 1), where a 64x64 tile would leave the machine idle. Each workgroup computes 4 dst rows
+// x COLUMNS columns; its COLUMNS x SLICES invocations split K: invocation (column, slice) sums the
+// words slice, slice + SLICES, ... of one rhs column with vec4<u32> loads (consecutive invocations read
+// consecutive 16-byte chunks of the same packed column, so loads coalesce), then the slices are reduced
+// in workgroup memory and COLUMNS invocations run the fused output stage (output.wgsl) on quads.
+
+override COLUMNS: u32 = 16u; // dst columns per workgroup, a multiple of 4
+override SLICES: u32 = 16u;  // invocations sharing one column's K, a power of two
+
+@group(0) @binding(1) var<storage, read> lhsPacked: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> rhsPacked: array<vec4<u32>>;
+
+var<workgroup> partial: array<vec4<u32>, COLUMNS * SLICES>; // [column][slice]: 4 rows' partial sums
+
+@compute @workgroup_size(SLICES, COLUMNS)
+fn gemv(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+  let groupsN = params.bandCols / COLUMNS;
+  let group = params.workgroupBase + wid.x + wid.y * nwg.x;
+  if (group >= groupsN * (params.bandRows / 4u)) {
+    return;
+  }
+  let rowBase = (group / groupsN) * 4u; // within the band
+  let colBase = (group % groupsN) * COLUMNS;
+  let slice = lid.x;
+  let column = lid.y;
+  let rowVec4s = params.depthWords / 4u;
+
+  var sum = vec4<u32>(0u);
+  let rhsRow = (colBase + column) * rowVec4s;
+  for (var q = slice; q < rowVec4s; q += SLICES) {
+    let b = rhsPacked[rhsRow + q];
+    for (var r = 0u; r < 4u; r++) {
+      let a = lhsPacked[(rowBase + r) * rowVec4s + q];
+      sum[r] += dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w);
+    }
+  }
+  partial[column * SLICES + slice] = sum;
+  workgroupBarrier();
+  for (var half = SLICES / 2u; half > 0u; half /= 2u) {
+    if (slice < half) {
+      partial[column * SLICES + slice] += partial[column * SLICES + slice + half];
+    }
+    workgroupBarrier();
+  }
+  // Invocations with slice == 0 hold one column's 4 row sums; store them as quads.
+  if (slice != 0u) {
+    return;
+  }
+  let m0 = params.bandM + rowBase;
+  let n = params.bandN + colBase + column;
+  if (params.dstColMajor != 0u) {
+    storeQuad(partial[column * SLICES], m0, n);
+  } else if (column % 4u == 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      let raw = vec4<u32>(partial[column * SLICES][r], partial[(column + 1u) * SLICES][r],
+                          partial[(column + 2u) * SLICES][r], partial[(column + 3u) * SLICES][r]);
+      storeQuad(raw, m0 + r, n);
+    }
+  }
+}

@@ -1,0 +1,87 @@
+// pack.wgsl: the PACK stage (PACK -> gemm -> output). Reads one 8-bit operand (lhs [M,K] or rhs [K,N]) in
+// any storage order and either signedness, and writes the layout the gemm kernels read: one packed row
+// per "outer" index (an lhs row, or an rhs column), holding 4 consecutive k values per u32 (byte j =
+// k + j), with K padded with zeros to a multiple of 64 and the outer count padded to a multiple of 64.
+// In the same pass it computes the row sums (lhs) or column sums (rhs) of the four-term expansion
+// (src/types.ts). int8 operands are mapped into the uint8 domain by flipping the top bit (v + 128 =
+// byte ^ 0x80) and the scheduler adds 128 to their zero point, so that one dot4U8Packed kernel serves
+// every type combination and the sums stay non-negative (docs/math.md).
+//
+// One workgroup packs one outer row; its threads stride over the row's words and reduce the sum in
+// workgroup memory. Element (outer, k) of the source lives at byte outer*outerStride + k*depthStride of
+// the logical operand; the bound `src` range starts at byte srcBase and may hold only the k range
+// [depthBegin, depthEnd) (the scheduler splits operands larger than a storage binding into bands).
+
+override WORKGROUP_SIZE: u32 = 64u;
+
+struct PackParams {
+  outerCount: u32,      // M or N: rows beyond it (padding) are written as zeros
+  depth: u32,           // K
+  outerStride: u32,     // bytes between consecutive outer indices in the source
+  depthStride: u32,     // bytes between consecutive k in the source
+  srcBase: u32,         // logical byte index of the first byte of the bound src range
+  depthBegin: u32,      // k range held by this src band
+  depthEnd: u32,
+  depthWords: u32,      // padded K / 4: u32 words per packed row
+  outerBase: u32,       // first outer index of this dispatch (the packed binding starts there)
+  outerRows: u32,       // rows of this dispatch
+  signFlip: u32,        // 0x80 for int8 operands, 0 for uint8
+  accumulate: u32,      // 1: add to the sums of an earlier k band instead of overwriting them
+  workgroupBase: u32,   // first row of this dispatch's flattened workgroup grid
+}
+
+@group(0) @binding(0) var<uniform> params: PackParams;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> packed: array<u32>;
+@group(0) @binding(3) var<storage, read_write> sums: array<i32>;
+
+var<workgroup> partial: array<u32, WORKGROUP_SIZE>;
+
+fn loadByte(byteIndex: u32) -> u32 {
+  let local = byteIndex - params.srcBase;
+  return (src[local >> 2u] >> ((local & 3u) * 8u)) & 0xffu;
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn pack(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let row = params.workgroupBase + wid.x + wid.y * nwg.x;
+  if (row >= params.outerRows) {
+    return; // uniform across the workgroup, so the barriers below stay uniform
+  }
+  let outer = params.outerBase + row;
+  let live = outer < params.outerCount;
+  let wordBegin = params.depthBegin / 4u;
+  let wordEnd = (params.depthEnd + 3u) / 4u;
+  var sum = 0u;
+  for (var w = wordBegin + lid; w < params.depthWords; w += WORKGROUP_SIZE) {
+    if (w >= wordEnd && params.depthBegin != 0u) {
+      break; // a later k band owns these words
+    }
+    var word = 0u;
+    for (var j = 0u; j < 4u; j++) {
+      let k = w * 4u + j;
+      if (live && k >= params.depthBegin && k < params.depthEnd && k < params.depth) {
+        let v = loadByte(outer * params.outerStride + k * params.depthStride) ^ params.signFlip;
+        word |= v << (8u * j);
+        sum += v;
+      }
+    }
+    packed[row * params.depthWords + w] = word;
+  }
+  partial[lid] = sum;
+  workgroupBarrier();
+  for (var half = WORKGROUP_SIZE / 2u; half > 0u; half /= 2u) {
+    if (lid < half) {
+      partial[lid] += partial[lid + half];
+    }
+    workgroupBarrier();
+  }
+  if (lid == 0u) {
+    let total = bitcast<i32>(partial[0]);
+    sums[outer] = select(total, sums[outer] + total, params.accumulate != 0u);
+  }
+}

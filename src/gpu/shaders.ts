@@ -1,0 +1,24 @@
+// The WGSL modules of pack -> gemm -> output, as text (vite `?raw` imports keep them real .wgsl files),
+// and their composition: WGSL has no #include, so a kernel's source is its library files concatenated
+// in dependency order. No templating: per-call values go through the uniform struct, tile and
+// workgroup sizes through `override` constants.
+
+import dot4Emulated from '../../shaders/dot4-emulated.wgsl?raw';
+import dot4Native from '../../shaders/dot4-native.wgsl?raw';
+import fixedpoint from '../../shaders/fixedpoint.wgsl?raw';
+import gemm from '../../shaders/gemm.wgsl?raw';
+import gemv from '../../shaders/gemv.wgsl?raw';
+import output from '../../shaders/output.wgsl?raw';
+import pack from '../../shaders/pack.wgsl?raw';
+
+export type KernelName = 'pack' | 'gemm' | 'gemv';
+export type Dot4Variant = 'native' | 'emulated';
+
+/** The full source of one kernel; its entry point has the kernel's name. */
+export function kernelSource(kernel: KernelName, dot4: Dot4Variant): string {
+  if (kernel === 'pack') return pack;
+  const inner = dot4 === 'native' ? dot4Native : dot4Emulated;
+  return [fixedpoint, output, inner, kernel === 'gemm' ? gemm : gemv].join('\n');
+}
+
+export const SHADER_FILES = { fixedpoint, output, pack, gemm, gemv, dot4Native, dot4Emulated };
