@@ -13,6 +13,15 @@ export default defineConfig(({ mode }) => {
     hookTimeout: 120_000,
     reporters: ['default', './test/support/summary-reporter.ts'],
   };
+  if (mode === 'demo') {
+    // The demo page (demo/index.html + demo/main.ts, importing the library from src/): `npm run demo`
+    // serves it, `npm run demo:build` writes dist/demo with relative asset paths (base './').
+    return {
+      root: 'demo',
+      base: './',
+      build: { outDir: '../dist/demo', emptyOutDir: true, target: 'es2022' },
+    };
+  }
   if (mode === 'browser') {
     return {
       build: {
@@ -32,7 +41,7 @@ export default defineConfig(({ mode }) => {
       emptyOutDir: true,
       target: 'node20',
       rollupOptions: {
-        input: { index: 'src/index.ts', cli: 'src/cli/main.ts' },
+        input: { index: 'src/index.ts', cli: 'src/cli/main.ts', bench: 'bench/main.ts' },
         external: ['webgpu'],
         output: { format: 'es' as const, entryFileNames: '[name].js' },
       },

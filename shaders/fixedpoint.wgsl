@@ -239,3 +239,25 @@ fn tanhStage(x: i32, p: TanhParams) -> i32 {
   let outputF0 = saturatingRoundingDoublingHighMul(fixedPointTanhF3(inputF3), p.amplitudeNormalized);
   return p.realZero + (outputF0 >> u32(31 - p.amplitudeExponent));
 }
+
+// ---- less-than-8-bit unpacking ----------------------------------------------------------------------
+
+/**
+ * gemmlowp RoundingMultiplyByConstantFraction (src/quant/lowbit.ts): x * num / den as
+ * x * intQuotient + (x * scaledRemainingNumerator + (p > 0 ? 2^30 : -2^30)) / 2^31, truncating, int32
+ * wrap; x itself for the identity fraction (8-bit operands). The constants come from constantFraction().
+ */
+fn roundingMultiplyByConstantFraction(x: i32, identity: u32, intQuotient: i32, scaledRemainingNumerator: i32) -> i32 {
+  if (identity != 0u) {
+    return x;
+  }
+  var p = mulWide(x, scaledRemainingNumerator);
+  let hi = bitcast<i32>(p.y);
+  let positive = hi > 0 || (hi == 0 && p.x > 0u);
+  p = add64(p, int64From32(select(-(1 << 30), 1 << 30, positive)));
+  if (bitcast<i32>(p.y) < 0) {
+    p = add64(p, vec2<u32>(0x7fffffffu, 0u)); // truncate toward zero
+  }
+  let remainingProduct = bitcast<i32>((p.y << 1u) | (p.x >> 31u));
+  return x * intQuotient + remainingProduct;
+}

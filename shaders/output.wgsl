@@ -1,7 +1,8 @@
 // output.wgsl: the OUTPUT stage (pack -> gemm -> OUTPUT), fused into the epilogue of the gemm kernels
 // (gemm.wgsl, gemv.wgsl) so int32 accumulators never round-trip through memory. For dst element (m, n):
 //   1. the four-term expansion of src/types.ts, from the raw sum of uint8-domain products and the
-//      row/column sums written by pack.wgsl:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR;
+//      row/column sums written by pack.wgsl:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR,
+//      each term rescaled by RoundingMultiplyByConstantFraction for less-than-8-bit operands;
 //   2. the output pipeline, read as data from the `stages` buffer (one 12-word record per stage, see
 //      src/gpu/stages.ts), each stage computed as in src/reference/pipeline.ts with the functions of
 //      fixedpoint.wgsl;
@@ -28,6 +29,17 @@ struct GemmParams {
   rhsZeroPointOffset: i32,
   stageCount: u32,
   workgroupBase: u32,    // first tile of this dispatch's flattened workgroup grid
+  // RoundingMultiplyByConstantFraction constants of the three unpacking terms (src/quant/lowbit.ts);
+  // identity for 8-bit operands, where step 1 is exactly the four-term expansion.
+  xxIdentity: u32,
+  xxIntQuotient: i32,
+  xxScaledRemainingNumerator: i32,
+  x1Identity: u32,
+  x1IntQuotient: i32,
+  x1ScaledRemainingNumerator: i32,
+  onexIdentity: u32,
+  onexIntQuotient: i32,
+  onexScaledRemainingNumerator: i32,
 }
 
 @group(0) @binding(0) var<uniform> params: GemmParams;
@@ -64,7 +76,10 @@ fn zeroPoint(value: i32, offset: i32, index: u32) -> i32 {
 fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
   let zL = zeroPoint(params.lhsZeroPoint, params.lhsZeroPointOffset, m);
   let zR = zeroPoint(params.rhsZeroPoint, params.rhsZeroPointOffset, n);
-  var x = bitcast<i32>(raw) - zR * rowSums[m] - zL * colSums[n] + i32(params.K) * zL * zR;
+  var x = roundingMultiplyByConstantFraction(bitcast<i32>(raw), params.xxIdentity, params.xxIntQuotient, params.xxScaledRemainingNumerator)
+    + roundingMultiplyByConstantFraction(rowSums[m] * -zR, params.x1Identity, params.x1IntQuotient, params.x1ScaledRemainingNumerator)
+    + roundingMultiplyByConstantFraction(colSums[n] * -zL, params.onexIdentity, params.onexIntQuotient, params.onexScaledRemainingNumerator)
+    + i32(params.K) * zL * zR;
   for (var s = 0u; s < params.stageCount; s++) {
     let r = s * STAGE_WORDS;
     let c = select(m, n, stages[r + 1u] != 0); // the channel index along the stage's axis

@@ -7,6 +7,9 @@
 // byte ^ 0x80) and the scheduler adds 128 to their zero point, so that one dot4U8Packed kernel serves
 // every type combination and the sums stay non-negative (docs/math.md).
 //
+// Less-than-8-bit operands are requantized here (src/quant/lowbit.ts): v' = (v * maxval + offset(i)) / 255,
+// with the rounding offset of the element's row-major linear index i in its logical matrix.
+//
 // One workgroup packs one outer row; its threads stride over the row's words and reduce the sum in
 // workgroup memory. Element (outer, k) of the source lives at byte outer*outerStride + k*depthStride of
 // the logical operand; the bound `src` range starts at byte srcBase and may hold only the k range
@@ -28,14 +31,32 @@ struct PackParams {
   signFlip: u32,        // 0x80 for int8 operands, 0 for uint8
   accumulate: u32,      // 1: add to the sums of an earlier k band instead of overwriting them
   workgroupBase: u32,   // first row of this dispatch's flattened workgroup grid
+  maxval: u32,          // 2^bits - 1; 255 leaves 8-bit values as they are
+  rounding: u32,        // 0 nearest, 1 probabilistic-addmod, 2 probabilistic-xorshift
+  linearOuterStride: u32, // i = outer * linearOuterStride + k * linearDepthStride (lhs: K, 1; rhs: 1, N)
+  linearDepthStride: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: PackParams;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> packed: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sums: array<i32>;
+@group(0) @binding(4) var<storage, read> xorshiftOffsets: array<u32>; // XORSHIFT_OFFSETS, 255 values
 
 var<workgroup> partial: array<u32, WORKGROUP_SIZE>;
+
+/** The requantized value of v (uint8 domain) at (outer, k): src/quant/lowbit.ts requantize(). */
+fn requantize(v: u32, outer: u32, k: u32) -> u32 {
+  // i mod 255 without forming i, which can pass 2^32 for large operands.
+  let i255 = ((outer % 255u) * (params.linearOuterStride % 255u) + (k % 255u) * (params.linearDepthStride % 255u)) % 255u;
+  var offset = 127u;
+  if (params.rounding == 1u) {
+    offset = (1u + 97u * ((i255 + 1u) % 255u)) % 255u;
+  } else if (params.rounding == 2u) {
+    offset = xorshiftOffsets[i255];
+  }
+  return (v * params.maxval + offset) / 255u;
+}
 
 fn loadByte(byteIndex: u32) -> u32 {
   let local = byteIndex - params.srcBase;
@@ -65,7 +86,10 @@ fn pack(
     for (var j = 0u; j < 4u; j++) {
       let k = w * 4u + j;
       if (live && k >= params.depthBegin && k < params.depthEnd && k < params.depth) {
-        let v = loadByte(outer * params.outerStride + k * params.depthStride) ^ params.signFlip;
+        var v = loadByte(outer * params.outerStride + k * params.depthStride) ^ params.signFlip;
+        if (params.maxval != 255u) {
+          v = requantize(v, outer, k);
+        }
         word |= v << (8u * j);
         sum += v;
       }

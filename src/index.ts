@@ -24,5 +24,33 @@ export {
 } from './quant/quantize.ts';
 export { referenceGemm, cpuGemm } from './reference/gemm.ts';
 export { normalizeProblem } from './reference/problem.ts';
+// Issue 4's elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub), specified in reference/elementwise.ts.
+export {
+  elementwiseReference,
+  prepareElementwise,
+  runElementwisePlan,
+  broadcastShapes,
+  scaleToFixedPoint,
+  ELEMENTWISE_OPS,
+  type ElementwiseOp,
+  type ElementwiseProblem,
+  type ElementwiseResult,
+  type ElementwiseOutput,
+  type ElementwisePlan,
+  type QuantizedTensor,
+} from './reference/elementwise.ts';
+export { elementwiseOnGpu, type ElementwiseGpuTarget } from './scheduler/elementwise-gpu.ts';
 export { parseNpy, serializeNpy, NpyFormatError, type NpyArray, type NpyDtype } from './io/npy.ts';
-export { runOp, type Backend } from './scheduler/run.ts';
+export { gemm, elementwise, runOp, sharedContext, describeDevice, type Backend, type GemmOptions, type RunOptions } from './scheduler/run.ts';
+export {
+  GpuContext,
+  chooseKernel,
+  type GpuContextOptions,
+  type GpuGemmProblem,
+  type GpuMatrix,
+  type GpuOperandInput,
+  type PackedOperand,
+  type SchedulerLimits,
+  type GemmTiming,
+} from './scheduler/gpu.ts';
+export { acquireDevice, isHardwareAdapterAvailable, describeAdapter, type AdapterSummary, type AcquiredDevice, type AcquireOptions } from './gpu/device.ts';

@@ -62,7 +62,7 @@ export type OutputStage =
    * 'double' (gemmlowp, TFLite default): exponent in -31..31; saturating left shift by max(e,0),
    *   SRDHM, then roundingDivideByPOT by max(-e,0).
    * 'single' (TFLite TFLITE_SINGLE_ROUNDING, ruy): exponent in -31..30; (x*m + 2^(30-e)) >> (31-e),
-   *   saturated to int32.
+   *   saturated to int32 (the sources only assert that it fits).
    * multiplier and exponent are scalars, or vectors along `axis`; offsetAfterShift is scalar.
    */
   | {
@@ -88,7 +88,7 @@ export type OutputStage =
 
 export type OutputStageType = OutputStage['type'];
 
-/** Less-than-8-bit operands (gemmlowp's requantization at packing). See src/reference/lowbit.ts. */
+/** Less-than-8-bit operands (gemmlowp's requantization at packing), specified in src/quant/lowbit.ts. */
 export type BitDepthRounding = 'nearest' | 'probabilistic-addmod' | 'probabilistic-xorshift' | 'default';
 export interface BitDepth {
   lhs: number;

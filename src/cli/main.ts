@@ -8,8 +8,10 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError, QgemmError } from '../errors.ts';
 import { serializeNpy, type NpyArray } from '../io/npy.ts';
+import { ELEMENTWISE_OPS } from '../reference/elementwise.ts';
 import { runOp, describeDevice, type Backend } from '../scheduler/run.ts';
 import type { GemmResult } from '../types.ts';
+import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
 import { isObject, parseGemmSpec, type ReadFile } from './spec.ts';
 
 const USAGE = `usage:
@@ -68,13 +70,24 @@ async function cmdRun(args: string[]): Promise<void> {
     const spec = parseGemmSpec(json, baseDir, readFile);
     const result = await runOp({ op: 'gemm', problem: spec.problem }, backend);
     writeNpyAtomic(spec.out, toNpy(result));
+  } else if (isElementwiseOp(op)) {
+    const spec = parseElementwiseSpec(json, baseDir, readFile);
+    const result = await runOp({ op: 'elementwise', problem: spec.problem }, backend);
+    writeNpyAtomic(spec.out, { dtype: result.dtype, shape: result.shape, fortranOrder: false, data: result.data });
   } else {
-    throw new InputError('op', `unknown op ${JSON.stringify(op)} (expected: gemm)`);
+    throw new InputError('op', `unknown op ${JSON.stringify(op)} (expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')})`);
   }
 }
 
 function parseJsonFlag(flag: string, v: string): unknown {
-  const text = v.startsWith('@') ? readFileSync(v.slice(1), 'utf8') : v;
+  let text = v;
+  if (v.startsWith('@')) {
+    try {
+      text = readFileSync(v.slice(1), 'utf8');
+    } catch (e) {
+      throw new InputError(flag, `cannot read ${v.slice(1)} (${(e as { code?: string }).code ?? (e as Error).message})`);
+    }
+  }
   try {
     return JSON.parse(text);
   } catch (e) {
@@ -142,12 +155,12 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(`${USAGE}\n`);
         return command === undefined ? 2 : 0;
       default:
-        throw new InputError('command', `unknown command ${JSON.stringify(command)}\n${USAGE}`);
+        throw new InputError('command', `unknown command ${JSON.stringify(command)} (see qgemm --help)`);
     }
   } catch (e) {
     const err = e as Error & { code?: string };
     if (e instanceof InputError) {
-      process.stderr.write(`qgemm: error: ${err.message}\n`);
+      process.stderr.write(`qgemm: error: ${err.message.replace(/\s*\n\s*/g, ' ')}\n`);
       return 2;
     }
     if (err.code?.startsWith('ERR_PARSE_ARGS')) {

@@ -5,20 +5,22 @@
 
 import dot4Emulated from '../../shaders/dot4-emulated.wgsl?raw';
 import dot4Native from '../../shaders/dot4-native.wgsl?raw';
+import elementwise from '../../shaders/elementwise.wgsl?raw';
 import fixedpoint from '../../shaders/fixedpoint.wgsl?raw';
 import gemm from '../../shaders/gemm.wgsl?raw';
 import gemv from '../../shaders/gemv.wgsl?raw';
 import output from '../../shaders/output.wgsl?raw';
 import pack from '../../shaders/pack.wgsl?raw';
 
-export type KernelName = 'pack' | 'gemm' | 'gemv';
+export type KernelName = 'pack' | 'gemm' | 'gemv' | 'elementwise';
 export type Dot4Variant = 'native' | 'emulated';
 
 /** The full source of one kernel; its entry point has the kernel's name. */
 export function kernelSource(kernel: KernelName, dot4: Dot4Variant): string {
   if (kernel === 'pack') return pack;
+  if (kernel === 'elementwise') return [fixedpoint, elementwise].join('\n'); // issue 4's add/sub/mul/aligned ops
   const inner = dot4 === 'native' ? dot4Native : dot4Emulated;
   return [fixedpoint, output, inner, kernel === 'gemm' ? gemm : gemv].join('\n');
 }
 
-export const SHADER_FILES = { fixedpoint, output, pack, gemm, gemv, dot4Native, dot4Emulated };
+export const SHADER_FILES = { fixedpoint, output, pack, gemm, gemv, dot4Native, dot4Emulated, elementwise };

@@ -94,7 +94,8 @@ export function saturatingLeftShift(x: number, s: number): number {
  *      The left shift saturates, as gemmlowp's scalar ShiftLeft does; at shift 31 gemmlowp's `1 << 31`
  *      overflows and flips the sign, which this does not reproduce.
  *  'single' (TFLITE_SINGLE_ROUNDING; ruy), shift in -31..30:
- *      (x * multiplier + 2^(30 - shift)) >> (31 - shift), arithmetic, saturated to int32 as ruy does.
+ *      (x * multiplier + 2^(30 - shift)) >> (31 - shift), arithmetic, saturated to int32 (TFLite and
+ *      ruy only assert in debug builds that it fits).
  */
 export function multiplyByQuantizedMultiplier(
   x: number,

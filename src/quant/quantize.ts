@@ -8,7 +8,7 @@ import { InputError } from '../errors.ts';
 import { INT32_MAX } from '../types.ts';
 
 export interface QuantizedMultiplier {
-  /** Q31 mantissa in [2^30, 2^31) for positive reals, (-2^31, -2^30] for negative ones; 0 for 0. */
+  /** Q31 mantissa in [2^30, 2^31) for positive reals, [-2^31, -2^30] for negative ones; 0 for 0. */
   multiplier: number;
   /** real = multiplier * 2^(shift - 31). */
   shift: number;

@@ -86,6 +86,19 @@ function checkAxis(field: string, axis: unknown): Axis {
   return axis;
 }
 
+const ROUNDINGS = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'] as const;
+
+function checkBitDepth(b: BitDepth): BitDepth {
+  if (!b || typeof b !== 'object') throw new InputError('bitDepth', 'expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}');
+  checkRange('bitDepth.lhs', b.lhs, 1, 8);
+  checkRange('bitDepth.rhs', b.rhs, 1, 8);
+  const rounding = b.rounding ?? 'default';
+  if (!(ROUNDINGS as readonly string[]).includes(rounding)) {
+    throw new InputError('bitDepth.rounding', `expected one of ${ROUNDINGS.join(', ')}, got ${JSON.stringify(rounding)}`);
+  }
+  return { lhs: b.lhs, rhs: b.rhs, rounding };
+}
+
 const CAST_TYPES: Record<string, readonly DstType[]> = {
   saturatingCast: ['uint8', 'int8', 'int16'],
   truncatingCast: ['uint8'],
@@ -180,11 +193,11 @@ export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = 
     }
   });
 
-  if (problem.bitDepth !== undefined) throw new InputError('bitDepth', 'less-than-8-bit operands are not supported yet');
+  const bitDepth = problem.bitDepth === undefined ? undefined : checkBitDepth(problem.bitDepth);
 
   return {
     M, N, K, lhs, rhs, lhsType, rhsType, lhsZeroPoint, rhsZeroPoint, pipeline, tanh, dstOrder, dstType,
-    ...(problem.bitDepth ? { bitDepth: problem.bitDepth } : {}),
+    ...(bitDepth ? { bitDepth } : {}),
   };
 }
 

@@ -13,8 +13,9 @@ import { BufferPool, getPipeline, type Overrides } from '../gpu/resources.ts';
 import { kernelSource, type Dot4Variant } from '../gpu/shaders.ts';
 import { encodeStages } from '../gpu/stages.ts';
 import { packUniforms, uniformLayout, type UniformLayout } from '../gpu/uniforms.ts';
+import { resolveRounding, unpackFractions, XORSHIFT_OFFSETS, type ConcreteRounding } from '../quant/lowbit.ts';
 import { normalizeProblem, type NormalizedProblem } from '../reference/problem.ts';
-import type { DstData, DstType, GemmProblem, GemmResult, Operand, OperandType, Order } from '../types.ts';
+import type { BitDepth, DstData, DstType, GemmProblem, GemmResult, Operand, OperandType, Order } from '../types.ts';
 
 /** Rows of packed operands are padded to this (the largest tile), K to this many values. */
 export const PACK_ROWS = 64;
@@ -45,7 +46,23 @@ export interface PackedOperand {
   readonly type: OperandType;
   readonly packed: GPUBuffer;
   readonly sums: GPUBuffer;
+  /** Requantization applied while packing (bits 8: none). A GEMM must ask for the same. */
+  readonly bits: number;
+  readonly rounding: ConcreteRounding;
   destroy(): void;
+}
+
+/** How pack.wgsl requantizes an operand (src/quant/lowbit.ts); bits 8 is the identity. */
+interface Requantization {
+  bits: number;
+  rounding: ConcreteRounding;
+}
+
+const ROUNDING_CODE: Record<ConcreteRounding, number> = { nearest: 0, 'probabilistic-addmod': 1, 'probabilistic-xorshift': 2 };
+
+function requantizationOf(bitDepth: BitDepth | undefined, side: 'lhs' | 'rhs', K: number): Requantization {
+  if (!bitDepth) return { bits: 8, rounding: 'nearest' };
+  return { bits: bitDepth[side], rounding: resolveRounding(bitDepth.rounding, K) };
 }
 
 export type GpuOperandInput = Operand | GpuMatrix | PackedOperand;
@@ -87,6 +104,12 @@ const PACK_OVERRIDES = { WORKGROUP_SIZE: 64 };
 const BYTES: Record<DstType | OperandType, number> = { int32: 4, int16: 2, int8: 1, uint8: 1 };
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 const floorTo = (x: number, m: number) => Math.floor(x / m) * m;
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+/** The smallest count c, a multiple of `multiple`, for which c * stride bytes is a multiple of `alignment`. */
+const alignedUnit = (stride: number, alignment: number, multiple = 1) => {
+  const unit = alignment / gcd(stride, alignment);
+  return (unit * multiple) / gcd(unit, multiple);
+};
 
 /** Splits `total` workgroups into dispatches of at most max^2, each a 2-D grid with a base index. */
 export function flatDispatches(total: number, max: number): { base: number; x: number; y: number }[] {
@@ -115,7 +138,12 @@ function shapeOf(x: GpuOperandInput, field: string): Operand {
   if (isGpuMatrix(x)) {
     if (x.dtype !== 'uint8' && x.dtype !== 'int8') throw new InputError(field, `a GPU operand must be uint8 or int8, got ${x.dtype}`);
     const inner = x.order === 'row-major' ? x.cols : x.rows;
+    const lines = x.order === 'row-major' ? x.rows : x.cols;
     if (!Number.isInteger(x.stride) || x.stride < inner) throw new InputError(`${field}.stride`, `must be >= ${inner}`);
+    const needed = (lines - 1) * x.stride + inner;
+    if (needed > x.buffer.size) {
+      throw new InputError(`${field}.buffer`, `holds ${x.buffer.size} bytes, a [${x.rows},${x.cols}] matrix with stride ${x.stride} needs ${needed}`);
+    }
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
   return x;
@@ -136,7 +164,10 @@ export class GpuContext {
   readonly limits: SchedulerLimits;
   private readonly pool: BufferPool;
   private readonly timestamps: boolean;
+  /** How the last GEMM was split: dispatch counts (for tests and the curious). */
+  readonly lastRun = { packDispatches: 0, gemmDispatches: 0 };
   private queue: Promise<unknown> = Promise.resolve();
+  private xorshift: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
 
@@ -207,8 +238,11 @@ export class GpuContext {
     this.pool.release(m.buffer);
   }
 
-  /** Packs a constant operand once, with its row (lhs) or column (rhs) sums, for reuse across calls. */
-  prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix): Promise<PackedOperand> {
+  /**
+   * Packs a constant operand once, with its row (lhs) or column (rhs) sums, for reuse across calls.
+   * With `bitDepth`, the operand is requantized as a GEMM with that bitDepth would (same K, same N).
+   */
+  prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
     return this.serialize(async () => {
       this.checkAlive();
       const shape = shapeOf(operand, side);
@@ -216,6 +250,7 @@ export class GpuContext {
       const { rows, cols } = shape;
       const outer = side === 'lhs' ? rows : cols;
       const depth = side === 'lhs' ? cols : rows;
+      const requant = requantizationOf(bitDepth, side, depth);
       const packed = this.device.createBuffer({
         size: roundUp(outer, PACK_ROWS) * (roundUp(depth, PACK_DEPTH) / 4) * 4,
         usage: GPUBufferUsage.STORAGE,
@@ -227,20 +262,30 @@ export class GpuContext {
         const pass = encoder.beginComputePass();
         const temps: GPUBuffer[] = [];
         const src = this.source(operand, side, temps);
-        await this.encodePack(pass, src, side, outer, depth, packed, sums, temps);
+        await this.encodePack(pass, src, side, outer, depth, packed, sums, temps, requant);
         pass.end();
         this.device.queue.submit([encoder.finish()]);
         await this.device.queue.onSubmittedWorkDone();
         for (const t of temps) t.destroy();
       }, 'prepack');
       this.checkAlive();
-      return { side, rows, cols, type, packed, sums, destroy: () => { packed.destroy(); sums.destroy(); } };
+      return { side, rows, cols, type, packed, sums, ...requant, destroy: () => { packed.destroy(); sums.destroy(); } };
     });
   }
 
   destroy(): void {
     this.destroyed = true;
     this.pool.destroy();
+    this.xorshift?.destroy();
+  }
+
+  /** XORSHIFT_OFFSETS on the GPU, made once per context. */
+  private xorshiftBuffer(): GPUBuffer {
+    if (!this.xorshift) {
+      this.xorshift = this.device.createBuffer({ size: 255 * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'qgemm xorshift offsets' });
+      this.device.queue.writeBuffer(this.xorshift, 0, Uint32Array.from(XORSHIFT_OFFSETS));
+    }
+    return this.xorshift;
   }
 
   // ---- planning and encoding ------------------------------------------------------------------------
@@ -278,10 +323,11 @@ export class GpuContext {
 
   /** Encodes pack.wgsl over the operand, in as many bands and dispatches as the limits require. */
   private async encodePack(
-    pass: GPUComputePassEncoder, src: Source, side: string, outer: number, depth: number,
-    packed: GPUBuffer, sums: GPUBuffer, temps: GPUBuffer[],
+    pass: GPUComputePassEncoder, src: Source, side: 'lhs' | 'rhs', outer: number, depth: number,
+    packed: GPUBuffer, sums: GPUBuffer, temps: GPUBuffer[], requant: Requantization,
   ): Promise<void> {
     const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG } = this.limits;
+    const alignment = this.device.limits.minStorageBufferOffsetAlignment;
     const pipeline = await getPipeline(this.device, 'pack', this.dot4, PACK_OVERRIDES);
     const layout = uniformLayout(kernelSource('pack', this.dot4), 'PackParams');
     const paddedOuter = roundUp(outer, PACK_ROWS);
@@ -294,15 +340,17 @@ export class GpuContext {
     if (src.bytes <= maxBinding) {
       bands.push({ srcBase: 0, srcEnd: src.bytes, depthBegin: 0, depthEnd: depth, outerBegin: 0, outerEnd: paddedOuter });
     } else if (src.depthStride === 1) {
-      const step = floorTo(maxBinding / src.outerStride, 256); // offsets stay 256-byte aligned
-      if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${side}: 256 rows of the operand exceed a storage binding`);
+      const unit = alignedUnit(src.outerStride, alignment); // band offsets must stay aligned
+      const step = floorTo(maxBinding / src.outerStride, unit);
+      if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${side}: ${unit} rows of the operand exceed a storage binding`);
       for (let o = 0; o < outer; o += step) {
         const end = o + step >= outer ? paddedOuter : o + step;
         bands.push({ srcBase: o * src.outerStride, srcEnd: Math.min(src.bytes, end * src.outerStride), depthBegin: 0, depthEnd: depth, outerBegin: o, outerEnd: end });
       }
     } else {
-      const step = floorTo(maxBinding / src.depthStride, 256);
-      if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${side}: 256 k-slices of the operand exceed a storage binding`);
+      const unit = alignedUnit(src.depthStride, alignment, 4); // aligned offsets, whole packed words
+      const step = floorTo(maxBinding / src.depthStride, unit);
+      if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${side}: ${unit} k-slices of the operand exceed a storage binding`);
       for (let k = 0; k < depth; k += step) {
         bands.push({ srcBase: k * src.depthStride, srcEnd: Math.min(src.bytes, (k + step) * src.depthStride), depthBegin: k, depthEnd: Math.min(depth, k + step), outerBegin: 0, outerEnd: paddedOuter });
       }
@@ -316,7 +364,9 @@ export class GpuContext {
             outerCount: outer, depth, outerStride: src.outerStride, depthStride: src.depthStride,
             srcBase: band.srcBase, depthBegin: band.depthBegin, depthEnd: band.depthEnd, depthWords,
             outerBase: o, outerRows: rows, signFlip: src.signed ? 0x80 : 0, accumulate: band.depthBegin > 0 ? 1 : 0,
-            workgroupBase: d.base,
+            workgroupBase: d.base, maxval: 2 ** requant.bits - 1, rounding: ROUNDING_CODE[requant.rounding],
+            // Rounding offsets follow the row-major linear index of the logical matrix: lhs m*K + k, rhs k*N + n.
+            linearOuterStride: side === 'lhs' ? depth : 1, linearDepthStride: side === 'lhs' ? 1 : outer,
           }, temps);
           const srcSize = Math.min(roundUp(band.srcEnd - band.srcBase, 4), src.buffer.size - band.srcBase);
           pass.setBindGroup(0, this.device.createBindGroup({
@@ -326,9 +376,11 @@ export class GpuContext {
               { binding: 1, resource: { buffer: src.buffer, offset: band.srcBase, size: srcSize } },
               { binding: 2, resource: { buffer: packed, offset: o * depthWords * 4, size: rows * depthWords * 4 } },
               { binding: 3, resource: { buffer: sums, offset: 0, size: paddedOuter * 4 } },
+              { binding: 4, resource: { buffer: this.xorshiftBuffer() } },
             ],
           }));
           pass.dispatchWorkgroups(d.x, d.y);
+          this.lastRun.packDispatches++;
         }
       }
     }
@@ -345,7 +397,6 @@ export class GpuContext {
   private async encodeAndRun(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
     this.checkAlive();
     const p: NormalizedProblem = normalizeProblem({ ...problem, lhs: shapeOf(problem.lhs, 'lhs'), rhs: shapeOf(problem.rhs, 'rhs') }, { shapesOnly: true });
-    if (p.bitDepth) throw new InputError('bitDepth', 'less-than-8-bit operands are not supported on WebGPU yet');
     const { M, N, K } = p;
     const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG } = this.limits;
     const config = chooseKernel(M, N);
@@ -359,6 +410,7 @@ export class GpuContext {
     for (const [bytes, what] of [[Mp * depthWords * 4, 'packed lhs'], [Np * depthWords * 4, 'packed rhs'], [dstBytes, 'dst']] as const) this.checkBuffer(bytes, what);
 
     const stages = encodeStages(p);
+    this.lastRun.packDispatches = this.lastRun.gemmDispatches = 0;
     const temps: GPUBuffer[] = [];
     const pooled: GPUBuffer[] = [];
     const dst = this.pool.acquire(dstBytes, 'dst');
@@ -373,11 +425,17 @@ export class GpuContext {
         const querySet = this.timestamps ? this.device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
         const pass = encoder.beginComputePass(querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
         const operand = async (side: 'lhs' | 'rhs', x: GpuOperandInput, outer: number) => {
-          if (isPacked(x)) return { packed: x.packed, sums: x.sums };
+          const requant = requantizationOf(p.bitDepth, side, K);
+          if (isPacked(x)) {
+            if (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding)) {
+              throw new InputError(side, `prepacked with ${x.bits} bits (${x.rounding}), but this GEMM asks for ${requant.bits} bits (${requant.rounding})`);
+            }
+            return { packed: x.packed, sums: x.sums };
+          }
           const packed = this.pool.acquire(roundUp(outer, PACK_ROWS) * depthWords * 4, `${side} packed`);
           const sums = this.pool.acquire(roundUp(outer, PACK_ROWS) * 4, `${side} sums`);
           pooled.push(packed, sums);
-          await this.encodePack(pass, this.source(x, side, temps), side, outer, K, packed, sums, temps);
+          await this.encodePack(pass, this.source(x, side, temps), side, outer, K, packed, sums, temps, requant);
           return { packed, sums };
         };
         const lhs = await operand('lhs', problem.lhs, M);
@@ -391,6 +449,12 @@ export class GpuContext {
           throw new LimitExceededError('maxStorageBufferBindingSize', `${PACK_ROWS} packed rows or dst lines exceed a storage binding (${maxBinding} bytes)`);
         }
         const layout = uniformLayout(kernelSource(config.kernel, this.dot4), 'GemmParams');
+        const f = unpackFractions(p.bitDepth?.lhs ?? 8, p.bitDepth?.rhs ?? 8);
+        const fractions = {
+          xxIdentity: +f.xx.identity, xxIntQuotient: f.xx.intQuotient, xxScaledRemainingNumerator: f.xx.scaledRemainingNumerator,
+          x1Identity: +f.x1.identity, x1IntQuotient: f.x1.intQuotient, x1ScaledRemainingNumerator: f.x1.scaledRemainingNumerator,
+          onexIdentity: +f.onex.identity, onexIntQuotient: f.onex.intQuotient, onexScaledRemainingNumerator: f.onex.scaledRemainingNumerator,
+        };
         pass.setPipeline(gemmPipeline);
         for (let m0 = 0; m0 < Mp; m0 += bandRows) {
           const rows = Math.min(bandRows, Mp - m0);
@@ -409,7 +473,7 @@ export class GpuContext {
                 dstStride: stride, dstBase: lineBegin * stride, dstType: ['int32', 'uint8', 'int8', 'int16'].indexOf(p.dstType),
                 dstColMajor: colMajor ? 1 : 0, lhsZeroPoint: stages.lhsZeroPoint, lhsZeroPointOffset: stages.lhsZeroPointOffset,
                 rhsZeroPoint: stages.rhsZeroPoint, rhsZeroPointOffset: stages.rhsZeroPointOffset, stageCount: stages.stageCount,
-                workgroupBase: d.base,
+                workgroupBase: d.base, ...fractions,
               }, temps);
               pass.setBindGroup(0, this.device.createBindGroup({
                 layout: gemmPipeline.getBindGroupLayout(0),
@@ -424,6 +488,7 @@ export class GpuContext {
                 ],
               }));
               pass.dispatchWorkgroups(d.x, d.y);
+              this.lastRun.gemmDispatches++;
             }
           }
         }

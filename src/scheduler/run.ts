@@ -3,17 +3,25 @@
 // software adapters included, and fails clearly without one; 'auto' uses a hardware adapter when there
 // is one and the CPU otherwise (a software adapter is slower than the CPU path: see the README).
 // One GpuContext per kind is kept and re-made after a device loss; a call that meets a loss is retried
-// once on a fresh device, and 'auto' then falls back to the CPU with a warning.
+// once on a fresh device, and 'auto' then falls back to the CPU with a warning. The elementwise ops of
+// issue 4 (src/reference/elementwise.ts) take the same route: runElementwisePlan on the CPU,
+// elementwise-gpu.ts on a device.
 
 import { DeviceLostError } from '../errors.ts';
 import { isHardwareAdapterAvailable } from '../gpu/device.ts';
+import { prepareElementwise, runElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../reference/elementwise.ts';
 import { cpuGemm } from '../reference/gemm.ts';
 import type { GemmProblem, GemmResult } from '../types.ts';
+import { elementwiseOnGpu } from './elementwise-gpu.ts';
 import { GpuContext, type GpuContextOptions } from './gpu.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
-export type Op = { op: 'gemm'; problem: GemmProblem };
+export type GemmOp = { op: 'gemm'; problem: GemmProblem };
+/** Issue 4's add/sub/mul/alignedAdd/alignedSub (src/reference/elementwise.ts). */
+export type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
+export type Op = GemmOp | ElementwiseRunOp;
+type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 
 export interface RunOptions extends GpuContextOptions {
   /** Called with a warning (CPU fallback after a device loss). Default: console.warn. */
@@ -38,15 +46,25 @@ export async function sharedContext(allowSoftware: boolean, opts: GpuContextOpti
 
 let hardware: Promise<boolean> | null = null;
 
-export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<GemmResult & { backend: 'cpu' | 'webgpu' }> {
-  const onCpu = () => ({ ...cpuGemm(op.problem), backend: 'cpu' as const });
+export function runOp(op: GemmOp, backend: Backend, opts?: RunOptions): Promise<Ran<GemmResult>>;
+export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions): Promise<Ran<ElementwiseResult>>;
+export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
+  if (op.op === 'elementwise') {
+    const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
+    return onBackend(() => runElementwisePlan(plan), (ctx) => elementwiseOnGpu(ctx, plan), backend, opts);
+  }
+  return onBackend(() => cpuGemm(op.problem), (ctx) => ctx.gemm(op.problem), backend, opts);
+}
+
+async function onBackend<R>(cpu: () => R, gpu: (ctx: GpuContext) => Promise<R>, backend: Backend, opts: RunOptions): Promise<Ran<R>> {
+  const onCpu = () => ({ ...cpu(), backend: 'cpu' as const });
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';
   if (!allowSoftware && !(await (hardware ??= isHardwareAdapterAvailable()))) return onCpu();
   for (let attempt = 0; ; attempt++) {
     try {
       const ctx = await sharedContext(allowSoftware, opts);
-      return { ...(await ctx.gemm(op.problem)), backend: 'webgpu' };
+      return { ...(await gpu(ctx)), backend: 'webgpu' };
     } catch (e) {
       if (!(e instanceof DeviceLostError)) throw e;
       if (attempt === 0) continue; // re-acquire a device and run again
@@ -57,6 +75,21 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
       throw e;
     }
   }
+}
+
+export interface GemmOptions extends RunOptions {
+  /** Default 'auto': a hardware GPU if there is one, else the CPU. */
+  backend?: Backend;
+}
+
+/** One GEMM (src/types.ts) on the chosen backend; the result says which backend ran it. */
+export function gemm(problem: GemmProblem, options: GemmOptions = {}): Promise<GemmResult & { backend: 'cpu' | 'webgpu' }> {
+  return runOp({ op: 'gemm', problem }, options.backend ?? 'auto', options);
+}
+
+/** One elementwise op (src/reference/elementwise.ts) on the chosen backend; the result says which backend ran it. */
+export function elementwise(problem: ElementwiseProblem, options: GemmOptions = {}): Promise<Ran<ElementwiseResult>> {
+  return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
 }
 
 /** What `qgemm info` prints: the adapter that --backend webgpu would use. */

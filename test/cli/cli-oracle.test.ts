@@ -8,7 +8,7 @@
 // `writeRandomSpec(dir, seed)` (with `{ bitDepth: true }` for the bitDepth ones) regenerates it anywhere.
 //
 // Knobs: QGEMM_ORACLE_SPECS (number of in-process specs, default 500), QGEMM_ORACLE_LOWBIT_SPECS
-// (bitDepth specs, default 200; they run once src/reference/lowbit.ts exists), QGEMM_ORACLE_SEED (first seed).
+// (bitDepth specs, default 200), QGEMM_ORACLE_SEED (first seed).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -99,10 +99,8 @@ describe(`qgemm run --backend cpu is bit-exact with the BigInt oracle (${COUNT} 
   });
 });
 
-// Issue 4's less-than-8-bit path runs once the CPU reference has it (src/reference/lowbit.ts, named
-// in src/types.ts); until then these are skipped.
-const HAS_LOWBIT = existsSync(join(REPO, 'src/reference/lowbit.ts'));
-describe.skipIf(!HAS_LOWBIT)(`bitDepth (issue 4): qgemm run --backend cpu against the oracle (${COUNT_LOWBIT} specs)`, () => {
+// Issue 4's less-than-8-bit path (src/quant/lowbit.ts).
+describe(`bitDepth (issue 4): qgemm run --backend cpu against the oracle (${COUNT_LOWBIT} specs)`, () => {
   const batches: Array<[number, number]> = [];
   for (let start = 0; start < COUNT_LOWBIT; start += BATCH) {
     batches.push([FIRST_SEED + 0x10000 + start, FIRST_SEED + 0x10000 + Math.min(COUNT_LOWBIT, start + BATCH)]);

@@ -1,47 +1,212 @@
 // GPU tier: the WebGPU path (pack -> gemm -> output, src/scheduler/gpu.ts) against the CPU reference,
-// bit for bit, inside validation error scopes: the shape sweep and odd rectangles through every
-// kernel configuration (gemv for small M, 32- and 64-tiles), shapes that cross every tile boundary,
-// a K large enough to make int32 wrap, every operand type, storage order, zero-point form and stage
-// kind; both dot4 variants; prepacked operands and GPU-resident chaining; and splitting of operands
-// and grids past lowered binding-size and workgroup-count limits.
+// bit for bit, every submission inside validation/out-of-memory error scopes: the shape sweep and odd
+// rectangles through every kernel configuration (gemv for small M, 32- and 64-tiles), shapes that cross
+// every tile boundary, a K large enough to make int32 wrap, every operand type, storage order,
+// zero-point form and stage kind, less-than-8-bit operands; both dot4 variants; prepacked operands and
+// GPU-resident chaining; splitting of operands and grids past lowered binding-size and workgroup-count
+// limits; and the typed errors for exceeded limits, invalid GPU input and a lost device.
 
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } from '../../src/errors.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { GpuContext } from '../../src/scheduler/gpu.ts';
-import type { GemmProblem } from '../../src/types.ts';
-import { arbProblem, arbProblemOfShape, arbStage, arbCast, describeProblem, SWEEP } from '../support/arbitraries.ts';
+import { chooseKernel, GpuContext, type GpuGemmProblem } from '../../src/scheduler/gpu.ts';
+import { runOp, sharedContext } from '../../src/scheduler/run.ts';
+import type { BitDepthRounding, GemmProblem, Operand } from '../../src/types.ts';
+import { arbCast, arbOperand, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
 
 const gpu = await getGpu();
 afterAll(releaseGpu);
 
-async function expectGpuMatches(ctx: GpuContext, p: GemmProblem) {
+async function expectGpuMatches(ctx: GpuContext, p: GemmProblem, context = '') {
   const got = await ctx.gemm(p);
   const d = diffResults(got, referenceGemm(p));
-  if (d) expect.fail(formatMismatch(d, describeProblem(p)));
+  if (d) expect.fail(formatMismatch(d, `${context} ${describeProblem(p)}${p.bitDepth ? ` bitDepth=${JSON.stringify(p.bitDepth)}` : ''}`));
 }
+
+const sample = <T>(arb: fc.Arbitrary<T>, seed: number) => fc.sample(arb, { numRuns: 1, seed })[0];
+const arbBitDepth = fc.record({
+  lhs: fc.integer({ min: 1, max: 8 }),
+  rhs: fc.integer({ min: 1, max: 8 }),
+  rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
+});
 
 describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   let ctx: GpuContext;
   let emulated: GpuContext;
-  it('creates contexts on the test device', async () => {
+  beforeAll(async () => {
     ctx = await GpuContext.create({ device: gpu!.device });
     emulated = await GpuContext.create({ device: gpu!.device, dot4: 'emulated' });
+  });
+
+  it('uses dot4U8Packed where the adapter has it, and the emulation when asked', () => {
     expect(ctx.dot4).toBe(gpu!.hasDot4 ? 'native' : 'emulated');
     expect(emulated.dot4).toBe('emulated');
   });
-  it('smoke', async () => {
+
+  it("gemmlowp's TestWithSmallData", async () => {
     const p: GemmProblem = {
       lhs: { data: Uint8Array.from([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]), rows: 4, cols: 3, order: 'row-major' },
       rhs: { data: Uint8Array.from([1, 2, 3, 4, 5, 6]), rows: 3, cols: 2, order: 'row-major' },
     };
-    const got = await ctx.gemm(p);
-    expect(Array.from(got.data)).toEqual([76, 100, 103, 136, 130, 172, 157, 208]);
+    expect(Array.from((await ctx.gemm(p)).data)).toEqual([76, 100, 103, 136, 130, 172, 157, 208]);
   });
-  it('random problems over the shape sweep', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), (p) => expectGpuMatches(ctx, p)), { numRuns: 60 });
+
+  it('random problems over the shape sweep and odd rectangles', async () => {
+    await fc.assert(fc.asyncProperty(arbProblem(), (p) => expectGpuMatches(ctx, p)), { numRuns: 50 });
   });
-  afterAll(() => expect(uncapturedErrors).toEqual([]));
+
+  it('random problems with the manual-unpack dot4', async () => {
+    await fc.assert(fc.asyncProperty(arbProblem(), (p) => expectGpuMatches(emulated, p, 'emulated')), { numRuns: 15 });
+  });
+
+  // One shape per kernel configuration and tile edge: gemv (M <= 8), 32-tiles, 64-tiles.
+  const configShapes: [number, number, number][] = [[1, 65, 33], [8, 17, 64], [5, 4, 1], [17, 100, 31], [33, 16, 65], [65, 63, 64], [64, 64, 64], [100, 97, 130]];
+  it('covers gemv, 32- and 64-tiles', () => {
+    expect(new Set(configShapes.map(([M, N]) => JSON.stringify(chooseKernel(M, N).overrides))).size).toBe(3);
+  });
+  it.each(configShapes)('every stage kind, with and without a cast, at M=%i N=%i K=%i', async (M, N, K) => {
+    await fc.assert(
+      fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
+        expectGpuMatches(ctx, { ...p, pipeline: cast ? [stage, cast] : [stage] })),
+      { numRuns: 12 },
+    );
+  });
+
+  it('shapes across tile boundaries', async () => {
+    let seed = 1;
+    for (const M of [63, 64, 65, 129]) {
+      for (const N of [63, 64, 65, 127]) {
+        for (const K of [63, 65]) await expectGpuMatches(ctx, sample(arbProblemOfShape(M, N, K), seed++));
+      }
+    }
+  });
+
+  it('int32 wrap: K = 34000 of 255s (raw sums past 2^31) with extreme zero points, on every kernel', async () => {
+    const K = 34000;
+    for (const [M, N] of [[2, 3], [20, 24], [33, 36]]) {
+      for (const signed of [false, true]) {
+        const fill = (rows: number, cols: number): Operand => ({
+          data: signed ? new Int8Array(rows * cols).fill(-128) : new Uint8Array(rows * cols).fill(255), rows, cols, order: 'row-major',
+        });
+        for (const [zL, zR] of [[-2147483648, 7], [2147483647, -2147483648]]) {
+          await expectGpuMatches(ctx, { lhs: fill(M, K), rhs: fill(K, N), lhsZeroPoint: zL, rhsZeroPoint: zR }, 'wrap');
+        }
+      }
+    }
+  });
+
+  it('less-than-8-bit operands: requantized in the pack shader, every rounding', async () => {
+    await fc.assert(fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => expectGpuMatches(ctx, { ...p, bitDepth })), { numRuns: 40 });
+    // K >= 384: 'default' switches to probabilistic rounding.
+    await expectGpuMatches(ctx, { ...sample(arbProblemOfShape(9, 33, 400), 7), bitDepth: { lhs: 5, rhs: 3, rounding: 'default' } });
+  });
+
+  it('prepacked operands are reused across calls with other lhs, zero points and pipelines', async () => {
+    const rhs = sample(arbOperand(70, 45), 11);
+    const packed = await ctx.prepack('rhs', rhs);
+    for (let seed = 0; seed < 4; seed++) {
+      const p = sample(arbProblemOfShape(seed === 0 ? 1 : 30 + seed, 45, 70), 100 + seed);
+      const withRhs = { ...p, rhs };
+      const got = await ctx.gemm({ ...withRhs, rhs: packed });
+      const d = diffResults(got, referenceGemm(withRhs));
+      if (d) expect.fail(formatMismatch(d, `prepacked ${describeProblem(withRhs)}`));
+    }
+    const lowbit = await ctx.prepack('rhs', rhs, { lhs: 4, rhs: 5, rounding: 'probabilistic-xorshift' });
+    const p = { ...sample(arbProblemOfShape(20, 45, 70), 5), rhs, bitDepth: { lhs: 4, rhs: 5, rounding: 'probabilistic-xorshift' as const } };
+    expect(diffResults(await ctx.gemm({ ...p, rhs: lowbit }), referenceGemm(p))).toBeNull();
+    await expect(ctx.gemm({ ...p, rhs: packed })).rejects.toThrow(InputError);
+    packed.destroy();
+    lowbit.destroy();
+  });
+
+  it('GPU-resident chaining: a uint8 dst feeds the next GEMM without readback', async () => {
+    const a = sample(arbOperand(37, 50), 1);
+    const b = sample(arbOperand(50, 29), 2);
+    const c = sample(arbOperand(29, 18), 3);
+    const layer1 = {
+      lhs: a, rhs: b, lhsZeroPoint: 3, rhsZeroPoint: -5,
+      pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent: -9, offsetAfterShift: 128, rounding: 'double' }, { type: 'saturatingCast', to: 'uint8' }],
+    } satisfies GemmProblem;
+    const hidden = await ctx.gemmOnGpu(layer1);
+    expect(hidden.stride).toBe(32); // rows padded to a multiple of 4
+    const layer2: GpuGemmProblem = { lhs: hidden, rhs: c, lhsZeroPoint: 128, rhsZeroPoint: 1 };
+    const got = await ctx.gemm(layer2);
+    const cpuHidden = referenceGemm(layer1);
+    const want = referenceGemm({ lhs: { data: cpuHidden.data as Uint8Array, rows: 37, cols: 29, order: 'row-major' }, rhs: c, lhsZeroPoint: 128, rhsZeroPoint: 1 });
+    expect(diffResults(got, want)).toBeNull();
+    expect(diffResults(await ctx.read(hidden), cpuHidden)).toBeNull();
+    ctx.releaseMatrix(hidden);
+  });
+
+  describe('limits lowered so operands, bands and grids must split', () => {
+    let small: GpuContext;
+    beforeAll(async () => {
+      small = await GpuContext.create({ device: gpu!.device, limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 } });
+    });
+    // (M, N, K): k-bands of column-major operands and outer bands of row-major ones (100 x 512 and
+    // 120 x 400 bytes > 32 KiB), 64-row gemm bands, grids of far more than 3 x 3 workgroups.
+    // The dst order is the one whose lines (64 of them per band) fit in 32 KiB even as int32.
+    const shapes: [number, number, number][] = [[100, 70, 512], [120, 40, 400], [7, 300, 64], [128, 100, 300]];
+    it.each(shapes)('M=%i N=%i K=%i in every operand storage order', async (M, N, K) => {
+      let seed = 0;
+      for (const lhsOrder of ['row-major', 'col-major'] as const) {
+        for (const rhsOrder of ['row-major', 'col-major'] as const) {
+          const p = sample(arbProblemOfShape(M, N, K), 1000 + seed++);
+          const dstOrder = N <= 128 ? 'row-major' : 'col-major';
+          const q: GemmProblem = { ...p, lhs: { ...p.lhs, order: lhsOrder }, rhs: { ...p.rhs, order: rhsOrder }, dstOrder };
+          await expectGpuMatches(small, q, 'lowered limits');
+          // The plan really split: several pack and gemm dispatches for one GEMM.
+          expect(small.lastRun.packDispatches).toBeGreaterThan(2);
+          expect(small.lastRun.gemmDispatches).toBeGreaterThan(1);
+        }
+      }
+    });
+    it('fails with LimitExceededError when even one band cannot fit', async () => {
+      const p = sample(arbProblemOfShape(70, 70, 2000), 3); // one 64-row packed band: 64 * 2048 bytes
+      await expect(small.gemm(p)).rejects.toThrow(LimitExceededError);
+      const tiny = await GpuContext.create({ device: gpu!.device, limits: { maxBufferSize: 1000 } });
+      await expect(tiny.gemm(sample(arbProblemOfShape(40, 40, 40), 4))).rejects.toThrow(LimitExceededError);
+    });
+  });
+
+  it('a GPU operand that cannot hold its shape is an InputError; an unusable buffer a GpuValidationError', async () => {
+    const rhs = sample(arbOperand(64, 8), 1);
+    const small = gpu!.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
+    await expect(ctx.gemm({ lhs: { buffer: small, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }))
+      .rejects.toThrow(/lhs\.buffer: holds 16 bytes/);
+    // Large enough, but not usable as a storage binding: WebGPU validation must fail, loudly.
+    const notStorage = gpu!.device.createBuffer({ size: 64 * 64, usage: GPUBufferUsage.COPY_DST });
+    await expect(ctx.gemm({ lhs: { buffer: notStorage, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }))
+      .rejects.toThrow(GpuValidationError);
+    small.destroy();
+    notStorage.destroy();
+  });
+
+  afterAll(() => {
+    expect(uncapturedErrors).toEqual([]);
+    ctx?.destroy();
+    emulated?.destroy();
+  });
+});
+
+describe.skipIf(!gpu)('device loss', () => {
+  it('a context on a lost device throws DeviceLostError', async () => {
+    const own = await GpuContext.create({ allowSoftware: true });
+    own.device.destroy();
+    await own.device.lost;
+    await expect(own.gemm(sample(arbProblemOfShape(4, 4, 4), 1))).rejects.toThrow(DeviceLostError);
+  });
+  it('the next runOp call re-acquires a device and is still exact', async () => {
+    const first = await sharedContext(true);
+    first.device.destroy();
+    await first.device.lost;
+    const p = sample(arbProblemOfShape(9, 10, 11), 2);
+    const got = await runOp({ op: 'gemm', problem: p }, 'webgpu');
+    expect(got.backend).toBe('webgpu');
+    expect(diffResults(got, referenceGemm(p))).toBeNull();
+    expect(await sharedContext(true)).not.toBe(first);
+  });
 });

@@ -1,0 +1,153 @@
+// The WebGPU side of the elementwise ops (issue 4: TFLite add/sub/mul, alignedAdd/alignedSub): runs a
+// plan made by prepareElementwise (src/reference/elementwise.ts, where the math is specified) through
+// shaders/elementwise.wgsl in one dispatch, bit-exact with the CPU reference. The inputs go up packed 4
+// bytes per u32 as they are stored (C or Fortran order; broadcasting is by strides in the kernel), the
+// per-call parameters through a uniform struct laid out by reflection (src/gpu/uniforms.ts), the
+// per-channel alignment data through a storage buffer; the output comes back packed 4 per u32, C order.
+// Everything runs inside validation and out-of-memory error scopes; a lost device is reported as
+// DeviceLostError (run.ts then retries once on a fresh device).
+
+import { DeviceLostError, LimitExceededError } from '../errors.ts';
+import { runInErrorScope } from '../gpu/device.ts';
+import { getPipeline } from '../gpu/resources.ts';
+import { kernelSource } from '../gpu/shaders.ts';
+import { packUniforms, uniformLayout } from '../gpu/uniforms.ts';
+import type { ElementwisePlan, ElementwiseResult } from '../reference/elementwise.ts';
+import type { SchedulerLimits } from './gpu.ts';
+
+/** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */
+export interface ElementwiseGpuTarget {
+  readonly device: GPUDevice;
+  readonly limits: SchedulerLimits;
+  readonly lost: boolean;
+}
+
+const WORKGROUP_SIZE = 64;
+const KIND = { add: 0, sub: 0, mul: 1, alignedAdd: 2, alignedSub: 2 } as const;
+const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
+
+/** The uniform values of ElementwiseParams for a plan (every member, by name). */
+export function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {
+  const channelsA = p.alignA ? p.alignA.mantissa.length : 0;
+  return {
+    count: p.count,
+    kind: KIND[p.op],
+    subtract: p.sign < 0 ? 1 : 0,
+    signedData: p.dtype === 'int8' ? 1 : 0,
+    dim1: p.dims4[1],
+    dim2: p.dims4[2],
+    dim3: p.dims4[3],
+    aStride0: p.aStrides4[0], aStride1: p.aStrides4[1], aStride2: p.aStrides4[2], aStride3: p.aStrides4[3],
+    bStride0: p.bStrides4[0], bStride1: p.bStrides4[1], bStride2: p.bStrides4[2], bStride3: p.bStrides4[3],
+    aChannelDim: p.aChannelDim4,
+    bChannelDim: p.bChannelDim4,
+    bChannelBase: 2 * channelsA,
+    zeroA: p.zeroA,
+    zeroB: p.zeroB,
+    zeroOut: p.zeroOut,
+    actMin: p.min,
+    actMax: p.max,
+    leftShift: p.leftShift,
+    input1Multiplier: p.input1.multiplier,
+    input1Shift: p.input1.shift,
+    input2Multiplier: p.input2.multiplier,
+    input2Shift: p.input2.shift,
+    outputMultiplier: p.output.multiplier,
+    outputShift: p.output.shift,
+  };
+}
+
+/** (mantissa, shift) pairs of a's channels then b's: the `channels` storage buffer. At least one pair. */
+function channelData(p: ElementwisePlan): Int32Array {
+  const pairs: number[] = [];
+  for (const align of [p.alignA, p.alignB]) {
+    if (!align) continue;
+    for (let c = 0; c < align.mantissa.length; c++) pairs.push(align.mantissa[c], align.shift[c]);
+  }
+  if (pairs.length === 0) pairs.push(0, 0);
+  return Int32Array.from(pairs);
+}
+
+/** Bytes padded to a whole number of u32 words (at least one). */
+function padded(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(Math.max(4, roundUp(bytes.byteLength, 4)));
+  out.set(bytes);
+  return out;
+}
+
+/** Runs a prepared elementwise plan on the target's device and reads the result back. */
+export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: ElementwisePlan): Promise<ElementwiseResult> {
+  const lostCheck = () => {
+    if (target.lost) throw new DeviceLostError('the GPU device was lost', 'lost');
+  };
+  lostCheck();
+  const dataOut = p.dtype === 'uint8' ? new Uint8Array(p.count) : new Int8Array(p.count);
+  if (p.count === 0) return { data: dataOut, shape: [...p.shape], dtype: p.dtype };
+
+  const { device, limits } = target;
+  const words = Math.ceil(p.count / 4);
+  const outBytes = words * 4;
+  const inputs = [p.a, p.b].map((d) => padded(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)));
+  const channels = channelData(p);
+  for (const [bytes, what] of [[inputs[0].byteLength, 'input a'], [inputs[1].byteLength, 'input b'], [outBytes, 'the output'], [channels.byteLength, 'the per-axis scales']] as const) {
+    if (bytes > limits.maxStorageBufferBindingSize) {
+      throw new LimitExceededError('maxStorageBufferBindingSize', `elementwise: ${what} needs ${bytes} bytes, above maxStorageBufferBindingSize ${limits.maxStorageBufferBindingSize}`);
+    }
+  }
+  const groups = Math.ceil(words / WORKGROUP_SIZE);
+  const maxWG = limits.maxComputeWorkgroupsPerDimension;
+  const gx = Math.min(groups, maxWG);
+  const gy = Math.ceil(groups / gx);
+  if (gy > maxWG) throw new LimitExceededError('maxComputeWorkgroupsPerDimension', `elementwise: ${groups} workgroups exceed ${maxWG}^2`);
+
+  const layout = uniformLayout(kernelSource('elementwise', 'emulated'), 'ElementwiseParams');
+  const temps: GPUBuffer[] = [];
+  const buffer = (size: number, usage: number, label: string) => {
+    const b = device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
+    temps.push(b);
+    return b;
+  };
+  const storage = (data: ArrayBufferView, label: string) => {
+    const b = buffer(data.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label);
+    device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
+    return b;
+  };
+  try {
+    const result = await runInErrorScope(device, async () => {
+      const pipeline = await getPipeline(device, 'elementwise', 'emulated', { WORKGROUP_SIZE });
+      const uniforms = buffer(layout.size, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
+      device.queue.writeBuffer(uniforms, 0, packUniforms(layout, elementwiseUniforms(p)));
+      const a = storage(inputs[0], 'a');
+      const b = storage(inputs[1], 'b');
+      const ch = storage(channels, 'channels');
+      const out = buffer(outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, 'out');
+      const staging = buffer(outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+      const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: [a, b, ch, out].reduce<GPUBindGroupEntry[]>(
+          (e, buf, i) => [...e, { binding: i + 1, resource: { buffer: buf } }],
+          [{ binding: 0, resource: { buffer: uniforms } }],
+        ),
+      }));
+      pass.dispatchWorkgroups(gx, gy);
+      pass.end();
+      encoder.copyBufferToBuffer(out, 0, staging, 0, outBytes);
+      device.queue.submit([encoder.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      const bytes = new Uint8Array(staging.getMappedRange().slice(0, p.count));
+      staging.unmap();
+      return bytes;
+    }, `elementwise ${p.op} (${p.shape.join('x')})`);
+    lostCheck();
+    dataOut.set(p.dtype === 'uint8' ? result : new Int8Array(result.buffer, result.byteOffset, result.byteLength));
+    return { data: dataOut, shape: [...p.shape], dtype: p.dtype };
+  } catch (e) {
+    if (target.lost && !(e instanceof DeviceLostError)) throw new DeviceLostError(`the GPU device was lost during elementwise ${p.op}: ${(e as Error).message}`, 'lost');
+    throw e;
+  } finally {
+    for (const t of temps) t.destroy();
+  }
+}
