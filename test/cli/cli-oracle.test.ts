@@ -7,8 +7,12 @@
 // (m, n, got, want) and the spec JSON; the failing spec's folder is kept for reproduction, and
 // `writeRandomSpec(dir, seed)` (with `{ bitDepth: true }` for the bitDepth ones) regenerates it anywhere.
 //
+// The same specs run through `--backend webgpu` (Dawn; SwiftShader on a machine without a GPU): a few
+// hundred plain and bitDepth specs and every boundary case, against the same oracle.
+//
 // Knobs: QGEMM_ORACLE_SPECS (number of in-process specs, default 500), QGEMM_ORACLE_LOWBIT_SPECS
-// (bitDepth specs, default 200), QGEMM_ORACLE_SEED (first seed).
+// (bitDepth specs, default 200), QGEMM_ORACLE_GPU_SPECS (webgpu specs, default 200, plus half as many
+// bitDepth ones), QGEMM_ORACLE_SEED (first seed).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,10 +23,13 @@ import { main } from '../../src/cli/main.ts';
 import { parseNpy, serializeNpy } from '../../src/io/npy.ts';
 import { loadGemmSpec, oracleGemm, type OracleResult } from '../oracle/gemm-oracle.ts';
 import { writeRandomSpec, type RandomSpecOptions } from '../oracle/random-spec.ts';
+import { getGpu } from '../gpu/gpu-env.ts';
 
 const COUNT = Number(process.env.QGEMM_ORACLE_SPECS ?? 500);
 const FIRST_SEED = Number(process.env.QGEMM_ORACLE_SEED ?? 0x5eed0000);
 const COUNT_LOWBIT = Number(process.env.QGEMM_ORACLE_LOWBIT_SPECS ?? 200);
+const COUNT_GPU = Number(process.env.QGEMM_ORACLE_GPU_SPECS ?? 200);
+type Backend = 'cpu' | 'webgpu';
 const BATCH = 50;
 const REPO = resolve(import.meta.dirname, '../..');
 const MIN32 = -2147483648;
@@ -68,13 +75,13 @@ function compare(seed: number, dir: string, want: OracleResult, outBytes: Buffer
   return `${head}\n  ${meta.join('; ')}${meta.length ? '; ' : ''}${bad}/${M * N} elements differ, max |diff| ${maxDiff}; first: ${first.join(', ')}`;
 }
 
-async function runOne(seed: number, options: RandomSpecOptions = {}): Promise<string | null> {
-  const dir = join(root, `${options.bitDepth ? 'b' : 's'}${seed}`);
+async function runOne(seed: number, options: RandomSpecOptions = {}, backend: Backend = 'cpu'): Promise<string | null> {
+  const dir = join(root, `${backend}-${options.bitDepth ? 'b' : 's'}${seed}`);
   const { specPath } = writeRandomSpec(dir, seed, options);
   const specJson = readFileSync(specPath, 'utf8').replace(/\s+/g, ' ');
   const { spec, arrays } = loadGemmSpec(specPath);
   const want = oracleGemm(spec, arrays);
-  const code = await main(['run', specPath, '--backend', 'cpu']);
+  const code = await main(['run', specPath, '--backend', backend]);
   const outPath = join(dir, 'out.npy');
   let failure: string | null;
   if (code !== 0) failure = `seed ${seed} (${dir}), spec ${specJson}\n  qgemm run exited with ${code}`;
@@ -115,6 +122,21 @@ describe(`bitDepth (issue 4): qgemm run --backend cpu against the oracle (${COUN
   });
 });
 
+const gpu = await getGpu(); // null: skip locally (with a notice); in CI a missing adapter fails
+describe.skipIf(!gpu)(`qgemm run --backend webgpu is bit-exact with the BigInt oracle (${COUNT_GPU} + ${COUNT_GPU >> 1} bitDepth specs)`, () => {
+  const batches: Array<[number, number, boolean]> = [];
+  for (let start = 0; start < COUNT_GPU; start += BATCH) batches.push([FIRST_SEED + 0x20000 + start, FIRST_SEED + 0x20000 + Math.min(COUNT_GPU, start + BATCH), false]);
+  for (let start = 0; start < COUNT_GPU >> 1; start += BATCH) batches.push([FIRST_SEED + 0x30000 + start, FIRST_SEED + 0x30000 + Math.min(COUNT_GPU >> 1, start + BATCH), true]);
+  it.each(batches)('seeds %i..%i (bitDepth: %s)', async (from, to, bitDepth) => {
+    const failures: string[] = [];
+    for (let seed = from; seed < to; seed++) {
+      const f = await runOne(seed, { bitDepth }, 'webgpu');
+      if (f !== null) failures.push(f);
+    }
+    expect(failures.length, `${failures.length} of ${to - from} specs differ:\n${failures.join('\n')}`).toBe(0);
+  });
+});
+
 describe('boundary parameters, in-process main', () => {
   // Valid corner cases the random draws reach only rarely, against extreme zero points.
   const CASES: Array<[string, unknown[]]> = [
@@ -135,9 +157,10 @@ describe('boundary parameters, in-process main', () => {
   ];
   const zeroPoints: Array<[number, number]> = [[0, 0], [MAX32, -5], [MIN32, MAX32], [-128, 255]];
   let edgeCount = 0;
+  const backends: Backend[] = gpu ? ['cpu', 'webgpu'] : ['cpu'];
   it.each(CASES)('%s', async (_name, pipeline) => {
     const failures: string[] = [];
-    for (const [zl, zr] of zeroPoints) {
+    for (const backend of backends) for (const [zl, zr] of zeroPoints) {
       const dir = join(root, `edge-${edgeCount++}`);
       mkdirSync(dir);
       writeFileSync(join(dir, 'a.npy'), serializeNpy({ dtype: 'int8', shape: [3, 2], fortranOrder: false, data: Int8Array.from([-128, 127, 5, -7, 0, 1]) }));
@@ -147,8 +170,8 @@ describe('boundary parameters, in-process main', () => {
       writeFileSync(specPath, specJson);
       const { spec, arrays } = loadGemmSpec(specPath);
       const want = oracleGemm(spec, arrays);
-      const code = await main(['run', specPath, '--backend', 'cpu']);
-      const f = code !== 0 ? `${specJson}: exit ${code}` : compare(0, dir, want, readFileSync(join(dir, 'o.npy')), specJson);
+      const code = await main(['run', specPath, '--backend', backend]);
+      const f = code !== 0 ? `${backend} ${specJson}: exit ${code}` : compare(0, dir, want, readFileSync(join(dir, 'o.npy')), specJson);
       if (f !== null) {
         failures.push(f);
         keep.add(dir);
