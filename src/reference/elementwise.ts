@@ -291,7 +291,7 @@ const IDENTITY: QuantizedMultiplier = { multiplier: 0, shift: 0 };
  * its integer parameters as specified at the top of this file.
  */
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
-  const { op, a, b, output } = problem as Partial<ElementwiseProblem> as ElementwiseProblem;
+  const { op, a, b, output } = problem;
   if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${JSON.stringify(op)}`);
   for (const [field, t] of [['a', a], ['b', b], ['output', output]] as const) {
     if (typeof t !== 'object' || t === null) throw new InputError(field, 'missing');

@@ -48,15 +48,16 @@ export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number
 
 const CAST_RANGE = { uint8: [0, 255], int8: [-128, 127], int16: [-32768, 32767] } as const;
 
-export function allocateDst(type: DstType, length: number): DstData {
+/** A dst array of `type`: new and zeroed (a length), or a view of existing bytes (an ArrayBuffer). */
+export function allocateDst(type: DstType, lengthOrBuffer: number | ArrayBuffer): DstData {
   switch (type) {
     case 'int32':
-      return new Int32Array(length);
+      return new Int32Array(lengthOrBuffer as ArrayBuffer);
     case 'uint8':
-      return new Uint8Array(length);
+      return new Uint8Array(lengthOrBuffer as ArrayBuffer);
     case 'int8':
-      return new Int8Array(length);
+      return new Int8Array(lengthOrBuffer as ArrayBuffer);
     case 'int16':
-      return new Int16Array(length);
+      return new Int16Array(lengthOrBuffer as ArrayBuffer);
   }
 }

@@ -14,6 +14,7 @@ import { kernelSource, type Dot4Variant } from '../gpu/shaders.ts';
 import { encodeStages } from '../gpu/stages.ts';
 import { packUniforms, uniformLayout, type UniformLayout } from '../gpu/uniforms.ts';
 import { resolveRounding, unpackFractions, XORSHIFT_OFFSETS, type ConcreteRounding } from '../quant/lowbit.ts';
+import { allocateDst } from '../reference/pipeline.ts';
 import { normalizeProblem, type NormalizedProblem } from '../reference/problem.ts';
 import type { BitDepth, DstData, DstType, GemmProblem, GemmResult, Operand, OperandType, Order } from '../types.ts';
 
@@ -204,7 +205,14 @@ export class GpuContext {
     if (this.lostReason !== null) throw new DeviceLostError(`the GPU device was lost (${this.lostReason})`, this.lostReason);
   }
 
-  /** Calls on one context run one at a time: error scopes are per device, not per call. */
+  /**
+   * Runs fn with this context's device to itself: calls on one context run one at a time, since
+   * error scopes are per device, not per call. Other kernels on the same device (elementwise ops) use it.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.serialize(fn);
+  }
+
   private serialize<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
     this.queue = run.catch(() => undefined);
@@ -541,9 +549,9 @@ export class GpuContext {
       this.checkAlive();
       const raw = staging.getMappedRange().slice(0);
       staging.unmap();
-      const full = typedArray(m.dtype as DstType, raw);
+      const full = allocateDst(m.dtype as DstType, raw);
       if (m.stride === inner) return { data: full.slice(0, lines * inner) as DstData, rows: m.rows, cols: m.cols, order: m.order, dtype: m.dtype as DstType };
-      const data = typedArray(m.dtype as DstType, new ArrayBuffer(lines * inner * elementBytes));
+      const data = allocateDst(m.dtype as DstType, new ArrayBuffer(lines * inner * elementBytes));
       for (let l = 0; l < lines; l++) data.set(full.subarray(l * m.stride, l * m.stride + inner), l * inner);
       return { data, rows: m.rows, cols: m.cols, order: m.order, dtype: m.dtype as DstType };
     } catch (e) {
@@ -552,18 +560,5 @@ export class GpuContext {
     } finally {
       staging.destroy();
     }
-  }
-}
-
-function typedArray(dtype: DstType, buffer: ArrayBuffer): DstData {
-  switch (dtype) {
-    case 'int32':
-      return new Int32Array(buffer);
-    case 'uint8':
-      return new Uint8Array(buffer);
-    case 'int8':
-      return new Int8Array(buffer);
-    case 'int16':
-      return new Int16Array(buffer);
   }
 }

@@ -51,7 +51,7 @@ export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions)
 export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
-    return onBackend(() => runElementwisePlan(plan), (ctx) => elementwiseOnGpu(ctx, plan), backend, opts);
+    return onBackend(() => runElementwisePlan(plan), (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)), backend, opts);
   }
   return onBackend(() => cpuGemm(op.problem), (ctx) => ctx.gemm(op.problem), backend, opts);
 }
