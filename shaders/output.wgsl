@@ -17,8 +17,8 @@ struct GemmParams {
   depthWords: u32,       // padded K / 4: u32 words per packed row
   bandM: u32,            // first dst row of this dispatch (lhsPacked is bound from that row)
   bandN: u32,            // first dst column of this dispatch (rhsPacked is bound from that column)
-  bandRows: u32,         // padded rows of this dispatch
-  bandCols: u32,         // padded columns of this dispatch
+  bandRows: u32,         // rows of this dispatch's tiles (rows holding dst elements, rounded up to the tile)
+  bandCols: u32,         // columns of this dispatch's tiles, likewise
   dstStride: u32,        // elements between consecutive rows (row-major) or columns (col-major)
   dstBase: u32,          // element index, in the whole dst, of the first element of the bound dst range
   dstType: u32,          // 0 int32, 1 uint8, 2 int8, 3 int16

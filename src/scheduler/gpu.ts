@@ -94,9 +94,12 @@ interface KernelConfig {
   tileN: number;
 }
 
-/** The one place that maps a shape to a kernel and its tile configuration. */
+/**
+ * The one place that maps a shape to a kernel and its tile configuration. gemv serves M <= 4 (one row
+ * group, so rhs is read once); from M = 5 a 32-row tile reads rhs once for more rows.
+ */
 export function chooseKernel(M: number, N: number): KernelConfig {
-  if (M <= 8) return { kernel: 'gemv', overrides: { COLUMNS: 16, SLICES: 16 }, tileM: 4, tileN: 16 };
+  if (M <= 4) return { kernel: 'gemv', overrides: { COLUMNS: 16, SLICES: 16 }, tileM: 4, tileN: 16 };
   if (M <= 32 || N <= 32) return { kernel: 'gemm', overrides: { WORKGROUP_X: 8, WORKGROUP_Y: 8, TILE_KW: 16 }, tileM: 32, tileN: 32 };
   return { kernel: 'gemm', overrides: { WORKGROUP_X: 16, WORKGROUP_Y: 16, TILE_KW: 16 }, tileM: 64, tileN: 64 };
 }
@@ -473,11 +476,14 @@ export class GpuContext {
             const lineEnd = Math.min(colMajor ? N : M, lineBegin + (colMajor ? cols : rows));
             const dstOffset = lineBegin * stride * elementBytes;
             const dstSize = roundUp((lineEnd - lineBegin) * stride * elementBytes, 4);
-            const tiles = (rows / config.tileM) * (cols / config.tileN);
+            // Only the tiles that hold dst elements: M = 1 runs 1 gemv row group, not the 16 of a padded band.
+            const liveRows = roundUp(Math.min(rows, M - m0), config.tileM);
+            const liveCols = roundUp(Math.min(cols, N - n0), config.tileN);
+            const tiles = (liveRows / config.tileM) * (liveCols / config.tileN);
             for (const d of flatDispatches(tiles, maxWG)) {
               if (lineBegin >= lineEnd) continue; // a band of padding only
               const uniforms = this.uniformBuffer(layout, {
-                M, N, K, depthWords, bandM: m0, bandN: n0, bandRows: rows, bandCols: cols,
+                M, N, K, depthWords, bandM: m0, bandN: n0, bandRows: liveRows, bandCols: liveCols,
                 dstStride: stride, dstBase: lineBegin * stride, dstType: ['int32', 'uint8', 'int8', 'int16'].indexOf(p.dstType),
                 dstColMajor: colMajor ? 1 : 0, lhsZeroPoint: stages.lhsZeroPoint, lhsZeroPointOffset: stages.lhsZeroPointOffset,
                 rhsZeroPoint: stages.rhsZeroPoint, rhsZeroPointOffset: stages.rhsZeroPointOffset, stageCount: stages.stageCount,

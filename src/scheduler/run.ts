@@ -30,8 +30,18 @@ export interface RunOptions extends GpuContextOptions {
 
 const contexts = new Map<string, Promise<GpuContext>>();
 
-/** The shared context for 'webgpu' (software allowed) or 'auto' (hardware only), re-made once lost. */
+const deviceContexts = new WeakMap<GPUDevice, GpuContext>();
+
+/**
+ * The shared context for 'webgpu' (software allowed) or 'auto' (hardware only), re-made once lost;
+ * with `opts.device`, the context of that device.
+ */
 export async function sharedContext(allowSoftware: boolean, opts: GpuContextOptions = {}): Promise<GpuContext> {
+  if (opts.device) {
+    let ctx = deviceContexts.get(opts.device);
+    if (!ctx || ctx.lost) deviceContexts.set(opts.device, (ctx = await GpuContext.create(opts)));
+    return ctx;
+  }
   const key = allowSoftware ? 'any' : 'hardware';
   const existing = contexts.get(key);
   if (existing) {

@@ -1,0 +1,277 @@
+// Headless Chromium for the browser tests (test/browser/) and the benchmark's Chrome runtime (bench/):
+// the one place that knows how to start the system Chromium with WebGPU through puppeteer-core, and how
+// to serve pages so that `navigator.gpu` exists (a secure context: http://127.0.0.1, not file://).
+// The flags are the verified recipe of ../shared/webgpu-without-a-gpu.md.
+//
+// Stable API (the benchmark imports it too; extend, don't break):
+//   chromiumPath(): string | null
+//       CHROMIUM_PATH from the environment, else /usr/bin/chromium; null when that file is missing.
+//   chromiumArgs({ swiftshader, userDataDir }): string[]
+//       The exact command-line flags launchChromium uses.
+//   launchChromium({ swiftshader?, executablePath?, onConsole?, timeoutMs? }): Promise<Browser>
+//       Headless Chromium with --enable-unsafe-webgpu and a fresh --user-data-dir in a temp folder that
+//       browser.close() removes. swiftshader: true forces the SwiftShader adapter
+//       (--use-webgpu-adapter=swiftshader), false asks for the hardware adapter; undefined = auto
+//       (env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware, else hardware only when a GPU device node
+//       /dev/nvidia0 or /dev/dri/renderD* exists). onConsole receives the console messages and uncaught
+//       errors of every page of the browser. Throws ChromiumNotFoundError when there is no executable.
+//   watchPage(page, onConsole?): PageLog
+//       Attaches to one page; returns { entries, errors } that fill as the page logs, and forwards to onConsole.
+//   serveStatic(rootDir): Promise<{ url, close() }>
+//       A static file server on 127.0.0.1 with an ephemeral port (url ends with '/'); correct MIME types
+//       for .html .js .mjs .css .json .wasm .wgsl .svg .png; no directory listings, no paths outside rootDir.
+//   readAdapter(page): Promise<PageAdapter | null>
+//       What navigator.gpu offers in a loaded page (null without navigator.gpu or an adapter).
+//   INSTALL_HINT: the Debian command that provides chromium and SwiftShader.
+
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+
+export type { Browser, Page } from 'puppeteer-core';
+
+/** Debian: chromium brings headless Chrome and SwiftShader; libvulkan1 the Vulkan loader Dawn needs. */
+export const INSTALL_HINT = 'apt-get install -y chromium libvulkan1';
+
+export class ChromiumNotFoundError extends Error {
+  override name = 'ChromiumNotFoundError';
+}
+
+/** One console message or uncaught error of a page. */
+export interface ConsoleEntry {
+  /** Puppeteer's console type ('log', 'warn', 'error', ...), or 'pageerror' for an uncaught exception. */
+  type: string;
+  text: string;
+  /** The page's URL when the message was logged. */
+  url: string;
+}
+
+export interface PageLog {
+  /** Every message, in order. */
+  entries: ConsoleEntry[];
+  /** The 'error' and 'pageerror' ones, as "type: text" lines. */
+  errors: string[];
+}
+
+export interface LaunchOptions {
+  /** true: SwiftShader; false: the hardware adapter; undefined: auto (see the top of this file). */
+  swiftshader?: boolean;
+  /** Default: chromiumPath(). */
+  executablePath?: string;
+  /** Called with every console message and uncaught error of every page of this browser. */
+  onConsole?: (entry: ConsoleEntry) => void;
+  /** Launch timeout; default 60 s (a cold start on a busy 2-core machine can take several seconds). */
+  timeoutMs?: number;
+}
+
+export function chromiumPath(): string | null {
+  const path = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+  return existsSync(path) ? path : null;
+}
+
+/** Is there a GPU device node Chromium could use? (NVIDIA's /dev/nvidia0, or a DRM render node.) */
+function hasGpuDeviceNode(): boolean {
+  if (existsSync('/dev/nvidia0')) return true;
+  try {
+    return readdirSync('/dev/dri').some((f) => f.startsWith('renderD'));
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves the swiftshader choice: explicit, else QGEMM_CHROMIUM_ADAPTER, else "no GPU node => SwiftShader". */
+export function wantSwiftShader(swiftshader?: boolean): boolean {
+  if (swiftshader !== undefined) return swiftshader;
+  const env = process.env.QGEMM_CHROMIUM_ADAPTER;
+  if (env === 'swiftshader') return true;
+  if (env === 'hardware') return false;
+  return !hasGpuDeviceNode();
+}
+
+export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string }): string[] {
+  return [
+    '--no-sandbox', // needed when running as root
+    '--enable-unsafe-webgpu',
+    ...(opts.swiftshader ? ['--use-webgpu-adapter=swiftshader'] : []),
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+    '--disable-quic',
+    `--user-data-dir=${opts.userDataDir}`,
+  ];
+}
+
+export function watchPage(page: Page, onConsole?: (entry: ConsoleEntry) => void): PageLog {
+  const log: PageLog = { entries: [], errors: [] };
+  const push = (entry: ConsoleEntry) => {
+    log.entries.push(entry);
+    if (entry.type === 'error' || entry.type === 'pageerror') log.errors.push(`${entry.type}: ${entry.text}`);
+    onConsole?.(entry);
+  };
+  page.on('console', (msg) => push({ type: msg.type(), text: msg.text(), url: page.url() }));
+  page.on('pageerror', (err) => {
+    const e = err as Error;
+    push({ type: 'pageerror', text: e?.stack || e?.message || String(err), url: page.url() });
+  });
+  return log;
+}
+
+export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser> {
+  const executablePath = opts.executablePath ?? chromiumPath();
+  if (!executablePath || !existsSync(executablePath)) {
+    throw new ChromiumNotFoundError(
+      `Chromium not found at ${executablePath ?? (process.env.CHROMIUM_PATH || '/usr/bin/chromium')}: install it (Debian, as root: \`${INSTALL_HINT}\`) or set CHROMIUM_PATH.`,
+    );
+  }
+  const userDataDir = mkdtempSync(join(tmpdir(), 'qgemm-chromium-'));
+  const removeProfile = () => rmSync(userDataDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 });
+  let browser: Browser;
+  try {
+    browser = await puppeteer.launch({
+      executablePath,
+      headless: true,
+      args: chromiumArgs({ swiftshader: wantSwiftShader(opts.swiftshader), userDataDir }),
+      timeout: opts.timeoutMs ?? 60_000,
+    });
+  } catch (e) {
+    removeProfile();
+    throw e;
+  }
+  if (opts.onConsole) {
+    const onConsole = opts.onConsole;
+    const watched = new WeakSet<Page>();
+    const attach = (page: Page | null) => {
+      if (page && !watched.has(page)) {
+        watched.add(page);
+        watchPage(page, onConsole);
+      }
+    };
+    for (const page of await browser.pages()) attach(page);
+    browser.on('targetcreated', (target) => {
+      if (target.type() === 'page') void target.page().then(attach, () => undefined);
+    });
+  }
+  // Remove the profile once Chromium has exited: after close(), and as a backstop when it disconnects.
+  const close = browser.close.bind(browser);
+  browser.close = async () => {
+    try {
+      await close();
+    } finally {
+      removeProfile();
+    }
+  };
+  browser.once('disconnected', () => {
+    const proc = browser.process();
+    if (proc && proc.exitCode === null) proc.once('exit', removeProfile);
+    else removeProfile();
+  });
+  return browser;
+}
+
+const MIME: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.wgsl': 'text/plain; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+};
+
+export interface StaticServer {
+  /** http://127.0.0.1:PORT/ */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function serveStatic(rootDir: string): Promise<StaticServer> {
+  const root = resolve(rootDir);
+  const server: Server = createServer(async (req, res) => {
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405).end();
+        return;
+      }
+      let path = decodeURIComponent(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
+      let file = normalize(join(root, path));
+      if (file !== root && !file.startsWith(root + sep)) {
+        res.writeHead(403).end();
+        return;
+      }
+      if ((await stat(file).catch(() => null))?.isDirectory()) {
+        if (!path.endsWith('/')) {
+          res.writeHead(301, { Location: path + '/' }).end();
+          return;
+        }
+        file = join(file, 'index.html');
+        path += 'index.html';
+      }
+      const body = await readFile(file).catch(() => null);
+      if (!body) {
+        res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`not found: ${path}`);
+        return;
+      }
+      res.writeHead(200, {
+        'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
+        'Content-Length': body.length,
+        'Cache-Control': 'no-store',
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    } catch (e) {
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(String(e));
+    }
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => ok());
+  });
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('serveStatic: no TCP address');
+  return {
+    url: `http://127.0.0.1:${address.port}/`,
+    close: () =>
+      new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
+  };
+}
+
+/** The adapter a loaded page sees (run in the page; needs a secure context). */
+export interface PageAdapter {
+  vendor: string;
+  architecture: string;
+  description: string;
+  device: string;
+  isFallbackAdapter: boolean;
+  features: string[];
+  wgslLanguageFeatures: string[];
+}
+
+export function readAdapter(page: Page): Promise<PageAdapter | null> {
+  return page.evaluate(async () => {
+    const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
+    if (!gpu) return null;
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) return null;
+    const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+    return {
+      vendor: info.vendor,
+      architecture: info.architecture,
+      description: info.description,
+      device: info.device,
+      isFallbackAdapter: !!info.isFallbackAdapter,
+      features: [...adapter.features].map(String).sort(),
+      wgslLanguageFeatures: [...gpu.wgslLanguageFeatures].map(String).sort(),
+    };
+  });
+}
