@@ -3,8 +3,9 @@
 // the WebGPU adapter. Bad input prints one line naming the field and exits 2, with no output file
 // (results go to a temporary file that is renamed into place); a GPU failure exits 1.
 
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError, QgemmError } from '../errors.ts';
 import { serializeNpy, type NpyArray } from '../io/npy.ts';
@@ -134,9 +135,25 @@ async function cmdInfo(): Promise<void> {
   process.stdout.write(`${JSON.stringify(await describeDevice(), null, 2)}\n`);
 }
 
+/**
+ * The Vulkan loader and SwiftShader print an error per instance when XDG_RUNTIME_DIR is unset (as in
+ * containers and CI); give them a private one so the CLI's stderr stays the CLI's.
+ */
+function quietVulkan(): void {
+  if (process.env.XDG_RUNTIME_DIR) return;
+  const dir = join(tmpdir(), `qgemm-runtime-${process.getuid?.() ?? 'user'}`);
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    process.env.XDG_RUNTIME_DIR = dir;
+  } catch {
+    // cosmetic only
+  }
+}
+
 /** Runs the CLI; returns the exit code. Never throws. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  quietVulkan();
   try {
     switch (command) {
       case 'run':
