@@ -82,6 +82,15 @@ fn pack(
     if (w >= wordEnd && params.depthBegin != 0u) {
       break; // a later k band owns these words
     }
+    // Fast path: four consecutive k of an 8-bit operand in one aligned u32 of the source.
+    let first = outer * params.outerStride + w * 4u * params.depthStride;
+    if (live && params.depthStride == 1u && params.maxval == 255u && ((first - params.srcBase) & 3u) == 0u &&
+        w * 4u >= params.depthBegin && w * 4u + 4u <= min(params.depthEnd, params.depth)) {
+      let word = src[(first - params.srcBase) >> 2u] ^ (params.signFlip * 0x01010101u);
+      packed[row * params.depthWords + w] = word;
+      sum += (word & 0xffu) + ((word >> 8u) & 0xffu) + ((word >> 16u) & 0xffu) + (word >> 24u);
+      continue;
+    }
     var word = 0u;
     for (var j = 0u; j < 4u; j++) {
       let k = w * 4u + j;
