@@ -1,0 +1,194 @@
+// The benchmark CLI (bench/main.ts is its entry; see bench/README.md).
+// Parses the flags, runs the harness (bench/harness.ts), prints the terminal table, and writes the
+// JSON (the issue's contract) and the self-contained HTML report, by default to
+// bench/results/<date>-<adapter>[-quick].{json,html}. Exit code 0 when every qgemm row is verified,
+// 1 when one failed verification or could not run, 2 on bad flags.
+
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { repoRoot } from './environment.ts';
+import { runBenchmark, type BenchOptions, type BenchReport } from './harness.ts';
+import { BACKENDS, IMPLS, RUNTIMES, type BackendName, type ImplName, type Runtime } from './impls/types.ts';
+import type { PipelineKind } from './problems.ts';
+import { htmlReport } from './report-html.ts';
+import { screenshotHtml } from './screenshot.ts';
+import { terminalReport } from './report-terminal.ts';
+import { FULL_SHAPES, QUICK_SHAPES, parseShapes } from './shapes.ts';
+import { FULL_POLICY, QUICK_POLICY } from './timing.ts';
+
+const DEFAULT_BUDGET_S = 1200;
+
+export const HELP = `qgemm-webgpu benchmark: this project's int8 GEMM (WebGPU in Node and in headless Chrome, and the
+CPU path) next to tfjs-backend-webgpu f32 matMul, onnxruntime-node MatMulInteger and a naive JS loop,
+on the same shapes and the same adapter, every qgemm result verified against the CPU reference.
+
+Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
+
+  --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576
+                        (under 3 minutes on a 2-core machine with SwiftShader)
+  --shapes LIST         MxNxK list, e.g. 256x256x256,1x4096x4096 (default: the full suite: squares
+                        64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576)
+  --impls LIST          ${IMPLS.join(',')} (default: all)
+  --runtimes LIST       ${RUNTIMES.join(',')} (default: both; chrome = headless Chromium via puppeteer-core)
+  --backends LIST       ${BACKENDS.join(',')} (default: both; qgemm runs on each)
+  --pipeline KIND       uint8 (default: int32 -> uint8 through bias + fixed-point scale + saturating cast)
+                        or int32 (raw accumulators, as MatMulInteger returns)
+  --budget SECONDS      time budget; cells estimated not to fit are skipped, squares first
+                        (default ${DEFAULT_BUDGET_S} for the full suite, none for --quick and --shapes)
+  --dawn PATH           load this dawn.node instead of the 'webgpu' package (carrying dist/ to a GPU machine)
+  --json FILE           also write the JSON results to FILE
+  --html FILE           write the HTML report to FILE (default: bench/results/<date>-<adapter>[-quick].html)
+  --results DIR         folder of the default JSON and HTML files (default: bench/results)
+  --no-save             do not write the default files under bench/results
+  --screenshot PNG      also save a screenshot of the HTML report (headless Chromium)
+  --report-from JSON    run nothing: re-render the reports of a saved JSON result (next to it, or --html)
+  --seed N              operand seed (default 1)
+  --help                this text
+
+Adapter: a hardware WebGPU adapter if there is one; else SwiftShader if Debian's chromium is installed;
+else the CPU path only (the output says which). GOPS = 2*M*N*K / median wall time (upload + compute +
+readback); GPU time from timestamp queries is reported beside it where the adapter offers them.`;
+
+function list<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) if (!allowed.includes(item as T)) throw new Error(`${flag}: unknown "${item}" (one of ${allowed.join(', ')})`);
+  return items as T[];
+}
+
+export interface CliPlan {
+  options: BenchOptions;
+  json?: string;
+  html?: string;
+  resultsDir: string;
+  save: boolean;
+  screenshot?: string;
+  /** Re-render this saved result instead of running. */
+  reportFrom?: string;
+}
+
+export function parseCli(argv: string[]): CliPlan | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      quick: { type: 'boolean' },
+      shapes: { type: 'string' },
+      impls: { type: 'string' },
+      runtimes: { type: 'string' },
+      backends: { type: 'string' },
+      pipeline: { type: 'string' },
+      budget: { type: 'string' },
+      dawn: { type: 'string' },
+      json: { type: 'string' },
+      html: { type: 'string' },
+      results: { type: 'string' },
+      'no-save': { type: 'boolean' },
+      seed: { type: 'string' },
+      screenshot: { type: 'string' },
+      'report-from': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  const pipeline = (values.pipeline ?? 'uint8') as PipelineKind;
+  if (pipeline !== 'uint8' && pipeline !== 'int32') throw new Error(`--pipeline: expected uint8 or int32, got "${values.pipeline}"`);
+  let budgetS: number | null = null;
+  if (values.budget !== undefined) {
+    budgetS = Number(values.budget);
+    if (!(budgetS > 0)) throw new Error(`--budget: expected a positive number of seconds, got "${values.budget}"`);
+  }
+  const seed = values.seed === undefined ? 1 : Number(values.seed);
+  if (!Number.isInteger(seed)) throw new Error(`--seed: expected an integer, got "${values.seed}"`);
+  const quick = !!values.quick;
+  const shapes = values.shapes ? parseShapes(values.shapes) : quick ? QUICK_SHAPES : FULL_SHAPES;
+  const suite: BenchOptions['suite'] = values.shapes ? 'custom' : quick ? 'quick' : 'full';
+  if (budgetS === null && suite === 'full') budgetS = DEFAULT_BUDGET_S;
+  return {
+    options: {
+      shapes,
+      impls: list<ImplName>('--impls', values.impls, IMPLS) ?? [...IMPLS],
+      runtimes: list<Runtime>('--runtimes', values.runtimes, RUNTIMES) ?? [...RUNTIMES],
+      backends: list<BackendName>('--backends', values.backends, BACKENDS) ?? [...BACKENDS],
+      policy: quick ? QUICK_POLICY : FULL_POLICY,
+      budgetS,
+      pipeline,
+      seed,
+      ...(values.dawn ? { dawnPath: resolve(values.dawn) } : {}),
+      suite,
+      command: `bench ${argv.join(' ')}`.trim(),
+    },
+    ...(values.json ? { json: resolve(values.json) } : {}),
+    ...(values.html ? { html: resolve(values.html) } : {}),
+    resultsDir: values.results ? resolve(values.results) : join(repoRoot(), 'bench/results'),
+    save: !values['no-save'],
+    ...(values.screenshot ? { screenshot: resolve(values.screenshot) } : {}),
+    ...(values['report-from'] ? { reportFrom: resolve(values['report-from']) } : {}),
+  };
+}
+
+function write(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text);
+}
+
+export function resultName(report: BenchReport): string {
+  return `${report.date.slice(0, 10)}-${report.adapter.name}${report.suite === 'full' ? '' : `-${report.suite}`}`;
+}
+
+export function reportJson(report: BenchReport): string {
+  return JSON.stringify(report, null, 2) + '\n';
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  let plan: CliPlan | 'help';
+  try {
+    plan = parseCli(argv);
+  } catch (e) {
+    process.stderr.write(`bench: ${(e as Error).message}\n\n${HELP}\n`);
+    return 2;
+  }
+  if (plan === 'help') {
+    process.stdout.write(HELP + '\n');
+    return 0;
+  }
+  const written: string[] = [];
+  let report: BenchReport;
+  if (plan.reportFrom) {
+    report = JSON.parse(readFileSync(plan.reportFrom, 'utf8')) as BenchReport;
+    plan.save = false;
+    plan.html ??= plan.reportFrom.replace(/\.json$/, '') + '.html';
+  } else {
+    report = await runBenchmark({ ...plan.options, log: (line) => process.stderr.write(line + '\n') });
+  }
+  process.stdout.write(terminalReport(report));
+  const json = reportJson(report);
+  const html = htmlReport(report);
+  if (plan.save) {
+    const base = join(plan.resultsDir, resultName(report));
+    write(`${base}.json`, json);
+    written.push(`${base}.json`);
+    if (!plan.html) {
+      write(`${base}.html`, html);
+      written.push(`${base}.html`);
+    }
+  }
+  if (plan.json && !plan.reportFrom) {
+    write(plan.json, json);
+    written.push(plan.json);
+  }
+  if (plan.html) {
+    write(plan.html, html);
+    written.push(plan.html);
+  }
+  if (plan.screenshot) {
+    mkdirSync(dirname(plan.screenshot), { recursive: true });
+    await screenshotHtml(html, plan.screenshot);
+    written.push(plan.screenshot);
+  }
+  for (const f of written) process.stdout.write(`wrote ${relative(process.cwd(), f) || f}\n`);
+  const bad = report.runs.filter((r) => r.impl === 'qgemm' && r.verified !== true);
+  if (bad.length) process.stdout.write(`${bad.length} qgemm row(s) failed verification or did not run\n`);
+  return bad.length ? 1 : 0;
+}

@@ -1,0 +1,74 @@
+// onnxruntime-node's MatMulInteger on the CPU execution provider: uint8 x uint8 -> int32 with scalar
+// zero points, what a Node user would pick for int8 matmul. The model is built in code
+// (bench/onnx-model.ts). The package is a native addon, so it is loaded at run time from the
+// repository's node_modules (never bundled); where it is missing (e.g. a bare dist/ carried to a GPU
+// machine) this row is skipped with a note. Threads: onnxruntime's default (one intra-op thread per core).
+
+import { matMulIntegerModel } from '../onnx-model.ts';
+import { LHS_ZERO_POINT, RHS_ZERO_POINT, type ShapeData } from '../problems.ts';
+import { rootRequire } from '../environment.ts';
+import { measure } from '../timing.ts';
+import type { Runner } from './types.ts';
+
+/** The part of onnxruntime-node's API used here. */
+interface OrtTensor {
+  data: unknown;
+  dims: readonly number[];
+  type: string;
+}
+interface OrtSession {
+  run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
+  release?(): Promise<void>;
+}
+interface Ort {
+  Tensor: new (type: string, data: Uint8Array, dims: number[]) => OrtTensor;
+  InferenceSession: { create(model: Uint8Array, options?: Record<string, unknown>): Promise<OrtSession> };
+  env: { versions?: Record<string, string> };
+}
+
+export function loadOrt(): Ort {
+  return rootRequire()('onnxruntime-node') as Ort;
+}
+
+/** One MatMulInteger through a session (used by the test to check the model against the CPU reference). */
+export async function ortMatMulInteger(ort: Ort, session: OrtSession, data: Pick<ShapeData, 'lhs' | 'rhs' | 'shape'>): Promise<Int32Array> {
+  const { m, n, k } = data.shape;
+  const out = await session.run({
+    A: new ort.Tensor('uint8', data.lhs, [m, k]),
+    B: new ort.Tensor('uint8', data.rhs, [k, n]),
+    a_zero_point: new ort.Tensor('uint8', Uint8Array.of(LHS_ZERO_POINT), []),
+    b_zero_point: new ort.Tensor('uint8', Uint8Array.of(RHS_ZERO_POINT), []),
+  });
+  const y = out.Y;
+  if (!y || y.type !== 'int32' || y.dims[0] !== m || y.dims[1] !== n) throw new Error(`MatMulInteger returned ${y?.type} [${y?.dims}]`);
+  return y.data as Int32Array;
+}
+
+export async function createOrtSession(ort: Ort): Promise<OrtSession> {
+  return ort.InferenceSession.create(matMulIntegerModel(), { executionProviders: ['cpu'], graphOptimizationLevel: 'all' });
+}
+
+export async function onnxruntimeNode(): Promise<Runner> {
+  const ort = loadOrt();
+  const session = await createOrtSession(ort);
+  const version = ort.env.versions?.node ?? ort.env.versions?.common ?? '?';
+  return {
+    impl: 'onnxruntime-node-matmulinteger',
+    backend: 'cpu',
+    runtime: 'node',
+    adapter: 'cpu',
+    computes: 'MatMulInteger uint8 x uint8 -> int32, scalar zero points',
+    details: `onnxruntime-node ${version}, CPU execution provider, default intra-op threads (one per core)`,
+    run: async (data, policy) => {
+      const r = await measure(policy, async () => {
+        const t0 = performance.now();
+        const output = await ortMatMulInteger(ort, session, data);
+        return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output };
+      });
+      return { wall: r.wall, gpu: null };
+    },
+    close: async () => {
+      await session.release?.();
+    },
+  };
+}
