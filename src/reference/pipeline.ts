@@ -11,7 +11,8 @@ import { channel, type NormalizedProblem } from './problem.ts';
 /** Applies p.pipeline to acc, the accumulator of dst element (m, n). Returns the int32 (or cast) value. */
 export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number, n: number): number {
   let x = acc;
-  p.pipeline.forEach((stage, i) => {
+  for (let i = 0; i < p.pipeline.length; i++) {
+    const stage = p.pipeline[i];
     const c = 'axis' in stage && stage.axis === 'col' ? n : m;
     switch (stage.type) {
       case 'bias':
@@ -42,7 +43,7 @@ export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number
         x = x & 0xff;
         break;
     }
-  });
+  }
   return x;
 }
 
