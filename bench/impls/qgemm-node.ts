@@ -49,7 +49,7 @@ export function qgemmCpuNode(computes: string): Runner {
     runtime: 'node',
     adapter: 'cpu',
     computes,
-    details: 'cpuGemm: pack with row/column sums, 4-way unrolled dot products, output pipeline; one thread',
+    details: 'cpuGemm: pack with row/column sums, 2x2 register-blocked dot products, output pipeline; one thread',
     run: (data, policy) =>
       qgemmCell(policy, async () => {
         const t0 = performance.now();
