@@ -4,7 +4,7 @@
 //      row/column sums written by pack.wgsl:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR,
 //      each term rescaled by RoundingMultiplyByConstantFraction for less-than-8-bit operands;
 //   2. the output pipeline, read as data from the `stages` buffer (one 12-word record per stage, see
-//      src/gpu/stages.ts), each stage computed as in src/reference/pipeline.ts with the functions of
+//      src/scheduler/stages.ts), each stage computed as in src/reference/pipeline.ts with the functions of
 //      fixedpoint.wgsl;
 //   3. the store: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad
 //      of 4 consecutive elements along dst's contiguous dimension (rows are padded to `dstStride`).

@@ -22,7 +22,8 @@ export {
   type QuantizedMultiplier,
   type QuantizationParams,
 } from './quant/quantize.ts';
-export { referenceGemm, cpuGemm } from './reference/gemm.ts';
+export { referenceGemm } from './reference/gemm.ts';
+export { cpuGemm } from './cpu/gemm.ts';
 export { normalizeProblem } from './reference/problem.ts';
 // Issue 4's elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub), specified in reference/elementwise.ts.
 export {

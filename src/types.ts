@@ -121,5 +121,15 @@ export interface GemmResult {
   dtype: DstType;
 }
 
+/** The value range of each 8- and 16-bit type: saturating casts and quantization clamp to it. */
+export const TYPE_RANGE = { uint8: [0, 255], int8: [-128, 127], int16: [-32768, 32767] } as const;
+
+/**
+ * int8 operands enter the uint8 domain as v + 128 (= the byte XOR 0x80), their zero points moving by
+ * the same 128 (mod 2^32): the GPU packs every operand so, and less-than-8-bit requantization works
+ * there. The accumulator is unchanged, since (v + 128) - (z + 128) = v - z.
+ */
+export const UINT8_DOMAIN_SHIFT = 128;
+
 export const INT32_MIN = -2147483648;
 export const INT32_MAX = 2147483647;

@@ -38,7 +38,12 @@ export function writeNpyAtomic(path: string, arr: NpyArray): void {
     renameSync(tmp, path);
   } catch (e) {
     rmSync(tmp, { force: true });
-    throw new InputError('out', `cannot write ${path}: ${(e as Error).message}`);
+    // A path that cannot be written is bad input (exit 2); a full or failing disk is not (exit 1).
+    const code = (e as { code?: string }).code ?? '';
+    if (['ENOENT', 'EACCES', 'EPERM', 'ENOTDIR', 'EISDIR', 'EROFS', 'ENAMETOOLONG'].includes(code)) {
+      throw new InputError('out', `cannot write ${path} (${code})`);
+    }
+    throw e;
   }
 }
 

@@ -414,6 +414,19 @@ export async function isHardwareAdapterAvailable(opts: Pick<AcquireOptions, 'daw
 
 // ---- error scopes -----------------------------------------------------------------------------------
 
+const deviceQueues = new WeakMap<GPUDevice, Promise<unknown>>();
+
+/**
+ * Runs fn with the device to itself: GPU work of this library on one device (every GpuContext on it,
+ * elementwise kernels too) runs one call at a time, because error scopes belong to the device, and two
+ * interleaved calls could pop each other's scopes. fn must not call withDevice on the same device.
+ */
+export function withDevice<T>(device: GPUDevice, fn: () => Promise<T>): Promise<T> {
+  const run = (deviceQueues.get(device) ?? Promise.resolve()).then(fn, fn);
+  deviceQueues.set(device, run.catch(() => undefined));
+  return run;
+}
+
 /**
  * Runs fn (GPU calls, typically encode + submit) inside 'validation' and 'out-of-memory' error scopes
  * and throws GpuValidationError / GpuOutOfMemoryError when one fires, so that a GPU error never

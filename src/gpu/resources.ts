@@ -3,7 +3,7 @@
 // from the kernel, the dot4 variant and the override values; and a bounded pool of storage buffers,
 // reused by size class across calls. Both are bounded; `destroy()` releases the pool's GPU memory.
 
-import { GpuValidationError } from '../errors.ts';
+import { GpuValidationError, InputError } from '../errors.ts';
 import { kernelSource, type Dot4Variant, type KernelName } from './shaders.ts';
 
 export type Overrides = Record<string, number>;
@@ -51,33 +51,43 @@ async function createPipeline(device: GPUDevice, kernel: KernelName, dot4: Dot4V
   }
 }
 
-/** Storage buffers by size class (steps of 1/8 of a power of two), kept for reuse up to `maxBytes` in total. */
+/**
+ * Storage buffers by size class (steps of 1/8 of a power of two, never past `maxBufferSize`), kept for
+ * reuse up to `maxBytes` in total. Only buffers this pool handed out can come back, once each: a
+ * double release would hand one buffer to two users.
+ */
 export class BufferPool {
   private free = new Map<number, GPUBuffer[]>();
+  private out = new Set<GPUBuffer>();
   private pooledBytes = 0;
   constructor(
     private readonly device: GPUDevice,
     readonly maxBytes = 256 * 1024 * 1024,
   ) {}
 
-  static sizeClass(bytes: number): number {
+  static sizeClass(bytes: number, maxBufferSize = Infinity): number {
     const step = 2 ** Math.max(8, Math.ceil(Math.log2(Math.max(bytes, 1))) - 3);
-    return Math.ceil(Math.max(bytes, 1) / step) * step;
+    const rounded = Math.ceil(Math.max(bytes, 1) / step) * step;
+    return rounded <= maxBufferSize ? rounded : Math.ceil(bytes / 4) * 4;
   }
 
   acquire(bytes: number, label: string): GPUBuffer {
-    const size = BufferPool.sizeClass(bytes);
-    const list = this.free.get(size);
-    const reused = list?.pop();
-    if (reused) {
-      this.pooledBytes -= size;
-      return reused;
-    }
+    const size = BufferPool.sizeClass(bytes, this.device.limits.maxBufferSize);
+    const reused = this.free.get(size)?.pop();
+    if (reused) this.pooledBytes -= size;
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    return this.device.createBuffer({ size, usage, label: `qgemm ${label}` });
+    const buffer = reused ?? this.device.createBuffer({ size, usage, label: `qgemm ${label}` });
+    this.out.add(buffer);
+    return buffer;
+  }
+
+  /** Whether `buffer` is one this pool handed out and has not been released. */
+  owns(buffer: GPUBuffer): boolean {
+    return this.out.has(buffer);
   }
 
   release(buffer: GPUBuffer): void {
+    if (!this.out.delete(buffer)) throw new InputError('matrix', 'this buffer was not handed out by this context, or was already released');
     if (this.pooledBytes + buffer.size > this.maxBytes) {
       buffer.destroy();
       return;
@@ -90,7 +100,9 @@ export class BufferPool {
 
   destroy(): void {
     for (const list of this.free.values()) for (const b of list) b.destroy();
+    for (const b of this.out) b.destroy();
     this.free.clear();
+    this.out.clear();
     this.pooledBytes = 0;
   }
 }

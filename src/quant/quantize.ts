@@ -5,7 +5,7 @@
 // and only when parameters are prepared, never per element of a GEMM.
 
 import { InputError } from '../errors.ts';
-import { INT32_MAX } from '../types.ts';
+import { INT32_MAX, TYPE_RANGE } from '../types.ts';
 
 export interface QuantizedMultiplier {
   /** Q31 mantissa in [2^30, 2^31) for positive reals, [-2^31, -2^30] for negative ones; 0 for 0. */
@@ -104,11 +104,9 @@ export function chooseQuantizationParams(min: number, max: number, qmin = 0, qma
   return { scale, zeroPoint };
 }
 
-const RANGES = { uint8: [0, 255], int8: [-128, 127] } as const;
-
 /** q = clamp(round(x / scale) + zeroPoint) with ties away from zero (TFLite AffineQuantize). */
 export function quantize(x: Float32Array, params: QuantizationParams, dtype: 'uint8' | 'int8' = 'uint8'): Uint8Array | Int8Array {
-  const [lo, hi] = RANGES[dtype];
+  const [lo, hi] = TYPE_RANGE[dtype];
   const out = dtype === 'uint8' ? new Uint8Array(x.length) : new Int8Array(x.length);
   for (let i = 0; i < x.length; i++) {
     const q = params.scale === 0 ? params.zeroPoint : roundHalfAwayFromZero(x[i] / params.scale) + params.zeroPoint;

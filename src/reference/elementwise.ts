@@ -82,7 +82,8 @@ import {
   roundHalfAwayFromZero,
   type QuantizedMultiplier,
 } from '../quant/quantize.ts';
-import type { OperandType } from '../types.ts';
+import { TYPE_RANGE, type OperandType } from '../types.ts';
+import { operandType } from './problem.ts';
 
 export type ElementwiseOp = 'add' | 'sub' | 'mul' | 'alignedAdd' | 'alignedSub';
 export const ELEMENTWISE_OPS: readonly ElementwiseOp[] = ['add', 'sub', 'mul', 'alignedAdd', 'alignedSub'];
@@ -180,13 +181,6 @@ export interface ElementwisePlan {
   fracBits: number;
 }
 
-const RANGE: Record<OperandType, [number, number]> = { uint8: [0, 255], int8: [-128, 127] };
-
-function dtypeOf(field: string, data: unknown): OperandType {
-  if (data instanceof Uint8Array) return 'uint8';
-  if (data instanceof Int8Array) return 'int8';
-  throw new InputError(field, 'expected uint8 or int8 data (Uint8Array or Int8Array)');
-}
 
 function checkShape(field: string, shape: unknown, length: number): number[] {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isSafeInteger(d) || d < 0)) {
@@ -205,7 +199,7 @@ function checkScale(field: string, s: unknown): number {
   return s;
 }
 
-function checkInRange(field: string, v: unknown, [lo, hi]: [number, number], what: string): number {
+function checkInRange(field: string, v: unknown, [lo, hi]: readonly [number, number], what: string): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
     throw new InputError(field, `expected ${what} in ${lo}..${hi}, got ${JSON.stringify(v)}`);
   }
@@ -296,10 +290,10 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
   for (const [field, t] of [['a', a], ['b', b], ['output', output]] as const) {
     if (typeof t !== 'object' || t === null) throw new InputError(field, 'missing');
   }
-  const dtype = dtypeOf('a.data', a.data);
-  const dtypeB = dtypeOf('b.data', b.data);
+  const dtype = operandType('a.data', a.data);
+  const dtypeB = operandType('b.data', b.data);
   if (dtypeB !== dtype) throw new InputError('b.data', `dtype ${dtypeB} differs from a's ${dtype}; both inputs must have the same dtype`);
-  const range = RANGE[dtype];
+  const range = TYPE_RANGE[dtype];
   const aShape = checkShape('a.shape', a.shape, a.data.length);
   const bShape = checkShape('b.shape', b.shape, b.data.length);
   const shape = broadcastShapes(aShape, bShape);

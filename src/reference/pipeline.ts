@@ -5,7 +5,7 @@
 
 import { multiplyByQuantizedMultiplier, roundingDivideByPOT, saturatingRoundingDoublingHighMul } from '../quant/fixedpoint.ts';
 import { tanhStage } from '../quant/tanh.ts';
-import type { DstData, DstType } from '../types.ts';
+import { TYPE_RANGE, type DstData, type DstType } from '../types.ts';
 import { channel, type NormalizedProblem } from './problem.ts';
 
 /** Applies p.pipeline to acc, the accumulator of dst element (m, n). Returns the int32 (or cast) value. */
@@ -35,7 +35,7 @@ export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number
         x = tanhStage(x, p.tanh.get(i)!);
         break;
       case 'saturatingCast': {
-        const [lo, hi] = CAST_RANGE[stage.to];
+        const [lo, hi] = TYPE_RANGE[stage.to];
         x = Math.min(Math.max(x, lo), hi);
         break;
       }
@@ -46,8 +46,6 @@ export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number
   }
   return x;
 }
-
-const CAST_RANGE = { uint8: [0, 255], int8: [-128, 127], int16: [-32768, 32767] } as const;
 
 /** A dst array of `type`: new and zeroed (a length), or a view of existing bytes (an ArrayBuffer). */
 export function allocateDst(type: DstType, lengthOrBuffer: number | ArrayBuffer): DstData {

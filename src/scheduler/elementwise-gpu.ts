@@ -13,7 +13,7 @@ import { getPipeline } from '../gpu/resources.ts';
 import { kernelSource } from '../gpu/shaders.ts';
 import { packUniforms, uniformLayout } from '../gpu/uniforms.ts';
 import type { ElementwisePlan, ElementwiseResult } from '../reference/elementwise.ts';
-import type { SchedulerLimits } from './gpu.ts';
+import { roundUp, type SchedulerLimits } from './gpu.ts';
 
 /** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */
 export interface ElementwiseGpuTarget {
@@ -24,7 +24,6 @@ export interface ElementwiseGpuTarget {
 
 const WORKGROUP_SIZE = 64;
 const KIND = { add: 0, sub: 0, mul: 1, alignedAdd: 2, alignedSub: 2 } as const;
-const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
 /** The uniform values of ElementwiseParams for a plan (every member, by name). */
 export function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {

@@ -8,10 +8,10 @@
 // from a valid submission.
 
 import { DeviceLostError, InputError, LimitExceededError } from '../errors.ts';
-import { acquireDevice, runInErrorScope, type AcquireOptions, type AcquiredDevice, type AdapterSummary } from '../gpu/device.ts';
+import { acquireDevice, runInErrorScope, withDevice, type AcquireOptions, type AcquiredDevice, type AdapterSummary } from '../gpu/device.ts';
 import { BufferPool, getPipeline, type Overrides } from '../gpu/resources.ts';
 import { kernelSource, type Dot4Variant } from '../gpu/shaders.ts';
-import { encodeStages } from '../gpu/stages.ts';
+import { encodeStages } from './stages.ts';
 import { packUniforms, uniformLayout, type UniformLayout } from '../gpu/uniforms.ts';
 import { resolveRounding, unpackFractions, XORSHIFT_OFFSETS, type ConcreteRounding } from '../quant/lowbit.ts';
 import { allocateDst } from '../reference/pipeline.ts';
@@ -106,7 +106,7 @@ export function chooseKernel(M: number, N: number): KernelConfig {
 
 const PACK_OVERRIDES = { WORKGROUP_SIZE: 64 };
 const BYTES: Record<DstType | OperandType, number> = { int32: 4, int16: 2, int8: 1, uint8: 1 };
-const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
+export const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 const floorTo = (x: number, m: number) => Math.floor(x / m) * m;
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 /** The smallest count c, a multiple of `multiple`, for which c * stride bytes is a multiple of `alignment`. */
@@ -170,13 +170,15 @@ export class GpuContext {
   private readonly timestamps: boolean;
   /** How the last GEMM was split: dispatch counts (for tests and the curious). */
   readonly lastRun = { packDispatches: 0, gemmDispatches: 0 };
-  private queue: Promise<unknown> = Promise.resolve();
   private xorshift: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
+  /** The context acquired the device itself (not passed in), so destroy() destroys it too. */
+  private readonly ownsDevice: boolean;
 
   private constructor(acquired: AcquiredDevice, opts: GpuContextOptions) {
     this.device = acquired.device;
+    this.ownsDevice = acquired.source !== 'user';
     this.summary = acquired.summary;
     this.dot4 = acquired.hasDot4 && opts.dot4 !== 'emulated' ? 'native' : 'emulated';
     const d = this.device.limits;
@@ -209,17 +211,15 @@ export class GpuContext {
   }
 
   /**
-   * Runs fn with this context's device to itself: calls on one context run one at a time, since
-   * error scopes are per device, not per call. Other kernels on the same device (elementwise ops) use it.
+   * Runs fn with this context's device to itself (withDevice): GPU calls on one device run one at a
+   * time, since error scopes are per device. Other kernels on the same device (elementwise ops) use it.
    */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.serialize(fn);
   }
 
   private serialize<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
-    return run;
+    return withDevice(this.device, fn);
   }
 
   /** dst = pipeline(lhs * rhs) with data read back to the CPU. */
@@ -262,32 +262,44 @@ export class GpuContext {
       const outer = side === 'lhs' ? rows : cols;
       const depth = side === 'lhs' ? cols : rows;
       const requant = requantizationOf(bitDepth, side, depth);
-      const packed = this.device.createBuffer({
-        size: roundUp(outer, PACK_ROWS) * (roundUp(depth, PACK_DEPTH) / 4) * 4,
-        usage: GPUBufferUsage.STORAGE,
-        label: `qgemm prepacked ${side}`,
-      });
-      const sums = this.device.createBuffer({ size: roundUp(outer, PACK_ROWS) * 4, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${side} sums` });
-      await runInErrorScope(this.device, async () => {
-        const encoder = this.device.createCommandEncoder({ label: 'qgemm prepack' });
-        const pass = encoder.beginComputePass();
-        const temps: GPUBuffer[] = [];
-        const src = this.source(operand, side, temps);
-        await this.encodePack(pass, src, side, outer, depth, packed, sums, temps, requant);
-        pass.end();
-        this.device.queue.submit([encoder.finish()]);
-        await this.device.queue.onSubmittedWorkDone();
+      const bytes = roundUp(outer, PACK_ROWS) * (roundUp(depth, PACK_DEPTH) / 4) * 4;
+      this.checkBuffer(bytes, `prepacked ${side}`);
+      const created: GPUBuffer[] = [];
+      const temps: GPUBuffer[] = [];
+      try {
+        await runInErrorScope(this.device, async () => {
+          const make = (size: number, label: string) => {
+            const b = this.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${label}` });
+            created.push(b);
+            return b;
+          };
+          const packed = make(bytes, side);
+          const sums = make(roundUp(outer, PACK_ROWS) * 4, `${side} sums`);
+          const encoder = this.device.createCommandEncoder({ label: 'qgemm prepack' });
+          const pass = encoder.beginComputePass();
+          await this.encodePack(pass, this.source(operand, side, temps), side, outer, depth, packed, sums, temps, requant);
+          pass.end();
+          this.device.queue.submit([encoder.finish()]);
+          await this.device.queue.onSubmittedWorkDone();
+        }, 'prepack');
+      } catch (e) {
+        for (const b of created) b.destroy();
+        throw e;
+      } finally {
         for (const t of temps) t.destroy();
-      }, 'prepack');
+      }
+      const [packed, sums] = created;
       this.checkAlive();
       return { side, rows, cols, type, packed, sums, ...requant, destroy: () => { packed.destroy(); sums.destroy(); } };
     });
   }
 
+  /** Frees every buffer of this context (GpuMatrix results included) and a device it acquired itself. */
   destroy(): void {
     this.destroyed = true;
     this.pool.destroy();
     this.xorshift?.destroy();
+    if (this.ownsDevice) this.device.destroy();
   }
 
   /** XORSHIFT_OFFSETS on the GPU, made once per context. */
@@ -424,9 +436,10 @@ export class GpuContext {
     this.lastRun.packDispatches = this.lastRun.gemmDispatches = 0;
     const temps: GPUBuffer[] = [];
     const pooled: GPUBuffer[] = [];
-    const dst = this.pool.acquire(dstBytes, 'dst');
+    let dst: GPUBuffer | null = null;
     try {
       await runInErrorScope(this.device, async () => {
+        dst = this.pool.acquire(dstBytes, 'dst');
         const gemmPipeline = await getPipeline(this.device, config.kernel, this.dot4, config.overrides);
         const stagesBuffer = this.device.createBuffer({ size: stages.data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'qgemm stages' });
         this.device.queue.writeBuffer(stagesBuffer, 0, stages.data);
@@ -528,14 +541,14 @@ export class GpuContext {
         querySet?.destroy();
       }, `gemm ${M}x${N}x${K}`);
     } catch (e) {
-      this.pool.release(dst);
+      if (dst) this.pool.release(dst);
       throw e;
     } finally {
       for (const t of temps) t.destroy();
       for (const b of pooled) this.pool.release(b);
     }
     this.checkAlive();
-    return { buffer: dst, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride };
+    return { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride };
   }
 
   private async readBack(m: GpuMatrix): Promise<GemmResult> {

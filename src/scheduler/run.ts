@@ -1,5 +1,5 @@
 // Backend selection (the entry the CLI, the benchmark and `gemm()` share): 'cpu' runs the fast CPU
-// path (src/reference/gemm.ts cpuGemm); 'webgpu' runs pack -> gemm -> output on a WebGPU device,
+// path (src/cpu/gemm.ts cpuGemm); 'webgpu' runs pack -> gemm -> output on a WebGPU device,
 // software adapters included, and fails clearly without one; 'auto' uses a hardware adapter when there
 // is one and the CPU otherwise (a software adapter is slower than the CPU path: see the README).
 // One GpuContext per kind is kept and re-made after a device loss; a call that meets a loss is retried
@@ -7,10 +7,10 @@
 // issue 4 (src/reference/elementwise.ts) take the same route: runElementwisePlan on the CPU,
 // elementwise-gpu.ts on a device.
 
-import { DeviceLostError } from '../errors.ts';
+import { DeviceLostError, NoAdapterError } from '../errors.ts';
 import { isHardwareAdapterAvailable } from '../gpu/device.ts';
 import { prepareElementwise, runElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../reference/elementwise.ts';
-import { cpuGemm } from '../reference/gemm.ts';
+import { cpuGemm } from '../cpu/gemm.ts';
 import type { GemmProblem, GemmResult } from '../types.ts';
 import { elementwiseOnGpu } from './elementwise-gpu.ts';
 import { GpuContext, type GpuContextOptions } from './gpu.ts';
@@ -28,29 +28,36 @@ export interface RunOptions extends GpuContextOptions {
   warn?: (message: string) => void;
 }
 
+/** Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context. */
 const contexts = new Map<string, Promise<GpuContext>>();
+const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>();
 
-const deviceContexts = new WeakMap<GPUDevice, GpuContext>();
+/** The one place the options that make two contexts differ are turned into a cache key. */
+function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
+  const { dot4 = 'auto', limits = {}, timestamps = false, dawnPath = '', powerPreference = '' } = opts;
+  const sortedLimits = Object.entries(limits).sort(([a], [b]) => a.localeCompare(b));
+  return JSON.stringify([allowSoftware, dot4, sortedLimits, timestamps, dawnPath, powerPreference]);
+}
 
 /**
- * The shared context for 'webgpu' (software allowed) or 'auto' (hardware only), re-made once lost;
- * with `opts.device`, the context of that device.
+ * The shared context for 'webgpu' (software allowed) or 'auto' (hardware only) and these options,
+ * re-made once lost; with `opts.device`, a context on that device.
  */
 export async function sharedContext(allowSoftware: boolean, opts: GpuContextOptions = {}): Promise<GpuContext> {
+  let cache = contexts;
   if (opts.device) {
-    let ctx = deviceContexts.get(opts.device);
-    if (!ctx || ctx.lost) deviceContexts.set(opts.device, (ctx = await GpuContext.create(opts)));
-    return ctx;
+    cache = deviceContexts.get(opts.device) ?? new Map();
+    deviceContexts.set(opts.device, cache);
   }
-  const key = allowSoftware ? 'any' : 'hardware';
-  const existing = contexts.get(key);
+  const key = contextKey(allowSoftware, opts);
+  const existing = cache.get(key);
   if (existing) {
     const ctx = await existing.catch(() => null);
     if (ctx && !ctx.lost) return ctx;
   }
   const created = GpuContext.create({ ...opts, allowSoftware });
-  contexts.set(key, created);
-  created.catch(() => contexts.delete(key));
+  cache.set(key, created);
+  created.catch(() => cache.delete(key));
   return created;
 }
 
@@ -70,16 +77,17 @@ async function onBackend<R>(cpu: () => R, gpu: (ctx: GpuContext) => Promise<R>, 
   const onCpu = () => ({ ...cpu(), backend: 'cpu' as const });
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';
-  if (!allowSoftware && !(await (hardware ??= isHardwareAdapterAvailable()))) return onCpu();
+  // 'auto' with a caller's device uses that device; without one, only a hardware adapter.
+  if (!allowSoftware && !opts.device && !(await (hardware ??= isHardwareAdapterAvailable(opts)))) return onCpu();
   for (let attempt = 0; ; attempt++) {
     try {
-      const ctx = await sharedContext(allowSoftware, opts);
+      const ctx = await sharedContext(allowSoftware || !!opts.device, opts);
       return { ...(await gpu(ctx)), backend: 'webgpu' };
     } catch (e) {
-      if (!(e instanceof DeviceLostError)) throw e;
-      if (attempt === 0) continue; // re-acquire a device and run again
-      if (backend === 'auto') {
-        (opts.warn ?? console.warn)(`qgemm: ${e.message}; falling back to the CPU`);
+      const lost = e instanceof DeviceLostError;
+      if (lost && attempt === 0) continue; // re-acquire a device and run again
+      if (backend === 'auto' && (lost || e instanceof NoAdapterError)) {
+        (opts.warn ?? console.warn)(`qgemm: ${(e as Error).message}; falling back to the CPU`);
         return onCpu();
       }
       throw e;

@@ -139,6 +139,8 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     expect(diffResults(got, want)).toBeNull();
     expect(diffResults(await ctx.read(hidden), cpuHidden)).toBeNull();
     ctx.releaseMatrix(hidden);
+    // A second release would let two later GEMMs share one buffer: refused.
+    expect(() => ctx.releaseMatrix(hidden)).toThrow(InputError);
   });
 
   describe('limits lowered so operands, bands and grids must split', () => {
@@ -208,5 +210,12 @@ describe.skipIf(!gpu)('device loss', () => {
     expect(got.backend).toBe('webgpu');
     expect(diffResults(got, referenceGemm(p))).toBeNull();
     expect(await sharedContext(true)).not.toBe(first);
+  });
+  it('shared contexts honour their options', async () => {
+    const plain = await sharedContext(true);
+    const emulated = await sharedContext(true, { dot4: 'emulated' });
+    expect(emulated).not.toBe(plain);
+    expect(emulated.dot4).toBe('emulated');
+    expect(await sharedContext(true, { dot4: 'emulated' })).toBe(emulated);
   });
 });

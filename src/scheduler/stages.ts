@@ -4,7 +4,7 @@
 // point to and the zero-point vectors. One shader serves every pipeline; only this buffer changes.
 
 import type { NormalizedProblem } from '../reference/problem.ts';
-import type { PerChannel } from '../types.ts';
+import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../types.ts';
 
 export const STAGE_WORDS = 12;
 const KIND = {
@@ -16,7 +16,6 @@ const KIND = {
   tanh: 5,
   truncatingCast: 6,
 } as const;
-const CAST_RANGE = { uint8: [0, 255], int8: [-128, 127], int16: [-32768, 32767] } as const;
 
 export interface EncodedStages {
   /** Records, then vectors. Never empty (a storage binding cannot be). */
@@ -32,7 +31,7 @@ export interface EncodedStages {
 /** int8 operands are packed as v + 128 (pack.wgsl), so their zero points move by 128, mod 2^32. */
 function shiftZeroPoint(z: PerChannel, signed: boolean): PerChannel {
   if (!signed) return z;
-  return typeof z === 'number' ? (z + 128) | 0 : z.map((v) => (v + 128) | 0);
+  return typeof z === 'number' ? (z + UINT8_DOMAIN_SHIFT) | 0 : z.map((v) => (v + UINT8_DOMAIN_SHIFT) | 0);
 }
 
 export function encodeStages(p: NormalizedProblem): EncodedStages {
@@ -67,7 +66,7 @@ export function encodeStages(p: NormalizedProblem): EncodedStages {
         fields = [KIND.clamp, 0, stage.min, stage.max];
         break;
       case 'saturatingCast':
-        fields = [KIND.clamp, 0, ...CAST_RANGE[stage.to]];
+        fields = [KIND.clamp, 0, ...TYPE_RANGE[stage.to]];
         break;
       case 'truncatingCast':
         fields = [KIND.truncatingCast, 0];
