@@ -13,6 +13,7 @@
 // Run from the repository root:  npx vite build && node bench/accuracy-alignment.mjs
 // (QGEMM_DIST=path/to/index.js picks another build; QGEMM_TRIALS sets the trials per row, default 300.)
 
+import { splitmix32 } from './splitmix32.mjs';
 const dist = process.env.QGEMM_DIST ?? new URL('../dist/node/index.js', import.meta.url).href;
 const { elementwiseReference } = await import(dist.startsWith('/') ? `file://${dist}` : dist);
 
@@ -20,16 +21,9 @@ const TRIALS = Number(process.env.QGEMM_TRIALS ?? 300);
 const ROWS = 256;
 const CHANNELS = 16;
 
-/** splitmix32: same seed, same study. */
+/** Seeded draws: same seed, same study. */
 function rng(seed) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x9e3779b9) >>> 0;
-    let z = state;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return ((z ^ (z >>> 16)) >>> 0) / 2 ** 32;
-  };
+  const next = splitmix32(seed);
   return { float: next, int: (lo, hi) => lo + Math.floor(next() * (hi - lo + 1)), logUniform: (lo, hi) => lo * (hi / lo) ** next() };
 }
 

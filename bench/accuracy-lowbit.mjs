@@ -33,6 +33,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
+import { splitmix32 } from './splitmix32.mjs';
 const dist = process.env.QGEMM_DIST ?? new URL('../dist/node/index.js', import.meta.url).href;
 const { cpuGemm } = await import(dist.startsWith('/') ? `file://${dist}` : dist);
 
@@ -48,18 +49,7 @@ const ROUNDINGS = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift'];
 const SHORT = { nearest: 'nearest', 'probabilistic-addmod': 'addmod', 'probabilistic-xorshift': 'xorshift' };
 const COLORS = { nearest: '#d62728', 'probabilistic-addmod': '#1f77b4', 'probabilistic-xorshift': '#2ca02c' };
 
-/** splitmix32: same seed, same study. */
-function rng(seed) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x9e3779b9) >>> 0;
-    let z = state;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return ((z ^ (z >>> 16)) >>> 0) / 2 ** 32;
-  };
-  return next;
-}
+const rng = splitmix32;
 
 // Histograms (counts of codes 0..255) of gemmlowp's test/test_data.cc (before commit 4746387):
 // a_data, the [192 x 1152] weights with a_offset = -84, and b_data, the [1152 x 256] activations

@@ -6,30 +6,17 @@
 // (CI=true) a missing Chromium or adapter fails; locally it skips with a notice naming the install command.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newest } from './freshness.ts';
 import { chromiumPath, INSTALL_HINT, launchChromium, serveStatic, watchPage, type Browser, type StaticServer } from '../../tools/chromium.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const DEMO_DIR = join(ROOT, 'dist/demo');
 const SCREENSHOT = join(ROOT, 'test-results/demo.png');
 const CI = process.env.CI === 'true';
-
-/** Newest modification time of the files under these folders (0 when none). */
-function newest(dirs: string[]): number {
-  let t = 0;
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else t = Math.max(t, statSync(p).mtimeMs);
-    }
-  };
-  for (const d of dirs) if (existsSync(d)) walk(d);
-  return t;
-}
 
 const chromium = chromiumPath();
 if (!chromium) {

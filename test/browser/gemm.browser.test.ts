@@ -9,11 +9,12 @@
 // Chromium or adapter fails; locally it skips with a notice naming the install command.
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newest } from './freshness.ts';
 import { chromiumPath, INSTALL_HINT, launchChromium, serveStatic, watchPage, type Browser, type StaticServer } from '../../tools/chromium.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -22,20 +23,6 @@ const CI = process.env.CI === 'true';
 /** Problems per batch: enough to cover every fixed shape, stage kind and cast several times (~20 s on SwiftShader, 2 cores). */
 const COUNT = Number(process.env.QGEMM_BROWSER_PROBLEMS ?? 48);
 const SEED = Number(process.env.QGEMM_BROWSER_SEED ?? 0x9e3779b9);
-
-/** Newest modification time of the files under these folders (0 when none). */
-function newest(dirs: string[]): number {
-  let t = 0;
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else t = Math.max(t, statSync(p).mtimeMs);
-    }
-  };
-  for (const d of dirs) if (existsSync(d)) walk(d);
-  return t;
-}
 
 function skipNotice(what: string): string {
   return `\n[browser test] SKIPPING the browser GEMM test: ${what}. Install headless Chromium with SwiftShader (Debian, as root): \`${INSTALL_HINT}\`. In CI (CI=true) this fails instead.\n`;
