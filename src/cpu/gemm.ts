@@ -12,7 +12,7 @@ import {
   unpackFractions,
 } from '../quant/lowbit.ts';
 import { allocateDst, applyOutputPipeline } from '../reference/pipeline.ts';
-import { channel, dstIndex, elementAt, normalizeProblem, type NormalizedProblem } from '../reference/problem.ts';
+import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../reference/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../types.ts';
 
 /** Operands packed for the fast path: lhs rows and rhs columns contiguous, with their sums. */
@@ -28,36 +28,46 @@ export interface PackedCpu {
   rhsZeroPoint: (n: number) => number;
 }
 
+/**
+ * One operand as [outer][depth] (lhs: rows x K; rhs: columns x K) with its sums. Element (o, k) of the
+ * source is at o*depth + k when k is contiguous (lhs row-major, rhs col-major), else at k*outer + o.
+ * `requant` maps a uint8-domain value and its row-major linear index (lhs m*K + k, rhs k*N + n).
+ */
+function packOperand(
+  data: ArrayLike<number>, outer: number, depth: number, kContiguous: boolean, shift: number,
+  linear: (o: number, k: number) => number, requant: ((v: number, i: number) => number) | null,
+): { packed: Int16Array; sums: Int32Array } {
+  const packed = new Int16Array(outer * depth);
+  if (kContiguous && shift === 0 && !requant) {
+    packed.set(data); // already [outer][depth]: one typed-array copy
+  } else {
+    for (let k = 0; k < depth; k++) {
+      for (let o = 0; o < outer; o++) {
+        const v = data[kContiguous ? o * depth + k : k * outer + o] + shift;
+        packed[o * depth + k] = requant ? requant(v, linear(o, k)) : v;
+      }
+    }
+  }
+  const sums = new Int32Array(outer);
+  for (let o = 0; o < outer; o++) {
+    let sum = 0;
+    for (let k = o * depth; k < (o + 1) * depth; k++) sum += packed[k];
+    sums[o] = sum;
+  }
+  return { packed, sums };
+}
+
 /** Packs both operands; with a bit depth, requantized in the uint8 domain (src/quant/lowbit.ts). */
 export function packCpu(p: NormalizedProblem): PackedCpu {
   const { M, N, K, bitDepth } = p;
   const rounding = bitDepth && resolveRounding(bitDepth.rounding, K);
   const shiftL = bitDepth && p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const shiftR = bitDepth && p.rhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
-  const lhs = new Int16Array(M * K);
-  const rhs = new Int16Array(N * K);
-  const rowSums = new Int32Array(M);
-  const colSums = new Int32Array(N);
-  for (let m = 0; m < M; m++) {
-    let sum = 0;
-    for (let k = 0; k < K; k++) {
-      let v = elementAt(p.lhs, m, k) + shiftL;
-      if (rounding) v = requantize(v, bitDepth!.lhs, roundingOffset(rounding, m * K + k));
-      sum += lhs[m * K + k] = v;
-    }
-    rowSums[m] = sum;
-  }
-  for (let n = 0; n < N; n++) {
-    let sum = 0;
-    for (let k = 0; k < K; k++) {
-      let v = elementAt(p.rhs, k, n) + shiftR;
-      if (rounding) v = requantize(v, bitDepth!.rhs, roundingOffset(rounding, k * N + n));
-      sum += rhs[n * K + k] = v;
-    }
-    colSums[n] = sum;
-  }
+  const requant = (bits: number) => (rounding ? (v: number, i: number) => requantize(v, bits, roundingOffset(rounding, i)) : null);
+  const lhs = packOperand(p.lhs.data, M, K, p.lhs.order === 'row-major', shiftL, (m, k) => m * K + k, requant(bitDepth?.lhs ?? 8));
+  const rhs = packOperand(p.rhs.data, N, K, p.rhs.order === 'col-major', shiftR, (n, k) => k * N + n, requant(bitDepth?.rhs ?? 8));
   return {
-    lhs, rhs, rowSums, colSums,
+    lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums,
     lhsZeroPoint: (m) => (channel(p.lhsZeroPoint, m) + shiftL) | 0,
     rhsZeroPoint: (n) => (channel(p.rhsZeroPoint, n) + shiftR) | 0,
   };
@@ -65,8 +75,8 @@ export function packCpu(p: NormalizedProblem): PackedCpu {
 
 /**
  * Raw sums of products, register-blocked: 2 rows x 2 columns at a time, so each loaded lhs and rhs
- * value serves two products (an odd last row, e.g. M = 1, is a plain unrolled dot product per column). An odd last column is computed twice (the
- * block's second column clamps to it). Sums of 8-bit products stay exact in doubles
+ * value serves two products (an odd last row, e.g. M = 1, is a plain unrolled dot product per
+ * column). An odd last column is computed twice (the block's second column clamps to it). Sums of 8-bit products stay exact in doubles
  * (|sum| < K * 2^16 << 2^53); storing into the Int32Array wraps them mod 2^32.
  */
 function rawProducts(lhs: Int16Array, rhs: Int16Array, M: number, N: number, K: number): Int32Array {
