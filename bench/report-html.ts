@@ -36,23 +36,28 @@ function decades(lo: number, hi: number): number[] {
 
 const tickLabel = (v: number) => (v >= 1 ? String(v) : v.toPrecision(1).replace(/^0\./, '0.'));
 
+/** A horizontal log-scale axis over whole decades covering [min, max], inside a 980-px-wide chart. */
+function logAxis(min: number, max: number, left: number, right: number) {
+  const ticks = decades(min, max);
+  const lo = ticks[0];
+  const hi = ticks[ticks.length - 1];
+  const width = 980;
+  const plotW = width - left - right;
+  const x = (v: number) => left + (Math.log10(v / lo) / Math.log10(hi / lo)) * plotW;
+  return { ticks, lo, hi, width, plotW, x };
+}
+
 function gopsChart(report: BenchReport): string {
   const cols = columns(report);
   const shapes = shapesOf(report);
   const values = report.runs.map((r) => r.gops).filter((g): g is number => g !== null && g > 0);
   if (!values.length) return '<p>No timed rows.</p>';
-  const ticks = decades(Math.min(...values), Math.max(...values));
-  const lo = ticks[0];
-  const hi = ticks[ticks.length - 1];
   const left = 150;
-  const right = 90;
-  const width = 980;
-  const plotW = width - left - right;
+  const { ticks, width, plotW, x } = logAxis(Math.min(...values), Math.max(...values), left, 90);
   const bar = 13;
   const gap = 3;
   const groupGap = 16;
   const top = 34;
-  const x = (v: number) => left + (Math.log10(v / lo) / Math.log10(hi / lo)) * plotW;
   let y = top;
   const parts: string[] = [];
   for (const s of shapes) {
@@ -92,17 +97,11 @@ function speedupChart(report: BenchReport): string {
   const comps = report.comparisons;
   if (!comps.length) return '<p>No pair of this project and a peer was measured on a common shape.</p>';
   const all = comps.flatMap((c) => c.shapes.map((s) => s.speedup));
-  const ticks = decades(Math.min(0.1, ...all), Math.max(10, ...all));
-  const lo = ticks[0];
-  const hi = ticks[ticks.length - 1];
   const left = 150;
-  const right = 70;
-  const width = 980;
-  const plotW = width - left - right;
+  const { ticks, width, plotW, x } = logAxis(Math.min(0.1, ...all), Math.max(10, ...all), left, 70);
   const bar = 13;
   const gap = 3;
   const top = 34;
-  const x = (v: number) => left + (Math.log10(v / lo) / Math.log10(hi / lo)) * plotW;
   const one = x(1);
   let y = top;
   const parts: string[] = [];
