@@ -11,7 +11,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INSTALL_HINT, SWIFTSHADER_ICD, describeAdapter, isHardwareAdapterAvailable, type AdapterSummary } from '../src/gpu/device.ts';
-import { GpuContext } from '../src/scheduler/gpu.ts';
+import { GpuContext } from '../src/gpu/context.ts';
 
 export interface Machine {
   cpu: string;

@@ -9,7 +9,7 @@
 
 import { referenceGemm } from '../src/reference/gemm.ts';
 import { applyOutputPipeline } from '../src/reference/pipeline.ts';
-import { channel, normalizeProblem } from '../src/reference/problem.ts';
+import { channel, normalizeProblem } from '../src/spec/problem.ts';
 import type { DstData, DstType, GemmProblem } from '../src/types.ts';
 import type { Shape } from './shapes.ts';
 

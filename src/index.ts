@@ -23,8 +23,8 @@ export {
   type QuantizationParams,
 } from './quant/quantize.ts';
 export { referenceGemm } from './reference/gemm.ts';
-export { cpuGemm } from './cpu/gemm.ts';
-export { normalizeProblem } from './reference/problem.ts';
+export { cpuGemm } from './kernels/cpu-js/kernel.ts';
+export { normalizeProblem } from './spec/problem.ts';
 // Issue 4's elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub), specified in reference/elementwise.ts.
 export {
   elementwiseReference,
@@ -40,9 +40,9 @@ export {
   type ElementwisePlan,
   type QuantizedTensor,
 } from './reference/elementwise.ts';
-export { elementwiseOnGpu, type ElementwiseGpuTarget } from './scheduler/elementwise-gpu.ts';
+export { elementwiseOnGpu, type ElementwiseGpuTarget } from './elementwise/gpu.ts';
 export { parseNpy, serializeNpy, NpyFormatError, type NpyArray, type NpyDtype } from './io/npy.ts';
-export { gemm, elementwise, runOp, sharedContext, describeDevice, type Backend, type GemmOptions, type RunOptions } from './scheduler/run.ts';
+export { gemm, elementwise, runOp, sharedContext, describeDevice, type Backend, type GemmOptions, type RunOptions } from './api.ts';
 export {
   GpuContext,
   chooseKernel,
@@ -53,5 +53,5 @@ export {
   type PackedOperand,
   type SchedulerLimits,
   type GemmTiming,
-} from './scheduler/gpu.ts';
+} from './gpu/context.ts';
 export { acquireDevice, isHardwareAdapterAvailable, describeAdapter, type AdapterSummary, type AcquiredDevice, type AcquireOptions } from './gpu/device.ts';

@@ -2,8 +2,8 @@
 // pass next to the wall time of upload + pack + gemm + output + readback), and the CPU path (cpuGemm,
 // gemmlowp's offset trick, single-threaded JavaScript).
 
-import { cpuGemm } from '../../src/cpu/gemm.ts';
-import type { GpuContext } from '../../src/scheduler/gpu.ts';
+import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
+import type { GpuContext } from '../../src/gpu/context.ts';
 import type { GemmResult } from '../../src/types.ts';
 import { hashBytes, type ShapeData } from '../problems.ts';
 import { measure, type RepeatPolicy } from '../timing.ts';

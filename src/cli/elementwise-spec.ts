@@ -11,16 +11,7 @@
 // backend runs, so bad input exits 2 even where no GPU could be had.
 
 import { InputError } from '../errors.ts';
-import {
-  ELEMENTWISE_OPS,
-  MAX_RANK,
-  isAlignedOp,
-  prepareElementwise,
-  type ElementwiseOp,
-  type ElementwiseOutput,
-  type ElementwiseProblem,
-  type QuantizedTensor,
-} from '../reference/elementwise.ts';
+import { ELEMENTWISE_OPS, MAX_RANK, isAlignedOp, prepareElementwise, type ElementwiseOp, type ElementwiseOutput, type ElementwiseProblem, type QuantizedTensor } from '../elementwise/plan.ts';
 import { checkKeys, isObject, readNpyField, resolvePath, type ReadFile } from './spec.ts';
 
 export interface ElementwiseSpec {

@@ -6,7 +6,7 @@
 import { InputError } from '../errors.ts';
 import { parseNpy, type NpyArray } from '../io/npy.ts';
 import type { BitDepth, GemmProblem, Operand, OutputStage, PerChannel } from '../types.ts';
-import { isInt32 } from '../reference/problem.ts';
+import { isInt32 } from '../spec/problem.ts';
 
 export type ReadFile = (path: string) => Uint8Array;
 

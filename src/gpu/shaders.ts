@@ -3,14 +3,14 @@
 // in dependency order. No templating: per-call values go through the uniform struct, tile and
 // workgroup sizes through `override` constants.
 
-import dot4Emulated from '../../shaders/dot4-emulated.wgsl?raw';
-import dot4Native from '../../shaders/dot4-native.wgsl?raw';
-import elementwise from '../../shaders/elementwise.wgsl?raw';
-import fixedpoint from '../../shaders/fixedpoint.wgsl?raw';
-import gemm from '../../shaders/gemm.wgsl?raw';
-import gemv from '../../shaders/gemv.wgsl?raw';
-import output from '../../shaders/output.wgsl?raw';
-import pack from '../../shaders/pack.wgsl?raw';
+import dot4Emulated from '../kernels/wgsl/dot4-emulated.wgsl?raw';
+import dot4Native from '../kernels/wgsl/dot4-native.wgsl?raw';
+import elementwise from '../elementwise/elementwise.wgsl?raw';
+import fixedpoint from '../kernels/wgsl/fixedpoint.wgsl?raw';
+import gemm from '../kernels/dot4-tiled/gemm.wgsl?raw';
+import gemv from '../kernels/gemv/gemv.wgsl?raw';
+import output from '../kernels/epilogue/epilogue.wgsl?raw';
+import pack from '../pack/pack.wgsl?raw';
 
 export type KernelName = 'pack' | 'gemm' | 'gemv' | 'elementwise';
 export type Dot4Variant = 'native' | 'emulated';

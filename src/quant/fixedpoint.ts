@@ -2,11 +2,12 @@
 // fixedpoint.h and TFLite's MultiplyByQuantizedMultiplier. Every function is exact over the whole
 // int32 range. JS numbers cannot hold a 62-bit product, and WGSL has no 64-bit integers, so 32x32->64
 // products are built from 16-bit halves here exactly as in shaders/fixedpoint.wgsl (same names).
-// A 64-bit value is a pair [hi, lo]: hi is the signed high word, lo the unsigned low word.
+// A 64-bit value is a pair [lo, hi] (the order of WGSL's vec2<u32>(lo, hi)): lo is the unsigned low
+// word, hi the signed high word.
 
 import { INT32_MAX, INT32_MIN, type Rounding } from '../types.ts';
 
-export type Int64 = [hi: number, lo: number];
+export type Int64 = [lo: number, hi: number];
 
 /** Exact signed 32x32 -> 64 product from four 16x16 -> 32 partial products. */
 export function mulWide(a: number, b: number): Int64 {
@@ -26,30 +27,30 @@ export function mulWide(a: number, b: number): Int64 {
   // Two's-complement correction from the unsigned to the signed product.
   if (a < 0) hi = (hi - bu) >>> 0;
   if (b < 0) hi = (hi - au) >>> 0;
-  return [hi | 0, lo];
+  return [lo, hi | 0];
 }
 
 /** 64-bit + 64-bit, wrapping. */
-export function add64([ahi, alo]: Int64, [bhi, blo]: Int64): Int64 {
+export function add64([alo, ahi]: Int64, [blo, bhi]: Int64): Int64 {
   const lo = (alo + blo) >>> 0;
   const carry = lo < alo ? 1 : 0;
-  return [(ahi + bhi + carry) | 0, lo];
+  return [lo, (ahi + bhi + carry) | 0];
 }
 
 /** Sign-extends an int32 to 64 bits. */
 export function int64From32(x: number): Int64 {
-  return [x < 0 ? -1 : 0, x >>> 0];
+  return [x >>> 0, x < 0 ? -1 : 0];
 }
 
 /** Arithmetic (flooring) right shift of a 64-bit value, s in 0..63. */
-export function shiftRight64([hi, lo]: Int64, s: number): Int64 {
-  if (s === 0) return [hi, lo];
-  if (s < 32) return [hi >> s, ((lo >>> s) | (hi << (32 - s))) >>> 0];
-  return [hi >> 31, (hi >> (s - 32)) >>> 0];
+export function shiftRight64([lo, hi]: Int64, s: number): Int64 {
+  if (s === 0) return [lo, hi];
+  if (s < 32) return [((lo >>> s) | (hi << (32 - s))) >>> 0, hi >> s];
+  return [(hi >> (s - 32)) >>> 0, hi >> 31];
 }
 
 /** The int32 nearest to a 64-bit value: itself when it fits, else INT32_MIN or INT32_MAX. */
-export function saturateToInt32([hi, lo]: Int64): number {
+export function saturateToInt32([lo, hi]: Int64): number {
   if (hi === (lo | 0) >> 31) return lo | 0;
   return hi < 0 ? INT32_MIN : INT32_MAX;
 }
@@ -62,9 +63,9 @@ export function saturateToInt32([hi, lo]: Int64): number {
 export function saturatingRoundingDoublingHighMul(a: number, b: number): number {
   if (a === INT32_MIN && b === INT32_MIN) return INT32_MAX;
   let ab = mulWide(a, b);
-  ab = add64(ab, int64From32(ab[0] >= 0 ? 1 << 30 : 1 - (1 << 30)));
-  if (ab[0] < 0) ab = add64(ab, [0, 0x7fffffff]); // truncate toward zero: floor((x + 2^31 - 1) / 2^31)
-  return (ab[0] << 1) | (ab[1] >>> 31);
+  ab = add64(ab, int64From32(ab[1] >= 0 ? 1 << 30 : 1 - (1 << 30)));
+  if (ab[1] < 0) ab = add64(ab, [0x7fffffff, 0]); // truncate toward zero: floor((x + 2^31 - 1) / 2^31)
+  return (ab[1] << 1) | (ab[0] >>> 31);
 }
 
 /**
@@ -108,15 +109,15 @@ export function multiplyByQuantizedMultiplier(
     return roundingDivideByPOT(saturatingRoundingDoublingHighMul(shifted, multiplier), shift > 0 ? 0 : -shift);
   }
   const totalShift = 31 - shift; // 1..62
-  const round: Int64 = totalShift - 1 < 32 ? [0, (1 << (totalShift - 1)) >>> 0] : [1 << (totalShift - 33), 0];
+  const round: Int64 = totalShift - 1 < 32 ? [(1 << (totalShift - 1)) >>> 0, 0] : [0, 1 << (totalShift - 33)];
   return saturateToInt32(shiftRight64(add64(mulWide(x, multiplier), round), totalShift));
 }
 
 /** gemmlowp RoundingHalfSum: (a + b) / 2 rounded to nearest, ties away from zero (VRHADD). */
 export function roundingHalfSum(a: number, b: number): number {
   const sum = add64(int64From32(a), int64From32(b));
-  const rounded = add64(sum, int64From32(sum[0] < 0 ? -1 : 1));
+  const rounded = add64(sum, int64From32(sum[1] < 0 ? -1 : 1));
   // Truncating division by 2 of a 34-bit value: floor for >= 0, ceil for < 0.
-  const half = shiftRight64(rounded[0] < 0 ? add64(rounded, [0, 1]) : rounded, 1);
-  return half[1] | 0;
+  const half = shiftRight64(rounded[1] < 0 ? add64(rounded, [1, 0]) : rounded, 1);
+  return half[0] | 0;
 }

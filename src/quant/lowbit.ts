@@ -73,10 +73,10 @@ export function constantFraction(numerator: number, denominator: number): Consta
 export function roundingMultiplyByConstantFraction(x: number, f: ConstantFraction): number {
   if (f.identity) return x;
   let p = mulWide(x, f.scaledRemainingNumerator);
-  const positive = p[0] > 0 || (p[0] === 0 && p[1] > 0);
+  const positive = p[1] > 0 || (p[1] === 0 && p[0] > 0);
   p = add64(p, int64From32(positive ? 1 << 30 : -(1 << 30)));
-  if (p[0] < 0) p = add64(p, [0, 0x7fffffff]); // truncate toward zero
-  const remainingProduct = (p[0] << 1) | (p[1] >>> 31);
+  if (p[1] < 0) p = add64(p, [0x7fffffff, 0]); // truncate toward zero
+  const remainingProduct = (p[1] << 1) | (p[0] >>> 31);
   return (Math.imul(x, f.intQuotient) + remainingProduct) | 0;
 }
 

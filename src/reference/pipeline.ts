@@ -5,8 +5,8 @@
 
 import { multiplyByQuantizedMultiplier, roundingDivideByPOT, saturatingRoundingDoublingHighMul } from '../quant/fixedpoint.ts';
 import { tanhStage } from '../quant/tanh.ts';
-import { TYPE_RANGE, type DstData, type DstType } from '../types.ts';
-import { channel, type NormalizedProblem } from './problem.ts';
+import { TYPE_RANGE } from '../types.ts';
+import { channel, type NormalizedProblem } from '../spec/problem.ts';
 
 /** Applies p.pipeline to acc, the accumulator of dst element (m, n). Returns the int32 (or cast) value. */
 export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number, n: number): number {
@@ -45,18 +45,4 @@ export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number
     }
   }
   return x;
-}
-
-/** A dst array of `type`: new and zeroed (a length), or a view of existing bytes (an ArrayBuffer). */
-export function allocateDst(type: DstType, lengthOrBuffer: number | ArrayBuffer): DstData {
-  switch (type) {
-    case 'int32':
-      return new Int32Array(lengthOrBuffer as ArrayBuffer);
-    case 'uint8':
-      return new Uint8Array(lengthOrBuffer as ArrayBuffer);
-    case 'int8':
-      return new Int8Array(lengthOrBuffer as ArrayBuffer);
-    case 'int16':
-      return new Int16Array(lengthOrBuffer as ArrayBuffer);
-  }
 }

@@ -14,15 +14,10 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseElementwiseSpec } from '../../src/cli/elementwise-spec.ts';
 import { DeviceLostError, LimitExceededError } from '../../src/errors.ts';
-import {
-  prepareElementwise,
-  runElementwisePlan,
-  type ElementwiseProblem,
-  type ElementwiseResult,
-  type QuantizedTensor,
-} from '../../src/reference/elementwise.ts';
-import { elementwiseOnGpu, type ElementwiseGpuTarget } from '../../src/scheduler/elementwise-gpu.ts';
-import { GpuContext } from '../../src/scheduler/gpu.ts';
+import { runElementwisePlan } from '../../src/reference/elementwise.ts';
+import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult, type QuantizedTensor } from '../../src/elementwise/plan.ts';
+import { elementwiseOnGpu, type ElementwiseGpuTarget } from '../../src/elementwise/gpu.ts';
+import { GpuContext } from '../../src/gpu/context.ts';
 import { writeRandomElementwiseSpec } from '../oracle/elementwise-random-spec.ts';
 import { Rng } from '../oracle/random-spec.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';

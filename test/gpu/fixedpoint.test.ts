@@ -8,7 +8,7 @@
 // scopes (test/gpu/gpu-env.ts); a mismatch reports how many elements differ and a few examples.
 
 import { afterAll, describe, expect, test } from 'vitest';
-import fixedpointWgsl from '../../shaders/fixedpoint.wgsl?raw';
+import fixedpointWgsl from '../../src/kernels/wgsl/fixedpoint.wgsl?raw';
 import harnessWgsl from './fixedpoint-harness.wgsl?raw';
 import {
   mulWide,
@@ -147,7 +147,7 @@ describe.skipIf(!gpu)('shaders/fixedpoint.wgsl on the GPU, bit for bit with src/
     const got = await gpuEval(0, a, b, [0], 2);
     const want = new Int32Array(2 * a.length);
     a.forEach((x, i) => {
-      const [hi, lo] = mulWide(x, b[i]);
+      const [lo, hi] = mulWide(x, b[i]);
       want[2 * i] = lo;
       want[2 * i + 1] = hi;
     });

@@ -15,16 +15,9 @@ import { main } from '../../src/cli/main.ts';
 import { InputError } from '../../src/errors.ts';
 import { serializeNpy, type NpyArray } from '../../src/io/npy.ts';
 import { quantizeMultiplier } from '../../src/quant/quantize.ts';
-import {
-  broadcastShapes,
-  elementwiseReference,
-  prepareElementwise,
-  scaleToFixedPoint,
-  type ElementwiseOp,
-  type ElementwiseProblem,
-  type QuantizedTensor,
-} from '../../src/reference/elementwise.ts';
-import { elementwise } from '../../src/scheduler/run.ts';
+import { elementwiseReference } from '../../src/reference/elementwise.ts';
+import { broadcastShapes, prepareElementwise, scaleToFixedPoint, type ElementwiseOp, type ElementwiseProblem, type QuantizedTensor } from '../../src/elementwise/plan.ts';
+import { elementwise } from '../../src/api.ts';
 import { alignedFixedPoint } from '../oracle/elementwise-oracle.ts';
 import { Rng } from '../oracle/random-spec.ts';
 

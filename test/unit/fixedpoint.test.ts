@@ -54,7 +54,7 @@ const bigProduct = (a: number, b: number) => BigInt(a) * BigInt(b);
 describe('mulWide', () => {
   it('is the exact 64-bit product on edges and random values', () => {
     const check = (a: number, b: number) => {
-      const [hi, lo] = mulWide(a, b);
+      const [lo, hi] = mulWide(a, b);
       return (BigInt(hi) << 32n) + BigInt(lo) === bigProduct(a, b);
     };
     for (const [a, b] of pairs(EDGES, EDGES)) expect(check(a, b), `${a}*${b}`).toBe(true);

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { constantFraction, requantize, roundingMultiplyByConstantFraction, roundingOffset, XORSHIFT_OFFSETS } from '../../src/quant/lowbit.ts';
-import { cpuGemm } from '../../src/cpu/gemm.ts';
+import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { INT32_MAX, INT32_MIN, type BitDepthRounding } from '../../src/types.ts';
 import { rmbcfBig } from '../oracle/bigint-fixedpoint.ts';

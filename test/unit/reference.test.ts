@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
-import { cpuGemm } from '../../src/cpu/gemm.ts';
+import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem, OutputStage } from '../../src/types.ts';
 import { arbCast, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';

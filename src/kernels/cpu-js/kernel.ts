@@ -10,10 +10,11 @@ import {
   roundingMultiplyByConstantFraction as rmbcf,
   roundingOffset,
   unpackFractions,
-} from '../quant/lowbit.ts';
-import { allocateDst, applyOutputPipeline } from '../reference/pipeline.ts';
-import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../reference/problem.ts';
-import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../types.ts';
+} from '../../quant/lowbit.ts';
+import { applyOutputPipeline } from '../../reference/pipeline.ts';
+import { allocateDst } from '../../spec/dst.ts';
+import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
+import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../../types.ts';
 
 /** Operands packed for the fast path: lhs rows and rhs columns contiguous, with their sums. */
 export interface PackedCpu {

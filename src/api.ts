@@ -7,13 +7,14 @@
 // issue 4 (src/reference/elementwise.ts) take the same route: runElementwisePlan on the CPU,
 // elementwise-gpu.ts on a device.
 
-import { DeviceLostError, NoAdapterError } from '../errors.ts';
-import { isHardwareAdapterAvailable } from '../gpu/device.ts';
-import { prepareElementwise, runElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../reference/elementwise.ts';
-import { cpuGemm } from '../cpu/gemm.ts';
-import type { GemmProblem, GemmResult } from '../types.ts';
-import { elementwiseOnGpu } from './elementwise-gpu.ts';
-import { GpuContext, type GpuContextOptions } from './gpu.ts';
+import { DeviceLostError, NoAdapterError } from './errors.ts';
+import { isHardwareAdapterAvailable } from './gpu/device.ts';
+import { runElementwisePlan } from './reference/elementwise.ts';
+import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './elementwise/plan.ts';
+import { cpuGemm } from './kernels/cpu-js/kernel.ts';
+import type { GemmProblem, GemmResult } from './types.ts';
+import { elementwiseOnGpu } from './elementwise/gpu.ts';
+import { GpuContext, type GpuContextOptions } from './gpu/context.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 

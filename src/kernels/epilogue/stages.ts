@@ -3,8 +3,8 @@
 // field positions below are the ones named there), followed by the per-channel vectors the records
 // point to and the zero-point vectors. One shader serves every pipeline; only this buffer changes.
 
-import type { NormalizedProblem } from '../reference/problem.ts';
-import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../types.ts';
+import type { NormalizedProblem } from '../../spec/problem.ts';
+import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../../types.ts';
 
 export const STAGE_WORDS = 12;
 const KIND = {

@@ -8,14 +8,14 @@
 // from a valid submission.
 
 import { DeviceLostError, InputError, LimitExceededError } from '../errors.ts';
-import { acquireDevice, runInErrorScope, withDevice, type AcquireOptions, type AcquiredDevice, type AdapterSummary } from '../gpu/device.ts';
-import { BufferPool, getPipeline, type Overrides } from '../gpu/resources.ts';
-import { kernelSource, type Dot4Variant } from '../gpu/shaders.ts';
-import { encodeStages } from './stages.ts';
-import { packUniforms, uniformLayout, type UniformLayout } from '../gpu/uniforms.ts';
+import { acquireDevice, runInErrorScope, withDevice, type AcquireOptions, type AcquiredDevice, type AdapterSummary } from './device.ts';
+import { BufferPool, getPipeline, type Overrides } from './pipelines.ts';
+import { kernelSource, type Dot4Variant } from './shaders.ts';
+import { encodeStages } from '../kernels/epilogue/stages.ts';
+import { packUniforms, uniformLayout, type UniformLayout } from './uniforms.ts';
 import { resolveRounding, unpackFractions, XORSHIFT_OFFSETS, type ConcreteRounding } from '../quant/lowbit.ts';
 import { allocateDst } from '../reference/pipeline.ts';
-import { normalizeProblem, type NormalizedProblem } from '../reference/problem.ts';
+import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
 import type { BitDepth, DstData, DstType, GemmProblem, GemmResult, Operand, OperandType, Order } from '../types.ts';
 
 /** Rows of packed operands are padded to this (the largest tile), K to this many values. */

@@ -9,11 +9,11 @@
 
 import { DeviceLostError, LimitExceededError } from '../errors.ts';
 import { runInErrorScope } from '../gpu/device.ts';
-import { getPipeline } from '../gpu/resources.ts';
+import { getPipeline } from '../gpu/pipelines.ts';
 import { kernelSource } from '../gpu/shaders.ts';
 import { packUniforms, uniformLayout } from '../gpu/uniforms.ts';
-import type { ElementwisePlan, ElementwiseResult } from '../reference/elementwise.ts';
-import { roundUp, type SchedulerLimits } from './gpu.ts';
+import type { ElementwisePlan, ElementwiseResult } from './plan.ts';
+import { roundUp, type SchedulerLimits } from '../gpu/context.ts';
 
 /** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */
 export interface ElementwiseGpuTarget {
