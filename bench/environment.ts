@@ -10,7 +10,9 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { INSTALL_HINT, SWIFTSHADER_ICD, describeAdapter, isHardwareAdapterAvailable, type AdapterSummary } from '../src/gpu/device.ts';
+import { INSTALL_HINT, SWIFTSHADER_ICD } from '../src/gpu/dawn.ts';
+import { describeAdapter, type AdapterSummary } from '../src/gpu/adapter.ts';
+import { isHardwareAdapterAvailable } from '../src/gpu/acquire.ts';
 import { GpuContext } from '../src/gpu/context.ts';
 
 export interface Machine {

@@ -7,7 +7,7 @@
 // medianMs and gops are WALL time (upload + compute + readback); the GPU time of timestamp queries is
 // reported beside it (gpuMedianMs, gpuGops) where the adapter offers them.
 
-import { describeAdapter } from '../src/gpu/device.ts';
+import { describeAdapter } from '../src/gpu/adapter.ts';
 import { adapterSlug, chooseAdapter, describeMachine, machineInfo, type AdapterKind, type Machine } from './environment.ts';
 import { startChrome, type ChromeSession } from './impls/chrome.ts';
 import { naiveJs } from './impls/naive.ts';

@@ -1,17 +1,20 @@
-// Backend selection (the entry the CLI, the benchmark and `gemm()` share): 'cpu' runs the fast CPU
-// path (src/cpu/gemm.ts cpuGemm); 'webgpu' runs pack -> gemm -> output on a WebGPU device,
-// software adapters included, and fails clearly without one; 'auto' uses a hardware adapter when there
-// is one and the CPU otherwise (a software adapter is slower than the CPU path: see the README).
-// One GpuContext per kind is kept and re-made after a device loss; a call that meets a loss is retried
-// once on a fresh device, and 'auto' then falls back to the CPU with a warning. The elementwise ops of
-// issue 4 (src/reference/elementwise.ts) take the same route: runElementwisePlan on the CPU,
-// elementwise-gpu.ts on a device.
+// The library's entry points (the CLI, the benchmark and `gemm()` share them) and backend selection:
+// 'cpu' runs the CPU kernel the registry picks (src/kernels/registry.ts); 'webgpu' runs
+// pack -> gemm -> output on a WebGPU device, software adapters included, and fails clearly without one;
+// 'auto' uses a hardware adapter when there is one and the CPU otherwise (a software adapter is slower
+// than the CPU path: see the README). The problem is validated before any device is asked for. One
+// GpuContext per kind is kept and re-made after a device loss; a call that meets a loss is retried once
+// on a fresh device, and 'auto' then falls back to the CPU with a warning. The elementwise ops
+// (src/elementwise/plan.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
+// on a device.
 
 import { DeviceLostError, NoAdapterError } from './errors.ts';
-import { isHardwareAdapterAvailable } from './gpu/device.ts';
+import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './elementwise/plan.ts';
-import { cpuGemm } from './kernels/cpu-js/kernel.ts';
+import { cpuCaps } from './kernels/cpu-caps.ts';
+import { selectCpuKernel } from './kernels/registry.ts';
+import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { GpuContext, type GpuContextOptions } from './gpu/context.ts';
@@ -19,7 +22,7 @@ import { GpuContext, type GpuContextOptions } from './gpu/context.ts';
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
 export type GemmOp = { op: 'gemm'; problem: GemmProblem };
-/** Issue 4's add/sub/mul/alignedAdd/alignedSub (src/reference/elementwise.ts). */
+/** add/sub/mul/alignedAdd/alignedSub (src/elementwise/plan.ts). */
 export type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
 export type Op = GemmOp | ElementwiseRunOp;
 type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
@@ -35,9 +38,9 @@ const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>(
 
 /** The one place the options that make two contexts differ are turned into a cache key. */
 function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
-  const { dot4 = 'auto', limits = {}, timestamps = false, dawnPath = '', powerPreference = '' } = opts;
+  const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '' } = opts;
   const sortedLimits = Object.entries(limits).sort(([a], [b]) => a.localeCompare(b));
-  return JSON.stringify([allowSoftware, dot4, sortedLimits, timestamps, dawnPath, powerPreference]);
+  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference]);
 }
 
 /**
@@ -69,13 +72,15 @@ export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions)
 export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
-    return onBackend(() => runElementwisePlan(plan), (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)), backend, opts);
+    return onBackend(async () => runElementwisePlan(plan), (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)), backend, opts);
   }
-  return onBackend(() => cpuGemm(op.problem), (ctx) => ctx.gemm(op.problem), backend, opts);
+  const p = normalizeProblem(op.problem); // bad input fails here, before any device is asked for
+  const cpu = () => selectCpuKernel(cpuCaps(), p, { force: opts.kernel }).run(p, {});
+  return onBackend(cpu, (ctx) => ctx.gemm(op.problem), backend, opts);
 }
 
-async function onBackend<R>(cpu: () => R, gpu: (ctx: GpuContext) => Promise<R>, backend: Backend, opts: RunOptions): Promise<Ran<R>> {
-  const onCpu = () => ({ ...cpu(), backend: 'cpu' as const });
+async function onBackend<R>(cpu: () => Promise<R>, gpu: (ctx: GpuContext) => Promise<R>, backend: Backend, opts: RunOptions): Promise<Ran<R>> {
+  const onCpu = async () => ({ ...(await cpu()), backend: 'cpu' as const });
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';
   // 'auto' with a caller's device uses that device; without one, only a hardware adapter.
@@ -106,13 +111,13 @@ export function gemm(problem: GemmProblem, options: GemmOptions = {}): Promise<G
   return runOp({ op: 'gemm', problem }, options.backend ?? 'auto', options);
 }
 
-/** One elementwise op (src/reference/elementwise.ts) on the chosen backend; the result says which backend ran it. */
+/** One elementwise op (src/elementwise/plan.ts) on the chosen backend; the result says which backend ran it. */
 export function elementwise(problem: ElementwiseProblem, options: GemmOptions = {}): Promise<Ran<ElementwiseResult>> {
   return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
 }
 
-/** What `qgemm info` prints: the adapter that --backend webgpu would use. */
+/** What `qgemm info` prints: the adapter that --backend webgpu would use, its capabilities, and the CPU's. */
 export async function describeDevice(): Promise<unknown> {
   const ctx = await sharedContext(true);
-  return { adapter: ctx.summary, dot4: ctx.dot4, limits: ctx.limits };
+  return { adapter: ctx.summary, caps: ctx.caps, dot4: ctx.dot4, limits: ctx.limits, cpu: cpuCaps() };
 }

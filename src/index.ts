@@ -1,17 +1,45 @@
-// qgemm-webgpu's public API: quantized GEMM (pack -> gemm -> output) on WebGPU or the CPU, bit-exact
-// with the CPU reference. This file only re-exports; the math is specified in ./types.ts.
+// qgemm-webgpu's public API: quantized GEMM (pack -> gemm -> output) and elementwise ops on WebGPU or the
+// CPU, bit-exact with the normative CPU reference. This file only re-exports, and only what a user
+// needs; the math is specified in ./types.ts (GEMM) and ./elementwise/plan.ts (elementwise ops).
+//
+//   gemm(problem, { backend })          one GEMM, 'auto' | 'webgpu' | 'cpu'
+//   elementwise(problem, { backend })   TFLite add/sub/mul, alignedAdd/alignedSub
+//   GpuContext                          a device kept for many calls: prepack, gemmOnGpu (chaining), read
+//   referenceGemm, elementwiseReference the normative references every backend is checked against
+//   cpuGemm                             the JavaScript CPU path, synchronous
+//   quantizeMultiplier, chooseQuantizationParams, quantize, dequantize: building output pipelines
+//   parseNpy, serializeNpy              .npy files, C and Fortran order
+//   kernelIds                           the kernels a `kernel` option (or env QGEMM_KERNEL) may force
 
 export * from './types.ts';
 export * from './errors.ts';
+export { gemm, elementwise, describeDevice, type Backend, type GemmOptions, type RunOptions } from './api.ts';
 export {
-  saturatingRoundingDoublingHighMul,
-  roundingDivideByPOT,
-  saturatingLeftShift,
-  multiplyByQuantizedMultiplier,
-  roundingHalfSum,
-  mulWide,
-} from './quant/fixedpoint.ts';
-export { fixedPointTanhF3, tanhParams, tanhStage, type TanhParams } from './quant/tanh.ts';
+  GpuContext,
+  type GpuContextOptions,
+  type GpuGemmProblem,
+  type GpuMatrix,
+  type GpuOperandInput,
+  type PackedOperand,
+  type GemmTiming,
+  type LastRun,
+} from './gpu/context.ts';
+export type { AdapterCaps, PlanLimits, SubgroupMatrixConfig } from './gpu/caps.ts';
+export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
+export { isHardwareAdapterAvailable } from './gpu/acquire.ts';
+export { referenceGemm } from './reference/gemm.ts';
+export { elementwiseReference } from './reference/elementwise.ts';
+export { cpuGemm } from './kernels/cpu-js/kernel.ts';
+export { kernelIds } from './kernels/registry.ts';
+export {
+  ELEMENTWISE_OPS,
+  type ElementwiseOp,
+  type ElementwiseProblem,
+  type ElementwiseResult,
+  type ElementwiseOutput,
+  type QuantizedTensor,
+} from './elementwise/plan.ts';
+export { saturatingRoundingDoublingHighMul, roundingDivideByPOT, multiplyByQuantizedMultiplier } from './quant/fixedpoint.ts';
 export {
   quantizeMultiplier,
   quantizeMultiplierSmallerThanOneExp,
@@ -22,36 +50,4 @@ export {
   type QuantizedMultiplier,
   type QuantizationParams,
 } from './quant/quantize.ts';
-export { referenceGemm } from './reference/gemm.ts';
-export { cpuGemm } from './kernels/cpu-js/kernel.ts';
-export { normalizeProblem } from './spec/problem.ts';
-// Issue 4's elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub), specified in reference/elementwise.ts.
-export {
-  elementwiseReference,
-  prepareElementwise,
-  runElementwisePlan,
-  broadcastShapes,
-  scaleToFixedPoint,
-  ELEMENTWISE_OPS,
-  type ElementwiseOp,
-  type ElementwiseProblem,
-  type ElementwiseResult,
-  type ElementwiseOutput,
-  type ElementwisePlan,
-  type QuantizedTensor,
-} from './reference/elementwise.ts';
-export { elementwiseOnGpu, type ElementwiseGpuTarget } from './elementwise/gpu.ts';
 export { parseNpy, serializeNpy, NpyFormatError, type NpyArray, type NpyDtype } from './io/npy.ts';
-export { gemm, elementwise, runOp, sharedContext, describeDevice, type Backend, type GemmOptions, type RunOptions } from './api.ts';
-export {
-  GpuContext,
-  chooseKernel,
-  type GpuContextOptions,
-  type GpuGemmProblem,
-  type GpuMatrix,
-  type GpuOperandInput,
-  type PackedOperand,
-  type SchedulerLimits,
-  type GemmTiming,
-} from './gpu/context.ts';
-export { acquireDevice, isHardwareAdapterAvailable, describeAdapter, type AdapterSummary, type AcquiredDevice, type AcquireOptions } from './gpu/device.ts';

@@ -86,8 +86,6 @@ export type OutputStage =
   /** gemmlowp OutputStageTruncatingCastToUint8: keep the low 8 bits. Last stage only. */
   | { type: 'truncatingCast'; to: 'uint8' };
 
-export type OutputStageType = OutputStage['type'];
-
 /** Less-than-8-bit operands (gemmlowp's requantization at packing), specified in src/quant/lowbit.ts. */
 export type BitDepthRounding = 'nearest' | 'probabilistic-addmod' | 'probabilistic-xorshift' | 'default';
 export interface BitDepth {

@@ -34,8 +34,8 @@ import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 export type { Browser, Page } from 'puppeteer-core';
 
 /** Debian: chromium brings headless Chrome and SwiftShader; libvulkan1 the Vulkan loader Dawn needs. */
-export { INSTALL_HINT } from '../src/gpu/device.ts';
-import { INSTALL_HINT } from '../src/gpu/device.ts';
+export { INSTALL_HINT } from '../src/gpu/dawn.ts';
+import { INSTALL_HINT } from '../src/gpu/dawn.ts';
 
 export class ChromiumNotFoundError extends Error {
   override name = 'ChromiumNotFoundError';

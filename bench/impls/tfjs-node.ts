@@ -7,7 +7,7 @@
 
 import * as tf from '@tensorflow/tfjs-core';
 import { WebGPUBackend } from '@tensorflow/tfjs-backend-webgpu';
-import { acquireDevice } from '../../src/gpu/device.ts';
+import { acquireDevice } from '../../src/gpu/acquire.ts';
 import type { ShapeData } from '../problems.ts';
 import { measure } from '../timing.ts';
 import type { Runner } from './types.ts';

@@ -1,10 +1,10 @@
-// elementwise.wgsl: the elementwise ops of issue 4 on WebGPU, one kernel for all of them: TFLite's
+// elementwise.wgsl: the elementwise ops on WebGPU, one kernel for all of them: TFLite's
 // quantized add, sub and mul, and the integer-only alignment of different scales (alignedAdd,
 // alignedSub), for uint8 and int8 data with numpy broadcasting up to 4-D. The math is specified in
-// src/reference/elementwise.ts (the CPU reference); this computes the same bits, element by element,
-// with the functions of fixedpoint.wgsl (concatenated in front of this file by src/gpu/shaders.ts).
-// Per-call values come through the uniform struct ElementwiseParams, whose layout the scheduler
-// (src/scheduler/elementwise-gpu.ts) reads by reflection; per-channel alignment data through a storage
+// src/elementwise/plan.ts (src/reference/elementwise.ts is the CPU reference); this computes the same bits, element by element,
+// with the functions of fixedpoint.wgsl (concatenated in front of this file by ./gpu.ts).
+// Per-call values come through the uniform struct ElementwiseParams, whose layout ./gpu.ts reads by
+// reflection (one per band of the output, src/gpu/plan.ts); per-channel alignment data through a storage
 // buffer. 8-bit data is packed 4 per u32, little-endian, in and out: each invocation computes 4
 // consecutive output elements and writes one word, so no two invocations share a word.
 //
@@ -14,7 +14,7 @@
 
 struct ElementwiseParams {
   count: u32,          // output elements
-  kind: u32,           // 0: add/sub (TFLite), 1: mul, 2: alignedAdd/alignedSub
+  kind: u32,           // an ELEMENTWISE_* code: add/sub (TFLite), mul, aligned (alignedAdd/alignedSub)
   subtract: u32,       // 1 for sub and alignedSub
   signedData: u32,     // 1: int8, 0: uint8
   dim1: u32,           // 4-D output sizes (dim0 is implied by count)
@@ -43,6 +43,9 @@ struct ElementwiseParams {
   input2Shift: i32,
   outputMultiplier: i32,
   outputShift: i32,
+  wordBegin: u32,      // first output word of this band (outData is bound from it)
+  bandWords: u32,      // output words of this band
+  workgroupBase: u32,  // first workgroup of this dispatch's flattened grid
 }
 
 @group(0) @binding(0) var<uniform> params: ElementwiseParams;
@@ -76,7 +79,7 @@ fn channelOf(dim: i32, c: vec4<u32>) -> u32 {
 /** One output element from its inputs (src/reference/elementwise.ts evalElement). */
 fn evalElement(qa: i32, qb: i32, channelA: u32, channelB: u32) -> i32 {
   var raw: i32;
-  if (params.kind == 0u) {
+  if (params.kind == ELEMENTWISE_ADD) {
     // TFLite add.h / sub.h: inputs scaled to 2^20 and rescaled to a common scale, then the output multiplier.
     let x = (qa - params.zeroA) * (1 << params.leftShift);
     let y = (qb - params.zeroB) * (1 << params.leftShift);
@@ -84,7 +87,7 @@ fn evalElement(qa: i32, qb: i32, channelA: u32, channelB: u32) -> i32 {
     let sy = multiplyByQuantizedMultiplierDouble(y, params.input2Multiplier, params.input2Shift);
     let sum = select(sx + sy, sx - sy, params.subtract == 1u);
     raw = multiplyByQuantizedMultiplierDouble(sum, params.outputMultiplier, params.outputShift);
-  } else if (params.kind == 1u) {
+  } else if (params.kind == ELEMENTWISE_MUL) {
     // TFLite mul.h MulElementwise.
     raw = multiplyByQuantizedMultiplierDouble((qa - params.zeroA) * (qb - params.zeroB), params.outputMultiplier, params.outputShift);
   } else {
@@ -100,12 +103,16 @@ fn evalElement(qa: i32, qb: i32, channelA: u32, channelB: u32) -> i32 {
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn elementwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let word = gid.x + gid.y * groups.x * WORKGROUP_SIZE;
-  let first = word * 4u;
-  if (first >= params.count) {
+fn elementwise(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let local = (params.workgroupBase + wid.x + wid.y * nwg.x) * WORKGROUP_SIZE + lid;
+  if (local >= params.bandWords) {
     return;
   }
+  let first = (params.wordBegin + local) * 4u;
   var packed = 0u;
   for (var j = 0u; j < 4u; j++) {
     let o = first + j;
@@ -124,5 +131,5 @@ fn elementwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let v = evalElement(loadA(ia), loadB(ib), channelOf(params.aChannelDim, c), channelOf(params.bChannelDim, c));
     packed = packed | ((bitcast<u32>(v) & 0xffu) << (8u * j));
   }
-  outData[word] = packed;
+  outData[local] = packed;
 }

@@ -1,36 +1,42 @@
-// The WebGPU side of the elementwise ops (issue 4: TFLite add/sub/mul, alignedAdd/alignedSub): runs a
-// plan made by prepareElementwise (src/reference/elementwise.ts, where the math is specified) through
-// shaders/elementwise.wgsl in one dispatch, bit-exact with the CPU reference. The inputs go up packed 4
-// bytes per u32 as they are stored (C or Fortran order; broadcasting is by strides in the kernel), the
-// per-call parameters through a uniform struct laid out by reflection (src/gpu/uniforms.ts), the
-// per-channel alignment data through a storage buffer; the output comes back packed 4 per u32, C order.
-// Everything runs inside validation and out-of-memory error scopes; a lost device is reported as
-// DeviceLostError (run.ts then retries once on a fresh device).
+// The WebGPU side of the elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub): runs a plan made
+// by prepareElementwise (./plan.ts, where the math is specified) through ./elementwise.wgsl, bit-exact
+// with the CPU reference (src/reference/elementwise.ts), in bands and dispatches planned by
+// src/gpu/plan.ts (outputs larger than a binding and grids larger than the workgroup limit split).
+// The inputs go up packed 4 bytes per u32 as they are stored (C or Fortran order; broadcasting is by
+// strides in the kernel), the per-call parameters through a uniform struct laid out by reflection
+// (src/gpu/reflect.ts), the per-channel alignment data through a storage buffer; the output comes back
+// packed 4 per u32, C order. Everything runs inside validation and out-of-memory error scopes; a lost
+// device is reported as DeviceLostError (src/api.ts then retries once on a fresh device).
 
-import { DeviceLostError, LimitExceededError } from '../errors.ts';
-import { runInErrorScope } from '../gpu/device.ts';
+import { DeviceLostError } from '../errors.ts';
+import type { PlanLimits } from '../gpu/caps.ts';
 import { getPipeline } from '../gpu/pipelines.ts';
-import { kernelSource } from '../gpu/shaders.ts';
-import { packUniforms, uniformLayout } from '../gpu/uniforms.ts';
+import { planElementwise, roundUp } from '../gpu/plan.ts';
+import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
+import { runInErrorScope } from '../gpu/scopes.ts';
+import { ELEMENTWISE_KIND_CODE } from '../kernels/wgsl/codes.ts';
+import { fixedpointLibrary } from '../kernels/wgsl/source.ts';
 import type { ElementwisePlan, ElementwiseResult } from './plan.ts';
-import { roundUp, type SchedulerLimits } from '../gpu/context.ts';
+import elementwiseWgsl from './elementwise.wgsl?raw';
 
 /** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */
 export interface ElementwiseGpuTarget {
   readonly device: GPUDevice;
-  readonly limits: SchedulerLimits;
+  readonly limits: PlanLimits;
   readonly lost: boolean;
 }
 
 const WORKGROUP_SIZE = 64;
-const KIND = { add: 0, sub: 0, mul: 1, alignedAdd: 2, alignedSub: 2 } as const;
+/** The kernel path of each op (add and sub share one, as do the aligned ops). */
+const KIND = { add: 'add', sub: 'add', mul: 'mul', alignedAdd: 'aligned', alignedSub: 'aligned' } as const;
+const source = [fixedpointLibrary, elementwiseWgsl].join('\n');
 
 /** The uniform values of ElementwiseParams for a plan (every member, by name). */
 export function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {
   const channelsA = p.alignA ? p.alignA.mantissa.length : 0;
   return {
     count: p.count,
-    kind: KIND[p.op],
+    kind: ELEMENTWISE_KIND_CODE[KIND[p.op]],
     subtract: p.sign < 0 ? 1 : 0,
     signedData: p.dtype === 'int8' ? 1 : 0,
     dim1: p.dims4[1],
@@ -88,18 +94,9 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
   const outBytes = words * 4;
   const inputs = [p.a, p.b].map((d) => padded(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)));
   const channels = channelData(p);
-  for (const [bytes, what] of [[inputs[0].byteLength, 'input a'], [inputs[1].byteLength, 'input b'], [outBytes, 'the output'], [channels.byteLength, 'the per-axis scales']] as const) {
-    if (bytes > limits.maxStorageBufferBindingSize) {
-      throw new LimitExceededError('maxStorageBufferBindingSize', `elementwise: ${what} needs ${bytes} bytes, above maxStorageBufferBindingSize ${limits.maxStorageBufferBindingSize}`);
-    }
-  }
-  const groups = Math.ceil(words / WORKGROUP_SIZE);
-  const maxWG = limits.maxComputeWorkgroupsPerDimension;
-  const gx = Math.min(groups, maxWG);
-  const gy = Math.ceil(groups / gx);
-  if (gy > maxWG) throw new LimitExceededError('maxComputeWorkgroupsPerDimension', `elementwise: ${groups} workgroups exceed ${maxWG}^2`);
+  const plan = planElementwise(words, [inputs[0].byteLength, inputs[1].byteLength, channels.byteLength], WORKGROUP_SIZE, limits);
 
-  const layout = uniformLayout(kernelSource('elementwise', 'emulated'), 'ElementwiseParams');
+  const layout = uniformLayout(source, 'ElementwiseParams');
   const temps: GPUBuffer[] = [];
   const buffer = (size: number, usage: number, label: string) => {
     const b = device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
@@ -113,9 +110,9 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
   };
   try {
     const result = await runInErrorScope(device, async () => {
-      const pipeline = await getPipeline(device, 'elementwise', 'emulated', { WORKGROUP_SIZE });
-      const uniforms = buffer(layout.size, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
-      device.queue.writeBuffer(uniforms, 0, packUniforms(layout, elementwiseUniforms(p)));
+      const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
+      const slotSize = Math.ceil(layout.size / 256) * 256;
+      const uniforms = buffer(plan.length * slotSize, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
       const a = storage(inputs[0], 'a');
       const b = storage(inputs[1], 'b');
       const ch = storage(channels, 'channels');
@@ -124,14 +121,24 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
       const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
       const pass = encoder.beginComputePass();
       pass.setPipeline(pipeline);
-      pass.setBindGroup(0, device.createBindGroup({
-        layout: pipeline.getBindGroupLayout(0),
-        entries: [a, b, ch, out].reduce<GPUBindGroupEntry[]>(
-          (e, buf, i) => [...e, { binding: i + 1, resource: { buffer: buf } }],
-          [{ binding: 0, resource: { buffer: uniforms } }],
-        ),
-      }));
-      pass.dispatchWorkgroups(gx, gy);
+      const base = elementwiseUniforms(p);
+      const slab = new ArrayBuffer(plan.length * slotSize);
+      plan.forEach((d, i) => {
+        const values = { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base };
+        packUniforms(layout, values, new DataView(slab, i * slotSize, layout.size));
+        pass.setBindGroup(0, device.createBindGroup({
+          layout: pipeline.getBindGroupLayout(0),
+          entries: namedEntries(source, {
+            params: { buffer: uniforms, offset: i * slotSize, size: layout.size },
+            aData: { buffer: a },
+            bData: { buffer: b },
+            channels: { buffer: ch },
+            outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
+          }),
+        }));
+        pass.dispatchWorkgroups(d.x, d.y);
+      });
+      device.queue.writeBuffer(uniforms, 0, slab);
       pass.end();
       encoder.copyBufferToBuffer(out, 0, staging, 0, outBytes);
       device.queue.submit([encoder.finish()]);

@@ -1,43 +1,60 @@
-// Uniform buffers laid out by reflection: the byte layout of a WGSL uniform struct (GemmParams,
-// PackParams) is read from the shader source with wgsl_reflect, never counted by hand, and values are
-// written by member name. Part of the GPU plumbing under the scheduler (pack -> gemm -> output).
+// Uniform slots for one GPU call (pack -> gemm -> output): every dispatch's uniform structs are written
+// into one CPU-side slab, uploaded with one writeBuffer into one GPU buffer that the context keeps and
+// grows, and bound at 256-byte-aligned offsets. Reusing the buffer across calls is safe: queue writes
+// and submissions run in queue order, and calls on one device are serialized (./scopes.ts).
 
-import { WgslReflect } from 'wgsl_reflect';
+import { packUniforms, type UniformLayout } from './reflect.ts';
+import { roundUp } from './plan.ts';
 
-export interface UniformLayout {
-  struct: string;
-  size: number;
-  members: Map<string, { offset: number; type: string }>;
+const SLOT_ALIGN = 256; // >= every adapter's minUniformBufferOffsetAlignment (WebGPU caps it at 256)
+
+export class UniformSlab {
+  private readonly data: ArrayBuffer;
+  private used = 0;
+  constructor(
+    private readonly buffer: GPUBuffer,
+    slots: number,
+    private readonly slotSize: number,
+  ) {
+    this.data = new ArrayBuffer(Math.max(1, slots) * slotSize);
+  }
+
+  /** A binding of one uniform struct holding `values`. */
+  alloc(layout: UniformLayout, values: Record<string, number>): GPUBufferBinding {
+    if (layout.size > this.slotSize || this.used + this.slotSize > this.data.byteLength) {
+      throw new Error(`internal: uniform slab overflow (${layout.struct})`);
+    }
+    const offset = this.used;
+    packUniforms(layout, values, new DataView(this.data, offset, layout.size));
+    this.used += this.slotSize;
+    return { buffer: this.buffer, offset, size: layout.size };
+  }
+
+  /** Queues the upload of every slot written so far. */
+  upload(queue: GPUQueue): void {
+    if (this.used > 0) queue.writeBuffer(this.buffer, 0, this.data, 0, this.used);
+  }
 }
 
-const layouts = new Map<string, UniformLayout>();
+/** One growing uniform buffer per context. */
+export class UniformArena {
+  private buffer: GPUBuffer | null = null;
+  constructor(private readonly device: GPUDevice) {}
 
-/** The layout of `structName` in `source` (cached by struct name; a struct has one definition). */
-export function uniformLayout(source: string, structName: string): UniformLayout {
-  const cached = layouts.get(structName);
-  if (cached) return cached;
-  const reflect = new WgslReflect(source);
-  const info = reflect.structs.find((s) => s.name === structName);
-  if (!info) throw new Error(`internal: struct ${structName} not found in WGSL source`);
-  const members = new Map(info.members.map((m) => [m.name, { offset: m.offset, type: m.type.name }]));
-  const layout = { struct: structName, size: Math.ceil(info.size / 16) * 16, members };
-  layouts.set(structName, layout);
-  return layout;
-}
+  /** A slab of `slots` slots of up to `slotBytes` bytes (256-aligned). */
+  slab(slots: number, slotBytes = SLOT_ALIGN): UniformSlab {
+    const slotSize = roundUp(slotBytes, SLOT_ALIGN);
+    const bytes = Math.max(1, slots) * slotSize;
+    if (!this.buffer || this.buffer.size < bytes) {
+      this.buffer?.destroy();
+      const size = 2 ** Math.ceil(Math.log2(Math.max(bytes, 4096)));
+      this.buffer = this.device.createBuffer({ size, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'qgemm uniforms' });
+    }
+    return new UniformSlab(this.buffer, slots, slotSize);
+  }
 
-/** Bytes of one uniform struct; every member must be given (a missing one is a scheduler bug). */
-export function packUniforms(layout: UniformLayout, values: Record<string, number>): ArrayBuffer {
-  const buffer = new ArrayBuffer(layout.size);
-  const view = new DataView(buffer);
-  for (const [name, { offset, type }] of layout.members) {
-    const v = values[name];
-    if (v === undefined) throw new Error(`internal: uniform ${layout.struct}.${name} not set`);
-    if (type === 'i32') view.setInt32(offset, v, true);
-    else if (type === 'u32') view.setUint32(offset, v, true);
-    else throw new Error(`internal: uniform member type ${type} not supported`);
+  destroy(): void {
+    this.buffer?.destroy();
+    this.buffer = null;
   }
-  for (const name of Object.keys(values)) {
-    if (!layout.members.has(name)) throw new Error(`internal: ${layout.struct} has no member ${name}`);
-  }
-  return buffer;
 }

@@ -1,10 +1,11 @@
 // pack.wgsl: the PACK stage (PACK -> gemm -> output). Reads one 8-bit operand (lhs [M,K] or rhs [K,N]) in
-// any storage order and either signedness, and writes the layout the gemm kernels read: one packed row
-// per "outer" index (an lhs row, or an rhs column), holding 4 consecutive k values per u32 (byte j =
-// k + j), with K padded with zeros to a multiple of 64 and the outer count padded to a multiple of 64.
+// any storage order and either signedness, and writes the 'u8k4-r64' format (src/pack/formats.ts) the
+// gemm kernels read: one packed row per "outer" index (an lhs row, or an rhs column), holding 4
+// consecutive k values per u32 (byte j = k + j), K zero-padded to depthWords * 4, the outer count
+// padded to the format's row alignment.
 // In the same pass it computes the row sums (lhs) or column sums (rhs) of the four-term expansion
 // (src/types.ts). int8 operands are mapped into the uint8 domain by flipping the top bit (v + 128 =
-// byte ^ 0x80) and the scheduler adds 128 to their zero point, so that one dot4U8Packed kernel serves
+// byte ^ 0x80) and the stage encoding adds 128 to their zero point, so that one dot4U8Packed kernel serves
 // every type combination and the sums stay non-negative (docs/math.md).
 //
 // Less-than-8-bit operands are requantized here (src/quant/lowbit.ts): v' = (v * maxval + offset(i)) / 255,
@@ -13,7 +14,7 @@
 // One workgroup packs one outer row; its threads stride over the row's words and reduce the sum in
 // workgroup memory. Element (outer, k) of the source lives at byte outer*outerStride + k*depthStride of
 // the logical operand; the bound `src` range starts at byte srcBase and may hold only the k range
-// [depthBegin, depthEnd) (the scheduler splits operands larger than a storage binding into bands).
+// [depthBegin, depthEnd) (src/gpu/plan.ts planPack splits operands larger than a storage binding into bands).
 
 override WORKGROUP_SIZE: u32 = 64u;
 
@@ -32,7 +33,7 @@ struct PackParams {
   accumulate: u32,      // 1: add to the sums of an earlier k band instead of overwriting them
   workgroupBase: u32,   // first row of this dispatch's flattened workgroup grid
   maxval: u32,          // 2^bits - 1; 255 leaves 8-bit values as they are
-  rounding: u32,        // 0 nearest, 1 probabilistic-addmod, 2 probabilistic-xorshift
+  rounding: u32,        // a ROUNDING_* code
   linearOuterStride: u32, // i = outer * linearOuterStride + k * linearDepthStride (lhs: K, 1; rhs: 1, N)
   linearDepthStride: u32,
 }
@@ -50,9 +51,9 @@ fn requantize(v: u32, outer: u32, k: u32) -> u32 {
   // i mod 255 without forming i, which can pass 2^32 for large operands.
   let i255 = ((outer % 255u) * (params.linearOuterStride % 255u) + (k % 255u) * (params.linearDepthStride % 255u)) % 255u;
   var offset = 127u;
-  if (params.rounding == 1u) {
+  if (params.rounding == ROUNDING_PROBABILISTIC_ADDMOD) {
     offset = (1u + 97u * ((i255 + 1u) % 255u)) % 255u;
-  } else if (params.rounding == 2u) {
+  } else if (params.rounding == ROUNDING_PROBABILISTIC_XORSHIFT) {
     offset = xorshiftOffsets[i255];
   }
   return (v * params.maxval + offset) / 255u;

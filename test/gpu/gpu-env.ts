@@ -1,5 +1,5 @@
 // Shared set-up for the GPU tests (test/gpu/*.test.ts): one WebGPU device per test file, acquired with
-// acquireDevice({ allowSoftware: true }) from src/gpu/device.ts, so that a machine without a GPU runs
+// acquireDevice({ allowSoftware: true }) from src/gpu/acquire.ts, so that a machine without a GPU runs
 // the shaders on SwiftShader (Debian `chromium` + `libvulkan1`). Without any adapter the tests skip
 // locally with a visible notice naming the install command, and FAIL in CI (CI=true): there a skipped
 // GPU test would hide a broken GPU path. Also: an error-scope wrapper (re-exported from the library)
@@ -10,7 +10,10 @@
 //   describe.skipIf(!gpu)('...', () => { ... gpu!.device ... });
 //   afterAll(releaseGpu);
 
-import { acquireDevice, describeAdapter, INSTALL_HINT, runInErrorScope, type AcquiredDevice } from '../../src/gpu/device.ts';
+import { acquireDevice, type AcquiredDevice } from '../../src/gpu/acquire.ts';
+import { describeAdapter } from '../../src/gpu/adapter.ts';
+import { INSTALL_HINT } from '../../src/gpu/dawn.ts';
+import { runInErrorScope } from '../../src/gpu/scopes.ts';
 import { GpuValidationError, NoAdapterError } from '../../src/errors.ts';
 
 export { runInErrorScope };

@@ -1,4 +1,4 @@
-// The production CPU path (the fallback when there is no GPU), gemmlowp's offset trick, with the same
+// The JS CPU kernel 'cpu-js' (the fallback when there is no GPU), gemmlowp's offset trick, with the same
 // stages as the GPU: PACK both operands once with their row/column sums (requantized for
 // less-than-8-bit operands), GEMM the raw sums of products (register-blocked), then OUTPUT: the
 // four-term zero-point expansion and the output pipeline (src/reference/pipeline.ts). It is tested
@@ -15,6 +15,7 @@ import { applyOutputPipeline } from '../../reference/pipeline.ts';
 import { allocateDst } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../../types.ts';
+import type { CpuGemmKernel } from '../types.ts';
 
 /** Operands packed for the fast path: lhs rows and rhs columns contiguous, with their sums. */
 export interface PackedCpu {
@@ -130,8 +131,7 @@ function rawProducts(lhs: Int16Array, rhs: Int16Array, M: number, N: number, K: 
  * The four-term expansion, mod 2^32 (with 8 bits every RMBCF below is the identity):
  *   acc = RMBCF(sum_k lhs*rhs) + RMBCF(rowSum[m] * -zR[n]) + RMBCF(colSum[n] * -zL[m]) + K*zL[m]*zR[n].
  */
-export function cpuGemm(problem: GemmProblem): GemmResult {
-  const p = normalizeProblem(problem);
+export function cpuJsGemm(p: NormalizedProblem): GemmResult {
   const { M, N, K } = p;
   const { lhs, rhs, rowSums, colSums, lhsZeroPoint, rhsZeroPoint } = packCpu(p);
   const f = unpackFractions(p.bitDepth?.lhs ?? 8, p.bitDepth?.rhs ?? 8);
@@ -151,3 +151,16 @@ export function cpuGemm(problem: GemmProblem): GemmResult {
   }
   return { data: dst, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType };
 }
+
+/** cpuJsGemm on a problem as the user wrote it (validated here). */
+export function cpuGemm(problem: GemmProblem): GemmResult {
+  return cpuJsGemm(normalizeProblem(problem));
+}
+
+/** The JS fast path as a CPU kernel of the registry: works everywhere, single-threaded. */
+export const cpuJsKernel: CpuGemmKernel = {
+  id: 'cpu-js',
+  backend: 'cpu',
+  supports: () => true,
+  run: async (p) => cpuJsGemm(p),
+};

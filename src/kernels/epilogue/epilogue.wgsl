@@ -1,34 +1,30 @@
-// output.wgsl: the OUTPUT stage (pack -> gemm -> OUTPUT), fused into the epilogue of the gemm kernels
-// (gemm.wgsl, gemv.wgsl) so int32 accumulators never round-trip through memory. For dst element (m, n):
-//   1. the four-term expansion of src/types.ts, from the raw sum of uint8-domain products and the
-//      row/column sums written by pack.wgsl:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR,
-//      each term rescaled by RoundingMultiplyByConstantFraction for less-than-8-bit operands;
-//   2. the output pipeline, read as data from the `stages` buffer (one 12-word record per stage, see
-//      src/scheduler/stages.ts), each stage computed as in src/reference/pipeline.ts with the functions of
-//      fixedpoint.wgsl;
-//   3. the store: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad
-//      of 4 consecutive elements along dst's contiguous dimension (rows are padded to `dstStride`).
-// Also declares the GemmParams uniform and the bindings that gemm.wgsl and gemv.wgsl share.
+// epilogue.wgsl: the OUTPUT stage (pack -> gemm -> OUTPUT), the one epilogue every GEMM kernel shares,
+// fused into the kernel so int32 accumulators never round-trip through memory. A kernel computes raw
+// sums of uint8-domain products and calls storeQuad(raw, m, n); for each dst element (m, n) this file
+//   1. applies the four-term expansion of src/types.ts, from the raw sum and the row/column sums written
+//      by the pack stage:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR, each term rescaled by
+//      RoundingMultiplyByConstantFraction (lowbit.wgsl) for less-than-8-bit operands;
+//   2. runs the output pipeline, read as data from the `stages` buffer (one STAGE_WORDS record per stage,
+//      written by ./stages.ts), each stage computed as in src/reference/pipeline.ts with the functions
+//      of fixedpoint.wgsl and tanh.wgsl;
+//   3. stores: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad of 4
+//      consecutive elements along dst's contiguous dimension (lines are padded to `dstStride`).
+// The epilogue owns its uniform struct and bindings (declared here, bound by name by ./epilogue.ts); a
+// kernel reads none of them. Enum codes (DST_*, STAGE_*) come from src/kernels/wgsl/codes.ts.
 
-struct GemmParams {
+struct EpilogueParams {
   M: u32,
   N: u32,
   K: u32,
-  depthWords: u32,       // padded K / 4: u32 words per packed row
-  bandM: u32,            // first dst row of this dispatch (lhsPacked is bound from that row)
-  bandN: u32,            // first dst column of this dispatch (rhsPacked is bound from that column)
-  bandRows: u32,         // rows of this dispatch's tiles (rows holding dst elements, rounded up to the tile)
-  bandCols: u32,         // columns of this dispatch's tiles, likewise
   dstStride: u32,        // elements between consecutive rows (row-major) or columns (col-major)
   dstBase: u32,          // element index, in the whole dst, of the first element of the bound dst range
-  dstType: u32,          // 0 int32, 1 uint8, 2 int8, 3 int16
+  dstType: u32,          // a DST_* code
   dstColMajor: u32,
   lhsZeroPoint: i32,     // uint8-domain zero point (int8 operands: + 128), when scalar
   lhsZeroPointOffset: i32, // -1: scalar; else offset of the per-row vector in `stages`
   rhsZeroPoint: i32,
   rhsZeroPointOffset: i32,
   stageCount: u32,
-  workgroupBase: u32,    // first tile of this dispatch's flattened workgroup grid
   // RoundingMultiplyByConstantFraction constants of the three unpacking terms (src/quant/lowbit.ts);
   // identity for 8-bit operands, where step 1 is exactly the four-term expansion.
   xxIdentity: u32,
@@ -42,20 +38,11 @@ struct GemmParams {
   onexScaledRemainingNumerator: i32,
 }
 
-@group(0) @binding(0) var<uniform> params: GemmParams;
-@group(0) @binding(3) var<storage, read> rowSums: array<i32>;
-@group(0) @binding(4) var<storage, read> colSums: array<i32>;
-@group(0) @binding(5) var<storage, read> stages: array<i32>;
-@group(0) @binding(6) var<storage, read_write> dst: array<u32>;
-
-const STAGE_WORDS: u32 = 12u;
-const STAGE_BIAS: i32 = 0;
-const STAGE_QUANTIZE_DOWN_INT32_TO_UINT8_SCALE: i32 = 1;
-const STAGE_QUANTIZE_DOWN_INT32_BY_FIXED_POINT: i32 = 2;
-const STAGE_SCALE_INT32_BY_FIXED_POINT_AND_EXPONENT: i32 = 3;
-const STAGE_CLAMP: i32 = 4;
-const STAGE_TANH: i32 = 5;
-const STAGE_TRUNCATING_CAST_UINT8: i32 = 6;
+@group(0) @binding(0) var<uniform> epilogue: EpilogueParams;
+@group(0) @binding(1) var<storage, read> rowSums: array<i32>;
+@group(0) @binding(2) var<storage, read> colSums: array<i32>;
+@group(0) @binding(3) var<storage, read> stages: array<i32>;
+@group(0) @binding(4) var<storage, read_write> dst: array<u32>;
 
 /** A scalar parameter, or element `index` of a vector stored in `stages` (isVector != 0: value is its offset). */
 fn channelValue(isVector: i32, value: i32, index: u32) -> i32 {
@@ -74,13 +61,13 @@ fn zeroPoint(value: i32, offset: i32, index: u32) -> i32 {
 
 /** Steps 1 and 2 for dst element (m, n) (global indices, in range). */
 fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
-  let zL = zeroPoint(params.lhsZeroPoint, params.lhsZeroPointOffset, m);
-  let zR = zeroPoint(params.rhsZeroPoint, params.rhsZeroPointOffset, n);
-  var x = roundingMultiplyByConstantFraction(bitcast<i32>(raw), params.xxIdentity, params.xxIntQuotient, params.xxScaledRemainingNumerator)
-    + roundingMultiplyByConstantFraction(rowSums[m] * -zR, params.x1Identity, params.x1IntQuotient, params.x1ScaledRemainingNumerator)
-    + roundingMultiplyByConstantFraction(colSums[n] * -zL, params.onexIdentity, params.onexIntQuotient, params.onexScaledRemainingNumerator)
-    + i32(params.K) * zL * zR;
-  for (var s = 0u; s < params.stageCount; s++) {
+  let zL = zeroPoint(epilogue.lhsZeroPoint, epilogue.lhsZeroPointOffset, m);
+  let zR = zeroPoint(epilogue.rhsZeroPoint, epilogue.rhsZeroPointOffset, n);
+  var x = roundingMultiplyByConstantFraction(bitcast<i32>(raw), epilogue.xxIdentity, epilogue.xxIntQuotient, epilogue.xxScaledRemainingNumerator)
+    + roundingMultiplyByConstantFraction(rowSums[m] * -zR, epilogue.x1Identity, epilogue.x1IntQuotient, epilogue.x1ScaledRemainingNumerator)
+    + roundingMultiplyByConstantFraction(colSums[n] * -zL, epilogue.onexIdentity, epilogue.onexIntQuotient, epilogue.onexScaledRemainingNumerator)
+    + i32(epilogue.K) * zL * zR;
+  for (var s = 0u; s < epilogue.stageCount; s++) {
     let r = s * STAGE_WORDS;
     let c = select(m, n, stages[r + 1u] != 0); // the channel index along the stage's axis
     switch stages[r] {
@@ -113,7 +100,7 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
                            stages[r + 7u], stages[r + 8u], stages[r + 9u], stages[r + 10u]);
         x = tanhStage(x, p);
       }
-      case STAGE_TRUNCATING_CAST_UINT8: {
+      case STAGE_TRUNCATING_CAST: {
         x = x & 0xff;
       }
       default: {}
@@ -128,36 +115,54 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
  * computed from clamped indices and land in the row padding; a quad starting outside dst is skipped.
  */
 fn storeQuad(raw: vec4<u32>, m: u32, n: u32) {
-  if (m >= params.M || n >= params.N) {
+  if (m >= epilogue.M || n >= epilogue.N) {
     return;
   }
   var v: vec4<i32>;
   for (var i = 0u; i < 4u; i++) {
-    if (params.dstColMajor != 0u) {
-      v[i] = outputValue(raw[i], min(m + i, params.M - 1u), n);
+    if (epilogue.dstColMajor != 0u) {
+      v[i] = outputValue(raw[i], min(m + i, epilogue.M - 1u), n);
     } else {
-      v[i] = outputValue(raw[i], m, min(n + i, params.N - 1u));
+      v[i] = outputValue(raw[i], m, min(n + i, epilogue.N - 1u));
     }
   }
-  var first = m * params.dstStride + n;
-  if (params.dstColMajor != 0u) {
-    first = n * params.dstStride + m;
+  var first = m * epilogue.dstStride + n;
+  if (epilogue.dstColMajor != 0u) {
+    first = n * epilogue.dstStride + m;
   }
-  let e = first - params.dstBase; // a multiple of 4
-  switch params.dstType {
-    case 0u: {
+  let e = first - epilogue.dstBase; // a multiple of 4
+  switch epilogue.dstType {
+    case DST_INT32: {
       for (var i = 0u; i < 4u; i++) {
         dst[e + i] = bitcast<u32>(v[i]);
       }
     }
-    case 3u: {
+    case DST_INT16: {
       let h = bitcast<vec4<u32>>(v) & vec4<u32>(0xffffu);
       dst[e / 2u] = h.x | (h.y << 16u);
       dst[e / 2u + 1u] = h.z | (h.w << 16u);
     }
-    default: {
+    default: { // DST_UINT8, DST_INT8
       let b = bitcast<vec4<u32>>(v) & vec4<u32>(0xffu);
       dst[e / 4u] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+    }
+  }
+}
+
+/** Whether dst is column-major, for kernels that gather quads themselves (gemv). */
+fn dstColMajor() -> bool {
+  return epilogue.dstColMajor != 0u;
+}
+
+/** Stores a 4x4 block of raw sums, acc[r][c] for dst element (m0 + r, n0 + c), as quads. */
+fn storeBlock(acc: array<vec4<u32>, 4>, m0: u32, n0: u32) {
+  if (dstColMajor()) {
+    for (var c = 0u; c < 4u; c++) {
+      storeQuad(vec4<u32>(acc[0][c], acc[1][c], acc[2][c], acc[3][c]), m0, n0 + c);
+    }
+  } else {
+    for (var r = 0u; r < 4u; r++) {
+      storeQuad(acc[r], m0 + r, n0);
     }
   }
 }

@@ -1,21 +1,12 @@
 // The output pipeline as data for the fused OUTPUT stage (pack -> gemm -> OUTPUT): every stage of
-// src/types.ts becomes one 12-word i32 record that shaders/output.wgsl interprets (the record kinds and
-// field positions below are the ones named there), followed by the per-channel vectors the records
-// point to and the zero-point vectors. One shader serves every pipeline; only this buffer changes.
+// src/types.ts becomes one STAGE_WORDS-word i32 record that ./epilogue.wgsl interprets (record kinds
+// from src/kernels/wgsl/codes.ts; the field positions below are the ones read there), followed by the
+// per-channel vectors the records point to and the zero-point vectors. One shader serves every
+// pipeline; only this buffer changes.
 
 import type { NormalizedProblem } from '../../spec/problem.ts';
 import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../../types.ts';
-
-export const STAGE_WORDS = 12;
-const KIND = {
-  bias: 0,
-  quantizeDownInt32ToUint8Scale: 1,
-  quantizeDownInt32ByFixedPoint: 2,
-  scaleInt32ByFixedPointAndExponent: 3,
-  clamp: 4,
-  tanh: 5,
-  truncatingCast: 6,
-} as const;
+import { STAGE_KIND_CODE as KIND, STAGE_WORDS } from '../wgsl/codes.ts';
 
 export interface EncodedStages {
   /** Records, then vectors. Never empty (a storage binding cannot be). */

@@ -1,0 +1,98 @@
+// AdapterCaps: what one device can do, computed once per device from its adapter summary, features and
+// limits. It is the left half of the kernel registry's choice table (src/kernels/registry.ts): kernels
+// declare what they need of it (`supports(caps, shape)`), and the scheduler plans bands and dispatches
+// with its limits. Limits may be lowered below the device's (tests use that to exercise splitting).
+
+import type { AdapterSummary } from './adapter.ts';
+
+/** One subgroup-matrix configuration the adapter offers (Dawn's adapter.info.subgroupMatrixConfigs). */
+export interface SubgroupMatrixConfig {
+  componentType: string;
+  resultComponentType: string;
+  M: number;
+  N: number;
+  K: number;
+}
+
+/** The limits the scheduler plans with: the device's, or lower ones. */
+export interface PlanLimits {
+  maxStorageBufferBindingSize: number;
+  maxComputeWorkgroupsPerDimension: number;
+  maxBufferSize: number;
+  maxComputeWorkgroupStorageSize: number;
+  maxComputeInvocationsPerWorkgroup: number;
+  minStorageBufferOffsetAlignment: number;
+  minUniformBufferOffsetAlignment: number;
+}
+
+export interface AdapterCaps {
+  vendor: string;
+  architecture: string;
+  /** A CPU emulation (SwiftShader...): correct, but slower than the CPU path. */
+  isSoftware: boolean;
+  /** WGSL's packed_4x8_integer_dot_product (dot4U8Packed); else kernels unpack bytes by hand. */
+  dot4: boolean;
+  /** The 'subgroups' feature, with the adapter's subgroup sizes (0 when unknown). */
+  subgroups: boolean;
+  subgroupMinSize: number;
+  subgroupMaxSize: number;
+  /** u8/i8 subgroup-matrix configurations usable on this device ('chromium-experimental-subgroup-matrix'). */
+  subgroupMatrix: SubgroupMatrixConfig[];
+  f16: boolean;
+  timestamps: boolean;
+  limits: PlanLimits;
+}
+
+const LIMIT_KEYS: (keyof PlanLimits)[] = [
+  'maxStorageBufferBindingSize',
+  'maxComputeWorkgroupsPerDimension',
+  'maxBufferSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'minStorageBufferOffsetAlignment',
+  'minUniformBufferOffsetAlignment',
+];
+
+/** The subgroup-matrix configs of an adapter's info, where the implementation reports them. */
+export function subgroupMatrixConfigs(info: unknown): SubgroupMatrixConfig[] {
+  const configs = (info as { subgroupMatrixConfigs?: Iterable<SubgroupMatrixConfig> } | null)?.subgroupMatrixConfigs;
+  if (!configs) return [];
+  return [...configs].map(({ componentType, resultComponentType, M, N, K }) => ({ componentType, resultComponentType, M, N, K }));
+}
+
+/**
+ * Caps of `device`. `adapterInfo` carries the subgroup sizes and subgroup-matrix configs (GPUAdapterInfo);
+ * `lowered` caps the planning limits (never above the device's).
+ */
+export function adapterCaps(
+  device: GPUDevice,
+  summary: AdapterSummary,
+  hasDot4: boolean,
+  adapterInfo: unknown,
+  lowered: Partial<PlanLimits> = {},
+): AdapterCaps {
+  const info = (adapterInfo ?? {}) as { subgroupMinSize?: number; subgroupMaxSize?: number };
+  const features = device.features;
+  const limits = {} as PlanLimits;
+  for (const key of LIMIT_KEYS) {
+    const own = (device.limits as unknown as Record<string, number>)[key];
+    // Alignments are minimums: "lowering" them means asking for more alignment, never less.
+    limits[key] = key.startsWith('min') ? Math.max(own, lowered[key] ?? 0) : Math.min(own, lowered[key] ?? Infinity);
+  }
+  const subgroupMatrix = features.has('chromium-experimental-subgroup-matrix' as GPUFeatureName)
+    ? subgroupMatrixConfigs(adapterInfo).filter((c) => ['u8', 'i8'].includes(c.componentType))
+    : [];
+  return {
+    vendor: summary.vendor,
+    architecture: summary.architecture,
+    isSoftware: summary.isSoftware,
+    dot4: hasDot4,
+    subgroups: features.has('subgroups' as GPUFeatureName),
+    subgroupMinSize: info.subgroupMinSize ?? 0,
+    subgroupMaxSize: info.subgroupMaxSize ?? 0,
+    subgroupMatrix,
+    f16: features.has('shader-f16'),
+    timestamps: features.has('timestamp-query'),
+    limits,
+  };
+}

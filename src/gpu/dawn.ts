@@ -1,0 +1,157 @@
+// Dawn in Node: finds a WebGPU adapter through Dawn's Node binding (the optional `webgpu` package, or a
+// bare `dawn.node` file, for carrying the benchmark to a GPU machine without node_modules), and on a
+// Linux machine without a GPU falls back to SwiftShader, the software Vulkan driver of Debian's
+// `chromium` package, by pointing the Vulkan loader at it (VK_ICD_FILENAMES) and asking a second Dawn
+// instance. Dawn instances are created with the `allow_unsafe_apis` toggle, which is what exposes
+// `chromium-experimental-subgroup-matrix` (the int8 tensor cores); nothing else changes with it.
+// How the Vulkan loader and Dawn instances interact was measured; see docs/gpu.md, "Finding an adapter
+// in Node".
+
+import { requestFrom, type Found, type RequestOptions, type Tried } from './adapter.ts';
+
+/** The Debian command that provides SwiftShader (chromium) and the Vulkan loader Dawn needs (libvulkan1). */
+export const INSTALL_HINT = 'apt-get install -y chromium libvulkan1';
+/** Debian chromium's SwiftShader Vulkan ICD manifest. */
+export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+/** The Dawn instance toggles: allow_unsafe_apis exposes the experimental subgroup-matrix feature. */
+const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis'];
+
+interface DawnModule {
+  create(options: string[]): GPU;
+  globals: Record<string, unknown>;
+}
+
+export interface NodeProcessLike {
+  versions?: { node?: string };
+  env: Record<string, string | undefined>;
+  cwd(): string;
+}
+
+/** Node's `process`, read through globalThis so that bundlers leave it alone; undefined in browsers. */
+export function nodeProcess(): NodeProcessLike | undefined {
+  const p = (globalThis as { process?: NodeProcessLike }).process;
+  return p?.versions?.node ? p : undefined;
+}
+
+/** Imports a module by a specifier the bundler must not resolve (Node-only modules in a browser bundle). */
+export function runtimeImport<T>(specifier: string): Promise<T> {
+  return import(/* @vite-ignore */ specifier) as Promise<T>;
+}
+
+const dawnModules = new Map<string, Promise<DawnModule>>();
+/** One Dawn instance per (binary, Vulkan ICD setting): creating one probes every driver (~200 ms). */
+const dawnInstances = new Map<string, GPU>();
+
+async function loadDawnModule(proc: NodeProcessLike, dawnPath: string | undefined): Promise<DawnModule> {
+  const key = dawnPath ?? 'webgpu';
+  let pending = dawnModules.get(key);
+  if (!pending) {
+    pending = (async () => {
+      let mod: DawnModule;
+      if (dawnPath) {
+        // A bare dawn.node (the `webgpu` package's dist/<platform>-<arch>/dawn.node): a native addon, loaded
+        // with require. The package's index.js only adds a fix-up of GPUDevice.destroy() on top of it.
+        const { createRequire } = await runtimeImport<typeof import('node:module')>('node:module');
+        const { resolve } = await runtimeImport<typeof import('node:path')>('node:path');
+        const require = createRequire(import.meta.url);
+        mod = require(resolve(proc.cwd(), dawnPath)) as DawnModule;
+      } else {
+        mod = await runtimeImport<DawnModule>('webgpu');
+      }
+      // GPUBufferUsage, GPUMapMode, GPUShaderStage... as globals, as in a browser.
+      for (const [name, value] of Object.entries(mod.globals)) {
+        if (!(name in globalThis)) (globalThis as Record<string, unknown>)[name] = value;
+      }
+      return mod;
+    })();
+    dawnModules.set(key, pending);
+    pending.catch(() => dawnModules.delete(key));
+  }
+  return pending;
+}
+
+/**
+ * The Dawn instance for the given Vulkan ICD setting ('' = the loader's default drivers), created while
+ * the environment says so: the Vulkan loader reads VK_ICD_FILENAMES when an instance is created.
+ */
+function dawnInstance(mod: DawnModule, dawnPath: string | undefined, icd: string): GPU {
+  const key = `${dawnPath ?? 'webgpu'}|${icd}`;
+  let gpu = dawnInstances.get(key);
+  if (!gpu) {
+    gpu = mod.create(DAWN_TOGGLES);
+    dawnInstances.set(key, gpu);
+  }
+  return gpu;
+}
+
+/** Set once this module has pointed VK_ICD_FILENAMES at SwiftShader (the caller had not set it). */
+let swiftShaderSetByUs = false;
+/** Serializes the Node adapter search: the environment it changes is process-wide. */
+let dawnSearch: Promise<unknown> = Promise.resolve();
+
+async function fileExists(path: string): Promise<boolean> {
+  try {
+    const fs = await runtimeImport<typeof import('node:fs')>('node:fs');
+    return fs.existsSync(path);
+  } catch {
+    return false;
+  }
+}
+
+export interface DawnOptions extends RequestOptions {
+  /** Node: load this dawn.node binary instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
+  dawnPath?: string;
+}
+
+/** Finds an adapter through Dawn in Node (the caller's drivers, then SwiftShader); null in browsers. */
+export async function findDawnAdapter(opts: DawnOptions, tried: Tried): Promise<Found | null> {
+  const proc = nodeProcess();
+  if (!proc) return null;
+  const dawnPath = opts.dawnPath ?? proc.env.QGEMM_DAWN_NODE ?? undefined;
+  const what = dawnPath ? `dawn.node at ${dawnPath}` : "Dawn (the 'webgpu' package)";
+  let mod: DawnModule;
+  try {
+    mod = await loadDawnModule(proc, dawnPath);
+  } catch (e) {
+    const fix = dawnPath ? 'check the path (QGEMM_DAWN_NODE / dawnPath)' : 'npm install webgpu';
+    tried.push(`${what}: could not load it (${(e as Error).message.split('\n')[0]}); ${fix}`);
+    return null;
+  }
+  const search = dawnSearch.then(() => searchDawn(mod, proc, dawnPath, what, opts, tried));
+  dawnSearch = search.catch(() => undefined);
+  return search;
+}
+
+async function searchDawn(
+  mod: DawnModule,
+  proc: NodeProcessLike,
+  dawnPath: string | undefined,
+  what: string,
+  opts: DawnOptions,
+  tried: Tried,
+): Promise<Found | null> {
+  // First the drivers the environment gives. After our own SwiftShader fallback that is the instance made
+  // before it, which still sees the default drivers, so a later hardware-only probe stays truthful.
+  const callerIcd = swiftShaderSetByUs ? '' : (proc.env.VK_ICD_FILENAMES ?? '');
+  const first = swiftShaderSetByUs ? dawnInstances.get(`${dawnPath ?? 'webgpu'}|`) : dawnInstance(mod, dawnPath, callerIcd);
+  const label = `${what}${callerIcd ? ` with VK_ICD_FILENAMES=${callerIcd}` : ''}`;
+  const found = first ? await requestFrom(first, 'dawn', opts, tried, label) : null;
+  if (found) return found;
+  // Software fallback: point the Vulkan loader at SwiftShader. It reads the variable at a Dawn instance's
+  // first requestAdapter(), so a new instance in this same process sees it (verified, see the top).
+  if (!opts.allowSoftware) return null;
+  if (callerIcd || proc.env.VK_DRIVER_FILES) {
+    tried.push('SwiftShader fallback: skipped, VK_ICD_FILENAMES / VK_DRIVER_FILES is already set by the caller');
+    return null;
+  }
+  if (!swiftShaderSetByUs && !(await fileExists(SWIFTSHADER_ICD))) {
+    tried.push(`SwiftShader fallback: ${SWIFTSHADER_ICD} not found`);
+    return null;
+  }
+  const setNow = !swiftShaderSetByUs;
+  proc.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
+  const fallback = await requestFrom(dawnInstance(mod, dawnPath, SWIFTSHADER_ICD), 'dawn', opts, tried, `${what} with VK_ICD_FILENAMES=${SWIFTSHADER_ICD}`);
+  if (fallback) swiftShaderSetByUs = true;
+  else if (setNow) delete proc.env.VK_ICD_FILENAMES;
+  return fallback;
+}

@@ -1,0 +1,108 @@
+// Operands of a GPU GEMM (pack -> gemm -> output), in the three forms a caller may give them: a CPU
+// array (uploaded per call into a pooled buffer), a GpuMatrix (a caller's or a previous GEMM's buffer,
+// read where it is), or a PackedOperand (packed once with its sums; the pack stage is skipped). This
+// file types them, validates GPU-resident ones like CPU ones, and says where each one's bytes are.
+
+import { InputError } from '../errors.ts';
+import type { OperandSource } from '../pack/pack.ts';
+import type { PackFormatId } from '../pack/formats.ts';
+import type { ConcreteRounding } from '../quant/lowbit.ts';
+import type { DstType, Operand, OperandType, Order } from '../types.ts';
+import type { BufferPool } from './pool.ts';
+
+/** A matrix living in a GPU buffer. `stride`: elements between consecutive rows (row-major) or columns. */
+export interface GpuMatrix {
+  buffer: GPUBuffer;
+  rows: number;
+  cols: number;
+  order: Order;
+  dtype: OperandType | DstType;
+  stride: number;
+}
+
+/** An operand packed once for reuse (ruy's prepacked cache): the packed rows and their sums. */
+export interface PackedOperand {
+  readonly side: 'lhs' | 'rhs';
+  readonly rows: number;
+  readonly cols: number;
+  readonly type: OperandType;
+  /** The layout of `packed` (src/pack/formats.ts): only kernels that read it can use this operand. */
+  readonly packFormat: PackFormatId;
+  readonly packed: GPUBuffer;
+  readonly sums: GPUBuffer;
+  /** Requantization applied while packing (bits 8: none). A GEMM must ask for the same. */
+  readonly bits: number;
+  readonly rounding: ConcreteRounding;
+  /** GPU memory held (packed rows and sums). */
+  readonly bytes: number;
+  /** True once destroy() ran: the operand can no longer be used. */
+  readonly destroyed: boolean;
+  destroy(): void;
+}
+
+export type GpuOperandInput = Operand | GpuMatrix | PackedOperand;
+
+export function isPacked(x: GpuOperandInput): x is PackedOperand {
+  return 'packed' in x;
+}
+export function isGpuMatrix(x: GpuOperandInput): x is GpuMatrix {
+  return 'buffer' in x;
+}
+
+/**
+ * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones.
+ * `released`: matrices this context handed back to its pool (using one would read another call's data).
+ */
+export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<GPUBuffer>): Operand {
+  if (!x || typeof x !== 'object') throw new InputError(field, 'missing operand');
+  if (isPacked(x)) {
+    if (x.destroyed) throw new InputError(field, 'this prepacked operand was destroyed');
+    if (x.side !== field) throw new InputError(field, `this operand was prepacked as ${x.side}`);
+    return { data: x.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: 'row-major' };
+  }
+  if (isGpuMatrix(x)) {
+    if (released.has(x.buffer)) throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
+    if (x.dtype !== 'uint8' && x.dtype !== 'int8') throw new InputError(field, `a GPU operand must be uint8 or int8, got ${x.dtype}`);
+    const inner = x.order === 'row-major' ? x.cols : x.rows;
+    const lines = x.order === 'row-major' ? x.rows : x.cols;
+    if (!Number.isInteger(x.stride) || x.stride < inner) throw new InputError(`${field}.stride`, `must be >= ${inner}`);
+    const needed = (lines - 1) * x.stride + inner;
+    if (needed > x.buffer.size) {
+      throw new InputError(`${field}.buffer`, `holds ${x.buffer.size} bytes, a [${x.rows},${x.cols}] matrix with stride ${x.stride} needs ${needed}`);
+    }
+    return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
+  }
+  return x;
+}
+
+/**
+ * Where an operand's bytes are on the GPU: a GpuMatrix where it is; a CPU array uploaded into a pooled
+ * buffer (added to `pooled`, to be released by the caller after submission).
+ */
+export function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 'rhs', pool: BufferPool, pooled: GPUBuffer[]): OperandSource {
+  let buffer: GPUBuffer;
+  let stride: number;
+  let bytes: number;
+  const signed = isGpuMatrix(x) ? x.dtype === 'int8' : x.data instanceof Int8Array;
+  if (isGpuMatrix(x)) {
+    buffer = x.buffer;
+    stride = x.stride;
+    bytes = x.buffer.size;
+  } else {
+    bytes = x.data.byteLength;
+    buffer = pool.acquire(Math.max(4, Math.ceil(bytes / 4) * 4), side);
+    pooled.push(buffer);
+    // writeBuffer takes whole words: the body as it is, the last partial word padded with zeros.
+    const body = bytes & ~3;
+    if (body > 0) device.queue.writeBuffer(buffer, 0, x.data.buffer, x.data.byteOffset, body);
+    if (body < bytes) {
+      const tail = new Uint8Array(4);
+      tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));
+      device.queue.writeBuffer(buffer, body, tail);
+    }
+    stride = x.order === 'row-major' ? x.cols : x.rows;
+  }
+  // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
+  const kContiguous = (side === 'lhs') === (x.order === 'row-major');
+  return { buffer, bytes, signed, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
+}

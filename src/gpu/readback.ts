@@ -1,0 +1,95 @@
+// Getting results back to the CPU (the end of pack -> gemm -> output): dst matrices and timestamp
+// queries are copied into mappable buffers in the same command encoder as the work itself, then mapped
+// once the submission is made, so a gemm() costs one submission and one map. The context keeps one
+// staging buffer and grows it; calls on a device are serialized, so one is enough.
+
+import { allocateDst } from '../spec/dst.ts';
+import type { DstData, DstType, GemmResult } from '../types.ts';
+import type { GpuMatrix } from './operands.ts';
+import { roundUp } from './plan.ts';
+import { runInErrorScope } from './scopes.ts';
+
+/** Bytes a GpuMatrix occupies (its lines at their stride). */
+function matrixBytes(m: GpuMatrix): number {
+  const lines = m.order === 'row-major' ? m.rows : m.cols;
+  const elementBytes = m.dtype === 'int32' ? 4 : m.dtype === 'int16' ? 2 : 1;
+  return roundUp(lines * m.stride * elementBytes, 4);
+}
+
+/** A dense result in m's storage order from the mapped bytes of its strided lines. */
+function unstride(m: GpuMatrix, raw: ArrayBuffer): GemmResult {
+  const dtype = m.dtype as DstType;
+  const lines = m.order === 'row-major' ? m.rows : m.cols;
+  const inner = m.order === 'row-major' ? m.cols : m.rows;
+  const full = allocateDst(dtype, raw);
+  let data: DstData;
+  if (m.stride === inner) {
+    data = full.slice(0, lines * inner) as DstData;
+  } else {
+    data = allocateDst(dtype, lines * inner);
+    for (let l = 0; l < lines; l++) data.set(full.subarray(l * m.stride, l * m.stride + inner), l * inner);
+  }
+  return { data, rows: m.rows, cols: m.cols, order: m.order, dtype };
+}
+
+export class Staging {
+  private buffer: GPUBuffer | null = null;
+  constructor(private readonly device: GPUDevice) {}
+
+  private acquire(bytes: number): GPUBuffer {
+    if (!this.buffer || this.buffer.size < bytes) {
+      this.buffer?.destroy();
+      this.buffer = this.device.createBuffer({ size: Math.max(bytes, 256), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'qgemm readback' });
+    }
+    return this.buffer;
+  }
+
+  /** Records the copy of m into the staging buffer; call the returned function after submitting. */
+  copy(encoder: GPUCommandEncoder, m: GpuMatrix): () => Promise<GemmResult> {
+    const bytes = matrixBytes(m);
+    const staging = this.acquire(bytes);
+    encoder.copyBufferToBuffer(m.buffer, 0, staging, 0, bytes);
+    return async () => {
+      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+      try {
+        return unstride(m, staging.getMappedRange(0, bytes).slice(0));
+      } finally {
+        staging.unmap();
+      }
+    };
+  }
+
+  /** Records the resolve of a 2-entry timestamp query set; the returned function gives milliseconds. */
+  timestamps(encoder: GPUCommandEncoder, querySet: GPUQuerySet): () => Promise<number> {
+    const resolve = this.device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    const read = this.device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    encoder.resolveQuerySet(querySet, 0, 2, resolve, 0);
+    encoder.copyBufferToBuffer(resolve, 0, read, 0, 16);
+    return async () => {
+      try {
+        await read.mapAsync(GPUMapMode.READ);
+        const [begin, end] = new BigUint64Array(read.getMappedRange());
+        return Number(end - begin) / 1e6;
+      } finally {
+        resolve.destroy();
+        read.destroy();
+      }
+    };
+  }
+
+  destroy(): void {
+    this.buffer?.destroy();
+    this.buffer = null;
+  }
+}
+
+/** Reads a GPU matrix on its own (one copy, one submission, one map). */
+export async function readBack(device: GPUDevice, m: GpuMatrix, staging: Staging): Promise<GemmResult> {
+  let finish: (() => Promise<GemmResult>) | null = null;
+  await runInErrorScope(device, () => {
+    const encoder = device.createCommandEncoder({ label: 'qgemm readback' });
+    finish = staging.copy(encoder, m);
+    device.queue.submit([encoder.finish()]);
+  }, 'readback');
+  return finish!();
+}

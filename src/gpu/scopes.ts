@@ -1,0 +1,38 @@
+// Error scopes and per-device serialization (GPU plumbing under the scheduler of pack -> gemm -> output):
+// every GPU call of this library runs inside validation and out-of-memory error scopes, one call per
+// device at a time, so that a GPU error is never silent and scopes never interleave.
+
+import { GpuOutOfMemoryError, GpuValidationError } from '../errors.ts';
+
+const deviceQueues = new WeakMap<GPUDevice, Promise<unknown>>();
+
+/**
+ * Runs fn with the device to itself: GPU work of this library on one device (every GpuContext on it,
+ * elementwise kernels too) runs one call at a time, because error scopes belong to the device, and two
+ * interleaved calls could pop each other's scopes. fn must not call withDevice on the same device.
+ */
+export function withDevice<T>(device: GPUDevice, fn: () => Promise<T>): Promise<T> {
+  const run = (deviceQueues.get(device) ?? Promise.resolve()).then(fn, fn);
+  deviceQueues.set(device, run.catch(() => undefined));
+  return run;
+}
+
+/**
+ * Runs fn (GPU calls, typically encode + submit) inside 'validation' and 'out-of-memory' error scopes
+ * and throws GpuValidationError / GpuOutOfMemoryError when one fires, so that a GPU error never
+ * passes silently. The scopes are popped even when fn throws.
+ */
+export async function runInErrorScope<T>(device: GPUDevice, fn: () => T | Promise<T>, what = 'GPU work'): Promise<T> {
+  device.pushErrorScope('validation');
+  device.pushErrorScope('out-of-memory');
+  let result: T;
+  try {
+    result = await fn();
+  } finally {
+    const oom = await device.popErrorScope();
+    const validation = await device.popErrorScope();
+    if (oom) throw new GpuOutOfMemoryError(`${what}: out of GPU memory: ${oom.message}`);
+    if (validation) throw new GpuValidationError(`${what}: WebGPU validation error: ${validation.message}`);
+  }
+  return result;
+}

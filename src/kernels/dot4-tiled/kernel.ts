@@ -1,0 +1,33 @@
+// The dot4-tiled GEMM kernels (pack -> GEMM -> output): ./gemm.wgsl with TILE_M x TILE_N workgroup tiles
+// of 4x4 register blocks, on dot4U8Packed where the adapter has it (packed_4x8_integer_dot_product) and
+// on the manual unpack elsewhere. Each (tile, dot4 variant) pair is one kernel of the registry; which
+// one runs for which shape is decided there (src/kernels/registry.ts), not here.
+
+import type { AdapterCaps } from '../../gpu/caps.ts';
+import { getPipeline } from '../../gpu/pipelines.ts';
+import { planGemm } from '../../gpu/plan.ts';
+import { PACK_FORMATS } from '../../pack/formats.ts';
+import { encodeBanded } from '../banded.ts';
+import type { GpuGemmKernel } from '../types.ts';
+import { gemmKernelSource } from '../wgsl/source.ts';
+import gemm from './gemm.wgsl?raw';
+
+const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };
+
+/** A dot4-tiled kernel with square tiles of `tile` (a multiple of 4 dividing 64) and a dot4 variant. */
+export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated'): GpuGemmKernel {
+  const id = `dot4-${tile}x${tile}${dot4 === 'emulated' ? '-emulated' : ''}`;
+  const source = sources[dot4];
+  const overrides = { TILE_M: tile, TILE_N: tile, TILE_KW: 16 };
+  const format = PACK_FORMATS['u8k4-r64'];
+  return {
+    id,
+    backend: 'webgpu',
+    packFormat: format.id,
+    uniformsPerDispatch: 2,
+    supports: (caps: AdapterCaps) => dot4 === 'emulated' || caps.dot4,
+    plan: (shape, limits) => planGemm(shape, format, tile, tile, limits),
+    pipeline: (device) => getPipeline(device, { id, source, entryPoint: 'gemm', overrides }),
+    encode: (e) => encodeBanded(e, source),
+  };
+}

@@ -1,0 +1,67 @@
+// What a GEMM kernel is (the "gemm" of pack -> gemm -> output): the interface every kernel implements,
+// GPU and CPU alike, so that one registry (./registry.ts) can choose among them and one test loop can
+// run each of them. A GPU kernel reads operands packed in its `packFormat`, computes raw int32 sums of
+// uint8-domain products, and hands them to the shared epilogue (./epilogue/); a CPU kernel runs the whole
+// problem and resolves with the result (async, so that kernels on worker threads fit the same shape).
+
+import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
+import type { GemmDispatch, GemmShape } from '../gpu/plan.ts';
+import type { UniformSlab } from '../gpu/uniforms.ts';
+import type { PackFormatId } from '../pack/formats.ts';
+import type { NormalizedProblem } from '../spec/problem.ts';
+import type { GemmResult } from '../types.ts';
+import type { EpilogueCall } from './epilogue/epilogue.ts';
+
+/** Packed operands with their sums, on the GPU. */
+export interface PackedPair {
+  lhs: GPUBuffer;
+  rhs: GPUBuffer;
+  rowSums: GPUBuffer;
+  colSums: GPUBuffer;
+}
+
+/** Everything a GPU kernel encodes one GEMM with. */
+export interface GemmEncoding {
+  device: GPUDevice;
+  pass: GPUComputePassEncoder;
+  pipeline: GPUComputePipeline;
+  shape: GemmShape;
+  dispatches: GemmDispatch[];
+  operands: PackedPair;
+  dst: GPUBuffer;
+  epilogue: EpilogueCall;
+  uniforms: UniformSlab;
+}
+
+export interface GpuGemmKernel {
+  readonly id: string;
+  readonly backend: 'webgpu';
+  readonly packFormat: PackFormatId;
+  /** Whether this kernel can run `shape` on an adapter with `caps` (not whether it is the best choice). */
+  supports(caps: AdapterCaps, shape: GemmShape): boolean;
+  /** The uniform slots its encode() allocates per dispatch. */
+  readonly uniformsPerDispatch: number;
+  /** The bands and dispatches of `shape` (pure; see src/gpu/plan.ts). */
+  plan(shape: GemmShape, limits: PlanLimits): GemmDispatch[];
+  /** Its compiled pipeline on this device (cached per device). */
+  pipeline(device: GPUDevice, caps: AdapterCaps): Promise<GPUComputePipeline>;
+  /** Records the dispatches into e.pass. */
+  encode(e: GemmEncoding): void;
+}
+
+/** What the CPU offers the CPU kernels. */
+export interface CpuCaps {
+  wasmSimd: boolean;
+  relaxedSimd: boolean;
+  threads: number;
+  sharedMemory: boolean;
+}
+
+export interface CpuGemmKernel {
+  readonly id: string;
+  readonly backend: 'cpu';
+  supports(caps: CpuCaps, p: NormalizedProblem): boolean;
+  run(p: NormalizedProblem, opts: { threads?: number }): Promise<GemmResult>;
+}
+
+export type GemmKernel = GpuGemmKernel | CpuGemmKernel;

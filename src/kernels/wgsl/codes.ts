@@ -1,0 +1,46 @@
+// The enum codes shared by TypeScript and WGSL, defined once: dst types, output-stage record kinds,
+// requantization roundings and elementwise op kinds. TypeScript reads the tables; the shaders read WGSL
+// `const`s generated from the same tables (wgslCodes), which the kernel sources are composed with
+// (./source.ts). So `case DST_INT16` in a shader and DST_TYPE_CODE.int16 here can never disagree.
+
+import type { ConcreteRounding } from '../../quant/lowbit.ts';
+import type { DstType } from '../../types.ts';
+
+/** EpilogueParams.dstType. */
+export const DST_TYPE_CODE: Record<DstType, number> = { int32: 0, uint8: 1, int8: 2, int16: 3 };
+
+/** The kind (word 0) of a stage record in the `stages` buffer (src/kernels/epilogue/stages.ts). */
+export const STAGE_KIND_CODE = {
+  bias: 0,
+  quantizeDownInt32ToUint8Scale: 1,
+  quantizeDownInt32ByFixedPoint: 2,
+  scaleInt32ByFixedPointAndExponent: 3,
+  clamp: 4, // saturatingCast is a clamp to the type's range
+  tanh: 5,
+  truncatingCast: 6,
+} as const;
+
+/** Words per stage record. */
+export const STAGE_WORDS = 12;
+
+/** PackParams.rounding: how the pack stage requantizes less-than-8-bit operands (src/quant/lowbit.ts). */
+export const ROUNDING_CODE: Record<ConcreteRounding, number> = { nearest: 0, 'probabilistic-addmod': 1, 'probabilistic-xorshift': 2 };
+
+/** ElementwiseParams.kind: the kernel's three paths (add and sub share one, as do the aligned ops). */
+export const ELEMENTWISE_KIND_CODE = { add: 0, mul: 1, aligned: 2 } as const;
+
+const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
+
+function consts(prefix: string, table: Record<string, number>, type: 'u32' | 'i32'): string[] {
+  return Object.entries(table).map(([name, code]) => `const ${prefix}_${snake(name)}: ${type} = ${code}${type === 'u32' ? 'u' : 'i'};`);
+}
+
+/** The WGSL `const` block of every code above. */
+export const wgslCodes: string = [
+  '// Generated from src/kernels/wgsl/codes.ts: the enum codes shared with TypeScript.',
+  ...consts('DST', DST_TYPE_CODE, 'u32'),
+  ...consts('STAGE', STAGE_KIND_CODE, 'i32'),
+  `const STAGE_WORDS: u32 = ${STAGE_WORDS}u;`,
+  ...consts('ROUNDING', ROUNDING_CODE, 'u32'),
+  ...consts('ELEMENTWISE', ELEMENTWISE_KIND_CODE, 'u32'),
+].join('\n');

@@ -1,0 +1,82 @@
+// The host side of the PACK stage (PACK -> gemm -> output): records ./pack.wgsl over one operand into a
+// compute pass, following a plan from src/gpu/plan.ts planPack (source bands, packed-row chunks,
+// flattened grids), with the requantization of less-than-8-bit operands (src/quant/lowbit.ts). The
+// operand's bytes are read where they are (an uploaded array or a caller's GPU buffer), with strides
+// that read it as [outer][depth]: lhs [M,K] has outer = m, rhs [K,N] outer = n.
+
+import { getPipeline } from '../gpu/pipelines.ts';
+import type { PackDispatch, PackSource } from '../gpu/plan.ts';
+import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
+import type { UniformSlab } from '../gpu/uniforms.ts';
+import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
+import type { BitDepth } from '../types.ts';
+import { ROUNDING_CODE, wgslCodes } from '../kernels/wgsl/codes.ts';
+import type { PackFormat } from './formats.ts';
+import pack from './pack.wgsl?raw';
+
+const source = [wgslCodes, pack].join('\n');
+const WORKGROUP_SIZE = 64;
+
+/** How an operand is requantized while packing; bits 8 is the identity. */
+export interface Requantization {
+  bits: number;
+  rounding: ConcreteRounding;
+}
+
+export function requantizationOf(bitDepth: BitDepth | undefined, side: 'lhs' | 'rhs', K: number): Requantization {
+  if (!bitDepth) return { bits: 8, rounding: 'nearest' };
+  return { bits: bitDepth[side], rounding: resolveRounding(bitDepth.rounding, K) };
+}
+
+/** An operand's bytes on the GPU and how to read them as [outer][depth]. */
+export interface OperandSource extends PackSource {
+  buffer: GPUBuffer;
+  signed: boolean;
+}
+
+export function packPipeline(device: GPUDevice): Promise<GPUComputePipeline> {
+  return getPipeline(device, { id: 'pack', source, entryPoint: 'pack', overrides: { WORKGROUP_SIZE } });
+}
+
+export interface PackJob {
+  side: 'lhs' | 'rhs';
+  src: OperandSource;
+  outer: number;
+  depth: number;
+  format: PackFormat;
+  requant: Requantization;
+  plan: PackDispatch[];
+  packed: GPUBuffer;
+  sums: GPUBuffer;
+}
+
+/** Records one pack job into `pass` (one uniform slot per dispatch of job.plan). */
+export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, job: PackJob, xorshift: GPUBuffer, slab: UniformSlab): void {
+  const { side, src, outer, depth, requant } = job;
+  const layout = uniformLayout(source, 'PackParams');
+  const rowBytes = Math.ceil(depth / job.format.depthAlign) * job.format.depthAlign;
+  const paddedOuter = Math.ceil(outer / job.format.rowAlign) * job.format.rowAlign;
+  const bindGroupLayout = pipeline.getBindGroupLayout(0);
+  pass.setPipeline(pipeline);
+  for (const d of job.plan) {
+    const params = slab.alloc(layout, {
+      outerCount: outer, depth, outerStride: src.outerStride, depthStride: src.depthStride,
+      srcBase: d.srcBase, depthBegin: d.depthBegin, depthEnd: d.depthEnd, depthWords: rowBytes / 4,
+      outerBase: d.outerBase, outerRows: d.rows, signFlip: src.signed ? 0x80 : 0, accumulate: d.depthBegin > 0 ? 1 : 0,
+      workgroupBase: d.base, maxval: 2 ** requant.bits - 1, rounding: ROUNDING_CODE[requant.rounding],
+      // Rounding offsets follow the row-major linear index of the logical matrix: lhs m*K + k, rhs k*N + n.
+      linearOuterStride: side === 'lhs' ? depth : 1, linearDepthStride: side === 'lhs' ? 1 : outer,
+    });
+    pass.setBindGroup(0, device.createBindGroup({
+      layout: bindGroupLayout,
+      entries: namedEntries(source, {
+        params,
+        src: { buffer: src.buffer, offset: d.srcBase, size: d.srcSize },
+        packed: { buffer: job.packed, offset: d.outerBase * rowBytes, size: d.rows * rowBytes },
+        sums: { buffer: job.sums, offset: 0, size: paddedOuter * 4 },
+        xorshiftOffsets: { buffer: xorshift },
+      }),
+    }));
+    pass.dispatchWorkgroups(d.x, d.y);
+  }
+}
