@@ -1,0 +1,79 @@
+// Unit tier: the kernel registry (src/kernels/registry.ts) without a GPU: the choice table by adapter
+// capability and shape class, forcing a kernel (option and QGEMM_KERNEL), pack-format matching, and
+// the errors for a kernel that does not exist or cannot run the case.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { InputError } from '../../src/errors.ts';
+import type { AdapterCaps } from '../../src/gpu/caps.ts';
+import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
+import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel } from '../../src/kernels/registry.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
+
+const caps = (over: Partial<AdapterCaps> = {}): AdapterCaps => ({
+  vendor: 'test', architecture: 'test', isSoftware: false, dot4: true, subgroups: false, subgroupMinSize: 0, subgroupMaxSize: 0,
+  subgroupMatrix: [], f16: false, timestamps: false,
+  limits: {
+    maxStorageBufferBindingSize: 2 ** 30, maxComputeWorkgroupsPerDimension: 65535, maxBufferSize: 2 ** 32,
+    maxComputeWorkgroupStorageSize: 16384, maxComputeInvocationsPerWorkgroup: 256, minStorageBufferOffsetAlignment: 256, minUniformBufferOffsetAlignment: 256,
+  },
+  ...over,
+});
+const shape = (M: number, N: number, K: number) => ({ M, N, K, dstType: 'int32' as const, dstOrder: 'row-major' as const });
+
+afterEach(() => {
+  delete process.env.QGEMM_KERNEL;
+});
+
+describe('selectGemmKernel', () => {
+  it('picks a kernel every adapter can run, and one that supports the shape', () => {
+    for (const c of [caps(), caps({ dot4: false }), caps({ subgroups: true, subgroupMinSize: 32, subgroupMaxSize: 32 })]) {
+      for (const [M, N, K] of [[1, 4096, 4096], [4, 7, 9], [5, 100, 64], [64, 64, 64], [4096, 4096, 4096], [3136, 64, 576]]) {
+        const k = selectGemmKernel(c, shape(M, N, K));
+        expect(k.supports(c, shape(M, N, K))).toBe(true);
+        if (!c.dot4) expect(k.id).toMatch(/emulated/);
+      }
+    }
+  });
+  it('every listed kernel has a unique id, and kernelIds lists them all', () => {
+    const ids = [...GPU_KERNELS, ...CPU_KERNELS].map((k) => k.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...kernelIds().webgpu, ...kernelIds().cpu]).toEqual(ids);
+  });
+  it('forces a kernel by option or by QGEMM_KERNEL, the option first', () => {
+    const id = GPU_KERNELS[GPU_KERNELS.length - 1].id;
+    expect(selectGemmKernel(caps(), shape(100, 100, 100), { force: id }).id).toBe(id);
+    process.env.QGEMM_KERNEL = id;
+    expect(selectGemmKernel(caps(), shape(100, 100, 100)).id).toBe(id);
+    const other = GPU_KERNELS[0].id;
+    expect(selectGemmKernel(caps(), shape(100, 100, 100), { force: other }).id).toBe(other);
+  });
+  it('an unknown kernel, or one the adapter cannot run, is an InputError naming `kernel`', () => {
+    expect(() => selectGemmKernel(caps(), shape(8, 8, 8), { force: 'no-such-kernel' })).toThrow(InputError);
+    const native = GPU_KERNELS.find((k) => !k.supports(caps({ dot4: false }), shape(8, 8, 8)));
+    if (native) expect(() => selectGemmKernel(caps({ dot4: false }), shape(8, 8, 8), { force: native.id })).toThrow(/kernel: kernel .* cannot run/);
+  });
+  it('a CPU kernel forced on the GPU path leaves the choice to the table', () => {
+    expect(selectGemmKernel(caps(), shape(8, 8, 8), { force: 'cpu-js' }).backend).toBe('webgpu');
+  });
+  it('only kernels reading the format of a packed operand qualify', () => {
+    const k = selectGemmKernel(caps(), shape(64, 64, 64), { packFormat: 'u8k4-r64' });
+    expect(k.packFormat).toBe('u8k4-r64');
+  });
+});
+
+describe('selectCpuKernel', () => {
+  const p = normalizeProblem({
+    lhs: { data: new Uint8Array(6), rows: 2, cols: 3, order: 'row-major' },
+    rhs: { data: new Uint8Array(12), rows: 3, cols: 4, order: 'row-major' },
+  });
+  it('picks a CPU kernel that supports the problem', () => {
+    const k = selectCpuKernel(cpuCaps(), p);
+    expect(k.backend).toBe('cpu');
+    expect(k.supports(cpuCaps(), p)).toBe(true);
+  });
+  it('forces one by id; a GPU id leaves the choice to the table', () => {
+    expect(selectCpuKernel(cpuCaps(), p, { force: 'cpu-js' }).id).toBe('cpu-js');
+    expect(selectCpuKernel(cpuCaps(), p, { force: GPU_KERNELS[0].id }).backend).toBe('cpu');
+    expect(() => selectCpuKernel(cpuCaps(), p, { force: 'nope' })).toThrow(InputError);
+  });
+});
