@@ -96,6 +96,9 @@ export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string }
   return [
     '--no-sandbox', // needed when running as root
     '--enable-unsafe-webgpu',
+    // As in Node (src/gpu/dawn.ts): subgroup matrices where the GPU has them, unquantized timestamps.
+    '--enable-dawn-features=allow_unsafe_apis',
+    '--disable-dawn-features=timestamp_quantization',
     ...(opts.swiftshader ? ['--use-webgpu-adapter=swiftshader'] : []),
     '--disable-background-networking',
     '--disable-component-update',

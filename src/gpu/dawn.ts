@@ -3,7 +3,8 @@
 // Linux machine without a GPU falls back to SwiftShader, the software Vulkan driver of Debian's
 // `chromium` package, by pointing the Vulkan loader at it (VK_ICD_FILENAMES) and asking a second Dawn
 // instance. Dawn instances are created with the `allow_unsafe_apis` toggle, which is what exposes
-// `chromium-experimental-subgroup-matrix` (the int8 tensor cores); nothing else changes with it.
+// `chromium-experimental-subgroup-matrix` (the int8 tensor cores), and without timestamp quantization
+// (see DAWN_TOGGLES).
 // How the Vulkan loader and Dawn instances interact was measured; see docs/gpu.md, "Finding an adapter
 // in Node".
 
@@ -13,8 +14,14 @@ import { requestFrom, type Found, type RequestOptions, type Tried } from './adap
 export const INSTALL_HINT = 'apt-get install -y chromium libvulkan1';
 /** Debian chromium's SwiftShader Vulkan ICD manifest. */
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
-/** The Dawn instance toggles: allow_unsafe_apis exposes the experimental subgroup-matrix feature. */
-const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis'];
+/**
+ * The Dawn instance toggles. allow_unsafe_apis exposes the experimental subgroup-matrix feature.
+ * timestamp_quantization (on by default, a browser's defence against timing attacks) rounds timestamps
+ * to multiples of 65536 ns on SwiftShader and about 100 us elsewhere: a GEMV of a few microseconds then
+ * reads 0.000 ms of GPU time. Measured here: without the toggle, pass durations of 65536, 1441792, ...
+ * ns; with it, 29174, 70171, ... ns.
+ */
+const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis', 'disable-dawn-features=timestamp_quantization'];
 
 interface DawnModule {
   create(options: string[]): GPU;
