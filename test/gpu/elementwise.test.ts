@@ -125,12 +125,16 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
     expect(r.data.length).toBe(0);
   });
 
-  it('typed errors: a binding too small, too many workgroups, a lost device', async () => {
+  it('splits outputs larger than a binding and grids larger than the workgroup limit; typed errors otherwise', async () => {
     const plan = prepareElementwise({ op: 'add', a: { data: new Uint8Array(5000), shape: [5000], scale: 1, zeroPoint: 0 }, b: { data: new Uint8Array(1), shape: [], scale: 1, zeroPoint: 0 }, output: { scale: 1, zeroPoint: 0 } });
+    // An input larger than a binding cannot be split (broadcasting reads it anywhere).
     const small: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxStorageBufferBindingSize: 4096 } };
     await expect(elementwiseOnGpu(small, plan)).rejects.toThrow(LimitExceededError);
+    // 20 workgroups > 4^2: several dispatches.
     const few: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 4 } };
-    await expect(elementwiseOnGpu(few, plan)).rejects.toThrow(LimitExceededError); // 20 workgroups > 4^2
+    await expectGpuMatches(few, { op: 'add', a: { data: Uint8Array.from({ length: 5000 }, (_, i) => (i * 7) & 255), shape: [5000], scale: 0.1, zeroPoint: 3 }, b: { data: Uint8Array.of(9), shape: [], scale: 0.2, zeroPoint: 1 }, output: { scale: 0.25, zeroPoint: 100 } }, 'split grid');
+    // A 100 x 60 output (6000 bytes) from small broadcast inputs: output bands of one binding each.
+    await expectGpuMatches(small, { op: 'mul', a: { data: Uint8Array.from({ length: 100 }, (_, i) => i), shape: [100, 1], scale: 0.1, zeroPoint: 50 }, b: { data: Uint8Array.from({ length: 60 }, (_, i) => 200 - i), shape: [1, 60], scale: 0.2, zeroPoint: 128 }, output: { scale: 0.5, zeroPoint: 10 } }, 'output bands');
     const lost: ElementwiseGpuTarget = { device: ctx.device, lost: true, limits: ctx.limits };
     await expect(elementwiseOnGpu(lost, plan)).rejects.toThrow(DeviceLostError);
   });

@@ -1,14 +1,17 @@
-// GPU tier: shaders/fixedpoint.wgsl, the exact int32 fixed-point arithmetic of the output stage
+// GPU tier: src/kernels/wgsl/{fixedpoint,tanh,lowbit}.wgsl, the exact int32 fixed-point arithmetic of the output stage
 // (pack -> gemm -> OUTPUT), run on a real WebGPU device (SwiftShader on machines without a GPU) and
-// compared bit for bit with the CPU reference of the same names in src/quant/fixedpoint.ts and
-// src/quant/tanh.ts. Inputs: every edge value (0, +-1, +-2^k, +-(2^k +- 1), INT32_MIN/MAX and their
+// compared bit for bit with the CPU reference of the same names in src/quant/fixedpoint.ts,
+// src/quant/tanh.ts and src/quant/lowbit.ts. Inputs: every edge value (0, +-1, +-2^k, +-(2^k +- 1), INT32_MIN/MAX and their
 // neighbours) crossed with every other, every shift/exponent in range, and tens of thousands of seeded
 // random values. The tanh functions are also checked against values computed by gemmlowp's own C++
 // (scalar path), embedded at the bottom. Each dispatch runs inside validation and out-of-memory error
 // scopes (test/gpu/gpu-env.ts); a mismatch reports how many elements differ and a few examples.
 
 import { afterAll, describe, expect, test } from 'vitest';
+import { Rng } from '../../tools/random.ts';
 import fixedpointWgsl from '../../src/kernels/wgsl/fixedpoint.wgsl?raw';
+import lowbitWgsl from '../../src/kernels/wgsl/lowbit.wgsl?raw';
+import tanhWgsl from '../../src/kernels/wgsl/tanh.wgsl?raw';
 import harnessWgsl from './fixedpoint-harness.wgsl?raw';
 import {
   mulWide,
@@ -26,7 +29,7 @@ import { getGpu, grid1D, releaseGpu, runCompute, runInErrorScope } from './gpu-e
 const gpu = await getGpu();
 afterAll(releaseGpu);
 
-const CODE = `${fixedpointWgsl}\n${harnessWgsl}`;
+const CODE = [fixedpointWgsl, tanhWgsl, lowbitWgsl, harnessWgsl].join('\n');
 
 /** 0, +-1..3, INT32_MIN/MAX and neighbours, 2^30 and, for k = 1..31, +-2^k and +-(2^k +- 1) within int32. */
 const EDGES: number[] = (() => {
@@ -37,15 +40,10 @@ const EDGES: number[] = (() => {
   return [...s];
 })();
 
-/** Seeded xorshift32: reproducible inputs. */
+/** Seeded draws (tools/random.ts): reproducible inputs. */
 function rng(seed: number): () => number {
-  let s = seed | 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return s >>> 0;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 /** Random int32 values: half uniform over int32, the rest small, near powers of two, or edges. */
@@ -121,15 +119,18 @@ const tanhParamsFlat = (p: TanhParams): number[] => [
   p.amplitudeExponent,
 ];
 
-describe.skipIf(!gpu)('shaders/fixedpoint.wgsl on the GPU, bit for bit with src/quant', () => {
-  test('the library is plain WGSL that compiles on its own (no entry point, no templating)', async () => {
-    expect(fixedpointWgsl).not.toContain('${');
+describe.skipIf(!gpu)('fixedpoint.wgsl, tanh.wgsl and lowbit.wgsl on the GPU, bit for bit with src/quant', () => {
+  test('the libraries are plain WGSL that compile on their own, in order (no entry point, no templating)', async () => {
     const device = gpu!.device;
-    await runInErrorScope(device, async () => {
-      const info = await device.createShaderModule({ code: fixedpointWgsl, label: 'fixedpoint.wgsl' }).getCompilationInfo();
-      const bad = info.messages.filter((m) => m.type !== 'info').map((m) => `${m.type} line ${m.lineNum}: ${m.message}`);
-      expect(bad).toEqual([]);
-    });
+    const libraries = [fixedpointWgsl, tanhWgsl, lowbitWgsl];
+    for (let i = 1; i <= libraries.length; i++) {
+      expect(libraries[i - 1]).not.toContain('${');
+      await runInErrorScope(device, async () => {
+        const info = await device.createShaderModule({ code: libraries.slice(0, i).join('\n'), label: 'fixedpoint libraries' }).getCompilationInfo();
+        const bad = info.messages.filter((m) => m.type !== 'info').map((m) => `${m.type} line ${m.lineNum}: ${m.message}`);
+        expect(bad).toEqual([]);
+      });
+    }
   });
 
   test('GPU errors are never silent: a validation error fails the run with GpuValidationError', async () => {
