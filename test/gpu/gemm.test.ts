@@ -213,6 +213,32 @@ describe.skipIf(!gpu)('device loss', () => {
     await own.device.lost;
     await expect(own.gemm(sample(arbProblemOfShape(4, 4, 4), 1))).rejects.toThrow(DeviceLostError);
   });
+  it('destroy() during calls rejects them with DeviceLostError, never with another error', async () => {
+    const own = await GpuContext.create({ device: gpu!.device });
+    const p = sample(arbProblemOfShape(40, 50, 60), 5);
+    const calls = [own.gemm(p), own.gemm(p), own.gemmOnGpu(p)];
+    await new Promise((r) => setTimeout(r, 0));
+    own.destroy();
+    for (const c of calls) {
+      const outcome = await c.then(() => 'resolved', (e) => e);
+      // A call that finished before destroy() may resolve; one that did not must be a DeviceLostError.
+      if (outcome !== 'resolved') expect(outcome).toBeInstanceOf(DeviceLostError);
+    }
+    await expect(own.gemm(p)).rejects.toThrow(DeviceLostError);
+  });
+  it('a released matrix or a destroyed prepacked operand is refused, never read', async () => {
+    const own = await GpuContext.create({ device: gpu!.device });
+    const p = sample(arbProblemOfShape(8, 9, 10), 6);
+    const m = await own.gemmOnGpu({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] });
+    own.releaseMatrix(m);
+    await expect(own.read(m)).rejects.toThrow(/released/);
+    await expect(own.gemm({ lhs: m, rhs: sample(arbOperand(9, 3), 7) })).rejects.toThrow(InputError);
+    const packed = await own.prepack('rhs', p.rhs);
+    expect(packed.bytes).toBeGreaterThan(0);
+    packed.destroy();
+    await expect(own.gemm({ ...p, rhs: packed })).rejects.toThrow(/destroyed/);
+    own.destroy();
+  });
   it('the next runOp call re-acquires a device and is still exact', async () => {
     const first = await sharedContext(true);
     first.device.destroy();
