@@ -3,11 +3,13 @@
 // bindings, beside the epilogue's resources, then the dispatch. The bands and dispatches themselves
 // come from src/gpu/plan.ts planGemm; a kernel only says its source and its tile.
 
+import type { AdapterCaps } from '../gpu/caps.ts';
+import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
+import { planGemm, roundUp } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
-import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { epilogueEntries } from './epilogue/epilogue.ts';
-import type { GemmEncoding } from './types.ts';
+import type { GemmEncoding, GpuGemmKernel } from './types.ts';
 
 /** Records e.dispatches of a kernel whose WGSL (`source`) declares `tile: TileParams`, `lhsPacked`, `rhsPacked`. */
 export function encodeBanded(e: GemmEncoding, source: string): void {
@@ -29,4 +31,31 @@ export function encodeBanded(e: GemmEncoding, source: string): void {
     e.pass.setBindGroup(0, e.device.createBindGroup({ layout: bindGroupLayout, entries }));
     e.pass.dispatchWorkgroups(d.x, d.y);
   }
+}
+
+/** What a banded kernel is made of. */
+export interface BandedKernelSpec {
+  id: string;
+  source: string;
+  entryPoint: string;
+  overrides: Overrides;
+  /** The dst block one workgroup (or tile index) computes. */
+  tileM: number;
+  tileN: number;
+  supports: GpuGemmKernel['supports'];
+}
+
+/** A GEMM kernel of the registry that reads 'u8k4-r64' operands band by band (see encodeBanded). */
+export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
+  const format = PACK_FORMATS['u8k4-r64'];
+  return {
+    id: spec.id,
+    backend: 'webgpu',
+    packFormat: format.id,
+    uniformsPerDispatch: 2,
+    supports: spec.supports,
+    plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
+    pipeline: (device: GPUDevice, _caps: AdapterCaps) => getPipeline(device, { id: spec.id, source: spec.source, entryPoint: spec.entryPoint, overrides: spec.overrides }),
+    encode: (e) => encodeBanded(e, spec.source),
+  };
 }

@@ -3,11 +3,7 @@
 // on the manual unpack elsewhere. Each (tile, dot4 variant) pair is one kernel of the registry; which
 // one runs for which shape is decided there (src/kernels/registry.ts), not here.
 
-import type { AdapterCaps } from '../../gpu/caps.ts';
-import { getPipeline } from '../../gpu/pipelines.ts';
-import { planGemm } from '../../gpu/plan.ts';
-import { PACK_FORMATS } from '../../pack/formats.ts';
-import { encodeBanded } from '../banded.ts';
+import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../wgsl/source.ts';
 import gemm from './gemm.wgsl?raw';
@@ -16,18 +12,13 @@ const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSour
 
 /** A dot4-tiled kernel with square tiles of `tile` (a multiple of 4 dividing 64) and a dot4 variant. */
 export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated'): GpuGemmKernel {
-  const id = `dot4-${tile}x${tile}${dot4 === 'emulated' ? '-emulated' : ''}`;
-  const source = sources[dot4];
-  const overrides = { TILE_M: tile, TILE_N: tile, TILE_KW: 16 };
-  const format = PACK_FORMATS['u8k4-r64'];
-  return {
-    id,
-    backend: 'webgpu',
-    packFormat: format.id,
-    uniformsPerDispatch: 2,
-    supports: (caps: AdapterCaps) => dot4 === 'emulated' || caps.dot4,
-    plan: (shape, limits) => planGemm(shape, format, tile, tile, limits),
-    pipeline: (device) => getPipeline(device, { id, source, entryPoint: 'gemm', overrides }),
-    encode: (e) => encodeBanded(e, source),
-  };
+  return bandedKernel({
+    id: `dot4-${tile}x${tile}${dot4 === 'emulated' ? '-emulated' : ''}`,
+    source: sources[dot4],
+    entryPoint: 'gemm',
+    overrides: { TILE_M: tile, TILE_N: tile, TILE_KW: 16 },
+    tileM: tile,
+    tileN: tile,
+    supports: (caps) => dot4 === 'emulated' || caps.dot4,
+  });
 }

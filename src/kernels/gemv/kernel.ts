@@ -2,11 +2,7 @@
 // 4 dst rows x COLUMNS columns per workgroup with K split over SLICES invocations per column, on
 // dot4U8Packed where the adapter has it and on the manual unpack elsewhere (two kernels of the registry).
 
-import type { AdapterCaps } from '../../gpu/caps.ts';
-import { getPipeline } from '../../gpu/pipelines.ts';
-import { planGemm } from '../../gpu/plan.ts';
-import { PACK_FORMATS } from '../../pack/formats.ts';
-import { encodeBanded } from '../banded.ts';
+import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
@@ -15,17 +11,13 @@ const sources = { native: gemmKernelSource(gemv, true), emulated: gemmKernelSour
 const COLUMNS = 16;
 
 export function gemvKernel(dot4: 'native' | 'emulated'): GpuGemmKernel {
-  const id = `gemv${dot4 === 'emulated' ? '-emulated' : ''}`;
-  const source = sources[dot4];
-  const format = PACK_FORMATS['u8k4-r64'];
-  return {
-    id,
-    backend: 'webgpu',
-    packFormat: format.id,
-    uniformsPerDispatch: 2,
-    supports: (caps: AdapterCaps) => dot4 === 'emulated' || caps.dot4,
-    plan: (shape, limits) => planGemm(shape, format, 4, COLUMNS, limits),
-    pipeline: (device) => getPipeline(device, { id, source, entryPoint: 'gemv', overrides: { COLUMNS, SLICES: 16 } }),
-    encode: (e) => encodeBanded(e, source),
-  };
+  return bandedKernel({
+    id: `gemv${dot4 === 'emulated' ? '-emulated' : ''}`,
+    source: sources[dot4],
+    entryPoint: 'gemv',
+    overrides: { COLUMNS, SLICES: 16 },
+    tileM: 4,
+    tileN: COLUMNS,
+    supports: (caps) => dot4 === 'emulated' || caps.dot4,
+  });
 }
