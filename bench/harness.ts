@@ -196,7 +196,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     if (hasGpu) await start(id, () => tfjsWebgpuNode({ allowSoftware: choice.kind === 'swiftshader', dawnPath: opts.dawnPath, adapter: slug }));
     else unavailable(id, 'no WebGPU adapter');
   }
-  if (wants('qgemm', 'cpu', 'node')) await start({ impl: 'qgemm', backend: 'cpu', runtime: 'node' }, () => qgemmCpuNode(computes));
+  if (wants('qgemm', 'cpu', 'node')) await start({ impl: 'qgemm', backend: 'cpu', runtime: 'node' }, async () => qgemmCpuNode(computes));
   if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node')) {
     await start({ impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' }, () => onnxruntimeNode());
   }

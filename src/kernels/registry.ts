@@ -10,6 +10,7 @@ import type { GemmShape } from '../gpu/plan.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { cpuJsKernel } from './cpu-js/kernel.ts';
+import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { gemvKernel } from './gemv/kernel.ts';
 import type { CpuCaps, CpuGemmKernel, GpuGemmKernel } from './types.ts';
@@ -23,7 +24,12 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   gemvKernel('emulated'),
 ];
 
-export const CPU_KERNELS: readonly CpuGemmKernel[] = [cpuJsKernel];
+/**
+ * Fastest first: relaxed-SIMD WebAssembly where it is proven exact, the exact 16-bit WebAssembly SIMD
+ * kernel, then JavaScript (everywhere). The WebAssembly kernels run on worker threads where there is
+ * a shared memory (src/kernels/cpu-wasm/).
+ */
+export const CPU_KERNELS: readonly CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIMD, cpuJsKernel];
 
 export interface SelectOptions {
   /** Run this kernel (an id from GPU_KERNELS or CPU_KERNELS). Default: env QGEMM_KERNEL, else the table's choice. */
