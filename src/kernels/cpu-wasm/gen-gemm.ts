@@ -11,53 +11,13 @@
 // accumulators in 2*mr registers over the whole depth and stores them to C (Mp x Np int32); the driver
 // walks C in cache blocks of rhs panels and runs the output stage on each block while it is hot.
 
+import { packFunctions } from './gen-pack.ts';
 import { CTX, KERNELS, NR, type WasmKernelKind } from './layout.ts';
 
 export const ctx = (f: keyof typeof CTX) => `(i32.load offset=${4 * CTX[f]} (i32.const 0))`;
-const get = (n: string) => `(local.get $${n})`;
-const set = (n: string, v: string) => `(local.set $${n} ${v})`;
-const locals = (names: string[], type = 'i32') => names.map((n) => `(local $${n} ${type})`).join(' ');
-
-/** Packs tiles [t0, t1) of one operand (lhs: tiles of mr rows; rhs: panels of 8 columns) with their sums. */
-function packFunction(kind: WasmKernelKind, operand: 'lhs' | 'rhs'): string {
-  const { mr, kstep, elem } = KERNELS[kind];
-  const R = operand === 'lhs' ? mr : NR;
-  const f = (name: string) => ctx(`${operand}${name}` as keyof typeof CTX);
-  const store = elem === 2 ? 'i32.store16' : 'i32.store8';
-  const oneValue = (j: number) => `
-        ${set('v', `(i32.load8_u (select ${get('in')} ${get('src')} (i32.lt_u ${get('k')} ${get('lim')})))`)}
-        ${set('v', `(i32.shr_s (i32.shl (i32.xor ${get('v')} ${get('xor')}) ${get('sh')}) ${get('sh')})`)}
-        ${set('v', `(select ${get('v')} (i32.const 0) (i32.lt_u ${get('k')} ${get('lim')}))`)}
-        ${set('sum', `(i32.add ${get('sum')} ${get('v')})`)}
-        (${store} offset=${j * elem} ${get('out')} ${get('v')})
-        ${set('in', `(i32.add ${get('in')} ${get('sk')})`)}
-        ${set('k', `(i32.add ${get('k')} (i32.const 1))`)}`;
-  return `
-  (func $pack_${operand}_${kind} (export "pack_${operand}_${kind}") (param $t0 i32) (param $t1 i32)
-    ${locals(['src', 'so', 'sk', 'xor', 'sh', 'outer', 'K', 'Kp', 'dst', 'sums', 't', 'r', 'o', 'k', 'v', 'sum', 'out', 'in', 'lim'])}
-    ${set('src', f('Src'))} ${set('so', f('So'))} ${set('sk', f('Sk'))} ${set('xor', f('Xor'))} ${set('sh', f('Sh'))}
-    ${set('outer', ctx(operand === 'lhs' ? 'M' : 'N'))} ${set('K', ctx('K'))} ${set('Kp', ctx('Kp'))}
-    ${set('dst', ctx(operand === 'lhs' ? 'lhsPacked' : 'rhsPacked'))} ${set('sums', ctx(operand === 'lhs' ? 'rowSums' : 'colSums'))}
-    (if (i32.ge_u ${get('t0')} ${get('t1')}) (then (return)))
-    ${set('t', get('t0'))}
-    (loop $T
-      ${set('r', '(i32.const 0)')}
-      (loop $R
-        ${set('o', `(i32.add (i32.mul ${get('t')} (i32.const ${R})) ${get('r')})`)}
-        ${set('lim', `(select ${get('K')} (i32.const 0) (i32.lt_u ${get('o')} ${get('outer')}))`)}
-        ${set('in', `(i32.add ${get('src')} (i32.mul ${get('o')} ${get('so')}))`)}
-        ${set('out', `(i32.add ${get('dst')} (i32.mul (i32.add (i32.mul ${get('t')} (i32.mul ${get('Kp')} (i32.const ${R}))) (i32.mul ${get('r')} (i32.const ${kstep}))) (i32.const ${elem})))`)}
-        ${set('sum', '(i32.const 0)')} ${set('k', '(i32.const 0)')}
-        (loop $G
-          ${Array.from({ length: kstep }, (_, j) => oneValue(j)).join('')}
-          ${set('out', `(i32.add ${get('out')} (i32.const ${R * kstep * elem}))`)}
-          (br_if $G (i32.lt_u ${get('k')} ${get('Kp')})))
-        (i32.store (i32.add ${get('sums')} (i32.shl ${get('o')} (i32.const 2))) ${get('sum')})
-        ${set('r', `(i32.add ${get('r')} (i32.const 1))`)}
-        (br_if $R (i32.lt_u ${get('r')} (i32.const ${R}))))
-      ${set('t', `(i32.add ${get('t')} (i32.const 1))`)}
-      (br_if $T (i32.lt_u ${get('t')} ${get('t1')}))))`;
-}
+export const get = (n: string) => `(local.get $${n})`;
+export const set = (n: string, v: string) => `(local.set $${n} ${v})`;
+export const locals = (names: string[], type = 'i32') => names.map((n) => `(local $${n} ${type})`).join(' ');
 
 /** The mr x 8 micro-kernel over `steps` k-groups: a = lhs tile, b = rhs panel, c = C at (m0, n0), ldc in bytes. */
 function microKernel(kind: WasmKernelKind): string {
@@ -140,5 +100,5 @@ export const PROBE = `
 
 /** Pack, micro-kernel and driver of one kernel kind. */
 export function gemmFunctions(kind: WasmKernelKind): string {
-  return [packFunction(kind, 'lhs'), packFunction(kind, 'rhs'), microKernel(kind), driver(kind)].join('\n');
+  return [packFunctions(kind), microKernel(kind), driver(kind)].join('\n');
 }

@@ -4,7 +4,7 @@
 // the output program (the stages of src/types.ts encoded by stages.ts: bias, both quantize-down stages,
 // scaleInt32ByFixedPointAndExponent with double or single rounding, clamp, the casts), and the store to
 // dst in its order and dtype. The fixed-point functions are src/quant/fixedpoint.ts with native 64-bit
-// products; tanh is not here (the runtime finishes a pipeline from its first tanh in JavaScript).
+// products, inlined; tanh is not here (the runtime finishes a pipeline from its first tanh in JavaScript).
 
 import { ctx } from './gen-gemm.ts';
 import { OP, STAGE_WORDS } from './layout.ts';
@@ -16,34 +16,41 @@ const add = (a: string, b: string) => `(i32.add ${a} ${b})`;
 const mul = (a: string, b: string) => `(i32.mul ${a} ${b})`;
 const word = (i: number) => `(i32.load offset=${4 * i} ${g('pp')})`;
 
+// The fixed-point functions of src/quant/fixedpoint.ts as inline WAT expressions (V8 does not inline
+// small WebAssembly calls everywhere, and a call per function per element cost more than the GEMM).
+// Each reads and writes the locals it names; `x`, `m`, `e`, `t`, `u` are i32 scratch, `p` is i64.
+const MIN = i32(-2147483648);
+const MAX = i32(2147483647);
+/** SaturatingRoundingDoublingHighMul(x, m) of locals x, m. */
+const srdhm = (x: string, m: string) => `(block (result i32)
+      ${s('p', `(i64.mul (i64.extend_i32_s ${g(x)}) (i64.extend_i32_s ${g(m)}))`)}
+      ${s('p', `(i64.add ${g('p')} (select (i64.const 1073741824) (i64.const -1073741823) (i64.ge_s ${g('p')} (i64.const 0))))`)}
+      ${s('p', `(select (i64.add ${g('p')} (i64.const 2147483647)) ${g('p')} (i64.lt_s ${g('p')} (i64.const 0)))`)}
+      (select ${MAX} (i32.wrap_i64 (i64.shr_s ${g('p')} (i64.const 31))) (i32.and (i32.eq ${g(x)} ${MIN}) (i32.eq ${g(m)} ${MIN}))))`;
+/** RoundingDivideByPOT(v, e) of locals v, e (e in 0..31); uses t. */
+const rdbp = (v: string, e: string) => `(block (result i32)
+      ${s('t', `(i32.sub (i32.shl ${i32(1)} ${g(e)}) ${i32(1)})`)}
+      (i32.add (i32.shr_s ${g(v)} ${g(e)})
+        (i32.gt_s (i32.and ${g(v)} ${g('t')}) (i32.add (i32.shr_s ${g('t')} ${i32(1)}) (i32.lt_s ${g(v)} ${i32(0)})))))`;
+/** x * 2^e saturated (e in 0..31; e = 0 needs no case: the threshold is then INT32_MAX); uses t. */
+const sls = (x: string, e: string) => `(block (result i32)
+      ${s('t', `(i32.sub (i32.shl ${i32(1)} (i32.sub ${i32(31)} ${g(e)})) ${i32(1)})`)}
+      (select ${MAX} (select ${MIN} (i32.shl ${g(x)} ${g(e)}) (i32.lt_s ${g(x)} (i32.sub ${i32(0)} ${g('t')}))) (i32.gt_s ${g(x)} ${g('t')})))`;
+/** MultiplyByQuantizedMultiplier, double rounding, of locals x, mm and exponent e; leaves the result in x. */
+const mbqmDouble = (e: string) => `
+      ${s('u', `(select ${g(e)} ${i32(0)} (i32.gt_s ${g(e)} ${i32(0)}))`)}
+      ${s('x', sls('x', 'u'))}
+      ${s('x', srdhm('x', 'mm'))}
+      ${s('u', `(select ${i32(0)} (i32.sub ${i32(0)} ${g(e)}) (i32.gt_s ${g(e)} ${i32(0)}))`)}
+      ${s('x', rdbp('x', 'u'))}`;
+/** MultiplyByQuantizedMultiplier, single rounding (e in -31..30), of locals x, mm and exponent e; result in x. */
+const mbqmSingle = (e: string) => `
+      ${s('u', `(i32.sub ${i32(31)} ${g(e)})`)}
+      ${s('p', `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s ${g('x')}) (i64.extend_i32_s ${g('mm')}))
+        (i64.shl (i64.const 1) (i64.extend_i32_u (i32.sub ${g('u')} ${i32(1)})))) (i64.extend_i32_u ${g('u')}))`)}
+      ${s('x', `(select ${MAX} (select ${MIN} (i32.wrap_i64 ${g('p')}) (i64.lt_s ${g('p')} (i64.const -2147483648))) (i64.gt_s ${g('p')} (i64.const 2147483647)))`)}`;
+
 const FIXED_POINT = `
-  (func $srdhm (param $a i32) (param $b i32) (result i32) (local $p i64)
-    (if (i32.and (i32.eq ${g('a')} ${i32(-2147483648)}) (i32.eq ${g('b')} ${i32(-2147483648)})) (then (return ${i32(2147483647)})))
-    ${s('p', `(i64.mul (i64.extend_i32_s ${g('a')}) (i64.extend_i32_s ${g('b')}))`)}
-    ${s('p', `(i64.add ${g('p')} (select (i64.const 1073741824) (i64.const -1073741823) (i64.ge_s ${g('p')} (i64.const 0))))`)}
-    ${s('p', `(select (i64.add ${g('p')} (i64.const 2147483647)) ${g('p')} (i64.lt_s ${g('p')} (i64.const 0)))`)}
-    (i32.wrap_i64 (i64.shr_s ${g('p')} (i64.const 31))))
-  (func $rdbp (param $x i32) (param $e i32) (result i32) (local $mask i32)
-    ${s('mask', `(i32.sub (i32.shl ${i32(1)} ${g('e')}) ${i32(1)})`)}
-    (i32.add (i32.shr_s ${g('x')} ${g('e')})
-      (i32.gt_s (i32.and ${g('x')} ${g('mask')}) (i32.add (i32.shr_s ${g('mask')} ${i32(1)}) (i32.lt_s ${g('x')} ${i32(0)})))))
-  (func $sls (param $x i32) (param $e i32) (result i32) (local $t i32)
-    (if (i32.eqz ${g('e')}) (then (return ${g('x')})))
-    ${s('t', `(i32.sub (i32.shl ${i32(1)} (i32.sub ${i32(31)} ${g('e')})) ${i32(1)})`)}
-    (if (i32.gt_s ${g('x')} ${g('t')}) (then (return ${i32(2147483647)})))
-    (if (i32.lt_s ${g('x')} (i32.sub ${i32(0)} ${g('t')})) (then (return ${i32(-2147483648)})))
-    (i32.shl ${g('x')} ${g('e')}))
-  (func $mbqmDouble (param $x i32) (param $m i32) (param $e i32) (result i32)
-    (call $rdbp
-      (call $srdhm (call $sls ${g('x')} (select ${g('e')} ${i32(0)} (i32.gt_s ${g('e')} ${i32(0)}))) ${g('m')})
-      (select ${i32(0)} (i32.sub ${i32(0)} ${g('e')}) (i32.gt_s ${g('e')} ${i32(0)}))))
-  (func $mbqmSingle (param $x i32) (param $m i32) (param $e i32) (result i32) (local $t i64) (local $p i64)
-    ${s('t', `(i64.extend_i32_s (i32.sub ${i32(31)} ${g('e')}))`)}
-    ${s('p', `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s ${g('x')}) (i64.extend_i32_s ${g('m')}))
-      (i64.shl (i64.const 1) (i64.sub ${g('t')} (i64.const 1)))) ${g('t')})`)}
-    (if (i64.gt_s ${g('p')} (i64.const 2147483647)) (then (return ${i32(2147483647)})))
-    (if (i64.lt_s ${g('p')} (i64.const -2147483648)) (then (return ${i32(-2147483648)})))
-    (i32.wrap_i64 ${g('p')}))
   (func $rmbcf (param $x i32) (param $q i32) (param $r i32) (result i32) (local $p i64)
     ${s('p', `(i64.mul (i64.extend_i32_s ${g('x')}) (i64.extend_i32_s ${g('r')}))`)}
     ${s('p', `(i64.add ${g('p')} (select (i64.const 1073741824) (i64.const -1073741824) (i64.gt_s ${g('p')} (i64.const 0))))`)}
@@ -106,7 +113,8 @@ const channel = (p: string, inc: string, w: number) => `
 const STAGES = `
   (func $stages (param $m i32) (param $row i32) (param $n0 i32) (param $n1 i32)
     (local $i i32) (local $pp i32) (local $op i32) (local $col i32) (local $q i32) (local $end i32) (local $x i32)
-    (local $pa i32) (local $ia i32) (local $pc i32) (local $ic i32) (local $e i32)
+    (local $pa i32) (local $ia i32) (local $pc i32) (local $ic i32) (local $e i32) (local $m2 i32) (local $e2 i32)
+    (local $t i32) (local $u i32) (local $k i32) (local $p i64) (local $mm i32)
     ${s('end', add(g('row'), `(i32.shl ${g('n1')} ${i32(2)})`))}
     (block $done (loop $S
       (br_if $done (i32.ge_u ${g('i')} ${ctx('stages')}))
@@ -117,13 +125,13 @@ const STAGES = `
       (if (i32.eq ${g('op')} ${i32(OP.bias)}) (then ${channel('pa', 'ia', 2)}
         ${stageLoop(s('x', add(g('x'), `(i32.load ${g('pa')})`)))}))
       (if (i32.eq ${g('op')} ${i32(OP.scaleToUint8)}) (then ${channel('pa', 'ia', 2)} ${channel('pc', 'ic', 4)} ${s('e', word(6))}
-        ${stageLoop(s('x', `(call $rdbp (i32.mul (i32.add ${g('x')} (i32.load ${g('pa')})) (i32.load ${g('pc')})) ${g('e')})`))}))
-      (if (i32.eq ${g('op')} ${i32(OP.fixedPoint)}) (then
-        ${stageLoop(s('x', add(`(call $rdbp (call $srdhm ${g('x')} ${word(2)}) ${word(3)})`, word(4))))}))
+        ${stageLoop(`${s('x', `(i32.mul (i32.add ${g('x')} (i32.load ${g('pa')})) (i32.load ${g('pc')}))`)} ${s('x', rdbp('x', 'e'))}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.fixedPoint)}) (then ${s('m2', word(2))} ${s('e2', word(3))} ${s('k', word(4))}
+        ${stageLoop(`${s('x', srdhm('x', 'm2'))} ${s('x', rdbp('x', 'e2'))} ${s('x', add(g('x'), g('k')))}`)}))
       (if (i32.eq ${g('op')} ${i32(OP.exponentDouble)}) (then ${channel('pa', 'ia', 2)} ${channel('pc', 'ic', 4)} ${s('e', word(6))}
-        ${stageLoop(s('x', add(`(call $mbqmDouble ${g('x')} (i32.load ${g('pa')}) (i32.load ${g('pc')}))`, g('e'))))}))
+        ${stageLoop(`${s('mm', `(i32.load ${g('pa')})`)} ${s('e2', `(i32.load ${g('pc')})`)} ${mbqmDouble('e2')} ${s('x', add(g('x'), g('e')))}`)}))
       (if (i32.eq ${g('op')} ${i32(OP.exponentSingle)}) (then ${channel('pa', 'ia', 2)} ${channel('pc', 'ic', 4)} ${s('e', word(6))}
-        ${stageLoop(s('x', add(`(call $mbqmSingle ${g('x')} (i32.load ${g('pa')}) (i32.load ${g('pc')}))`, g('e'))))}))
+        ${stageLoop(`${s('mm', `(i32.load ${g('pa')})`)} ${s('e2', `(i32.load ${g('pc')})`)} ${mbqmSingle('e2')} ${s('x', add(g('x'), g('e')))}`)}))
       (if (i32.eq ${g('op')} ${i32(OP.clamp)}) (then ${s('e', word(3))}
         ${stageLoop(`${s('x', `(select ${g('x')} ${word(2)} (i32.gt_s ${g('x')} ${word(2)}))`)} ${s('x', `(select ${g('x')} ${g('e')} (i32.lt_s ${g('x')} ${g('e')}))`)}`)}))
       (if (i32.eq ${g('op')} ${i32(OP.truncate)}) (then

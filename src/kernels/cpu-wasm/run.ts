@@ -55,7 +55,7 @@ interface Prepared {
 }
 
 /** Writes the problem into linear memory for kernel `kind`; returns what the dispatch needs. */
-function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind, mode: RelaxedMode | null): Prepared {
+export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind, mode: RelaxedMode | null): Prepared {
   const { M, N, K } = p;
   const { mr, kstep, elem } = KERNELS[kind];
   const Mp = roundUp(M, mr);
@@ -138,7 +138,7 @@ function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind, mode
 const part = (n: number, T: number, i: number): [number, number] => [Math.floor((n * i) / T), Math.floor((n * (i + 1)) / T)];
 
 /** The calls of each thread, phase by phase: pack (lhs tiles, rhs panels), then gemm + output. */
-function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
+export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
   // Split C along the dimension that divides more evenly among the threads (rows on a tie).
