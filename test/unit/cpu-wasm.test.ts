@@ -52,3 +52,45 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
     });
   });
 });
+
+// The relaxed kernel's own code (4-byte k groups, the XOR 0x80 and its 128 folded into the sums, the
+// 6x8 micro-kernel) on any runtime that validates relaxed SIMD, even where its dot product is not exact
+// for full-range bytes (x64 without VNNI lowers it to the saturating pmaddubsw): with the 7-bit operand
+// (the packed lhs) confined to 0..127 every lowering is exact, so each mode can be forced and checked.
+describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
+  const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
+  const { runOnEngine, selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+  const e = await wasmEngine(selfCheck);
+  const hasRelaxed = !!e && 'pack_lhs_relaxed' in e.exports;
+  describe.skipIf(!hasRelaxed).each(['usdot', 'sdot'] as const)('%s', (mode) => {
+    /** lhs bytes whose packed form (usdot: unsigned; sdot: signed) lies in 0..127. */
+    const confine = (p: GemmProblem): GemmProblem => {
+      const d = p.lhs.data;
+      const signed = d instanceof Int8Array;
+      const data = signed ? Int8Array.from(d, (v) => (mode === 'usdot' ? v | -128 : v & 127)) : Uint8Array.from(d, (v) => (mode === 'usdot' ? v & 127 : v | 128));
+      return { ...p, lhs: { ...p.lhs, data } };
+    };
+    it.each([1, 2])('threads %i, over the sweep, every stage, less-than-8-bit excluded', async (threads) => {
+      await fc.assert(fc.asyncProperty(arbProblem(), async (p0) => {
+        const p = confine(p0);
+        const got = await runOnEngine(e!, normalizeProblem(p), 'relaxed', threads, 1, mode);
+        const d = diffResults(got, referenceGemm(p));
+        if (d) expect.fail(formatMismatch(d, `relaxed ${mode} threads=${threads} ${describeProblem(p)}`));
+      }), { numRuns: 120 });
+    });
+  });
+});
+
+describe('relaxed SIMD gate', () => {
+  it('the self-check accepts at most one mode, and only the one the engine chose', async () => {
+    const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
+    const { selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+    const e = await wasmEngine(selfCheck);
+    if (!e || !('pack_lhs_relaxed' in e.exports)) return; // this runtime does not validate relaxed SIMD
+    const usdot = await selfCheck(e, 'usdot');
+    const sdot = await selfCheck(e, 'sdot');
+    expect(usdot && sdot).toBe(false); // full-range data tells the two apart
+    if (e.relaxed) expect(e.relaxed === 'usdot' ? usdot : sdot).toBe(true);
+    else expect(caps.relaxedSimd).toBe(false);
+  });
+});
