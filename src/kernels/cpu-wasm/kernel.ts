@@ -10,9 +10,9 @@ import type { GemmResult } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel } from '../types.ts';
 import { configureWasm, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
 import type { WasmKernelKind } from './layout.ts';
-import { runOnEngine, selfCheck, wasmBytesNeeded } from './run.ts';
+import { runOnEngine, selfCheck, wasmBytesNeeded, wasmRunStats } from './run.ts';
 
-export { configureWasm, type WasmOptions };
+export { configureWasm, wasmRunStats, type WasmOptions };
 
 /** Problems larger than this (in linear-memory bytes) stay with the JavaScript kernel. */
 const MAX_BYTES = 2 ** 31;

@@ -151,6 +151,9 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
   return { pack, gemm };
 }
 
+/** How many runs went to one thread and to several (diagnostics: the browser test checks that threads ran). */
+export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0 };
+
 const runLocal = (e: WasmEngine) => (calls: Call[]) => {
   for (const [name, ...args] of calls) e.exports[name](...args);
 };
@@ -168,9 +171,11 @@ export async function runOnEngine(
   const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
   const { pack, gemm } = plan(kind, t, T);
   if (T === 1) {
+    wasmRunStats.singleThreaded++;
     runLocal(e)(pack[0]);
     runLocal(e)(gemm[0]);
   } else {
+    wasmRunStats.multiThreaded++;
     e.pool ??= new WorkerPool(e.module, e.memory);
     await e.pool.run(pack, runLocal(e));
     await e.pool.run(gemm, runLocal(e));
