@@ -72,14 +72,24 @@ export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions)
 export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
-    return onBackend(async () => runElementwisePlan(plan), (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)), backend, opts);
+    return onBackend(
+      async () => runElementwisePlan(plan),
+      (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)),
+      backend,
+      opts,
+    );
   }
   const p = normalizeProblem(op.problem); // bad input fails here, before any device is asked for
   const cpu = async () => selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel }).run(p, {});
   return onBackend(cpu, (ctx) => ctx.gemm(op.problem), backend, opts);
 }
 
-async function onBackend<R>(cpu: () => Promise<R>, gpu: (ctx: GpuContext) => Promise<R>, backend: Backend, opts: RunOptions): Promise<Ran<R>> {
+async function onBackend<R>(
+  cpu: () => Promise<R>,
+  gpu: (ctx: GpuContext) => Promise<R>,
+  backend: Backend,
+  opts: RunOptions,
+): Promise<Ran<R>> {
   const onCpu = async () => ({ ...(await cpu()), backend: 'cpu' as const });
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';

@@ -13,7 +13,10 @@ import { measure, type RepeatPolicy } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
 import type { CellOutcome, Runner } from './types.ts';
 
-async function qgemmCell(policy: RepeatPolicy, once: () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>): Promise<CellOutcome> {
+async function qgemmCell(
+  policy: RepeatPolicy,
+  once: () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>,
+): Promise<CellOutcome> {
   const hashes: string[] = [];
   const m = await measure(
     policy,
@@ -63,7 +66,8 @@ export async function qgemmCpuNode(computes: string): Promise<Runner> {
     runtime: 'node',
     adapter: 'cpu',
     computes,
-    details: `${id}: ${KERNEL_DETAILS[id]}; pack, GEMM and output stage ${id === 'cpu-js' ? 'in JavaScript' : `in WebAssembly on ${threads} thread(s)`}` +
+    details:
+      `${id}: ${KERNEL_DETAILS[id]}; pack, GEMM and output stage ${id === 'cpu-js' ? 'in JavaScript' : `in WebAssembly on ${threads} thread(s)`}` +
       (id.startsWith('cpu-wasm') ? `; relaxed SIMD: ${caps.relaxedNote}; Node ${process.version}` : ''),
     run: (data, policy) =>
       qgemmCell(policy, async () => {

@@ -46,7 +46,13 @@ export function forcedKernelFromEnv(): string | undefined {
 
 const byId = (id: string) => GPU_KERNELS.find((k) => k.id === id);
 
-function forced<K extends { id: string }>(id: string, list: readonly K[], other: readonly { id: string }[], ok: (k: K) => boolean, what: string): K | null {
+function forced<K extends { id: string }>(
+  id: string,
+  list: readonly K[],
+  other: readonly { id: string }[],
+  ok: (k: K) => boolean,
+  what: string,
+): K | null {
   const k = list.find((x) => x.id === id);
   if (!k) {
     if (other.some((x) => x.id === id)) return null; // a kernel of the other backend: not ours to force
@@ -62,7 +68,13 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   const fits = (k: GpuGemmKernel) => k.supports(caps, shape) && (!opts.packFormat || k.packFormat === opts.packFormat);
   const force = opts.force ?? forcedKernelFromEnv();
   if (force) {
-    const k = forced(force, GPU_KERNELS, CPU_KERNELS, fits, `${shape.M}x${shape.N}x${shape.K} on this adapter${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`);
+    const k = forced(
+      force,
+      GPU_KERNELS,
+      CPU_KERNELS,
+      fits,
+      `${shape.M}x${shape.N}x${shape.K} on this adapter${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
+    );
     if (k) return k;
   }
   const suffix = caps.dot4 ? '' : '-emulated';
@@ -78,7 +90,11 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     if (when && k && fits(k)) return k;
   }
   const any = GPU_KERNELS.find(fits);
-  if (!any) throw new InputError('kernel', `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`);
+  if (!any)
+    throw new InputError(
+      'kernel',
+      `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
+    );
   return any;
 }
 

@@ -33,7 +33,10 @@ describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => 
   beforeAll(async () => {
     const bundle = join(ROOT, 'dist/browser/qgemm.js');
     const vite = (outDir: string) =>
-      execFileSync('npx', ['vite', 'build', '--mode', 'browser', '--logLevel', 'warn', '--outDir', outDir], { cwd: ROOT, stdio: 'inherit' });
+      execFileSync('npx', ['vite', 'build', '--mode', 'browser', '--logLevel', 'warn', '--outDir', outDir], {
+        cwd: ROOT,
+        stdio: 'inherit',
+      });
     site = mkdtempSync(join(tmpdir(), 'qgemm-cpu-wasm-test-'));
     mkdirSync(join(site, 'dist'), { recursive: true });
     if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest([join(ROOT, 'src')])) vite(join(site, 'dist/browser'));
@@ -53,19 +56,33 @@ describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => 
       const page = await browser.newPage();
       const log = watchPage(page);
       await page.goto(`${server.url}test/browser/page/cpu-wasm.html`, { waitUntil: 'load' });
-      await page.waitForFunction(() => {
-        const s = (window as unknown as { qgemmPage?: { ready: boolean; error: string | null } }).qgemmPage;
-        return !!s && (s.ready || !!s.error);
-      }, { timeout: 30_000 });
-      const stats = await page.evaluate((seed, count) =>
-        (window as unknown as { runCpuBatch(o: object): Promise<unknown> }).runCpuBatch({ seed, count, kernel: 'cpu-wasm-simd' }), SEED, COUNT) as {
-        problems: number; mismatches: number; firstMismatch: unknown; error: string | null; ms: number; crossOriginIsolated: boolean;
+      await page.waitForFunction(
+        () => {
+          const s = (window as unknown as { qgemmPage?: { ready: boolean; error: string | null } }).qgemmPage;
+          return !!s && (s.ready || !!s.error);
+        },
+        { timeout: 30_000 },
+      );
+      const stats = (await page.evaluate(
+        (seed, count) =>
+          (window as unknown as { runCpuBatch(o: object): Promise<unknown> }).runCpuBatch({ seed, count, kernel: 'cpu-wasm-simd' }),
+        SEED,
+        COUNT,
+      )) as {
+        problems: number;
+        mismatches: number;
+        firstMismatch: unknown;
+        error: string | null;
+        ms: number;
+        crossOriginIsolated: boolean;
         caps: { wasmSimd: boolean; threads: number; sharedMemory: boolean; relaxedSimd: boolean; relaxedNote: string };
         runs: { singleThreaded: number; multiThreaded: number };
       };
-      console.log(`[browser test] cpu-wasm-simd in Chromium, isolated ${stats.crossOriginIsolated}: ${stats.problems} problems, ` +
-        `${stats.mismatches} mismatching, threads ${stats.caps.threads} (shared memory ${stats.caps.sharedMemory}), runs ${JSON.stringify(stats.runs)}, ` +
-        `relaxed SIMD: ${stats.caps.relaxedNote}, ${stats.ms.toFixed(0)} ms`);
+      console.log(
+        `[browser test] cpu-wasm-simd in Chromium, isolated ${stats.crossOriginIsolated}: ${stats.problems} problems, ` +
+          `${stats.mismatches} mismatching, threads ${stats.caps.threads} (shared memory ${stats.caps.sharedMemory}), runs ${JSON.stringify(stats.runs)}, ` +
+          `relaxed SIMD: ${stats.caps.relaxedNote}, ${stats.ms.toFixed(0)} ms`,
+      );
       expect(stats.error, log.errors.join('\n')).toBeNull();
       expect(stats.crossOriginIsolated).toBe(isolated);
       expect(stats.caps.wasmSimd).toBe(true);

@@ -20,8 +20,12 @@ const arbBitDepth = fc.record({
   rhs: fc.integer({ min: 1, max: 8 }),
   rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
 });
-const u8 = (rows: number, cols: number, fill: number, order: 'row-major' | 'col-major' = 'row-major') =>
-  ({ data: new Uint8Array(rows * cols).fill(fill), rows, cols, order });
+const u8 = (rows: number, cols: number, fill: number, order: 'row-major' | 'col-major' = 'row-major') => ({
+  data: new Uint8Array(rows * cols).fill(fill),
+  rows,
+  cols,
+  order,
+});
 
 describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel) => {
   const supported = kernel.supports(caps, normalizeProblem({ lhs: u8(1, 1, 0), rhs: u8(1, 1, 0) }));
@@ -32,23 +36,43 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
       if (d) expect.fail(formatMismatch(d, `${id} threads=${threads} ${describeProblem(p)} ${note}`));
     }
     it('over the shape sweep and odd rectangles, every type/order/zero point/stage', async () => {
-      await fc.assert(fc.asyncProperty(arbProblem(), (p) => expectSame(p)), { numRuns: 150 });
+      await fc.assert(
+        fc.asyncProperty(arbProblem(), (p) => expectSame(p)),
+        { numRuns: 150 },
+      );
     });
     it('every stage kind on its own, with and without a final cast', async () => {
-      for (const [M, N, K] of [[1, 1, 1], [5, 7, 3], [17, 16, 33], [64, 1, 65], [9, 31, 2]] as const) {
-        await fc.assert(fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-          expectSame({ ...p, pipeline: cast ? [stage, cast] : [stage] })), { numRuns: 25 });
+      for (const [M, N, K] of [
+        [1, 1, 1],
+        [5, 7, 3],
+        [17, 16, 33],
+        [64, 1, 65],
+        [9, 31, 2],
+      ] as const) {
+        await fc.assert(
+          fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
+            expectSame({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
+          ),
+          { numRuns: 25 },
+        );
       }
     });
     it('less-than-8-bit operands, every rounding', async () => {
-      await fc.assert(fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) =>
-        expectSame({ ...p, bitDepth }, `bitDepth=${JSON.stringify(bitDepth)}`)), { numRuns: 80 });
+      await fc.assert(
+        fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) =>
+          expectSame({ ...p, bitDepth }, `bitDepth=${JSON.stringify(bitDepth)}`),
+        ),
+        { numRuns: 80 },
+      );
     });
     it('when int32 wraps: K large, extreme zero points, larger shapes', async () => {
       const K = 40000; // 40000 * 255 * 255 > 2^31
       await expectSame({ lhs: u8(2, K, 255), rhs: u8(K, 3, 255, 'col-major') });
       await expectSame({ lhs: u8(3, K, 255), rhs: u8(K, 9, 0), lhsZeroPoint: -2147483648, rhsZeroPoint: 2147483647 });
-      await fc.assert(fc.asyncProperty(arbProblem([100, 129, 200]), (p) => expectSame(p)), { numRuns: 6 });
+      await fc.assert(
+        fc.asyncProperty(arbProblem([100, 129, 200]), (p) => expectSame(p)),
+        { numRuns: 6 },
+      );
     });
   });
 });
@@ -67,16 +91,21 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
     const confine = (p: GemmProblem): GemmProblem => {
       const d = p.lhs.data;
       const signed = d instanceof Int8Array;
-      const data = signed ? Int8Array.from(d, (v) => (mode === 'usdot' ? v | -128 : v & 127)) : Uint8Array.from(d, (v) => (mode === 'usdot' ? v & 127 : v | 128));
+      const data = signed
+        ? Int8Array.from(d, (v) => (mode === 'usdot' ? v | -128 : v & 127))
+        : Uint8Array.from(d, (v) => (mode === 'usdot' ? v & 127 : v | 128));
       return { ...p, lhs: { ...p.lhs, data } };
     };
     it.each([1, 2])('threads %i, over the sweep, every stage, less-than-8-bit excluded', async (threads) => {
-      await fc.assert(fc.asyncProperty(arbProblem(), async (p0) => {
-        const p = confine(p0);
-        const got = await runOnEngine(e!, normalizeProblem(p), 'relaxed', threads, 1, mode);
-        const d = diffResults(got, referenceGemm(p));
-        if (d) expect.fail(formatMismatch(d, `relaxed ${mode} threads=${threads} ${describeProblem(p)}`));
-      }), { numRuns: 120 });
+      await fc.assert(
+        fc.asyncProperty(arbProblem(), async (p0) => {
+          const p = confine(p0);
+          const got = await runOnEngine(e!, normalizeProblem(p), 'relaxed', threads, 1, mode);
+          const d = diffResults(got, referenceGemm(p));
+          if (d) expect.fail(formatMismatch(d, `relaxed ${mode} threads=${threads} ${describeProblem(p)}`));
+        }),
+        { numRuns: 120 },
+      );
     });
   });
 });

@@ -11,7 +11,7 @@
 
 import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
-import { coreCount, isNode, WorkerPool } from './pool.ts';
+import { coreCount, isNode, type WorkerPool } from './pool.ts';
 
 export type RelaxedMode = 'usdot' | 'sdot';
 export type WasmExports = Record<string, (...args: number[]) => number>;
@@ -75,7 +75,15 @@ function sharedMemoryAllowed(): boolean {
   }
 }
 
-const PROBE_CASES: [number, number][] = [[-128, 255], [127, 255], [-128, 128], [5, 200], [-3, 7], [100, 129], [-1, 254]];
+const PROBE_CASES: [number, number][] = [
+  [-128, 255],
+  [127, 255],
+  [-128, 128],
+  [5, 200],
+  [-3, 7],
+  [100, 129],
+  [-1, 254],
+];
 
 /** Runs the probe in rounds (letting the engine tier up between them); the mode every run agreed on. */
 async function probeRelaxed(exports: WasmExports): Promise<RelaxedMode | null> {
@@ -84,7 +92,8 @@ async function probeRelaxed(exports: WasmExports): Promise<RelaxedMode | null> {
     for (const [a, b] of PROBE_CASES) {
       const iters = round < 6 ? 3000 : 1;
       const got = exports.probe(a, b, iters) | 0;
-      const mode: RelaxedMode | null = got === Math.imul(4 * iters, a * b) ? 'usdot' : got === Math.imul(4 * iters, a * ((b << 24) >> 24)) ? 'sdot' : null;
+      const mode: RelaxedMode | null =
+        got === Math.imul(4 * iters, a * b) ? 'usdot' : got === Math.imul(4 * iters, a * ((b << 24) >> 24)) ? 'sdot' : null;
       if (mode === null || (seen !== undefined && seen !== mode)) return null;
       seen = mode;
     }
@@ -107,9 +116,14 @@ async function create(selfCheck: SelfCheck): Promise<WasmEngine | null> {
   const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const e: WasmEngine = {
-    module, memory, exports: instance.exports as unknown as WasmExports, shared, relaxed: null,
+    module,
+    memory,
+    exports: instance.exports as unknown as WasmExports,
+    shared,
+    relaxed: null,
     relaxedNote: !relaxedValid ? 'relaxed SIMD not validated by this runtime' : 'opted out',
-    cores: await coreCount(), pool: null,
+    cores: await coreCount(),
+    pool: null,
   };
   if (relaxedValid && wantRelaxed) {
     const mode = await probeRelaxed(e.exports);
@@ -117,7 +131,9 @@ async function create(selfCheck: SelfCheck): Promise<WasmEngine | null> {
     else {
       const ok = await selfCheck(e, mode);
       e.relaxed = ok ? mode : null;
-      e.relaxedNote = ok ? `${mode}, exact (probe and self-check against the 16-bit kernel)` : 'self-check against the 16-bit kernel failed';
+      e.relaxedNote = ok
+        ? `${mode}, exact (probe and self-check against the 16-bit kernel)`
+        : 'self-check against the 16-bit kernel failed';
     }
   }
   return e;

@@ -28,9 +28,11 @@ function microKernel(kind: WasmKernelKind): string {
     step.push(set('a0', `(v128.load32_splat offset=${4 * r} ${get('a')})`));
     for (const h of [0, 1]) {
       const c = acc[2 * r + h];
-      step.push(kind === 'i16'
-        ? set(c, `(i32x4.add ${get(c)} (i32x4.dot_i16x8_s ${get('a0')} ${get(`b${h}`)}))`)
-        : set(c, `(i32x4.relaxed_dot_i8x16_i7x16_add_s ${get(`b${h}`)} ${get('a0')} ${get(c)})`));
+      step.push(
+        kind === 'i16'
+          ? set(c, `(i32x4.add ${get(c)} (i32x4.dot_i16x8_s ${get('a0')} ${get(`b${h}`)}))`)
+          : set(c, `(i32x4.relaxed_dot_i8x16_i7x16_add_s ${get(`b${h}`)} ${get('a0')} ${get(c)})`),
+      );
     }
   }
   const stores = acc.map((c, i) => {

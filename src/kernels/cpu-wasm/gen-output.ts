@@ -46,8 +46,11 @@ const mbqmDouble = (e: string) => `
 /** MultiplyByQuantizedMultiplier, single rounding (e in -31..30), of locals x, mm and exponent e; result in x. */
 const mbqmSingle = (e: string) => `
       ${s('u', `(i32.sub ${i32(31)} ${g(e)})`)}
-      ${s('p', `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s ${g('x')}) (i64.extend_i32_s ${g('mm')}))
-        (i64.shl (i64.const 1) (i64.extend_i32_u (i32.sub ${g('u')} ${i32(1)})))) (i64.extend_i32_u ${g('u')}))`)}
+      ${s(
+        'p',
+        `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s ${g('x')}) (i64.extend_i32_s ${g('mm')}))
+        (i64.shl (i64.const 1) (i64.extend_i32_u (i32.sub ${g('u')} ${i32(1)})))) (i64.extend_i32_u ${g('u')}))`,
+      )}
       ${s('x', `(select ${MAX} (select ${MIN} (i32.wrap_i64 ${g('p')}) (i64.lt_s ${g('p')} (i64.const -2147483648))) (i64.gt_s ${g('p')} (i64.const 2147483647)))`)}`;
 
 const FIXED_POINT = `
@@ -146,11 +149,19 @@ const STORE = `
     ${s('d', add(ctx('dst'), mul(add(mul(g('m'), ctx('dstSm')), mul(g('n0'), ctx('dstSn'))), g('size'))))}
     ${s('inc', mul(ctx('dstSn'), g('size')))}
     ${s('q', add(g('row'), `(i32.shl ${g('n0')} ${i32(2)})`))} ${s('end', add(g('row'), `(i32.shl ${g('n1')} ${i32(2)})`))}
-    ${[[1, 'i32.store8'], [2, 'i32.store16'], [4, 'i32.store']].map(([size, op]) => `
+    ${[
+      [1, 'i32.store8'],
+      [2, 'i32.store16'],
+      [4, 'i32.store'],
+    ]
+      .map(
+        ([size, op]) => `
     (if (i32.eq ${g('size')} ${i32(size as number)}) (then (loop $W
       (${op} ${g('d')} (i32.load ${g('q')}))
       ${s('d', add(g('d'), g('inc')))} ${s('q', add(g('q'), i32(4)))}
-      (br_if $W (i32.lt_u ${g('q')} ${g('end')})))))`).join('')})`;
+      (br_if $W (i32.lt_u ${g('q')} ${g('end')})))))`,
+      )
+      .join('')})`;
 
 /** $output(m0, m1, n0, n1): rows [m0, m1) x columns [n0, n1) of C, four-term + program + store. */
 export const OUTPUT_FUNCTIONS = `${FIXED_POINT}

@@ -9,7 +9,7 @@
 //     padding is zero in the packed domain), bytes read past an operand are never kept.
 
 import { ctx, get, locals, set } from './gen-gemm.ts';
-import { CTX, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { type CTX, KERNELS, NR, type WasmKernelKind } from './layout.ts';
 
 /** Packs tiles [t0, t1) of one operand (lhs: tiles of mr rows; rhs: panels of 8 columns) with their sums. */
 function scalarPacker(kind: WasmKernelKind, operand: 'lhs' | 'rhs'): string {
@@ -52,7 +52,6 @@ function scalarPacker(kind: WasmKernelKind, operand: 'lhs' | 'rhs'): string {
       (br_if $T (i32.lt_u ${get('t')} ${get('t1')}))))`;
 }
 
-
 const shuffle = (lanes: number[], a: string, b: string) => `(i8x16.shuffle ${lanes.join(' ')} ${a} ${b})`;
 const INTERLEAVE_BYTES = [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23];
 const ext = (half: 'low' | 'high', signed: boolean, v: string) => `(i16x8.extend_${half}_i8x16_${signed ? 's' : 'u'} ${v})`;
@@ -63,14 +62,27 @@ function rhsPanel(kind: WasmKernelKind): string {
   const { kstep, elem } = KERNELS[kind];
   const rows = Array.from({ length: kstep }, (_, j) => `r${j}`);
   const body = (signed: boolean) => {
-    const load = rows.map((r, j) => set(r, `(select (v128.xor (v128.load64_zero (i32.add ${get('in')} (i32.mul (i32.add ${get('k')} (i32.const ${j})) ${get('N')}))) ${get('xv')})
-          (v128.const i32x4 0 0 0 0) (i32.lt_u (i32.add ${get('k')} (i32.const ${j})) ${get('K')}))`));
-    const pack = kind === 'i16'
-      ? [set('il', shuffle(INTERLEAVE_BYTES, get('r0'), get('r1'))), set('lo', ext('low', signed, get('il'))), set('hi', ext('high', signed, get('il')))]
-      : [set('il', shuffle(INTERLEAVE_BYTES, get('r0'), get('r1'))), set('jl', shuffle(INTERLEAVE_BYTES, get('r2'), get('r3'))),
-          set('lo', shuffle([0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23], get('il'), get('jl'))),
-          set('hi', shuffle([8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31], get('il'), get('jl')))];
-    const sum = (v: string) => kind === 'i16' ? pairSums16(v) : pairSums16(`(i16x8.extadd_pairwise_i8x16_${signed ? 's' : 'u'} ${v})`);
+    const load = rows.map((r, j) =>
+      set(
+        r,
+        `(select (v128.xor (v128.load64_zero (i32.add ${get('in')} (i32.mul (i32.add ${get('k')} (i32.const ${j})) ${get('N')}))) ${get('xv')})
+          (v128.const i32x4 0 0 0 0) (i32.lt_u (i32.add ${get('k')} (i32.const ${j})) ${get('K')}))`,
+      ),
+    );
+    const pack =
+      kind === 'i16'
+        ? [
+            set('il', shuffle(INTERLEAVE_BYTES, get('r0'), get('r1'))),
+            set('lo', ext('low', signed, get('il'))),
+            set('hi', ext('high', signed, get('il'))),
+          ]
+        : [
+            set('il', shuffle(INTERLEAVE_BYTES, get('r0'), get('r1'))),
+            set('jl', shuffle(INTERLEAVE_BYTES, get('r2'), get('r3'))),
+            set('lo', shuffle([0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23], get('il'), get('jl'))),
+            set('hi', shuffle([8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31], get('il'), get('jl'))),
+          ];
+    const sum = (v: string) => (kind === 'i16' ? pairSums16(v) : pairSums16(`(i16x8.extadd_pairwise_i8x16_${signed ? 's' : 'u'} ${v})`));
     return `(loop $G
         ${load.join('\n        ')}
         ${pack.join('\n        ')}
@@ -98,12 +110,14 @@ function lhsTileI16(): string {
       [0, 1, 8, 9, 16, 17, 24, 25, 2, 3, 10, 11, 18, 19, 26, 27],
       [4, 5, 12, 13, 20, 21, 28, 29, 6, 7, 14, 15, 22, 23, 30, 31],
     ];
-    const stores = groups.flatMap((lanes, i) => (['low', 'high'] as const).map((half, h) => {
-      const g = 2 * i + h;
-      const v = ext(half, signed, shuffle(lanes, get('v01'), get('v23')));
-      const store = `${set('g', v)} ${set('s', `(i32x4.add ${get('s')} ${pairSums16(get('g'))})`)} (v128.store offset=${16 * g} ${get('out')} ${get('g')})`;
-      return g === 0 ? store : `(if (i32.lt_u (i32.add ${get('k')} (i32.const ${2 * g})) ${get('Kp')}) (then ${store}))`;
-    }));
+    const stores = groups.flatMap((lanes, i) =>
+      (['low', 'high'] as const).map((half, h) => {
+        const g = 2 * i + h;
+        const v = ext(half, signed, shuffle(lanes, get('v01'), get('v23')));
+        const store = `${set('g', v)} ${set('s', `(i32x4.add ${get('s')} ${pairSums16(get('g'))})`)} (v128.store offset=${16 * g} ${get('out')} ${get('g')})`;
+        return g === 0 ? store : `(if (i32.lt_u (i32.add ${get('k')} (i32.const ${2 * g})) ${get('Kp')}) (then ${store}))`;
+      }),
+    );
     return `(loop $G
         ${set('mask', `(i8x16.gt_u (i8x16.splat (select (i32.sub ${get('K')} ${get('k')}) (i32.const 8) (i32.lt_u (i32.sub ${get('K')} ${get('k')}) (i32.const 8)))) ${get('iota')})`)}
         ${set('v01', `(v128.and (v128.xor (v128.load64_lane 1 (i32.add ${get('row1')} ${get('k')}) (v128.load64_zero (i32.add ${get('row0')} ${get('k')}))) ${get('xv')}) ${get('mask')})`)}
@@ -128,7 +142,8 @@ function lhsTileI16(): string {
 function dispatcher(kind: WasmKernelKind, operand: 'lhs' | 'rhs', simd: string | null): string {
   const R = operand === 'lhs' ? KERNELS[kind].mr : NR;
   const scalar = `$pack_${operand}_scalar_${kind}`;
-  if (!simd) return `
+  if (!simd)
+    return `
   (func $pack_${operand}_${kind} (export "pack_${operand}_${kind}") (param $t0 i32) (param $t1 i32)
     (call ${scalar} ${get('t0')} ${get('t1')}))`;
   const contiguous = operand === 'lhs' ? ctx('lhsSk') : ctx('rhsSo');
@@ -148,7 +163,11 @@ function dispatcher(kind: WasmKernelKind, operand: 'lhs' | 'rhs', simd: string |
 /** Every pack function of one kernel kind; exports pack_lhs_<kind>(t0, t1) and pack_rhs_<kind>(p0, p1). */
 export function packFunctions(kind: WasmKernelKind): string {
   return [
-    scalarPacker(kind, 'lhs'), scalarPacker(kind, 'rhs'), rhsPanel(kind), kind === 'i16' ? lhsTileI16() : '',
-    dispatcher(kind, 'lhs', kind === 'i16' ? '$pack_lhs_tile_i16' : null), dispatcher(kind, 'rhs', `$pack_rhs_panel_${kind}`),
+    scalarPacker(kind, 'lhs'),
+    scalarPacker(kind, 'rhs'),
+    rhsPanel(kind),
+    kind === 'i16' ? lhsTileI16() : '',
+    dispatcher(kind, 'lhs', kind === 'i16' ? '$pack_lhs_tile_i16' : null),
+    dispatcher(kind, 'rhs', `$pack_rhs_panel_${kind}`),
   ].join('\n');
 }

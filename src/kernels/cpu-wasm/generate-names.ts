@@ -18,4 +18,3 @@ export const variantName = (v: Variant) => `${v.relaxed ? 'relaxed' : 'simd'}${v
 
 /** Pages: up to 4 GiB; a shared memory must declare its maximum. */
 export const MAX_PAGES = 65536;
-

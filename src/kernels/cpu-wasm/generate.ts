@@ -26,7 +26,11 @@ ${OUTPUT_FUNCTIONS})
 
 /** The subset of wabt's API used here (its default export resolves to this). */
 export interface Wabt {
-  parseWat(filename: string, text: string, features?: Record<string, boolean>): {
+  parseWat(
+    filename: string,
+    text: string,
+    features?: Record<string, boolean>,
+  ): {
     resolveNames(): void;
     validate(features?: Record<string, boolean>): void;
     toBinary(options: Record<string, boolean>): { buffer: Uint8Array };

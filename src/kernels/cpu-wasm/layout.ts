@@ -6,26 +6,53 @@
 
 /** Word index of each context field; its byte address is 4 * index. */
 export const CTX = {
-  M: 0, N: 1, K: 2, Kp: 3, Np: 4, Mp: 5,
-  lhsPacked: 6, rhsPacked: 7, C: 8,
+  M: 0,
+  N: 1,
+  K: 2,
+  Kp: 3,
+  Np: 4,
+  Mp: 5,
+  lhsPacked: 6,
+  rhsPacked: 7,
+  C: 8,
   // Operand sources: element (o, k) of the lhs (o = row) or rhs (o = column) is the byte at
   // src + o*so + k*sk; it is XORed with `xor` (0 or 0x80), then read signed when `sh` is 24, unsigned when 0.
-  lhsSrc: 9, lhsSo: 10, lhsSk: 11, lhsXor: 12, lhsSh: 13,
-  rhsSrc: 14, rhsSo: 15, rhsSk: 16, rhsXor: 17, rhsSh: 18,
+  lhsSrc: 9,
+  lhsSo: 10,
+  lhsSk: 11,
+  lhsXor: 12,
+  lhsSh: 13,
+  rhsSrc: 14,
+  rhsSo: 15,
+  rhsSk: 16,
+  rhsXor: 17,
+  rhsSh: 18,
   /** Sums of the packed values: per lhs row (length Mp) and per rhs column (length Np). */
-  rowSums: 19, colSums: 20,
+  rowSums: 19,
+  colSums: 20,
   /** The packed values are the operands minus cA, cB (0 for the 16-bit kernel, +-128 for relaxed SIMD). */
-  cA: 21, cB: 22,
+  cA: 21,
+  cB: 22,
   /** Zero points in the packing domain, one per row (length Mp) and per column (length Np). */
-  zL: 23, zR: 24,
+  zL: 23,
+  zR: 24,
   /** 1 when all three RoundingMultiplyByConstantFraction are the identity (8-bit operands). */
   identity: 25,
   /** RMBCF constants (intQuotient, scaledRemainingNumerator) of the xx, x1 and 1x fractions. */
-  xxQ: 26, xxS: 27, x1Q: 28, x1S: 29, onexQ: 30, onexS: 31,
+  xxQ: 26,
+  xxS: 27,
+  x1Q: 28,
+  x1S: 29,
+  onexQ: 30,
+  onexS: 31,
   /** The output program: `stages` records of STAGE_WORDS words at `program`. */
-  program: 32, stages: 33,
+  program: 32,
+  stages: 33,
   /** dst: element (m, n) at dst + (m*dstSm + n*dstSn) * dstSize. */
-  dst: 34, dstSize: 35, dstSm: 36, dstSn: 37,
+  dst: 34,
+  dstSize: 35,
+  dstSm: 36,
+  dstSn: 37,
   /** rhs panels per cache block of the driver loop. */
   nBlock: 38,
 } as const;

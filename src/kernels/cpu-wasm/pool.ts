@@ -22,7 +22,8 @@ function runtimeImport<T>(specifier: string): Promise<T> {
   return import(/* @vite-ignore */ specifier) as Promise<T>;
 }
 
-export const isNode = (): boolean => !!(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node &&
+export const isNode = (): boolean =>
+  !!(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node &&
   typeof (globalThis as { window?: unknown }).window === 'undefined';
 
 /** The number of cores: os.availableParallelism() in Node, navigator.hardwareConcurrency in browsers. */
@@ -41,7 +42,10 @@ async function spawn(): Promise<Port> {
     w.unref();
     return {
       post: (m) => w.postMessage(m),
-      onMessage: (h) => { w.on('message', h); w.on('error', (e) => h({ type: 'error', message: String(e) })); },
+      onMessage: (h) => {
+        w.on('message', h);
+        w.on('error', (e) => h({ type: 'error', message: String(e) }));
+      },
       ref: () => w.ref(),
       unref: () => w.unref(),
       terminate: () => void w.terminate(),
@@ -96,7 +100,10 @@ class PoolWorker {
 
 export class WorkerPool {
   private readonly workers: PoolWorker[] = [];
-  constructor(private readonly module: WebAssembly.Module, private readonly memory: WebAssembly.Memory) {}
+  constructor(
+    private readonly module: WebAssembly.Module,
+    private readonly memory: WebAssembly.Memory,
+  ) {}
 
   get size(): number {
     return this.workers.length;

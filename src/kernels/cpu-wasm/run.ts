@@ -11,7 +11,7 @@ import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
 import type { RelaxedMode, WasmEngine } from './engine.ts';
-import { CTX, CTX_WORDS, DATA_START, KERNELS, NR, STAGE_WORDS, type WasmKernelKind } from './layout.ts';
+import { CTX, CTX_WORDS, DATA_START, KERNELS, NR, type WasmKernelKind } from './layout.ts';
 import { WorkerPool, type Call } from './pool.ts';
 import { encodeProgram } from './stages.ts';
 
@@ -74,8 +74,15 @@ export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKin
     return a;
   };
   const r = {
-    lhsSrc: region(M * K), rhsSrc: region(K * N), lhsPacked: region(Mp * Kp * elem), rhsPacked: region(Np * Kp * elem),
-    rowSums: region(4 * Mp), colSums: region(4 * Np), zL: region(4 * Mp), zR: region(4 * Np), C: region(4 * Mp * Np),
+    lhsSrc: region(M * K),
+    rhsSrc: region(K * N),
+    lhsPacked: region(Mp * Kp * elem),
+    rhsPacked: region(Np * Kp * elem),
+    rowSums: region(4 * Mp),
+    colSums: region(4 * Np),
+    zL: region(4 * Mp),
+    zR: region(4 * Np),
+    C: region(4 * Mp * Np),
   };
   const program = encodeProgram(p, Mp, Np, at);
   const paramsAt = region(4 * program.params.length);
@@ -101,7 +108,12 @@ export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKin
   // Operand encodings (layout.ts): the 16-bit kernel widens each type as it is; relaxed SIMD wants the
   // rhs signed and the lhs unsigned (usdot) or signed (sdot), so XOR 0x80 moves a byte across, and the
   // 128 it moved by becomes cA/cB in the four-term expansion.
-  let lhsXor = 0, lhsSh = lhsSigned ? 24 : 0, rhsXor = 0, rhsSh = rhsSigned ? 24 : 0, cA = 0, cB = 0;
+  let lhsXor = 0,
+    lhsSh = lhsSigned ? 24 : 0,
+    rhsXor = 0,
+    rhsSh = rhsSigned ? 24 : 0,
+    cA = 0,
+    cB = 0;
   if (kind === 'relaxed') {
     rhsSh = 24;
     if (!rhsSigned) [rhsXor, cB] = [0x80, 128];
@@ -119,15 +131,44 @@ export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKin
   const rhsRowMajor = p.rhs.order === 'row-major';
   const dstRowMajor = p.dstOrder === 'row-major';
   const fields: Partial<Record<keyof typeof CTX, number>> = {
-    M, N, K, Kp, Np, Mp, lhsPacked: r.lhsPacked, rhsPacked: r.rhsPacked, C: r.C,
-    lhsSrc: r.lhsSrc, lhsSo: lhsRowMajor ? K : 1, lhsSk: lhsRowMajor ? 1 : M, lhsXor, lhsSh,
-    rhsSrc: r.rhsSrc, rhsSo: rhsRowMajor ? 1 : K, rhsSk: rhsRowMajor ? N : 1, rhsXor, rhsSh,
-    rowSums: r.rowSums, colSums: r.colSums, cA, cB, zL: r.zL, zR: r.zR,
+    M,
+    N,
+    K,
+    Kp,
+    Np,
+    Mp,
+    lhsPacked: r.lhsPacked,
+    rhsPacked: r.rhsPacked,
+    C: r.C,
+    lhsSrc: r.lhsSrc,
+    lhsSo: lhsRowMajor ? K : 1,
+    lhsSk: lhsRowMajor ? 1 : M,
+    lhsXor,
+    lhsSh,
+    rhsSrc: r.rhsSrc,
+    rhsSo: rhsRowMajor ? 1 : K,
+    rhsSk: rhsRowMajor ? N : 1,
+    rhsXor,
+    rhsSh,
+    rowSums: r.rowSums,
+    colSums: r.colSums,
+    cA,
+    cB,
+    zL: r.zL,
+    zR: r.zR,
     identity: f.xx.identity && f.x1.identity && f.onex.identity ? 1 : 0,
-    xxQ: f.xx.intQuotient, xxS: f.xx.scaledRemainingNumerator, x1Q: f.x1.intQuotient, x1S: f.x1.scaledRemainingNumerator,
-    onexQ: f.onex.intQuotient, onexS: f.onex.scaledRemainingNumerator,
-    program: programAt, stages: program.covered,
-    dst, dstSize, dstSm: dstRowMajor ? N : 1, dstSn: dstRowMajor ? 1 : M,
+    xxQ: f.xx.intQuotient,
+    xxS: f.xx.scaledRemainingNumerator,
+    x1Q: f.x1.intQuotient,
+    x1S: f.x1.scaledRemainingNumerator,
+    onexQ: f.onex.intQuotient,
+    onexS: f.onex.scaledRemainingNumerator,
+    program: programAt,
+    stages: program.covered,
+    dst,
+    dstSize,
+    dstSm: dstRowMajor ? N : 1,
+    dstSn: dstRowMajor ? 1 : M,
     nBlock: Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
@@ -142,10 +183,13 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
   // Split C along the dimension that divides more evenly among the threads (rows on a tie).
-  const waste = (n: number) => Math.ceil(n / T) * T / n;
+  const waste = (n: number) => (Math.ceil(n / T) * T) / n;
   const byRows = waste(t.tiles) <= waste(t.panels);
   for (let i = 0; i < T; i++) {
-    pack.push([[`pack_lhs_${kind}`, ...part(t.tiles, T, i)], [`pack_rhs_${kind}`, ...part(t.panels, T, i)]]);
+    pack.push([
+      [`pack_lhs_${kind}`, ...part(t.tiles, T, i)],
+      [`pack_rhs_${kind}`, ...part(t.panels, T, i)],
+    ]);
     gemm.push([byRows ? [`gemm_${kind}`, ...part(t.tiles, T, i), 0, t.panels] : [`gemm_${kind}`, 0, t.tiles, ...part(t.panels, T, i)]]);
   }
   return { pack, gemm };
@@ -163,7 +207,12 @@ const runLocal = (e: WasmEngine) => (calls: Call[]) => {
  * one without a shared memory), else on up to `defaultThreads`, fewer for small problems.
  */
 export async function runOnEngine(
-  e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind, threads: number | undefined, defaultThreads = 1, mode = e.relaxed,
+  e: WasmEngine,
+  p: NormalizedProblem,
+  kind: WasmKernelKind,
+  threads: number | undefined,
+  defaultThreads = 1,
+  mode = e.relaxed,
 ): Promise<GemmResult> {
   const { M, N, K } = p;
   const t = prepare(e, p, kind, mode);
@@ -207,7 +256,12 @@ export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boole
     for (let i = 0; i < data.length; i++) data[i] = next() >>> 24;
     return { data, rows, cols, order };
   };
-  const shapes: [number, number, number][] = [[13, 19, 37], [64, 64, 256], [7, 33, 5], [1, 40, 1000]];
+  const shapes: [number, number, number][] = [
+    [13, 19, 37],
+    [64, 64, 256],
+    [7, 33, 5],
+    [1, 40, 1000],
+  ];
   for (let round = 0; round < 8; round++) {
     for (const [M, N, K] of shapes) {
       const problem = normalizeProblem({

@@ -50,7 +50,12 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number, base
         w = [OP.fixedPoint, s.multiplier, s.shift, s.offsetAfterShift];
         break;
       case 'scaleInt32ByFixedPointAndExponent':
-        w = [s.rounding === 'double' ? OP.exponentDouble : OP.exponentSingle, ...put(s.multiplier, axis), ...put(s.exponent, axis), s.offsetAfterShift];
+        w = [
+          s.rounding === 'double' ? OP.exponentDouble : OP.exponentSingle,
+          ...put(s.multiplier, axis),
+          ...put(s.exponent, axis),
+          s.offsetAfterShift,
+        ];
         break;
       case 'clamp':
         w = [OP.clamp, s.min, s.max];
