@@ -124,13 +124,22 @@ const fmtGops = (g: number) => (g >= 100 ? g.toFixed(0) : g >= 1 ? g.toFixed(2) 
 /** The pairs the report compares: this project against each peer, on the same backend kind and runtime. */
 const PAIRS: { ours: RowId; peer: RowId }[] = [
   { ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'node' }, peer: { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'node' } },
-  { ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'chrome' }, peer: { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'chrome' } },
-  { ours: { impl: 'qgemm', backend: 'cpu', runtime: 'node' }, peer: { impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' } },
+  {
+    ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'chrome' },
+    peer: { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'chrome' },
+  },
+  {
+    ours: { impl: 'qgemm', backend: 'cpu', runtime: 'node' },
+    peer: { impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' },
+  },
   { ours: { impl: 'qgemm', backend: 'cpu', runtime: 'node' }, peer: { impl: 'naive-js', backend: 'cpu', runtime: 'node' } },
 ];
 /** On a hardware adapter only (SwiftShader against a CPU library says nothing): the GPU against what a Node user has today. */
 const HARDWARE_PAIRS: { ours: RowId; peer: RowId }[] = [
-  { ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'node' }, peer: { impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' } },
+  {
+    ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'node' },
+    peer: { impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' },
+  },
 ];
 
 export function compare(rows: Row[], adapterKind: AdapterKind): Comparison[] {
@@ -193,10 +202,11 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   }
   if (wants('tfjs-webgpu-f32', 'webgpu', 'node')) {
     const id: RowId = { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'node' };
-    if (hasGpu) await start(id, () => tfjsWebgpuNode({ allowSoftware: choice.kind === 'swiftshader', dawnPath: opts.dawnPath, adapter: slug }));
+    if (hasGpu)
+      await start(id, () => tfjsWebgpuNode({ allowSoftware: choice.kind === 'swiftshader', dawnPath: opts.dawnPath, adapter: slug }));
     else unavailable(id, 'no WebGPU adapter');
   }
-  if (wants('qgemm', 'cpu', 'node')) await start({ impl: 'qgemm', backend: 'cpu', runtime: 'node' }, () => qgemmCpuNode(computes));
+  if (wants('qgemm', 'cpu', 'node')) await start({ impl: 'qgemm', backend: 'cpu', runtime: 'node' }, async () => qgemmCpuNode(computes));
   if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node')) {
     await start({ impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' }, () => onnxruntimeNode());
   }
@@ -211,10 +221,17 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     } else {
       progress(`starting headless Chromium (${choice.kind === 'swiftshader' ? 'SwiftShader' : 'hardware adapter'})`);
       try {
-        chrome = await startChrome({ swiftshader: choice.kind === 'swiftshader', seed: opts.seed, impls: chromeImpls, computes, log: progress });
+        chrome = await startChrome({
+          swiftshader: choice.kind === 'swiftshader',
+          seed: opts.seed,
+          impls: chromeImpls,
+          computes,
+          log: progress,
+        });
         runners.push(...chrome.runners);
         for (const note of chrome.notes) notes.push(`chrome: ${note}`);
-        for (const id of ids) if (!chrome.runners.some((r) => rowKey(r) === rowKey(id))) unavailable(id, chrome.notes.join('; ') || 'did not start');
+        for (const id of ids)
+          if (!chrome.runners.some((r) => rowKey(r) === rowKey(id))) unavailable(id, chrome.notes.join('; ') || 'did not start');
         progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
       } catch (e) {
         for (const id of ids) unavailable(id, `Chromium: ${(e as Error).message.split('\n')[0]}`);
@@ -225,7 +242,10 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
 
   // ---- run ------------------------------------------------------------------------------------------
   // Squares last (ascending), so that the budget trims the square sweep from the top; every other shape first.
-  const order = [...opts.shapes.filter((s) => s.family !== 'square'), ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m)];
+  const order = [
+    ...opts.shapes.filter((s) => s.family !== 'square'),
+    ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m),
+  ];
   const throughput = new Map<string, number>(); // ops per ms, from the largest shape measured so far
   const rows: Row[] = [];
   for (const shape of order) {
@@ -245,7 +265,15 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         }
       }
       data ??= makeShapeData(shape, opts.seed, opts.pipeline);
-      const base = { impl: runner.impl, backend: runner.backend, runtime: runner.runtime, adapter: runner.adapter, m: shape.m, n: shape.n, k: shape.k };
+      const base = {
+        impl: runner.impl,
+        backend: runner.backend,
+        runtime: runner.runtime,
+        adapter: runner.adapter,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+      };
       try {
         const outcome = await runner.run(data, opts.policy);
         let verified: boolean | null = null;
@@ -258,7 +286,15 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           verified = verification.verified;
         }
         const { medianMs, gops: rowGops, ...spread } = statsFields(outcome.wall, outcome.gpu, shape);
-        const row: Row = { ...base, medianMs, gops: rowGops, verified, ...spread, computes: runner.computes, ...(verification ? { verification } : {}) };
+        const row: Row = {
+          ...base,
+          medianMs,
+          gops: rowGops,
+          verified,
+          ...spread,
+          computes: runner.computes,
+          ...(verification ? { verification } : {}),
+        };
         rows.push(row);
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
         const gpuPart = row.gpuMedianMs !== null ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS` : '';
@@ -267,11 +303,21 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
             ? ` verified (${verification.method}, ${verification.checked} entries)`
             : ` VERIFICATION FAILED: ${verification.error ?? `${verification.mismatches} mismatches, first ${JSON.stringify(verification.firstMismatch)}`}`
           : '';
-        progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} ${String(row.reps).padStart(2)} runs, median ${fmtMs(row.medianMs!)} = ${fmtGops(row.gops!)} GOPS${gpuPart}${check}`);
+        progress(
+          `${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} ${String(row.reps).padStart(2)} runs, median ${fmtMs(row.medianMs!)} = ${fmtGops(row.gops!)} GOPS${gpuPart}${check}`,
+        );
       } catch (e) {
         const message = (e as Error).message.split('\n')[0];
         const { medianMs, gops: rowGops, ...spread } = statsFields(null, null, shape);
-        rows.push({ ...base, medianMs, gops: rowGops, verified: runner.impl === 'qgemm' ? false : null, ...spread, computes: runner.computes, error: message });
+        rows.push({
+          ...base,
+          medianMs,
+          gops: rowGops,
+          verified: runner.impl === 'qgemm' ? false : null,
+          ...spread,
+          computes: runner.computes,
+          error: message,
+        });
         progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} FAILED: ${message}`);
       }
     }
@@ -281,8 +327,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   await chrome?.close();
   choice.ctx?.destroy();
 
-  const sortedRows = sortShapes(rows.map((r) => ({ ...r, family: opts.shapes.find((s) => s.m === r.m && s.n === r.n && s.k === r.k)?.family ?? 'custom' })))
-    .map(({ family: _family, ...r }) => r as Row);
+  const sortedRows = sortShapes(
+    rows.map((r) => ({ ...r, family: opts.shapes.find((s) => s.m === r.m && s.n === r.n && s.k === r.k)?.family ?? 'custom' })),
+  ).map(({ family: _family, ...r }) => r as Row);
   const finalRows: Row[] = [];
   const seen = new Set<string>();
   for (const r of sortedRows) {
@@ -325,7 +372,13 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       medianMs: 'wall time of one call: upload + compute + readback (CPU rows: the call itself)',
       gpuMs: 'GPU time from timestamp queries around the compute pass (qgemm: pack + gemm + output; tfjs: its kernels)',
     },
-    implementations: runners.map((r) => ({ impl: r.impl, backend: r.backend, runtime: r.runtime, computes: r.computes, details: r.details })),
+    implementations: runners.map((r) => ({
+      impl: r.impl,
+      backend: r.backend,
+      runtime: r.runtime,
+      computes: r.computes,
+      details: r.details,
+    })),
     comparisons: compare(finalRows, choice.kind),
     skipped,
     notes,

@@ -12,7 +12,7 @@ import { DeviceLostError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './elementwise/plan.ts';
-import { cpuCaps } from './kernels/cpu-caps.ts';
+import { readyCpuCaps } from './kernels/cpu-caps.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
 import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult } from './types.ts';
@@ -72,14 +72,24 @@ export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions)
 export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
-    return onBackend(async () => runElementwisePlan(plan), (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)), backend, opts);
+    return onBackend(
+      async () => runElementwisePlan(plan),
+      (ctx) => ctx.exclusive(() => elementwiseOnGpu(ctx, plan)),
+      backend,
+      opts,
+    );
   }
   const p = normalizeProblem(op.problem); // bad input fails here, before any device is asked for
-  const cpu = () => selectCpuKernel(cpuCaps(), p, { force: opts.kernel }).run(p, {});
+  const cpu = async () => selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel }).run(p, {});
   return onBackend(cpu, (ctx) => ctx.gemm(op.problem), backend, opts);
 }
 
-async function onBackend<R>(cpu: () => Promise<R>, gpu: (ctx: GpuContext) => Promise<R>, backend: Backend, opts: RunOptions): Promise<Ran<R>> {
+async function onBackend<R>(
+  cpu: () => Promise<R>,
+  gpu: (ctx: GpuContext) => Promise<R>,
+  backend: Backend,
+  opts: RunOptions,
+): Promise<Ran<R>> {
   const onCpu = async () => ({ ...(await cpu()), backend: 'cpu' as const });
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';
@@ -116,8 +126,20 @@ export function elementwise(problem: ElementwiseProblem, options: GemmOptions = 
   return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
 }
 
-/** What `qgemm info` prints: the adapter that --backend webgpu would use, its capabilities, and the CPU's. */
+/**
+ * What `qgemm info` prints: the adapter that --backend webgpu would use (null without one), its
+ * capabilities, and the CPU's: the kernel 'cpu' runs, its threads (1 without a shared memory, as in a
+ * page that is not cross-origin isolated), SIMD and relaxed SIMD.
+ */
 export async function describeDevice(): Promise<unknown> {
-  const ctx = await sharedContext(true);
-  return { adapter: ctx.summary, caps: ctx.caps, dot4: ctx.dot4, limits: ctx.limits, cpu: cpuCaps() };
+  const caps = await readyCpuCaps();
+  const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
+  const cpu = { kernel: selectCpuKernel(caps, normalizeProblem({ lhs: one, rhs: one })).id, ...caps };
+  try {
+    const ctx = await sharedContext(true);
+    return { adapter: ctx.summary, caps: ctx.caps, dot4: ctx.dot4, limits: ctx.limits, cpu };
+  } catch (e) {
+    if (e instanceof NoAdapterError) return { adapter: null, note: e.message, cpu };
+    throw e;
+  }
 }

@@ -31,6 +31,8 @@ export { referenceGemm } from './reference/gemm.ts';
 export { elementwiseReference } from './reference/elementwise.ts';
 export { cpuGemm } from './kernels/cpu-js/kernel.ts';
 export { kernelIds } from './kernels/registry.ts';
+export { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
+export { configureWasm as configureCpu, wasmRunStats, type WasmOptions as CpuOptions } from './kernels/cpu-wasm/kernel.ts';
 export {
   ELEMENTWISE_OPS,
   type ElementwiseOp,

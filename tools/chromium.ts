@@ -17,9 +17,10 @@
 //       errors of every page of the browser. Throws ChromiumNotFoundError when there is no executable.
 //   watchPage(page, onConsole?): PageLog
 //       Attaches to one page; returns { entries, errors } that fill as the page logs, and forwards to onConsole.
-//   serveStatic(rootDir): Promise<{ url, close() }>
+//   serveStatic(rootDir, { isolated? }): Promise<{ url, close() }>
 //       A static file server on 127.0.0.1 with an ephemeral port (url ends with '/'); correct MIME types
 //       for .html .js .mjs .css .json .wasm .wgsl .svg .png; no directory listings, no paths outside rootDir.
+//       isolated: true adds COOP/COEP headers (a cross-origin isolated page: SharedArrayBuffer, threads).
 //   readAdapter(page): Promise<PageAdapter | null>
 //       What navigator.gpu offers in a loaded page (null without navigator.gpu or an adapter).
 //   INSTALL_HINT: the Debian command that provides chromium and SwiftShader.
@@ -197,7 +198,8 @@ export interface StaticServer {
   close(): Promise<void>;
 }
 
-export async function serveStatic(rootDir: string): Promise<StaticServer> {
+/** isolated: send COOP/COEP headers, so that pages are cross-origin isolated (SharedArrayBuffer, threads). */
+export async function serveStatic(rootDir: string, { isolated = false }: { isolated?: boolean } = {}): Promise<StaticServer> {
   const root = resolve(rootDir);
   const server: Server = createServer(async (req, res) => {
     try {
@@ -228,6 +230,7 @@ export async function serveStatic(rootDir: string): Promise<StaticServer> {
         'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
         'Content-Length': body.length,
         'Cache-Control': 'no-store',
+        ...(isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
       });
       res.end(req.method === 'HEAD' ? undefined : body);
     } catch (e) {

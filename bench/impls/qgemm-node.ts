@@ -1,8 +1,11 @@
 // This project in Node: WebGPU through Dawn (GpuContext.gemm, timestamps on: the GPU time of the compute
-// pass next to the wall time of upload + pack + gemm + output + readback), and the CPU path (cpuGemm,
-// gemmlowp's offset trick, single-threaded JavaScript).
+// pass next to the wall time of upload + pack + gemm + output + readback), and the CPU path: the kernel
+// `backend: 'cpu'` picks (src/kernels/registry.ts: WebAssembly SIMD on worker threads where it can, or
+// QGEMM_KERNEL=<id>), timed per call from the GemmProblem to the dst array, normalization included.
 
-import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
+import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
+import { selectCpuKernel } from '../../src/kernels/registry.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
 import type { GpuContext } from '../../src/gpu/context.ts';
 import type { GemmResult } from '../../src/types.ts';
 import { hashBytes, type ShapeData } from '../problems.ts';
@@ -10,7 +13,10 @@ import { measure, type RepeatPolicy } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
 import type { CellOutcome, Runner } from './types.ts';
 
-async function qgemmCell(policy: RepeatPolicy, once: () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>): Promise<CellOutcome> {
+async function qgemmCell(
+  policy: RepeatPolicy,
+  once: () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>,
+): Promise<CellOutcome> {
   const hashes: string[] = [];
   const m = await measure(
     policy,
@@ -42,20 +48,40 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
   };
 }
 
-export function qgemmCpuNode(computes: string): Runner {
+const KERNEL_DETAILS: Record<string, string> = {
+  'cpu-wasm-relaxed': 'WebAssembly relaxed SIMD (8-bit dot products, proven exact here), 6x8 micro-kernel',
+  'cpu-wasm-simd': 'WebAssembly SIMD, operands widened to 16 bits (i32x4.dot_i16x8_s), 4x8 micro-kernel',
+  'cpu-js': 'JavaScript: pack with row/column sums, 2x2 register-blocked dot products; one thread',
+};
+
+export async function qgemmCpuNode(computes: string): Promise<Runner> {
+  const caps = await readyCpuCaps();
+  const kernelFor = (data: ShapeData) => selectCpuKernel(caps, normalizeProblem(data.problem));
+  const probe = makeProbe();
+  const id = kernelFor(probe).id;
+  const threads = id === 'cpu-js' ? 1 : caps.threads;
   return {
     impl: 'qgemm',
     backend: 'cpu',
     runtime: 'node',
     adapter: 'cpu',
     computes,
-    details: 'cpuGemm: pack with row/column sums, 2x2 register-blocked dot products, output pipeline; one thread',
+    details:
+      `${id}: ${KERNEL_DETAILS[id]}; pack, GEMM and output stage ${id === 'cpu-js' ? 'in JavaScript' : `in WebAssembly on ${threads} thread(s)`}` +
+      (id.startsWith('cpu-wasm') ? `; relaxed SIMD: ${caps.relaxedNote}; Node ${process.version}` : ''),
     run: (data, policy) =>
       qgemmCell(policy, async () => {
         const t0 = performance.now();
-        const result = cpuGemm(data.problem);
+        const p = normalizeProblem(data.problem);
+        const result = await kernelFor(data).run(p, {});
         return { result, wallMs: performance.now() - t0, gpuMs: null };
       }),
     close: async () => undefined,
   };
+}
+
+/** A one-element problem, to name the kernel in the row's details. */
+function makeProbe(): ShapeData {
+  const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
+  return { problem: { lhs: one, rhs: one } } as ShapeData;
 }

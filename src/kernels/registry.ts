@@ -10,6 +10,7 @@ import type { GemmShape } from '../gpu/plan.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { cpuJsKernel } from './cpu-js/kernel.ts';
+import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { gemvKernel } from './gemv/kernel.ts';
 import type { CpuCaps, CpuGemmKernel, GpuGemmKernel } from './types.ts';
@@ -23,7 +24,12 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   gemvKernel('emulated'),
 ];
 
-export const CPU_KERNELS: readonly CpuGemmKernel[] = [cpuJsKernel];
+/**
+ * Fastest first: relaxed-SIMD WebAssembly where it is proven exact, the exact 16-bit WebAssembly SIMD
+ * kernel, then JavaScript (everywhere). The WebAssembly kernels run on worker threads where there is
+ * a shared memory (src/kernels/cpu-wasm/).
+ */
+export const CPU_KERNELS: readonly CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIMD, cpuJsKernel];
 
 export interface SelectOptions {
   /** Run this kernel (an id from GPU_KERNELS or CPU_KERNELS). Default: env QGEMM_KERNEL, else the table's choice. */
@@ -40,7 +46,13 @@ export function forcedKernelFromEnv(): string | undefined {
 
 const byId = (id: string) => GPU_KERNELS.find((k) => k.id === id);
 
-function forced<K extends { id: string }>(id: string, list: readonly K[], other: readonly { id: string }[], ok: (k: K) => boolean, what: string): K | null {
+function forced<K extends { id: string }>(
+  id: string,
+  list: readonly K[],
+  other: readonly { id: string }[],
+  ok: (k: K) => boolean,
+  what: string,
+): K | null {
   const k = list.find((x) => x.id === id);
   if (!k) {
     if (other.some((x) => x.id === id)) return null; // a kernel of the other backend: not ours to force
@@ -56,7 +68,13 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   const fits = (k: GpuGemmKernel) => k.supports(caps, shape) && (!opts.packFormat || k.packFormat === opts.packFormat);
   const force = opts.force ?? forcedKernelFromEnv();
   if (force) {
-    const k = forced(force, GPU_KERNELS, CPU_KERNELS, fits, `${shape.M}x${shape.N}x${shape.K} on this adapter${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`);
+    const k = forced(
+      force,
+      GPU_KERNELS,
+      CPU_KERNELS,
+      fits,
+      `${shape.M}x${shape.N}x${shape.K} on this adapter${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
+    );
     if (k) return k;
   }
   const suffix = caps.dot4 ? '' : '-emulated';
@@ -72,7 +90,11 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     if (when && k && fits(k)) return k;
   }
   const any = GPU_KERNELS.find(fits);
-  if (!any) throw new InputError('kernel', `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`);
+  if (!any)
+    throw new InputError(
+      'kernel',
+      `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
+    );
   return any;
 }
 

@@ -1,11 +1,12 @@
 // Property tier for the CPU kernels: every kernel of the registry's CPU_KERNELS that supports the case,
 // forced in turn, against the naive normative reference (ruy's test loop over paths): the shape sweep and
 // odd rectangles, every operand type, storage order, zero-point form and stage kind, int32 wrap, and
-// less-than-8-bit operands with every rounding. A kernel added to the registry is covered here at once.
+// less-than-8-bit operands with every rounding. A kernel added to the registry is covered here at once
+// (the WebAssembly kernels of src/kernels/cpu-wasm/ where this runtime has WebAssembly SIMD).
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
+import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS } from '../../src/kernels/registry.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
@@ -19,25 +20,46 @@ const arbBitDepth = fc.record({
   rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
 });
 
+// The WebAssembly kernels' capabilities are known once their module is compiled and probed.
+const caps = await readyCpuCaps();
+
 describe.each(CPU_KERNELS.map((k) => [k.id, k] as const))('CPU kernel %s == reference', (id, kernel) => {
   const check = async (problem: GemmProblem, threads?: number) => {
     const p = normalizeProblem(problem);
-    if (!kernel.supports(cpuCaps(), p)) return;
+    if (!kernel.supports(caps, p)) return;
     const d = diffResults(await kernel.run(p, { threads }), referenceGemm(problem));
-    if (d) expect.fail(formatMismatch(d, `${id}${threads ? ` threads=${threads}` : ''} ${describeProblem(problem)}${problem.bitDepth ? ` bitDepth=${JSON.stringify(problem.bitDepth)}` : ''}`));
+    if (d)
+      expect.fail(
+        formatMismatch(
+          d,
+          `${id}${threads ? ` threads=${threads}` : ''} ${describeProblem(problem)}${problem.bitDepth ? ` bitDepth=${JSON.stringify(problem.bitDepth)}` : ''}`,
+        ),
+      );
   };
 
   it('random problems over the shape sweep and odd rectangles', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), (p) => check(p)), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), (p) => check(p)),
+      { numRuns: 150 },
+    );
   });
   it('on two threads where the kernel has them', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), (p) => check(p, 2)), { numRuns: 40 });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), (p) => check(p, 2)),
+      { numRuns: 40 },
+    );
   });
   it('every stage kind on its own, with and without a final cast', async () => {
-    for (const [M, N, K] of [[1, 1, 1], [5, 7, 3], [17, 16, 33], [64, 1, 65]] as const) {
+    for (const [M, N, K] of [
+      [1, 1, 1],
+      [5, 7, 3],
+      [17, 16, 33],
+      [64, 1, 65],
+    ] as const) {
       await fc.assert(
         fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-          check({ ...p, pipeline: cast ? [stage, cast] : [stage] })),
+          check({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
+        ),
         { numRuns: 30 },
       );
     }
@@ -46,9 +68,17 @@ describe.each(CPU_KERNELS.map((k) => [k.id, k] as const))('CPU kernel %s == refe
     const K = 40000;
     const lhs = { data: new Uint8Array(2 * K).fill(255), rows: 2, cols: K, order: 'row-major' as const };
     const rhs = { data: new Uint8Array(3 * K).fill(255), rows: K, cols: 3, order: 'col-major' as const };
-    for (const [zL, zR] of [[0, 0], [-2147483648, 5], [2147483647, -2147483648]]) await check({ lhs, rhs, lhsZeroPoint: zL, rhsZeroPoint: zR });
+    for (const [zL, zR] of [
+      [0, 0],
+      [-2147483648, 5],
+      [2147483647, -2147483648],
+    ])
+      await check({ lhs, rhs, lhsZeroPoint: zL, rhsZeroPoint: zR });
   });
   it('less-than-8-bit operands, every rounding', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => check({ ...p, bitDepth })), { numRuns: 80 });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => check({ ...p, bitDepth })),
+      { numRuns: 80 },
+    );
   });
 });

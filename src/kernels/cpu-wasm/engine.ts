@@ -1,0 +1,145 @@
+// The WebAssembly engine of the CPU kernels, made once per process or page: it picks the module variant
+// (binary.gen.ts) that this runtime validates (SIMD; relaxed SIMD; a shared memory for threads), makes
+// the memory, and decides whether relaxed SIMD may be used. Relaxed `i32x4.relaxed_dot_i8x16_i7x16_add_s`
+// is implementation-defined when the 7-bit operand has its top bit set, so it is used only when
+//   - the runtime validates it (Node 20: only behind a flag),
+//   - a probe run many times (optimized code included: Node 20's baseline tier doubled the result)
+//     gives, on every run, exact unsaturated usdot or sdot results (Node 22 lowers to the saturating
+//     pmaddubsw), and
+//   - the relaxed GEMM, warmed up, equals the exact 16-bit kernel bit for bit on random problems;
+// and not when the caller opts out (configureWasm({ relaxedSimd: false }) or QGEMM_RELAXED_SIMD=0).
+
+import { WASM_BINARIES } from './binary.gen.ts';
+import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
+import { coreCount, isNode, type WorkerPool } from './pool.ts';
+
+export type RelaxedMode = 'usdot' | 'sdot';
+export type WasmExports = Record<string, (...args: number[]) => number>;
+
+export interface WasmEngine {
+  module: WebAssembly.Module;
+  memory: WebAssembly.Memory;
+  exports: WasmExports;
+  /** A shared memory: worker threads can run. */
+  shared: boolean;
+  /** How relaxed dot products behave here, or null when the relaxed kernel must not run. */
+  relaxed: RelaxedMode | null;
+  /** Why relaxed SIMD is off, or how it was proven. */
+  relaxedNote: string;
+  cores: number;
+  /** Worker threads; made on the first multi-threaded run. */
+  pool: WorkerPool | null;
+}
+
+export interface WasmOptions {
+  /** Threads per GEMM (the caller's included). Default: the number of cores. */
+  threads?: number;
+  /** false: never use relaxed SIMD. Default: use it where it is proven exact. */
+  relaxedSimd?: boolean;
+}
+
+const options: WasmOptions = {};
+let engine: Promise<WasmEngine | null> | null = null;
+
+/** Sets the thread count and the relaxed-SIMD opt-out; a change of the latter re-makes the engine. */
+export function configureWasm(o: WasmOptions): void {
+  if (o.threads !== undefined) options.threads = Math.max(1, Math.floor(o.threads));
+  if (o.relaxedSimd !== undefined && o.relaxedSimd !== options.relaxedSimd) {
+    options.relaxedSimd = o.relaxedSimd;
+    void engine?.then((e) => e?.pool?.close());
+    engine = null;
+  }
+}
+
+/** Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node), else the cores; 1 without a shared memory. */
+export function wasmThreads(e: WasmEngine): number {
+  const env = Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
+  return e.shared ? (options.threads ?? (env >= 1 ? Math.floor(env) : e.cores)) : 1;
+}
+
+const bytesOf = (v: Variant) => Uint8Array.from(atob(WASM_BINARIES[variantName(v)]), (c) => c.charCodeAt(0));
+
+function relaxedOptOut(): boolean {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  return options.relaxedSimd === false || env?.QGEMM_RELAXED_SIMD === '0';
+}
+
+function sharedMemoryAllowed(): boolean {
+  if (typeof SharedArrayBuffer === 'undefined') return false;
+  if (!isNode() && !(globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated) return false;
+  try {
+    new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const PROBE_CASES: [number, number][] = [
+  [-128, 255],
+  [127, 255],
+  [-128, 128],
+  [5, 200],
+  [-3, 7],
+  [100, 129],
+  [-1, 254],
+];
+
+/** Runs the probe in rounds (letting the engine tier up between them); the mode every run agreed on. */
+async function probeRelaxed(exports: WasmExports): Promise<RelaxedMode | null> {
+  let seen: RelaxedMode | null | undefined;
+  for (let round = 0; round < 12; round++) {
+    for (const [a, b] of PROBE_CASES) {
+      const iters = round < 6 ? 3000 : 1;
+      const got = exports.probe(a, b, iters) | 0;
+      const mode: RelaxedMode | null =
+        got === Math.imul(4 * iters, a * b) ? 'usdot' : got === Math.imul(4 * iters, a * ((b << 24) >> 24)) ? 'sdot' : null;
+      if (mode === null || (seen !== undefined && seen !== mode)) return null;
+      seen = mode;
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return seen ?? null;
+}
+
+/** Checks the relaxed kernel against the 16-bit one on this engine (run.ts); true when bit-exact. */
+export type SelfCheck = (e: WasmEngine, mode: RelaxedMode) => Promise<boolean>;
+
+async function create(selfCheck: SelfCheck): Promise<WasmEngine | null> {
+  const plain: Variant = { relaxed: false, shared: false };
+  if (!WebAssembly.validate(bytesOf(plain))) return null; // no WebAssembly SIMD
+  const shared = sharedMemoryAllowed();
+  const wantRelaxed = !relaxedOptOut();
+  const relaxedValid = WebAssembly.validate(bytesOf({ relaxed: true, shared: false }));
+  const variant: Variant = { relaxed: relaxedValid, shared };
+  const module = await WebAssembly.compile(bytesOf(variant));
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
+  const instance = await WebAssembly.instantiate(module, { env: { memory } });
+  const e: WasmEngine = {
+    module,
+    memory,
+    exports: instance.exports as unknown as WasmExports,
+    shared,
+    relaxed: null,
+    relaxedNote: !relaxedValid ? 'relaxed SIMD not validated by this runtime' : 'opted out',
+    cores: await coreCount(),
+    pool: null,
+  };
+  if (relaxedValid && wantRelaxed) {
+    const mode = await probeRelaxed(e.exports);
+    if (!mode) e.relaxedNote = 'probe: relaxed dot is saturating or inconsistent here';
+    else {
+      const ok = await selfCheck(e, mode);
+      e.relaxed = ok ? mode : null;
+      e.relaxedNote = ok
+        ? `${mode}, exact (probe and self-check against the 16-bit kernel)`
+        : 'self-check against the 16-bit kernel failed';
+    }
+  }
+  return e;
+}
+
+/** The engine, or null where WebAssembly SIMD is missing. */
+export function wasmEngine(selfCheck: SelfCheck): Promise<WasmEngine | null> {
+  return (engine ??= create(selfCheck));
+}

@@ -1,0 +1,83 @@
+// The contract between the WebAssembly module and the TypeScript that drives it (pack -> gemm -> output):
+// the problem lives in the module's linear memory as a context record of i32 words at address 0 (the
+// shapes, the address and strides of every region, the zero-point terms, the output program), written
+// by the runtime (runtime.ts) and read by the generated code (gen-gemm.ts, gen-output.ts). Every region
+// starts at or above DATA_START and is 64-byte aligned.
+
+/** Word index of each context field; its byte address is 4 * index. */
+export const CTX = {
+  M: 0,
+  N: 1,
+  K: 2,
+  Kp: 3,
+  Np: 4,
+  Mp: 5,
+  lhsPacked: 6,
+  rhsPacked: 7,
+  C: 8,
+  // Operand sources: element (o, k) of the lhs (o = row) or rhs (o = column) is the byte at
+  // src + o*so + k*sk; it is XORed with `xor` (0 or 0x80), then read signed when `sh` is 24, unsigned when 0.
+  lhsSrc: 9,
+  lhsSo: 10,
+  lhsSk: 11,
+  lhsXor: 12,
+  lhsSh: 13,
+  rhsSrc: 14,
+  rhsSo: 15,
+  rhsSk: 16,
+  rhsXor: 17,
+  rhsSh: 18,
+  /** Sums of the packed values: per lhs row (length Mp) and per rhs column (length Np). */
+  rowSums: 19,
+  colSums: 20,
+  /** The packed values are the operands minus cA, cB (0 for the 16-bit kernel, +-128 for relaxed SIMD). */
+  cA: 21,
+  cB: 22,
+  /** Zero points in the packing domain, one per row (length Mp) and per column (length Np). */
+  zL: 23,
+  zR: 24,
+  /** 1 when all three RoundingMultiplyByConstantFraction are the identity (8-bit operands). */
+  identity: 25,
+  /** RMBCF constants (intQuotient, scaledRemainingNumerator) of the xx, x1 and 1x fractions. */
+  xxQ: 26,
+  xxS: 27,
+  x1Q: 28,
+  x1S: 29,
+  onexQ: 30,
+  onexS: 31,
+  /** The output program: `stages` records of STAGE_WORDS words at `program`. */
+  program: 32,
+  stages: 33,
+  /** dst: element (m, n) at dst + (m*dstSm + n*dstSn) * dstSize. */
+  dst: 34,
+  dstSize: 35,
+  dstSm: 36,
+  dstSn: 37,
+  /** rhs panels per cache block of the driver loop. */
+  nBlock: 38,
+} as const;
+
+export const CTX_WORDS = 48;
+/** Scratch for the relaxed-SIMD probe, after the context. */
+export const PROBE_ADDR = 256;
+export const DATA_START = 4096;
+export const NR = 8;
+
+/** One output-stage record: [op, axis (0 row, 1 col), a, b, c, d, e, f]. */
+export const STAGE_WORDS = 8;
+export const OP = {
+  bias: 1, // a: values ptr (stride 4)
+  scaleToUint8: 2, // a, b: offset ptr, stride; c, d: multiplier ptr, stride; e: shift
+  fixedPoint: 3, // a: multiplier, b: shift, c: offsetAfterShift
+  exponentDouble: 4, // a, b: multiplier ptr, stride; c, d: exponent ptr, stride; e: offsetAfterShift
+  exponentSingle: 5, // the same, single rounding
+  clamp: 6, // a: min, b: max (also saturatingCast)
+  truncate: 7, // low 8 bits
+} as const;
+
+/** The kernels the module exports, by kind: micro-kernel rows and the k values per packed group. */
+export const KERNELS = {
+  i16: { mr: 4, kstep: 2, elem: 2 },
+  relaxed: { mr: 6, kstep: 4, elem: 1 },
+} as const;
+export type WasmKernelKind = keyof typeof KERNELS;

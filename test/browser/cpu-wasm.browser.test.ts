@@ -1,0 +1,106 @@
+// Browser tier of the WebAssembly CPU kernel (src/kernels/cpu-wasm/: pack -> gemm -> output in
+// WebAssembly): the library's browser bundle in headless Chromium runs a seeded batch of random problems
+// through gemm(p, { backend: 'cpu', kernel: 'cpu-wasm-simd' }) in the page and compares each with
+// referenceGemm in the same page, bit for bit, twice: from a plain page (no cross-origin isolation, so
+// no SharedArrayBuffer: one thread) and from a cross-origin isolated one (COOP/COEP headers: worker
+// threads over a shared memory). The bundle is copied (or rebuilt when stale) as in gemm.browser.test.ts.
+// No GPU is needed. In CI a missing Chromium fails; locally it skips with a notice.
+
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newest } from './freshness.ts';
+import { chromiumPath, INSTALL_HINT, launchChromium, serveStatic, watchPage, type Browser } from '../../tools/chromium.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const CI = process.env.CI === 'true';
+const COUNT = 40;
+const SEED = 0x5eed1234;
+
+const chromium = chromiumPath();
+if (!chromium) {
+  if (CI) throw new Error(`the browser tests must run in CI, but Chromium is missing: \`${INSTALL_HINT}\``);
+  console.warn(`\n[browser test] SKIPPING the cpu-wasm browser test: Chromium not found. Install: \`${INSTALL_HINT}\`\n`);
+}
+
+describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => {
+  let site: string;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const bundle = join(ROOT, 'dist/browser/qgemm.js');
+    const vite = (outDir: string) =>
+      execFileSync('npx', ['vite', 'build', '--mode', 'browser', '--logLevel', 'warn', '--outDir', outDir], {
+        cwd: ROOT,
+        stdio: 'inherit',
+      });
+    site = mkdtempSync(join(tmpdir(), 'qgemm-cpu-wasm-test-'));
+    mkdirSync(join(site, 'dist'), { recursive: true });
+    if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest([join(ROOT, 'src')])) vite(join(site, 'dist/browser'));
+    else cpSync(join(ROOT, 'dist/browser'), join(site, 'dist/browser'), { recursive: true });
+    cpSync(join(ROOT, 'test/browser/page'), join(site, 'test/browser/page'), { recursive: true });
+    browser = await launchChromium({ swiftshader: true });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (site) rmSync(site, { recursive: true, force: true });
+  });
+
+  it.each([false, true])('cross-origin isolated: %s', async (isolated) => {
+    const server = await serveStatic(site, { isolated });
+    try {
+      const page = await browser.newPage();
+      const log = watchPage(page);
+      await page.goto(`${server.url}test/browser/page/cpu-wasm.html`, { waitUntil: 'load' });
+      await page.waitForFunction(
+        () => {
+          const s = (window as unknown as { qgemmPage?: { ready: boolean; error: string | null } }).qgemmPage;
+          return !!s && (s.ready || !!s.error);
+        },
+        { timeout: 30_000 },
+      );
+      const stats = (await page.evaluate(
+        (seed, count) =>
+          (window as unknown as { runCpuBatch(o: object): Promise<unknown> }).runCpuBatch({ seed, count, kernel: 'cpu-wasm-simd' }),
+        SEED,
+        COUNT,
+      )) as {
+        problems: number;
+        mismatches: number;
+        firstMismatch: unknown;
+        error: string | null;
+        ms: number;
+        crossOriginIsolated: boolean;
+        caps: { wasmSimd: boolean; threads: number; sharedMemory: boolean; relaxedSimd: boolean; relaxedNote: string };
+        runs: { singleThreaded: number; multiThreaded: number };
+      };
+      console.log(
+        `[browser test] cpu-wasm-simd in Chromium, isolated ${stats.crossOriginIsolated}: ${stats.problems} problems, ` +
+          `${stats.mismatches} mismatching, threads ${stats.caps.threads} (shared memory ${stats.caps.sharedMemory}), runs ${JSON.stringify(stats.runs)}, ` +
+          `relaxed SIMD: ${stats.caps.relaxedNote}, ${stats.ms.toFixed(0)} ms`,
+      );
+      expect(stats.error, log.errors.join('\n')).toBeNull();
+      expect(stats.crossOriginIsolated).toBe(isolated);
+      expect(stats.caps.wasmSimd).toBe(true);
+      expect(stats.problems).toBe(COUNT);
+      expect(stats.firstMismatch, JSON.stringify(stats.firstMismatch)).toBeNull();
+      expect(stats.mismatches).toBe(0);
+      expect(stats.caps.sharedMemory).toBe(isolated);
+      if (isolated) {
+        expect(stats.caps.threads).toBeGreaterThanOrEqual(2);
+        expect(stats.runs.multiThreaded).toBeGreaterThan(0);
+      } else {
+        expect(stats.caps.threads).toBe(1);
+        expect(stats.runs.multiThreaded).toBe(0);
+      }
+      expect(log.errors).toEqual([]);
+      await page.close();
+    } finally {
+      await server.close();
+    }
+  });
+});

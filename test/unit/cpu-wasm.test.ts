@@ -1,0 +1,125 @@
+// Property tier of the WebAssembly CPU kernels (src/kernels/cpu-wasm/, pack -> gemm -> output all in
+// WebAssembly): each kernel this runtime supports, forced, on one thread and on several (worker threads
+// over the shared memory), bit for bit against the normative referenceGemm over the shape sweep and odd
+// rectangles, every operand type and order, scalar and per-channel zero points, every stage kind (tanh
+// included: the JavaScript tail), less-than-8-bit operands with each rounding, and int32 wrap-around.
+// Kernels this runtime lacks (relaxed SIMD on Node 20/22) are reported as skipped.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CPU_WASM_KERNELS, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
+import type { BitDepthRounding, GemmProblem } from '../../src/types.ts';
+import { arbCast, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
+import { diffResults, formatMismatch } from '../support/compare.ts';
+
+const caps = await wasmCpuCaps();
+const arbBitDepth = fc.record({
+  lhs: fc.integer({ min: 1, max: 8 }),
+  rhs: fc.integer({ min: 1, max: 8 }),
+  rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
+});
+const u8 = (rows: number, cols: number, fill: number, order: 'row-major' | 'col-major' = 'row-major') => ({
+  data: new Uint8Array(rows * cols).fill(fill),
+  rows,
+  cols,
+  order,
+});
+
+describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel) => {
+  const supported = kernel.supports(caps, normalizeProblem({ lhs: u8(1, 1, 0), rhs: u8(1, 1, 0) }));
+  describe.skipIf(!supported).each([1, 2, 3])('threads %i', (threads) => {
+    async function expectSame(p: GemmProblem, note = '') {
+      const got = await kernel.run(normalizeProblem(p), { threads });
+      const d = diffResults(got, referenceGemm(p));
+      if (d) expect.fail(formatMismatch(d, `${id} threads=${threads} ${describeProblem(p)} ${note}`));
+    }
+    it('over the shape sweep and odd rectangles, every type/order/zero point/stage', async () => {
+      await fc.assert(
+        fc.asyncProperty(arbProblem(), (p) => expectSame(p)),
+        { numRuns: 150 },
+      );
+    });
+    it('every stage kind on its own, with and without a final cast', async () => {
+      for (const [M, N, K] of [
+        [1, 1, 1],
+        [5, 7, 3],
+        [17, 16, 33],
+        [64, 1, 65],
+        [9, 31, 2],
+      ] as const) {
+        await fc.assert(
+          fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
+            expectSame({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
+          ),
+          { numRuns: 25 },
+        );
+      }
+    });
+    it('less-than-8-bit operands, every rounding', async () => {
+      await fc.assert(
+        fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) =>
+          expectSame({ ...p, bitDepth }, `bitDepth=${JSON.stringify(bitDepth)}`),
+        ),
+        { numRuns: 80 },
+      );
+    });
+    it('when int32 wraps: K large, extreme zero points, larger shapes', async () => {
+      const K = 40000; // 40000 * 255 * 255 > 2^31
+      await expectSame({ lhs: u8(2, K, 255), rhs: u8(K, 3, 255, 'col-major') });
+      await expectSame({ lhs: u8(3, K, 255), rhs: u8(K, 9, 0), lhsZeroPoint: -2147483648, rhsZeroPoint: 2147483647 });
+      await fc.assert(
+        fc.asyncProperty(arbProblem([100, 129, 200]), (p) => expectSame(p)),
+        { numRuns: 6 },
+      );
+    });
+  });
+});
+
+// The relaxed kernel's own code (4-byte k groups, the XOR 0x80 and its 128 folded into the sums, the
+// 6x8 micro-kernel) on any runtime that validates relaxed SIMD, even where its dot product is not exact
+// for full-range bytes (x64 without VNNI lowers it to the saturating pmaddubsw): with the 7-bit operand
+// (the packed lhs) confined to 0..127 every lowering is exact, so each mode can be forced and checked.
+describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
+  const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
+  const { runOnEngine, selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+  const e = await wasmEngine(selfCheck);
+  const hasRelaxed = !!e && 'pack_lhs_relaxed' in e.exports;
+  describe.skipIf(!hasRelaxed).each(['usdot', 'sdot'] as const)('%s', (mode) => {
+    /** lhs bytes whose packed form (usdot: unsigned; sdot: signed) lies in 0..127. */
+    const confine = (p: GemmProblem): GemmProblem => {
+      const d = p.lhs.data;
+      const signed = d instanceof Int8Array;
+      const data = signed
+        ? Int8Array.from(d, (v) => (mode === 'usdot' ? v | -128 : v & 127))
+        : Uint8Array.from(d, (v) => (mode === 'usdot' ? v & 127 : v | 128));
+      return { ...p, lhs: { ...p.lhs, data } };
+    };
+    it.each([1, 2])('threads %i, over the sweep, every stage, less-than-8-bit excluded', async (threads) => {
+      await fc.assert(
+        fc.asyncProperty(arbProblem(), async (p0) => {
+          const p = confine(p0);
+          const got = await runOnEngine(e!, normalizeProblem(p), 'relaxed', threads, 1, mode);
+          const d = diffResults(got, referenceGemm(p));
+          if (d) expect.fail(formatMismatch(d, `relaxed ${mode} threads=${threads} ${describeProblem(p)}`));
+        }),
+        { numRuns: 120 },
+      );
+    });
+  });
+});
+
+describe('relaxed SIMD gate', () => {
+  it('the self-check accepts at most one mode, and only the one the engine chose', async () => {
+    const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
+    const { selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+    const e = await wasmEngine(selfCheck);
+    if (!e || !('pack_lhs_relaxed' in e.exports)) return; // this runtime does not validate relaxed SIMD
+    const usdot = await selfCheck(e, 'usdot');
+    const sdot = await selfCheck(e, 'sdot');
+    expect(usdot && sdot).toBe(false); // full-range data tells the two apart
+    if (e.relaxed) expect(e.relaxed === 'usdot' ? usdot : sdot).toBe(true);
+    else expect(caps.relaxedSimd).toBe(false);
+  });
+});
