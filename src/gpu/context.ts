@@ -65,8 +65,8 @@ export class GpuContext {
   private readonly staging: Staging;
   private readonly timestamps: boolean;
   private readonly forcedKernel: string | undefined;
-  /** Buffers of matrices given back with releaseMatrix: using such a matrix is an error. */
-  private readonly released = new WeakSet<GPUBuffer>();
+  /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
+  private readonly released = new WeakSet<GpuMatrix>();
   private xorshift: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
@@ -154,7 +154,7 @@ export class GpuContext {
   read(m: GpuMatrix): Promise<GemmResult> {
     return this.exclusive(async () => {
       this.checkAlive();
-      if (this.released.has(m.buffer)) throw new InputError('matrix', 'this GpuMatrix was released (releaseMatrix)');
+      if (this.released.has(m)) throw new InputError('matrix', 'this GpuMatrix was released (releaseMatrix)');
       try {
         return await readBack(this.device, m, this.staging);
       } catch (e) {
@@ -166,8 +166,9 @@ export class GpuContext {
   /** Returns a dst buffer made by gemmOnGpu to the pool; the matrix can no longer be used. */
   releaseMatrix(m: GpuMatrix): void {
     if (this.destroyed) return; // everything was freed already
+    if (this.released.has(m)) throw new InputError('matrix', 'this GpuMatrix was already released');
     this.pool.release(m.buffer);
-    this.released.add(m.buffer);
+    this.released.add(m);
   }
 
   /**

@@ -53,7 +53,7 @@ export function isGpuMatrix(x: GpuOperandInput): x is GpuMatrix {
  * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones.
  * `released`: matrices this context handed back to its pool (using one would read another call's data).
  */
-export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<GPUBuffer>): Operand {
+export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<GpuMatrix>): Operand {
   if (!x || typeof x !== 'object') throw new InputError(field, 'missing operand');
   if (isPacked(x)) {
     if (x.destroyed) throw new InputError(field, 'this prepacked operand was destroyed');
@@ -61,7 +61,7 @@ export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<GPU
     return { data: x.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: 'row-major' };
   }
   if (isGpuMatrix(x)) {
-    if (released.has(x.buffer)) throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
+    if (released.has(x)) throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
     if (x.dtype !== 'uint8' && x.dtype !== 'int8') throw new InputError(field, `a GPU operand must be uint8 or int8, got ${x.dtype}`);
     const inner = x.order === 'row-major' ? x.cols : x.rows;
     const lines = x.order === 'row-major' ? x.rows : x.cols;

@@ -233,6 +233,10 @@ describe.skipIf(!gpu)('device loss', () => {
     own.releaseMatrix(m);
     await expect(own.read(m)).rejects.toThrow(/released/);
     await expect(own.gemm({ lhs: m, rhs: sample(arbOperand(9, 3), 7) })).rejects.toThrow(InputError);
+    // The pool hands the same buffer to the next result: that one is usable, the released one still not.
+    const next = await own.gemmOnGpu({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] });
+    expect(diffResults(await own.read(next), referenceGemm({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] }))).toBeNull();
+    await expect(own.read(m)).rejects.toThrow(/released/);
     const packed = await own.prepack('rhs', p.rhs);
     expect(packed.bytes).toBeGreaterThan(0);
     packed.destroy();
