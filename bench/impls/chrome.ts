@@ -130,7 +130,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
       adapter = setup.qgemm.adapter;
       if (opts.impls.includes('qgemm')) {
         runners.push({
-          impl: 'qgemm', backend: 'webgpu', runtime: 'chrome',
+          impl: 'qgemm', backend: 'webgpu', runtime: 'chrome', mode: 'call',
           adapter: adapterSlug(adapter as { vendor: string; architecture: string; description: string }),
           computes: opts.computes,
           details: `Chromium ${version.replace(/^HeadlessChrome\//, '')}, dist/browser/qgemm.js, dot4 ${setup.qgemm.dot4}, GPU time from timestamp queries: ${setup.qgemm.timestamps ? 'yes' : 'no'}`,
@@ -142,7 +142,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     if (setup.tfjs && 'error' in setup.tfjs) notes.push(`tfjs-backend-webgpu could not start in Chrome: ${setup.tfjs.error}`);
     else if (setup.tfjs) {
       runners.push({
-        impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'chrome',
+        impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'chrome', mode: 'call',
         adapter: adapter ? adapterSlug(adapter as { vendor: string; architecture: string; description: string }) : 'unknown',
         computes: 'f32 matMul of (q - zeroPoint)',
         details: `@tensorflow/tfjs-backend-webgpu ${setup.tfjs.version} UMD bundle in Chromium, kernel time from timestamp queries: ${setup.tfjs.timestamps ? 'yes' : 'no'}`,
