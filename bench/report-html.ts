@@ -193,7 +193,7 @@ export function htmlReport(report: BenchReport): string {
     ['date', report.date.slice(0, 19).replace('T', ' ') + ' UTC'],
     ['machine', `${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB; ${report.machine.os}; Node ${report.machine.node}`],
     ['adapter', report.adapterNote],
-    ...(a.ceilings ? [['ceilings', `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops ?? 'not offered'} TOPS. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`] as [string, string]] : []),
+    ...(a.ceilings?.dot4Tops != null ? [['ceilings', `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops ?? 'not offered'} TOPS. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`] as [string, string]] : []),
     ...(a.dot4 ? [['dot4', `${a.dot4 === 'native' ? 'native dot4U8Packed / dot4I8Packed' : 'emulated (manual unpack)'}`] as [string, string]] : []),
     ...(report.chrome ? [['chrome', `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}`] as [string, string]] : []),
     ['qgemm computes', `uint8 × uint8, zero points 119 / 131, ${report.pipeline.description}`],

@@ -72,7 +72,7 @@ export function terminalReport(report: BenchReport): string {
   lines.push(`machine: ${report.machine.cpu}, ${report.machine.cores} cores; adapter: ${report.adapterNote}`);
   lines.push(`qgemm output: ${report.pipeline.description}`);
   const c = report.adapter.ceilings;
-  if (c) lines.push(`adapter ceilings (measured in this run): dot4 ${c.dot4Tops ?? '—'} TOPS, copy ${c.copyGBs ?? '—'} GB/s, subgroup matrix ${c.subgroupMatrixTops ?? 'none'} TOPS`);
+  if (c && c.dot4Tops !== null) lines.push(`adapter ceilings (measured in this run): dot4 ${c.dot4Tops ?? '—'} TOPS, copy ${c.copyGBs ?? '—'} GB/s, subgroup matrix ${c.subgroupMatrixTops ?? 'none'} TOPS`);
   if (report.comparisons.length) {
     lines.push('');
     lines.push('speed-up of qgemm (peer time / ours, > 1: qgemm faster), geometric mean over shapes: wall | GPU');

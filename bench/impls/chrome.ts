@@ -15,6 +15,7 @@ import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
 import { moreReps, stats, type RepeatPolicy } from '../timing.ts';
 import { fromBytes } from '../verify.ts';
+import { kernelOf } from './qgemm-node.ts';
 import type { CellOutcome, Runner } from './types.ts';
 
 export interface ChromeSession {
@@ -121,6 +122,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
       if (impl === 'qgemm' && r.outputBase64 !== undefined) {
         out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
         out.hashes = r.hashes;
+        out.kernel = kernelOf({ lastRun: { kernel: r.kernel ?? undefined } }, m, n);
       }
       return out;
     };

@@ -43,18 +43,21 @@ export function gpuMsPerRun(events: { cat?: string; ts?: number; dur?: number }[
   return Array.from({ length: runs }, (_, r) => kernels.slice(r * per, (r + 1) * per).reduce((s, e) => s + e.dur!, 0) / 1000);
 }
 
-/** GPU time of `runs` calls after one warm-up, in a profiled session (its own temp folder for the profile file). */
+/**
+ * GPU time of `runs` calls in a profiled session (its own temp folder for the profile file). No warm-up:
+ * compiling happens on the CPU, and the profile's kernel times count GPU execution only.
+ */
 async function profiledGpu(ort: Ort, model: Uint8Array, feed: () => Record<string, OrtTensor>, runs: number): Promise<Stats | null> {
   const dir = mkdtempSync(join(tmpdir(), 'qgemm-ort-profile-'));
   try {
     const session = await ort.InferenceSession.create(model, sessionOptions({ enableProfiling: true, profileFilePrefix: join(dir, 'p') }));
-    for (let i = 0; i < runs + 1; i++) await session.run(feed());
+    for (let i = 0; i < runs; i++) await session.run(feed());
     session.endProfiling?.();
     await session.release?.();
     const file = readdirSync(dir).find((f) => f.endsWith('.json'));
     if (!file) return null;
-    const perRun = gpuMsPerRun(JSON.parse(readFileSync(join(dir, file), 'utf8')), runs + 1);
-    return perRun ? stats(perRun.slice(1)) : null;
+    const perRun = gpuMsPerRun(JSON.parse(readFileSync(join(dir, file), 'utf8')), runs);
+    return perRun ? stats(perRun) : null;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
