@@ -122,7 +122,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
       if (impl === 'qgemm' && r.outputBase64 !== undefined) {
         out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
         out.hashes = r.hashes;
-        out.kernel = kernelOf({ lastRun: { kernel: r.kernel ?? undefined } }, m, n);
+        out.kernel = kernelOf({ lastRun: { kernel: r.kernel } });
       }
       return out;
     };
