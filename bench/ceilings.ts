@@ -62,7 +62,10 @@ function computeRunner(device: GPUDevice, code: string, groups: number, outBytes
   const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
   const out = device.createBuffer({ size: outBytes, usage: GPUBufferUsage.STORAGE });
   const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-  const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: out } }, { binding: 1, resource: { buffer: params } }];
+  const entries: GPUBindGroupEntry[] = [
+    { binding: 0, resource: { buffer: out } },
+    { binding: 1, resource: { buffer: params } },
+  ];
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   return (n: number) => {
     device.queue.writeBuffer(params, 0, new Uint32Array([n, 0x01020304, 7, 0]));
@@ -152,7 +155,10 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
     const size = Math.min(opts.software ? 16 << 20 : 256 << 20, Math.floor(limits.maxBufferSize / 4) * 4);
     const src = device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC });
     const dst = device.createBuffer({ size, usage: GPUBufferUsage.COPY_DST });
-    const run = (n: number) => timed(device, (e) => { for (let i = 0; i < n; i++) e.copyBufferToBuffer(src, 0, dst, 0, size); });
+    const run = (n: number) =>
+      timed(device, (e) => {
+        for (let i = 0; i < n; i++) e.copyBufferToBuffer(src, 0, dst, 0, size);
+      });
     const s = await secondsPerUnit(run, 1, targetMs, 256);
     out.copyGBs = Number(((2 * size) / s / 1e9).toPrecision(4));
     notes.push(`copyGBs: copyBufferToBuffer of ${size >> 20} MiB, bytes read + written`);
@@ -171,7 +177,12 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
       const perGroup = 128 / Math.max(1, (adapter.info as unknown as { subgroupMinSize?: number }).subgroupMinSize ?? 32);
       const CH = 8;
       const groups = 132 * 16;
-      const run = computeRunner(device, subgroupMatrixKernel(c.M, c.N, c.K, CH, perGroup), groups, Math.max(4096, groups * perGroup * CH * c.M * c.N * 4));
+      const run = computeRunner(
+        device,
+        subgroupMatrixKernel(c.M, c.N, c.K, CH, perGroup),
+        groups,
+        Math.max(4096, groups * perGroup * CH * c.M * c.N * 4),
+      );
       const s = await secondsPerUnit(run, 64, targetMs, 1 << 20);
       const subgroups = groups * (128 / ((adapter.info as unknown as { subgroupMaxSize?: number }).subgroupMaxSize ?? 32));
       out.subgroupMatrixTops = Number(((subgroups * CH * 2 * c.M * c.N * c.K) / s / 1e12).toPrecision(4));
@@ -202,8 +213,8 @@ export function roofline(
 ): { floorMs: number; fraction: number } | null {
   const tops = computeCeilingTops(row.kernel, c);
   if (!row.gpuMedianMs || !tops || !c.copyGBs) return null;
-  const computeMs = (2 * row.m * row.n * row.k) / (tops * 1e12) * 1e3;
-  const memoryMs = minBytes(row.m, row.n, row.k, dstBytes) / (c.copyGBs * 1e9) * 1e3;
+  const computeMs = ((2 * row.m * row.n * row.k) / (tops * 1e12)) * 1e3;
+  const memoryMs = (minBytes(row.m, row.n, row.k, dstBytes) / (c.copyGBs * 1e9)) * 1e3;
   const floorMs = Math.max(computeMs, memoryMs);
   return { floorMs: Number(floorMs.toPrecision(4)), fraction: Number((floorMs / row.gpuMedianMs).toPrecision(4)) };
 }

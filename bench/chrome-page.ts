@@ -94,7 +94,10 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
     const pipeline = args.pipeline.map((stage) => {
       const s: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(stage)) {
-        s[key] = value && typeof value === 'object' && 'int32' in (value as object) ? Int32Array.from((value as { int32: number[] }).int32) : value;
+        s[key] =
+          value && typeof value === 'object' && 'int32' in (value as object)
+            ? Int32Array.from((value as { int32: number[] }).int32)
+            : value;
       }
       return s;
     });

@@ -58,7 +58,10 @@ roofline (the floor its kernel could reach on this adapter's measured ceilings, 
 
 function list<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T[] | undefined {
   if (value === undefined) return undefined;
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) if (!allowed.includes(item as T)) throw new Error(`${flag}: unknown "${item}" (one of ${allowed.join(', ')})`);
   return items as T[];
 }

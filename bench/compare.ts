@@ -26,12 +26,20 @@ export interface ComparableRow extends RowId {
   verified: boolean | null;
 }
 
-const id = (impl: RowId['impl'], backend: RowId['backend'], runtime: RowId['runtime'], mode: RowId['mode']): RowId => ({ impl, backend, runtime, mode });
+const id = (impl: RowId['impl'], backend: RowId['backend'], runtime: RowId['runtime'], mode: RowId['mode']): RowId => ({
+  impl,
+  backend,
+  runtime,
+  mode,
+});
 const QGEMM_NODE = (mode: RowId['mode']) => id('qgemm', 'webgpu', 'node', mode);
 
 /** The pairs compared: same runtime and mode; the CPU path against the CPU libraries. */
 export const PAIRS: { ours: RowId; peer: RowId }[] = [
-  ...(['resident', 'call', 'device'] as const).map((mode) => ({ ours: QGEMM_NODE(mode), peer: id('tfjs-webgpu-f32', 'webgpu', 'node', mode) })),
+  ...(['resident', 'call', 'device'] as const).map((mode) => ({
+    ours: QGEMM_NODE(mode),
+    peer: id('tfjs-webgpu-f32', 'webgpu', 'node', mode),
+  })),
   ...(['onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4', 'onnxruntime-webgpu-matmul-f32'] as const).map((impl) => ({
     ours: QGEMM_NODE('resident'),
     peer: id(impl, 'webgpu', 'node', 'resident'),
@@ -41,7 +49,9 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('naive-js', 'cpu', 'node', 'call') },
 ];
 /** On a hardware adapter only (SwiftShader against a CPU library says nothing): the GPU against what a Node user has today. */
-export const HARDWARE_PAIRS: { ours: RowId; peer: RowId }[] = [{ ours: QGEMM_NODE('call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') }];
+export const HARDWARE_PAIRS: { ours: RowId; peer: RowId }[] = [
+  { ours: QGEMM_NODE('call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
+];
 
 const round = (x: number) => Number(x.toPrecision(3));
 const geomean = (xs: number[]) => (xs.length ? round(Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)) : null);

@@ -151,14 +151,19 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const started = await startRunners(opts, choice, slug, computes, progress);
   const { runners, chrome } = started;
   notes.push(...started.notes);
-  const skipped: Skipped[] = started.unavailable.flatMap(({ reason, ...id }) => opts.shapes.map((s) => ({ ...id, m: s.m, n: s.n, k: s.k, reason })));
+  const skipped: Skipped[] = started.unavailable.flatMap(({ reason, ...id }) =>
+    opts.shapes.map((s) => ({ ...id, m: s.m, n: s.n, k: s.k, reason })),
+  );
   if (chrome) progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
   if (runners.length === 0) throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
   const dstBytes = opts.pipeline === 'uint8' ? 1 : 4;
 
   // ---- run ------------------------------------------------------------------------------------------
   // Squares last (ascending), so that the budget trims the square sweep from the top; every other shape first.
-  const order = [...opts.shapes.filter((s) => s.family !== 'square'), ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m)];
+  const order = [
+    ...opts.shapes.filter((s) => s.family !== 'square'),
+    ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m),
+  ];
   const throughput = new Map<string, number>(); // ops per ms, from the largest shape measured so far
   const rows: Row[] = [];
   for (const shape of order) {
@@ -172,13 +177,31 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         const left = opts.budgetS - elapsed();
         if (estimateS > left) {
           const reason = `time budget: about ${estimateS.toFixed(0)} s estimated, ${Math.max(0, left).toFixed(0)} s left`;
-          skipped.push({ impl: runner.impl, backend: runner.backend, runtime: runner.runtime, mode: runner.mode, m: shape.m, n: shape.n, k: shape.k, reason });
+          skipped.push({
+            impl: runner.impl,
+            backend: runner.backend,
+            runtime: runner.runtime,
+            mode: runner.mode,
+            m: shape.m,
+            n: shape.n,
+            k: shape.k,
+            reason,
+          });
           progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} skipped (${reason})`);
           continue;
         }
       }
       data ??= makeShapeData(shape, opts.seed, opts.pipeline);
-      const base = { impl: runner.impl, backend: runner.backend, runtime: runner.runtime, mode: runner.mode, adapter: runner.adapter, m: shape.m, n: shape.n, k: shape.k };
+      const base = {
+        impl: runner.impl,
+        backend: runner.backend,
+        runtime: runner.runtime,
+        mode: runner.mode,
+        adapter: runner.adapter,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+      };
       try {
         const outcome = await runner.run(data, opts.policy);
         let verified: boolean | null = null;
@@ -193,21 +216,48 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         const { medianMs, gops: rowGops, ...spread } = statsFields(outcome.wall, outcome.gpu, shape);
         const kernel = runner.impl === 'qgemm' ? (outcome.kernel ?? null) : null;
         const gpuNote = outcome.gpu ? {} : { gpuNote: outcome.gpuNote ?? 'no GPU time' };
-        const row: Row = { ...base, medianMs, gops: rowGops, verified, ...spread, ...gpuNote, kernel, roofline: null, computes: runner.computes, ...(verification ? { verification } : {}) };
+        const row: Row = {
+          ...base,
+          medianMs,
+          gops: rowGops,
+          verified,
+          ...spread,
+          ...gpuNote,
+          kernel,
+          roofline: null,
+          computes: runner.computes,
+          ...(verification ? { verification } : {}),
+        };
         if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings) row.roofline = roofline(row, ceilings, dstBytes);
         rows.push(row);
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
-        const gpuPart = row.gpuMedianMs !== null ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS` : `; GPU time: none (${row.gpuNote})`;
+        const gpuPart =
+          row.gpuMedianMs !== null
+            ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS`
+            : `; GPU time: none (${row.gpuNote})`;
         const check = verification
           ? verification.verified
             ? ` verified (${verification.method}, ${verification.checked} entries)`
             : ` VERIFICATION FAILED: ${verification.error ?? `${verification.mismatches} mismatches, first ${JSON.stringify(verification.firstMismatch)}`}`
           : '';
-        progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} ${String(row.reps).padStart(2)} runs, median ${fmtMs(row.medianMs!)} = ${fmtGops(row.gops!)} GOPS${gpuPart}${check}`);
+        progress(
+          `${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} ${String(row.reps).padStart(2)} runs, median ${fmtMs(row.medianMs!)} = ${fmtGops(row.gops!)} GOPS${gpuPart}${check}`,
+        );
       } catch (e) {
         const message = (e as Error).message.split('\n')[0];
         const { medianMs, gops: rowGops, ...spread } = statsFields(null, null, shape);
-        rows.push({ ...base, medianMs, gops: rowGops, verified: runner.impl === 'qgemm' ? false : null, ...spread, gpuNote: `did not run: ${message}`, kernel: null, roofline: null, computes: runner.computes, error: message });
+        rows.push({
+          ...base,
+          medianMs,
+          gops: rowGops,
+          verified: runner.impl === 'qgemm' ? false : null,
+          ...spread,
+          gpuNote: `did not run: ${message}`,
+          kernel: null,
+          roofline: null,
+          computes: runner.computes,
+          error: message,
+        });
         progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} FAILED: ${message}`);
       }
     }
@@ -218,7 +268,25 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     for (const shape of opts.shapes) {
       const { medianMs, gops: rowGops, ...spread } = statsFields(null, null, shape);
       const adapter = u.backend === 'cpu' ? 'cpu' : slug;
-      rows.push({ impl: u.impl, backend: u.backend, runtime: u.runtime, mode: u.mode, adapter, m: shape.m, n: shape.n, k: shape.k, medianMs, gops: rowGops, verified: null, ...spread, gpuNote: u.reason, kernel: null, roofline: null, computes: '', error: u.reason });
+      rows.push({
+        impl: u.impl,
+        backend: u.backend,
+        runtime: u.runtime,
+        mode: u.mode,
+        adapter,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        medianMs,
+        gops: rowGops,
+        verified: null,
+        ...spread,
+        gpuNote: u.reason,
+        kernel: null,
+        roofline: null,
+        computes: '',
+        error: u.reason,
+      });
     }
   }
 
@@ -226,8 +294,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   await chrome?.close();
   choice.ctx?.destroy();
 
-  const sortedRows = sortShapes(rows.map((r) => ({ ...r, family: opts.shapes.find((s) => s.m === r.m && s.n === r.n && s.k === r.k)?.family ?? 'custom' })))
-    .map(({ family: _family, ...r }) => r as Row);
+  const sortedRows = sortShapes(
+    rows.map((r) => ({ ...r, family: opts.shapes.find((s) => s.m === r.m && s.n === r.n && s.k === r.k)?.family ?? 'custom' })),
+  ).map(({ family: _family, ...r }) => r as Row);
   const finalRows: Row[] = [];
   const seen = new Set<string>();
   for (const r of sortedRows) {
@@ -249,7 +318,12 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       kind: choice.kind,
       isSoftware: summary?.isSoftware ?? null,
       dot4: choice.ctx ? choice.ctx.dot4 : null,
-      ceilings: ceilings ?? { dot4Tops: null, copyGBs: null, subgroupMatrixTops: null, notes: [choice.kind === 'none' ? 'no WebGPU adapter' : 'not measured (see notes)'] },
+      ceilings: ceilings ?? {
+        dot4Tops: null,
+        copyGBs: null,
+        subgroupMatrixTops: null,
+        notes: [choice.kind === 'none' ? 'no WebGPU adapter' : 'not measured (see notes)'],
+      },
       features: summary?.features ?? [],
       wgslLanguageFeatures: summary?.wgslLanguageFeatures ?? [],
     },
@@ -268,10 +342,19 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     },
     timing: {
       policy: opts.policy,
-      medianMs: 'wall time of one call (call: upload both + compute + readback; resident: upload lhs + compute + readback; device: compute + submission; CPU rows: the call itself)',
-      gpuMs: 'GPU time from timestamp queries (qgemm: the compute pass, pack + gemm + output; tfjs: its kernels; onnxruntime WebGPU: its kernels, from a profiled session)',
+      medianMs:
+        'wall time of one call (call: upload both + compute + readback; resident: upload lhs + compute + readback; device: compute + submission; CPU rows: the call itself)',
+      gpuMs:
+        'GPU time from timestamp queries (qgemm: the compute pass, pack + gemm + output; tfjs: its kernels; onnxruntime WebGPU: its kernels, from a profiled session)',
     },
-    implementations: runners.map((r) => ({ impl: r.impl, backend: r.backend, runtime: r.runtime, mode: r.mode, computes: r.computes, details: r.details })),
+    implementations: runners.map((r) => ({
+      impl: r.impl,
+      backend: r.backend,
+      runtime: r.runtime,
+      mode: r.mode,
+      computes: r.computes,
+      details: r.details,
+    })),
     comparisons: compare(finalRows, choice.kind),
     skipped,
     notes,

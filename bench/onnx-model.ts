@@ -146,7 +146,9 @@ const bytesOfFloats = (f: Float32Array): Uint8Array => new Uint8Array(f.buffer, 
 
 /** MatMul f32, Y = A x W with W [K, N] (row-major floats) an initializer. */
 export function matMulF32Model(w: Float32Array, k: number, n: number): Uint8Array {
-  return oneNodeModel({ op: 'MatMul', inputs: ['A', 'W'] }, k, n, [{ name: 'W', elemType: ONNX_FLOAT, dims: [k, n], raw: bytesOfFloats(w) }]);
+  return oneNodeModel({ op: 'MatMul', inputs: ['A', 'W'] }, k, n, [
+    { name: 'W', elemType: ONNX_FLOAT, dims: [k, n], raw: bytesOfFloats(w) },
+  ]);
 }
 
 export const NBITS_BLOCK = 32;
@@ -179,7 +181,12 @@ export function matMulNBitsModel(weights: Uint8Array, k: number, n: number, bits
   }
   const scales = new Float32Array(n * blocks).fill(1);
   return oneNodeModel(
-    { op: 'MatMulNBits', domain: 'com.microsoft', inputs: ['A', 'B', 'scales', 'zero_points'], attributes: { K: k, N: n, bits, block_size: NBITS_BLOCK, accuracy_level: 4 } },
+    {
+      op: 'MatMulNBits',
+      domain: 'com.microsoft',
+      inputs: ['A', 'B', 'scales', 'zero_points'],
+      attributes: { K: k, N: n, bits, block_size: NBITS_BLOCK, accuracy_level: 4 },
+    },
     k,
     n,
     [

@@ -32,7 +32,6 @@ const opacity = (key: string) => OPACITY[idOf(key).mode] ?? 1;
 const esc = (s: unknown): string =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-
 /** Decades covering [lo, hi] for a log axis. */
 function decades(lo: number, hi: number): number[] {
   const out: number[] = [];
@@ -76,8 +75,12 @@ function gopsChart(report: BenchReport): string {
       if (r.gops && r.gops > 0) {
         const w = Math.max(2, x(r.gops) - left);
         const mark = r.verified === true ? ' ✓' : r.verified === false ? ' ✗ FAILED' : '';
-        parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${bar}" rx="2" fill="${color(key)}" fill-opacity="${opacity(key)}"><title>${esc(label(r))} ${esc(shapeKey(r))}: ${fmtGops(r.gops)} GOPS, median ${fmtMs(r.medianMs)}</title></rect>`);
-        parts.push(`<text x="${(left + w + 5).toFixed(1)}" y="${y + bar - 2}" class="val${r.verified === false ? ' bad' : ''}">${fmtGops(r.gops)}${mark}</text>`);
+        parts.push(
+          `<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${bar}" rx="2" fill="${color(key)}" fill-opacity="${opacity(key)}"><title>${esc(label(r))} ${esc(shapeKey(r))}: ${fmtGops(r.gops)} GOPS, median ${fmtMs(r.medianMs)}</title></rect>`,
+        );
+        parts.push(
+          `<text x="${(left + w + 5).toFixed(1)}" y="${y + bar - 2}" class="val${r.verified === false ? ' bad' : ''}">${fmtGops(r.gops)}${mark}</text>`,
+        );
       } else {
         parts.push(`<text x="${left + 4}" y="${y + bar - 2}" class="val bad">${esc(label(r))}: failed</text>`);
       }
@@ -87,7 +90,10 @@ function gopsChart(report: BenchReport): string {
   }
   const height = y + 10;
   const grid = ticks
-    .map((t) => `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 14}" class="grid"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}</text>`)
+    .map(
+      (t) =>
+        `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 14}" class="grid"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}</text>`,
+    )
     .join('');
   const legend = legendHtml(cols);
   return `${legend}<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="GOPS by shape and implementation">
@@ -112,7 +118,9 @@ function speedupChart(report: BenchReport): string {
   let y = top;
   const parts: string[] = [];
   for (const c of comps) {
-    parts.push(`<text x="${left - 150}" y="${y + 12}" class="pair">${esc(label(c.ours))} vs ${esc(label(c.peer))} — wall ${c.geomean === null ? '—' : sig(c.geomean)}× (${inWords(c.geomean)}), GPU ${c.gpuGeomean === null ? 'n/a' : `${sig(c.gpuGeomean)}×`}</text>`);
+    parts.push(
+      `<text x="${left - 150}" y="${y + 12}" class="pair">${esc(label(c.ours))} vs ${esc(label(c.peer))} — wall ${c.geomean === null ? '—' : sig(c.geomean)}× (${inWords(c.geomean)}), GPU ${c.gpuGeomean === null ? 'n/a' : `${sig(c.gpuGeomean)}×`}</text>`,
+    );
     y += 22;
     for (const s of c.shapes) {
       const xv = x(s.speedup);
@@ -122,14 +130,19 @@ function speedupChart(report: BenchReport): string {
       parts.push(`<text x="${left - 12}" y="${y + bar - 2}" text-anchor="end" class="shape small">${esc(shapeKey(s))}</text>`);
       parts.push(`<rect x="${x0.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${bar}" rx="2" fill="${fill}"/>`);
       const tx = s.speedup >= 1 ? xv + 5 : xv - 5;
-      parts.push(`<text x="${tx.toFixed(1)}" y="${y + bar - 2}" text-anchor="${s.speedup >= 1 ? 'start' : 'end'}" class="val">${sig(s.speedup)}×</text>`);
+      parts.push(
+        `<text x="${tx.toFixed(1)}" y="${y + bar - 2}" text-anchor="${s.speedup >= 1 ? 'start' : 'end'}" class="val">${sig(s.speedup)}×</text>`,
+      );
       y += bar + gap;
     }
     y += 14;
   }
   const height = y;
   const grid = ticks
-    .map((t) => `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 8}" class="grid${t === 1 ? ' one' : ''}"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}×</text>`)
+    .map(
+      (t) =>
+        `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 8}" class="grid${t === 1 ? ' one' : ''}"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}×</text>`,
+    )
     .join('');
   return `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="speed-up over peers">
 <text x="${left + plotW / 2}" y="12" text-anchor="middle" class="axis">speed-up = peer median wall time / qgemm's (right of 1×: qgemm faster), log scale</text>
@@ -137,7 +150,20 @@ ${grid}${parts.join('\n')}</svg>`;
 }
 
 function table(report: BenchReport): string {
-  const head = ['shape', 'implementation', 'mode', 'median wall', 'min – max', 'GOPS', 'median GPU', 'GPU GOPS', 'kernel', 'roofline', 'runs', 'verified'];
+  const head = [
+    'shape',
+    'implementation',
+    'mode',
+    'median wall',
+    'min – max',
+    'GOPS',
+    'median GPU',
+    'GPU GOPS',
+    'kernel',
+    'roofline',
+    'runs',
+    'verified',
+  ];
   const body = report.runs
     .map((r) => {
       const v =
@@ -146,7 +172,12 @@ function table(report: BenchReport): string {
           : r.verified === false
             ? `<span class="bad">✗ ${esc(r.error ?? r.verification?.error ?? `${r.verification?.mismatches} mismatches`)}</span>`
             : `<span class="na">${r.error ? `peer, not run: ${esc(r.error)}` : 'peer'}</span>`;
-      const gpu = r.gpuMedianMs !== null ? fmtMs(r.gpuMedianMs) : r.medianMs === null ? '—' : `<span class="na" title="${esc(r.gpuNote ?? '')}">no GPU time</span>`;
+      const gpu =
+        r.gpuMedianMs !== null
+          ? fmtMs(r.gpuMedianMs)
+          : r.medianMs === null
+            ? '—'
+            : `<span class="na" title="${esc(r.gpuNote ?? '')}">no GPU time</span>`;
       return `<tr><td>${esc(shapeKey(r))}</td><td title="${esc(`${r.impl} / ${r.backend} / ${r.runtime}`)}"><i class="dot" style="background:${color(rowKey(r))};opacity:${opacity(rowKey(r))}"></i>${esc(label(r))}</td><td>${esc(r.mode)}</td>
 <td class="num">${fmtMs(r.medianMs)}</td><td class="num">${r.minMs === null ? '—' : `${fmtMs(r.minMs)} – ${fmtMs(r.maxMs)}`}</td><td class="num">${fmtGops(r.gops)}</td>
 <td class="num">${gpu}</td><td class="num">${fmtGops(r.gpuGops)}</td><td>${esc(r.kernel ?? '')}</td><td class="num">${esc(roofText(r))}</td><td class="num">${r.reps}</td><td>${v}</td></tr>`;
@@ -191,22 +222,59 @@ export function htmlReport(report: BenchReport): string {
   const qgemmRows = report.runs.filter((r) => r.impl === 'qgemm').length;
   const facts: [string, string][] = [
     ['date', report.date.slice(0, 19).replace('T', ' ') + ' UTC'],
-    ['machine', `${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB; ${report.machine.os}; Node ${report.machine.node}`],
+    [
+      'machine',
+      `${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB; ${report.machine.os}; Node ${report.machine.node}`,
+    ],
     ['adapter', report.adapterNote],
-    ...(a.ceilings?.dot4Tops != null ? [['ceilings', `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops ?? 'not offered'} TOPS. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`] as [string, string]] : []),
-    ...(a.dot4 ? [['dot4', `${a.dot4 === 'native' ? 'native dot4U8Packed / dot4I8Packed' : 'emulated (manual unpack)'}`] as [string, string]] : []),
-    ...(report.chrome ? [['chrome', `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}`] as [string, string]] : []),
+    ...(a.ceilings?.dot4Tops != null
+      ? [
+          [
+            'ceilings',
+            `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops ?? 'not offered'} TOPS. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`,
+          ] as [string, string],
+        ]
+      : []),
+    ...(a.dot4
+      ? [['dot4', `${a.dot4 === 'native' ? 'native dot4U8Packed / dot4I8Packed' : 'emulated (manual unpack)'}`] as [string, string]]
+      : []),
+    ...(report.chrome
+      ? [
+          [
+            'chrome',
+            `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}`,
+          ] as [string, string],
+        ]
+      : []),
     ['qgemm computes', `uint8 × uint8, zero points 119 / 131, ${report.pipeline.description}`],
-    ['peers compute', 'tfjs: f32 matMul of (q − zeroPoint); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32'],
-    ['modes', 'call: both operands uploaded (and packed) per call; resident: the weights (rhs) stay on the GPU, each call uploads lhs and reads dst back; device: lhs and dst stay on the GPU too (GPU work + submission)'],
-    ['timing', `${report.timing.policy.warmup} warm-up run, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`],
-    ['verification', `${qgemmRows - failed} of ${qgemmRows} qgemm rows verified bit-exact against the CPU reference (every timed run's output hashed; the last checked in full for M·N·K ≤ 2^24, else 2048 random entries plus the last row and column)`],
+    [
+      'peers compute',
+      'tfjs: f32 matMul of (q − zeroPoint); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32',
+    ],
+    [
+      'modes',
+      'call: both operands uploaded (and packed) per call; resident: the weights (rhs) stay on the GPU, each call uploads lhs and reads dst back; device: lhs and dst stay on the GPU too (GPU work + submission)',
+    ],
+    [
+      'timing',
+      `${report.timing.policy.warmup} warm-up run, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`,
+    ],
+    [
+      'verification',
+      `${qgemmRows - failed} of ${qgemmRows} qgemm rows verified bit-exact against the CPU reference (every timed run's output hashed; the last checked in full for M·N·K ≤ 2^24, else 2048 random entries plus the last row and column)`,
+    ],
     ['suite', `${report.suite}; ${report.elapsedS.toFixed(0)} s; ${esc(report.command)}`],
   ];
   const impls = report.implementations.map((i) => `<li><b>${esc(label(i))}</b> — ${esc(i.computes)}; ${esc(i.details)}</li>`).join('');
   const skipped = report.skipped.length
     ? `<h2>Skipped</h2><ul>${[...new Set(report.skipped.map((s) => `${label(s)}: ${s.reason}`))]
-        .map((why) => `<li>${esc(why)} (${report.skipped.filter((s) => `${label(s)}: ${s.reason}` === why).map((s) => shapeKey(s)).join(', ')})</li>`)
+        .map(
+          (why) =>
+            `<li>${esc(why)} (${report.skipped
+              .filter((s) => `${label(s)}: ${s.reason}` === why)
+              .map((s) => shapeKey(s))
+              .join(', ')})</li>`,
+        )
         .join('')}</ul>`
     : '';
   const notes = report.notes.length ? `<h2>Notes</h2><ul>${report.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : '';

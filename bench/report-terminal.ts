@@ -30,7 +30,15 @@ export function fmtGops(g: number | null): string {
 }
 
 export const fmtMs = (ms: number | null): string =>
-  ms === null ? '—' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : ms >= 1 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(3)} ms`;
+  ms === null
+    ? '—'
+    : ms >= 1000
+      ? `${(ms / 1000).toFixed(2)} s`
+      : ms >= 10
+        ? `${ms.toFixed(0)} ms`
+        : ms >= 1
+          ? `${ms.toFixed(2)} ms`
+          : `${ms.toFixed(3)} ms`;
 
 export const fmtX = (x: number | null): string => (x === null ? '—' : `${x}x`);
 
@@ -58,7 +66,8 @@ export function headline(report: BenchReport): Comparison[] {
   return [...report.comparisons].sort((a, b) => rank(a) - rank(b));
 }
 
-export const roofText = (r: Row): string => (r.roofline ? `${(r.roofline.fraction * 100).toPrecision(2)}% of ${fmtMs(r.roofline.floorMs)}` : '');
+export const roofText = (r: Row): string =>
+  r.roofline ? `${(r.roofline.fraction * 100).toPrecision(2)}% of ${fmtMs(r.roofline.floorMs)}` : '';
 
 function mark(r: Row): string {
   if (r.medianMs === null) return r.impl === 'qgemm' ? 'FAILED' : `not run: ${r.error ?? ''}`;
@@ -72,27 +81,48 @@ export function terminalReport(report: BenchReport): string {
   lines.push(`machine: ${report.machine.cpu}, ${report.machine.cores} cores; adapter: ${report.adapterNote}`);
   lines.push(`qgemm output: ${report.pipeline.description}`);
   const c = report.adapter.ceilings;
-  if (c && c.dot4Tops !== null) lines.push(`adapter ceilings (measured in this run): dot4 ${c.dot4Tops ?? '—'} TOPS, copy ${c.copyGBs ?? '—'} GB/s, subgroup matrix ${c.subgroupMatrixTops ?? 'none'} TOPS`);
+  if (c && c.dot4Tops !== null)
+    lines.push(
+      `adapter ceilings (measured in this run): dot4 ${c.dot4Tops ?? '—'} TOPS, copy ${c.copyGBs ?? '—'} GB/s, subgroup matrix ${c.subgroupMatrixTops ?? 'none'} TOPS`,
+    );
   if (report.comparisons.length) {
     lines.push('');
     lines.push('speed-up of qgemm (peer time / ours, > 1: qgemm faster), geometric mean over shapes: wall | GPU');
     for (const cmp of headline(report)) {
-      lines.push(`  ${label(cmp.ours).padEnd(28)} vs ${label(cmp.peer).padEnd(28)} wall ${fmtX(cmp.geomean).padStart(8)} | GPU ${cmp.gpuGeomean === null ? 'n/a (no GPU time on a side)' : fmtX(cmp.gpuGeomean)}`);
+      lines.push(
+        `  ${label(cmp.ours).padEnd(28)} vs ${label(cmp.peer).padEnd(28)} wall ${fmtX(cmp.geomean).padStart(8)} | GPU ${cmp.gpuGeomean === null ? 'n/a (no GPU time on a side)' : fmtX(cmp.gpuGeomean)}`,
+      );
     }
   }
   lines.push('');
-  lines.push('wall = median of one call; GPU = timestamp queries; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time');
+  lines.push(
+    'wall = median of one call; GPU = timestamp queries; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time',
+  );
   const header = ['shape (MxNxK)', 'implementation', 'wall', 'GPU', 'GOPS (wall)', 'GOPS (GPU)', 'kernel', 'roofline', ''];
   const table: string[][] = [];
   for (const s of shapesOf(report)) {
     const rows = report.runs.filter((r) => r.m === s.m && r.n === s.n && r.k === s.k).sort((a, b) => rowRank(a) - rowRank(b));
     for (const r of rows) {
       const gpu = r.gpuMedianMs !== null ? fmtMs(r.gpuMedianMs) : r.medianMs === null ? '—' : 'no GPU time';
-      table.push([shapeKey(r), label(r), fmtMs(r.medianMs), gpu, fmtGops(r.gops), fmtGops(r.gpuGops), r.kernel ?? '', roofText(r), mark(r)]);
+      table.push([
+        shapeKey(r),
+        label(r),
+        fmtMs(r.medianMs),
+        gpu,
+        fmtGops(r.gops),
+        fmtGops(r.gpuGops),
+        r.kernel ?? '',
+        roofText(r),
+        mark(r),
+      ]);
     }
   }
   const widths = header.map((h, i) => Math.max([...h].length, ...table.map((row) => [...row[i]].length)));
-  const fmtRow = (row: string[]) => row.map((cell, i) => (i < 2 || i >= 6 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
+  const fmtRow = (row: string[]) =>
+    row
+      .map((cell, i) => (i < 2 || i >= 6 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
   lines.push(fmtRow(header));
   lines.push(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of table) lines.push(fmtRow(row));
@@ -109,13 +139,15 @@ export function terminalReport(report: BenchReport): string {
   if (failed.length) {
     lines.push('');
     lines.push(`FAILED qgemm rows (${failed.length}):`);
-    for (const r of failed) lines.push(`  ${shapeKey(r)} ${label(r)}: ${r.error ?? r.verification?.error ?? JSON.stringify(r.verification?.firstMismatch)}`);
+    for (const r of failed)
+      lines.push(`  ${shapeKey(r)} ${label(r)}: ${r.error ?? r.verification?.error ?? JSON.stringify(r.verification?.firstMismatch)}`);
   }
   if (report.skipped.length) {
     lines.push('');
     lines.push(`skipped (${report.skipped.length}):`);
     const byReason = new Map<string, string[]>();
-    for (const s of report.skipped) byReason.set(`${label(s)}: ${s.reason}`, [...(byReason.get(`${label(s)}: ${s.reason}`) ?? []), shapeKey(s)]);
+    for (const s of report.skipped)
+      byReason.set(`${label(s)}: ${s.reason}`, [...(byReason.get(`${label(s)}: ${s.reason}`) ?? []), shapeKey(s)]);
     for (const [why, shapes] of byReason) lines.push(`  ${why} (${shapes.join(', ')})`);
   }
   for (const note of report.notes) if (!report.skipped.some((s) => note.includes(s.reason))) lines.push(`note: ${note}`);

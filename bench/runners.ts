@@ -12,7 +12,16 @@ import { onnxruntimeNode } from './impls/onnxruntime.ts';
 import { onnxruntimeWebgpu } from './impls/onnxruntime-webgpu.ts';
 import { qgemmCpuNode, qgemmWebgpuNode } from './impls/qgemm-node.ts';
 import { tfjsWebgpuNode } from './impls/tfjs-node.ts';
-import { ORT_WEBGPU_IMPLS, rowKey, type BackendName, type ImplName, type Mode, type RowId, type Runner, type Runtime } from './impls/types.ts';
+import {
+  ORT_WEBGPU_IMPLS,
+  rowKey,
+  type BackendName,
+  type ImplName,
+  type Mode,
+  type RowId,
+  type Runner,
+  type Runtime,
+} from './impls/types.ts';
 import type { Shape } from './shapes.ts';
 
 export interface StartOptions {
@@ -36,7 +45,13 @@ export interface Started {
   notes: string[];
 }
 
-export async function startRunners(opts: StartOptions, choice: AdapterChoice, slug: string, computes: string, progress: (line: string) => void): Promise<Started> {
+export async function startRunners(
+  opts: StartOptions,
+  choice: AdapterChoice,
+  slug: string,
+  computes: string,
+  progress: (line: string) => void,
+): Promise<Started> {
   const runners: Runner[] = [];
   const unavailable: Unavailable[] = [];
   const notes: string[] = [];
@@ -68,7 +83,10 @@ export async function startRunners(opts: StartOptions, choice: AdapterChoice, sl
   }
   if (wants('tfjs-webgpu-f32', 'webgpu', 'node') && gpuModes.length) {
     const ids = gpuModes.map((mode) => node('tfjs-webgpu-f32', mode));
-    if (hasGpu) await start(ids, () => tfjsWebgpuNode({ allowSoftware: choice.kind === 'swiftshader', dawnPath: opts.dawnPath, adapter: slug, modes: gpuModes }));
+    if (hasGpu)
+      await start(ids, () =>
+        tfjsWebgpuNode({ allowSoftware: choice.kind === 'swiftshader', dawnPath: opts.dawnPath, adapter: slug, modes: gpuModes }),
+      );
     else for (const id of ids) missing(id, 'no WebGPU adapter');
   }
   for (const impl of ORT_WEBGPU_IMPLS) {
@@ -76,12 +94,14 @@ export async function startRunners(opts: StartOptions, choice: AdapterChoice, sl
     const id = node(impl, 'resident');
     if (!gpuModes.includes('resident')) continue; // weights as initializers: a resident call only
     // onnxruntime's Dawn reads VK_ICD_FILENAMES when it makes its instance: on SwiftShader, point it there too.
-    if (choice.kind === 'swiftshader' && !process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
+    if (choice.kind === 'swiftshader' && !process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES)
+      process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
     if (choice.kind === 'none') missing(id, 'no WebGPU adapter for onnxruntime either (no GPU and no SwiftShader)');
     else await start([id], () => onnxruntimeWebgpu(impl, slug));
   }
   if (wants('qgemm', 'cpu', 'node')) await start([node('qgemm', 'call', 'cpu')], () => qgemmCpuNode(computes));
-  if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node')) await start([node('onnxruntime-node-matmulinteger', 'call', 'cpu')], () => onnxruntimeNode());
+  if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node'))
+    await start([node('onnxruntime-node-matmulinteger', 'call', 'cpu')], () => onnxruntimeNode());
   if (wants('naive-js', 'cpu', 'node')) await start([node('naive-js', 'call', 'cpu')], () => naiveJs());
 
   let chrome: ChromeSession | null = null;
@@ -93,10 +113,17 @@ export async function startRunners(opts: StartOptions, choice: AdapterChoice, sl
     } else {
       progress(`starting headless Chromium (${choice.kind === 'swiftshader' ? 'SwiftShader' : 'hardware adapter'})`);
       try {
-        chrome = await startChrome({ swiftshader: choice.kind === 'swiftshader', seed: opts.seed, impls: chromeImpls, computes, log: progress });
+        chrome = await startChrome({
+          swiftshader: choice.kind === 'swiftshader',
+          seed: opts.seed,
+          impls: chromeImpls,
+          computes,
+          log: progress,
+        });
         runners.push(...chrome.runners);
         for (const note of chrome.notes) notes.push(`chrome: ${note}`);
-        for (const id of ids) if (!chrome.runners.some((r) => rowKey(r) === rowKey(id))) missing(id, chrome.notes.join('; ') || 'did not start');
+        for (const id of ids)
+          if (!chrome.runners.some((r) => rowKey(r) === rowKey(id))) missing(id, chrome.notes.join('; ') || 'did not start');
       } catch (e) {
         for (const id of ids) missing(id, `Chromium: ${(e as Error).message.split('\n')[0]}`);
       }

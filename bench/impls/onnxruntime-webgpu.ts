@@ -20,12 +20,17 @@ import { measure, stats, type RepeatPolicy, type Stats } from '../timing.ts';
 import { loadOrt, type Ort, type OrtTensor } from './onnxruntime.ts';
 import type { CellOutcome, OrtWebgpuImpl, Runner } from './types.ts';
 
-
 function modelFor(impl: OrtWebgpuImpl, data: ShapeData): Uint8Array {
   const { n, k } = data.shape;
   if (impl === 'onnxruntime-webgpu-matmul-f32') return matMulF32Model(data.floats().rhs, k, n);
   if (impl === 'onnxruntime-webgpu-matmulnbits8') return matMulNBitsModel(data.rhs, k, n, 8, RHS_ZERO_POINT);
-  return matMulNBitsModel(data.rhs.map((v) => v >> 4), k, n, 4, RHS_ZERO_POINT >> 4);
+  return matMulNBitsModel(
+    data.rhs.map((v) => v >> 4),
+    k,
+    n,
+    4,
+    RHS_ZERO_POINT >> 4,
+  );
 }
 
 /** Why a shape cannot run on this row (MatMulNBits needs K a multiple of its block), or null. */
@@ -33,7 +38,12 @@ export function ortWebgpuUnsupported(impl: OrtWebgpuImpl, k: number): string | n
   return impl !== 'onnxruntime-webgpu-matmul-f32' && k % 32 !== 0 ? `MatMulNBits needs K a multiple of 32 (K = ${k})` : null;
 }
 
-const sessionOptions = (extra: Record<string, unknown> = {}) => ({ executionProviders: ['webgpu'], graphOptimizationLevel: 'all', logSeverityLevel: 3, ...extra });
+const sessionOptions = (extra: Record<string, unknown> = {}) => ({
+  executionProviders: ['webgpu'],
+  graphOptimizationLevel: 'all',
+  logSeverityLevel: 3,
+  ...extra,
+});
 
 /** GPU ms per run from a profile: the "Api" events (one per WebGPU kernel) in order, split evenly over the runs. */
 export function gpuMsPerRun(events: { cat?: string; ts?: number; dur?: number }[], runs: number): number[] | null {
@@ -76,7 +86,10 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
     runtime: 'node',
     mode: 'resident',
     adapter,
-    computes: impl === 'onnxruntime-webgpu-matmul-f32' ? 'f32 MatMul, weights an initializer' : `MatMulNBits ${impl.endsWith('8') ? 8 : 4}-bit weights, block 32, accuracy_level 4 (int8 activations, dot4), f32 A and Y`,
+    computes:
+      impl === 'onnxruntime-webgpu-matmul-f32'
+        ? 'f32 MatMul, weights an initializer'
+        : `MatMulNBits ${impl.endsWith('8') ? 8 : 4}-bit weights, block 32, accuracy_level 4 (int8 activations, dot4), f32 A and Y`,
     details: `onnxruntime-node ${version}, WebGPU execution provider (its own Dawn), weights as initializers; GPU time from a second, profiled session (its per-kernel timestamps)`,
     run: async (data: ShapeData, policy: RepeatPolicy): Promise<CellOutcome> => {
       const unsupported = ortWebgpuUnsupported(impl, data.shape.k);
@@ -88,12 +101,14 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       const session = await ort.InferenceSession.create(model, sessionOptions());
       let wall: Stats;
       try {
-        wall = (await measure(policy, async () => {
-          const t0 = performance.now();
-          const out = await session.run(feed());
-          if (!out.Y || out.Y.dims[0] !== m) throw new Error(`onnxruntime returned ${out.Y?.type} [${out.Y?.dims}]`);
-          return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output: null };
-        })).wall;
+        wall = (
+          await measure(policy, async () => {
+            const t0 = performance.now();
+            const out = await session.run(feed());
+            if (!out.Y || out.Y.dims[0] !== m) throw new Error(`onnxruntime returned ${out.Y?.type} [${out.Y?.dims}]`);
+            return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output: null };
+          })
+        ).wall;
       } finally {
         await session.release?.();
       }

@@ -46,11 +46,22 @@ async function qgemmCell(policy: RepeatPolicy, once: Once): Promise<CellOutcome>
 /** lhs uploaded once into a storage buffer of the context's device. */
 function uploadMatrix(ctx: GpuContext, x: Operand): GpuMatrix {
   const bytes = new Uint8Array(x.data.buffer, x.data.byteOffset, x.data.byteLength);
-  const buffer = ctx.device.createBuffer({ size: roundUp(Math.max(bytes.length, 4), 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'bench lhs' });
+  const buffer = ctx.device.createBuffer({
+    size: roundUp(Math.max(bytes.length, 4), 4),
+    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    label: 'bench lhs',
+  });
   const padded = new Uint8Array(buffer.size);
   padded.set(bytes);
   ctx.device.queue.writeBuffer(buffer, 0, padded);
-  return { buffer, rows: x.rows, cols: x.cols, order: x.order, dtype: x.data instanceof Int8Array ? 'int8' : 'uint8', stride: x.order === 'row-major' ? x.cols : x.rows };
+  return {
+    buffer,
+    rows: x.rows,
+    cols: x.cols,
+    order: x.order,
+    dtype: x.data instanceof Int8Array ? 'int8' : 'uint8',
+    stride: x.order === 'row-major' ? x.cols : x.rows,
+  };
 }
 
 const DTYPE_BYTES = { int32: 4, int16: 2, int8: 1, uint8: 1 } as const;
@@ -82,8 +93,10 @@ async function readDst(ctx: GpuContext, dst: GpuMatrix): Promise<GemmResult> {
 
 const MODE_DETAILS: Record<Mode, string> = {
   call: 'ctx.gemm: both operands uploaded and packed on every call',
-  resident: "rhs prepacked once (ctx.prepack('rhs')), outside the timing; each call uploads lhs, packs it, runs gemm + output, reads dst back",
-  device: 'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
+  resident:
+    "rhs prepacked once (ctx.prepack('rhs')), outside the timing; each call uploads lhs, packs it, runs gemm + output, reads dst back",
+  device:
+    'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
 };
 
 export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: string, mode: Mode): Runner {

@@ -24,7 +24,12 @@ interface BackendQueue {
 }
 
 /** Registers tfjs-backend-webgpu on a Dawn device of the adapter; one runner per mode shares it. */
-export async function tfjsWebgpuNode(opts: { allowSoftware: boolean; dawnPath?: string; adapter: string; modes: readonly Mode[] }): Promise<Runner[]> {
+export async function tfjsWebgpuNode(opts: {
+  allowSoftware: boolean;
+  dawnPath?: string;
+  adapter: string;
+  modes: readonly Mode[];
+}): Promise<Runner[]> {
   const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware, ...(opts.dawnPath ? { dawnPath: opts.dawnPath } : {}) });
   const g = globalThis as { navigator?: { gpu?: unknown } };
   if (!g.navigator) Object.defineProperty(globalThis, 'navigator', { value: {}, configurable: true, writable: true });
@@ -37,50 +42,52 @@ export async function tfjsWebgpuNode(opts: { allowSoftware: boolean; dawnPath?: 
   await tf.ready();
   const timestamps = acquired.device.features.has('timestamp-query');
   let open = opts.modes.length;
-  return opts.modes.map((mode): Runner => ({
-    impl: 'tfjs-webgpu-f32',
-    backend: 'webgpu',
-    runtime: 'node',
-    mode,
-    adapter: opts.adapter,
-    computes: 'f32 matMul of (q - zeroPoint)',
-    details: `@tensorflow/tfjs-backend-webgpu ${tf.version_core}, Dawn device on the same adapter, ${mode === 'call' ? 'both tensors made per call' : mode === 'resident' ? 'rhs a kept tf.Tensor' : 'both operands kept tensors, no readback'}, kernel time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
-    run: async (data: ShapeData, policy) => {
-      const { m, n, k } = data.shape;
-      const floats = data.floats();
-      const keptB = mode === 'call' ? null : tf.tensor2d(floats.rhs, [k, n]);
-      const keptA = mode === 'device' ? tf.tensor2d(floats.lhs, [m, k]) : null;
-      try {
-        const r = await measure(policy, async () => {
-          const t0 = performance.now();
-          const a = keptA ?? tf.tensor2d(floats.lhs, [m, k]);
-          const b = keptB ?? tf.tensor2d(floats.rhs, [k, n]);
-          let c: tf.Tensor | undefined;
-          const timing = await tf.time(() => {
-            c = tf.matMul(a, b);
+  return opts.modes.map(
+    (mode): Runner => ({
+      impl: 'tfjs-webgpu-f32',
+      backend: 'webgpu',
+      runtime: 'node',
+      mode,
+      adapter: opts.adapter,
+      computes: 'f32 matMul of (q - zeroPoint)',
+      details: `@tensorflow/tfjs-backend-webgpu ${tf.version_core}, Dawn device on the same adapter, ${mode === 'call' ? 'both tensors made per call' : mode === 'resident' ? 'rhs a kept tf.Tensor' : 'both operands kept tensors, no readback'}, kernel time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
+      run: async (data: ShapeData, policy) => {
+        const { m, n, k } = data.shape;
+        const floats = data.floats();
+        const keptB = mode === 'call' ? null : tf.tensor2d(floats.rhs, [k, n]);
+        const keptA = mode === 'device' ? tf.tensor2d(floats.lhs, [m, k]) : null;
+        try {
+          const r = await measure(policy, async () => {
+            const t0 = performance.now();
+            const a = keptA ?? tf.tensor2d(floats.lhs, [m, k]);
+            const b = keptB ?? tf.tensor2d(floats.rhs, [k, n]);
+            let c: tf.Tensor | undefined;
+            const timing = await tf.time(() => {
+              c = tf.matMul(a, b);
+            });
+            if (mode === 'device') {
+              const backend = tf.backend() as unknown as BackendQueue;
+              if (backend.commandEncoder) backend.submitQueue?.(); // tf.time() has usually flushed it already
+              await backend.device.queue.onSubmittedWorkDone();
+            } else {
+              await c!.data();
+            }
+            const wallMs = performance.now() - t0;
+            tf.dispose([c!, ...(keptA ? [] : [a]), ...(keptB ? [] : [b])]);
+            const kernelMs = typeof timing.kernelMs === 'number' && timestamps ? timing.kernelMs : null;
+            return { timing: { wallMs, gpuMs: kernelMs }, output: null };
           });
-          if (mode === 'device') {
-            const backend = tf.backend() as unknown as BackendQueue;
-            if (backend.commandEncoder) backend.submitQueue?.(); // tf.time() has usually flushed it already
-            await backend.device.queue.onSubmittedWorkDone();
-          } else {
-            await c!.data();
-          }
-          const wallMs = performance.now() - t0;
-          tf.dispose([c!, ...(keptA ? [] : [a]), ...(keptB ? [] : [b])]);
-          const kernelMs = typeof timing.kernelMs === 'number' && timestamps ? timing.kernelMs : null;
-          return { timing: { wallMs, gpuMs: kernelMs }, output: null };
-        });
-        return { wall: r.wall, gpu: r.gpu, ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
-      } finally {
-        tf.dispose([...(keptA ? [keptA] : []), ...(keptB ? [keptB] : [])]);
-      }
-    },
-    close: async () => {
-      if (--open > 0) return;
-      tf.removeBackend('webgpu');
-      registered = false;
-      acquired.device.destroy();
-    },
-  }));
+          return { wall: r.wall, gpu: r.gpu, ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
+        } finally {
+          tf.dispose([...(keptA ? [keptA] : []), ...(keptB ? [keptB] : [])]);
+        }
+      },
+      close: async () => {
+        if (--open > 0) return;
+        tf.removeBackend('webgpu');
+        registered = false;
+        acquired.device.destroy();
+      },
+    }),
+  );
 }

@@ -18,7 +18,11 @@ export const IMPLS = [
   'naive-js',
 ] as const;
 export type ImplName = (typeof IMPLS)[number];
-export const ORT_WEBGPU_IMPLS = ['onnxruntime-webgpu-matmul-f32', 'onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4'] as const;
+export const ORT_WEBGPU_IMPLS = [
+  'onnxruntime-webgpu-matmul-f32',
+  'onnxruntime-webgpu-matmulnbits8',
+  'onnxruntime-webgpu-matmulnbits4',
+] as const;
 export type OrtWebgpuImpl = (typeof ORT_WEBGPU_IMPLS)[number];
 export const RUNTIMES = ['node', 'chrome'] as const;
 export type Runtime = (typeof RUNTIMES)[number];

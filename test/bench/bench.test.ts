@@ -165,9 +165,25 @@ describe('benchmark harness', () => {
     // max|a|/127 = 1, so the int8 path is exact too.
     const a = Float32Array.from({ length: m * k }, (_, i) => (i % 32 === 0 ? (i % 64 === 0 ? 127 : -127) : ((i * 37) % 255) - 127));
     const cases = [
-      { model: matMulF32Model(Float32Array.from(w8, (v) => v - 131), k, n), w: (kk: number, j: number) => w8[kk * n + j] - 131 },
+      {
+        model: matMulF32Model(
+          Float32Array.from(w8, (v) => v - 131),
+          k,
+          n,
+        ),
+        w: (kk: number, j: number) => w8[kk * n + j] - 131,
+      },
       { model: matMulNBitsModel(w8, k, n, 8, 131), w: (kk: number, j: number) => w8[kk * n + j] - 131 },
-      { model: matMulNBitsModel(w8.map((v) => v >> 4), k, n, 4, 8), w: (kk: number, j: number) => (w8[kk * n + j] >> 4) - 8 },
+      {
+        model: matMulNBitsModel(
+          w8.map((v) => v >> 4),
+          k,
+          n,
+          4,
+          8,
+        ),
+        w: (kk: number, j: number) => (w8[kk * n + j] >> 4) - 8,
+      },
     ];
     for (const { model, w } of cases) {
       const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'] });
@@ -184,9 +200,26 @@ describe('benchmark harness', () => {
 
   it('computes comparisons with GPU geomeans, rooflines and per-run GPU times from a profile', () => {
     const row = (impl: 'qgemm' | 'tfjs-webgpu-f32', medianMs: number, gpuMedianMs: number | null, m = 4) =>
-      ({ impl, backend: 'webgpu', runtime: 'node', mode: 'resident', m, n: 8, k: 8, medianMs, gpuMedianMs, verified: impl === 'qgemm' ? true : null }) as const;
-    const [c] = compare([row('qgemm', 2, 1), row('tfjs-webgpu-f32', 4, 4), row('qgemm', 1, 1, 8), row('tfjs-webgpu-f32', 4, null, 8)], 'swiftshader');
-    expect(c.shapes.map((s) => [s.speedup, s.gpuSpeedup])).toEqual([[2, 4], [4, null]]);
+      ({
+        impl,
+        backend: 'webgpu',
+        runtime: 'node',
+        mode: 'resident',
+        m,
+        n: 8,
+        k: 8,
+        medianMs,
+        gpuMedianMs,
+        verified: impl === 'qgemm' ? true : null,
+      }) as const;
+    const [c] = compare(
+      [row('qgemm', 2, 1), row('tfjs-webgpu-f32', 4, 4), row('qgemm', 1, 1, 8), row('tfjs-webgpu-f32', 4, null, 8)],
+      'swiftshader',
+    );
+    expect(c.shapes.map((s) => [s.speedup, s.gpuSpeedup])).toEqual([
+      [2, 4],
+      [4, null],
+    ]);
     expect(c.geomean).toBeCloseTo(Math.sqrt(8), 2);
     expect(c.gpuGeomean).toBe(4);
     const [none] = compare([row('qgemm', 2, null), row('tfjs-webgpu-f32', 4, 4)], 'swiftshader');
@@ -216,9 +249,23 @@ describe('benchmark harness', () => {
     expect(modes.options.modes).toEqual(['device']);
     expect(() => parseCli(['--modes', 'cached'])).toThrow(/unknown "cached"/);
     expect(quick.json).toMatch(/out\.json$/);
-    const custom = parseCli(['--shapes', '256x256x256,1x4096x4096', '--impls', 'qgemm,naive-js', '--runtimes', 'node', '--budget', '60', '--pipeline', 'int32']);
+    const custom = parseCli([
+      '--shapes',
+      '256x256x256,1x4096x4096',
+      '--impls',
+      'qgemm,naive-js',
+      '--runtimes',
+      'node',
+      '--budget',
+      '60',
+      '--pipeline',
+      'int32',
+    ]);
     if (custom === 'help') throw new Error('unexpected help');
-    expect(custom.options.shapes.map((s) => [s.m, s.n, s.k])).toEqual([[256, 256, 256], [1, 4096, 4096]]);
+    expect(custom.options.shapes.map((s) => [s.m, s.n, s.k])).toEqual([
+      [256, 256, 256],
+      [1, 4096, 4096],
+    ]);
     expect(custom.options.impls).toEqual(['qgemm', 'naive-js']);
     expect(custom.options.budgetS).toBe(60);
     expect(custom.options.pipeline).toBe('int32');
