@@ -40,6 +40,8 @@ export interface PageCellResult {
   /** qgemm: the last timed output's bytes, base64, and its dtype. */
   outputBase64?: string;
   dtype?: string;
+  /** qgemm: the kernel the page's context ran last (ctx.lastRun.kernel), null where it does not say. */
+  kernel?: string | null;
   error?: string;
 }
 
@@ -92,7 +94,10 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
     const pipeline = args.pipeline.map((stage) => {
       const s: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(stage)) {
-        s[key] = value && typeof value === 'object' && 'int32' in (value as object) ? Int32Array.from((value as { int32: number[] }).int32) : value;
+        s[key] =
+          value && typeof value === 'object' && 'int32' in (value as object)
+            ? Int32Array.from((value as { int32: number[] }).int32)
+            : value;
       }
       return s;
     });
@@ -142,6 +147,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       last = r;
     }
     const result: PageCellResult = { walls, gpus, hashes };
+    if (args.impl === 'qgemm') result.kernel = w.__ctx.lastRun?.kernel ?? null;
     if (last.bytes) {
       let text = '';
       for (let i = 0; i < last.bytes.length; i += 0x8000) text += String.fromCharCode(...last.bytes.subarray(i, i + 0x8000));

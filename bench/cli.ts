@@ -9,7 +9,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot } from './environment.ts';
 import { runBenchmark, type BenchOptions, type BenchReport } from './harness.ts';
-import { BACKENDS, IMPLS, RUNTIMES, type BackendName, type ImplName, type Runtime } from './impls/types.ts';
+import { BACKENDS, IMPLS, MODES, RUNTIMES, type BackendName, type ImplName, type Mode, type Runtime } from './impls/types.ts';
 import type { PipelineKind } from './problems.ts';
 import { htmlReport } from './report-html.ts';
 import { screenshotHtml } from './screenshot.ts';
@@ -20,18 +20,23 @@ import { FULL_POLICY, QUICK_POLICY } from './timing.ts';
 const DEFAULT_BUDGET_S = 1200;
 
 export const HELP = `qgemm-webgpu benchmark: this project's int8 GEMM (WebGPU in Node and in headless Chrome, and the
-CPU path) next to tfjs-backend-webgpu f32 matMul, onnxruntime-node MatMulInteger and a naive JS loop,
-on the same shapes and the same adapter, every qgemm result verified against the CPU reference.
+CPU path) next to tfjs-backend-webgpu f32 matMul, onnxruntime's WebGPU EP (MatMul f32, MatMulNBits 8/4-bit),
+onnxruntime-node MatMulInteger (CPU) and a naive JS loop, on the same shapes and the same adapter, every
+qgemm result verified against the CPU reference, beside the adapter's own ceilings (dot4, copy).
 
 Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
 
-  --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576
-                        (under 3 minutes on a 2-core machine with SwiftShader)
+  --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576,
+                        modes resident and call (under 4 minutes on a 2-core machine with SwiftShader)
   --shapes LIST         MxNxK list, e.g. 256x256x256,1x4096x4096 (default: the full suite: squares
                         64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576)
   --impls LIST          ${IMPLS.join(',')} (default: all)
   --runtimes LIST       ${RUNTIMES.join(',')} (default: both; chrome = headless Chromium via puppeteer-core)
   --backends LIST       ${BACKENDS.join(',')} (default: both; qgemm runs on each)
+  --modes LIST          ${MODES.join(',')} (default: all three; --quick: resident,call). What stays on the
+                        GPU between calls: call = nothing (both operands uploaded, packed); resident = the
+                        weights (rhs), as inference runs; device = lhs and dst too (GPU work + submission).
+                        CPU rows run as call; onnxruntime WebGPU rows as resident (weights are initializers)
   --pipeline KIND       uint8 (default: int32 -> uint8 through bias + fixed-point scale + saturating cast)
                         or int32 (raw accumulators, as MatMulInteger returns)
   --budget SECONDS      time budget; cells estimated not to fit are skipped, squares first
@@ -47,12 +52,16 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
   --help                this text
 
 Adapter: a hardware WebGPU adapter if there is one; else SwiftShader if Debian's chromium is installed;
-else the CPU path only (the output says which). GOPS = 2*M*N*K / median wall time (upload + compute +
-readback); GPU time from timestamp queries is reported beside it where the adapter offers them.`;
+else the CPU path only (the output says which). GOPS = 2*M*N*K / median wall time of one call; GPU time
+from timestamp queries is reported beside it where the adapter offers them, and each qgemm WebGPU row's
+roofline (the floor its kernel could reach on this adapter's measured ceilings, and the fraction reached).`;
 
 function list<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T[] | undefined {
   if (value === undefined) return undefined;
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) if (!allowed.includes(item as T)) throw new Error(`${flag}: unknown "${item}" (one of ${allowed.join(', ')})`);
   return items as T[];
 }
@@ -78,6 +87,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       impls: { type: 'string' },
       runtimes: { type: 'string' },
       backends: { type: 'string' },
+      modes: { type: 'string' },
       pipeline: { type: 'string' },
       budget: { type: 'string' },
       dawn: { type: 'string' },
@@ -111,6 +121,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       impls: list<ImplName>('--impls', values.impls, IMPLS) ?? [...IMPLS],
       runtimes: list<Runtime>('--runtimes', values.runtimes, RUNTIMES) ?? [...RUNTIMES],
       backends: list<BackendName>('--backends', values.backends, BACKENDS) ?? [...BACKENDS],
+      modes: list<Mode>('--modes', values.modes, MODES) ?? (quick ? ['resident', 'call'] : [...MODES]),
       policy: quick ? QUICK_POLICY : FULL_POLICY,
       budgetS,
       pipeline,

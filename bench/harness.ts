@@ -1,20 +1,20 @@
 // The benchmark harness, callable from code (bench/main.ts is the CLI around it; test/bench/ uses it):
-// picks the adapter (bench/environment.ts), starts every requested implementation on it, runs each shape
-// through each implementation (warm-up + timed runs, bench/timing.ts), verifies every result of this
-// project (bench/verify.ts), and returns the report object whose JSON is the issue's contract:
-//   {"adapter": {vendor, architecture, description, ...}, "runs": [{impl, backend, runtime, adapter,
-//    m, n, k, medianMs, gops, verified, ...extras}], ...extras}
-// medianMs and gops are WALL time (upload + compute + readback); the GPU time of timestamp queries is
-// reported beside it (gpuMedianMs, gpuGops) where the adapter offers them.
+// picks the adapter (bench/environment.ts), measures its ceilings (bench/ceilings.ts), starts every
+// requested implementation in every requested mode (bench/runners.ts), runs each shape through each
+// (warm-up + timed runs, bench/timing.ts), verifies every result of this project (bench/verify.ts), and
+// returns the report object whose JSON is the issues' contract:
+//   {"adapter": {vendor, architecture, description, ceilings: {dot4Tops, copyGBs, subgroupMatrixTops}, ...},
+//    "runs": [{impl, backend, runtime, mode, adapter, m, n, k, medianMs, gops, verified, kernel, roofline, ...}],
+//    "comparisons": [{ours, peer, shapes, geomean, gpuGeomean}], ...extras}
+// medianMs and gops are WALL time of one call; the GPU time of timestamp queries is reported beside it
+// (gpuMedianMs, gpuGops) where the adapter offers them, and `gpuNote` says why where it is missing.
 
 import { describeAdapter } from '../src/gpu/adapter.ts';
+import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
+import { compare, type Comparison } from './compare.ts';
 import { adapterSlug, chooseAdapter, describeMachine, machineInfo, type AdapterKind, type Machine } from './environment.ts';
-import { startChrome, type ChromeSession } from './impls/chrome.ts';
-import { naiveJs } from './impls/naive.ts';
-import { onnxruntimeNode } from './impls/onnxruntime.ts';
-import { qgemmCpuNode, qgemmWebgpuNode } from './impls/qgemm-node.ts';
-import { tfjsWebgpuNode } from './impls/tfjs-node.ts';
-import { rowKey, rowRank, type BackendName, type ImplName, type RowId, type Runner, type Runtime } from './impls/types.ts';
+import { rowKey, rowRank, type BackendName, type ImplName, type Mode, type RowId, type Runtime } from './impls/types.ts';
+import { startRunners } from './runners.ts';
 import { describePipeline, makeShapeData, type PipelineKind, type ShapeData } from './problems.ts';
 import { ops, shapeKey, sortShapes, type Shape } from './shapes.ts';
 import { gops, type RepeatPolicy, type Stats } from './timing.ts';
@@ -25,6 +25,8 @@ export interface BenchOptions {
   impls: readonly ImplName[];
   runtimes: readonly Runtime[];
   backends: readonly BackendName[];
+  /** What stays on the GPU between calls (bench/impls/types.ts); GPU rows run in each, CPU rows in 'call'. */
+  modes: readonly Mode[];
   policy: RepeatPolicy;
   /** Seconds; cells whose estimated time exceeds what is left are skipped (squares run last, so they go first). */
   budgetS: number | null;
@@ -41,6 +43,7 @@ export interface Row {
   impl: ImplName;
   backend: BackendName;
   runtime: Runtime;
+  mode: Mode;
   adapter: string;
   m: number;
   n: number;
@@ -60,6 +63,12 @@ export interface Row {
   gpuMinMs: number | null;
   gpuMaxMs: number | null;
   gpuGops: number | null;
+  /** Why gpuMedianMs is null (no timestamp-query, a CPU row, the library exposes none), where known. */
+  gpuNote?: string;
+  /** qgemm rows: the id of the kernel that ran ("dot4-64x64", "gemv", "cpu-js"); null for peers. */
+  kernel: string | null;
+  /** qgemm WebGPU rows with GPU time: the floor from the adapter's ceilings and the fraction of it reached; else null. */
+  roofline: { floorMs: number; fraction: number } | null;
   computes: string;
   verification?: Verification;
   error?: string;
@@ -72,17 +81,10 @@ export interface Skipped extends RowId {
   reason: string;
 }
 
-export interface Comparison {
-  ours: RowId;
-  peer: RowId;
-  /** Per shape: peer wall median / ours (> 1: we are faster), and the same on GPU time where both have it. */
-  shapes: { m: number; n: number; k: number; speedup: number; gpuSpeedup: number | null }[];
-  /** Geometric mean of the speed-ups. */
-  geomean: number | null;
-}
+export type { Comparison };
 
 export interface BenchReport {
-  adapter: { vendor: string; architecture: string; description: string; [extra: string]: unknown };
+  adapter: { vendor: string; architecture: string; description: string; ceilings: Ceilings; [extra: string]: unknown };
   runs: Row[];
   date: string;
   suite: BenchOptions['suite'];
@@ -93,7 +95,7 @@ export interface BenchReport {
   chrome: { version: string; adapter: Record<string, unknown> | null } | null;
   pipeline: { kind: PipelineKind; description: string; appliesTo: string };
   timing: { policy: RepeatPolicy; medianMs: string; gpuMs: string };
-  implementations: { impl: ImplName; backend: BackendName; runtime: Runtime; computes: string; details: string }[];
+  implementations: { impl: ImplName; backend: BackendName; runtime: Runtime; mode: Mode; computes: string; details: string }[];
   comparisons: Comparison[];
   skipped: Skipped[];
   notes: string[];
@@ -121,47 +123,6 @@ function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape) {
 const fmtMs = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`);
 const fmtGops = (g: number) => (g >= 100 ? g.toFixed(0) : g >= 1 ? g.toFixed(2) : g.toPrecision(2));
 
-/** The pairs the report compares: this project against each peer, on the same backend kind and runtime. */
-const PAIRS: { ours: RowId; peer: RowId }[] = [
-  { ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'node' }, peer: { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'node' } },
-  {
-    ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'chrome' },
-    peer: { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'chrome' },
-  },
-  {
-    ours: { impl: 'qgemm', backend: 'cpu', runtime: 'node' },
-    peer: { impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' },
-  },
-  { ours: { impl: 'qgemm', backend: 'cpu', runtime: 'node' }, peer: { impl: 'naive-js', backend: 'cpu', runtime: 'node' } },
-];
-/** On a hardware adapter only (SwiftShader against a CPU library says nothing): the GPU against what a Node user has today. */
-const HARDWARE_PAIRS: { ours: RowId; peer: RowId }[] = [
-  {
-    ours: { impl: 'qgemm', backend: 'webgpu', runtime: 'node' },
-    peer: { impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' },
-  },
-];
-
-export function compare(rows: Row[], adapterKind: AdapterKind): Comparison[] {
-  const find = (id: RowId, s: Pick<Row, 'm' | 'n' | 'k'>) =>
-    rows.find((r) => rowKey(r) === rowKey(id) && r.m === s.m && r.n === s.n && r.k === s.k && r.medianMs !== null && r.verified !== false);
-  const out: Comparison[] = [];
-  for (const { ours, peer } of adapterKind === 'hardware' ? [...PAIRS, ...HARDWARE_PAIRS] : PAIRS) {
-    const shapes: Comparison['shapes'] = [];
-    for (const o of rows.filter((r) => rowKey(r) === rowKey(ours))) {
-      const mine = find(ours, o);
-      const theirs = find(peer, o);
-      if (!mine || !theirs) continue;
-      const gpuSpeedup = mine.gpuMedianMs && theirs.gpuMedianMs ? round(theirs.gpuMedianMs / mine.gpuMedianMs, 3) : null;
-      shapes.push({ m: o.m, n: o.n, k: o.k, speedup: round(theirs.medianMs! / mine.medianMs!, 3), gpuSpeedup });
-    }
-    if (shapes.length === 0) continue;
-    const geomean = round(Math.exp(shapes.reduce((s, x) => s + Math.log(x.speedup), 0) / shapes.length), 3);
-    out.push({ ours, peer, shapes, geomean });
-  }
-  return out;
-}
-
 export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const t0 = performance.now();
   const elapsed = () => (performance.now() - t0) / 1000;
@@ -178,67 +139,24 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const slug = adapterSlug(choice.summary);
   const computes = `uint8 x uint8 GEMM, ${opts.pipeline === 'uint8' ? 'output pipeline -> uint8' : 'raw int32 out'}`;
 
-  // ---- start the implementations --------------------------------------------------------------------
-  const runners: Runner[] = [];
-  const skipped: Skipped[] = [];
-  const wants = (impl: ImplName, backend: BackendName, runtime: Runtime) =>
-    opts.impls.includes(impl) && opts.backends.includes(backend) && opts.runtimes.includes(runtime);
-  const unavailable = (id: RowId, reason: string) => {
-    notes.push(`${rowKey(id)}: ${reason}`);
-    progress(`skipping ${rowKey(id)}: ${reason}`);
-    for (const s of opts.shapes) skipped.push({ ...id, m: s.m, n: s.n, k: s.k, reason });
-  };
-  const start = async (id: RowId, make: () => Promise<Runner> | Runner) => {
-    try {
-      runners.push(await make());
-    } catch (e) {
-      unavailable(id, `could not start: ${(e as Error).message.split('\n')[0]}`);
-    }
-  };
-  const hasGpu = choice.ctx !== null;
-  if (wants('qgemm', 'webgpu', 'node')) {
-    if (hasGpu) await start({ impl: 'qgemm', backend: 'webgpu', runtime: 'node' }, () => qgemmWebgpuNode(choice.ctx!, slug, computes));
-    else unavailable({ impl: 'qgemm', backend: 'webgpu', runtime: 'node' }, 'no WebGPU adapter');
+  // ---- ceilings, then the implementations ---------------------------------------------------------
+  let ceilings: Ceilings | null = null;
+  if (choice.kind !== 'none') {
+    progress('measuring the adapter ceilings (dot4, copy, subgroup matrix)');
+    ceilings = await measureCeilings({ dawnPath: opts.dawnPath, software: choice.kind === 'swiftshader', log: progress }).catch((e) => {
+      notes.push(`ceilings: ${(e as Error).message.split('\n')[0]}`);
+      return null;
+    });
   }
-  if (wants('tfjs-webgpu-f32', 'webgpu', 'node')) {
-    const id: RowId = { impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'node' };
-    if (hasGpu)
-      await start(id, () => tfjsWebgpuNode({ allowSoftware: choice.kind === 'swiftshader', dawnPath: opts.dawnPath, adapter: slug }));
-    else unavailable(id, 'no WebGPU adapter');
-  }
-  if (wants('qgemm', 'cpu', 'node')) await start({ impl: 'qgemm', backend: 'cpu', runtime: 'node' }, async () => qgemmCpuNode(computes));
-  if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node')) {
-    await start({ impl: 'onnxruntime-node-matmulinteger', backend: 'cpu', runtime: 'node' }, () => onnxruntimeNode());
-  }
-  if (wants('naive-js', 'cpu', 'node')) await start({ impl: 'naive-js', backend: 'cpu', runtime: 'node' }, () => naiveJs());
-
-  let chrome: ChromeSession | null = null;
-  const chromeImpls = (['qgemm', 'tfjs-webgpu-f32'] as const).filter((i) => wants(i, 'webgpu', 'chrome'));
-  if (chromeImpls.length) {
-    const ids = chromeImpls.map((impl): RowId => ({ impl, backend: 'webgpu', runtime: 'chrome' }));
-    if (choice.kind === 'none') {
-      for (const id of ids) unavailable(id, 'no WebGPU adapter (hardware or SwiftShader) for Chromium');
-    } else {
-      progress(`starting headless Chromium (${choice.kind === 'swiftshader' ? 'SwiftShader' : 'hardware adapter'})`);
-      try {
-        chrome = await startChrome({
-          swiftshader: choice.kind === 'swiftshader',
-          seed: opts.seed,
-          impls: chromeImpls,
-          computes,
-          log: progress,
-        });
-        runners.push(...chrome.runners);
-        for (const note of chrome.notes) notes.push(`chrome: ${note}`);
-        for (const id of ids)
-          if (!chrome.runners.some((r) => rowKey(r) === rowKey(id))) unavailable(id, chrome.notes.join('; ') || 'did not start');
-        progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
-      } catch (e) {
-        for (const id of ids) unavailable(id, `Chromium: ${(e as Error).message.split('\n')[0]}`);
-      }
-    }
-  }
+  const started = await startRunners(opts, choice, slug, computes, progress);
+  const { runners, chrome } = started;
+  notes.push(...started.notes);
+  const skipped: Skipped[] = started.unavailable.flatMap(({ reason, ...id }) =>
+    opts.shapes.map((s) => ({ ...id, m: s.m, n: s.n, k: s.k, reason })),
+  );
+  if (chrome) progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
   if (runners.length === 0) throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
+  const dstBytes = opts.pipeline === 'uint8' ? 1 : 4;
 
   // ---- run ------------------------------------------------------------------------------------------
   // Squares last (ascending), so that the budget trims the square sweep from the top; every other shape first.
@@ -259,7 +177,16 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         const left = opts.budgetS - elapsed();
         if (estimateS > left) {
           const reason = `time budget: about ${estimateS.toFixed(0)} s estimated, ${Math.max(0, left).toFixed(0)} s left`;
-          skipped.push({ impl: runner.impl, backend: runner.backend, runtime: runner.runtime, m: shape.m, n: shape.n, k: shape.k, reason });
+          skipped.push({
+            impl: runner.impl,
+            backend: runner.backend,
+            runtime: runner.runtime,
+            mode: runner.mode,
+            m: shape.m,
+            n: shape.n,
+            k: shape.k,
+            reason,
+          });
           progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} skipped (${reason})`);
           continue;
         }
@@ -269,6 +196,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         impl: runner.impl,
         backend: runner.backend,
         runtime: runner.runtime,
+        mode: runner.mode,
         adapter: runner.adapter,
         m: shape.m,
         n: shape.n,
@@ -286,18 +214,27 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           verified = verification.verified;
         }
         const { medianMs, gops: rowGops, ...spread } = statsFields(outcome.wall, outcome.gpu, shape);
+        const kernel = runner.impl === 'qgemm' ? (outcome.kernel ?? null) : null;
+        const gpuNote = outcome.gpu ? {} : { gpuNote: outcome.gpuNote ?? 'no GPU time' };
         const row: Row = {
           ...base,
           medianMs,
           gops: rowGops,
           verified,
           ...spread,
+          ...gpuNote,
+          kernel,
+          roofline: null,
           computes: runner.computes,
           ...(verification ? { verification } : {}),
         };
+        if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings) row.roofline = roofline(row, ceilings, dstBytes);
         rows.push(row);
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
-        const gpuPart = row.gpuMedianMs !== null ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS` : '';
+        const gpuPart =
+          row.gpuMedianMs !== null
+            ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS`
+            : `; GPU time: none (${row.gpuNote})`;
         const check = verification
           ? verification.verified
             ? ` verified (${verification.method}, ${verification.checked} entries)`
@@ -315,11 +252,41 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           gops: rowGops,
           verified: runner.impl === 'qgemm' ? false : null,
           ...spread,
+          gpuNote: `did not run: ${message}`,
+          kernel: null,
+          roofline: null,
           computes: runner.computes,
           error: message,
         });
         progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} FAILED: ${message}`);
       }
+    }
+  }
+
+  // A peer that could not start says why in its rows (qgemm's missing rows stay in `skipped` only).
+  for (const u of started.unavailable.filter((x) => x.impl !== 'qgemm')) {
+    for (const shape of opts.shapes) {
+      const { medianMs, gops: rowGops, ...spread } = statsFields(null, null, shape);
+      const adapter = u.backend === 'cpu' ? 'cpu' : slug;
+      rows.push({
+        impl: u.impl,
+        backend: u.backend,
+        runtime: u.runtime,
+        mode: u.mode,
+        adapter,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        medianMs,
+        gops: rowGops,
+        verified: null,
+        ...spread,
+        gpuNote: u.reason,
+        kernel: null,
+        roofline: null,
+        computes: '',
+        error: u.reason,
+      });
     }
   }
 
@@ -351,6 +318,12 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       kind: choice.kind,
       isSoftware: summary?.isSoftware ?? null,
       dot4: choice.ctx ? choice.ctx.dot4 : null,
+      ceilings: ceilings ?? {
+        dot4Tops: null,
+        copyGBs: null,
+        subgroupMatrixTops: null,
+        notes: [choice.kind === 'none' ? 'no WebGPU adapter' : 'not measured (see notes)'],
+      },
       features: summary?.features ?? [],
       wgslLanguageFeatures: summary?.wgslLanguageFeatures ?? [],
     },
@@ -369,13 +342,16 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     },
     timing: {
       policy: opts.policy,
-      medianMs: 'wall time of one call: upload + compute + readback (CPU rows: the call itself)',
-      gpuMs: 'GPU time from timestamp queries around the compute pass (qgemm: pack + gemm + output; tfjs: its kernels)',
+      medianMs:
+        'wall time of one call (call: upload both + compute + readback; resident: upload lhs + compute + readback; device: compute + submission; CPU rows: the call itself)',
+      gpuMs:
+        'GPU time from timestamp queries (qgemm: the compute pass, pack + gemm + output; tfjs: its kernels; onnxruntime WebGPU: its kernels, from a profiled session)',
     },
     implementations: runners.map((r) => ({
       impl: r.impl,
       backend: r.backend,
       runtime: r.runtime,
+      mode: r.mode,
       computes: r.computes,
       details: r.details,
     })),

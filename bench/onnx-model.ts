@@ -1,9 +1,12 @@
-// The onnxruntime peer's model, built in code: one MatMulInteger node (ONNX opset 10+),
-//   Y[int32, M x N] = (A[uint8, M x K] - a_zero_point) * (B[uint8, K x N] - b_zero_point)
-// with symbolic M, N, K (one session serves every shape) and scalar uint8 zero points as inputs.
-// The bytes are an onnx.ModelProto written with the minimal protobuf encoder below (varints and
-// length-delimited fields are all this model needs); no Python, no .onnx file in the tree.
-// Field numbers from onnx/onnx.proto3.
+// The onnxruntime peers' models, built in code as onnx.ModelProto bytes with the minimal protobuf
+// encoder below (varints and length-delimited fields are all they need; no Python, no .onnx file):
+//   - MatMulInteger (CPU peer): Y[int32, MxN] = (A[uint8, MxK] - a_zp) * (B[uint8, KxN] - b_zp), symbolic
+//     M, N, K (one session serves every shape), zero points as inputs;
+//   - MatMul f32 with the weights as an initializer (the WebGPU peer: weights stay on the GPU);
+//   - com.microsoft MatMulNBits (bits 8 or 4, block_size 32, accuracy_level 4, float32 A), its packed
+//     weights, scales and zero points as initializers.
+// The initializer models fix N and K (one model per weight matrix) and keep M symbolic.
+// Field numbers from onnx/onnx.proto3 and onnxruntime's contrib_defs (MatMulNBits).
 
 // ---- protobuf wire format ---------------------------------------------------------------------------
 
@@ -47,6 +50,7 @@ export const message = (field: number, ...fields: Field[]): Field => bytesField(
 // ---- onnx.proto -------------------------------------------------------------------------------------
 
 /** TensorProto.DataType */
+export const ONNX_FLOAT = 1;
 export const ONNX_UINT8 = 2;
 export const ONNX_INT32 = 6;
 
@@ -84,4 +88,111 @@ export function matMulIntegerModel(): Uint8Array {
     graph,
     message(8, stringField(1, ''), intField(2, 13)), // opset_import: default domain, opset 13
   ]);
+}
+
+// ---- initializers and the com.microsoft opset --------------------------------------------------------
+
+/** TensorProto{dims=1 (repeated int64), data_type=2, name=8, raw_data=9 (little-endian bytes)}. */
+function tensor(field: number, name: string, elemType: number, dims: number[], raw: Uint8Array): Field {
+  return message(field, ...dims.map((d) => intField(1, d)), intField(2, elemType), stringField(8, name), bytesField(9, raw));
+}
+
+/** AttributeProto{name=1, i=3, type=20 (INT = 2)}. */
+const intAttribute = (name: string, value: number): Field => message(5, stringField(1, name), intField(3, value), intField(20, 2));
+
+interface NodeSpec {
+  op: string;
+  domain?: string;
+  inputs: string[];
+  attributes?: Record<string, number>;
+}
+
+interface Initializer {
+  name: string;
+  elemType: number;
+  dims: number[];
+  raw: Uint8Array;
+}
+
+/** A one-node model: input A (float32 [M, K], M symbolic), output Y (float32 [M, N]), the rest initializers. */
+function oneNodeModel(node: NodeSpec, k: number, n: number, initializers: Initializer[]): Uint8Array {
+  const nodeField = message(
+    1,
+    ...node.inputs.map((i) => stringField(1, i)),
+    stringField(2, 'Y'),
+    stringField(3, node.op.toLowerCase()),
+    stringField(4, node.op),
+    ...Object.entries(node.attributes ?? {}).map(([name, v]) => intAttribute(name, v)),
+    ...(node.domain ? [stringField(7, node.domain)] : []),
+  );
+  const graph = message(
+    7,
+    nodeField,
+    stringField(2, `qgemm_bench_${node.op.toLowerCase()}`),
+    ...initializers.map((t) => tensor(5, t.name, t.elemType, t.dims, t.raw)),
+    valueInfo(11, 'A', ONNX_FLOAT, ['M', k]),
+    valueInfo(12, 'Y', ONNX_FLOAT, ['M', n]),
+  );
+  return concat([
+    intField(1, 8), // ir_version
+    stringField(2, 'qgemm-webgpu bench'),
+    graph,
+    message(8, stringField(1, ''), intField(2, 17)),
+    ...(node.domain ? [message(8, stringField(1, node.domain), intField(2, 1))] : []),
+  ]);
+}
+
+const bytesOfFloats = (f: Float32Array): Uint8Array => new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+
+/** MatMul f32, Y = A x W with W [K, N] (row-major floats) an initializer. */
+export function matMulF32Model(w: Float32Array, k: number, n: number): Uint8Array {
+  return oneNodeModel({ op: 'MatMul', inputs: ['A', 'W'] }, k, n, [
+    { name: 'W', elemType: ONNX_FLOAT, dims: [k, n], raw: bytesOfFloats(w) },
+  ]);
+}
+
+export const NBITS_BLOCK = 32;
+
+/**
+ * com.microsoft MatMulNBits: Y = A x dequant(B)ᵀ, B the weights [K, N] (row-major uint8, already in
+ * 0..2^bits-1) quantized per column in blocks of 32 along K, scale 1 and the given zero point per block
+ * (so dequant(B) = B - zeroPoint exactly). Layouts (contrib_defs.cc): B [N, K/32, 32*bits/8] with values
+ * packed low nibble first; scales float [N * K/32]; zero_points uint8 [N * ceil((K/32)*bits/8)].
+ */
+export function matMulNBitsModel(weights: Uint8Array, k: number, n: number, bits: 4 | 8, zeroPoint: number): Uint8Array {
+  if (k % NBITS_BLOCK) throw new Error(`MatMulNBits: K = ${k} is not a multiple of the block size ${NBITS_BLOCK}`);
+  const blocks = k / NBITS_BLOCK;
+  const blob = (NBITS_BLOCK * bits) / 8;
+  const b = new Uint8Array(n * blocks * blob);
+  for (let col = 0; col < n; col++) {
+    for (let kk = 0; kk < k; kk++) {
+      const v = weights[kk * n + col];
+      if (bits === 8) b[col * k + kk] = v;
+      else b[col * (k / 2) + (kk >> 1)] |= (v & 15) << ((kk & 1) * 4);
+    }
+  }
+  const zpBytes = Math.ceil((blocks * bits) / 8);
+  const zp = new Uint8Array(n * zpBytes);
+  for (let col = 0; col < n; col++) {
+    for (let blk = 0; blk < blocks; blk++) {
+      if (bits === 8) zp[col * zpBytes + blk] = zeroPoint;
+      else zp[col * zpBytes + (blk >> 1)] |= (zeroPoint & 15) << ((blk & 1) * 4);
+    }
+  }
+  const scales = new Float32Array(n * blocks).fill(1);
+  return oneNodeModel(
+    {
+      op: 'MatMulNBits',
+      domain: 'com.microsoft',
+      inputs: ['A', 'B', 'scales', 'zero_points'],
+      attributes: { K: k, N: n, bits, block_size: NBITS_BLOCK, accuracy_level: 4 },
+    },
+    k,
+    n,
+    [
+      { name: 'B', elemType: ONNX_UINT8, dims: [n, blocks, blob], raw: b },
+      { name: 'scales', elemType: ONNX_FLOAT, dims: [n * blocks], raw: bytesOfFloats(scales) },
+      { name: 'zero_points', elemType: ONNX_UINT8, dims: [n * zpBytes], raw: zp },
+    ],
+  );
 }

@@ -1,13 +1,15 @@
 // The HTML report: one self-contained file (inline CSS and SVG, no scripts, no network) with
-//  - the run's facts (machine, adapter, pipeline, timing method) and the headline speed-ups;
+//  - the run's facts (machine, adapter and its measured ceilings, pipeline, timing method) and the
+//    headline speed-ups, wall time and GPU time side by side;
 //  - chart 1: GOPS by shape for each implementation (horizontal bars, log scale: the values span
 //    several decades between a naive loop, SwiftShader and onnxruntime);
 //  - chart 2: qgemm's speed-up over each peer by shape (log scale around 1x);
-//  - the full table (wall median with its spread, GPU time, verification) and what was skipped.
+//  - the full table (mode, wall median with its spread, GPU time or "no GPU time", kernel, roofline,
+//    verification) and what was skipped.
 
 import type { BenchReport, Row } from './harness.ts';
-import { rowKey } from './impls/types.ts';
-import { columns, fmtGops, label, shapesOf } from './report-terminal.ts';
+import { baseKey, rowKey, type Mode } from './impls/types.ts';
+import { columns, fmtGops, fmtMs, headline as ordered, idOf, label, roofText, shapesOf } from './report-terminal.ts';
 import { shapeKey } from './shapes.ts';
 
 const COLORS: Record<string, string> = {
@@ -16,16 +18,19 @@ const COLORS: Record<string, string> = {
   'qgemm/cpu/node': '#0f8a6a',
   'tfjs-webgpu-f32/webgpu/node': '#e07b12',
   'tfjs-webgpu-f32/webgpu/chrome': '#f2b35a',
+  'onnxruntime-webgpu-matmul-f32/webgpu/node': '#b07cc6',
+  'onnxruntime-webgpu-matmulnbits8/webgpu/node': '#6c2a8a',
+  'onnxruntime-webgpu-matmulnbits4/webgpu/node': '#9b59b6',
   'onnxruntime-node-matmulinteger/cpu/node': '#8e44ad',
   'naive-js/cpu/node': '#8a8a8a',
 };
-const color = (key: string) => COLORS[key] ?? '#444';
+/** One color per implementation; the mode sets the opacity (resident full, device darker outline-free, call light). */
+const color = (key: string) => COLORS[baseKey(idOf(key))] ?? '#444';
+const OPACITY: Record<Mode, number> = { resident: 1, device: 0.8, call: 0.5 };
+const opacity = (key: string) => OPACITY[idOf(key).mode] ?? 1;
 
 const esc = (s: unknown): string =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-const fmtMs = (ms: number | null) =>
-  ms === null ? '—' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : ms >= 1 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(3)} ms`;
 
 /** Decades covering [lo, hi] for a log axis. */
 function decades(lo: number, hi: number): number[] {
@@ -70,8 +75,12 @@ function gopsChart(report: BenchReport): string {
       if (r.gops && r.gops > 0) {
         const w = Math.max(2, x(r.gops) - left);
         const mark = r.verified === true ? ' ✓' : r.verified === false ? ' ✗ FAILED' : '';
-        parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${bar}" rx="2" fill="${color(key)}"><title>${esc(label(r))} ${esc(shapeKey(r))}: ${fmtGops(r.gops)} GOPS, median ${fmtMs(r.medianMs)}</title></rect>`);
-        parts.push(`<text x="${(left + w + 5).toFixed(1)}" y="${y + bar - 2}" class="val${r.verified === false ? ' bad' : ''}">${fmtGops(r.gops)}${mark}</text>`);
+        parts.push(
+          `<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${bar}" rx="2" fill="${color(key)}" fill-opacity="${opacity(key)}"><title>${esc(label(r))} ${esc(shapeKey(r))}: ${fmtGops(r.gops)} GOPS, median ${fmtMs(r.medianMs)}</title></rect>`,
+        );
+        parts.push(
+          `<text x="${(left + w + 5).toFixed(1)}" y="${y + bar - 2}" class="val${r.verified === false ? ' bad' : ''}">${fmtGops(r.gops)}${mark}</text>`,
+        );
       } else {
         parts.push(`<text x="${left + 4}" y="${y + bar - 2}" class="val bad">${esc(label(r))}: failed</text>`);
       }
@@ -81,7 +90,10 @@ function gopsChart(report: BenchReport): string {
   }
   const height = y + 10;
   const grid = ticks
-    .map((t) => `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 14}" class="grid"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}</text>`)
+    .map(
+      (t) =>
+        `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 14}" class="grid"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}</text>`,
+    )
     .join('');
   const legend = legendHtml(cols);
   return `${legend}<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="GOPS by shape and implementation">
@@ -90,11 +102,11 @@ ${grid}${parts.join('\n')}</svg>`;
 }
 
 function legendHtml(cols: string[]): string {
-  return `<div class="legend">${cols.map((c) => `<span><i style="background:${color(c)}"></i>${esc(label({ impl: c.split('/')[0] as never, backend: c.split('/')[1] as never, runtime: c.split('/')[2] as never }))}</span>`).join('')}</div>`;
+  return `<div class="legend">${cols.map((c) => `<span><i style="background:${color(c)};opacity:${opacity(c)}"></i>${esc(label(idOf(c)))}</span>`).join('')}</div>`;
 }
 
 function speedupChart(report: BenchReport): string {
-  const comps = report.comparisons;
+  const comps = ordered(report);
   if (!comps.length) return '<p>No pair of this project and a peer was measured on a common shape.</p>';
   const all = comps.flatMap((c) => c.shapes.map((s) => s.speedup));
   const left = 150;
@@ -106,7 +118,9 @@ function speedupChart(report: BenchReport): string {
   let y = top;
   const parts: string[] = [];
   for (const c of comps) {
-    parts.push(`<text x="${left - 150}" y="${y + 12}" class="pair">${esc(label(c.ours))} vs ${esc(label(c.peer))} — geometric mean ${c.geomean === null ? '—' : sig(c.geomean)}× (${inWords(c.geomean)})</text>`);
+    parts.push(
+      `<text x="${left - 150}" y="${y + 12}" class="pair">${esc(label(c.ours))} vs ${esc(label(c.peer))} — wall ${c.geomean === null ? '—' : sig(c.geomean)}× (${inWords(c.geomean)}), GPU ${c.gpuGeomean === null ? 'n/a' : `${sig(c.gpuGeomean)}×`}</text>`,
+    );
     y += 22;
     for (const s of c.shapes) {
       const xv = x(s.speedup);
@@ -116,14 +130,19 @@ function speedupChart(report: BenchReport): string {
       parts.push(`<text x="${left - 12}" y="${y + bar - 2}" text-anchor="end" class="shape small">${esc(shapeKey(s))}</text>`);
       parts.push(`<rect x="${x0.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${bar}" rx="2" fill="${fill}"/>`);
       const tx = s.speedup >= 1 ? xv + 5 : xv - 5;
-      parts.push(`<text x="${tx.toFixed(1)}" y="${y + bar - 2}" text-anchor="${s.speedup >= 1 ? 'start' : 'end'}" class="val">${sig(s.speedup)}×</text>`);
+      parts.push(
+        `<text x="${tx.toFixed(1)}" y="${y + bar - 2}" text-anchor="${s.speedup >= 1 ? 'start' : 'end'}" class="val">${sig(s.speedup)}×</text>`,
+      );
       y += bar + gap;
     }
     y += 14;
   }
   const height = y;
   const grid = ticks
-    .map((t) => `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 8}" class="grid${t === 1 ? ' one' : ''}"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}×</text>`)
+    .map(
+      (t) =>
+        `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 8}" class="grid${t === 1 ? ' one' : ''}"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}×</text>`,
+    )
     .join('');
   return `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="speed-up over peers">
 <text x="${left + plotW / 2}" y="12" text-anchor="middle" class="axis">speed-up = peer median wall time / qgemm's (right of 1×: qgemm faster), log scale</text>
@@ -131,7 +150,20 @@ ${grid}${parts.join('\n')}</svg>`;
 }
 
 function table(report: BenchReport): string {
-  const head = ['shape', 'implementation', 'adapter', 'median wall', 'min – max', 'GOPS', 'median GPU', 'GPU GOPS', 'runs', 'verified'];
+  const head = [
+    'shape',
+    'implementation',
+    'mode',
+    'median wall',
+    'min – max',
+    'GOPS',
+    'median GPU',
+    'GPU GOPS',
+    'kernel',
+    'roofline',
+    'runs',
+    'verified',
+  ];
   const body = report.runs
     .map((r) => {
       const v =
@@ -139,10 +171,16 @@ function table(report: BenchReport): string {
           ? `<span class="ok">✓ ${r.verification?.method === 'full' ? 'all' : 'sample of'} ${r.verification?.checked}</span>`
           : r.verified === false
             ? `<span class="bad">✗ ${esc(r.error ?? r.verification?.error ?? `${r.verification?.mismatches} mismatches`)}</span>`
-            : '<span class="na">peer</span>';
-      return `<tr><td>${esc(shapeKey(r))}</td><td title="${esc(`${r.impl} / ${r.backend} / ${r.runtime}`)}"><i class="dot" style="background:${color(rowKey(r))}"></i>${esc(label(r))}</td><td>${esc(r.adapter)}</td>
+            : `<span class="na">${r.error ? `peer, not run: ${esc(r.error)}` : 'peer'}</span>`;
+      const gpu =
+        r.gpuMedianMs !== null
+          ? fmtMs(r.gpuMedianMs)
+          : r.medianMs === null
+            ? '—'
+            : `<span class="na" title="${esc(r.gpuNote ?? '')}">no GPU time</span>`;
+      return `<tr><td>${esc(shapeKey(r))}</td><td title="${esc(`${r.impl} / ${r.backend} / ${r.runtime}`)}"><i class="dot" style="background:${color(rowKey(r))};opacity:${opacity(rowKey(r))}"></i>${esc(label(r))}</td><td>${esc(r.mode)}</td>
 <td class="num">${fmtMs(r.medianMs)}</td><td class="num">${r.minMs === null ? '—' : `${fmtMs(r.minMs)} – ${fmtMs(r.maxMs)}`}</td><td class="num">${fmtGops(r.gops)}</td>
-<td class="num">${fmtMs(r.gpuMedianMs)}</td><td class="num">${fmtGops(r.gpuGops)}</td><td class="num">${r.reps}</td><td>${v}</td></tr>`;
+<td class="num">${gpu}</td><td class="num">${fmtGops(r.gpuGops)}</td><td>${esc(r.kernel ?? '')}</td><td class="num">${esc(roofText(r))}</td><td class="num">${r.reps}</td><td>${v}</td></tr>`;
     })
     .join('\n');
   return `<table><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body}</tbody></table>`;
@@ -150,10 +188,13 @@ function table(report: BenchReport): string {
 
 function headline(report: BenchReport): string {
   if (!report.comparisons.length) return '';
-  return `<div class="cards">${report.comparisons
+  const x = (v: number | null) => (v === null ? '—' : `${sig(v)}×`);
+  const cls = (v: number | null) => (v !== null && v >= 1 ? 'good' : 'worse');
+  return `<div class="cards">${ordered(report)
     .map(
-      (c) => `<div class="card"><div class="big ${c.geomean !== null && c.geomean >= 1 ? 'good' : 'worse'}">${c.geomean === null ? '—' : sig(c.geomean)}×</div>
-<div class="words">${inWords(c.geomean)}</div>
+      (c) => `<div class="card"><div><span class="big ${cls(c.geomean)}">${x(c.geomean)}</span> <span class="sub">wall</span></div>
+<div><span class="big ${cls(c.gpuGeomean)}">${c.gpuGeomean === null ? 'n/a' : x(c.gpuGeomean)}</span> <span class="sub">GPU time${c.gpuGeomean === null ? ' (a side has none)' : ''}</span></div>
+<div class="words">${inWords(c.geomean)} (wall)</div>
 <div>${esc(label(c.ours))}<br>vs ${esc(label(c.peer))}</div><div class="sub">geometric mean over ${c.shapes.length} shape${c.shapes.length > 1 ? 's' : ''}</div></div>`,
     )
     .join('')}</div>`;
@@ -181,20 +222,59 @@ export function htmlReport(report: BenchReport): string {
   const qgemmRows = report.runs.filter((r) => r.impl === 'qgemm').length;
   const facts: [string, string][] = [
     ['date', report.date.slice(0, 19).replace('T', ' ') + ' UTC'],
-    ['machine', `${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB; ${report.machine.os}; Node ${report.machine.node}`],
+    [
+      'machine',
+      `${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB; ${report.machine.os}; Node ${report.machine.node}`,
+    ],
     ['adapter', report.adapterNote],
-    ...(a.dot4 ? [['dot4', `${a.dot4 === 'native' ? 'native dot4U8Packed / dot4I8Packed' : 'emulated (manual unpack)'}`] as [string, string]] : []),
-    ...(report.chrome ? [['chrome', `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}`] as [string, string]] : []),
+    ...(a.ceilings?.dot4Tops != null
+      ? [
+          [
+            'ceilings',
+            `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops ?? 'not offered'} TOPS. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`,
+          ] as [string, string],
+        ]
+      : []),
+    ...(a.dot4
+      ? [['dot4', `${a.dot4 === 'native' ? 'native dot4U8Packed / dot4I8Packed' : 'emulated (manual unpack)'}`] as [string, string]]
+      : []),
+    ...(report.chrome
+      ? [
+          [
+            'chrome',
+            `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}`,
+          ] as [string, string],
+        ]
+      : []),
     ['qgemm computes', `uint8 × uint8, zero points 119 / 131, ${report.pipeline.description}`],
-    ['peers compute', 'tfjs: f32 matMul of (q − zeroPoint); onnxruntime MatMulInteger and naive-js: uint8 × uint8 → raw int32'],
-    ['timing', `${report.timing.policy.warmup} warm-up run, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`],
-    ['verification', `${qgemmRows - failed} of ${qgemmRows} qgemm rows verified bit-exact against the CPU reference (every timed run's output hashed; the last checked in full for M·N·K ≤ 2^24, else 2048 random entries plus the last row and column)`],
+    [
+      'peers compute',
+      'tfjs: f32 matMul of (q − zeroPoint); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32',
+    ],
+    [
+      'modes',
+      'call: both operands uploaded (and packed) per call; resident: the weights (rhs) stay on the GPU, each call uploads lhs and reads dst back; device: lhs and dst stay on the GPU too (GPU work + submission)',
+    ],
+    [
+      'timing',
+      `${report.timing.policy.warmup} warm-up run, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`,
+    ],
+    [
+      'verification',
+      `${qgemmRows - failed} of ${qgemmRows} qgemm rows verified bit-exact against the CPU reference (every timed run's output hashed; the last checked in full for M·N·K ≤ 2^24, else 2048 random entries plus the last row and column)`,
+    ],
     ['suite', `${report.suite}; ${report.elapsedS.toFixed(0)} s; ${esc(report.command)}`],
   ];
   const impls = report.implementations.map((i) => `<li><b>${esc(label(i))}</b> — ${esc(i.computes)}; ${esc(i.details)}</li>`).join('');
   const skipped = report.skipped.length
     ? `<h2>Skipped</h2><ul>${[...new Set(report.skipped.map((s) => `${label(s)}: ${s.reason}`))]
-        .map((why) => `<li>${esc(why)} (${report.skipped.filter((s) => `${label(s)}: ${s.reason}` === why).map((s) => shapeKey(s)).join(', ')})</li>`)
+        .map(
+          (why) =>
+            `<li>${esc(why)} (${report.skipped
+              .filter((s) => `${label(s)}: ${s.reason}` === why)
+              .map((s) => shapeKey(s))
+              .join(', ')})</li>`,
+        )
         .join('')}</ul>`
     : '';
   const notes = report.notes.length ? `<h2>Notes</h2><ul>${report.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : '';
@@ -220,7 +300,7 @@ th { background: #f6f7f9; font-weight: 600; } td.num { text-align: right; font-v
 .warn { background: #fff7e6; border: 1px solid #f3d19c; border-radius: 6px; padding: 8px 12px; margin: 10px 0; font-size: 13px; }
 </style></head><body>
 <h1>qgemm-webgpu benchmark</h1>
-<div class="sub">int8 GEMM on WebGPU and the CPU next to tfjs-backend-webgpu (f32), onnxruntime-node (MatMulInteger) and a naive loop, in one run on one adapter: <b>${esc(a.name)}</b></div>
+<div class="sub">int8 GEMM on WebGPU and the CPU next to tfjs-backend-webgpu (f32), onnxruntime's WebGPU EP (MatMul f32, MatMulNBits 8/4-bit), onnxruntime-node (MatMulInteger, CPU) and a naive loop, in one run on one adapter: <b>${esc(a.name)}</b></div>
 ${report.adapterKind === 'swiftshader' ? '<div class="warn">SwiftShader is a CPU emulation of a GPU: these numbers compare implementations on the same adapter; they say nothing about speed on a real GPU.</div>' : ''}
 ${report.adapterKind === 'none' ? '<div class="warn">No WebGPU adapter: CPU path only.</div>' : ''}
 ${failed ? `<div class="warn bad">${failed} qgemm row(s) FAILED verification — see the table.</div>` : ''}

@@ -15,6 +15,7 @@ import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
 import { moreReps, stats, type RepeatPolicy } from '../timing.ts';
 import { fromBytes } from '../verify.ts';
+import { kernelOf } from './qgemm-node.ts';
 import type { CellOutcome, Runner } from './types.ts';
 
 export interface ChromeSession {
@@ -109,28 +110,41 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     const setup: PageSetupResult = await page.evaluate(pageSetup);
     const runners: Runner[] = [];
     let adapter: Record<string, unknown> | null = null;
-    const cell = (impl: 'qgemm' | 'tfjs-webgpu-f32') => async (data: ShapeData, policy: RepeatPolicy): Promise<CellOutcome> => {
-      const { m, n, k } = data.shape;
-      const r: PageCellResult = await page.evaluate(pageRunCell, {
-        impl, seed: opts.seed, m, n, k, lhsZeroPoint: LHS_ZERO_POINT, rhsZeroPoint: RHS_ZERO_POINT,
-        pipeline: pipelineToJson(data.problem.pipeline ?? []), policy,
-      });
-      if (r.error) throw new Error(`in Chrome: ${r.error.split('\n')[0]}`);
-      const gpu = r.gpus.every((g): g is number => g !== null) && r.gpus.length ? stats(r.gpus) : null;
-      const out: CellOutcome = { wall: stats(r.walls), gpu };
-      if (impl === 'qgemm' && r.outputBase64 !== undefined) {
-        out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
-        out.hashes = r.hashes;
-      }
-      return out;
-    };
+    const cell =
+      (impl: 'qgemm' | 'tfjs-webgpu-f32') =>
+      async (data: ShapeData, policy: RepeatPolicy): Promise<CellOutcome> => {
+        const { m, n, k } = data.shape;
+        const r: PageCellResult = await page.evaluate(pageRunCell, {
+          impl,
+          seed: opts.seed,
+          m,
+          n,
+          k,
+          lhsZeroPoint: LHS_ZERO_POINT,
+          rhsZeroPoint: RHS_ZERO_POINT,
+          pipeline: pipelineToJson(data.problem.pipeline ?? []),
+          policy,
+        });
+        if (r.error) throw new Error(`in Chrome: ${r.error.split('\n')[0]}`);
+        const gpu = r.gpus.every((g): g is number => g !== null) && r.gpus.length ? stats(r.gpus) : null;
+        const out: CellOutcome = { wall: stats(r.walls), gpu };
+        if (impl === 'qgemm' && r.outputBase64 !== undefined) {
+          out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
+          out.hashes = r.hashes;
+          out.kernel = kernelOf({ lastRun: { kernel: r.kernel } });
+        }
+        return out;
+      };
     if ('error' in setup.qgemm) {
       notes.push(`qgemm could not start in Chrome: ${setup.qgemm.error}`);
     } else {
       adapter = setup.qgemm.adapter;
       if (opts.impls.includes('qgemm')) {
         runners.push({
-          impl: 'qgemm', backend: 'webgpu', runtime: 'chrome',
+          impl: 'qgemm',
+          backend: 'webgpu',
+          runtime: 'chrome',
+          mode: 'call',
           adapter: adapterSlug(adapter as { vendor: string; architecture: string; description: string }),
           computes: opts.computes,
           details: `Chromium ${version.replace(/^HeadlessChrome\//, '')}, dist/browser/qgemm.js, dot4 ${setup.qgemm.dot4}, GPU time from timestamp queries: ${setup.qgemm.timestamps ? 'yes' : 'no'}`,
@@ -142,7 +156,10 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     if (setup.tfjs && 'error' in setup.tfjs) notes.push(`tfjs-backend-webgpu could not start in Chrome: ${setup.tfjs.error}`);
     else if (setup.tfjs) {
       runners.push({
-        impl: 'tfjs-webgpu-f32', backend: 'webgpu', runtime: 'chrome',
+        impl: 'tfjs-webgpu-f32',
+        backend: 'webgpu',
+        runtime: 'chrome',
+        mode: 'call',
         adapter: adapter ? adapterSlug(adapter as { vendor: string; architecture: string; description: string }) : 'unknown',
         computes: 'f32 matMul of (q - zeroPoint)',
         details: `@tensorflow/tfjs-backend-webgpu ${setup.tfjs.version} UMD bundle in Chromium, kernel time from timestamp queries: ${setup.tfjs.timestamps ? 'yes' : 'no'}`,

@@ -23,6 +23,7 @@ export function naiveJs(): Runner {
     impl: 'naive-js',
     backend: 'cpu',
     runtime: 'node',
+    mode: 'call',
     adapter: 'cpu',
     computes: 'uint8 x uint8 -> int32, zero points subtracted',
     details: 'i-j-k triple loop over typed arrays, one thread',

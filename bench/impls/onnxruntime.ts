@@ -11,17 +11,18 @@ import { measure } from '../timing.ts';
 import type { Runner } from './types.ts';
 
 /** The part of onnxruntime-node's API used here. */
-interface OrtTensor {
+export interface OrtTensor {
   data: unknown;
   dims: readonly number[];
   type: string;
 }
-interface OrtSession {
+export interface OrtSession {
+  endProfiling?(): unknown;
   run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
   release?(): Promise<void>;
 }
-interface Ort {
-  Tensor: new (type: string, data: Uint8Array, dims: number[]) => OrtTensor;
+export interface Ort {
+  Tensor: new (type: string, data: Uint8Array | Float32Array, dims: number[]) => OrtTensor;
   InferenceSession: { create(model: Uint8Array, options?: Record<string, unknown>): Promise<OrtSession> };
   env: { versions?: Record<string, string> };
 }
@@ -56,6 +57,7 @@ export async function onnxruntimeNode(): Promise<Runner> {
     impl: 'onnxruntime-node-matmulinteger',
     backend: 'cpu',
     runtime: 'node',
+    mode: 'call',
     adapter: 'cpu',
     computes: 'MatMulInteger uint8 x uint8 -> int32, scalar zero points',
     details: `onnxruntime-node ${version}, CPU execution provider, default intra-op threads (one per core)`,

@@ -1,22 +1,36 @@
-// This project in Node: WebGPU through Dawn (GpuContext.gemm, timestamps on: the GPU time of the compute
-// pass next to the wall time of upload + pack + gemm + output + readback), and the CPU path: the kernel
-// `backend: 'cpu'` picks (src/kernels/registry.ts: WebAssembly SIMD on worker threads where it can, or
-// QGEMM_KERNEL=<id>), timed per call from the GemmProblem to the dst array, normalization included.
+// This project in Node: WebGPU through Dawn (GpuContext, timestamps on: the GPU time of the compute pass
+// next to the wall time of the call) in three modes, and the CPU path: the kernel `backend: 'cpu'` picks
+// (src/kernels/registry.ts: WebAssembly SIMD on worker threads where it can, or QGEMM_KERNEL=<id>), timed
+// per call from the GemmProblem to the dst array, normalization included. The GPU modes:
+//   call:     ctx.gemm with both operands from the CPU: upload + pack both + gemm + output + readback;
+//   resident: rhs (the weights) prepacked once outside the timing (ctx.prepack('rhs', ...)); each call
+//             uploads lhs, packs it, runs gemm + output and reads dst back: the inference call;
+//   device:   lhs also uploaded once (a GpuMatrix) and dst left on the GPU (ctx.gemmOnGpu): GPU work
+//             plus submission. Each run's dst is read back after its timing, for verification.
+// The kernel that ran comes from the context (kernelOf, the one place that asks).
 
 import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { selectCpuKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
-import type { GpuContext } from '../../src/gpu/context.ts';
-import type { GemmResult } from '../../src/types.ts';
+import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/gpu/context.ts';
+import { roundUp } from '../../src/gpu/plan.ts';
+import type { GemmResult, Operand } from '../../src/types.ts';
 import { hashBytes, type ShapeData } from '../problems.ts';
 import { measure, type RepeatPolicy } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
-import type { CellOutcome, Runner } from './types.ts';
+import type { CellOutcome, Mode, Runner } from './types.ts';
 
-async function qgemmCell(
-  policy: RepeatPolicy,
-  once: () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>,
-): Promise<CellOutcome> {
+/**
+ * The id of the kernel a context ran last (ctx.lastRun.kernel, src/kernels/registry.ts), null where it
+ * does not say. The one place that asks (the Chrome page hands back its context's lastRun.kernel).
+ */
+export function kernelOf(ctx: { lastRun?: { kernel?: string | null } }): string | null {
+  return ctx.lastRun?.kernel ?? null;
+}
+
+type Once = () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>;
+
+async function qgemmCell(policy: RepeatPolicy, once: Once): Promise<CellOutcome> {
   const hashes: string[] = [];
   const m = await measure(
     policy,
@@ -29,21 +43,102 @@ async function qgemmCell(
   return { wall: m.wall, gpu: m.gpu, output: { data: m.last.data, dtype: m.last.dtype }, hashes };
 }
 
-export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: string): Runner {
+/** lhs uploaded once into a storage buffer of the context's device. */
+function uploadMatrix(ctx: GpuContext, x: Operand): GpuMatrix {
+  const bytes = new Uint8Array(x.data.buffer, x.data.byteOffset, x.data.byteLength);
+  const buffer = ctx.device.createBuffer({
+    size: roundUp(Math.max(bytes.length, 4), 4),
+    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+    label: 'bench lhs',
+  });
+  const padded = new Uint8Array(buffer.size);
+  padded.set(bytes);
+  ctx.device.queue.writeBuffer(buffer, 0, padded);
+  return {
+    buffer,
+    rows: x.rows,
+    cols: x.cols,
+    order: x.order,
+    dtype: x.data instanceof Int8Array ? 'int8' : 'uint8',
+    stride: x.order === 'row-major' ? x.cols : x.rows,
+  };
+}
+
+const DTYPE_BYTES = { int32: 4, int16: 2, int8: 1, uint8: 1 } as const;
+
+/**
+ * Reads a row-major dst matrix back by itself, for verification outside the timing. Not ctx.read(): the
+ * context marks a buffer given back with releaseMatrix as released for good, and the pool hands that same
+ * buffer out again as the next call's dst, which ctx.read() then refuses (a bug in src/gpu/context.ts).
+ */
+async function readDst(ctx: GpuContext, dst: GpuMatrix): Promise<GemmResult> {
+  const dtype = dst.dtype as keyof typeof DTYPE_BYTES;
+  const eb = DTYPE_BYTES[dtype];
+  const size = roundUp(dst.rows * dst.stride * eb, 4);
+  const staging = ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    const encoder = ctx.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(dst.buffer, 0, staging, 0, size);
+    ctx.device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const raw = new Uint8Array(staging.getMappedRange().slice(0));
+    const bytes = new Uint8Array(dst.rows * dst.cols * eb);
+    for (let r = 0; r < dst.rows; r++) bytes.set(raw.subarray(r * dst.stride * eb, (r * dst.stride + dst.cols) * eb), r * dst.cols * eb);
+    const Array_ = { int32: Int32Array, int16: Int16Array, int8: Int8Array, uint8: Uint8Array }[dtype];
+    return { data: new Array_(bytes.buffer), rows: dst.rows, cols: dst.cols, order: 'row-major', dtype } as GemmResult;
+  } finally {
+    staging.destroy();
+  }
+}
+
+const MODE_DETAILS: Record<Mode, string> = {
+  call: 'ctx.gemm: both operands uploaded and packed on every call',
+  resident:
+    "rhs prepacked once (ctx.prepack('rhs')), outside the timing; each call uploads lhs, packs it, runs gemm + output, reads dst back",
+  device:
+    'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
+};
+
+export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: string, mode: Mode): Runner {
+  const timestamps = ctx.device.features.has('timestamp-query');
   return {
     impl: 'qgemm',
     backend: 'webgpu',
     runtime: 'node',
+    mode,
     adapter,
     computes,
-    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, GPU time from timestamp queries: ${ctx.device.features.has('timestamp-query') ? 'yes' : 'no'}`,
-    run: (data, policy) =>
-      qgemmCell(policy, async () => {
-        const timing = { gpuMs: null as number | null };
-        const t0 = performance.now();
-        const result = await ctx.gemm(data.problem, timing);
-        return { result, wallMs: performance.now() - t0, gpuMs: timing.gpuMs };
-      }),
+    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
+    run: async (data: ShapeData, policy) => {
+      const { problem } = data;
+      let packed: PackedOperand | null = null;
+      let lhs: GpuMatrix | null = null;
+      try {
+        if (mode !== 'call') packed = await ctx.prepack('rhs', problem.rhs);
+        if (mode === 'device') lhs = uploadMatrix(ctx, problem.lhs);
+        const input = { ...problem, ...(packed ? { rhs: packed } : {}), ...(lhs ? { lhs } : {}) };
+        const outcome = await qgemmCell(policy, async () => {
+          const timing = { gpuMs: null as number | null };
+          const t0 = performance.now();
+          if (mode !== 'device') {
+            const result = await ctx.gemm(input, timing);
+            return { result, wallMs: performance.now() - t0, gpuMs: timing.gpuMs };
+          }
+          const dst = await ctx.gemmOnGpu(input, timing);
+          const wallMs = performance.now() - t0;
+          try {
+            if (dst.order !== 'row-major') throw new Error('device mode reads row-major dst only');
+            return { result: await readDst(ctx, dst), wallMs, gpuMs: timing.gpuMs };
+          } finally {
+            ctx.releaseMatrix(dst);
+          }
+        });
+        return { ...outcome, kernel: kernelOf(ctx), ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
+      } finally {
+        packed?.destroy();
+        lhs?.buffer.destroy();
+      }
+    },
     close: async () => undefined,
   };
 }
@@ -64,18 +159,22 @@ export async function qgemmCpuNode(computes: string): Promise<Runner> {
     impl: 'qgemm',
     backend: 'cpu',
     runtime: 'node',
+    mode: 'call',
     adapter: 'cpu',
     computes,
     details:
       `${id}: ${KERNEL_DETAILS[id]}; pack, GEMM and output stage ${id === 'cpu-js' ? 'in JavaScript' : `in WebAssembly on ${threads} thread(s)`}` +
       (id.startsWith('cpu-wasm') ? `; relaxed SIMD: ${caps.relaxedNote}; Node ${process.version}` : ''),
-    run: (data, policy) =>
-      qgemmCell(policy, async () => {
+    run: async (data, policy) => ({
+      ...(await qgemmCell(policy, async () => {
         const t0 = performance.now();
         const p = normalizeProblem(data.problem);
         const result = await kernelFor(data).run(p, {});
         return { result, wallMs: performance.now() - t0, gpuMs: null };
-      }),
+      })),
+      kernel: kernelFor(data).id,
+      gpuNote: 'CPU row',
+    }),
     close: async () => undefined,
   };
 }

@@ -1,6 +1,8 @@
 // The benchmark harness (bench/), run programmatically on tiny shapes with every Node implementation:
-// the JSON contract of issue 5 (field names and types), every qgemm row verified, peers' verified null,
-// both output pipelines, the ONNX model built in code against the CPU reference, and the CLI's flags.
+// the JSON contract of issues 5 and 9 (field names and types: modes, kernel, roofline, adapter.ceilings,
+// gpuGeomean, the onnxruntime WebGPU rows or their reasons), every qgemm row verified, peers' verified
+// null, both output pipelines, the ONNX models built in code against the CPU reference, the pure helpers
+// (comparisons, rooflines, onnxruntime profile parsing) and the CLI's flags.
 // No timing thresholds: only the shape of the results. The Chrome runtime is left to `npm run bench`
 // (its page code is shared with the browser tests' Chromium launcher).
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
@@ -8,8 +10,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions, type BenchReport } from '../../bench/harness.ts';
-import { IMPLS } from '../../bench/impls/types.ts';
+import { roofline } from '../../bench/ceilings.ts';
+import { compare } from '../../bench/compare.ts';
+import { IMPLS, MODES, ORT_WEBGPU_IMPLS } from '../../bench/impls/types.ts';
 import { createOrtSession, loadOrt, ortMatMulInteger } from '../../bench/impls/onnxruntime.ts';
+import { gpuMsPerRun } from '../../bench/impls/onnxruntime-webgpu.ts';
+import { matMulF32Model, matMulNBitsModel } from '../../bench/onnx-model.ts';
 import { naiveGemm } from '../../bench/impls/naive.ts';
 import { makeShapeData } from '../../bench/problems.ts';
 import { htmlReport } from '../../bench/report-html.ts';
@@ -27,6 +33,7 @@ async function run(pipeline: 'uint8' | 'int32', shapes = TINY, impls: BenchOptio
     impls,
     runtimes: ['node'],
     backends: ['webgpu', 'cpu'],
+    modes: MODES,
     policy: POLICY,
     budgetS: null,
     pipeline,
@@ -40,14 +47,35 @@ function checkContract(report: BenchReport) {
   const json = JSON.parse(reportJson(report));
   expect(Object.keys(json)).toEqual(expect.arrayContaining(['adapter', 'runs']));
   for (const field of ['vendor', 'architecture', 'description']) expect(typeof json.adapter[field]).toBe('string');
+  const ceilings = json.adapter.ceilings;
+  for (const field of ['dot4Tops', 'copyGBs', 'subgroupMatrixTops']) {
+    expect(field in ceilings).toBe(true);
+    expect(ceilings[field] === null || (typeof ceilings[field] === 'number' && ceilings[field] > 0)).toBe(true);
+  }
+  if (report.adapterKind !== 'none') for (const field of ['dot4Tops', 'copyGBs']) expect(typeof ceilings[field]).toBe('number');
   expect(Array.isArray(json.runs)).toBe(true);
   for (const r of json.runs) {
-    expect(['qgemm', 'tfjs-webgpu-f32', 'onnxruntime-node-matmulinteger', 'naive-js']).toContain(r.impl);
+    expect(IMPLS).toContain(r.impl);
     expect(['webgpu', 'cpu']).toContain(r.backend);
     expect(['node', 'chrome']).toContain(r.runtime);
+    expect(MODES).toContain(r.mode);
     expect(typeof r.adapter).toBe('string');
     expect(r.adapter.length).toBeGreaterThan(0);
     for (const f of ['m', 'n', 'k']) expect(Number.isInteger(r[f])).toBe(true);
+    if (r.impl === 'qgemm') expect(typeof r.kernel).toBe('string');
+    else expect(r.kernel).toBeNull();
+    if (r.impl === 'qgemm' && r.backend === 'webgpu' && r.gpuMedianMs !== null && report.adapterKind !== 'none') {
+      expect(typeof r.roofline.floorMs).toBe('number');
+      expect(r.roofline.fraction).toBeCloseTo(r.roofline.floorMs / r.gpuMedianMs, 2);
+    } else {
+      expect(r.roofline).toBeNull();
+    }
+    if (r.gpuMedianMs === null) expect(typeof r.gpuNote).toBe('string');
+    if (r.impl !== 'qgemm' && r.medianMs === null) {
+      // A peer that could not run says why.
+      expect(typeof r.error).toBe('string');
+      continue;
+    }
     expect(typeof r.medianMs).toBe('number');
     expect(r.medianMs).toBeGreaterThan(0);
     expect(typeof r.gops).toBe('number');
@@ -56,6 +84,11 @@ function checkContract(report: BenchReport) {
     if (r.impl === 'qgemm') expect(r.verified, `${r.impl}/${r.backend} ${r.m}x${r.n}x${r.k}: ${JSON.stringify(r.verification)}`).toBe(true);
     else expect(r.verified).toBeNull();
   }
+  for (const c of json.comparisons) {
+    expect('gpuGeomean' in c).toBe(true);
+    expect(c.gpuGeomean === null || c.gpuGeomean > 0).toBe(true);
+    expect(c.ours.mode).toBe(c.peer.mode);
+  }
   return json;
 }
 
@@ -63,19 +96,28 @@ describe('benchmark harness', () => {
   it('runs every Node implementation on tiny shapes and writes the JSON contract, every qgemm row verified', async () => {
     const report = await run('uint8');
     const json = checkContract(report);
-    const keys = new Set(json.runs.map((r: { impl: string; backend: string }) => `${r.impl}/${r.backend}`));
-    for (const k of ['qgemm/cpu', 'onnxruntime-node-matmulinteger/cpu', 'naive-js/cpu']) expect(keys).toContain(k);
+    const keys = new Set(json.runs.map((r: { impl: string; backend: string; mode: string }) => `${r.impl}/${r.backend}/${r.mode}`));
+    for (const k of ['qgemm/cpu/call', 'onnxruntime-node-matmulinteger/cpu/call', 'naive-js/cpu/call']) expect(keys).toContain(k);
     if (report.adapterKind !== 'none' || process.env.CI === 'true') {
-      expect(keys).toContain('qgemm/webgpu');
-      expect(keys).toContain('tfjs-webgpu-f32/webgpu');
+      for (const mode of MODES) {
+        expect(keys).toContain(`qgemm/webgpu/${mode}`);
+        expect(keys).toContain(`tfjs-webgpu-f32/webgpu/${mode}`);
+      }
+      // The onnxruntime WebGPU rows are there, measured or with the reason they could not run.
+      for (const impl of ORT_WEBGPU_IMPLS) expect(keys).toContain(`${impl}/webgpu/resident`);
     }
     // Every implementation ran on every shape (nothing trimmed: no budget).
     expect(json.runs.length).toBe(keys.size * TINY.length);
     expect(report.skipped.filter((s) => s.runtime === 'node')).toEqual([]);
     expect(report.pipeline.kind).toBe('uint8');
     expect(report.comparisons.length).toBeGreaterThan(0);
+    if (report.adapterKind !== 'none' && (report.adapter.features as string[]).includes('timestamp-query')) {
+      const resident = report.comparisons.find((c) => c.ours.mode === 'resident' && c.peer.impl === 'tfjs-webgpu-f32');
+      expect(resident?.gpuGeomean ?? null).not.toBeNull(); // both sides have GPU time where timestamps exist
+    }
     // The reports render.
     expect(terminalReport(report)).toContain('24x40x36');
+    expect(terminalReport(report)).toMatch(/wall .* \| GPU/);
     const html = htmlReport(report);
     expect(html).toContain('<svg');
     expect(html).not.toMatch(/NaN|undefined/);
@@ -115,6 +157,85 @@ describe('benchmark harness', () => {
     }
   });
 
+  it("builds onnxruntime's MatMul f32 and MatMulNBits (8 and 4 bits) models in code; they compute A x (W - zero point)", async () => {
+    const ort = loadOrt();
+    const [m, n, k] = [3, 5, 64];
+    const w8 = makeShapeData({ m, n, k, family: 'custom' }, 5, 'int32').rhs;
+    // Activations whose every 32-block holds a +-127: accuracy_level 4 quantizes A per block with scale
+    // max|a|/127 = 1, so the int8 path is exact too.
+    const a = Float32Array.from({ length: m * k }, (_, i) => (i % 32 === 0 ? (i % 64 === 0 ? 127 : -127) : ((i * 37) % 255) - 127));
+    const cases = [
+      {
+        model: matMulF32Model(
+          Float32Array.from(w8, (v) => v - 131),
+          k,
+          n,
+        ),
+        w: (kk: number, j: number) => w8[kk * n + j] - 131,
+      },
+      { model: matMulNBitsModel(w8, k, n, 8, 131), w: (kk: number, j: number) => w8[kk * n + j] - 131 },
+      {
+        model: matMulNBitsModel(
+          w8.map((v) => v >> 4),
+          k,
+          n,
+          4,
+          8,
+        ),
+        w: (kk: number, j: number) => (w8[kk * n + j] >> 4) - 8,
+      },
+    ];
+    for (const { model, w } of cases) {
+      const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'] });
+      const y = (await session.run({ A: new ort.Tensor('float32', a, [m, k]) })).Y.data as Float32Array;
+      const want = Array.from({ length: m * n }, (_, i) => {
+        let acc = 0;
+        for (let kk = 0; kk < k; kk++) acc += a[Math.floor(i / n) * k + kk] * w(kk, i % n);
+        return acc;
+      });
+      expect(Array.from(y)).toEqual(want);
+      await session.release?.();
+    }
+  });
+
+  it('computes comparisons with GPU geomeans, rooflines and per-run GPU times from a profile', () => {
+    const row = (impl: 'qgemm' | 'tfjs-webgpu-f32', medianMs: number, gpuMedianMs: number | null, m = 4) =>
+      ({
+        impl,
+        backend: 'webgpu',
+        runtime: 'node',
+        mode: 'resident',
+        m,
+        n: 8,
+        k: 8,
+        medianMs,
+        gpuMedianMs,
+        verified: impl === 'qgemm' ? true : null,
+      }) as const;
+    const [c] = compare(
+      [row('qgemm', 2, 1), row('tfjs-webgpu-f32', 4, 4), row('qgemm', 1, 1, 8), row('tfjs-webgpu-f32', 4, null, 8)],
+      'swiftshader',
+    );
+    expect(c.shapes.map((s) => [s.speedup, s.gpuSpeedup])).toEqual([
+      [2, 4],
+      [4, null],
+    ]);
+    expect(c.geomean).toBeCloseTo(Math.sqrt(8), 2);
+    expect(c.gpuGeomean).toBe(4);
+    const [none] = compare([row('qgemm', 2, null), row('tfjs-webgpu-f32', 4, 4)], 'swiftshader');
+    expect(none.gpuGeomean).toBeNull();
+    const ceilings = { dot4Tops: 1, copyGBs: 1, subgroupMatrixTops: null, notes: [] };
+    // 2*64^3 ops at 1 TOPS = 0.524 us; 3*4096 bytes at 1 GB/s = 12.3 us: memory bound.
+    const r = roofline({ m: 64, n: 64, k: 64, gpuMedianMs: 0.1, kernel: 'dot4-64x64' }, ceilings, 1);
+    expect(r?.floorMs).toBeCloseTo(0.012288, 5);
+    expect(r?.fraction).toBeCloseTo(0.12288, 4);
+    expect(roofline({ m: 64, n: 64, k: 64, gpuMedianMs: null, kernel: 'gemv' }, ceilings, 1)).toBeNull();
+    expect(roofline({ m: 64, n: 64, k: 64, gpuMedianMs: 1, kernel: 'sgmat-64x64' }, ceilings, 1)).toBeNull(); // no subgroup-matrix ceiling
+    const events = [1, 2, 3, 4, 5, 6].map((i) => ({ cat: 'Api', ts: i, dur: i * 1000 }));
+    expect(gpuMsPerRun([...events, { cat: 'Node', ts: 0, dur: 99 }], 3)).toEqual([3, 7, 11]);
+    expect(gpuMsPerRun(events, 4)).toBeNull();
+  });
+
   it('parses the CLI flags', () => {
     const quick = parseCli(['--quick', '--json', 'out.json']);
     if (quick === 'help') throw new Error('unexpected help');
@@ -122,13 +243,33 @@ describe('benchmark harness', () => {
     expect(quick.options.shapes).toEqual(QUICK_SHAPES);
     expect(quick.options.shapes.some((s) => s.m === 1)).toBe(true);
     expect(quick.options.budgetS).toBeNull();
+    expect(quick.options.modes).toEqual(['resident', 'call']);
+    const modes = parseCli(['--modes', 'device']);
+    if (modes === 'help') throw new Error('unexpected help');
+    expect(modes.options.modes).toEqual(['device']);
+    expect(() => parseCli(['--modes', 'cached'])).toThrow(/unknown "cached"/);
     expect(quick.json).toMatch(/out\.json$/);
-    const custom = parseCli(['--shapes', '256x256x256,1x4096x4096', '--impls', 'qgemm,naive-js', '--runtimes', 'node', '--budget', '60', '--pipeline', 'int32']);
+    const custom = parseCli([
+      '--shapes',
+      '256x256x256,1x4096x4096',
+      '--impls',
+      'qgemm,naive-js',
+      '--runtimes',
+      'node',
+      '--budget',
+      '60',
+      '--pipeline',
+      'int32',
+    ]);
     if (custom === 'help') throw new Error('unexpected help');
-    expect(custom.options.shapes.map((s) => [s.m, s.n, s.k])).toEqual([[256, 256, 256], [1, 4096, 4096]]);
+    expect(custom.options.shapes.map((s) => [s.m, s.n, s.k])).toEqual([
+      [256, 256, 256],
+      [1, 4096, 4096],
+    ]);
     expect(custom.options.impls).toEqual(['qgemm', 'naive-js']);
     expect(custom.options.budgetS).toBe(60);
     expect(custom.options.pipeline).toBe('int32');
+    expect(custom.options.modes).toEqual(['call', 'resident', 'device']);
     expect(parseCli(['--help'])).toBe('help');
     expect(() => parseCli(['--impls', 'cublas'])).toThrow(/unknown "cublas"/);
     expect(() => parseCli(['--shapes', '12x0x3'])).toThrow(/MxNxK/);

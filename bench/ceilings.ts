@@ -1,0 +1,220 @@
+// The adapter's own ceilings, measured in the same run on the same adapter (issue 9), and the roofline
+// of each qgemm row against them:
+//   dot4Tops            a register-only dot4I8Packed kernel (16 independent chains per invocation);
+//   copyGBs             a large buffer-to-buffer copy, bytes read + written per second;
+//   subgroupMatrixTops  a register-only i8 subgroup-matrix multiply-accumulate loop, where the adapter
+//                       offers 'chromium-experimental-subgroup-matrix' (Dawn instance toggle
+//                       allow_unsafe_apis); null elsewhere.
+// Each is timed by wall clock as the difference between a long and a short run of the same work (which
+// cancels launch and submission), median of 3. They run on a Dawn instance of their own (same module,
+// same Vulkan drivers as the qgemm rows), so that its toggles touch nothing else.
+
+import { createRequire } from 'node:module';
+
+export interface Ceilings {
+  dot4Tops: number | null;
+  copyGBs: number | null;
+  subgroupMatrixTops: number | null;
+  /** How each was measured or why it is null. */
+  notes: string[];
+}
+
+interface DawnModule {
+  create(flags: string[]): GPU;
+  globals: Record<string, unknown>;
+}
+
+async function loadDawn(dawnPath?: string): Promise<DawnModule> {
+  if (dawnPath) return createRequire(import.meta.url)(dawnPath) as DawnModule;
+  return (await import(/* @vite-ignore */ 'webgpu')) as unknown as DawnModule;
+}
+
+/** The instance must outlive its adapter and devices (a collected instance crashes Dawn): keep it here. */
+let instance: GPU | null = null;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** Seconds per unit of work: grows `n` until the long run takes `targetMs`, then (t(4n) - t(n)) / 3n. */
+async function secondsPerUnit(run: (n: number) => Promise<number>, start: number, targetMs: number, maxN: number): Promise<number> {
+  let n = start;
+  await run(n);
+  while (n * 4 < maxN && (await run(n * 4)) < targetMs) n *= 4;
+  const d: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const lo = await run(n);
+    const hi = await run(n * 4);
+    d.push((hi - lo) / (3 * n));
+  }
+  return Math.max(median(d), 1e-9) / 1000;
+}
+
+async function timed(device: GPUDevice, encode: (e: GPUCommandEncoder) => void): Promise<number> {
+  const e = device.createCommandEncoder();
+  encode(e);
+  const t0 = performance.now();
+  device.queue.submit([e.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  return performance.now() - t0;
+}
+
+function computeRunner(device: GPUDevice, code: string, groups: number, outBytes: number) {
+  const module = device.createShaderModule({ code });
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const out = device.createBuffer({ size: outBytes, usage: GPUBufferUsage.STORAGE });
+  const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  const entries: GPUBindGroupEntry[] = [
+    { binding: 0, resource: { buffer: out } },
+    { binding: 1, resource: { buffer: params } },
+  ];
+  const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+  return (n: number) => {
+    device.queue.writeBuffer(params, 0, new Uint32Array([n, 0x01020304, 7, 0]));
+    return timed(device, (e) => {
+      const pass = e.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(groups);
+      pass.end();
+    });
+  };
+}
+
+const CHAINS = 16;
+function dot4Kernel(): string {
+  const chains = Array.from({ length: CHAINS }, (_, c) => c);
+  return `@group(0) @binding(0) var<storage, read_write> o: array<i32>;
+@group(0) @binding(1) var<uniform> p: vec4u;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3u) {
+  let x = g.x * 2654435761u;
+  var y = p.y;
+  ${chains.map((c) => `var a${c} = i32(g.x) + ${c};`).join('\n  ')}
+  for (var i = 0u; i < p.x; i++) {
+    ${chains.map((c) => `a${c} += dot4I8Packed(x + ${c}u, y);`).join('\n    ')}
+    y += 0x01010101u;
+  }
+  o[g.x] = ${chains.map((c) => `a${c}`).join(' ^ ')};
+}`;
+}
+
+/** i8 x i8 -> i32 subgroup-matrix loop: one fragment pair loaded, CH accumulator chains. */
+function subgroupMatrixKernel(M: number, N: number, K: number, CH: number, perGroup: number): string {
+  const chains = Array.from({ length: CH }, (_, c) => c);
+  return `enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium.subgroup_matrix_uniformity);
+@group(0) @binding(0) var<storage, read_write> C: array<i32>;
+@group(0) @binding(1) var<uniform> p: vec4u;
+@compute @workgroup_size(128) fn main(@builtin(workgroup_id) wg: vec3u, @builtin(subgroup_id) sg: u32) {
+  let a = subgroupMatrixLoad<subgroup_matrix_left<i8, ${K}, ${M}>>(&C, 0u, false, ${K}u);
+  let b = subgroupMatrixLoad<subgroup_matrix_right<i8, ${N}, ${K}>>(&C, ${M * K}u, true, ${K}u);
+  ${chains.map((c) => `var c${c} = subgroup_matrix_result<i32, ${N}, ${M}>();`).join('\n  ')}
+  for (var i = 0u; i < p.x; i++) {
+    ${chains.map((c) => `c${c} = subgroupMatrixMultiplyAccumulate(a, b, c${c});`).join('\n    ')}
+  }
+  let base = (wg.x * ${perGroup}u + sg) * ${CH * M * N}u;
+  ${chains.map((c) => `subgroupMatrixStore(&C, base + ${c * M * N}u, c${c}, false, ${N}u);`).join('\n  ')}
+}`;
+}
+
+interface MatrixConfig {
+  M: number;
+  N: number;
+  K: number;
+  componentType: string;
+  resultComponentType: string;
+}
+
+export async function measureCeilings(opts: { dawnPath?: string; software: boolean; log?: (line: string) => void }): Promise<Ceilings> {
+  const notes: string[] = [];
+  const out: Ceilings = { dot4Tops: null, copyGBs: null, subgroupMatrixTops: null, notes };
+  const mod = await loadDawn(opts.dawnPath);
+  instance ??= mod.create(['enable-dawn-features=allow_unsafe_apis']);
+  const adapter = await instance.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) {
+    notes.push('no adapter on a fresh Dawn instance');
+    return out;
+  }
+  const sgMatrix = adapter.features.has('chromium-experimental-subgroup-matrix' as GPUFeatureName);
+  const features = (sgMatrix ? ['subgroups', 'chromium-experimental-subgroup-matrix'] : []) as GPUFeatureName[];
+  const limits = adapter.limits;
+  const device = await adapter.requestDevice({
+    requiredFeatures: features,
+    requiredLimits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize },
+  });
+  const targetMs = opts.software ? 150 : 30;
+  try {
+    const groups = opts.software ? 8 : 132 * 64;
+    const run = computeRunner(device, dot4Kernel(), groups, groups * 256 * 4);
+    const s = await secondsPerUnit(run, 4, targetMs, 1 << 22);
+    out.dot4Tops = Number(((groups * 256 * CHAINS * 8) / s / 1e12).toPrecision(4));
+    notes.push(`dot4Tops: ${groups} workgroups of 256 invocations, ${CHAINS} dot4I8Packed chains each (8 ops per dot4)`);
+  } catch (e) {
+    notes.push(`dot4Tops: ${(e as Error).message.split('\n')[0]}`);
+  }
+  try {
+    const size = Math.min(opts.software ? 16 << 20 : 256 << 20, Math.floor(limits.maxBufferSize / 4) * 4);
+    const src = device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC });
+    const dst = device.createBuffer({ size, usage: GPUBufferUsage.COPY_DST });
+    const run = (n: number) =>
+      timed(device, (e) => {
+        for (let i = 0; i < n; i++) e.copyBufferToBuffer(src, 0, dst, 0, size);
+      });
+    const s = await secondsPerUnit(run, 1, targetMs, 256);
+    out.copyGBs = Number(((2 * size) / s / 1e9).toPrecision(4));
+    notes.push(`copyGBs: copyBufferToBuffer of ${size >> 20} MiB, bytes read + written`);
+    src.destroy();
+    dst.destroy();
+  } catch (e) {
+    notes.push(`copyGBs: ${(e as Error).message.split('\n')[0]}`);
+  }
+  if (!sgMatrix) {
+    notes.push("subgroupMatrixTops: null, the adapter does not offer 'chromium-experimental-subgroup-matrix'");
+  } else {
+    try {
+      const configs = [...((adapter.info as unknown as { subgroupMatrixConfigs?: Iterable<MatrixConfig> }).subgroupMatrixConfigs ?? [])];
+      const c = configs.filter((x) => x.componentType === 'i8' && x.resultComponentType === 'i32').sort((a, b) => b.M * b.N - a.M * a.N)[0];
+      if (!c) throw new Error('no i8 -> i32 subgroup-matrix configuration');
+      const perGroup = 128 / Math.max(1, (adapter.info as unknown as { subgroupMinSize?: number }).subgroupMinSize ?? 32);
+      const CH = 8;
+      const groups = 132 * 16;
+      const run = computeRunner(
+        device,
+        subgroupMatrixKernel(c.M, c.N, c.K, CH, perGroup),
+        groups,
+        Math.max(4096, groups * perGroup * CH * c.M * c.N * 4),
+      );
+      const s = await secondsPerUnit(run, 64, targetMs, 1 << 20);
+      const subgroups = groups * (128 / ((adapter.info as unknown as { subgroupMaxSize?: number }).subgroupMaxSize ?? 32));
+      out.subgroupMatrixTops = Number(((subgroups * CH * 2 * c.M * c.N * c.K) / s / 1e12).toPrecision(4));
+      notes.push(`subgroupMatrixTops: i8 ${c.M}x${c.N}x${c.K} fragments, ${CH} chains per subgroup, ${groups} workgroups of 128`);
+    } catch (e) {
+      notes.push(`subgroupMatrixTops: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+  device.destroy();
+  opts.log?.(`ceilings: dot4 ${out.dot4Tops} TOPS, copy ${out.copyGBs} GB/s, subgroup matrix ${out.subgroupMatrixTops ?? 'n/a'} TOPS`);
+  return out;
+}
+
+/** Bytes a GEMM must move at least: lhs and rhs read once, dst written once. */
+export const minBytes = (m: number, n: number, k: number, dstBytes: number): number => m * k + k * n + m * n * dstBytes;
+
+/** Which ceiling bounds a kernel: subgroup-matrix kernels the tensor-core one, the rest dot4. */
+export function computeCeilingTops(kernel: string | null, c: Ceilings): number | null {
+  if (kernel && /sgmat|subgroup-matrix|tensor/i.test(kernel)) return c.subgroupMatrixTops;
+  return c.dot4Tops;
+}
+
+/** floorMs = max(2MNK / compute ceiling, bytes / copy bandwidth); fraction = floorMs / gpuMedianMs. */
+export function roofline(
+  row: { m: number; n: number; k: number; gpuMedianMs: number | null; kernel: string | null },
+  c: Ceilings,
+  dstBytes: number,
+): { floorMs: number; fraction: number } | null {
+  const tops = computeCeilingTops(row.kernel, c);
+  if (!row.gpuMedianMs || !tops || !c.copyGBs) return null;
+  const computeMs = ((2 * row.m * row.n * row.k) / (tops * 1e12)) * 1e3;
+  const memoryMs = (minBytes(row.m, row.n, row.k, dstBytes) / (c.copyGBs * 1e9)) * 1e3;
+  const floorMs = Math.max(computeMs, memoryMs);
+  return { floorMs: Number(floorMs.toPrecision(4)), fraction: Number((floorMs / row.gpuMedianMs).toPrecision(4)) };
+}

@@ -1,0 +1,77 @@
+// The comparisons of the report: this project against each peer on the same shapes, same runtime and
+// same mode (what stays on the GPU between calls), as wall-time and GPU-time speed-ups per shape and
+// their geometric means. `speedup` = peer wall median / ours, `gpuSpeedup` = peer GPU median / ours
+// (null where either side has no GPU time); > 1 means qgemm is faster.
+
+import { rowKey, type RowId } from './impls/types.ts';
+import type { AdapterKind } from './environment.ts';
+
+export interface Comparison {
+  ours: RowId;
+  peer: RowId;
+  shapes: { m: number; n: number; k: number; speedup: number; gpuSpeedup: number | null }[];
+  /** Geometric mean of the wall-time speed-ups. */
+  geomean: number | null;
+  /** Geometric mean of the GPU-time speed-ups over the shapes where both sides have GPU time; null where none has. */
+  gpuGeomean: number | null;
+}
+
+/** What compare() reads of a row. */
+export interface ComparableRow extends RowId {
+  m: number;
+  n: number;
+  k: number;
+  medianMs: number | null;
+  gpuMedianMs: number | null;
+  verified: boolean | null;
+}
+
+const id = (impl: RowId['impl'], backend: RowId['backend'], runtime: RowId['runtime'], mode: RowId['mode']): RowId => ({
+  impl,
+  backend,
+  runtime,
+  mode,
+});
+const QGEMM_NODE = (mode: RowId['mode']) => id('qgemm', 'webgpu', 'node', mode);
+
+/** The pairs compared: same runtime and mode; the CPU path against the CPU libraries. */
+export const PAIRS: { ours: RowId; peer: RowId }[] = [
+  ...(['resident', 'call', 'device'] as const).map((mode) => ({
+    ours: QGEMM_NODE(mode),
+    peer: id('tfjs-webgpu-f32', 'webgpu', 'node', mode),
+  })),
+  ...(['onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4', 'onnxruntime-webgpu-matmul-f32'] as const).map((impl) => ({
+    ours: QGEMM_NODE('resident'),
+    peer: id(impl, 'webgpu', 'node', 'resident'),
+  })),
+  { ours: id('qgemm', 'webgpu', 'chrome', 'call'), peer: id('tfjs-webgpu-f32', 'webgpu', 'chrome', 'call') },
+  { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
+  { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('naive-js', 'cpu', 'node', 'call') },
+];
+/** On a hardware adapter only (SwiftShader against a CPU library says nothing): the GPU against what a Node user has today. */
+export const HARDWARE_PAIRS: { ours: RowId; peer: RowId }[] = [
+  { ours: QGEMM_NODE('call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
+];
+
+const round = (x: number) => Number(x.toPrecision(3));
+const geomean = (xs: number[]) => (xs.length ? round(Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)) : null);
+
+export function compare(rows: ComparableRow[], adapterKind: AdapterKind): Comparison[] {
+  const find = (who: RowId, s: Pick<ComparableRow, 'm' | 'n' | 'k'>) =>
+    rows.find((r) => rowKey(r) === rowKey(who) && r.m === s.m && r.n === s.n && r.k === s.k && r.medianMs !== null && r.verified !== false);
+  const out: Comparison[] = [];
+  for (const { ours, peer } of adapterKind === 'hardware' ? [...PAIRS, ...HARDWARE_PAIRS] : PAIRS) {
+    const shapes: Comparison['shapes'] = [];
+    for (const o of rows.filter((r) => rowKey(r) === rowKey(ours))) {
+      const mine = find(ours, o);
+      const theirs = find(peer, o);
+      if (!mine || !theirs) continue;
+      const gpuSpeedup = mine.gpuMedianMs && theirs.gpuMedianMs ? round(theirs.gpuMedianMs / mine.gpuMedianMs) : null;
+      shapes.push({ m: o.m, n: o.n, k: o.k, speedup: round(theirs.medianMs! / mine.medianMs!), gpuSpeedup });
+    }
+    if (shapes.length === 0) continue;
+    const gpu = shapes.map((s) => s.gpuSpeedup).filter((x): x is number => x !== null);
+    out.push({ ours, peer, shapes, geomean: geomean(shapes.map((s) => s.speedup)), gpuGeomean: geomean(gpu) });
+  }
+  return out;
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# `npm run bench:device-pack`: prepares, in one step, everything a benchmark run on a lent GPU machine
+# (the device tool's `run`, which carries at most 8 ignored paths and 64 MiB) needs, in folders git
+# ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
+# onnxruntime-node with its own WebGPU EP, xz-compressed) and .gl/ (the Vulkan loader and GL/EGL
+# libraries as Debian packages, `apt-get download`: the GPU machine has the NVIDIA driver but no
+# loader). bench/README.md gives the one `run` command that uses them. Run it from the repo root.
+set -eu
+cd "$(dirname "$0")/.."
+[ -d node_modules/webgpu ] || { echo "device-pack: run npm ci first" >&2; exit 1; }
+
+echo "device-pack: building dist/ (node bundle + browser bundle)"
+npx vite build --logLevel error
+npx vite build --mode browser --logLevel error
+
+mkdir -p .device .gl
+echo "device-pack: compressing node and dawn.node into .device/"
+xz -T2 -c "$(readlink -f "$(command -v node)")" > .device/node.xz
+xz -T2 -c node_modules/webgpu/dist/linux-x64/dawn.node > .device/dawn.node.xz
+echo "device-pack: pruned onnxruntime-node (linux-x64 binary only) into .device/ort.tar.xz"
+tar -cJf .device/ort.tar.xz node_modules/onnxruntime-common node_modules/onnxruntime-node/package.json \
+  node_modules/onnxruntime-node/dist node_modules/onnxruntime-node/bin/napi-v6/linux/x64
+
+echo "device-pack: Vulkan loader and GL debs into .gl/ (apt-get download)"
+lists=${TMPDIR:-/tmp}/qgemm-apt-amd64
+mkdir -p "$lists/partial"
+o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
+if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+  # shellcheck disable=SC2086
+  apt-get $o update >/dev/null
+  # shellcheck disable=SC2086
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
+
+total=$(du -cb dist .device .gl | tail -1 | cut -f1)
+echo "device-pack: carry [\".gl\", \".device\", \"dist\"] = $((total / 1048576)) MiB (limit 64 MiB)"
+du -sh dist .device/* .gl | sed 's/^/  /'
+if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB carry limit" >&2; exit 1; fi
