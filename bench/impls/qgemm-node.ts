@@ -64,33 +64,6 @@ function uploadMatrix(ctx: GpuContext, x: Operand): GpuMatrix {
   };
 }
 
-const DTYPE_BYTES = { int32: 4, int16: 2, int8: 1, uint8: 1 } as const;
-
-/**
- * Reads a row-major dst matrix back by itself, for verification outside the timing. Not ctx.read(): the
- * context marks a buffer given back with releaseMatrix as released for good, and the pool hands that same
- * buffer out again as the next call's dst, which ctx.read() then refuses (a bug in src/gpu/context.ts).
- */
-async function readDst(ctx: GpuContext, dst: GpuMatrix): Promise<GemmResult> {
-  const dtype = dst.dtype as keyof typeof DTYPE_BYTES;
-  const eb = DTYPE_BYTES[dtype];
-  const size = roundUp(dst.rows * dst.stride * eb, 4);
-  const staging = ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  try {
-    const encoder = ctx.device.createCommandEncoder();
-    encoder.copyBufferToBuffer(dst.buffer, 0, staging, 0, size);
-    ctx.device.queue.submit([encoder.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const raw = new Uint8Array(staging.getMappedRange().slice(0));
-    const bytes = new Uint8Array(dst.rows * dst.cols * eb);
-    for (let r = 0; r < dst.rows; r++) bytes.set(raw.subarray(r * dst.stride * eb, (r * dst.stride + dst.cols) * eb), r * dst.cols * eb);
-    const Array_ = { int32: Int32Array, int16: Int16Array, int8: Int8Array, uint8: Uint8Array }[dtype];
-    return { data: new Array_(bytes.buffer), rows: dst.rows, cols: dst.cols, order: 'row-major', dtype } as GemmResult;
-  } finally {
-    staging.destroy();
-  }
-}
-
 const MODE_DETAILS: Record<Mode, string> = {
   call: 'ctx.gemm: both operands uploaded and packed on every call',
   resident:
@@ -127,8 +100,7 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
           const dst = await ctx.gemmOnGpu(input, timing);
           const wallMs = performance.now() - t0;
           try {
-            if (dst.order !== 'row-major') throw new Error('device mode reads row-major dst only');
-            return { result: await readDst(ctx, dst), wallMs, gpuMs: timing.gpuMs };
+            return { result: await ctx.read(dst), wallMs, gpuMs: timing.gpuMs };
           } finally {
             ctx.releaseMatrix(dst);
           }
