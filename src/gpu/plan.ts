@@ -65,12 +65,13 @@ export interface PackDispatch extends FlatDispatch {
 /**
  * Bands and dispatches that pack an operand of `outer` rows of `depth` values: source bands that fit a
  * binding (whole rows when k is contiguous, k slices otherwise, at aligned offsets), packed-row chunks
- * that fit a binding, grids within the workgroup-count limit. One workgroup per packed row.
+ * that fit a binding, grids within the workgroup-count limit. One workgroup per packed row. Only the
+ * operand's own rows are packed: the padding rows up to the layout's rowAlign keep whatever the buffer
+ * held, since kernels compute and discard the dst elements they give (src/pack/formats.ts).
  * `bufferSize`: the source buffer's size (a binding may not run past it).
  */
 export function planPack(src: PackSource, bufferSize: number, outer: number, depth: number, layout: PackLayout, limits: PlanLimits, what: string): PackDispatch[] {
   const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG, minStorageBufferOffsetAlignment: alignment } = limits;
-  const paddedOuter = roundUp(outer, layout.rowAlign);
   const rowBytes = roundUp(depth, layout.depthAlign);
   const packedRows = floorTo(maxBinding / rowBytes, layout.rowAlign);
   if (packedRows === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: one packed row band needs ${layout.rowAlign * rowBytes} bytes`);
@@ -78,13 +79,13 @@ export function planPack(src: PackSource, bufferSize: number, outer: number, dep
   type Band = { srcBase: number; srcEnd: number; depthBegin: number; depthEnd: number; outerBegin: number; outerEnd: number };
   const bands: Band[] = [];
   if (src.bytes <= maxBinding) {
-    bands.push({ srcBase: 0, srcEnd: src.bytes, depthBegin: 0, depthEnd: depth, outerBegin: 0, outerEnd: paddedOuter });
+    bands.push({ srcBase: 0, srcEnd: src.bytes, depthBegin: 0, depthEnd: depth, outerBegin: 0, outerEnd: outer });
   } else if (src.depthStride === 1) {
     const unit = alignedUnit(src.outerStride, alignment); // band offsets must stay aligned
     const step = floorTo(maxBinding / src.outerStride, unit);
     if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} rows of the operand exceed a storage binding`);
     for (let o = 0; o < outer; o += step) {
-      const end = o + step >= outer ? paddedOuter : o + step;
+      const end = Math.min(outer, o + step);
       bands.push({ srcBase: o * src.outerStride, srcEnd: Math.min(src.bytes, end * src.outerStride), depthBegin: 0, depthEnd: depth, outerBegin: o, outerEnd: end });
     }
   } else {
@@ -92,7 +93,7 @@ export function planPack(src: PackSource, bufferSize: number, outer: number, dep
     const step = floorTo(maxBinding / src.depthStride, unit);
     if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} k-slices of the operand exceed a storage binding`);
     for (let k = 0; k < depth; k += step) {
-      bands.push({ srcBase: k * src.depthStride, srcEnd: Math.min(src.bytes, (k + step) * src.depthStride), depthBegin: k, depthEnd: Math.min(depth, k + step), outerBegin: 0, outerEnd: paddedOuter });
+      bands.push({ srcBase: k * src.depthStride, srcEnd: Math.min(src.bytes, (k + step) * src.depthStride), depthBegin: k, depthEnd: Math.min(depth, k + step), outerBegin: 0, outerEnd: outer });
     }
   }
   const out: PackDispatch[] = [];

@@ -16,7 +16,8 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
     id: 'u8k4-r64',
     description:
       'uint8 domain (int8 XOR 0x80), one packed row per lhs row or rhs column, 4 consecutive k per u32 ' +
-      '(byte j = k + j), K zero-padded to a multiple of 64, rows to a multiple of 64; int32 row/column sums',
+      '(byte j = k + j), K zero-padded to a multiple of 64, rows to a multiple of 64; int32 row/column sums. ' +
+      'Padding rows hold unspecified values: a kernel may read them, and never stores the dst elements they give.',
     rowAlign: 64,
     depthAlign: 64,
   },
