@@ -26,7 +26,6 @@ export function brief(v: unknown): string {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 const SPACE = /[ \t\n\r]*/y;
 
 class Parser {
@@ -101,12 +100,29 @@ class Parser {
     }
   }
 
+  /** A string token, scanned by hand (a regexp over megabytes of escapes overflows V8's regexp stack). */
   private string(): string {
-    STRING.lastIndex = this.pos;
-    const m = STRING.exec(this.text);
-    if (!m) this.fail('bad string (unterminated, a control character, or a bad escape)');
-    this.pos += m[0].length;
-    return JSON.parse(m[0]) as string;
+    const start = this.pos;
+    const text = this.text;
+    let i = start + 1;
+    for (;;) {
+      const c = text.charCodeAt(i);
+      if (c === 0x22) break;
+      if (Number.isNaN(c)) this.fail('unterminated string');
+      if (c < 0x20) this.fail('a control character in a string (escape it)');
+      if (c === 0x5c) {
+        const e = text.charAt(i + 1);
+        if (e === 'u' ? !/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6)) : !'"\\/bfnrt'.includes(e) || e === '') {
+          this.pos = i;
+          this.fail('bad escape in a string');
+        }
+        i += e === 'u' ? 6 : 2;
+      } else {
+        i++;
+      }
+    }
+    this.pos = i + 1;
+    return JSON.parse(text.slice(start, i + 1)) as string;
   }
 
   private number(): number {
