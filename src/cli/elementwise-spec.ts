@@ -59,11 +59,16 @@ function parseInput(field: 'a' | 'b', v: unknown, aligned: boolean, io: SpecIo):
   checkKeys(field, v, INPUT_KEYS);
   const arr = readNpyField(`${field}.data`, required(field, v, 'data'), io);
   if (arr.dtype !== 'uint8' && arr.dtype !== 'int8') throw new InputError(`${field}.data`, `dtype must be uint8 or int8, got ${arr.dtype}`);
-  if (arr.shape.length > MAX_RANK) throw new InputError(`${field}.data`, `at most ${MAX_RANK} dimensions, got shape (${arr.shape.join(', ')})`);
+  if (arr.shape.length > MAX_RANK)
+    throw new InputError(`${field}.data`, `at most ${MAX_RANK} dimensions, got shape (${arr.shape.join(', ')})`);
   const rawScale = required(field, v, 'scale');
   let scale: number | number[];
   if (Array.isArray(rawScale)) {
-    if (!aligned) throw new InputError(`${field}.scale`, 'per-axis scales (an array) are only for alignedAdd and alignedSub; add, sub and mul take one number');
+    if (!aligned)
+      throw new InputError(
+        `${field}.scale`,
+        'per-axis scales (an array) are only for alignedAdd and alignedSub; add, sub and mul take one number',
+      );
     scale = rawScale.map((s, i) => number(`${field}.scale[${i}]`, s));
     if (!('axis' in v)) throw new InputError(`${field}.axis`, 'required with an array of per-axis scales');
   } else {

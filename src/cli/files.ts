@@ -9,10 +9,23 @@
 // - Errors: a problem with what the user named is an InputError on the field (exit 2); trouble of the
 //   machine (disk full, I/O error, too many open files) is an IoError (exit 1).
 
-import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { InputError, QgemmError } from '../errors.ts';
-import { NPY_PREAMBLE_BYTES, NpyFormatError, npyFromData, npyHeaderEnd, parseNpyLayout, type NpyArray } from '../io/npy.ts';
+import { NPY_PREAMBLE_BYTES, NpyFormatError, npyFromData, npyHeaderEnd, parseNpyLayout, type NpyArray, type NpyLayout } from '../io/npy.ts';
 import { brief } from './json.ts';
 import type { MemoryBudget } from './budget.ts';
 
@@ -157,7 +170,7 @@ export class InputFiles {
       e instanceof NpyFormatError ? new InputError(field, `${shown(path)} is not a valid .npy file: ${e.message}`) : e;
     try {
       const preamble = this.readAt(field, path, fd, Math.min(size, NPY_PREAMBLE_BYTES), 0);
-      let layout;
+      let layout: NpyLayout;
       try {
         const headerEnd = npyHeaderEnd(preamble);
         if (headerEnd > MAX_NPY_HEADER) throw new NpyFormatError(`header of ${headerEnd} bytes is over the ${MAX_NPY_HEADER}-byte limit`);
@@ -165,7 +178,8 @@ export class InputFiles {
         layout = parseNpyLayout(this.readAt(field, path, fd, headerEnd, 0));
         const actual = size - layout.dataStart;
         if (actual < layout.dataBytes) throw new NpyFormatError(`data is truncated: expected ${layout.dataBytes} bytes, got ${actual}`);
-        if (actual > layout.dataBytes) throw new NpyFormatError(`${actual - layout.dataBytes} trailing bytes after the data (expected ${layout.dataBytes} bytes)`);
+        if (actual > layout.dataBytes)
+          throw new NpyFormatError(`${actual - layout.dataBytes} trailing bytes after the data (expected ${layout.dataBytes} bytes)`);
       } catch (e) {
         throw bad(e);
       }

@@ -53,7 +53,10 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
       .choices(['cpu', 'webgpu', 'auto'])
       .default('cpu');
   const maxMemory = () =>
-    new Option('--max-memory <size>', `memory cap for operands, result and working memory, e.g. 8G (default ${formatBytes(DEFAULT_MAX_MEMORY)})`);
+    new Option(
+      '--max-memory <size>',
+      `memory cap for operands, result and working memory, e.g. 8G (default ${formatBytes(DEFAULT_MAX_MEMORY)})`,
+    );
   const common = (o: { backend: string; maxMemory?: string }): CommonOptions => ({
     backend: o.backend as CommonOptions['backend'],
     maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),

@@ -8,13 +8,19 @@
 
 import { QgemmError } from '../errors.ts';
 
-export type NpyDtype =
-  | 'uint8' | 'int8' | 'int16' | 'uint16' | 'int32' | 'uint32'
-  | 'int64' | 'uint64' | 'float32' | 'float64' | 'bool';
+export type NpyDtype = 'uint8' | 'int8' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'float32' | 'float64' | 'bool';
 
 export type NpyData =
-  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+  | Uint8Array
+  | Int8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array
+  | Float32Array
+  | Float64Array;
 
 export interface NpyArray {
   dtype: NpyDtype;
@@ -31,8 +37,8 @@ export class NpyFormatError extends QgemmError {
 export type TypedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => NpyData;
 
 export interface DtypeInfo {
-  code: string;  // descr without the byte-order character
-  size: number;  // bytes per element
+  code: string; // descr without the byte-order character
+  size: number; // bytes per element
   ctor: TypedArrayCtor;
 }
 
@@ -50,7 +56,7 @@ export const DTYPES: Record<NpyDtype, DtypeInfo> = {
   float64: { code: 'f8', size: 8, ctor: Float64Array },
 };
 
-export const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];  // "\x93NUMPY"
+export const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
 
 export function fail(message: string): never {
   throw new NpyFormatError(message);
@@ -62,11 +68,10 @@ export function elementCount(shape: number[]): number {
     if (!Number.isSafeInteger(dim) || dim < 0) fail(`shape entry ${dim} is not a non-negative integer`);
     count *= dim;
   }
-  if (shape.includes(0)) return 0;  // even if the other dims overflowed
+  if (shape.includes(0)) return 0; // even if the other dims overflowed
   if (!Number.isSafeInteger(count)) fail(`shape (${shape.join(', ')}) has too many elements`);
   return count;
 }
-
 
 /** Bytes of the fixed preamble before the header dict: magic, version, header length. */
 export const NPY_PREAMBLE_BYTES = 12;
@@ -82,9 +87,7 @@ export function npyHeaderEnd(bytes: Uint8Array): number {
   if (major < 1 || major > 3 || minor !== 0) fail(`unsupported .npy format version ${major}.${minor}`);
   const lengthSize = major === 1 ? 2 : 4;
   if (bytes.length < 8 + lengthSize) fail('file too short for the header length');
-  const headerLength = major === 1
-    ? bytes[8] | (bytes[9] << 8)
-    : (bytes[8] | (bytes[9] << 8) | (bytes[10] << 16)) + bytes[11] * 2 ** 24;
+  const headerLength = major === 1 ? bytes[8] | (bytes[9] << 8) : (bytes[8] | (bytes[9] << 8) | (bytes[10] << 16)) + bytes[11] * 2 ** 24;
   return 8 + lengthSize + headerLength;
 }
 
@@ -110,7 +113,15 @@ export function parseNpyLayout(bytes: Uint8Array): NpyLayout {
   const header = new HeaderParser(decodeHeader(bytes.subarray(headerStart, dataStart), bytes[6])).parse();
   const { dtype, littleEndian } = dtypeFromDescr(header.descr);
   const count = elementCount(header.shape);
-  return { dtype, shape: header.shape, fortranOrder: header.fortranOrder, littleEndian, count, dataStart, dataBytes: count * DTYPES[dtype].size };
+  return {
+    dtype,
+    shape: header.shape,
+    fortranOrder: header.fortranOrder,
+    littleEndian,
+    count,
+    dataStart,
+    dataBytes: count * DTYPES[dtype].size,
+  };
 }
 
 // ---------------------------------------------------------------- header dict
@@ -254,7 +265,7 @@ function dtypeFromDescr(descr: string): { dtype: NpyDtype; littleEndian: boolean
 
 function decodeHeader(raw: Uint8Array, major: number): string {
   if (major < 3) {
-    let text = '';  // latin1: one byte per code point
+    let text = ''; // latin1: one byte per code point
     for (let i = 0; i < raw.length; i += 4096) text += String.fromCharCode(...raw.subarray(i, i + 4096));
     return text;
   }
@@ -264,4 +275,3 @@ function decodeHeader(raw: Uint8Array, major: number): string {
     return fail('version 3.0 header is not valid UTF-8');
   }
 }
-

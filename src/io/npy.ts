@@ -29,10 +29,19 @@ import {
   type NpyLayout,
 } from './npy-header.ts';
 
-export { NpyFormatError, npyHeaderEnd, parseNpyLayout, NPY_PREAMBLE_BYTES, type NpyArray, type NpyData, type NpyDtype, type NpyLayout } from './npy-header.ts';
+export {
+  NpyFormatError,
+  npyHeaderEnd,
+  parseNpyLayout,
+  NPY_PREAMBLE_BYTES,
+  type NpyArray,
+  type NpyData,
+  type NpyDtype,
+  type NpyLayout,
+} from './npy-header.ts';
 
 const ALIGN = 64;
-const GROWTH_AXIS_MAX_DIGITS = 21;  // numpy leaves room to grow the outer axis in place
+const GROWTH_AXIS_MAX_DIGITS = 21; // numpy leaves room to grow the outer axis in place
 const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 // ---------------------------------------------------------------- helpers
@@ -130,7 +139,7 @@ function headerBytes(arr: NpyArray, info: DtypeInfo): Uint8Array {
 
   for (const major of [1, 2]) {
     const lengthSize = major === 1 ? 2 : 4;
-    const unpadded = 8 + lengthSize + dict.length + 1;  // +1 for the '\n'
+    const unpadded = 8 + lengthSize + dict.length + 1; // +1 for the '\n'
     const headerLength = dict.length + 1 + (ALIGN - (unpadded % ALIGN));
     if (major === 1 && headerLength > 0xffff) continue;
     const text = dict + ' '.repeat(headerLength - dict.length - 1) + '\n';

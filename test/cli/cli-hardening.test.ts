@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { A, B, K, M, N, cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain, writeSpecIn } from './support.ts';
+import { A, B, K, N, cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain, writeSpecIn } from './support.ts';
 
 afterAll(cleanup);
 
@@ -20,7 +20,20 @@ const OLD = 'previous result, must survive\n';
 function rawNpy(dict: string, data: Uint8Array): Uint8Array {
   const pad = (64 - ((10 + dict.length + 1) % 64)) % 64;
   const header = `${dict}${' '.repeat(pad)}\n`;
-  return Uint8Array.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, header.length & 0xff, header.length >> 8, ...Buffer.from(header, 'latin1'), ...data]);
+  return Uint8Array.from([
+    0x93,
+    0x4e,
+    0x55,
+    0x4d,
+    0x50,
+    0x59,
+    1,
+    0,
+    header.length & 0xff,
+    header.length >> 8,
+    ...Buffer.from(header, 'latin1'),
+    ...data,
+  ]);
 }
 
 async function run(dir: string, patch: Record<string, unknown> = {}, extra: string[] = []) {
@@ -96,16 +109,31 @@ describe('strict JSON and bounded messages', () => {
   });
   it('a duplicate key names its path', async () => {
     const dir = freshDir();
-    expectOneLine(await runMain(['run', writeSpecIn(dir, {}, '{"op": "gemm", "lhs": "A.npy", "lhs": "B.npy", "rhs": "B.npy", "out": "C.npy"}')]), 2, 'lhs');
+    expectOneLine(
+      await runMain(['run', writeSpecIn(dir, {}, '{"op": "gemm", "lhs": "A.npy", "lhs": "B.npy", "rhs": "B.npy", "out": "C.npy"}')]),
+      2,
+      'lhs',
+    );
     const stage = '{"type": "quantizeDownInt32ByFixedPoint", "multiplier": 5, "shift": 1, "shift": 2, "offsetAfterShift": 0}';
-    const r = await runMain(['run', writeSpecIn(dir, {}, `{"op": "gemm", "lhs": "A.npy", "rhs": "B.npy", "out": "C.npy", "pipeline": [${stage}]}`)]);
+    const r = await runMain([
+      'run',
+      writeSpecIn(dir, {}, `{"op": "gemm", "lhs": "A.npy", "rhs": "B.npy", "out": "C.npy", "pipeline": [${stage}]}`),
+    ]);
     expect(expectOneLine(r, 2, 'pipeline[0].shift')).toMatch(/duplicate key \(line 1 column \d+\)/);
     expectNothingWritten(dir);
   });
   const cases: [string, Record<string, unknown>, string][] = [
-    ['"axis": "diag" with a scalar', { pipeline: [{ type: 'quantizeDownInt32ToUint8Scale', offset: 0, multiplier: 1, shift: 0, axis: 'diag' }] }, 'pipeline[0].axis'],
+    [
+      '"axis": "diag" with a scalar',
+      { pipeline: [{ type: 'quantizeDownInt32ToUint8Scale', offset: 0, multiplier: 1, shift: 0, axis: 'diag' }] },
+      'pipeline[0].axis',
+    ],
     ['"pipeline": null', { pipeline: null }, 'pipeline'],
-    ['an unknown rounding', { pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1, exponent: 0, offsetAfterShift: 0, rounding: 'up' }] }, 'pipeline[0].rounding'],
+    [
+      'an unknown rounding',
+      { pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1, exponent: 0, offsetAfterShift: 0, rounding: 'up' }] },
+      'pipeline[0].rounding',
+    ],
     ['an unknown bitDepth rounding', { bitDepth: { lhs: 4, rhs: 4, rounding: 'sometimes' } }, 'bitDepth.rounding'],
     ['a stray bitDepth field', { bitDepth: { lhs: 4, rhs: 4, junk: 1 } }, 'bitDepth.junk'],
     ['a string where a number belongs', { pipeline: [{ type: 'clamp', min: '0', max: 3 }] }, 'pipeline[0].min'],
@@ -116,7 +144,9 @@ describe('strict JSON and bounded messages', () => {
   for (const [name, patch, field] of cases) {
     it(name, async () => {
       const dir = freshDir();
-      const text = name.includes('__proto__') ? '{"op": "gemm", "lhs": "A.npy", "rhs": "B.npy", "out": "C.npy", "__proto__": 1}' : undefined;
+      const text = name.includes('__proto__')
+        ? '{"op": "gemm", "lhs": "A.npy", "rhs": "B.npy", "out": "C.npy", "__proto__": 1}'
+        : undefined;
       expectOneLine(await runMain(['run', writeSpecIn(dir, patch, text), '--backend', 'cpu']), 2, field);
       expectNothingWritten(dir);
     });
@@ -125,10 +155,33 @@ describe('strict JSON and bounded messages', () => {
 
 describe('writes: what out may replace', () => {
   const refused: [string, (dir: string) => string, RegExp][] = [
-    ['a symlink (its target untouched)', (dir) => (writeFileSync(join(dir, 'target.npy'), OLD), symlinkSync('target.npy', join(dir, 'C.npy')), 'C.npy'), /symbolic link/],
-    ['a FIFO', (dir) => (execFileSync('mkfifo', [join(dir, 'C.npy')]), 'C.npy'), /FIFO/],
+    [
+      'a symlink (its target untouched)',
+      (dir) => {
+        writeFileSync(join(dir, 'target.npy'), OLD);
+        symlinkSync('target.npy', join(dir, 'C.npy'));
+        return 'C.npy';
+      },
+      /symbolic link/,
+    ],
+    [
+      'a FIFO',
+      (dir) => {
+        execFileSync('mkfifo', [join(dir, 'C.npy')]);
+        return 'C.npy';
+      },
+      /FIFO/,
+    ],
     ['a folder ("." )', () => '.', /folder/],
-    ['a write-protected file', (dir) => (writeFileSync(join(dir, 'C.npy'), OLD), chmodSync(join(dir, 'C.npy'), 0o444), 'C.npy'), /write-protected/],
+    [
+      'a write-protected file',
+      (dir) => {
+        writeFileSync(join(dir, 'C.npy'), OLD);
+        chmodSync(join(dir, 'C.npy'), 0o444);
+        return 'C.npy';
+      },
+      /write-protected/,
+    ],
     ['the lhs itself', () => 'A.npy', /same file as lhs/],
     ['a path with a NUL', () => 'C\0.npy', /NUL/],
     ['a 300-character name', () => `${'x'.repeat(300)}.npy`, /too long/],
@@ -200,14 +253,26 @@ describe('validation before any device, and the memory cap', () => {
     expectNothingWritten(dir);
   });
   it('an output too large for the cap is exit 2 with its size, before allocating', async () => {
-    const dir = freshDir({ 'A.npy': npy('uint8', [100_000, 1], new Uint8Array(100_000)), 'B.npy': npy('int8', [1, 100_000], new Int8Array(100_000)) });
+    const dir = freshDir({
+      'A.npy': npy('uint8', [100_000, 1], new Uint8Array(100_000)),
+      'B.npy': npy('int8', [1, 100_000], new Int8Array(100_000)),
+    });
     const line = expectOneLine(await run(dir), 2, 'out');
     expect(line).toMatch(/\[100000, 100000\] int32 result .* about 111\.8 GiB.*--max-memory/);
     expectNothingWritten(dir);
   });
   it('an elementwise output too large for the cap', async () => {
-    const dir = freshDir({ 'a.npy': npy('uint8', [100_000, 1], new Uint8Array(100_000)), 'b.npy': npy('uint8', [1, 100_000], new Uint8Array(100_000)) });
-    const spec = { op: 'add', a: { data: 'a.npy', scale: 1, zeroPoint: 0 }, b: { data: 'b.npy', scale: 1, zeroPoint: 0 }, output: { scale: 1, zeroPoint: 0 }, out: 'C.npy' };
+    const dir = freshDir({
+      'a.npy': npy('uint8', [100_000, 1], new Uint8Array(100_000)),
+      'b.npy': npy('uint8', [1, 100_000], new Uint8Array(100_000)),
+    });
+    const spec = {
+      op: 'add',
+      a: { data: 'a.npy', scale: 1, zeroPoint: 0 },
+      b: { data: 'b.npy', scale: 1, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+      out: 'C.npy',
+    };
     expectOneLine(await runMain(['run', writeSpecIn(dir, {}, JSON.stringify(spec))]), 2, 'out');
   });
 });
@@ -215,7 +280,19 @@ describe('validation before any device, and the memory cap', () => {
 describe('the command line', () => {
   it('negative zero points are values: --rhs-zero-point -7', async () => {
     const dir = freshDir();
-    const r = await runMain(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy'), '--out', join(dir, 'C.npy'), '--rhs-zero-point', '-7', '--lhs-zero-point', '-3']);
+    const r = await runMain([
+      'gemm',
+      '--lhs',
+      join(dir, 'A.npy'),
+      '--rhs',
+      join(dir, 'B.npy'),
+      '--out',
+      join(dir, 'C.npy'),
+      '--rhs-zero-point',
+      '-7',
+      '--lhs-zero-point',
+      '-3',
+    ]);
     expect(r).toEqual({ code: 0, out: '', err: '' });
     expect(existsSync(join(dir, 'C.npy'))).toBe(true);
   });
@@ -249,7 +326,12 @@ describe('the command line', () => {
     ['--max-memory lots', ['--max-memory', 'lots'], '--max-memory', /expected a size/],
     ['--backend gpu', ['--backend', 'gpu'], '--backend', /cpu, webgpu, auto/],
     ['an unknown option', ['--frobnicate'], '--frobnicate', /unknown option/],
-    ['--pipeline with a duplicate key', ['--pipeline', '[{"type": "clamp", "min": 1, "min": 2, "max": 3}]'], '--pipeline[0].min', /duplicate/],
+    [
+      '--pipeline with a duplicate key',
+      ['--pipeline', '[{"type": "clamp", "min": 1, "min": 2, "max": 3}]'],
+      '--pipeline[0].min',
+      /duplicate/,
+    ],
     ['--pipeline with an unknown stage', ['--pipeline', '[{"type": "relu"}]'], '--pipeline[0].type', /unknown stage/],
   ];
   for (const [name, extra, field, why] of flags) {

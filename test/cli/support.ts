@@ -21,8 +21,18 @@ export function npy(dtype: NpyDtype, shape: number[], data: NpyData, fortranOrde
 export const M = 2;
 export const K = 3;
 export const N = 4;
-export const A = () => npy('uint8', [M, K], Uint8Array.from({ length: M * K }, (_, i) => i + 1));
-export const B = () => npy('uint8', [K, N], Uint8Array.from({ length: K * N }, (_, i) => 2 * i + 1));
+export const A = () =>
+  npy(
+    'uint8',
+    [M, K],
+    Uint8Array.from({ length: M * K }, (_, i) => i + 1),
+  );
+export const B = () =>
+  npy(
+    'uint8',
+    [K, N],
+    Uint8Array.from({ length: K * N }, (_, i) => 2 * i + 1),
+  );
 
 export type Files = Record<string, Uint8Array | string | null>;
 
@@ -89,7 +99,18 @@ export function ensureBuilt(): void {
 }
 
 /** The real `bin/qgemm.mjs`. */
-export function runBin(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, opts: SpawnSyncOptions = {}): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env }, ...opts });
+export function runBin(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+  opts: SpawnSyncOptions = {},
+): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, ...env },
+    ...opts,
+  });
   return { code: r.status, out: String(r.stdout), err: String(r.stderr) };
 }
