@@ -47,7 +47,11 @@ export default defineConfig(({ mode }) => {
       rollupOptions: {
         input: bench ? { bench: 'bench/main.ts' } : { index: 'src/index.ts', cpu: 'src/cpu.ts', cli: 'src/cli/main.ts' },
         external: ['webgpu'],
-        output: { format: 'es' as const, entryFileNames: '[name].js', chunkFileNames: bench ? 'bench-chunks/[name]-[hash].js' : 'chunks/[name]-[hash].js' },
+        output: {
+          format: 'es' as const,
+          entryFileNames: '[name].js',
+          chunkFileNames: bench ? 'bench-chunks/[name]-[hash].js' : 'chunks/[name]-[hash].js',
+        },
       },
     },
     ssr: { noExternal: true, external: ['webgpu'] },

@@ -57,7 +57,14 @@ describe('the packed file list', () => {
       /^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/,
     ];
     expect(paths.filter((p) => !allowed.some((re) => re.test(p)))).toEqual([]);
-    for (const p of ['LICENSE', 'CHANGELOG.md', 'dist/types/index.d.ts', 'dist/types/cpu.d.ts', 'dist/browser/cpu.js', 'dist/node/cli.js']) {
+    for (const p of [
+      'LICENSE',
+      'CHANGELOG.md',
+      'dist/types/index.d.ts',
+      'dist/types/cpu.d.ts',
+      'dist/browser/cpu.js',
+      'dist/node/cli.js',
+    ]) {
       expect(paths).toContain(p);
     }
   });
@@ -107,7 +114,10 @@ describe('a consumer project', () => {
     writeFileSync(join(consumer, 'main.ts'), CONSUMER);
     writeFileSync(
       join(consumer, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' }, files: ['main.ts'] }),
+      JSON.stringify({
+        compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
+        files: ['main.ts'],
+      }),
     );
     sh(process.execPath, [TSC, '-p', 'tsconfig.json'], consumer);
     const out = JSON.parse(sh(process.execPath, ['out/main.js'], consumer));
