@@ -53,7 +53,7 @@ describe('the packed file list', () => {
       /^dist\/node\/(index|cpu|cli)\.js$/,
       /^dist\/node\/chunks\/[\w-]+\.js$/,
       /^dist\/browser\/(qgemm|cpu)\.js$/,
-      /^dist\/types\/[\w/-]+\.d\.ts$/,
+      /^dist\/types\/[\w/.-]+\.d\.ts$/,
       /^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/,
     ];
     expect(paths.filter((p) => !allowed.some((re) => re.test(p)))).toEqual([]);
