@@ -1,8 +1,10 @@
-// Build and test configuration.
-// `vite build` makes the Node bundle (dist/node: the library, the CLI and the benchmark entry, with every
-// dependency inlined except Dawn's `webgpu`, so dist/ runs without node_modules);
-// `vite build --mode browser` makes the browser bundle (dist/browser/qgemm.js) that Chromium loads.
-// Shaders are imported as text (`?raw`) in both, so they stay real .wgsl files in the tree.
+// Build and test configuration. `npm run build` runs every mode below, then tools/build-types.mjs.
+// `vite build` makes the Node bundle (dist/node: the library's two entries index.js and cpu.js, and the
+// CLI, with every dependency inlined except Dawn's `webgpu`, so dist/ runs without node_modules);
+// `--mode bench` adds the benchmark (dist/node/bench.js and dist/node/bench-chunks/, never published);
+// `--mode browser` makes the browser bundle (dist/browser/qgemm.js, self-contained: pages load it alone);
+// `--mode browser-cpu` makes dist/browser/cpu.js, the CPU-only entry without the GPU code.
+// Shaders are imported as text (`?raw`), so they stay real .wgsl files in the tree.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig(({ mode }) => {
@@ -22,28 +24,37 @@ export default defineConfig(({ mode }) => {
       build: { outDir: '../dist/demo', emptyOutDir: true, target: 'es2022' },
     };
   }
-  if (mode === 'browser') {
+  if (mode === 'browser' || mode === 'browser-cpu') {
+    const cpu = mode === 'browser-cpu';
     return {
       build: {
         outDir: 'dist/browser',
-        emptyOutDir: true,
+        emptyOutDir: !cpu, // browser-cpu runs second and adds cpu.js
         target: 'es2022',
-        lib: { entry: 'src/index.ts', formats: ['es' as const], fileName: () => 'qgemm.js' },
+        lib: { entry: cpu ? 'src/cpu.ts' : 'src/index.ts', formats: ['es' as const], fileName: () => (cpu ? 'cpu.js' : 'qgemm.js') },
         rollupOptions: { external: ['webgpu'] },
       },
       test,
     };
   }
+  const bench = mode === 'bench';
   return {
     build: {
       ssr: true,
       outDir: 'dist/node',
-      emptyOutDir: true,
+      emptyOutDir: !bench, // the bench build runs second and adds bench.js
       target: 'node20',
       rollupOptions: {
-        input: { index: 'src/index.ts', cli: 'src/cli/main.ts', bench: 'bench/main.ts' },
+        input: (bench ? { bench: 'bench/main.ts' } : { index: 'src/index.ts', cpu: 'src/cpu.ts', cli: 'src/cli/main.ts' }) as Record<
+          string,
+          string
+        >,
         external: ['webgpu'],
-        output: { format: 'es' as const, entryFileNames: '[name].js' },
+        output: {
+          format: 'es' as const,
+          entryFileNames: '[name].js',
+          chunkFileNames: bench ? 'bench-chunks/[name]-[hash].js' : 'chunks/[name]-[hash].js',
+        },
       },
     },
     ssr: { noExternal: true, external: ['webgpu'] },

@@ -1,8 +1,8 @@
 // The benchmark CLI (bench/main.ts is its entry; see bench/README.md).
 // Parses the flags, runs the harness (bench/harness.ts), prints the terminal table, and writes the
-// JSON (the issue's contract) and the self-contained HTML report, by default to
-// bench/results/<date>-<adapter>[-quick].{json,html}. Exit code 0 when every qgemm row is verified,
-// 1 when one failed verification or could not run, 2 on bad flags.
+// JSON (the issue's contract) and the self-contained HTML report, by default to the ignored folder
+// bench/out/<date>-<adapter>[-quick].{json,html} (`--results bench/results` to keep them in the repo).
+// Exit code 0 when every qgemm row is verified, 1 when one failed verification or could not run, 2 on bad flags.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -43,9 +43,10 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
                         (default ${DEFAULT_BUDGET_S} for the full suite, none for --quick and --shapes)
   --dawn PATH           load this dawn.node instead of the 'webgpu' package (carrying dist/ to a GPU machine)
   --json FILE           also write the JSON results to FILE
-  --html FILE           write the HTML report to FILE (default: bench/results/<date>-<adapter>[-quick].html)
-  --results DIR         folder of the default JSON and HTML files (default: bench/results)
-  --no-save             do not write the default files under bench/results
+  --html FILE           write the HTML report to FILE (default: bench/out/<date>-<adapter>[-quick].html)
+  --results DIR         folder of the default JSON and HTML files (default: bench/out, ignored by git;
+                        bench/results to save them with the project)
+  --no-save             do not write the default JSON and HTML files
   --screenshot PNG      also save a screenshot of the HTML report (headless Chromium)
   --report-from JSON    run nothing: re-render the reports of a saved JSON result (next to it, or --html)
   --seed N              operand seed (default 1)
@@ -132,7 +133,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
     },
     ...(values.json ? { json: resolve(values.json) } : {}),
     ...(values.html ? { html: resolve(values.html) } : {}),
-    resultsDir: values.results ? resolve(values.results) : join(repoRoot(), 'bench/results'),
+    resultsDir: values.results ? resolve(values.results) : join(repoRoot(), 'bench/out'),
     save: !values['no-save'],
     ...(values.screenshot ? { screenshot: resolve(values.screenshot) } : {}),
     ...(values['report-from'] ? { reportFrom: resolve(values['report-from']) } : {}),

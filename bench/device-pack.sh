@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 [ -d node_modules/webgpu ] || { echo "device-pack: run npm ci first" >&2; exit 1; }
 
 echo "device-pack: building dist/ (node bundle + browser bundle)"
-npx vite build --logLevel error
+npx vite build --logLevel error && npx vite build --mode bench --logLevel error
 npx vite build --mode browser --logLevel error
 
 mkdir -p .device .gl

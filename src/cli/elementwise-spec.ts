@@ -11,8 +11,18 @@
 // backend runs, so bad input exits 2 even where no GPU could be had.
 
 import { InputError } from '../errors.ts';
-import { ELEMENTWISE_OPS, MAX_RANK, isAlignedOp, prepareElementwise, type ElementwiseOp, type ElementwiseOutput, type ElementwiseProblem, type QuantizedTensor } from '../elementwise/plan.ts';
-import { checkKeys, isObject, readNpyField, resolvePath, type ReadFile } from './spec.ts';
+import {
+  ELEMENTWISE_OPS,
+  MAX_RANK,
+  isAlignedOp,
+  prepareElementwise,
+  type ElementwiseOp,
+  type ElementwiseOutput,
+  type ElementwiseProblem,
+  type QuantizedTensor,
+} from '../elementwise/plan.ts';
+import { brief } from './json.ts';
+import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
 export interface ElementwiseSpec {
   op: ElementwiseOp;
@@ -35,25 +45,30 @@ function required(field: string, obj: Record<string, unknown>, key: string): unk
 }
 
 function number(field: string, v: unknown): number {
-  if (typeof v !== 'number') throw new InputError(field, `expected a number, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number') throw new InputError(field, `expected a number, got ${brief(v)}`);
   return v;
 }
 
 function integer(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new InputError(field, `expected an integer, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new InputError(field, `expected an integer, got ${brief(v)}`);
   return v;
 }
 
-function parseInput(field: 'a' | 'b', v: unknown, aligned: boolean, baseDir: string, readFile: ReadFile): QuantizedTensor {
-  if (!isObject(v)) throw new InputError(field, 'expected {"data": "x.npy", "scale": ..., "zeroPoint": ...}');
+function parseInput(field: 'a' | 'b', v: unknown, aligned: boolean, io: SpecIo): QuantizedTensor {
+  if (!isObject(v)) throw new InputError(field, `expected {"data": "x.npy", "scale": ..., "zeroPoint": ...}, got ${brief(v)}`);
   checkKeys(field, v, INPUT_KEYS);
-  const arr = readNpyField(`${field}.data`, required(field, v, 'data'), baseDir, readFile);
+  const arr = readNpyField(`${field}.data`, required(field, v, 'data'), io);
   if (arr.dtype !== 'uint8' && arr.dtype !== 'int8') throw new InputError(`${field}.data`, `dtype must be uint8 or int8, got ${arr.dtype}`);
-  if (arr.shape.length > MAX_RANK) throw new InputError(`${field}.data`, `at most ${MAX_RANK} dimensions, got shape (${arr.shape.join(', ')})`);
+  if (arr.shape.length > MAX_RANK)
+    throw new InputError(`${field}.data`, `at most ${MAX_RANK} dimensions, got shape (${arr.shape.join(', ')})`);
   const rawScale = required(field, v, 'scale');
   let scale: number | number[];
   if (Array.isArray(rawScale)) {
-    if (!aligned) throw new InputError(`${field}.scale`, 'per-axis scales (an array) are only for alignedAdd and alignedSub; add, sub and mul take one number');
+    if (!aligned)
+      throw new InputError(
+        `${field}.scale`,
+        'per-axis scales (an array) are only for alignedAdd and alignedSub; add, sub and mul take one number',
+      );
     scale = rawScale.map((s, i) => number(`${field}.scale[${i}]`, s));
     if (!('axis' in v)) throw new InputError(`${field}.axis`, 'required with an array of per-axis scales');
   } else {
@@ -71,7 +86,7 @@ function parseInput(field: 'a' | 'b', v: unknown, aligned: boolean, baseDir: str
 }
 
 function parseOutput(v: unknown): ElementwiseOutput {
-  if (!isObject(v)) throw new InputError('output', 'expected {"scale": ..., "zeroPoint": ..., "min"?: ..., "max"?: ...}');
+  if (!isObject(v)) throw new InputError('output', `expected {"scale": ..., "zeroPoint": ..., "min"?: ..., "max"?: ...}, got ${brief(v)}`);
   checkKeys('output', v, OUTPUT_KEYS);
   return {
     scale: number('output.scale', required('output', v, 'scale')),
@@ -82,18 +97,21 @@ function parseOutput(v: unknown): ElementwiseOutput {
 }
 
 /** An elementwise op of the spec contract; `spec` is the parsed JSON, `baseDir` the spec file's folder. */
-export function parseElementwiseSpec(spec: Record<string, unknown>, baseDir: string, readFile: ReadFile): ElementwiseSpec {
+export function parseElementwiseSpec(spec: Record<string, unknown>, baseDir: string, readFile: ReadFile | SpecIo): ElementwiseSpec {
+  const io = asSpecIo(baseDir, readFile);
   checkKeys('', spec, ELEMENTWISE_SPEC_KEYS);
   const op = spec.op;
-  if (!isElementwiseOp(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${JSON.stringify(op)}`);
-  if (typeof spec.out !== 'string' || spec.out === '') throw new InputError('out', 'expected an output .npy path');
+  if (!isElementwiseOp(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${brief(op)}`);
+  if (!('out' in spec)) throw new InputError('out', 'missing: the output .npy path');
+  const out = io.resolve('out', spec.out);
+  const output = parseOutput(spec.output);
   const aligned = isAlignedOp(op);
   const problem: ElementwiseProblem = {
     op,
-    a: parseInput('a', spec.a, aligned, baseDir, readFile),
-    b: parseInput('b', spec.b, aligned, baseDir, readFile),
-    output: parseOutput(spec.output),
+    a: parseInput('a', spec.a, aligned, io),
+    b: parseInput('b', spec.b, aligned, io),
+    output,
   };
   prepareElementwise(problem); // every value check, before any backend
-  return { op, problem, out: resolvePath(baseDir, spec.out) };
+  return { op, problem, out };
 }

@@ -1,148 +1,114 @@
 // The `qgemm` command line: `qgemm run SPEC.json` executes one operation of the JSON spec contract,
 // `qgemm gemm --lhs A.npy --rhs B.npy --out C.npy ...` does the same GEMM from flags, `qgemm info` shows
-// the WebGPU adapter. Bad input prints one line naming the field and exits 2, with no output file
-// (results go to a temporary file that is renamed into place); a GPU failure exits 1.
+// the WebGPU adapter. Flags are parsed by commander (negative numbers as values, per-command --help,
+// --version). Exit codes: 0 ok; 2 bad input, as one stderr line `qgemm: error: FIELD: ...` naming the
+// field, with no output file written or changed; 1 a failure of the machine (GPU, I/O, memory).
+// `cli` is what bin/qgemm.mjs calls: commands that may touch a GPU run in a child process whose native
+// stderr (Dawn's driver-probe warnings) is dropped, so the user's stderr carries only qgemm's lines.
 
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { version } from '../../package.json';
 import { InputError, QgemmError } from '../errors.ts';
-import { serializeNpy, type NpyArray } from '../io/npy.ts';
-import { ELEMENTWISE_OPS } from '../elementwise/plan.ts';
-import { runOp, describeDevice, type Backend } from '../api.ts';
-import type { GemmResult } from '../types.ts';
-import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
-import { isObject, parseGemmSpec, type ReadFile } from './spec.ts';
+import { DEFAULT_MAX_MEMORY, formatBytes, parseSize } from './budget.ts';
+import { cmdGemm, cmdRun, type CommonOptions } from './commands.ts';
+import { describeDevice } from '../api.ts';
+import { messagesFd, needsDevice, runQuietChild, writeFd } from './quiet.ts';
 
-const USAGE = `usage:
-  qgemm run SPEC.json [--backend cpu|webgpu|auto]
-  qgemm gemm --lhs A.npy --rhs B.npy --out C.npy [--lhs-zero-point INT|Z.npy] [--rhs-zero-point INT|Z.npy]
-             [--pipeline JSON|@stages.json] [--bit-depth L,R[,ROUNDING]] [--backend cpu|webgpu|auto]
-  qgemm info        show the WebGPU adapter that --backend webgpu would use
-Exit codes: 0 ok, 1 failure of the machine (GPU, I/O), 2 bad input.`;
-
-const readFile: ReadFile = (path) => readFileSync(path);
-
-function backendOf(v: string | undefined): Backend {
-  const b = v ?? 'cpu';
-  if (b !== 'cpu' && b !== 'webgpu' && b !== 'auto') throw new InputError('--backend', `expected cpu, webgpu or auto, got ${JSON.stringify(b)}`);
-  return b;
+/** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
 }
 
-/** Writes the .npy next to its final path, then renames: a failure never leaves a partial file. */
-export function writeNpyAtomic(path: string, arr: NpyArray): void {
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    writeFileSync(tmp, serializeNpy(arr));
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    // A path that cannot be written is bad input (exit 2); a full or failing disk is not (exit 1).
-    const code = (e as { code?: string }).code ?? '';
-    if (['ENOENT', 'EACCES', 'EPERM', 'ENOTDIR', 'EISDIR', 'EROFS', 'ENAMETOOLONG'].includes(code)) {
-      throw new InputError('out', `cannot write ${path} (${code})`);
-    }
-    throw e;
-  }
+const processIo: CliIo = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+};
+
+/** Longest message line printed: a last guard against echoing unbounded input. */
+const MAX_LINE = 1000;
+
+const EPILOG = `
+Exit codes: 0 ok, 1 failure of the machine (GPU, I/O, memory), 2 bad input (one line naming the field).
+Docs: README.md "The CLI" (spec format, path rules, memory cap).`;
+
+function oneLine(text: string): string {
+  const line = text.replace(/\s*\n\s*/g, ' ').trim();
+  return line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}...` : line;
 }
 
-function toNpy(r: GemmResult): NpyArray {
-  if (r.order !== 'row-major') throw new Error('internal: CLI results are row-major');
-  return { dtype: r.dtype, shape: [r.rows, r.cols], fortranOrder: false, data: r.data };
-}
-
-async function cmdRun(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, options: { backend: { type: 'string' } }, allowPositionals: true });
-  if (positionals.length !== 1) throw new InputError('SPEC', 'expected exactly one spec file: qgemm run SPEC.json');
-  const backend = backendOf(values.backend);
-  const specPath = resolve(positionals[0]);
-  let text: string;
-  try {
-    text = readFileSync(specPath, 'utf8');
-  } catch (e) {
-    throw new InputError('SPEC', `cannot read ${specPath} (${(e as { code?: string }).code ?? (e as Error).message})`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    throw new InputError('SPEC', `${specPath} is not valid JSON: ${(e as Error).message}`);
-  }
-  if (!isObject(json)) throw new InputError('SPEC', 'expected a JSON object');
-  const baseDir = dirname(specPath);
-  const op = json.op;
-  if (op === 'gemm') {
-    const spec = parseGemmSpec(json, baseDir, readFile);
-    const result = await runOp({ op: 'gemm', problem: spec.problem }, backend);
-    writeNpyAtomic(spec.out, toNpy(result));
-  } else if (isElementwiseOp(op)) {
-    const spec = parseElementwiseSpec(json, baseDir, readFile);
-    const result = await runOp({ op: 'elementwise', problem: spec.problem }, backend);
-    writeNpyAtomic(spec.out, { dtype: result.dtype, shape: result.shape, fortranOrder: false, data: result.data });
-  } else {
-    throw new InputError('op', `unknown op ${JSON.stringify(op)} (expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')})`);
-  }
-}
-
-function parseJsonFlag(flag: string, v: string): unknown {
-  let text = v;
-  if (v.startsWith('@')) {
-    try {
-      text = readFileSync(v.slice(1), 'utf8');
-    } catch (e) {
-      throw new InputError(flag, `cannot read ${v.slice(1)} (${(e as { code?: string }).code ?? (e as Error).message})`);
-    }
-  }
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new InputError(flag, `not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-async function cmdGemm(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      lhs: { type: 'string' },
-      rhs: { type: 'string' },
-      out: { type: 'string' },
-      'lhs-zero-point': { type: 'string' },
-      'rhs-zero-point': { type: 'string' },
-      pipeline: { type: 'string' },
-      'bit-depth': { type: 'string' },
-      backend: { type: 'string' },
-    },
+function program(io: CliIo, run: (p: Promise<void>) => void): Command {
+  const prog = new Command('qgemm')
+    .description('Quantized (uint8/int8) GEMM with gemmlowp/TFLite semantics, on WebGPU or the CPU, bit-exact.')
+    .version(version, '-V, --version', 'print the version')
+    .helpOption('-h, --help', 'show help (also: qgemm COMMAND --help)')
+    .addHelpText('after', EPILOG)
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err, outputError: () => {} });
+  const backend = () =>
+    new Option('--backend <name>', 'cpu, webgpu (any adapter, software included) or auto (a hardware GPU, else the CPU)')
+      .choices(['cpu', 'webgpu', 'auto'])
+      .default('cpu');
+  const maxMemory = () =>
+    new Option(
+      '--max-memory <size>',
+      `memory cap for operands, result and working memory, e.g. 8G (default ${formatBytes(DEFAULT_MAX_MEMORY)})`,
+    );
+  const common = (o: { backend: string; maxMemory?: string }): CommonOptions => ({
+    backend: o.backend as CommonOptions['backend'],
+    maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),
+    warn: (m) => io.err(`${oneLine(m)}\n`),
   });
-  const backend = backendOf(values.backend);
-  for (const f of ['lhs', 'rhs', 'out'] as const) if (!values[f]) throw new InputError(`--${f}`, 'required');
-  const zeroPoint = (v: string | undefined) => (v !== undefined && /^-?\d+$/.test(v) ? Number(v) : v);
-  const spec: Record<string, unknown> = {
-    op: 'gemm',
-    lhs: values.lhs,
-    rhs: values.rhs,
-    out: values.out,
-    lhsZeroPoint: zeroPoint(values['lhs-zero-point']),
-    rhsZeroPoint: zeroPoint(values['rhs-zero-point']),
-    pipeline: values.pipeline === undefined ? [] : parseJsonFlag('--pipeline', values.pipeline),
-  };
-  if (values['bit-depth']) {
-    const [lhs, rhs, rounding] = values['bit-depth'].split(',');
-    spec.bitDepth = { lhs: Number(lhs), rhs: Number(rhs), rounding: rounding ?? 'default' };
-  }
-  const parsed = parseGemmSpec(spec, process.cwd(), readFile);
-  const result = await runOp({ op: 'gemm', problem: parsed.problem }, backend);
-  writeNpyAtomic(parsed.out, toNpy(result));
+  const setup = (cmd: Command) => cmd.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err, outputError: () => {} });
+
+  setup(prog.command('run'))
+    .description('run one op of a JSON spec (README "Spec format"); relative paths resolve against the spec\'s folder')
+    .argument('<SPEC>', 'the spec file, e.g. spec.json')
+    .addOption(backend())
+    .option('--allow-outside', "let relative paths in the spec leave the spec's folder (e.g. ../data/A.npy)")
+    .addOption(maxMemory())
+    .addHelpText('after', EPILOG)
+    .action((spec: string, o) => run(cmdRun(spec, !!o.allowOutside, common(o))));
+
+  setup(prog.command('gemm'))
+    .description('one GEMM from flags; paths are relative to the current folder')
+    .requiredOption('--lhs <path>', 'uint8/int8 .npy, shape [M,K]')
+    .requiredOption('--rhs <path>', 'uint8/int8 .npy, shape [K,N]')
+    .requiredOption('--out <path>', 'the result .npy, shape [M,N]')
+    .option('--lhs-zero-point <int|path>', 'an int32 (e.g. 3) or an .npy vector of length M')
+    .option('--rhs-zero-point <int|path>', 'an int32 (e.g. -7) or an .npy vector of length N')
+    .option('--pipeline <json|@file>', 'the output stages as JSON, or @stages.json')
+    .option('--bit-depth <L,R[,ROUNDING]>', 'requantize operands to L and R bits (1..8) while packing')
+    .addOption(backend())
+    .addOption(maxMemory())
+    .addHelpText('after', EPILOG)
+    .action((o) => run(cmdGemm(o, common(o))));
+
+  setup(prog.command('info'))
+    .description('show the WebGPU adapter that --backend webgpu would use')
+    .action(() =>
+      run(
+        (async () => {
+          io.out(`${JSON.stringify(await describeDevice(), null, 2)}\n`);
+        })(),
+      ),
+    );
+  return prog;
 }
 
-async function cmdInfo(): Promise<void> {
-  process.stdout.write(`${JSON.stringify(await describeDevice(), null, 2)}\n`);
+/** The field a commander error is about: the option it names, else the command line. */
+function commanderField(e: CommanderError): string {
+  if (e.code === 'commander.missingArgument' || e.code === 'commander.excessArguments') return 'SPEC';
+  if (e.code === 'commander.unknownCommand') return 'command';
+  return /'(--?[\w-]+)/.exec(e.message)?.[1] ?? 'command';
 }
 
 /**
  * The Vulkan loader and SwiftShader print an error per instance when XDG_RUNTIME_DIR is unset (as in
- * containers and CI); give them a private one so the CLI's stderr stays the CLI's.
+ * containers and CI); give them a private one (the child process of `cli` drops the rest of Dawn's noise).
  */
 function quietVulkan(): void {
   if (process.env.XDG_RUNTIME_DIR) return;
@@ -155,43 +121,47 @@ function quietVulkan(): void {
   }
 }
 
-/** Runs the CLI; returns the exit code. Never throws. */
-export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+function isOutOfMemory(e: unknown): boolean {
+  return e instanceof RangeError && /allocation failed|Array buffer|typed array length|Invalid array length/i.test(e.message);
+}
+
+/** Runs the CLI in this process; returns the exit code. Never throws. */
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
   quietVulkan();
+  if (argv.length === 0) {
+    io.err(program(io, () => {}).helpInformation());
+    return 2;
+  }
+  let work: Promise<void> | null = null;
   try {
-    switch (command) {
-      case 'run':
-        await cmdRun(rest);
-        return 0;
-      case 'gemm':
-        await cmdGemm(rest);
-        return 0;
-      case 'info':
-        await cmdInfo();
-        return 0;
-      case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        process.stdout.write(`${USAGE}\n`);
-        return command === undefined ? 2 : 0;
-      default:
-        throw new InputError('command', `unknown command ${JSON.stringify(command)} (see qgemm --help)`);
-    }
+    await program(io, (p) => (work = p)).parseAsync(argv, { from: 'user' });
+    if (work) await work;
+    return 0;
   } catch (e) {
-    const err = e as Error & { code?: string };
+    if (e instanceof CommanderError) {
+      if (e.exitCode === 0) return 0; // --help, --version
+      io.err(`qgemm: error: ${commanderField(e)}: ${oneLine(e.message.replace(/^error: /, ''))}\n`);
+      return 2;
+    }
     if (e instanceof InputError) {
-      process.stderr.write(`qgemm: error: ${err.message.replace(/\s*\n\s*/g, ' ')}\n`);
+      io.err(`qgemm: error: ${oneLine(e.message)}\n`);
       return 2;
     }
-    if (err.code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`qgemm: error: ${err.message.split('\n')[0]}\n`);
-      return 2;
-    }
-    const kind = e instanceof QgemmError ? err.name : 'internal error';
-    process.stderr.write(`qgemm: ${kind}: ${err.message.split('\n')[0]}\n`);
-    if (process.env.QGEMM_DEBUG) process.stderr.write(`${err.stack}\n`);
+    const err = e as Error;
+    const kind = isOutOfMemory(e) ? 'OutOfMemory' : e instanceof QgemmError ? err.name : 'internal error';
+    io.err(`qgemm: ${kind}: ${oneLine(String(err?.message ?? err).split('\n')[0])}\n`);
+    if (process.env.QGEMM_DEBUG) io.err(`${err?.stack}\n`);
     return 1;
   }
+}
+
+/**
+ * bin/qgemm.mjs's entry. In the quiet child (see quiet.ts) messages go to the inherited message fd;
+ * commands that may open a GPU run in that child unless QGEMM_DEBUG asks to see everything.
+ */
+export async function cli(argv: string[], binPath: string): Promise<number> {
+  const fd = messagesFd();
+  if (fd !== null) return main(argv, { out: processIo.out, err: (text) => writeFd(fd, text) });
+  if (needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);
+  return main(argv);
 }

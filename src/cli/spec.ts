@@ -1,14 +1,24 @@
 // The JSON spec contract of `qgemm run` (README "Spec format"), turned into a GemmProblem for
-// pack -> gemm -> output. Paths resolve against the spec's folder. Every error is an InputError naming
-// the spec field (`lhs`, `rhsZeroPoint`, `pipeline[1].multiplier`); .npy trouble is reported against the
-// field that named the file. Reading files is injected so the same code can serve tests and tools.
+// pack -> gemm -> output. Every field is type-checked here, strictly: unknown or misspelt keys, a
+// string or null where a number belongs, an unknown enum value ("axis": "diag", "rounding": "up") are
+// InputErrors naming the spec field (`lhs`, `rhsZeroPoint`, `pipeline[1].multiplier`); value ranges
+// are then checked by normalizeProblem, which the CLI calls before any device is acquired. .npy trouble
+// is reported against the field that named the file. File access comes through a SpecIo, so tests and
+// tools can pass a plain `(path) => bytes` function instead of the CLI's guarded reader.
 
 import { InputError } from '../errors.ts';
-import { parseNpy, type NpyArray } from '../io/npy.ts';
+import { NpyFormatError, parseNpy, type NpyArray } from '../io/npy.ts';
 import type { BitDepth, GemmProblem, Operand, OutputStage, PerChannel } from '../types.ts';
 import { isInt32 } from '../spec/problem.ts';
+import { brief } from './json.ts';
 
 export type ReadFile = (path: string) => Uint8Array;
+
+/** How a spec reaches its files: path resolution (with the folder rule) and .npy reading. */
+export interface SpecIo {
+  resolve(field: string, path: unknown): string;
+  readNpy(field: string, fullPath: string): NpyArray;
+}
 
 export interface GemmSpec {
   op: 'gemm';
@@ -26,7 +36,10 @@ export function isObject(v: unknown): v is Json {
 /** Rejects keys outside `allowed`: a misspelt optional field must not be silently ignored. */
 export function checkKeys(field: string, obj: Json, allowed: readonly string[]): void {
   for (const key of Object.keys(obj)) {
-    if (!allowed.includes(key)) throw new InputError(field ? `${field}.${key}` : key, `unknown field (expected one of: ${allowed.join(', ')})`);
+    if (!allowed.includes(key)) {
+      const name = brief(key).slice(1, -1);
+      throw new InputError(field ? `${field}.${name}` : name, `unknown field (expected one of: ${allowed.join(', ')})`);
+    }
   }
 }
 
@@ -34,26 +47,42 @@ export function resolvePath(baseDir: string, p: string): string {
   return p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) ? p : `${baseDir.replace(/\/$/, '')}/${p}`;
 }
 
-/** Reads and parses an .npy file named by `field`; any failure is an InputError on that field. */
-export function readNpyField(field: string, path: unknown, baseDir: string, readFile: ReadFile): NpyArray {
-  if (typeof path !== 'string' || path === '') throw new InputError(field, 'expected a path to an .npy file');
-  const full = resolvePath(baseDir, path);
-  let bytes: Uint8Array;
-  try {
-    bytes = readFile(full);
-  } catch (e) {
-    const code = (e as { code?: string }).code;
-    throw new InputError(field, `cannot read ${full}${code ? ` (${code})` : ''}`);
-  }
-  try {
-    return parseNpy(bytes);
-  } catch (e) {
-    throw new InputError(field, `${full} is not a valid .npy file: ${(e as Error).message}`);
-  }
+/** A SpecIo over a plain file reader (tests, tools): no folder rule, no size checks. */
+export function plainSpecIo(baseDir: string, readFile: ReadFile): SpecIo {
+  return {
+    resolve(field, p) {
+      if (typeof p !== 'string' || p === '') throw new InputError(field, `expected a file path, got ${brief(p)}`);
+      return resolvePath(baseDir, p);
+    },
+    readNpy(field, full) {
+      let bytes: Uint8Array;
+      try {
+        bytes = readFile(full);
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        throw new InputError(field, `cannot read ${full}${code ? ` (${code})` : ''}`);
+      }
+      try {
+        return parseNpy(bytes);
+      } catch (e) {
+        if (!(e instanceof NpyFormatError)) throw e;
+        throw new InputError(field, `${full} is not a valid .npy file: ${e.message}`);
+      }
+    },
+  };
 }
 
-function readOperand(field: string, path: unknown, baseDir: string, readFile: ReadFile): Operand {
-  const arr = readNpyField(field, path, baseDir, readFile);
+export function asSpecIo(baseDir: string, io: ReadFile | SpecIo): SpecIo {
+  return typeof io === 'function' ? plainSpecIo(baseDir, io) : io;
+}
+
+/** Reads and parses the .npy file that `field` names. */
+export function readNpyField(field: string, path: unknown, io: SpecIo): NpyArray {
+  return io.readNpy(field, io.resolve(field, path));
+}
+
+function readOperand(field: string, path: unknown, io: SpecIo): Operand {
+  const arr = readNpyField(field, path, io);
   if (arr.dtype !== 'uint8' && arr.dtype !== 'int8') throw new InputError(field, `dtype must be uint8 or int8, got ${arr.dtype}`);
   if (arr.shape.length !== 2) throw new InputError(field, `expected a 2-D array, got shape (${arr.shape.join(', ')})`);
   const [rows, cols] = arr.shape;
@@ -74,31 +103,51 @@ export function int32Vector(field: string, arr: NpyArray): Int32Array {
   return out;
 }
 
-function zeroPoint(field: string, v: unknown, baseDir: string, readFile: ReadFile): PerChannel {
-  if (v === undefined) return 0;
-  if (typeof v === 'string') return int32Vector(field, readNpyField(field, v, baseDir, readFile));
-  if (!isInt32(v)) throw new InputError(field, `expected an int32 or an .npy path, got ${JSON.stringify(v)}`);
+/** A JSON integer in int32. */
+export function int32(field: string, v: unknown): number {
+  if (!isInt32(v)) throw new InputError(field, `expected an int32, got ${brief(v)}`);
   return v;
 }
 
-/** A JSON number, or an array of numbers (a per-channel vector). Range checks come in normalizeProblem. */
+/** A JSON number (range checks come in normalizeProblem). */
+function num(field: string, v: unknown): number {
+  if (typeof v !== 'number') throw new InputError(field, `expected a number, got ${brief(v)}`);
+  return v;
+}
+
+/** One of `values`, exactly. */
+export function oneOf<T extends string>(field: string, v: unknown, values: readonly T[]): T {
+  if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) {
+    throw new InputError(field, `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${brief(v)}`);
+  }
+  return v as T;
+}
+
+function zeroPoint(field: string, v: unknown, io: SpecIo): PerChannel {
+  if (v === undefined) return 0;
+  if (typeof v === 'string') return int32Vector(field, readNpyField(field, v, io));
+  if (!isInt32(v)) throw new InputError(field, `expected an int32 or an .npy path, got ${brief(v)}`);
+  return v;
+}
+
+/** A JSON number, or an array of int32 (a per-channel vector). */
 function scalarOrVector(field: string, v: unknown): PerChannel {
   if (Array.isArray(v)) {
     const out = new Int32Array(v.length);
     v.forEach((x, i) => {
-      if (!isInt32(x)) throw new InputError(`${field}[${i}]`, `expected an int32, got ${JSON.stringify(x)}`);
-      out[i] = x;
+      out[i] = int32(`${field}[${i}]`, x);
     });
     return out;
   }
-  if (v === undefined) throw new InputError(field, 'missing');
-  return v as number;
+  return num(field, v);
 }
 
 function required(field: string, obj: Json, key: string): unknown {
   if (!(key in obj)) throw new InputError(`${field}.${key}`, 'missing');
   return obj[key];
 }
+
+const AXES = ['row', 'col'] as const;
 
 const STAGE_KEYS: Record<string, readonly string[]> = {
   bias: ['axis', 'values'],
@@ -111,75 +160,92 @@ const STAGE_KEYS: Record<string, readonly string[]> = {
   tanh: ['realZeroAsInt32', 'realAmplitudeAsInt32'],
 };
 
-/** One stage of the spec's "pipeline"; values are range-checked later by normalizeProblem. */
+/** One stage of the spec's "pipeline", every field typed; value ranges are normalizeProblem's. */
 export function parseStage(field: string, s: unknown): OutputStage {
-  if (!isObject(s)) throw new InputError(field, 'expected a stage object');
+  if (!isObject(s)) throw new InputError(field, `expected a stage object, got ${brief(s)}`);
   const type = s.type;
-  if (typeof type !== 'string' || !(type in STAGE_KEYS)) {
-    throw new InputError(`${field}.type`, `unknown stage type ${JSON.stringify(type)} (expected one of: ${Object.keys(STAGE_KEYS).join(', ')})`);
+  if (typeof type !== 'string' || !Object.hasOwn(STAGE_KEYS, type)) {
+    throw new InputError(`${field}.type`, `unknown stage type ${brief(type)} (expected one of: ${Object.keys(STAGE_KEYS).join(', ')})`);
   }
   checkKeys(field, s, ['type', ...STAGE_KEYS[type]]);
   const get = (key: string) => required(field, s, key);
+  const n = (key: string) => num(`${field}.${key}`, get(key));
+  const pc = (key: string) => scalarOrVector(`${field}.${key}`, get(key));
+  const axis = 'axis' in s ? { axis: oneOf(`${field}.axis`, s.axis, AXES) } : {};
   switch (type) {
     case 'bias': {
       const values = get('values');
-      if (!Array.isArray(values)) throw new InputError(`${field}.values`, 'expected an array of int32');
-      return { type, axis: get('axis') as 'row', values: scalarOrVector(`${field}.values`, values) as Int32Array };
+      if (!Array.isArray(values)) throw new InputError(`${field}.values`, `expected an array of int32, got ${brief(values)}`);
+      return { type, axis: oneOf(`${field}.axis`, get('axis'), AXES), values: scalarOrVector(`${field}.values`, values) as Int32Array };
     }
     case 'quantizeDownInt32ToUint8Scale':
-      return {
-        type,
-        offset: scalarOrVector(`${field}.offset`, get('offset')),
-        multiplier: scalarOrVector(`${field}.multiplier`, get('multiplier')),
-        shift: get('shift') as number,
-        ...('axis' in s ? { axis: s.axis as 'row' } : {}),
-      };
+      return { type, offset: pc('offset'), multiplier: pc('multiplier'), shift: n('shift'), ...axis };
     case 'quantizeDownInt32ByFixedPoint':
-      return { type, multiplier: get('multiplier') as number, shift: get('shift') as number, offsetAfterShift: get('offsetAfterShift') as number };
+      return { type, multiplier: n('multiplier'), shift: n('shift'), offsetAfterShift: n('offsetAfterShift') };
     case 'scaleInt32ByFixedPointAndExponent':
       return {
         type,
-        multiplier: scalarOrVector(`${field}.multiplier`, get('multiplier')),
-        exponent: scalarOrVector(`${field}.exponent`, get('exponent')),
-        offsetAfterShift: get('offsetAfterShift') as number,
-        rounding: (s.rounding ?? 'double') as 'double',
-        ...('axis' in s ? { axis: s.axis as 'row' } : {}),
+        multiplier: pc('multiplier'),
+        exponent: pc('exponent'),
+        offsetAfterShift: n('offsetAfterShift'),
+        rounding: 'rounding' in s ? oneOf(`${field}.rounding`, s.rounding, ['double', 'single'] as const) : 'double',
+        ...axis,
       };
     case 'clamp':
-      return { type, min: get('min') as number, max: get('max') as number };
+      return { type, min: n('min'), max: n('max') };
     case 'tanh':
-      return { type, realZeroAsInt32: get('realZeroAsInt32') as number, realAmplitudeAsInt32: get('realAmplitudeAsInt32') as number };
+      return { type, realZeroAsInt32: n('realZeroAsInt32'), realAmplitudeAsInt32: n('realAmplitudeAsInt32') };
     case 'saturatingCast':
-      return { type, to: get('to') as 'uint8' };
+      return { type, to: oneOf(`${field}.to`, get('to'), ['uint8', 'int8', 'int16'] as const) };
     default:
-      return { type: 'truncatingCast', to: get('to') as 'uint8' };
+      return { type: 'truncatingCast', to: oneOf(`${field}.to`, get('to'), ['uint8'] as const) };
   }
 }
 
+/** The stages of a "pipeline" value: an array (missing is []; null is an error). */
+export function parsePipeline(field: string, v: unknown): OutputStage[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) throw new InputError(field, `expected an array of stages, got ${brief(v)}`);
+  return v.map((s, i) => parseStage(`${field}[${i}]`, s));
+}
+
+export const ROUNDINGS = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'] as const;
+
 function parseBitDepth(v: unknown): BitDepth | undefined {
   if (v === undefined) return undefined;
-  if (!isObject(v)) throw new InputError('bitDepth', 'expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}');
+  if (!isObject(v)) throw new InputError('bitDepth', `expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}, got ${brief(v)}`);
   checkKeys('bitDepth', v, ['lhs', 'rhs', 'rounding']);
-  return { lhs: v.lhs as number, rhs: v.rhs as number, rounding: (v.rounding ?? 'default') as BitDepth['rounding'] };
+  return {
+    lhs: num('bitDepth.lhs', required('bitDepth', v, 'lhs')),
+    rhs: num('bitDepth.rhs', required('bitDepth', v, 'rhs')),
+    rounding: 'rounding' in v ? oneOf('bitDepth.rounding', v.rounding, ROUNDINGS) : 'default',
+  };
 }
 
 export const GEMM_SPEC_KEYS = ['op', 'lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'bitDepth', 'out'] as const;
 
-/** The "gemm" op of the spec contract. `spec` is the parsed JSON; `baseDir` the spec file's folder. */
-export function parseGemmSpec(spec: Json, baseDir: string, readFile: ReadFile): GemmSpec {
+/**
+ * The "gemm" op of the spec contract. `spec` is the parsed JSON; `io` resolves and reads its files
+ * (or a plain reader, paths then resolving against `baseDir`). Fields that need no file are checked
+ * before any file is read; `out` is resolved, not checked (the CLI checks it before the operands).
+ */
+export function parseGemmSpec(spec: Json, baseDir: string, readFile: ReadFile | SpecIo): GemmSpec {
+  const io = asSpecIo(baseDir, readFile);
   checkKeys('', spec, GEMM_SPEC_KEYS);
-  if (typeof spec.out !== 'string' || spec.out === '') throw new InputError('out', 'expected an output .npy path');
-  const pipeline = spec.pipeline ?? [];
-  if (!Array.isArray(pipeline)) throw new InputError('pipeline', 'expected an array of stages');
+  if (!('out' in spec)) throw new InputError('out', 'missing: the output .npy path');
+  const out = io.resolve('out', spec.out);
+  const pipeline = parsePipeline('pipeline', spec.pipeline);
   const bitDepth = parseBitDepth(spec.bitDepth);
+  if (!('lhs' in spec)) throw new InputError('lhs', 'missing');
+  if (!('rhs' in spec)) throw new InputError('rhs', 'missing');
   const problem: GemmProblem = {
-    lhs: readOperand('lhs', spec.lhs, baseDir, readFile),
-    rhs: readOperand('rhs', spec.rhs, baseDir, readFile),
-    lhsZeroPoint: zeroPoint('lhsZeroPoint', spec.lhsZeroPoint, baseDir, readFile),
-    rhsZeroPoint: zeroPoint('rhsZeroPoint', spec.rhsZeroPoint, baseDir, readFile),
-    pipeline: pipeline.map((s, i) => parseStage(`pipeline[${i}]`, s)),
+    lhs: readOperand('lhs', spec.lhs, io),
+    rhs: readOperand('rhs', spec.rhs, io),
+    lhsZeroPoint: zeroPoint('lhsZeroPoint', spec.lhsZeroPoint, io),
+    rhsZeroPoint: zeroPoint('rhsZeroPoint', spec.rhsZeroPoint, io),
+    pipeline,
     dstOrder: 'row-major',
     ...(bitDepth ? { bitDepth } : {}),
   };
-  return { op: 'gemm', problem, out: resolvePath(baseDir, spec.out) };
+  return { op: 'gemm', problem, out };
 }

@@ -65,10 +65,12 @@ async function findAdapter(opts: AcquireOptions, tried: Tried): Promise<Found | 
 
 function noAdapter(opts: AcquireOptions, tried: Tried): NoAdapterError {
   const want = opts.allowSoftware ? 'WebGPU adapter' : 'hardware WebGPU adapter (software adapters count as none here)';
-  const fix = nodeProcess()
-    ? `Fix: on a machine with no GPU, install SwiftShader and the Vulkan loader (Debian: \`${INSTALL_HINT}\`), ` +
-      `or set VK_ICD_FILENAMES=${SWIFTSHADER_ICD}; on a GPU machine install its Vulkan driver; or use --backend cpu.`
-    : 'Fix: use a browser with WebGPU enabled, served from a secure context, or the CPU backend.';
+  const fix =
+    tried.fix ??
+    (nodeProcess()
+      ? `Fix: on a machine with no GPU, install SwiftShader and the Vulkan loader (Debian: \`${INSTALL_HINT}\`), ` +
+        `or set VK_ICD_FILENAMES=${SWIFTSHADER_ICD}; on a GPU machine install its Vulkan driver; or use --backend cpu.`
+      : 'Fix: use a browser with WebGPU enabled, served from a secure context, or the CPU backend.');
   return new NoAdapterError(`No ${want} found. Tried: ${tried.join('; ') || 'nothing'}. ${fix}`);
 }
 

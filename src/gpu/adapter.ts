@@ -100,8 +100,8 @@ export interface Found {
   source: 'navigator' | 'dawn';
 }
 
-/** Where each attempt went, for the error message. */
-export type Tried = string[];
+/** Where each attempt went, for the error message; `fix`, when set, is the only fix that applies. */
+export type Tried = string[] & { fix?: string };
 
 export interface RequestOptions {
   allowSoftware: boolean;

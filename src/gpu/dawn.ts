@@ -120,8 +120,11 @@ export async function findDawnAdapter(opts: DawnOptions, tried: Tried): Promise<
   try {
     mod = await loadDawnModule(proc, dawnPath);
   } catch (e) {
-    const fix = dawnPath ? 'check the path (QGEMM_DAWN_NODE / dawnPath)' : 'npm install webgpu';
-    tried.push(`${what}: could not load it (${(e as Error).message.split('\n')[0]}); ${fix}`);
+    tried.push(`${what}: could not load it (${(e as Error).message.split('\n')[0]})`);
+    // Nothing else was tried, so only this fix applies (no driver advice for a missing package).
+    tried.fix = dawnPath
+      ? 'Fix: check the path (QGEMM_DAWN_NODE / dawnPath), or use the CPU backend.'
+      : "Fix: install Dawn's Node binding, `npm install webgpu` (an optional peer dependency), or use the CPU backend.";
     return null;
   }
   const search = dawnSearch.then(() => searchDawn(mod, proc, dawnPath, what, opts, tried));

@@ -12,62 +12,37 @@
 // of 64 bytes. The data follows, product(shape) * itemsize bytes exactly.
 //
 // We read 1.0, 2.0 and 3.0 (3.0 headers are UTF-8, older ones latin1) with a
-// small strict parser for that dict. Big-endian data is byte-swapped on read
+// small strict parser for that dict (./npy-header.ts). Big-endian data is byte-swapped on read
 // and we always write little-endian, byte for byte as numpy does. Data stays
 // in file order: `fortranOrder` is reported, never applied (see elementIndex).
 
-import { QgemmError } from '../errors.ts';
+import {
+  DTYPES,
+  MAGIC,
+  elementCount,
+  fail,
+  parseNpyLayout,
+  type DtypeInfo,
+  type NpyArray,
+  type NpyData,
+  type NpyDtype,
+  type NpyLayout,
+} from './npy-header.ts';
 
-export type NpyDtype =
-  | 'uint8' | 'int8' | 'int16' | 'uint16' | 'int32' | 'uint32'
-  | 'int64' | 'uint64' | 'float32' | 'float64' | 'bool';
+export {
+  NpyFormatError,
+  npyHeaderEnd,
+  parseNpyLayout,
+  NPY_PREAMBLE_BYTES,
+  type NpyArray,
+  type NpyData,
+  type NpyDtype,
+  type NpyLayout,
+} from './npy-header.ts';
 
-export type NpyData =
-  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
-
-export interface NpyArray {
-  dtype: NpyDtype;
-  shape: number[];
-  fortranOrder: boolean;
-  data: NpyData;
-}
-
-/** A malformed or unsupported .npy file, or an array that cannot be written as one. */
-export class NpyFormatError extends QgemmError {
-  override name = 'NpyFormatError';
-}
-
-type TypedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => NpyData;
-
-interface DtypeInfo {
-  code: string;  // descr without the byte-order character
-  size: number;  // bytes per element
-  ctor: TypedArrayCtor;
-}
-
-const DTYPES: Record<NpyDtype, DtypeInfo> = {
-  bool: { code: 'b1', size: 1, ctor: Uint8Array },
-  uint8: { code: 'u1', size: 1, ctor: Uint8Array },
-  int8: { code: 'i1', size: 1, ctor: Int8Array },
-  int16: { code: 'i2', size: 2, ctor: Int16Array },
-  uint16: { code: 'u2', size: 2, ctor: Uint16Array },
-  int32: { code: 'i4', size: 4, ctor: Int32Array },
-  uint32: { code: 'u4', size: 4, ctor: Uint32Array },
-  int64: { code: 'i8', size: 8, ctor: BigInt64Array },
-  uint64: { code: 'u8', size: 8, ctor: BigUint64Array },
-  float32: { code: 'f4', size: 4, ctor: Float32Array },
-  float64: { code: 'f8', size: 8, ctor: Float64Array },
-};
-
-const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];  // "\x93NUMPY"
 const ALIGN = 64;
-const GROWTH_AXIS_MAX_DIGITS = 21;  // numpy leaves room to grow the outer axis in place
+const GROWTH_AXIS_MAX_DIGITS = 21; // numpy leaves room to grow the outer axis in place
 const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
-function fail(message: string): never {
-  throw new NpyFormatError(message);
-}
 
 // ---------------------------------------------------------------- helpers
 
@@ -100,212 +75,32 @@ export function elementIndex(shape: number[], fortranOrder: boolean, indices: nu
   return offset;
 }
 
-function elementCount(shape: number[]): number {
-  let count = 1;
-  for (const dim of shape) {
-    if (!Number.isSafeInteger(dim) || dim < 0) fail(`shape entry ${dim} is not a non-negative integer`);
-    count *= dim;
-  }
-  if (shape.includes(0)) return 0;  // even if the other dims overflowed
-  if (!Number.isSafeInteger(count)) fail(`shape (${shape.join(', ')}) has too many elements`);
-  return count;
-}
-
 function byteSwap(bytes: Uint8Array, size: number): void {
   for (let i = 0; i < bytes.length; i += size) {
     bytes.subarray(i, i + size).reverse();
   }
 }
 
-// ---------------------------------------------------------------- header dict
-
-interface Header {
-  descr: string;
-  fortranOrder: boolean;
-  shape: number[];
-}
-
-// Recursive-descent parser for the subset of Python literals that .npy headers
-// use: a dict of string keys to a string, True/False, or a tuple of ints.
-class HeaderParser {
-  private pos = 0;
-  constructor(private readonly text: string) {}
-
-  parse(): Header {
-    const seen = new Map<string, unknown>();
-    this.expect('{');
-    for (;;) {
-      this.skipSpace();
-      if (this.peek() === '}') break;
-      const keyPos = this.pos;
-      const key = this.string();
-      if (key !== 'descr' && key !== 'fortran_order' && key !== 'shape') {
-        this.error(`unknown key '${key}'`, keyPos);
-      }
-      if (seen.has(key)) this.error(`duplicate key '${key}'`, keyPos);
-      this.expect(':');
-      this.skipSpace();
-      if (key === 'descr' && !`'"`.includes(this.peek())) {
-        this.error("'descr' must be a string (structured dtypes are not supported)");
-      }
-      seen.set(key, key === 'descr' ? this.string() : key === 'shape' ? this.tuple() : this.bool());
-      this.skipSpace();
-      if (this.peek() === ',') this.pos++;
-      else if (this.peek() !== '}') this.error("expected ',' or '}'");
-    }
-    this.pos++;
-    this.skipSpace();
-    if (this.pos < this.text.length) this.error('unexpected text after the header dict');
-    const missing = ['descr', 'fortran_order', 'shape'].filter((k) => !seen.has(k));
-    if (missing.length > 0) fail(`header is missing key(s) ${missing.map((k) => `'${k}'`).join(', ')}`);
-    return {
-      descr: seen.get('descr') as string,
-      fortranOrder: seen.get('fortran_order') as boolean,
-      shape: seen.get('shape') as number[],
-    };
-  }
-
-  private string(): string {
-    const quote = this.peek();
-    if (quote !== "'" && quote !== '"') this.error('expected a quoted string');
-    const end = this.text.indexOf(quote, this.pos + 1);
-    if (end < 0) this.error('unterminated string');
-    const value = this.text.slice(this.pos + 1, end);
-    if (/[\\\n]/.test(value)) this.error('escapes and newlines in strings are not supported');
-    this.pos = end + 1;
-    return value;
-  }
-
-  private bool(): boolean {
-    const word = this.word();
-    if (word === 'True') return true;
-    if (word === 'False') return false;
-    return this.error(`fortran_order must be True or False, got '${word}'`);
-  }
-
-  private tuple(): number[] {
-    const start = this.pos;
-    this.expect('(');
-    const dims: number[] = [];
-    let trailingComma = false;
-    for (;;) {
-      this.skipSpace();
-      if (this.peek() === ')') break;
-      dims.push(this.dim());
-      this.skipSpace();
-      trailingComma = this.peek() === ',';
-      if (trailingComma) this.pos++;
-      else if (this.peek() !== ')') this.error("expected ',' or ')' in shape");
-    }
-    this.pos++;
-    if (dims.length === 1 && !trailingComma) {
-      this.error(`shape ${this.text.slice(start, this.pos)} is an int, not a tuple (write '(${dims[0]},)')`, start);
-    }
-    return dims;
-  }
-
-  private dim(): number {
-    const start = this.pos;
-    const word = this.word();
-    if (!/^(0|[1-9][0-9]*)$/.test(word)) this.error(`shape entry '${word}' is not a non-negative integer`, start);
-    const value = Number(word);
-    if (!Number.isSafeInteger(value)) this.error(`shape entry ${word} is too large`, start);
-    return value;
-  }
-
-  // A run of characters that can make up a Python name or number literal.
-  private word(): string {
-    const pattern = /[-+.\w]*/y;
-    pattern.lastIndex = this.pos;
-    const word = pattern.exec(this.text)![0];
-    if (word === '') this.error('expected a value');
-    this.pos += word.length;
-    return word;
-  }
-
-  private expect(c: string): void {
-    this.skipSpace();
-    if (this.peek() !== c) this.error(`expected '${c}'`);
-    this.pos++;
-  }
-
-  private skipSpace(): void {
-    while (/^[ \t\r\n]$/.test(this.peek())) this.pos++;
-  }
-
-  private peek(): string {
-    return this.text.charAt(this.pos);
-  }
-
-  private error(message: string, at = this.pos): never {
-    const near = JSON.stringify(this.text.slice(at, at + 20));
-    return fail(`bad .npy header: ${message} at character ${at} (near ${near})`);
-  }
-}
-
-function dtypeFromDescr(descr: string): { dtype: NpyDtype; littleEndian: boolean } {
-  const order = descr.charAt(0);
-  const code = descr.slice(1);
-  const dtype = (Object.keys(DTYPES) as NpyDtype[]).find((d) => DTYPES[d].code === code);
-  if (dtype === undefined || !['<', '>', '=', '|'].includes(order)) {
-    return fail(`unsupported descr '${descr}' (supported: u1 i1 b1 i2 u2 i4 u4 i8 u8 f4 f8)`);
-  }
-  if (order === '|' && DTYPES[dtype].size > 1) {
-    fail(`descr '${descr}' has no byte order; use '<' or '>' for multi-byte types`);
-  }
-  return { dtype, littleEndian: order !== '>' };
-}
-
 // ---------------------------------------------------------------- parse
 
 export function parseNpy(bytes: Uint8Array): NpyArray {
-  if (bytes.length < 10) fail(`file too short for an .npy preamble (${bytes.length} bytes)`);
-  if (!MAGIC.every((b, i) => bytes[i] === b)) {
-    fail('bad magic: not an .npy file (expected "\\x93NUMPY")');
-  }
-  const major = bytes[6];
-  const minor = bytes[7];
-  if (major < 1 || major > 3 || minor !== 0) fail(`unsupported .npy format version ${major}.${minor}`);
-
-  const lengthSize = major === 1 ? 2 : 4;
-  if (bytes.length < 8 + lengthSize) fail('file too short for the header length');
-  const headerLength = major === 1
-    ? bytes[8] | (bytes[9] << 8)
-    : (bytes[8] | (bytes[9] << 8) | (bytes[10] << 16)) + bytes[11] * 2 ** 24;
-  const headerStart = 8 + lengthSize;
-  const dataStart = headerStart + headerLength;
-  if (bytes.length < dataStart) {
-    fail(`header is truncated: needs ${headerLength} bytes, file has ${bytes.length - headerStart}`);
-  }
-
-  const header = new HeaderParser(decodeHeader(bytes.subarray(headerStart, dataStart), major)).parse();
-  const { dtype, littleEndian } = dtypeFromDescr(header.descr);
-  const { size, ctor } = DTYPES[dtype];
-  const count = elementCount(header.shape);
-  const expected = count * size;
-  const actual = bytes.length - dataStart;
-  if (actual < expected) fail(`data is truncated: expected ${expected} bytes, got ${actual}`);
-  if (actual > expected) fail(`${actual - expected} trailing bytes after the data (expected ${expected} bytes)`);
-
-  // Copy into a fresh buffer: the source offset may be unaligned, and the
-  // caller must not alias the input.
-  const copy = new Uint8Array(expected);
-  copy.set(bytes.subarray(dataStart));
-  if (size > 1 && littleEndian !== HOST_LITTLE_ENDIAN) byteSwap(copy, size);
-  return { dtype, shape: header.shape, fortranOrder: header.fortranOrder, data: new ctor(copy.buffer, 0, count) };
+  const layout = parseNpyLayout(bytes);
+  const actual = bytes.length - layout.dataStart;
+  if (actual < layout.dataBytes) fail(`data is truncated: expected ${layout.dataBytes} bytes, got ${actual}`);
+  if (actual > layout.dataBytes) fail(`${actual - layout.dataBytes} trailing bytes after the data (expected ${layout.dataBytes} bytes)`);
+  return npyFromData(layout, bytes.subarray(layout.dataStart));
 }
 
-function decodeHeader(raw: Uint8Array, major: number): string {
-  if (major < 3) {
-    let text = '';  // latin1: one byte per code point
-    for (let i = 0; i < raw.length; i += 4096) text += String.fromCharCode(...raw.subarray(i, i + 4096));
-    return text;
-  }
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(raw);
-  } catch {
-    return fail('version 3.0 header is not valid UTF-8');
-  }
+/** The array of `layout` from its data bytes (exactly layout.dataBytes), copied: the caller's bytes are not aliased. */
+export function npyFromData(layout: NpyLayout, data: Uint8Array): NpyArray {
+  const { dtype, count, dataBytes } = layout;
+  if (data.length !== dataBytes) fail(`expected ${dataBytes} bytes of data, got ${data.length}`);
+  const { size, ctor } = DTYPES[dtype];
+  // Copy into a fresh buffer: the source offset may be unaligned.
+  const copy = new Uint8Array(dataBytes);
+  copy.set(data);
+  if (size > 1 && layout.littleEndian !== HOST_LITTLE_ENDIAN) byteSwap(copy, size);
+  return { dtype, shape: layout.shape, fortranOrder: layout.fortranOrder, data: new ctor(copy.buffer, 0, count) };
 }
 
 // ---------------------------------------------------------------- serialize
@@ -344,7 +139,7 @@ function headerBytes(arr: NpyArray, info: DtypeInfo): Uint8Array {
 
   for (const major of [1, 2]) {
     const lengthSize = major === 1 ? 2 : 4;
-    const unpadded = 8 + lengthSize + dict.length + 1;  // +1 for the '\n'
+    const unpadded = 8 + lengthSize + dict.length + 1; // +1 for the '\n'
     const headerLength = dict.length + 1 + (ALIGN - (unpadded % ALIGN));
     if (major === 1 && headerLength > 0xffff) continue;
     const text = dict + ' '.repeat(headerLength - dict.length - 1) + '\n';

@@ -382,11 +382,11 @@ describe('bad command lines', () => {
     const code = await main(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy')]);
     expectBadInput(code, stderr.join(''), '--out', dir, join(dir, 'C.npy'));
   });
-  it('gemm with a shape mismatch names rhs', async () => {
+  it('gemm with a shape mismatch names --rhs (the flag, as gemm errors do)', async () => {
     const dir = freshDir();
     const out = join(dir, 'C.npy');
     const code = await main(['gemm', '--lhs', join(dir, 'B.npy'), '--rhs', join(dir, 'B.npy'), '--out', out]);
-    expectBadInput(code, stderr.join(''), 'rhs', dir, out);
+    expectBadInput(code, stderr.join(''), '--rhs', dir, out);
   });
   it('gemm with a --pipeline that is not valid JSON', async () => {
     const dir = freshDir();

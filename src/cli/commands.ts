@@ -1,0 +1,169 @@
+// What `qgemm run` and `qgemm gemm` do once their flags are parsed (src/cli/main.ts parses them).
+// The order is the contract of README "The CLI": read and check the whole spec (types, then every value
+// through normalizeProblem / prepareElementwise), check `out`, check the memory estimate, and only then
+// ask for a device and run; the result is written through src/cli/files.ts. Any bad input is an
+// InputError (exit 2) before a device is acquired, whatever the backend.
+
+import { dirname, resolve } from 'node:path';
+import { InputError } from '../errors.ts';
+import { serializeNpy } from '../io/npy.ts';
+import { ELEMENTWISE_OPS } from '../elementwise/plan.ts';
+import { normalizeProblem } from '../spec/problem.ts';
+import { runOp, type Backend } from '../api.ts';
+import type { GemmProblem } from '../types.ts';
+import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
+import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
+import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules } from './files.ts';
+import { brief, parseStrictJson } from './json.ts';
+import { isObject, parseGemmSpec, ROUNDINGS, type SpecIo } from './spec.ts';
+
+/** Largest spec file (or --pipeline value) read; inline per-channel vectors fit, operands go in .npy files. */
+export const MAX_SPEC_BYTES = 64 * 2 ** 20;
+
+const DST_BYTES = { uint8: 1, int8: 1, int16: 2, int32: 4 } as const;
+
+export interface CommonOptions {
+  backend: Backend;
+  maxMemory: number;
+  /** Where messages go (the CPU fallback warning of --backend auto). */
+  warn: (message: string) => void;
+}
+
+/** The CLI's SpecIo: paths by the folder rule, reads through InputFiles, `out` checked as soon as it is named. */
+function cliSpecIo(files: InputFiles, rules: PathRules): SpecIo {
+  return {
+    resolve(field, p) {
+      const full = resolveField(field, p, rules);
+      return field === 'out' ? checkOut(field, full, files) : full;
+    },
+    readNpy: (field, full) => files.readNpy(field, full),
+  };
+}
+
+async function runGemm(problem: GemmProblem, out: string, files: InputFiles, budget: MemoryBudget, opts: CommonOptions): Promise<void> {
+  const p = normalizeProblem(problem); // every value, before any device
+  const bytes = gemmWorkingBytes(p.M, p.N, p.K, DST_BYTES[p.dstType]);
+  budget.take('out', bytes, `the [${p.M}, ${p.N}] ${p.dstType} result and its working memory need about ${formatBytes(bytes)}`);
+  checkOut('out', out, files); // now that the inputs are known: never the same file as one of them
+  const r = await runOp({ op: 'gemm', problem }, opts.backend, { warn: opts.warn });
+  if (r.order !== 'row-major') throw new Error('internal: CLI results are row-major');
+  writeAtomic('out', out, serializeNpy({ dtype: r.dtype, shape: [r.rows, r.cols], fortranOrder: false, data: r.data }), files);
+}
+
+function broadcastCount(a: readonly number[], b: readonly number[]): number {
+  let count = 1;
+  for (let i = 1; i <= Math.max(a.length, b.length); i++) count *= Math.max(a.at(-i) ?? 1, b.at(-i) ?? 1);
+  return count;
+}
+
+/** `qgemm run SPEC.json`. */
+export async function cmdRun(specArg: string, allowOutside: boolean, opts: CommonOptions): Promise<void> {
+  const budget = new MemoryBudget(opts.maxMemory);
+  const files = new InputFiles(budget);
+  const specPath = resolveField('SPEC', specArg, { baseDir: process.cwd(), confine: false });
+  const json = parseStrictJson(files.readText('SPEC', specPath, MAX_SPEC_BYTES), 'SPEC');
+  if (!isObject(json)) throw new InputError('SPEC', `expected a JSON object, got ${brief(json)}`);
+  const baseDir = dirname(specPath);
+  const io = cliSpecIo(files, { baseDir, confine: !allowOutside });
+  const op = json.op;
+  if (op === 'gemm') {
+    const spec = parseGemmSpec(json, baseDir, io);
+    await runGemm(spec.problem, spec.out, files, budget, opts);
+  } else if (isElementwiseOp(op)) {
+    const spec = parseElementwiseSpec(json, baseDir, io); // every value checked here
+    const { a, b } = spec.problem;
+    const count = broadcastCount(a.shape, b.shape);
+    const bytes = elementwiseWorkingBytes(count);
+    budget.take('out', bytes, `the ${count}-element result and its working memory need about ${formatBytes(bytes)}`);
+    checkOut('out', spec.out, files);
+    const r = await runOp({ op: 'elementwise', problem: spec.problem }, opts.backend, { warn: opts.warn });
+    writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
+  } else {
+    const expected = `expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')}`;
+    throw new InputError('op', op === undefined ? `missing (${expected})` : `unknown op ${brief(op)} (${expected})`);
+  }
+}
+
+export interface GemmFlags {
+  lhs: string;
+  rhs: string;
+  out: string;
+  lhsZeroPoint?: string;
+  rhsZeroPoint?: string;
+  pipeline?: string;
+  bitDepth?: string;
+}
+
+/** A zero-point flag: an int32 written as a number, or a path to an .npy vector. */
+function zeroPointFlag(flag: string, v: string | undefined): number | string | undefined {
+  if (v === undefined) return undefined;
+  if (/^\s*[-+]?(\d|\.\d)/.test(v) && !v.toLowerCase().endsWith('.npy')) {
+    const n = Number(v);
+    if (!/^[-+]?\d+$/.test(v.trim()) || !Number.isInteger(n) || n < -(2 ** 31) || n > 2 ** 31 - 1) {
+      throw new InputError(flag, `expected an int32 or a path to an .npy vector, got ${brief(v)}`);
+    }
+    return n;
+  }
+  return v;
+}
+
+/** `--bit-depth L,R[,ROUNDING]`. */
+function bitDepthFlag(v: string): Record<string, unknown> {
+  const parts = v.split(',');
+  const usage = `expected L,R[,ROUNDING] with L and R in 1..8 and ROUNDING one of ${ROUNDINGS.join(', ')}; got ${brief(v)}`;
+  if (parts.length < 2 || parts.length > 3) throw new InputError('--bit-depth', usage);
+  const depth = (s: string) => {
+    if (!/^\s*\d+\s*$/.test(s)) throw new InputError('--bit-depth', usage);
+    return Number(s);
+  };
+  const rounding = parts[2]?.trim() ?? 'default';
+  if (!(ROUNDINGS as readonly string[]).includes(rounding)) throw new InputError('--bit-depth', usage);
+  return { lhs: depth(parts[0]), rhs: depth(parts[1]), rounding };
+}
+
+/** `qgemm gemm --lhs A.npy --rhs B.npy --out C.npy ...`: paths are the user's own, relative to the cwd. */
+export async function cmdGemm(flags: GemmFlags, opts: CommonOptions): Promise<void> {
+  try {
+    const budget = new MemoryBudget(opts.maxMemory);
+    const files = new InputFiles(budget);
+    const rules = { baseDir: process.cwd(), confine: false };
+    let pipeline: unknown = [];
+    if (flags.pipeline !== undefined) {
+      const text = flags.pipeline.startsWith('@')
+        ? files.readText('--pipeline', resolveField('--pipeline', flags.pipeline.slice(1), rules), MAX_SPEC_BYTES)
+        : flags.pipeline;
+      pipeline = parseStrictJson(text, '--pipeline', 'pipeline');
+    }
+    const spec: Record<string, unknown> = { op: 'gemm', lhs: flags.lhs, rhs: flags.rhs, out: flags.out, pipeline };
+    const lz = zeroPointFlag('--lhs-zero-point', flags.lhsZeroPoint);
+    const rz = zeroPointFlag('--rhs-zero-point', flags.rhsZeroPoint);
+    if (lz !== undefined) spec.lhsZeroPoint = lz;
+    if (rz !== undefined) spec.rhsZeroPoint = rz;
+    if (flags.bitDepth !== undefined) spec.bitDepth = bitDepthFlag(flags.bitDepth);
+    const parsed = parseGemmSpec(spec, rules.baseDir, cliSpecIo(files, rules));
+    await runGemm(parsed.problem, resolve(parsed.out), files, budget, opts);
+  } catch (e) {
+    throw flagError(e);
+  }
+}
+
+/** The spec fields that `qgemm gemm` fills from flags; errors name the flag (`--pipeline[0].shift`). */
+const FLAG_OF: [string, string][] = [
+  ['lhsZeroPoint', '--lhs-zero-point'],
+  ['rhsZeroPoint', '--rhs-zero-point'],
+  ['pipeline', '--pipeline'],
+  ['bitDepth', '--bit-depth'],
+  ['lhs', '--lhs'],
+  ['rhs', '--rhs'],
+  ['out', '--out'],
+];
+
+function flagError(e: unknown): unknown {
+  if (!(e instanceof InputError)) return e;
+  for (const [field, flag] of FLAG_OF) {
+    if (e.field === field || e.field.startsWith(`${field}[`) || e.field.startsWith(`${field}.`)) {
+      return new InputError(flag + e.field.slice(field.length), e.message.slice(e.field.length + 2));
+    }
+  }
+  return e;
+}

@@ -1,0 +1,250 @@
+// The CLI's file system boundary: every file it reads or writes goes through here.
+// - Paths: a NUL or an over-long path is bad input; with `confine`, a relative path may not leave its
+//   base folder (`qgemm run`: the spec's folder) unless the user passes --allow-outside.
+// - Reads: regular files only, opened non-blocking (a FIFO never hangs, /dev/zero is never read), and
+//   an .npy file's size is checked against its header (and the memory budget) before its data is read.
+// - Writes (`out`): refused when it is a symlink, FIFO, device, directory, write-protected, not writable,
+//   or the same file as an input; otherwise the result goes to a temporary file beside it that is renamed
+//   into place, so a failure leaves no partial file and the old file untouched.
+// - Errors: a problem with what the user named is an InputError on the field (exit 2); trouble of the
+//   machine (disk full, I/O error, too many open files) is an IoError (exit 1).
+
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { InputError, QgemmError } from '../errors.ts';
+import { NPY_PREAMBLE_BYTES, NpyFormatError, npyFromData, npyHeaderEnd, parseNpyLayout, type NpyArray, type NpyLayout } from '../io/npy.ts';
+import { brief } from './json.ts';
+import type { MemoryBudget } from './budget.ts';
+
+/** A failure of the machine, not of the input (exit 1). */
+export class IoError extends QgemmError {
+  override name = 'IOError';
+}
+
+/** Codes that say the path the user gave is wrong; anything else is the machine's trouble. */
+const INPUT_CODES: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  ENOTDIR: 'a component of the path is not a folder',
+  EISDIR: 'is a folder',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENAMETOOLONG: 'name too long',
+  ELOOP: 'too many levels of symbolic links',
+  EROFS: 'read-only file system',
+  EEXIST: 'already exists',
+  EINVAL: 'invalid path',
+  ENXIO: 'no such device',
+  ETXTBSY: 'file busy',
+  ERR_INVALID_ARG_VALUE: 'invalid path',
+  ERR_INVALID_ARG_TYPE: 'invalid path',
+};
+
+/** Longest path accepted (Linux's PATH_MAX). */
+const MAX_PATH = 4096;
+/** Largest .npy header read (numpy itself refuses headers over 10,000 bytes by default). */
+const MAX_NPY_HEADER = 1 << 20;
+
+/** A path for a message: cut like any other echoed value. */
+export function shown(path: string): string {
+  return path.length > 200 ? `${path.slice(0, 200)}... (${path.length} characters)` : path;
+}
+
+/** Maps a file system error on `path` to an InputError on `field` (exit 2) or an IoError (exit 1). */
+export function fsError(field: string, path: string, verb: string, e: unknown): Error {
+  if (e instanceof QgemmError) return e;
+  const code = (e as { code?: string }).code ?? '';
+  if (code in INPUT_CODES) return new InputError(field, `cannot ${verb} ${shown(path)}: ${INPUT_CODES[code]} (${code})`);
+  const why = (e as Error).message?.split('\n')[0] ?? String(e);
+  return new IoError(`cannot ${verb} ${shown(path)}: ${why.slice(0, 300)}`);
+}
+
+export interface PathRules {
+  /** Relative paths resolve against this folder. */
+  baseDir: string;
+  /** Relative paths may not leave baseDir (`qgemm run` without --allow-outside). */
+  confine: boolean;
+}
+
+/** The full path a field names, or an InputError saying why it cannot name one. */
+export function resolveField(field: string, p: unknown, rules: PathRules): string {
+  if (typeof p !== 'string' || p === '') throw new InputError(field, `expected a file path, got ${brief(p)}`);
+  if (p.includes('\0')) throw new InputError(field, 'a path may not contain a NUL character');
+  if (p.length > MAX_PATH) throw new InputError(field, `path of ${p.length} characters is too long (at most ${MAX_PATH})`);
+  if (isAbsolute(p)) return resolve(p);
+  const full = resolve(rules.baseDir, p);
+  const rel = relative(rules.baseDir, full);
+  if (rules.confine && (rel === '..' || rel.startsWith(`..${'/'}`) || rel.startsWith('..\\') || isAbsolute(rel))) {
+    throw new InputError(field, `${brief(p)} leaves the spec's folder; give an absolute path, or pass --allow-outside`);
+  }
+  return full;
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  if (st.isSocket()) return 'a socket';
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}
+
+/** A file read as input, remembered so that `out` can be refused when it is the same file. */
+interface ReadRecord {
+  field: string;
+  dev: number;
+  ino: number;
+}
+
+/** Reads the CLI's inputs: regular files only, sized before they are read. */
+export class InputFiles {
+  readonly read: ReadRecord[] = [];
+  constructor(private readonly budget: MemoryBudget) {}
+
+  /** Opens a regular file without blocking (a FIFO would block open() until a writer comes). */
+  private open(field: string, path: string): { fd: number; size: number } {
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    } catch (e) {
+      throw fsError(field, path, 'read', e);
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw new InputError(field, `${shown(path)} is ${kindOf(st)}; expected a regular file`);
+      this.read.push({ field, dev: st.dev, ino: st.ino });
+      return { fd, size: st.size };
+    } catch (e) {
+      closeSync(fd);
+      throw fsError(field, path, 'read', e);
+    }
+  }
+
+  private readAt(field: string, path: string, fd: number, length: number, position: number): Uint8Array {
+    const buf = new Uint8Array(length);
+    let done = 0;
+    try {
+      while (done < length) {
+        const n = readSync(fd, buf, done, length - done, position + done);
+        if (n === 0) throw new InputError(field, `${shown(path)} changed while it was read`);
+        done += n;
+      }
+    } catch (e) {
+      throw fsError(field, path, 'read', e);
+    }
+    return buf;
+  }
+
+  /** A text file (a spec, a --pipeline @file) of at most maxBytes. */
+  readText(field: string, path: string, maxBytes: number): string {
+    const { fd, size } = this.open(field, path);
+    try {
+      if (size > maxBytes) throw new InputError(field, `${shown(path)} is ${size} bytes; at most ${maxBytes} are read`);
+      const bytes = this.readAt(field, path, fd, size, 0);
+      try {
+        return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+      } catch {
+        throw new InputError(field, `${shown(path)} is not UTF-8 text`);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** An .npy file: header first, then (size matching, within the memory budget) exactly its data. */
+  readNpy(field: string, path: string): NpyArray {
+    const { fd, size } = this.open(field, path);
+    const bad = (e: unknown) =>
+      e instanceof NpyFormatError ? new InputError(field, `${shown(path)} is not a valid .npy file: ${e.message}`) : e;
+    try {
+      const preamble = this.readAt(field, path, fd, Math.min(size, NPY_PREAMBLE_BYTES), 0);
+      let layout: NpyLayout;
+      try {
+        const headerEnd = npyHeaderEnd(preamble);
+        if (headerEnd > MAX_NPY_HEADER) throw new NpyFormatError(`header of ${headerEnd} bytes is over the ${MAX_NPY_HEADER}-byte limit`);
+        if (headerEnd > size) throw new NpyFormatError(`header is truncated: needs ${headerEnd} bytes, the file has ${size}`);
+        layout = parseNpyLayout(this.readAt(field, path, fd, headerEnd, 0));
+        const actual = size - layout.dataStart;
+        if (actual < layout.dataBytes) throw new NpyFormatError(`data is truncated: expected ${layout.dataBytes} bytes, got ${actual}`);
+        if (actual > layout.dataBytes)
+          throw new NpyFormatError(`${actual - layout.dataBytes} trailing bytes after the data (expected ${layout.dataBytes} bytes)`);
+      } catch (e) {
+        throw bad(e);
+      }
+      this.budget.take(field, layout.dataBytes, `${shown(path)} holds ${layout.dataBytes} bytes of data`);
+      return npyFromData(layout, this.readAt(field, path, fd, layout.dataBytes, layout.dataStart));
+    } finally {
+      closeSync(fd);
+    }
+  }
+}
+
+/** Refuses an `out` path that a write must not replace; returns the path. Nothing is written here. */
+export function checkOut(field: string, path: string, inputs: InputFiles): string {
+  let st: Stats | null = null;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'ENOENT') throw fsError(field, path, 'write', e);
+  }
+  if (st) {
+    if (!st.isFile()) throw new InputError(field, `${shown(path)} is ${kindOf(st)}; only a regular file is replaced`);
+    const input = inputs.read.find((r) => r.dev === st.dev && r.ino === st.ino);
+    if (input) throw new InputError(field, `${shown(path)} is the same file as ${input.field}; write the result elsewhere`);
+    // Like rm's "write-protected" prompt: a file without its owner's write bit is never replaced, even by root.
+    if ((st.mode & 0o200) === 0) throw new InputError(field, `${shown(path)} is write-protected; it is not replaced`);
+    try {
+      accessSync(path, constants.W_OK);
+    } catch (e) {
+      throw fsError(field, path, 'write', e);
+    }
+  }
+  const dir = dirname(path);
+  let dst: Stats;
+  try {
+    dst = statSync(dir);
+  } catch (e) {
+    throw fsError(field, dir, 'write into', e);
+  }
+  if (!dst.isDirectory()) throw new InputError(field, `${shown(dir)} is not a folder`);
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch (e) {
+    throw fsError(field, dir, 'write into', e);
+  }
+  if (basename(path).length > 255) throw new InputError(field, `file name of ${basename(path).length} characters is too long`);
+  return path;
+}
+
+/**
+ * Writes `bytes` to a new temporary file beside `path` (O_EXCL: never through an existing file or
+ * link), then renames it over `path`, after checking `path` once more. A failure removes the temporary.
+ */
+export function writeAtomic(field: string, path: string, bytes: Uint8Array, inputs: InputFiles): void {
+  checkOut(field, path, inputs);
+  const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.tmp-${process.pid}-${Date.now()}`);
+  let fd: number | null = null;
+  try {
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+    closeSync(fd);
+    fd = null;
+    renameSync(tmp, path);
+  } catch (e) {
+    if (fd !== null) closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw fsError(field, path, 'write', e);
+  }
+}

@@ -1,0 +1,172 @@
+// Strict JSON for the CLI's specs and `--pipeline` values. JSON.parse lets the last of two equal keys
+// win silently and has no depth limit (a spec nested 100,000 deep overflows the stack of whoever walks
+// it later); this parser rejects duplicate keys (naming the key's path, e.g. `pipeline[0].shift`),
+// nesting deeper than MAX_JSON_DEPTH and text longer than the caller's cap. Errors are InputErrors on
+// the caller's field with a line:column position. `brief` is the one way a value from the input is
+// echoed into a message: cut to about 100 characters, so an 8 MiB string is never printed whole.
+
+import { InputError } from '../errors.ts';
+
+/** Deeper than any spec needs (a spec is 4 deep: spec -> pipeline -> stage -> values). */
+export const MAX_JSON_DEPTH = 32;
+
+const ECHO_CHARS = 100;
+
+/** A value from the input, for a message: short, one line, never the whole of a large value. */
+export function brief(v: unknown): string {
+  if (typeof v === 'string') {
+    const cut = v.length > ECHO_CHARS;
+    return `${JSON.stringify(cut ? v.slice(0, ECHO_CHARS) : v)}${cut ? `... (${v.length} characters)` : ''}`;
+  }
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (v === null) return 'null';
+  if (typeof v === 'object') return ArrayBuffer.isView(v) ? 'an array' : 'an object';
+  if (typeof v === 'bigint') return `${v}`;
+  return String(v);
+}
+
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const SPACE = /[ \t\n\r]*/y;
+
+class Parser {
+  private pos = 0;
+  constructor(
+    private readonly text: string,
+    private readonly field: string,
+    private readonly root: string,
+  ) {}
+
+  parseDocument(): unknown {
+    this.space();
+    const value = this.value(0, this.root);
+    this.space();
+    if (this.pos < this.text.length) this.fail('unexpected text after the JSON value');
+    return value;
+  }
+
+  private value(depth: number, path: string): unknown {
+    const c = this.text.charAt(this.pos);
+    if (c === '{' || c === '[') {
+      if (depth >= MAX_JSON_DEPTH) this.fail(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+      return c === '{' ? this.object(depth + 1, path) : this.array(depth + 1, path);
+    }
+    if (c === '"') return this.string();
+    if (c === '-' || (c >= '0' && c <= '9')) return this.number();
+    for (const [word, v] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+    ] as const) {
+      if (this.text.startsWith(word, this.pos)) {
+        this.pos += word.length;
+        return v;
+      }
+    }
+    return this.fail(c === '' ? 'unexpected end of input' : `unexpected character ${JSON.stringify(c)}`);
+  }
+
+  private object(depth: number, path: string): Record<string, unknown> {
+    this.pos++;
+    const out: Record<string, unknown> = {};
+    this.space();
+    if (this.eat('}')) return out;
+    for (;;) {
+      this.space();
+      if (this.text.charAt(this.pos) !== '"') this.fail('expected a quoted key');
+      const keyAt = this.pos;
+      const key = this.string();
+      const keyPath = path ? `${path}.${key}` : key;
+      if (Object.hasOwn(out, key)) {
+        throw new InputError(brief(keyPath).replace(/^"|"$/g, ''), `duplicate key (${this.where(keyAt)}); each key may appear once`);
+      }
+      this.space();
+      if (!this.eat(':')) this.fail("expected ':' after a key");
+      this.space();
+      // defineProperty: a key named "__proto__" is data, never the object's prototype.
+      Object.defineProperty(out, key, { value: this.value(depth, keyPath), enumerable: true, writable: true, configurable: true });
+      this.space();
+      if (this.eat('}')) return out;
+      if (!this.eat(',')) this.fail("expected ',' or '}'");
+    }
+  }
+
+  private array(depth: number, path: string): unknown[] {
+    this.pos++;
+    const out: unknown[] = [];
+    this.space();
+    if (this.eat(']')) return out;
+    for (;;) {
+      this.space();
+      out.push(this.value(depth, `${path}[${out.length}]`));
+      this.space();
+      if (this.eat(']')) return out;
+      if (!this.eat(',')) this.fail("expected ',' or ']'");
+    }
+  }
+
+  /** A string token, scanned by hand (a regexp over megabytes of escapes overflows V8's regexp stack). */
+  private string(): string {
+    const start = this.pos;
+    const text = this.text;
+    let i = start + 1;
+    for (;;) {
+      const c = text.charCodeAt(i);
+      if (c === 0x22) break;
+      if (Number.isNaN(c)) this.fail('unterminated string');
+      if (c < 0x20) this.fail('a control character in a string (escape it)');
+      if (c === 0x5c) {
+        const e = text.charAt(i + 1);
+        if (e === 'u' ? !/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6)) : !'"\\/bfnrt'.includes(e) || e === '') {
+          this.pos = i;
+          this.fail('bad escape in a string');
+        }
+        i += e === 'u' ? 6 : 2;
+      } else {
+        i++;
+      }
+    }
+    this.pos = i + 1;
+    return JSON.parse(text.slice(start, i + 1)) as string;
+  }
+
+  private number(): number {
+    NUMBER.lastIndex = this.pos;
+    const m = NUMBER.exec(this.text);
+    if (!m) this.fail('bad number');
+    this.pos += m[0].length;
+    return Number(m[0]);
+  }
+
+  private eat(c: string): boolean {
+    if (this.text.charAt(this.pos) !== c) return false;
+    this.pos++;
+    return true;
+  }
+
+  private space(): void {
+    SPACE.lastIndex = this.pos;
+    this.pos += SPACE.exec(this.text)![0].length;
+  }
+
+  private where(at: number): string {
+    let line = 1;
+    let lineStart = 0;
+    for (let i = this.text.indexOf('\n'); i >= 0 && i < at; i = this.text.indexOf('\n', i + 1)) {
+      line++;
+      lineStart = i + 1;
+    }
+    return `line ${line} column ${at - lineStart + 1}`;
+  }
+
+  private fail(message: string): never {
+    throw new InputError(this.field, `not valid JSON: ${message} at ${this.where(this.pos)}`);
+  }
+}
+
+/**
+ * Parses `text` strictly; every problem is an InputError on `field`, or on the duplicated key's path
+ * (`root` names the document itself in that path: '' for a spec, '--pipeline' for that flag's array).
+ */
+export function parseStrictJson(text: string, field: string, root = ''): unknown {
+  return new Parser(text, field, root).parseDocument();
+}

@@ -1,0 +1,83 @@
+// Keeps native noise off the user's stderr. Dawn (the `webgpu` package) writes driver-probe warnings
+// from C++ straight to file descriptor 2 ("Warning: vkCreateInstance: Found no drivers!" and a source
+// frame) while it looks for an adapter; no environment variable silences them and Node cannot
+// redirect its own fd 2. So a command that may open a GPU runs in a child process: the child's fd 2 is
+// a pipe that the parent drains and drops, and the child writes qgemm's own messages to fd 3, a second
+// pipe that the parent copies to its stderr. stdout is shared. If the child fails without a message of
+// its own (a native crash, a broken install), the parent says so in one line with the last native
+// line; QGEMM_DEBUG=1 runs everything in one process with the native output visible.
+
+import { spawn } from 'node:child_process';
+import { writeSync } from 'node:fs';
+
+const MESSAGES_FD_ENV = 'QGEMM_MESSAGES_FD';
+
+/** In the quiet child: the fd for qgemm's own messages; otherwise null. */
+export function messagesFd(): number | null {
+  const v = process.env[MESSAGES_FD_ENV];
+  return v && /^\d+$/.test(v) ? Number(v) : null;
+}
+
+export function writeFd(fd: number, text: string): void {
+  const bytes = Buffer.from(text, 'utf8');
+  for (let done = 0; done < bytes.length; ) {
+    try {
+      done += writeSync(fd, bytes, done);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'EAGAIN') throw e; // the pipe may be non-blocking: retry
+    }
+  }
+}
+
+/** Whether these arguments may open a GPU: `info`, or a --backend other than cpu. */
+export function needsDevice(argv: string[]): boolean {
+  if (argv[0] === 'info') return !argv.includes('--help') && !argv.includes('-h');
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = a === '--backend' ? argv[i + 1] : a.startsWith('--backend=') ? a.slice(10) : undefined;
+    if (value === 'webgpu' || value === 'auto') return true;
+  }
+  return false;
+}
+
+/** Runs `node binPath ...argv` as the quiet child; resolves to its exit code. */
+export function runQuietChild(binPath: string, argv: string[]): Promise<number> {
+  return new Promise((resolvePromise) => {
+    const child = spawn(process.execPath, [...process.execArgv, binPath, ...argv], {
+      stdio: ['inherit', 'inherit', 'pipe', 'pipe'],
+      env: { ...process.env, [MESSAGES_FD_ENV]: '3' },
+    });
+    let tail = '';
+    let said = false;
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', (chunk: Buffer) => {
+      said = true;
+      process.stderr.write(chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      tail = (tail + chunk.toString('utf8')).slice(-4000);
+    });
+    // Ctrl-C reaches the child too (same process group); the parent waits for it to end.
+    const ignore = () => {};
+    process.on('SIGINT', ignore);
+    process.on('SIGTERM', ignore);
+    const done = (code: number) => {
+      process.off('SIGINT', ignore);
+      process.off('SIGTERM', ignore);
+      resolvePromise(code);
+    };
+    child.on('error', (e) => {
+      process.stderr.write(`qgemm: internal error: cannot start a child process (${e.message.split('\n')[0]})\n`);
+      done(1);
+    });
+    child.on('close', (code, signal) => {
+      if (signal === 'SIGINT' || signal === 'SIGTERM') return done(128 + (signal === 'SIGINT' ? 2 : 15));
+      if (code === 0 || ((code === 1 || code === 2) && said)) return done(code);
+      const last = tail.trim().split('\n').at(-1)?.slice(0, 200) ?? '';
+      process.stderr.write(
+        `qgemm: internal error: the process running the GPU ended with ${signal ?? `exit code ${code}`}` +
+          `${last ? ` (last native message: ${last})` : ''}; run with QGEMM_DEBUG=1 to see all of its output\n`,
+      );
+      done(1);
+    });
+  });
+}

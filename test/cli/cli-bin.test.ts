@@ -1,0 +1,75 @@
+// The real `qgemm` binary (bin/qgemm.mjs -> dist/node/cli.js) as a user runs it: stderr carries only
+// qgemm's own lines. Commands that may open a GPU run in a quiet child (src/cli/quiet.ts) that drops
+// Dawn's native driver-probe warnings; its messages and exit codes must still come through. `npx qgemm`
+// in the clone must print no npm warning of the project's making (the user's own npm config is set
+// aside, as it is not ours).
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO, cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, runBin, writeSpecIn } from './support.ts';
+
+beforeAll(ensureBuilt, 300_000);
+afterAll(cleanup);
+
+const GEMM = ['gemm', '--lhs', 'A.npy', '--rhs', 'B.npy', '--out', 'C.npy', '--rhs-zero-point', '-7'];
+
+describe('stderr carries only qgemm', () => {
+  it("the README's command with --backend auto: exit 0, nothing on stderr", () => {
+    const dir = freshDir();
+    expect(runBin([...GEMM, '--backend', 'auto'], dir)).toEqual({ code: 0, out: '', err: '' });
+    expect(existsSync(join(dir, 'C.npy'))).toBe(true);
+  });
+  it('--backend webgpu: exit 0 and nothing on stderr, or (no adapter here) one NoAdapterError line', () => {
+    const dir = freshDir();
+    const r = runBin([...GEMM, '--backend', 'webgpu'], dir);
+    if (r.code === 0) expect(r.err).toBe('');
+    else expectOneLine(r, 1, 'NoAdapterError');
+  });
+  it("the child's bad-input line and exit code come through", () => {
+    const dir = freshDir();
+    const r = runBin(['run', writeSpecIn(dir, { pipeline: [{ type: 'clamp', min: 3, max: 1 }] }), '--backend', 'webgpu'], dir);
+    expectOneLine(r, 2, 'pipeline[0].min');
+    expectNothingWritten(dir);
+  });
+  it("the child's machine failure comes through as one line, exit 1", () => {
+    const dir = freshDir();
+    const r = runBin([...GEMM, '--backend', 'webgpu'], dir, { QGEMM_DAWN_NODE: '/nonexistent/dawn.node' });
+    expect(expectOneLine(r, 1, 'NoAdapterError')).not.toMatch(/apt-get/);
+    expectNothingWritten(dir);
+  });
+  it('bare qgemm: usage on stderr, exit 2; --version on stdout', () => {
+    const dir = freshDir();
+    const bare = runBin([], dir);
+    expect(bare.code).toBe(2);
+    expect(bare.out).toBe('');
+    expect(bare.err).toMatch(/^Usage: qgemm/);
+    const { version } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+    expect(runBin(['--version'], dir)).toEqual({ code: 0, out: `${version}\n`, err: '' });
+  });
+});
+
+describe('npx qgemm', () => {
+  it('prints no npm warning (no unknown keys in the project .npmrc)', () => {
+    const dir = freshDir();
+    const userconfig = join(dir, 'empty-npmrc');
+    writeFileSync(userconfig, '');
+    // The env as a user's shell has it: without the npm_* variables of the npm that started vitest.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+    env.NPM_CONFIG_USERCONFIG = userconfig;
+    const out = execFileSync('npx', ['--no-install', 'qgemm', '--version'], {
+      cwd: REPO,
+      encoding: 'utf8',
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(out.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const r = execFileSync('sh', ['-c', `npx --no-install qgemm --version 2>&1 >/dev/null`], {
+      cwd: REPO,
+      encoding: 'utf8',
+      env,
+    });
+    expect(r).toBe('');
+  });
+});

@@ -1,0 +1,352 @@
+// Issue 13's reproductions, each as a test of the CLI's bad-input contract: exit 2 (1 for a machine
+// fault), one stderr line naming the field, no output or temporary file written, an old output file
+// untouched. Reads (devices, FIFOs, folders, sizes from the .npy header), writes (links, FIFOs,
+// folders, write-protected files, an input as the output, the spec-folder rule), strict JSON, the
+// memory cap, validation before any device, and the command line itself (negative values, --help,
+// --version, bare `qgemm`, bad numbers). Runs in-process through `main`; the quiet-stderr checks of the
+// real binary are in cli-bin.test.ts.
+
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { A, B, K, N, cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain, writeSpecIn } from './support.ts';
+
+afterAll(cleanup);
+
+const OLD = 'previous result, must survive\n';
+
+/** A version 1.0 .npy file with this header dict, padded as numpy pads it, then `data`. */
+function rawNpy(dict: string, data: Uint8Array): Uint8Array {
+  const pad = (64 - ((10 + dict.length + 1) % 64)) % 64;
+  const header = `${dict}${' '.repeat(pad)}\n`;
+  return Uint8Array.from([
+    0x93,
+    0x4e,
+    0x55,
+    0x4d,
+    0x50,
+    0x59,
+    1,
+    0,
+    header.length & 0xff,
+    header.length >> 8,
+    ...Buffer.from(header, 'latin1'),
+    ...data,
+  ]);
+}
+
+async function run(dir: string, patch: Record<string, unknown> = {}, extra: string[] = []) {
+  return runMain(['run', writeSpecIn(dir, patch), '--backend', 'cpu', ...extra]);
+}
+
+describe('reads: regular files only, sized before reading', () => {
+  it('an operand that is /dev/zero is refused without reading it', async () => {
+    const dir = freshDir();
+    expect(expectOneLine(await run(dir, { lhs: '/dev/zero' }), 2, 'lhs')).toMatch(/device/);
+    expectNothingWritten(dir);
+  });
+  it('an operand that is a FIFO is refused without blocking', async () => {
+    const dir = freshDir();
+    execFileSync('mkfifo', [join(dir, 'f.npy')]);
+    expect(expectOneLine(await run(dir, { rhs: 'f.npy' }), 2, 'rhs')).toMatch(/FIFO/);
+    expectNothingWritten(dir);
+  });
+  it('an operand that is a folder', async () => {
+    const dir = freshDir();
+    mkdirSync(join(dir, 'd.npy'));
+    expect(expectOneLine(await run(dir, { lhs: 'd.npy' }), 2, 'lhs')).toMatch(/folder/);
+  });
+  it('a zero-point file that is a FIFO', async () => {
+    const dir = freshDir();
+    execFileSync('mkfifo', [join(dir, 'z.npy')]);
+    expectOneLine(await run(dir, { rhsZeroPoint: 'z.npy' }), 2, 'rhsZeroPoint');
+  });
+  it('a spec that is /dev/zero, a FIFO or a folder', async () => {
+    const dir = freshDir();
+    execFileSync('mkfifo', [join(dir, 'fifo.json')]);
+    for (const spec of ['/dev/zero', join(dir, 'fifo.json'), dir]) {
+      expectOneLine(await runMain(['run', spec]), 2, 'SPEC');
+    }
+    expectNothingWritten(dir);
+  });
+  it('a spec over the 64 MiB cap is refused before it is read (a sparse file)', async () => {
+    const dir = freshDir();
+    const spec = writeSpecIn(dir);
+    truncateSync(spec, 65 * 2 ** 20);
+    expect(expectOneLine(await runMain(['run', spec]), 2, 'SPEC')).toMatch(/at most 67108864/);
+  });
+  it('a header promising more data than the file holds is refused before the data is read', async () => {
+    const dir = freshDir({ 'big.npy': rawNpy("{'descr': '|u1', 'fortran_order': False, 'shape': (99999, 99999), }", new Uint8Array(6)) });
+    expect(expectOneLine(await run(dir, { lhs: 'big.npy' }), 2, 'lhs')).toMatch(/data is truncated: expected 9999800001 bytes, got 6/);
+    expectNothingWritten(dir);
+  });
+  it('a header length beyond the file is refused', async () => {
+    const bytes = rawNpy("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", new Uint8Array(6));
+    bytes[8] = 0xff;
+    bytes[9] = 0xff;
+    expectOneLine(await run(freshDir({ 'bad.npy': bytes }), { rhs: 'bad.npy' }), 2, 'rhs');
+  });
+  it('an operand over --max-memory names the field and the sizes', async () => {
+    const dir = freshDir({ 'A.npy': npy('uint8', [64, K], new Uint8Array(64 * K)) });
+    const line = expectOneLine(await run(dir, {}, ['--max-memory', '100']), 2, 'lhs');
+    expect(line).toMatch(/192 bytes.*memory cap.*--max-memory/);
+  });
+});
+
+describe('strict JSON and bounded messages', () => {
+  it('nesting 100,000 deep is exit 2 on SPEC, not a stack overflow', async () => {
+    const dir = freshDir();
+    const r = await runMain(['run', writeSpecIn(dir, {}, `{"op": "gemm", "pipeline": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`)]);
+    expect(expectOneLine(r, 2, 'SPEC')).toMatch(/nested deeper than 32/);
+  });
+  it('an 8 MiB string is echoed cut, not whole', async () => {
+    const dir = freshDir();
+    const line = expectOneLine(await run(dir, { pipeline: [{ type: 'x'.repeat(8 * 2 ** 20) }] }), 2, 'pipeline[0].type');
+    expect(line.length).toBeLessThan(400);
+    const r = await run(freshDir(), { pipeline: [{ type: 'clamp', min: 'y'.repeat(8 * 2 ** 20), max: 3 }] });
+    expect(expectOneLine(r, 2, 'pipeline[0].min')).toMatch(/\(8388608 characters\)/);
+  });
+  it('a duplicate key names its path', async () => {
+    const dir = freshDir();
+    expectOneLine(
+      await runMain(['run', writeSpecIn(dir, {}, '{"op": "gemm", "lhs": "A.npy", "lhs": "B.npy", "rhs": "B.npy", "out": "C.npy"}')]),
+      2,
+      'lhs',
+    );
+    const stage = '{"type": "quantizeDownInt32ByFixedPoint", "multiplier": 5, "shift": 1, "shift": 2, "offsetAfterShift": 0}';
+    const r = await runMain([
+      'run',
+      writeSpecIn(dir, {}, `{"op": "gemm", "lhs": "A.npy", "rhs": "B.npy", "out": "C.npy", "pipeline": [${stage}]}`),
+    ]);
+    expect(expectOneLine(r, 2, 'pipeline[0].shift')).toMatch(/duplicate key \(line 1 column \d+\)/);
+    expectNothingWritten(dir);
+  });
+  const cases: [string, Record<string, unknown>, string][] = [
+    [
+      '"axis": "diag" with a scalar',
+      { pipeline: [{ type: 'quantizeDownInt32ToUint8Scale', offset: 0, multiplier: 1, shift: 0, axis: 'diag' }] },
+      'pipeline[0].axis',
+    ],
+    ['"pipeline": null', { pipeline: null }, 'pipeline'],
+    [
+      'an unknown rounding',
+      { pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1, exponent: 0, offsetAfterShift: 0, rounding: 'up' }] },
+      'pipeline[0].rounding',
+    ],
+    ['an unknown bitDepth rounding', { bitDepth: { lhs: 4, rhs: 4, rounding: 'sometimes' } }, 'bitDepth.rounding'],
+    ['a stray bitDepth field', { bitDepth: { lhs: 4, rhs: 4, junk: 1 } }, 'bitDepth.junk'],
+    ['a string where a number belongs', { pipeline: [{ type: 'clamp', min: '0', max: 3 }] }, 'pipeline[0].min'],
+    ['a cast to an unknown type', { pipeline: [{ type: 'saturatingCast', to: 'uint4' }] }, 'pipeline[0].to'],
+    ['a "__proto__" key', { ['__proto__']: 1 }, '__proto__'],
+    ['out that is not a string', { out: 3 }, 'out'],
+  ];
+  for (const [name, patch, field] of cases) {
+    it(name, async () => {
+      const dir = freshDir();
+      const text = name.includes('__proto__')
+        ? '{"op": "gemm", "lhs": "A.npy", "rhs": "B.npy", "out": "C.npy", "__proto__": 1}'
+        : undefined;
+      expectOneLine(await runMain(['run', writeSpecIn(dir, patch, text), '--backend', 'cpu']), 2, field);
+      expectNothingWritten(dir);
+    });
+  }
+});
+
+describe('writes: what out may replace', () => {
+  const refused: [string, (dir: string) => string, RegExp][] = [
+    [
+      'a symlink (its target untouched)',
+      (dir) => {
+        writeFileSync(join(dir, 'target.npy'), OLD);
+        symlinkSync('target.npy', join(dir, 'C.npy'));
+        return 'C.npy';
+      },
+      /symbolic link/,
+    ],
+    [
+      'a FIFO',
+      (dir) => {
+        execFileSync('mkfifo', [join(dir, 'C.npy')]);
+        return 'C.npy';
+      },
+      /FIFO/,
+    ],
+    ['a folder ("." )', () => '.', /folder/],
+    [
+      'a write-protected file',
+      (dir) => {
+        writeFileSync(join(dir, 'C.npy'), OLD);
+        chmodSync(join(dir, 'C.npy'), 0o444);
+        return 'C.npy';
+      },
+      /write-protected/,
+    ],
+    ['the lhs itself', () => 'A.npy', /same file as lhs/],
+    ['a path with a NUL', () => 'C\0.npy', /NUL/],
+    ['a 300-character name', () => `${'x'.repeat(300)}.npy`, /too long/],
+    ['a missing folder', () => 'nowhere/C.npy', /no such file/],
+    ['a path that leaves the spec folder', () => '../escaped.npy', /leaves the spec's folder.*--allow-outside/],
+  ];
+  for (const [name, setup, why] of refused) {
+    it(`refuses ${name}`, async () => {
+      const dir = freshDir();
+      const out = setup(dir);
+      const before = existsSync(join(dir, 'target.npy')) ? readFileSync(join(dir, 'target.npy'), 'utf8') : null;
+      const aBefore = readFileSync(join(dir, 'A.npy'));
+      expect(expectOneLine(await run(dir, { out }), 2, 'out')).toMatch(why);
+      expect(readFileSync(join(dir, 'A.npy'))).toEqual(aBefore);
+      if (before !== null) expect(readFileSync(join(dir, 'target.npy'), 'utf8')).toBe(before);
+      if (name.includes('write-protected')) expect(readFileSync(join(dir, 'C.npy'), 'utf8')).toBe(OLD);
+      expect(existsSync(join(dir, '..', 'escaped.npy'))).toBe(false);
+    });
+  }
+  it('an input path that leaves the spec folder is refused too', async () => {
+    const dir = freshDir();
+    expect(expectOneLine(await run(dir, { lhs: '../c0/A.npy' }), 2, 'lhs')).toMatch(/--allow-outside/);
+  });
+  it('--allow-outside and absolute paths may leave the folder', async () => {
+    const dir = freshDir();
+    mkdirSync(join(dir, 'sub'));
+    const spec = join(dir, 'sub', 'spec.json');
+    writeFileSync(spec, JSON.stringify({ op: 'gemm', lhs: '../A.npy', rhs: join(dir, 'B.npy'), out: '../C.npy' }));
+    expectOneLine(await runMain(['run', spec]), 2, 'out');
+    expect(await runMain(['run', spec, '--allow-outside'])).toEqual({ code: 0, out: '', err: '' });
+    expect(existsSync(join(dir, 'C.npy'))).toBe(true);
+  });
+  it('an ordinary writable old file is replaced', async () => {
+    const dir = freshDir({ 'C.npy': OLD });
+    expect((await run(dir)).code).toBe(0);
+    expect(readFileSync(join(dir, 'C.npy')).subarray(1, 6).toString()).toBe('NUMPY');
+  });
+});
+
+describe('validation before any device, and the memory cap', () => {
+  // A Dawn that cannot load: any attempt to acquire a device fails with NoAdapterError (exit 1).
+  let saved: string | undefined;
+  beforeEach(() => {
+    saved = process.env.QGEMM_DAWN_NODE;
+    process.env.QGEMM_DAWN_NODE = '/nonexistent/dawn.node';
+  });
+  afterEach(() => {
+    if (saved === undefined) delete process.env.QGEMM_DAWN_NODE;
+    else process.env.QGEMM_DAWN_NODE = saved;
+  });
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['a bad pipeline', { pipeline: [{ type: 'clamp', min: 5, max: 1 }] }, 'pipeline[0].min'],
+    ['a zero-point vector of the wrong length', { rhsZeroPoint: 'z.npy' }, 'rhsZeroPoint'],
+    ['a bad bitDepth', { bitDepth: { lhs: 9, rhs: 4 } }, 'bitDepth.lhs'],
+    ['an out folder that does not exist', { out: 'nowhere/C.npy' }, 'out'],
+  ];
+  for (const backend of ['webgpu', 'auto']) {
+    for (const [name, patch, field] of bad) {
+      it(`${name} is exit 2 with --backend ${backend} and no adapter`, async () => {
+        const dir = freshDir({ 'z.npy': npy('int32', [N + 1], new Int32Array(N + 1)) });
+        expectOneLine(await runMain(['run', writeSpecIn(dir, patch), '--backend', backend]), 2, field);
+        expectNothingWritten(dir);
+      });
+    }
+  }
+  it('(control: a valid spec with --backend webgpu and no adapter is NoAdapterError, exit 1)', async () => {
+    const dir = freshDir();
+    expectOneLine(await runMain(['run', writeSpecIn(dir), '--backend', 'webgpu']), 1, 'NoAdapterError');
+    expectNothingWritten(dir);
+  });
+  it('an output too large for the cap is exit 2 with its size, before allocating', async () => {
+    const dir = freshDir({
+      'A.npy': npy('uint8', [100_000, 1], new Uint8Array(100_000)),
+      'B.npy': npy('int8', [1, 100_000], new Int8Array(100_000)),
+    });
+    const line = expectOneLine(await run(dir), 2, 'out');
+    expect(line).toMatch(/\[100000, 100000\] int32 result .* about 111\.8 GiB.*--max-memory/);
+    expectNothingWritten(dir);
+  });
+  it('an elementwise output too large for the cap', async () => {
+    const dir = freshDir({
+      'a.npy': npy('uint8', [100_000, 1], new Uint8Array(100_000)),
+      'b.npy': npy('uint8', [1, 100_000], new Uint8Array(100_000)),
+    });
+    const spec = {
+      op: 'add',
+      a: { data: 'a.npy', scale: 1, zeroPoint: 0 },
+      b: { data: 'b.npy', scale: 1, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+      out: 'C.npy',
+    };
+    expectOneLine(await runMain(['run', writeSpecIn(dir, {}, JSON.stringify(spec))]), 2, 'out');
+  });
+});
+
+describe('the command line', () => {
+  it('negative zero points are values: --rhs-zero-point -7', async () => {
+    const dir = freshDir();
+    const r = await runMain([
+      'gemm',
+      '--lhs',
+      join(dir, 'A.npy'),
+      '--rhs',
+      join(dir, 'B.npy'),
+      '--out',
+      join(dir, 'C.npy'),
+      '--rhs-zero-point',
+      '-7',
+      '--lhs-zero-point',
+      '-3',
+    ]);
+    expect(r).toEqual({ code: 0, out: '', err: '' });
+    expect(existsSync(join(dir, 'C.npy'))).toBe(true);
+  });
+  it('bare qgemm prints usage on stderr with exit 2', async () => {
+    const r = await runMain([]);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toMatch(/^Usage: qgemm/);
+  });
+  it('--help prints usage on stdout with exit 0; each command has its own', async () => {
+    const top = await runMain(['--help']);
+    expect(top).toMatchObject({ code: 0, err: '' });
+    expect(top.out).toMatch(/Commands:[\s\S]*run[\s\S]*gemm[\s\S]*info/);
+    const gemm = await runMain(['gemm', '--help']);
+    expect(gemm).toMatchObject({ code: 0, err: '' });
+    expect(gemm.out).toMatch(/--rhs-zero-point <int\|path>/);
+    expect((await runMain(['run', '--help'])).out).toMatch(/--allow-outside/);
+  });
+  it('--version prints the package version', async () => {
+    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8'));
+    expect(await runMain(['--version'])).toEqual({ code: 0, out: `${version}\n`, err: '' });
+  });
+  const flags: [string, string[], string, RegExp][] = [
+    ['--lhs-zero-point 3.5', ['--lhs-zero-point', '3.5'], '--lhs-zero-point', /expected an int32 or a path/],
+    ['--rhs-zero-point 1e3', ['--rhs-zero-point', '1e3'], '--rhs-zero-point', /expected an int32/],
+    ['--rhs-zero-point beyond int32', ['--rhs-zero-point', '-2147483649'], '--rhs-zero-point', /expected an int32/],
+    ['--bit-depth 4', ['--bit-depth', '4'], '--bit-depth', /expected L,R\[,ROUNDING\]/],
+    ['--bit-depth 4,4,nearest,junk', ['--bit-depth', '4,4,nearest,junk'], '--bit-depth', /expected L,R/],
+    ['--bit-depth 4,x', ['--bit-depth', '4,x'], '--bit-depth', /expected L,R/],
+    ['--bit-depth 9,4', ['--bit-depth', '9,4'], '--bit-depth.lhs', /1\.\.8/],
+    ['--max-memory lots', ['--max-memory', 'lots'], '--max-memory', /expected a size/],
+    ['--backend gpu', ['--backend', 'gpu'], '--backend', /cpu, webgpu, auto/],
+    ['an unknown option', ['--frobnicate'], '--frobnicate', /unknown option/],
+    [
+      '--pipeline with a duplicate key',
+      ['--pipeline', '[{"type": "clamp", "min": 1, "min": 2, "max": 3}]'],
+      '--pipeline[0].min',
+      /duplicate/,
+    ],
+    ['--pipeline with an unknown stage', ['--pipeline', '[{"type": "relu"}]'], '--pipeline[0].type', /unknown stage/],
+  ];
+  for (const [name, extra, field, why] of flags) {
+    it(name, async () => {
+      const dir = freshDir({ 'C.npy': OLD });
+      const r = await runMain(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy'), '--out', join(dir, 'C.npy'), ...extra]);
+      expect(expectOneLine(r, 2, field)).toMatch(why);
+      expect(readFileSync(join(dir, 'C.npy'), 'utf8')).toBe(OLD);
+    });
+  }
+  it('gemm --out that is the lhs names --out, and leaves the lhs untouched', async () => {
+    const dir = freshDir();
+    const r = await runMain(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy'), '--out', join(dir, 'A.npy')]);
+    expectOneLine(r, 2, '--out');
+    expect(readFileSync(join(dir, 'A.npy'))).toEqual(Buffer.from(A()));
+    expect(readFileSync(join(dir, 'B.npy'))).toEqual(Buffer.from(B()));
+  });
+});

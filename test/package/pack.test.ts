@@ -1,0 +1,142 @@
+// The published package as a consumer gets it: `npm pack` (scripts off, so it packs what `npm run
+// build` made), the file list checked against the runtime set (no benchmark, no demo, no sources,
+// whatever else is in dist/) and its size, then the tarball installed into a fresh temp project
+// (cache first; the package's only dependency is @webgpu/types), a consumer file type-checked with the
+// repository's TypeScript under strict `nodenext` and `bundler` settings (skipLibCheck off), compiled
+// and run in Node against both entries ('qgemm-webgpu' and 'qgemm-webgpu/cpu') and the `qgemm` bin.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newest } from '../browser/freshness.ts';
+
+const REPO = join(import.meta.dirname, '../..');
+const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
+const work = mkdtempSync(join(tmpdir(), 'qgemm-pack-'));
+const consumer = join(work, 'consumer');
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The environment of a user's shell: none of the npm_* variables of the npm that started vitest. */
+const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+
+function sh(cmd: string, args: string[], cwd: string): string {
+  return execFileSync(cmd, args, { cwd, encoding: 'utf8', env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+interface Packed {
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: { path: string }[];
+}
+let packed: Packed;
+
+beforeAll(() => {
+  const built = join(REPO, 'dist/types/index.d.ts');
+  if (!existsSync(built) || statSync(built).mtimeMs < newest([join(REPO, 'src')])) sh('npm', ['run', 'build'], REPO);
+  // Something a bench or demo build leaves in dist/ must not ship.
+  mkdirSync(join(REPO, 'dist/demo'), { recursive: true });
+  writeFileSync(join(REPO, 'dist/demo/stray.txt'), 'not published\n');
+  packed = JSON.parse(sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], REPO))[0];
+  mkdirSync(consumer);
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-save', join(work, packed.filename)], consumer);
+}, 600_000);
+
+describe('the packed file list', () => {
+  it('is the runtime alone: bin, dist/node entries and chunks, browser bundles, declarations, docs', () => {
+    const paths = packed.files.map((f) => f.path);
+    const allowed = [
+      /^bin\/qgemm\.mjs$/,
+      /^dist\/node\/(index|cpu|cli)\.js$/,
+      /^dist\/node\/chunks\/[\w-]+\.js$/,
+      /^dist\/browser\/(qgemm|cpu)\.js$/,
+      /^dist\/types\/[\w/.-]+\.d\.ts$/,
+      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/,
+    ];
+    expect(paths.filter((p) => !allowed.some((re) => re.test(p)))).toEqual([]);
+    for (const p of [
+      'LICENSE',
+      'CHANGELOG.md',
+      'dist/types/index.d.ts',
+      'dist/types/cpu.d.ts',
+      'dist/browser/cpu.js',
+      'dist/node/cli.js',
+    ]) {
+      expect(paths).toContain(p);
+    }
+  });
+  it('is small (was 6.1 MB installed with the benchmark bundle)', () => {
+    expect(packed.unpackedSize).toBeLessThan(1.5e6);
+    expect(packed.size).toBeLessThan(400e3);
+  });
+  it('installs no runtime dependency but the types it names (wgsl_reflect is inlined)', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+    expect(Object.keys(pkg.dependencies ?? {})).toEqual(['@webgpu/types']);
+    expect(existsSync(join(consumer, 'node_modules/wgsl_reflect'))).toBe(false);
+  });
+  it('the CPU-only browser entry is a tenth of the full one, without GPU code', () => {
+    const cpu = readFileSync(join(REPO, 'dist/browser/cpu.js'), 'utf8');
+    expect(cpu.length).toBeLessThan(readFileSync(join(REPO, 'dist/browser/qgemm.js'), 'utf8').length / 5);
+    expect(cpu).not.toMatch(/requestAdapter|WgslReflect|createComputePipeline/);
+  });
+});
+
+const CONSUMER = `
+import { cpuGemm, gemm, referenceGemm, InputError, quantizeMultiplier, type GemmProblem, type GemmResult } from 'qgemm-webgpu';
+import { cpuGemm as cpuOnly, parseNpy, serializeNpy } from 'qgemm-webgpu/cpu';
+
+const problem: GemmProblem = {
+  lhs: { data: Uint8Array.from([1, 2, 3, 4, 5, 6]), rows: 2, cols: 3, order: 'row-major' },
+  rhs: { data: Int8Array.from([-1, 2, -3, 4, -5, 6]), rows: 3, cols: 2, order: 'col-major' },
+  lhsZeroPoint: 3,
+  rhsZeroPoint: -7,
+  pipeline: [{ type: 'saturatingCast', to: 'int16' }],
+};
+const results: GemmResult[] = [cpuGemm(problem), referenceGemm(problem), cpuOnly(problem), await gemm(problem, { backend: 'cpu' })];
+const npy = parseNpy(serializeNpy({ dtype: 'int16', shape: [2, 2], fortranOrder: false, data: results[0].data as Int16Array }));
+let field = '';
+try {
+  cpuGemm({ ...problem, lhsZeroPoint: 2 ** 40 });
+} catch (e) {
+  if (e instanceof InputError) field = e.field;
+}
+const { multiplier } = quantizeMultiplier(0.5);
+console.log(JSON.stringify({ results: results.map((r) => Array.from(r.data)), npy: Array.from(npy.data as Int16Array), field, multiplier }));
+`;
+
+const STRICT = { strict: true, skipLibCheck: false, noEmitOnError: true, target: 'es2022', lib: ['es2022', 'dom'], types: [] as string[] };
+
+describe('a consumer project', () => {
+  it('type-checks under strict nodenext, compiles and runs in Node', () => {
+    writeFileSync(join(consumer, 'main.ts'), CONSUMER);
+    writeFileSync(
+      join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
+        files: ['main.ts'],
+      }),
+    );
+    sh(process.execPath, [TSC, '-p', 'tsconfig.json'], consumer);
+    const out = JSON.parse(sh(process.execPath, ['out/main.js'], consumer));
+    const expected = [
+      [(1 - 3) * (-1 + 7) + (2 - 3) * (2 + 7) + (3 - 3) * (-3 + 7), (1 - 3) * (4 + 7) + (2 - 3) * (-5 + 7) + (3 - 3) * (6 + 7)],
+      [(4 - 3) * (-1 + 7) + (5 - 3) * (2 + 7) + (6 - 3) * (-3 + 7), (4 - 3) * (4 + 7) + (5 - 3) * (-5 + 7) + (6 - 3) * (6 + 7)],
+    ].flat();
+    expect(out).toEqual({ results: [expected, expected, expected, expected], npy: expected, field: 'lhsZeroPoint', multiplier: 2 ** 30 });
+  });
+  it('type-checks under strict bundler resolution', () => {
+    writeFileSync(
+      join(consumer, 'tsconfig.bundler.json'),
+      JSON.stringify({ compilerOptions: { ...STRICT, module: 'esnext', moduleResolution: 'bundler', noEmit: true }, files: ['main.ts'] }),
+    );
+    sh(process.execPath, [TSC, '-p', 'tsconfig.bundler.json'], consumer);
+  });
+  it('runs the installed qgemm bin', () => {
+    expect(sh(join(consumer, 'node_modules/.bin/qgemm'), ['--version'], consumer).trim()).toBe(
+      JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version,
+    );
+  });
+});
