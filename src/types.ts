@@ -35,7 +35,8 @@ export interface Operand {
   data: OperandData;
   rows: number;
   cols: number;
-  order: Order;
+  /** Default 'row-major'. */
+  order?: Order;
 }
 
 /** A scalar (applies everywhere) or a per-channel vector along `axis`. */

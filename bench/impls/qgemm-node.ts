@@ -58,7 +58,7 @@ function uploadMatrix(ctx: GpuContext, x: Operand): GpuMatrix {
     buffer,
     rows: x.rows,
     cols: x.cols,
-    order: x.order,
+    order: x.order ?? 'row-major',
     dtype: x.data instanceof Int8Array ? 'int8' : 'uint8',
     stride: x.order === 'row-major' ? x.cols : x.rows,
   };

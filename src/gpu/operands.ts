@@ -100,9 +100,9 @@ export function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: '
       tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));
       device.queue.writeBuffer(buffer, body, tail);
     }
-    stride = x.order === 'row-major' ? x.cols : x.rows;
+    stride = x.order === 'col-major' ? x.rows : x.cols;
   }
   // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
-  const kContiguous = (side === 'lhs') === (x.order === 'row-major');
+  const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default
   return { buffer, bytes, signed, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
 }

@@ -22,8 +22,9 @@ export interface NormalizedProblem {
   M: number;
   N: number;
   K: number;
-  lhs: Operand;
-  rhs: Operand;
+  /** The operands, with their storage order made explicit. */
+  lhs: Operand & { order: Order };
+  rhs: Operand & { order: Order };
   lhsType: OperandType;
   rhsType: OperandType;
   lhsZeroPoint: PerChannel;
@@ -63,7 +64,7 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
   const type = operandType(field, op.data);
   checkRange(`${field}.rows`, op.rows, 1, INT32_MAX);
   checkRange(`${field}.cols`, op.cols, 1, INT32_MAX);
-  if (op.order !== 'row-major' && op.order !== 'col-major') {
+  if (op.order !== undefined && op.order !== 'row-major' && op.order !== 'col-major') {
     throw new InputError(`${field}.order`, `expected 'row-major' or 'col-major', got ${JSON.stringify(op.order)}`);
   }
   if (!shapesOnly && op.data.length !== op.rows * op.cols) {
@@ -108,7 +109,8 @@ const CAST_TYPES: Record<string, readonly DstType[]> = {
 export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = {}): NormalizedProblem {
   const lhsType = checkOperand('lhs', problem.lhs, shapesOnly);
   const rhsType = checkOperand('rhs', problem.rhs, shapesOnly);
-  const { lhs, rhs } = problem;
+  const lhs = withOrder(problem.lhs);
+  const rhs = withOrder(problem.rhs);
   if (lhs.cols !== rhs.rows) {
     throw new InputError('rhs', `shape mismatch: lhs is [${lhs.rows},${lhs.cols}], rhs is [${rhs.rows},${rhs.cols}]; need lhs cols == rhs rows`);
   }
@@ -206,9 +208,14 @@ export function channel(v: PerChannel, i: number): number {
   return typeof v === 'number' ? v : v[i];
 }
 
+/** The operand with its storage order made explicit (row-major when not given). */
+export function withOrder<T extends Operand>(op: T): T & { order: Order } {
+  return op.order ? (op as T & { order: Order }) : { ...op, order: 'row-major' };
+}
+
 /** Element (r, c) of an operand, whatever its storage order. */
 export function elementAt(op: Operand, r: number, c: number): number {
-  return op.data[op.order === 'row-major' ? r * op.cols + c : c * op.rows + r];
+  return op.data[op.order === 'col-major' ? c * op.rows + r : r * op.cols + c];
 }
 
 /** Index of element (m, n) of an M x N matrix stored in `order`. */

@@ -113,6 +113,13 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     await fc.assert(fc.asyncProperty(arbProblem(), (p) => expectGpuMatches(ctx, p)), { numRuns: 20 });
   });
 
+  it('operands that do not say their order are row-major', async () => {
+    const p = sample(arbProblemOfShape(9, 10, 11), 8);
+    const unsaid = { ...p, lhs: { data: p.lhs.data, rows: 9, cols: 11 }, rhs: { data: p.rhs.data, rows: 11, cols: 10 } };
+    const rowMajor = { ...p, lhs: { ...p.lhs, order: 'row-major' as const }, rhs: { ...p.rhs, order: 'row-major' as const } };
+    expect(diffResults(await ctx.gemm(unsaid), referenceGemm(rowMajor))).toBeNull();
+  });
+
   it('K >= 384 with default rounding switches to probabilistic requantization', async () => {
     await expectGpuMatches(ctx, { ...sample(arbProblemOfShape(9, 33, 400), 7), bitDepth: { lhs: 5, rhs: 3, rounding: 'default' } });
   });

@@ -4,6 +4,8 @@
 // cases of each stage, and the validation errors that name their field.
 
 import fc from 'fast-check';
+
+const sample = <T>(arb: fc.Arbitrary<T>, seed: number) => fc.sample(arb, { numRuns: 1, seed })[0];
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
@@ -37,6 +39,16 @@ describe('gemmlowp golden data', () => {
       };
       expect(Array.from(impl(colMajor).data)).toEqual([76, 100, 103, 136, 130, 172, 157, 208]);
     }
+  });
+});
+
+describe('storage order', () => {
+  it('defaults to row-major when an operand does not say', () => {
+    const p = sample(arbProblemOfShape(5, 6, 7), 9);
+    const rowMajor = { ...p, lhs: { ...p.lhs, order: 'row-major' as const }, rhs: { ...p.rhs, order: 'row-major' as const } };
+    const unsaid = { ...p, lhs: { data: p.lhs.data, rows: 5, cols: 7 }, rhs: { data: p.rhs.data, rows: 7, cols: 6 } };
+    expect(diffResults(referenceGemm(unsaid), referenceGemm(rowMajor))).toBeNull();
+    expect(diffResults(cpuGemm(unsaid), referenceGemm(rowMajor))).toBeNull();
   });
 });
 
