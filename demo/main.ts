@@ -2,11 +2,11 @@
 // the library from src/ (vite bundles it, shaders included), makes one GpuContext on the browser's
 // WebGPU adapter, and for each Run: draws random operands of the chosen shape and types, builds the
 // chosen output pipeline (parameters calibrated from the operands' statistics so the 8-bit outputs use
-// their range), times the GEMM on WebGPU and on the CPU (cpuGemm) after a warm-up, compares the two
+// their range), times the GEMM on WebGPU and on the CPU (backend 'cpu': the fastest exact CPU kernel) after a warm-up, compares the two
 // results element by element, and plots GOPS per run. Without WebGPU it runs on the CPU only and says so.
 
 import {
-  cpuGemm,
+  gemm,
   describeAdapter,
   GpuContext,
   INT32_MAX,
@@ -32,6 +32,19 @@ const resultNote = $('result-note');
 const chart = $('chart');
 const adapterBox = $('adapter');
 const pipelineHint = $('pipeline-hint');
+const cancelButton = $<HTMLButtonElement>('cancel');
+const progress = $<HTMLProgressElement>('progress');
+const resultCard = $('result-card');
+
+/** Thrown between timed runs once Cancel is pressed. */
+class Cancelled extends Error {}
+let cancelRequested = false;
+
+/** Counts finished runs into the progress bar; throws Cancelled when the user asked to stop. */
+function step(): void {
+  if (cancelRequested) throw new Cancelled('cancelled');
+  progress.value += 1;
+}
 
 const num = (id: string) => Number($<HTMLInputElement>(id).value);
 const sel = (id: string) => $<HTMLSelectElement>(id).value;
@@ -184,6 +197,7 @@ async function timeRuns(label: string, repeats: number, once: (timing: GemmTimin
   setStatus(`${label}: warm-up…`);
   await nextFrame();
   let result = await once({ gpuMs: null });
+  step();
   const times: number[] = [];
   const gpuTimes: number[] = [];
   for (let i = 0; i < repeats; i++) {
@@ -193,6 +207,7 @@ async function timeRuns(label: string, repeats: number, once: (timing: GemmTimin
     const t0 = performance.now();
     result = await once(timing);
     times.push(performance.now() - t0);
+    step();
     if (timing.gpuMs !== null) gpuTimes.push(timing.gpuMs);
   }
   return {
@@ -263,11 +278,11 @@ function drawChart(): void {
   }
   const shown = runs.slice(-10);
   const W = 640;
-  const H = 240;
+  const H = 254;
   const left = 62;
   const right = 10;
   const top = 28;
-  const bottom = 44;
+  const bottom = 58;
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'GOPS per run, WebGPU and CPU' });
   const plotH = H - top - bottom;
   // A linear axis, or a log axis (decades) when the values span more than 50x (SwiftShader's small
@@ -313,7 +328,10 @@ function drawChart(): void {
       root.append(svg('text', { x: x + bar / 2, y: y(v) - 4, 'text-anchor': 'middle', class: 'value' }, gopsText(v)));
     }
     root.append(svg('text', { x: cx, y: H - bottom + 16, 'text-anchor': 'middle', class: 'tick' }, `#${runs.length - shown.length + i + 1}`));
-    root.append(svg('text', { x: cx, y: H - bottom + 30, 'text-anchor': 'middle', class: 'tick small' }, r.label));
+    // The label on two lines: the shape, then the pipeline and dtype.
+    const [shape, ...rest] = r.label.split(' ');
+    root.append(svg('text', { x: cx, y: H - bottom + 30, 'text-anchor': 'middle', class: 'tick small' }, shape));
+    root.append(svg('text', { x: cx, y: H - bottom + 44, 'text-anchor': 'middle', class: 'tick small' }, rest.join(' ')));
   });
   root.append(svg('line', { x1: left, x2: W - right, y1: base, y2: base, class: 'axisline' }));
   const legend = svg('g', { transform: `translate(${W - right - 150}, 8)` });
@@ -389,6 +407,14 @@ async function run(): Promise<void> {
     return;
   }
   runButton.disabled = true;
+  cancelRequested = false;
+  cancelButton.hidden = false;
+  const gpu = ctx && !ctx.lost ? ctx : null;
+  progress.max = (gpu ? 2 : 1) * (s.repeats + 1);
+  progress.value = 0;
+  progress.hidden = false;
+  resultCard.classList.add('stale');
+  const previous = { state: agreement.dataset.state ?? 'idle', text: agreement.textContent ?? '' };
   agreement.dataset.state = 'running';
   agreement.textContent = 'Running…';
   try {
@@ -403,10 +429,9 @@ async function run(): Promise<void> {
     };
     const ops = 2 * s.M * s.N * s.K;
     const gops = (ms: number) => ops / (ms * 1e6);
-    const gpu = ctx && !ctx.lost ? ctx : null;
     const onGpu = gpu ? await timeRuns('WebGPU', s.repeats, (t) => gpu.gemm(problem, t)) : null;
-    const onCpu = await timeRuns('CPU', s.repeats, async () => cpuGemm(problem));
-    const label = `${s.M}×${s.N}×${s.K}`;
+    const onCpu = await timeRuns('CPU', s.repeats, async () => gemm(problem, { backend: 'cpu' }));
+    const label = `${s.M}×${s.N}×${s.K} ${s.preset} → ${onCpu.result.dtype}`;
 
     timingsBody.replaceChildren();
     const spread = (t: Timed) => `min ${t.minMs.toFixed(1)}, max ${t.maxMs.toFixed(1)} ms`;
@@ -416,10 +441,10 @@ async function run(): Promise<void> {
     } else {
       timingsBody.append(row(['WebGPU', '—', '—', 'not available in this browser']));
     }
-    timingsBody.append(row(['CPU (cpuGemm, main thread)', `${onCpu.medianMs.toFixed(2)} ms`, gopsText(gops(onCpu.medianMs)), spread(onCpu)]));
+    timingsBody.append(row(['CPU (the fastest exact CPU kernel)', `${onCpu.medianMs.toFixed(2)} ms`, gopsText(gops(onCpu.medianMs)), spread(onCpu)]));
     const ratio = onGpu ? onCpu.medianMs / onGpu.medianMs : null;
     resultNote.textContent =
-      `${label}, ${s.lhsType} × ${s.rhsType} → ${onCpu.result.dtype}, ${s.repeats} timed run${s.repeats > 1 ? 's' : ''} each` +
+      `${label}, ${s.lhsType} × ${s.rhsType}, ${s.repeats} timed run${s.repeats > 1 ? 's' : ''} each` +
       (ratio !== null ? `; WebGPU is ${ratio >= 1 ? `${times(ratio)} faster than` : `${times(1 / ratio)} slower than`} the CPU here.` : '.');
 
     if (onGpu) {
@@ -439,12 +464,22 @@ async function run(): Promise<void> {
     drawChart();
     setStatus(`Done: ${label}.`, 'good');
   } catch (e) {
-    agreement.dataset.state = 'error';
-    agreement.textContent = `Error: ${(e as Error).message}`;
-    setStatus(`${(e as Error).name}: ${(e as Error).message}`, 'bad');
-    console.error(e);
+    if (e instanceof Cancelled) {
+      // The previous results were not replaced: they are current again.
+      agreement.dataset.state = previous.state;
+      agreement.textContent = previous.text;
+      setStatus('Cancelled: the results below are from the previous run.');
+    } else {
+      agreement.dataset.state = 'error';
+      agreement.textContent = `Error: ${(e as Error).message}`;
+      setStatus(`${(e as Error).name}: ${(e as Error).message}`, 'bad');
+      console.error(e);
+    }
   } finally {
     runButton.disabled = false;
+    cancelButton.hidden = true;
+    progress.hidden = true;
+    resultCard.classList.remove('stale');
   }
 }
 
@@ -462,6 +497,10 @@ function init(): void {
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     void run();
+  });
+  cancelButton.addEventListener('click', () => {
+    cancelRequested = true;
+    setStatus('Cancelling after the current run…');
   });
   $('lhs-type').addEventListener('change', () => syncZeroPoint('lhs'));
   $('rhs-type').addEventListener('change', () => syncZeroPoint('rhs'));

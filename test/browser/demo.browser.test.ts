@@ -116,6 +116,7 @@ describe.skipIf(!chromium)('demo page in headless Chromium', () => {
     expect(first.timings[0]).toMatch(/^WebGPU/);
     expect(first.bars).toBe(2 + 2); // this run's two bars, and the legend's two swatches
     expect(first.note).toContain('64×48×40');
+    expect(first.note).toContain('per-channel-int8 → int8'); // the run's label names its pipeline and dtype
 
     // Run 2: M=1 (the gemv path), tanh pipeline, one timed run (SwiftShader is slow there).
     await type('m', '1');
@@ -127,6 +128,29 @@ describe.skipIf(!chromium)('demo page in headless Chromium', () => {
     expect(second.state, second.text).toBe('match');
     expect(second.text).toContain('bit-exact: all 96 elements match');
     expect(second.bars).toBe(4 + 2);
+
+    // Run 3, cancelled: while it runs, the previous results are dimmed and a progress bar and a Cancel
+    // button show; Cancel stops it between timed runs, and the previous results are current again.
+    await type('m', '200');
+    await type('n', '200');
+    await type('k', '200');
+    await type('repeats', '50');
+    await page.click('[data-testid="run"]');
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="agreement"]')?.dataset.state === 'running');
+    const during = await page.evaluate(() => ({
+      stale: document.getElementById('result-card')!.classList.contains('stale'),
+      progress: !document.querySelector<HTMLElement>('[data-testid="progress"]')!.hidden,
+      cancel: !document.querySelector<HTMLElement>('[data-testid="cancel"]')!.hidden,
+    }));
+    expect(during).toEqual({ stale: true, progress: true, cancel: true });
+    await page.click('[data-testid="cancel"]');
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="status"]')?.innerText.startsWith('Cancelled'), { timeout: 60_000 });
+    const after = await page.evaluate(() => ({
+      state: document.querySelector<HTMLElement>('[data-testid="agreement"]')!.dataset.state,
+      stale: document.getElementById('result-card')!.classList.contains('stale'),
+      bars: document.querySelectorAll('[data-testid="chart"] rect.bar').length,
+    }));
+    expect(after).toEqual({ state: 'match', stale: false, bars: 4 + 2 });
 
     mkdirSync(dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT as `${string}.png`, fullPage: true });
