@@ -11,6 +11,7 @@ import { DeviceLostError, InputError, LimitExceededError } from '../errors.ts';
 import { epilogueValues } from '../kernels/epilogue/epilogue.ts';
 import { encodeStages } from '../kernels/epilogue/stages.ts';
 import { selectGemmKernel } from '../kernels/registry.ts';
+import { runSelfTest } from '../kernels/self-test.ts';
 import type { GpuGemmKernel, PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat } from '../pack/formats.ts';
 import { encodePack, packPipeline, requantizationOf, type PackJob } from '../pack/pack.ts';
@@ -41,6 +42,18 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   kernel?: string;
   /** Record GPU time with timestamp queries where the device offers them. */
   timestamps?: boolean;
+  /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
+  warn?: (message: string) => void;
+  /** Test hook: the GPU kernels to choose from instead of the registry's list. */
+  kernels?: readonly GpuGemmKernel[];
+}
+
+/** Self-test verdicts per device and kernel id (src/kernels/self-test.ts). */
+const verdictsByDevice = new WeakMap<GPUDevice, Map<string, 'testing' | 'passed' | 'failed'>>();
+function selfTests(device: GPUDevice): Map<string, 'testing' | 'passed' | 'failed'> {
+  let m = verdictsByDevice.get(device);
+  if (!m) verdictsByDevice.set(device, (m = new Map()));
+  return m;
 }
 
 export interface GemmTiming {
@@ -65,6 +78,8 @@ export class GpuContext {
   private readonly staging: Staging;
   private readonly timestamps: boolean;
   private readonly forcedKernel: string | undefined;
+  private readonly kernels: readonly GpuGemmKernel[] | undefined;
+  private readonly warn: (message: string) => void;
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   private readonly released = new WeakSet<GpuMatrix>();
   private xorshift: GPUBuffer | null = null;
@@ -79,6 +94,8 @@ export class GpuContext {
     this.caps = caps;
     this.ownsDevice = ownsDevice;
     this.forcedKernel = opts.kernel;
+    this.kernels = opts.kernels;
+    this.warn = opts.warn ?? ((m) => console.warn(m));
     this.pool = new BufferPool(device);
     this.uniforms = new UniformArena(device);
     this.staging = new Staging(device);
@@ -258,22 +275,44 @@ export class GpuContext {
     }
   }
 
-  /** The kernel for p, given the formats of any prepacked operands. */
-  private kernelFor(p: NormalizedProblem, problem: GpuGemmProblem): GpuGemmKernel {
+  /**
+   * The kernel for p, given the formats of any prepacked operands. A kernel that needs a self-test runs
+   * it first, once per device (inside this call, which holds the device); one that fails is disabled on
+   * the device with a one-line warning, and the choice is made again without it.
+   */
+  private async kernelFor(p: NormalizedProblem, problem: GpuGemmProblem, force = this.forcedKernel): Promise<GpuGemmKernel> {
     const formats = [problem.lhs, problem.rhs].filter(isPacked).map((x) => x.packFormat);
     if (formats.length === 2 && formats[0] !== formats[1]) throw new InputError('rhs', `packed as ${formats[1]}, but lhs as ${formats[0]}`);
-    return selectGemmKernel(this.caps, p, { force: this.forcedKernel, packFormat: formats[0] });
+    const verdicts = selfTests(this.device);
+    const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id));
+    const kernel = selectGemmKernel(this.caps, p, { force, packFormat: formats[0], disabled, kernels: this.kernels });
+    if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
+    verdicts.set(kernel.id, 'testing');
+    const result = await runSelfTest(async (q) => {
+      const run = await this.encodeAndRun(q, undefined, true, kernel.id);
+      try {
+        return await run.result!;
+      } finally {
+        this.pool.release(run.dst.buffer);
+      }
+    });
+    verdicts.set(kernel.id, result.ok ? 'passed' : 'failed');
+    if (result.ok) return kernel;
+    this.warn(`qgemm: kernel ${kernel.id} failed its exactness self-test on ${this.summary.description || this.summary.architecture} and is disabled on this device (${result.detail})`);
+    return this.kernelFor(p, problem, force);
   }
 
   /**
    * Packs what needs packing and runs the chosen kernel with the fused epilogue, all in one submission;
    * with `readback`, also copies dst to a mapped buffer (`result` resolves with the data).
    */
-  private async encodeAndRun(problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean): Promise<{ dst: GpuMatrix; result?: Promise<GemmResult> }> {
+  private async encodeAndRun(
+    problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean, force?: string,
+  ): Promise<{ dst: GpuMatrix; result?: Promise<GemmResult> }> {
     this.checkAlive();
     const p = normalizeProblem({ ...problem, lhs: shapeOf(problem.lhs, 'lhs', this.released), rhs: shapeOf(problem.rhs, 'rhs', this.released) }, { shapesOnly: true });
     const { M, N, K } = p;
-    const kernel = this.kernelFor(p, problem);
+    const kernel = await this.kernelFor(p, problem, force);
     const format: PackFormat = PACK_FORMATS[kernel.packFormat];
     const layout = dstLayout(p);
     const rowBytes = roundUp(K, format.depthAlign);

@@ -42,13 +42,20 @@ export function getPipeline(device: GPUDevice, spec: PipelineSpec): Promise<GPUC
 }
 
 async function createPipeline(device: GPUDevice, spec: PipelineSpec, key: string): Promise<GPUComputePipeline> {
+  // A module that does not compile (a kernel on a driver that rejects it) is reported here, in the
+  // thrown error, not as an uncaptured error on the device: push and pop happen before any await.
+  device.pushErrorScope('validation');
   const module = device.createShaderModule({ code: spec.source, label: `qgemm ${spec.id}` });
+  const moduleError = device.popErrorScope();
   try {
-    return await device.createComputePipelineAsync({
+    const pipeline = await device.createComputePipelineAsync({
       label: `qgemm ${key}`,
       layout: 'auto',
       compute: { module, entryPoint: spec.entryPoint, constants: spec.overrides },
     });
+    const error = await moduleError;
+    if (error) throw new Error(error.message);
+    return pipeline;
   } catch (e) {
     const info = await module.getCompilationInfo();
     const messages = info.messages.filter((m) => m.type === 'error').map((m) => `${m.lineNum}:${m.linePos} ${m.message}`);

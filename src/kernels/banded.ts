@@ -11,7 +11,10 @@ import { PACK_FORMATS } from '../pack/formats.ts';
 import { epilogueEntries } from './epilogue/epilogue.ts';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
 
-/** Records e.dispatches of a kernel whose WGSL (`source`) declares `tile: TileParams`, `lhsPacked`, `rhsPacked`. */
+/**
+ * Records e.dispatches of a kernel whose WGSL declares `tile: TileParams`, `lhsPacked`, `rhsPacked`;
+ * `source` is the WGSL read by reflection (the kernel's source, or its declarations).
+ */
 export function encodeBanded(e: GemmEncoding, source: string): void {
   const layout = uniformLayout(source, 'TileParams');
   const rowBytes = roundUp(e.shape.K, PACK_FORMATS['u8k4-r64'].depthAlign);
@@ -37,6 +40,8 @@ export function encodeBanded(e: GemmEncoding, source: string): void {
 export interface BandedKernelSpec {
   id: string;
   source: string;
+  /** The WGSL to reflect layouts and bindings from, when the parser cannot read `source`. Default: source. */
+  reflect?: string;
   entryPoint: string;
   overrides: Overrides;
   /** The dst block one workgroup (or tile index) computes. */
@@ -56,6 +61,6 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
     pipeline: (device: GPUDevice, _caps: AdapterCaps) => getPipeline(device, { id: spec.id, source: spec.source, entryPoint: spec.entryPoint, overrides: spec.overrides }),
-    encode: (e) => encodeBanded(e, spec.source),
+    encode: (e) => encodeBanded(e, spec.reflect ?? spec.source),
   };
 }

@@ -13,9 +13,11 @@ import { cpuJsKernel } from './cpu-js/kernel.ts';
 import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { gemvKernel } from './gemv/kernel.ts';
+import { sgmatKernel } from './sgmat/kernel.ts';
 import type { CpuCaps, CpuGemmKernel, GpuGemmKernel } from './types.ts';
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
+  sgmatKernel,
   dot4TiledKernel(64, 'native'),
   dot4TiledKernel(32, 'native'),
   gemvKernel('native'),
@@ -36,6 +38,10 @@ export interface SelectOptions {
   force?: string;
   /** The pack format of an operand that is already packed: only kernels reading it qualify. */
   packFormat?: PackFormatId;
+  /** Kernels disabled on this device (a failed self-test): never chosen, even when forced. */
+  disabled?: ReadonlySet<string>;
+  /** Test hook: choose among these instead of GPU_KERNELS. */
+  kernels?: readonly GpuGemmKernel[];
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
@@ -44,7 +50,6 @@ export function forcedKernelFromEnv(): string | undefined {
   return env?.QGEMM_KERNEL || undefined;
 }
 
-const byId = (id: string) => GPU_KERNELS.find((k) => k.id === id);
 
 function forced<K extends { id: string }>(
   id: string,
@@ -65,12 +70,13 @@ function forced<K extends { id: string }>(
 
 /** The GPU kernel for `shape` on an adapter with `caps`. */
 export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: SelectOptions = {}): GpuGemmKernel {
-  const fits = (k: GpuGemmKernel) => k.supports(caps, shape) && (!opts.packFormat || k.packFormat === opts.packFormat);
+  const fits = (k: GpuGemmKernel) => k.supports(caps, shape) && (!opts.packFormat || k.packFormat === opts.packFormat) && !opts.disabled?.has(k.id);
+  const kernels = opts.kernels ?? GPU_KERNELS;
   const force = opts.force ?? forcedKernelFromEnv();
-  if (force) {
+  if (force && !opts.disabled?.has(force)) {
     const k = forced(
       force,
-      GPU_KERNELS,
+      kernels,
       CPU_KERNELS,
       fits,
       `${shape.M}x${shape.N}x${shape.K} on this adapter${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
@@ -79,17 +85,20 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   }
   const suffix = caps.dot4 ? '' : '-emulated';
   // The choice table. gemv serves M <= 4 (one row group, so rhs is read once); from M = 5 a 32-row
-  // tile reads rhs once for more rows; 64-tiles where both sides are large.
+  // tile reads rhs once for more rows; 64-tiles where both sides are large, on the tensor cores
+  // (subgroup matrices) where the adapter has them and they passed their self-test.
+  const small = shape.M <= 32 || shape.N <= 32;
   const table: [boolean, string][] = [
     [shape.M <= 4, `gemv${suffix}`],
-    [shape.M <= 32 || shape.N <= 32, `dot4-32x32${suffix}`],
+    [small, `dot4-32x32${suffix}`],
+    [true, 'sgmat-64x64'],
     [true, `dot4-64x64${suffix}`],
   ];
   for (const [when, id] of table) {
-    const k = byId(id);
+    const k = kernels.find((x) => x.id === id);
     if (when && k && fits(k)) return k;
   }
-  const any = GPU_KERNELS.find(fits);
+  const any = kernels.find(fits);
   if (!any)
     throw new InputError(
       'kernel',

@@ -47,6 +47,11 @@ export interface GpuGemmKernel {
   pipeline(device: GPUDevice, caps: AdapterCaps): Promise<GPUComputePipeline>;
   /** Records the dispatches into e.pass. */
   encode(e: GemmEncoding): void;
+  /**
+   * A kernel that CI cannot run (it needs hardware SwiftShader lacks) declares this: a device runs the
+   * exactness self-test (./self-test.ts) before its first use, and disables the kernel if it fails.
+   */
+  readonly needsSelfTest?: boolean;
 }
 
 /** What the CPU offers the CPU kernels. */

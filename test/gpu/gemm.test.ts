@@ -12,6 +12,11 @@ import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } f
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { GpuContext, type GpuGemmProblem } from '../../src/gpu/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import { adapterCaps } from '../../src/gpu/caps.ts';
+import { describeAdapter } from '../../src/gpu/adapter.ts';
+import { dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
+import type { GpuGemmKernel } from '../../src/kernels/types.ts';
+import { getPipeline } from '../../src/gpu/pipelines.ts';
 import { runOp, sharedContext } from '../../src/api.ts';
 import type { BitDepthRounding, GemmProblem, Operand } from '../../src/types.ts';
 import { arbCast, arbOperand, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
@@ -36,7 +41,19 @@ const arbBitDepth = fc.record({
 
 // Every GPU kernel of the registry, forced, over the same cases (ruy's test loop over paths): a kernel
 // the registry stops choosing for some shape keeps its coverage here.
-describe.skipIf(!gpu).each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU reference', (id, kernel) => {
+// The adapter's capabilities, to know which kernels can run here at all (subgroup matrices cannot on
+// SwiftShader: those kernels skip with a notice, and are covered by their self-test on real GPUs).
+const caps = gpu ? adapterCaps(gpu.device, gpu.summary, gpu.hasDot4, gpu.adapter?.info) : null;
+const runnable = (k: (typeof GPU_KERNELS)[number]) => !!caps && k.supports(caps, { M: 64, N: 64, K: 64, dstType: 'int32', dstOrder: 'row-major' });
+for (const k of GPU_KERNELS) {
+  if (gpu && !runnable(k)) console.warn(`[gemm.test] kernel ${k.id} cannot run on this adapter (${describeAdapter(gpu.summary)}): its tests are skipped here`);
+}
+
+describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU reference', (id, kernel) => {
+  if (!runnable(kernel)) {
+    it.skip(`needs an adapter that can run ${id}`, () => {});
+    return;
+  }
   let ctx: GpuContext;
   beforeAll(async () => {
     ctx = await GpuContext.create({ device: gpu!.device, kernel: id });
@@ -96,6 +113,53 @@ describe.skipIf(!gpu).each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %
   });
 
   afterAll(() => ctx?.destroy());
+});
+
+describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => {
+  // Two test kernels that declare needsSelfTest: one that computes right (a dot4 kernel under another
+  // name), and one that records no dispatch at all, so dst holds whatever the pooled buffer held.
+  const base = dot4TiledKernel(64, gpu?.hasDot4 ? 'native' : 'emulated');
+  const checked: GpuGemmKernel = { ...base, id: 'test-checked', needsSelfTest: true };
+  const broken: GpuGemmKernel = { ...base, id: 'test-broken', needsSelfTest: true, encode: () => {} };
+  const p = sample(arbProblemOfShape(70, 66, 40), 21);
+
+  it('a kernel that passes is used, without a warning', async () => {
+    const warnings: string[] = [];
+    const ctx = await GpuContext.create({ device: gpu!.device, kernels: [checked, ...GPU_KERNELS], kernel: 'test-checked', warn: (m) => warnings.push(m) });
+    expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
+    expect(ctx.lastRun.kernel).toBe('test-checked');
+    expect(warnings).toEqual([]);
+    ctx.destroy();
+  });
+  it('a kernel that fails is disabled on the device with one warning, and the next kernel runs, exactly', async () => {
+    const warnings: string[] = [];
+    const ctx = await GpuContext.create({ device: gpu!.device, kernels: [broken, ...GPU_KERNELS], kernel: 'test-broken', warn: (m) => warnings.push(m) });
+    for (let i = 0; i < 2; i++) {
+      expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
+      expect(ctx.lastRun.kernel).not.toBe('test-broken');
+    }
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/kernel test-broken failed its exactness self-test .* disabled on this device \(problem 0/);
+    // The verdict belongs to the device: another context on it does not test again.
+    const again = await GpuContext.create({ device: gpu!.device, kernels: [broken, ...GPU_KERNELS], kernel: 'test-broken', warn: (m) => warnings.push(m) });
+    expect(diffResults(await again.gemm(p), referenceGemm(p))).toBeNull();
+    expect(warnings).toHaveLength(1);
+    ctx.destroy();
+    again.destroy();
+  });
+  it('a kernel whose shader the driver rejects is disabled the same way, with no uncaptured GPU error', async () => {
+    const warnings: string[] = [];
+    const rejected: GpuGemmKernel = {
+      ...base, id: 'test-rejected', needsSelfTest: true,
+      pipeline: (device) => getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} }),
+    };
+    const ctx = await GpuContext.create({ device: gpu!.device, kernels: [rejected, ...GPU_KERNELS], kernel: 'test-rejected', warn: (m) => warnings.push(m) });
+    expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/test-rejected failed its exactness self-test .*cannot create the test-rejected pipeline/);
+    expect(uncapturedErrors).toEqual([]);
+    ctx.destroy();
+  });
 });
 
 describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {

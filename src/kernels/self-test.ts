@@ -1,0 +1,101 @@
+// The built-in exactness self-test of kernels that CI cannot run (pack -> gemm -> output on hardware that
+// SwiftShader lacks, such as the subgroup-matrix tensor cores): a fixed set of problems with edge values,
+// odd shapes, every zero-point form, int32 wrap and output stages, run through the kernel and compared
+// bit for bit with the normative reference (src/reference/gemm.ts). The context runs it once per device
+// before the kernel's first use; a kernel that fails is disabled there, never trusted.
+
+import { referenceGemm } from '../reference/gemm.ts';
+import type { GemmProblem, GemmResult, Operand, Order } from '../types.ts';
+
+/** Deterministic bytes: 0, 255 (or -128, 127) edges at the ends, a mixed sequence between. */
+function operand(rows: number, cols: number, signed: boolean, order: Order, seed: number): Operand {
+  const n = rows * cols;
+  const data = signed ? new Int8Array(n) : new Uint8Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    data[i] = signed ? (s >>> 24) - 128 : s >>> 24;
+  }
+  const [lo, hi] = signed ? [-128, 127] : [0, 255];
+  for (let i = 0; i < Math.min(n, 8); i++) data[i] = i % 2 ? hi : lo;
+  for (let i = Math.max(0, n - 8); i < n; i++) data[i] = i % 2 ? lo : hi;
+  return { data, rows, cols, order };
+}
+
+const vector = (n: number, f: (i: number) => number) => Int32Array.from({ length: n }, (_, i) => f(i));
+
+/** The self-test problems: odd shapes around the 64-row tiles, every type and order, every zero-point form, wrap, stages. */
+export function selfTestProblems(): GemmProblem[] {
+  const filled = (rows: number, cols: number, v: number): Operand => ({ data: new Uint8Array(rows * cols).fill(v), rows, cols, order: 'row-major' });
+  return [
+    {
+      // int8 x uint8, per-row lhs zero points, per-column requantization to int8.
+      lhs: operand(67, 97, true, 'row-major', 1),
+      rhs: operand(97, 45, false, 'col-major', 2),
+      lhsZeroPoint: vector(67, (i) => (i % 7) - 3),
+      rhsZeroPoint: 131,
+      pipeline: [
+        { type: 'scaleInt32ByFixedPointAndExponent', multiplier: vector(45, (i) => 1073741824 + i * 9973), exponent: vector(45, (i) => -8 - (i % 3)), offsetAfterShift: 3, rounding: 'double', axis: 'col' },
+        { type: 'saturatingCast', to: 'int8' },
+      ],
+    },
+    {
+      // uint8 x int8, per-column rhs zero points, bias + fixed-point requantization + clamp, col-major dst.
+      lhs: operand(130, 129, false, 'col-major', 3),
+      rhs: operand(129, 131, true, 'row-major', 4),
+      lhsZeroPoint: 119,
+      rhsZeroPoint: vector(131, (i) => (i % 5) - 2),
+      pipeline: [
+        { type: 'bias', axis: 'row', values: vector(130, (i) => i * 37 - 2000) },
+        { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 9, offsetAfterShift: 128 },
+        { type: 'clamp', min: 10, max: 245 },
+        { type: 'saturatingCast', to: 'uint8' },
+      ],
+      dstOrder: 'col-major',
+    },
+    // int32 wrap: 40000 products of 255 * 255 pass 2^32; extreme zero points.
+    { lhs: filled(64, 40000, 255), rhs: { ...filled(40000, 64, 255), order: 'col-major' }, lhsZeroPoint: -2147483648, rhsZeroPoint: 7 },
+    // Small and skinny, int8 x int8, int16 output through tanh.
+    {
+      lhs: operand(5, 33, true, 'row-major', 5),
+      rhs: operand(33, 70, true, 'col-major', 6),
+      lhsZeroPoint: -128,
+      rhsZeroPoint: 127,
+      pipeline: [{ type: 'tanh', realZeroAsInt32: 0, realAmplitudeAsInt32: 2000 }, { type: 'saturatingCast', to: 'int16' }],
+    },
+  ];
+}
+
+export interface SelfTestResult {
+  ok: boolean;
+  /** What failed, in one line (empty when ok). */
+  detail: string;
+}
+
+/** Runs every self-test problem through `run` and compares bit for bit with the reference. */
+export async function runSelfTest(run: (p: GemmProblem) => Promise<GemmResult>): Promise<SelfTestResult> {
+  const problems = selfTestProblems();
+  for (let i = 0; i < problems.length; i++) {
+    const p = problems[i];
+    const shape = `${p.lhs.rows}x${p.rhs.cols}x${p.lhs.cols}`;
+    let got: GemmResult;
+    try {
+      got = await run(p);
+    } catch (e) {
+      return { ok: false, detail: `problem ${i} (${shape}) threw ${(e as Error).message}` };
+    }
+    const want = referenceGemm(p);
+    let bad = 0;
+    let first = -1;
+    for (let j = 0; j < want.data.length; j++) {
+      if (got.data[j] !== want.data[j]) {
+        bad++;
+        if (first < 0) first = j;
+      }
+    }
+    if (bad > 0 || got.dtype !== want.dtype || got.data.length !== want.data.length) {
+      return { ok: false, detail: `problem ${i} (${shape}): ${bad} of ${want.data.length} elements differ (first at ${first}: ${got.data[first]} instead of ${want.data[first]})` };
+    }
+  }
+  return { ok: true, detail: '' };
+}
