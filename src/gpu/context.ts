@@ -14,7 +14,7 @@ import { selectGemmKernel } from '../kernels/registry.ts';
 import { runSelfTest } from '../kernels/self-test.ts';
 import type { GpuGemmKernel, PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat } from '../pack/formats.ts';
-import { encodePack, packPipeline, requantizationOf, type PackJob } from '../pack/pack.ts';
+import { encodePack, packJob, packPipelines, requantizationOf, type PackJob } from '../pack/pack.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
 import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../types.ts';
@@ -22,7 +22,7 @@ import { acquireDevice, type AcquireOptions } from './acquire.ts';
 import type { AdapterSummary } from './adapter.ts';
 import { adapterCaps, type AdapterCaps, type PlanLimits } from './caps.ts';
 import { isGpuMatrix, isPacked, operandSource, shapeOf, type GpuMatrix, type GpuOperandInput, type PackedOperand } from './operands.ts';
-import { dstLayout, planGemm, planPack, roundUp } from './plan.ts';
+import { dstLayout, roundUp } from './plan.ts';
 import { BufferPool } from './pool.ts';
 import { readBack, Staging } from './readback.ts';
 import { runInErrorScope, withDevice } from './scopes.ts';
@@ -217,12 +217,12 @@ export class GpuContext {
           const packed = make(packedBytes, side);
           const sums = make(sumsBytes, `${side} sums`);
           const src = operandSource(this.device, operand, side, this.pool, pooled);
-          const job: PackJob = { side, src, outer, depth, format, requant, plan: planPack(src, src.buffer.size, outer, depth, format, this.limits, side), packed, sums };
-          const pipeline = await packPipeline(this.device);
+          const job = packJob(side, src, outer, depth, format, requant, this.limits, packed, sums);
+          const pipelines = await packPipelines(this.device);
           const slab = this.uniforms.slab(job.plan.length);
           const encoder = this.device.createCommandEncoder({ label: 'qgemm prepack' });
           const pass = encoder.beginComputePass();
-          encodePack(this.device, pass, pipeline, job, this.xorshiftBuffer(), slab);
+          encodePack(this.device, pass, pipelines, job, this.xorshiftBuffer(), slab);
           pass.end();
           slab.upload(this.device.queue);
           this.device.queue.submit([encoder.finish()]);
@@ -323,7 +323,7 @@ export class GpuContext {
     let dst: GPUBuffer | null = null;
     let result: Promise<GemmResult> | undefined;
     try {
-      const [gemmPipeline, pipelineForPack] = await Promise.all([kernel.pipeline(this.device, this.caps), packPipeline(this.device)]);
+      const [gemmPipeline, pipelinesForPack] = await Promise.all([kernel.pipeline(this.device, this.caps), packPipelines(this.device)]);
       await runInErrorScope(this.device, () => {
         dst = this.pool.acquire(layout.bytes, 'dst');
         const stagesBuffer = this.pool.acquire(stages.data.byteLength, 'stages');
@@ -344,7 +344,7 @@ export class GpuContext {
           const sums = this.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
           pooled.push(packed, sums);
           const src = operandSource(this.device, x as Operand | GpuMatrix, side, this.pool, pooled);
-          jobs.push({ side, src, outer, depth: K, format, requant, plan: planPack(src, src.buffer.size, outer, K, format, this.limits, side), packed, sums });
+          jobs.push(packJob(side, src, outer, K, format, requant, this.limits, packed, sums));
           return { packed, sums };
         };
         const lhs = operand('lhs', problem.lhs, M);
@@ -356,7 +356,7 @@ export class GpuContext {
         const encoder = this.device.createCommandEncoder({ label: 'qgemm gemm' });
         const querySet = this.timestamps ? this.device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
         const pass = encoder.beginComputePass(querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-        for (const job of jobs) encodePack(this.device, pass, pipelineForPack, job, this.xorshiftBuffer(), slab);
+        for (const job of jobs) encodePack(this.device, pass, pipelinesForPack, job, this.xorshiftBuffer(), slab);
         kernel.encode({ device: this.device, pass, pipeline: gemmPipeline, shape: p, dispatches, operands, dst: dst!, epilogue: { values: epilogueValues(p, stages, layout.stride), stages: stagesBuffer }, uniforms: slab });
         pass.end();
         const times = querySet ? this.staging.timestamps(encoder, querySet) : null;

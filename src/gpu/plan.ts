@@ -65,12 +65,15 @@ export interface PackDispatch extends FlatDispatch {
 /**
  * Bands and dispatches that pack an operand of `outer` rows of `depth` values: source bands that fit a
  * binding (whole rows when k is contiguous, k slices otherwise, at aligned offsets), packed-row chunks
- * that fit a binding, grids within the workgroup-count limit. One workgroup per packed row. Only the
+ * that fit a binding, grids within the workgroup-count limit. One workgroup per `rowsPerWorkgroup` packed
+ * rows. Only the
  * operand's own rows are packed: the padding rows up to the layout's rowAlign keep whatever the buffer
  * held, since kernels compute and discard the dst elements they give (src/pack/formats.ts).
  * `bufferSize`: the source buffer's size (a binding may not run past it).
  */
-export function planPack(src: PackSource, bufferSize: number, outer: number, depth: number, layout: PackLayout, limits: PlanLimits, what: string): PackDispatch[] {
+export function planPack(
+  src: PackSource, bufferSize: number, outer: number, depth: number, layout: PackLayout, limits: PlanLimits, what: string, rowsPerWorkgroup = 1,
+): PackDispatch[] {
   const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG, minStorageBufferOffsetAlignment: alignment } = limits;
   const rowBytes = roundUp(depth, layout.depthAlign);
   const packedRows = floorTo(maxBinding / rowBytes, layout.rowAlign);
@@ -101,7 +104,7 @@ export function planPack(src: PackSource, bufferSize: number, outer: number, dep
     const srcSize = Math.min(roundUp(band.srcEnd - band.srcBase, 4), bufferSize - band.srcBase);
     for (let o = band.outerBegin; o < band.outerEnd; o += packedRows) {
       const rows = Math.min(packedRows, band.outerEnd - o);
-      for (const d of flatDispatches(rows, maxWG)) {
+      for (const d of flatDispatches(Math.ceil(rows / rowsPerWorkgroup), maxWG)) {
         out.push({ ...d, srcBase: band.srcBase, srcSize, depthBegin: band.depthBegin, depthEnd: band.depthEnd, outerBase: o, rows });
       }
     }

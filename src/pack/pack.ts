@@ -5,7 +5,8 @@
 // that read it as [outer][depth]: lhs [M,K] has outer = m, rhs [K,N] outer = n.
 
 import { getPipeline } from '../gpu/pipelines.ts';
-import type { PackDispatch, PackSource } from '../gpu/plan.ts';
+import type { PlanLimits } from '../gpu/caps.ts';
+import { planPack, type PackDispatch, type PackSource } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
@@ -34,11 +35,26 @@ export interface OperandSource extends PackSource {
   signed: boolean;
 }
 
-export function packPipeline(device: GPUDevice): Promise<GPUComputePipeline> {
-  return getPipeline(device, { id: 'pack', source, entryPoint: 'pack', overrides: { WORKGROUP_SIZE } });
+/** The two entry points of pack.wgsl: `pack` (k contiguous in the source) and `packTranspose` (k strided). */
+export interface PackPipelines {
+  pack: GPUComputePipeline;
+  packTranspose: GPUComputePipeline;
 }
 
+export async function packPipelines(device: GPUDevice): Promise<PackPipelines> {
+  const [pack, packTranspose] = await Promise.all([
+    getPipeline(device, { id: 'pack', source, entryPoint: 'pack', overrides: { WORKGROUP_SIZE } }),
+    getPipeline(device, { id: 'pack-transpose', source, entryPoint: 'packTranspose', overrides: { WORKGROUP_SIZE } }),
+  ]);
+  return { pack, packTranspose };
+}
+
+/** Rows one packTranspose workgroup packs (TRANSPOSE_ROWS in pack.wgsl). */
+const TRANSPOSE_ROWS = 64;
+
 export interface PackJob {
+  /** k strided in the source: packTranspose, TRANSPOSE_ROWS rows per workgroup; else pack, one row each. */
+  transpose: boolean;
   side: 'lhs' | 'rhs';
   src: OperandSource;
   outer: number;
@@ -50,8 +66,19 @@ export interface PackJob {
   sums: GPUBuffer;
 }
 
+/** The job that packs `src` (its plan from src/gpu/plan.ts, and which entry point runs it). */
+export function packJob(
+  side: 'lhs' | 'rhs', src: OperandSource, outer: number, depth: number, format: PackFormat, requant: Requantization,
+  limits: PlanLimits, packed: GPUBuffer, sums: GPUBuffer,
+): PackJob {
+  const transpose = src.depthStride !== 1;
+  const plan = planPack(src, src.buffer.size, outer, depth, format, limits, side, transpose ? TRANSPOSE_ROWS : 1);
+  return { transpose, side, src, outer, depth, format, requant, plan, packed, sums };
+}
+
 /** Records one pack job into `pass` (one uniform slot per dispatch of job.plan). */
-export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, job: PackJob, xorshift: GPUBuffer, slab: UniformSlab): void {
+export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipelines: PackPipelines, job: PackJob, xorshift: GPUBuffer, slab: UniformSlab): void {
+  const pipeline = job.transpose ? pipelines.packTranspose : pipelines.pack;
   const { side, src, outer, depth, requant } = job;
   const layout = uniformLayout(source, 'PackParams');
   const rowBytes = Math.ceil(depth / job.format.depthAlign) * job.format.depthAlign;

@@ -119,3 +119,73 @@ fn pack(
     sums[outer] = select(total, sums[outer] + total, params.accumulate != 0u);
   }
 }
+
+// ---- packTranspose: operands whose k is strided (a row-major rhs, a column-major lhs) -------------------
+// `pack` above reads such an operand one byte per invocation with a stride of a whole source row, and
+// writes each packed row from one workgroup. Here a workgroup packs TRANSPOSE_ROWS packed rows at once,
+// TRANSPOSE_WORDS packed words (4 k each) per step: invocation (row, word) reads the 4 bytes of its word,
+// so consecutive invocations read consecutive bytes of one source row (coalesced); the words go through
+// workgroup memory and are written packed row by packed row (coalesced too). Same requantization, sums
+// and k bands as `pack`.
+
+const TRANSPOSE_ROWS: u32 = 64u;
+const TRANSPOSE_WORDS: u32 = 16u;
+const TRANSPOSE_THREADS: u32 = 256u;
+
+var<workgroup> transposed: array<u32, TRANSPOSE_ROWS * TRANSPOSE_WORDS>; // [row][word]
+var<workgroup> rowPartial: array<u32, TRANSPOSE_THREADS>;
+
+@compute @workgroup_size(TRANSPOSE_THREADS)
+fn packTranspose(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let firstRow = (params.workgroupBase + wid.x + wid.y * nwg.x) * TRANSPOSE_ROWS;
+  if (firstRow >= params.outerRows) {
+    return; // uniform across the workgroup
+  }
+  let row = lid % TRANSPOSE_ROWS;
+  let outer = params.outerBase + firstRow + row;
+  let live = firstRow + row < params.outerRows && outer < params.outerCount;
+  // The words this band owns: its k range, and for the first band the zero padding up to depthWords.
+  let wordBegin = params.depthBegin / 4u;
+  let wordEnd = select((params.depthEnd + 3u) / 4u, params.depthWords, params.depthBegin == 0u);
+  var sum = 0u;
+  for (var w0 = wordBegin; w0 < wordEnd; w0 += TRANSPOSE_WORDS) {
+    for (var i = lid / TRANSPOSE_ROWS; i < TRANSPOSE_WORDS; i += TRANSPOSE_THREADS / TRANSPOSE_ROWS) {
+      var word = 0u;
+      for (var j = 0u; j < 4u; j++) {
+        let k = (w0 + i) * 4u + j;
+        if (live && k >= params.depthBegin && k < params.depthEnd && k < params.depth) {
+          var v = loadByte(outer * params.outerStride + k * params.depthStride) ^ params.signFlip;
+          if (params.maxval != 255u) {
+            v = requantize(v, outer, k);
+          }
+          word |= v << (8u * j);
+          sum += v;
+        }
+      }
+      transposed[row * TRANSPOSE_WORDS + i] = word;
+    }
+    workgroupBarrier();
+    for (var i = lid; i < TRANSPOSE_ROWS * TRANSPOSE_WORDS; i += TRANSPOSE_THREADS) {
+      let r = i / TRANSPOSE_WORDS;
+      let w = w0 + i % TRANSPOSE_WORDS;
+      if (firstRow + r < params.outerRows && w < wordEnd) {
+        packed[(firstRow + r) * params.depthWords + w] = transposed[i];
+      }
+    }
+    workgroupBarrier();
+  }
+  rowPartial[lid] = sum;
+  workgroupBarrier();
+  if (lid < TRANSPOSE_ROWS && live) {
+    var total = 0u;
+    for (var i = lid; i < TRANSPOSE_THREADS; i += TRANSPOSE_ROWS) {
+      total += rowPartial[i];
+    }
+    let t = bitcast<i32>(total);
+    sums[outer] = select(t, sums[outer] + t, params.accumulate != 0u);
+  }
+}
