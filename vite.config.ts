@@ -3,8 +3,10 @@
 // CLI, with every dependency inlined except Dawn's `webgpu`, so dist/ runs without node_modules);
 // `--mode bench` adds the benchmark (dist/node/bench.js and dist/node/bench-chunks/, never published);
 // `--mode browser` makes the browser bundle (dist/browser/qgemm.js, self-contained: pages load it alone);
-// `--mode browser-cpu` makes dist/browser/cpu.js, the CPU-only entry without the GPU code.
+// `--mode browser-cpu` makes dist/browser/cpu.js, the CPU-only entry without the GPU code;
+// `--mode studies` builds the accuracy studies (studies/*.ts, importing the library from src/) into dist/studies.
 // Shaders are imported as text (`?raw`), so they stay real .wgsl files in the tree.
+import { readdirSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig(({ mode }) => {
@@ -35,6 +37,28 @@ export default defineConfig(({ mode }) => {
         rollupOptions: { external: ['webgpu'] },
       },
       test,
+    };
+  }
+  if (mode === 'studies') {
+    // One entry per studies/*.ts (e.g. dist/studies/lowbit-accuracy.js), run with node: `npm run study:lowbit`.
+    const input = Object.fromEntries(
+      readdirSync('studies')
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => [f.slice(0, -3), `studies/${f}`]),
+    );
+    return {
+      build: {
+        ssr: true,
+        outDir: 'dist/studies',
+        emptyOutDir: true,
+        target: 'node20',
+        rollupOptions: {
+          input,
+          external: ['webgpu'],
+          output: { format: 'es' as const, entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js' },
+        },
+      },
+      ssr: { noExternal: true, external: ['webgpu'] },
     };
   }
   const bench = mode === 'bench';
