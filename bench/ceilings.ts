@@ -1,4 +1,4 @@
-// The adapter's own ceilings, measured in the same run on the same adapter (issue 9), and the roofline
+// The adapter's own ceilings, measured in the same run on the same adapter, and the roofline
 // of each qgemm row against them:
 //   dot4Tops            a register-only dot4I8Packed kernel (16 independent chains per invocation);
 //   copyGBs             a large buffer-to-buffer copy, bytes read + written per second;

@@ -1,6 +1,6 @@
 // Where the benchmark runs: the machine (CPU model, cores, memory, OS, Node), the repository root (for
 // dist/browser and bench/results, whether we run from bench/*.ts or from the bundled dist/node/bench.js),
-// and the adapter, chosen as issue 5 says:
+// and the adapter, chosen so:
 //   1. a hardware WebGPU adapter if there is one (Dawn in Node; --dawn PATH for a bare dawn.node);
 //   2. otherwise SwiftShader, if Debian's chromium (which ships it) is installed;
 //   3. otherwise the CPU path alone, and the output says so.

@@ -1,4 +1,4 @@
-// The benchmark's shapes (issue 5): squares 64..2048 trimmed by the time budget, LLM-like shapes
+// The benchmark's shapes: squares 64..2048 trimmed by the time budget, LLM-like shapes
 // (M in {1, 16, 128} x N = K in {1024, 4096}: decoding with M = 1, small and larger batches), and one
 // convolution-like shape (a 3x3 conv of 64 channels on a 56x56 feature map as im2col: 3136x64x576).
 // `--quick` keeps a representative subset, M = 1 included, that fits in 3 minutes on SwiftShader.

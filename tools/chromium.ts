@@ -1,7 +1,7 @@
 // Headless Chromium for the browser tests (test/browser/) and the benchmark's Chrome runtime (bench/):
 // the one place that knows how to start the system Chromium with WebGPU through puppeteer-core, and how
 // to serve pages so that `navigator.gpu` exists (a secure context: http://127.0.0.1, not file://).
-// The flags are the verified recipe of ../shared/webgpu-without-a-gpu.md.
+// The flags are a recipe verified on this project's CPU-only machines (SwiftShader).
 //
 // Stable API (the benchmark imports it too; extend, don't break):
 //   chromiumPath(): string | null

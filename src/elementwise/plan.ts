@@ -1,4 +1,4 @@
-// Elementwise quantized arithmetic, the integer-only work a network does between GEMMs (issue 4):
+// Elementwise quantized arithmetic, the integer-only work a network does between GEMMs:
 // TFLite's add, sub and mul reference kernels, and the integer-only alignment of inputs whose scales
 // differ (alignedAdd, alignedSub), for uint8 and int8 tensors of up to 4 dimensions with numpy
 // broadcasting. The math is specified once, here, beside the types that carry it, and prepareElementwise

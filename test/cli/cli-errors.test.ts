@@ -1,4 +1,4 @@
-// The CLI's bad-input contract (issue 2, README "The CLI"): every bad input exits with code 2, prints
+// The CLI's bad-input contract (README "The CLI"): every bad input exits with code 2, prints
 // exactly one line on stderr of the form `qgemm: error: FIELD: ...` naming the offending field, shows no
 // stack trace, and leaves no output file behind (neither the out path nor a `*.tmp-*` file next to it);
 // an output file that already existed is left untouched. Most cases call `main` in-process with

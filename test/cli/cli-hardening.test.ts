@@ -1,4 +1,4 @@
-// Issue 13's reproductions, each as a test of the CLI's bad-input contract: exit 2 (1 for a machine
+// Reproductions of attacks on the CLI, each as a test of the CLI's bad-input contract: exit 2 (1 for a machine
 // fault), one stderr line naming the field, no output or temporary file written, an old output file
 // untouched. Reads (devices, FIFOs, folders, sizes from the .npy header), writes (links, FIFOs,
 // folders, write-protected files, an input as the output, the spec-folder rule), strict JSON, the

@@ -106,8 +106,8 @@ describe(`qgemm run --backend cpu is bit-exact with the BigInt oracle (${COUNT} 
   });
 });
 
-// Issue 4's less-than-8-bit path (src/quant/lowbit.ts).
-describe(`bitDepth (issue 4): qgemm run --backend cpu against the oracle (${COUNT_LOWBIT} specs)`, () => {
+// The less-than-8-bit path (src/quant/lowbit.ts).
+describe(`bitDepth: qgemm run --backend cpu against the oracle (${COUNT_LOWBIT} specs)`, () => {
   const batches: Array<[number, number]> = [];
   for (let start = 0; start < COUNT_LOWBIT; start += BATCH) {
     batches.push([FIRST_SEED + 0x10000 + start, FIRST_SEED + 0x10000 + Math.min(COUNT_LOWBIT, start + BATCH)]);

@@ -1,4 +1,4 @@
-// Differential test of `qgemm run` on the elementwise ops of issue 4 (add, sub, mul, alignedAdd,
+// Differential test of `qgemm run` on the elementwise ops (add, sub, mul, alignedAdd,
 // alignedSub) against the independent BigInt oracle (test/oracle/elementwise-oracle.ts), on both
 // backends: hundreds of seeded random specs (uint8/int8, broadcast shapes up to 4-D, C and Fortran
 // order, per-tensor and per-axis scales, scale ratios that take sub's GreaterThanOne path and flush

@@ -373,7 +373,7 @@ export function quantizeMultiplierBig(real: number): { multiplier: number; shift
   return { multiplier: num(qFixed), shift };
 }
 
-// ------------------------------------------------------------------ less-than-8-bit unpacking (issue 4)
+// ------------------------------------------------------------------ less-than-8-bit unpacking
 
 /**
  * gemmlowp RoundingMultiplyByConstantFraction<numerator, denominator>(x), internal/unpack.h before

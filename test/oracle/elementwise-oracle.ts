@@ -1,4 +1,4 @@
-// An independent BigInt oracle for the elementwise ops of the spec contract (issue 4): TFLite's
+// An independent BigInt oracle for the elementwise ops of the spec contract: TFLite's
 // quantized add, sub and mul, and the integer-only scale alignment (alignedAdd, alignedSub). It follows
 // TFLite's structure literally — kernels/add.cc, sub.cc (PrepareGeneralSubOp) and mul.cc Prepare into an
 // OpData, then reference_ops BroadcastAdd4DSlow / BroadcastSubSlow / BroadcastMul4DSlow: NdArrayDesc

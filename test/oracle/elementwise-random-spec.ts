@@ -1,4 +1,4 @@
-// A seeded generator of random elementwise specs (issue 4's add/sub/mul/alignedAdd/alignedSub contract)
+// A seeded generator of random elementwise specs (the add/sub/mul/alignedAdd/alignedSub spec contract)
 // for differential testing of `qgemm run` against the BigInt oracle (./elementwise-oracle.ts). It writes
 // spec.json, a.npy and b.npy into a folder. Coverage: uint8 and int8; shapes of 0..4 dimensions that
 // broadcast (dimensions dropped to 1 or leading dimensions left out on either side, now and then an

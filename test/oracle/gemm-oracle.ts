@@ -1,9 +1,9 @@
-// An independent, BigInt oracle for the whole `op: "gemm"` of the spec contract (issue 2): it reads
+// An independent, BigInt oracle for the whole `op: "gemm"` of the spec contract (README): it reads
 // operands element by element through their storage order, accumulates
 //   acc[m][n] = sum_k (lhs[m][k] - zL[m]) * (rhs[k][n] - zR[n])
 // exactly and reduces it mod 2^32 to int32 (a naive triple loop, no offset trick), then applies every
 // output stage as gemmlowp's internal/output.h evaluates it, using ./bigint-fixedpoint.ts. With a
-// "bitDepth" (issue 4) it instead follows gemmlowp's removed less-than-8-bit path: requantization at
+// "bitDepth" it instead follows gemmlowp's removed less-than-8-bit path: requantization at
 // packing with position-defined rounding offsets, then RoundingMultiplyByConstantFraction unpacking.
 // It shares no code with src/quant or src/reference, so `qgemm run` can be checked against it bit
 // for bit.
@@ -204,7 +204,7 @@ export function oracleAccumulators(spec: GemmSpecJson, arrays: GemmArrays): { M:
   return { M, N, acc };
 }
 
-// ------------------------------------------------------------------ less than 8 bits (issue 4)
+// ------------------------------------------------------------------ less than 8 bits
 
 /**
  * The 8-bit xorshift rounding offsets of gemmlowp's old pack.h
@@ -225,7 +225,7 @@ export const XORSHIFT_OFFSETS: readonly number[] = (() => {
 
 export type LowBitRounding = 'nearest' | 'probabilistic-addmod' | 'probabilistic-xorshift' | 'default';
 
-/** The rounding offset of the element with row-major linear index i (issue 4's definition). */
+/** The rounding offset of the element with row-major linear index i (src/quant/lowbit.ts's definition). */
 export function roundingOffset(rounding: LowBitRounding, i: number, K: number): number {
   const r = rounding === 'default' ? (K < 384 ? 'nearest' : 'probabilistic-addmod') : rounding;
   switch (r) {
@@ -241,7 +241,7 @@ export function roundingOffset(rounding: LowBitRounding, i: number, K: number): 
 }
 
 /**
- * gemmlowp's removed less-than-8-bit path (issue 4): requantize each operand while packing,
+ * gemmlowp's removed less-than-8-bit path: requantize each operand while packing,
  * q = floor((src * maxval + offset(i)) / 255) with src in the uint8 domain (int8: v + 128, and the
  * zero point + 128, int32 wrap), then unpack with RoundingMultiplyByConstantFraction:
  *   acc = RMBCF<255^2, Lmax*Rmax>(sum_k l'r') + RMBCF<255, Lmax>(rowSum'[m] * -zR[n])

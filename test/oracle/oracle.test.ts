@@ -3,7 +3,7 @@
 // sibling, quantization_util_test's QuantizeMultiplier cases, test_fixedpoint.cc's tolerances and
 // test.cc's tanh-stage accuracy), golden values produced by compiling gemmlowp's own fixedpoint.h
 // and internal/output.h (commit 16e8662c, g++ -fwrapv; hashes of ~360k outputs plus explicit
-// samples), independent closed forms of the primitives, the less-than-8-bit path of issue 4
+// samples), independent closed forms of the primitives, the less-than-8-bit path
 // (RoundingMultiplyByConstantFraction and the rounding-offset generators of gemmlowp's removed
 // code, also compiled), and the random spec generator's determinism and coverage.
 
@@ -560,9 +560,9 @@ describe('gemm oracle on random specs', () => {
   });
 });
 
-// ------------------------------------------------------------------ less than 8 bits (issue 4)
+// ------------------------------------------------------------------ less than 8 bits
 
-describe('less-than-8-bit oracle (issue 4)', () => {
+describe('less-than-8-bit oracle', () => {
   const root = mkdtempSync(join(tmpdir(), 'qgemm-oracle-lowbit-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -1,4 +1,4 @@
-// A seeded generator of random `op: "gemm"` specs (issue 2's contract) for differential testing of
+// A seeded generator of random `op: "gemm"` specs (the CLI's spec contract, README) for differential testing of
 // `qgemm run` against the BigInt oracle. It writes spec.json and its .npy files into a folder and
 // returns the spec. Coverage: the shape sweep 1-10, 15-17, 31-33, 63-65 and odd rectangles up to
 // ~100; uint8/int8 and C/Fortran order per operand; zero points absent, small, extreme int32, or as
@@ -245,7 +245,7 @@ export interface RandomSpec {
 
 export interface RandomSpecOptions {
   /**
-   * Add a random "bitDepth" (issue 4: bits 1..8 per side, every rounding), and draw K around the
+   * Add a random "bitDepth" (bits 1..8 per side, every rounding), and draw K around the
    * 384 threshold of rounding 'default' a third of the time. Off by default; with it off the
    * generator's draws, and so its specs, do not change.
    */

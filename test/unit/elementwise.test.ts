@@ -1,4 +1,4 @@
-// Unit tier of the elementwise ops (issue 4, src/reference/elementwise.ts): values worked out by hand
+// Unit tier of the elementwise ops (src/elementwise/plan.ts, src/reference/elementwise.ts): values worked out by hand
 // for every op; the integer parameters TFLite's Prepare derives; TFLite's published quantized test
 // expectations (kernels/add_test.cc, sub_test.cc, mul_test.cc: float inputs quantized with the test
 // utility's float32 QuantizationParams, outputs within the tests' own tolerances); the float32-vs-double
