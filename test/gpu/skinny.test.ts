@@ -1,4 +1,4 @@
-// GPU tier, skinny shapes (issue 11): the gemv kernels (M <= 4; subgroupAdd and workgroup-memory
+// GPU tier, skinny shapes: the gemv kernels (M <= 4; subgroupAdd and workgroup-memory
 // reductions), the split-K kernels (small M) and 4-bit rhs stored two values per byte ('u4k8-r64'),
 // each forced in turn and compared bit for bit with the CPU reference (src/reference/gemm.ts, the
 // less-than-8-bit path of src/quant/lowbit.ts): M = 1..8, odd N and K, 8-bit and <= 4-bit rhs, every
