@@ -12,8 +12,8 @@ import { epilogueValues } from '../kernels/epilogue/epilogue.ts';
 import { encodeStages } from '../kernels/epilogue/stages.ts';
 import { selectGemmKernel } from '../kernels/registry.ts';
 import { runSelfTest } from '../kernels/self-test.ts';
-import type { GpuGemmKernel, PackedPair } from '../kernels/types.ts';
-import { PACK_FORMATS, type PackFormat } from '../pack/formats.ts';
+import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
+import { PACK_FORMATS, type PackFormat, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packJob, packPipelines, requantizationOf, type PackJob } from '../pack/pack.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
 import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
@@ -200,9 +200,9 @@ export class GpuContext {
       const { rows, cols } = shape;
       const outer = side === 'lhs' ? rows : cols;
       const depth = side === 'lhs' ? cols : rows;
-      const format = PACK_FORMATS['u8k4-r64'];
       const requant = requantizationOf(bitDepth, side, depth);
-      const packedBytes = roundUp(outer, format.rowAlign) * roundUp(depth, format.depthAlign);
+      const format = PACK_FORMATS[prepackFormat(this.caps, side, requant.bits)];
+      const packedBytes = roundUp(outer, format.rowAlign) * packedRowBytes(depth, format);
       const sumsBytes = roundUp(outer, format.rowAlign) * 4;
       this.checkBuffer(packedBytes, `prepacked ${side}`);
       const created: GPUBuffer[] = [];
@@ -281,11 +281,10 @@ export class GpuContext {
    * the device with a one-line warning, and the choice is made again without it.
    */
   private async kernelFor(p: NormalizedProblem, problem: GpuGemmProblem, force = this.forcedKernel): Promise<GpuGemmKernel> {
-    const formats = [problem.lhs, problem.rhs].filter(isPacked).map((x) => x.packFormat);
-    if (formats.length === 2 && formats[0] !== formats[1]) throw new InputError('rhs', `packed as ${formats[1]}, but lhs as ${formats[0]}`);
+    const format = (x: GpuOperandInput) => (isPacked(x) ? x.packFormat : undefined);
     const verdicts = selfTests(this.device);
     const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id));
-    const kernel = selectGemmKernel(this.caps, p, { force, packFormat: formats[0], disabled, kernels: this.kernels });
+    const kernel = selectGemmKernel(this.caps, p, { force, lhsPackFormat: format(problem.lhs), rhsPackFormat: format(problem.rhs), disabled, kernels: this.kernels });
     if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
     verdicts.set(kernel.id, 'testing');
     const result = await runSelfTest(async (q) => {
@@ -313,11 +312,11 @@ export class GpuContext {
     const p = normalizeProblem({ ...problem, lhs: shapeOf(problem.lhs, 'lhs', this.released), rhs: shapeOf(problem.rhs, 'rhs', this.released) }, { shapesOnly: true });
     const { M, N, K } = p;
     const kernel = await this.kernelFor(p, problem, force);
-    const format: PackFormat = PACK_FORMATS[kernel.packFormat];
+    const formats: Record<'lhs' | 'rhs', PackFormat> = { lhs: PACK_FORMATS[kernelFormats(kernel).lhs], rhs: PACK_FORMATS[kernelFormats(kernel).rhs] };
     const layout = dstLayout(p);
-    const rowBytes = roundUp(K, format.depthAlign);
-    for (const [bytes, what] of [[roundUp(M, format.rowAlign) * rowBytes, 'packed lhs'], [roundUp(N, format.rowAlign) * rowBytes, 'packed rhs'], [layout.bytes, 'dst']] as const) this.checkBuffer(bytes, what);
-    const dispatches = kernel.plan(p, this.limits);
+    const packedBytes = (side: 'lhs' | 'rhs', outer: number) => roundUp(outer, formats[side].rowAlign) * packedRowBytes(K, formats[side]);
+    for (const [bytes, what] of [[packedBytes('lhs', M), 'packed lhs'], [packedBytes('rhs', N), 'packed rhs'], [layout.bytes, 'dst']] as const) this.checkBuffer(bytes, what);
+    const dispatches = kernel.plan(p, this.limits, this.caps);
     const stages = encodeStages(p);
     const pooled: GPUBuffer[] = [];
     let dst: GPUBuffer | null = null;
@@ -340,7 +339,8 @@ export class GpuContext {
             }
             return { packed: x.packed, sums: x.sums };
           }
-          const packed = this.pool.acquire(roundUp(outer, format.rowAlign) * rowBytes, `${side} packed`);
+          const format = formats[side];
+          const packed = this.pool.acquire(packedBytes(side, outer), `${side} packed`);
           const sums = this.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
           pooled.push(packed, sums);
           const src = operandSource(this.device, x as Operand | GpuMatrix, side, this.pool, pooled);
@@ -357,7 +357,13 @@ export class GpuContext {
         const querySet = this.timestamps ? this.device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
         const pass = encoder.beginComputePass(querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
         for (const job of jobs) encodePack(this.device, pass, pipelinesForPack, job, this.xorshiftBuffer(), slab);
-        kernel.encode({ device: this.device, pass, pipeline: gemmPipeline, shape: p, dispatches, operands, dst: dst!, epilogue: { values: epilogueValues(p, stages, layout.stride), stages: stagesBuffer }, uniforms: slab });
+        const workspace = (bytes: number) => {
+          this.checkBuffer(bytes, 'workspace');
+          const b = this.pool.acquire(bytes, 'workspace');
+          pooled.push(b);
+          return b;
+        };
+        kernel.encode({ device: this.device, pass, pipeline: gemmPipeline, shape: p, dispatches, operands, dst: dst!, epilogue: { values: epilogueValues(p, stages, layout.stride), stages: stagesBuffer }, uniforms: slab, workspace });
         pass.end();
         const times = querySet ? this.staging.timestamps(encoder, querySet) : null;
         const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };

@@ -6,7 +6,7 @@
 // src/pack/pack.ts, the GEMM kernels and src/elementwise/gpu.ts.
 
 import { LimitExceededError } from '../errors.ts';
-import type { DstType, Order } from '../types.ts';
+import type { BitDepth, DstType, Order } from '../types.ts';
 import { DTYPE_BYTES } from '../spec/dst.ts';
 import type { PlanLimits } from './caps.ts';
 
@@ -38,11 +38,19 @@ export function flatDispatches(total: number, max: number): FlatDispatch[] {
   return out;
 }
 
-/** A packed layout: 4 consecutive k values per u32, K padded to `depthAlign`, outer rows to `rowAlign`. */
+/**
+ * A packed layout: 4 consecutive k values per u32 (8 when valueBits is 4), K padded to `depthAlign`,
+ * outer rows to `rowAlign`.
+ */
 export interface PackLayout {
   rowAlign: number;
   depthAlign: number;
+  /** Bits per packed value: 8 (default) or 4 (two values per byte). */
+  valueBits?: number;
 }
+
+/** Bytes of one packed row of `depth` values in `layout`. */
+export const layoutRowBytes = (depth: number, layout: PackLayout) => (roundUp(depth, layout.depthAlign) * (layout.valueBits ?? 8)) / 8;
 
 /** Where an operand's bytes are: element (outer, k) at byte outer*outerStride + k*depthStride. */
 export interface PackSource {
@@ -75,7 +83,7 @@ export function planPack(
   src: PackSource, bufferSize: number, outer: number, depth: number, layout: PackLayout, limits: PlanLimits, what: string, rowsPerWorkgroup = 1,
 ): PackDispatch[] {
   const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG, minStorageBufferOffsetAlignment: alignment } = limits;
-  const rowBytes = roundUp(depth, layout.depthAlign);
+  const rowBytes = layoutRowBytes(depth, layout);
   const packedRows = floorTo(maxBinding / rowBytes, layout.rowAlign);
   if (packedRows === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: one packed row band needs ${layout.rowAlign * rowBytes} bytes`);
 
@@ -92,7 +100,7 @@ export function planPack(
       bands.push({ srcBase: o * src.outerStride, srcEnd: Math.min(src.bytes, end * src.outerStride), depthBegin: 0, depthEnd: depth, outerBegin: o, outerEnd: end });
     }
   } else {
-    const unit = alignedUnit(src.depthStride, alignment, 4); // aligned offsets, whole packed words
+    const unit = alignedUnit(src.depthStride, alignment, 32 / (layout.valueBits ?? 8)); // aligned offsets, whole packed words
     const step = floorTo(maxBinding / src.depthStride, unit);
     if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} k-slices of the operand exceed a storage binding`);
     for (let k = 0; k < depth; k += step) {
@@ -112,13 +120,15 @@ export function planPack(
   return out;
 }
 
-/** What a GEMM plan needs of the problem. */
+/** What a GEMM plan (and a kernel's choice) needs of the problem. */
 export interface GemmShape {
   M: number;
   N: number;
   K: number;
   dstType: DstType;
   dstOrder: Order;
+  /** Less-than-8-bit operands: kernels reading 4-bit rhs ('u4k8-r64') need bitDepth.rhs <= 4. */
+  bitDepth?: BitDepth;
 }
 
 /** The dst matrix on the GPU: lines (rows, or columns when col-major) padded to `stride` elements. */

@@ -14,16 +14,24 @@ import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { gemvKernel } from './gemv/kernel.ts';
 import { sgmatKernel } from './sgmat/kernel.ts';
-import type { CpuCaps, CpuGemmKernel, GpuGemmKernel } from './types.ts';
+import { splitKKernel } from './splitk/kernel.ts';
+import { prefersSplitK } from './splitk/partition.ts';
+import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
   dot4TiledKernel(64, 'native'),
   dot4TiledKernel(32, 'native'),
-  gemvKernel('native'),
+  gemvKernel({ reduce: 'subgroup', rhsBits: 8, dot4: 'native' }),
+  gemvKernel({ reduce: 'workgroup', rhsBits: 8, dot4: 'native' }),
+  splitKKernel(8),
+  // 4-bit rhs stored two values per byte ('u4k8-r64'): split-K first, the kernel for any M.
+  splitKKernel(4),
+  gemvKernel({ reduce: 'subgroup', rhsBits: 4, dot4: 'native' }),
+  gemvKernel({ reduce: 'workgroup', rhsBits: 4, dot4: 'native' }),
   dot4TiledKernel(64, 'emulated'),
   dot4TiledKernel(32, 'emulated'),
-  gemvKernel('emulated'),
+  gemvKernel({ reduce: 'workgroup', rhsBits: 8, dot4: 'emulated' }),
 ];
 
 /**
@@ -38,6 +46,9 @@ export interface SelectOptions {
   force?: string;
   /** The pack format of an operand that is already packed: only kernels reading it qualify. */
   packFormat?: PackFormatId;
+  /** The same, per side (a prepacked lhs, a prepacked rhs). */
+  lhsPackFormat?: PackFormatId;
+  rhsPackFormat?: PackFormatId;
   /** Kernels disabled on this device (a failed self-test): never chosen, even when forced. */
   disabled?: ReadonlySet<string>;
   /** Test hook: choose among these instead of GPU_KERNELS. */
@@ -70,7 +81,12 @@ function forced<K extends { id: string }>(
 
 /** The GPU kernel for `shape` on an adapter with `caps`. */
 export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: SelectOptions = {}): GpuGemmKernel {
-  const fits = (k: GpuGemmKernel) => k.supports(caps, shape) && (!opts.packFormat || k.packFormat === opts.packFormat) && !opts.disabled?.has(k.id);
+  const fits = (k: GpuGemmKernel) => {
+    const f = kernelFormats(k);
+    return k.supports(caps, shape) && (!opts.packFormat || f.lhs === opts.packFormat || f.rhs === opts.packFormat) &&
+      (!opts.lhsPackFormat || f.lhs === opts.lhsPackFormat) && (!opts.rhsPackFormat || f.rhs === opts.rhsPackFormat) && !opts.disabled?.has(k.id);
+  };
+  const formats = [opts.packFormat, opts.lhsPackFormat, opts.rhsPackFormat].filter(Boolean).join(', ');
   const kernels = opts.kernels ?? GPU_KERNELS;
   const force = opts.force ?? forcedKernelFromEnv();
   if (force && !opts.disabled?.has(force)) {
@@ -79,17 +95,28 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
       kernels,
       CPU_KERNELS,
       fits,
-      `${shape.M}x${shape.N}x${shape.K} on this adapter${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
+      `${shape.M}x${shape.N}x${shape.K} on this adapter${formats ? ` with ${formats} operands` : ''}`,
     );
     if (k) return k;
   }
   const suffix = caps.dot4 ? '' : '-emulated';
-  // The choice table. gemv serves M <= 4 (one row group, so rhs is read once); from M = 5 a 32-row
-  // tile reads rhs once for more rows; 64-tiles where both sides are large, on the tensor cores
-  // (subgroup matrices) where the adapter has them and they passed their self-test.
+  // The choice table. Skinny shapes are bound by reading rhs: gemv serves M <= 4 (one row group, so
+  // rhs is read once; subgroupAdd reductions where the adapter has subgroups). For 5 <= M <= 128,
+  // split-K where the 32x32 tile grid alone would leave the GPU idle (few tiles, large K:
+  // ./splitk/partition.ts prefersSplitK), else a 32-row tile reads rhs once for more rows; 64-tiles
+  // where both sides are large, on the tensor cores (subgroup matrices) where the adapter has them and
+  // they passed their self-test. 4-bit rhs (bitDepth.rhs <= 4, or prepacked so) is read two values
+  // per byte by the gemv and split-K kernels ('-u4') for M <= 128, where the rhs bytes dominate;
+  // above, it is packed in 8-bit lanes for the tiled kernels, unless it was prepacked in nibbles
+  // (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
+  const nibbles = caps.dot4 && (opts.rhsPackFormat === 'u4k8-r64' || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
+  const u4 = nibbles ? '-u4' : '';
   const small = shape.M <= 32 || shape.N <= 32;
   const table: [boolean, string][] = [
-    [shape.M <= 4, `gemv${suffix}`],
+    [shape.M <= 4 && caps.subgroups, `gemv${u4}`],
+    [shape.M <= 4, caps.dot4 ? `gemv${u4}-workgroup` : 'gemv-emulated'],
+    [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), `splitk${u4}-32x32`],
+    [nibbles && opts.rhsPackFormat === 'u4k8-r64', 'splitk-u4-32x32'],
     [small, `dot4-32x32${suffix}`],
     [true, 'sgmat-64x64'],
     [true, `dot4-64x64${suffix}`],
@@ -102,7 +129,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   if (!any)
     throw new InputError(
       'kernel',
-      `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${opts.packFormat ? ` with ${opts.packFormat} operands` : ''}`,
+      `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${formats ? ` with ${formats} operands` : ''}`,
     );
   return any;
 }

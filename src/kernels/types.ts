@@ -1,6 +1,6 @@
 // What a GEMM kernel is (the "gemm" of pack -> gemm -> output): the interface every kernel implements,
 // GPU and CPU alike, so that one registry (./registry.ts) can choose among them and one test loop can
-// run each of them. A GPU kernel reads operands packed in its `packFormat`, computes raw int32 sums of
+// run each of them. A GPU kernel reads operands packed in its `packFormat` (rhs: `rhsPackFormat`), computes raw int32 sums of
 // uint8-domain products, and hands them to the shared epilogue (./epilogue/); a CPU kernel runs the whole
 // problem and resolves with the result (async, so that kernels on worker threads fit the same shape).
 
@@ -31,18 +31,23 @@ export interface GemmEncoding {
   dst: GPUBuffer;
   epilogue: EpilogueCall;
   uniforms: UniformSlab;
+  /** A scratch storage buffer of at least `bytes` for this call only (split-K partial sums). */
+  workspace(bytes: number): GPUBuffer;
 }
 
 export interface GpuGemmKernel {
   readonly id: string;
   readonly backend: 'webgpu';
+  /** The format it reads lhs in, and rhs unless rhsPackFormat says otherwise. */
   readonly packFormat: PackFormatId;
+  /** The format it reads rhs in, where it differs (4-bit weights stored two per byte: 'u4k8-r64'). */
+  readonly rhsPackFormat?: PackFormatId;
   /** Whether this kernel can run `shape` on an adapter with `caps` (not whether it is the best choice). */
   supports(caps: AdapterCaps, shape: GemmShape): boolean;
   /** The uniform slots its encode() allocates per dispatch. */
   readonly uniformsPerDispatch: number;
-  /** The bands and dispatches of `shape` (pure; see src/gpu/plan.ts). */
-  plan(shape: GemmShape, limits: PlanLimits): GemmDispatch[];
+  /** The bands and dispatches of `shape` (pure; see src/gpu/plan.ts); caps where the plan follows the GPU's size. */
+  plan(shape: GemmShape, limits: PlanLimits, caps?: AdapterCaps): GemmDispatch[];
   /** Its compiled pipeline on this device (cached per device). */
   pipeline(device: GPUDevice, caps: AdapterCaps): Promise<GPUComputePipeline>;
   /** Records the dispatches into e.pass. */
@@ -70,3 +75,8 @@ export interface CpuGemmKernel {
 }
 
 export type GemmKernel = GpuGemmKernel | CpuGemmKernel;
+
+/** The pack formats kernel k reads lhs and rhs in. */
+export function kernelFormats(k: GpuGemmKernel): { lhs: PackFormatId; rhs: PackFormatId } {
+  return { lhs: k.packFormat, rhs: k.rhsPackFormat ?? k.packFormat };
+}

@@ -1,13 +1,16 @@
 // Pack formats: the layouts the pack stage (pack -> gemm -> output) writes and the GEMM kernels read.
-// A kernel declares the one it consumes, a prepacked operand records the one it was packed in, and the
-// scheduler refuses to feed an operand to a kernel that reads another layout.
+// A kernel declares the ones it consumes (lhs and rhs), a prepacked operand records the one it was
+// packed in, and the scheduler refuses to feed an operand to a kernel that reads another layout.
 
 import type { PackLayout } from '../gpu/plan.ts';
 
-export type PackFormatId = 'u8k4-r64';
+export { layoutRowBytes as packedRowBytes } from '../gpu/plan.ts';
+
+export type PackFormatId = 'u8k4-r64' | 'u4k8-r64';
 
 export interface PackFormat extends PackLayout {
   id: PackFormatId;
+  valueBits: 4 | 8;
   description: string;
 }
 
@@ -20,5 +23,26 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
       'Padding rows hold unspecified values: a kernel may read them, and never stores the dst elements they give.',
     rowAlign: 64,
     depthAlign: 64,
+    valueBits: 8,
+  },
+  'u4k8-r64': {
+    id: 'u4k8-r64',
+    description:
+      'values of at most 4 bits (requantized as in u8k4-r64, src/quant/lowbit.ts), two per byte: 8 consecutive ' +
+      'k per u32, byte j holding k + j in its low nibble and k + j + 4 in its high nibble, so that ' +
+      '(w & 0x0f0f0f0f) and ((w >> 4) & 0x0f0f0f0f) are the two u8k4 words of k..k+3 and k+4..k+7. ' +
+      'K zero-padded to a multiple of 64 (32 bytes), rows to a multiple of 64; int32 sums of the values.',
+    rowAlign: 64,
+    depthAlign: 64,
+    valueBits: 4,
   },
 };
+
+/**
+ * The format prepack() stores an operand in: a rhs of at most 4 bits two values per byte where the
+ * adapter runs the kernels that read it (dot4: src/kernels/gemv, src/kernels/splitk), else 8-bit lanes.
+ * lhs stays in 8-bit lanes (no kernel reads 4-bit lhs: activations are the small operand).
+ */
+export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number): PackFormatId {
+  return side === 'rhs' && bits <= 4 && caps.dot4 ? 'u4k8-r64' : 'u8k4-r64';
+}

@@ -6,7 +6,7 @@
 
 import { getPipeline } from '../gpu/pipelines.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
-import { planPack, type PackDispatch, type PackSource } from '../gpu/plan.ts';
+import { layoutRowBytes, planPack, type PackDispatch, type PackSource } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
@@ -71,17 +71,22 @@ export function packJob(
   side: 'lhs' | 'rhs', src: OperandSource, outer: number, depth: number, format: PackFormat, requant: Requantization,
   limits: PlanLimits, packed: GPUBuffer, sums: GPUBuffer,
 ): PackJob {
-  const transpose = src.depthStride !== 1;
+  // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
+  const transpose = src.depthStride !== 1 && format.valueBits === 8;
   const plan = planPack(src, src.buffer.size, outer, depth, format, limits, side, transpose ? TRANSPOSE_ROWS : 1);
   return { transpose, side, src, outer, depth, format, requant, plan, packed, sums };
 }
 
-/** Records one pack job into `pass` (one uniform slot per dispatch of job.plan). */
+/**
+ * Records one pack job into `pass` (one uniform slot per dispatch of job.plan). A 'u4k8-r64' job
+ * (nibbles) must requantize to at most 4 bits.
+ */
 export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipelines: PackPipelines, job: PackJob, xorshift: GPUBuffer, slab: UniformSlab): void {
   const pipeline = job.transpose ? pipelines.packTranspose : pipelines.pack;
   const { side, src, outer, depth, requant } = job;
+  if (job.format.valueBits < requant.bits) throw new Error(`internal: ${requant.bits}-bit ${side} packed as ${job.format.id}`);
   const layout = uniformLayout(source, 'PackParams');
-  const rowBytes = Math.ceil(depth / job.format.depthAlign) * job.format.depthAlign;
+  const rowBytes = layoutRowBytes(depth, job.format);
   const paddedOuter = Math.ceil(outer / job.format.rowAlign) * job.format.rowAlign;
   const bindGroupLayout = pipeline.getBindGroupLayout(0);
   pass.setPipeline(pipeline);
@@ -93,6 +98,7 @@ export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipel
       workgroupBase: d.base, maxval: 2 ** requant.bits - 1, rounding: ROUNDING_CODE[requant.rounding],
       // Rounding offsets follow the row-major linear index of the logical matrix: lhs m*K + k, rhs k*N + n.
       linearOuterStride: side === 'lhs' ? depth : 1, linearDepthStride: side === 'lhs' ? 1 : outer,
+      nibbles: job.format.valueBits === 4 ? 1 : 0,
     });
     pass.setBindGroup(0, device.createBindGroup({
       layout: bindGroupLayout,

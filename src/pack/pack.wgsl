@@ -2,7 +2,9 @@
 // any storage order and either signedness, and writes the 'u8k4-r64' format (src/pack/formats.ts) the
 // gemm kernels read: one packed row per "outer" index (an lhs row, or an rhs column), holding 4
 // consecutive k values per u32 (byte j = k + j), K zero-padded to depthWords * 4, the outer count
-// padded to the format's row alignment.
+// padded to the format's row alignment. With `nibbles` set it writes the 'u4k8-r64' format instead
+// (operands requantized to at most 4 bits): 8 consecutive k per u32, byte j holding k + j in its low
+// nibble and k + j + 4 in its high nibble, K padded to depthWords * 8.
 // In the same pass it computes the row sums (lhs) or column sums (rhs) of the four-term expansion
 // (src/types.ts). int8 operands are mapped into the uint8 domain by flipping the top bit (v + 128 =
 // byte ^ 0x80) and the stage encoding adds 128 to their zero point, so that one dot4U8Packed kernel serves
@@ -26,7 +28,7 @@ struct PackParams {
   srcBase: u32,         // logical byte index of the first byte of the bound src range
   depthBegin: u32,      // k range held by this src band
   depthEnd: u32,
-  depthWords: u32,      // padded K / 4: u32 words per packed row
+  depthWords: u32,      // u32 words per packed row: padded K / 4 (padded K / 8 with nibbles)
   outerBase: u32,       // first outer index of this dispatch (the packed binding starts there)
   outerRows: u32,       // rows of this dispatch
   signFlip: u32,        // 0x80 for int8 operands, 0 for uint8
@@ -36,6 +38,7 @@ struct PackParams {
   rounding: u32,        // a ROUNDING_* code
   linearOuterStride: u32, // i = outer * linearOuterStride + k * linearDepthStride (lhs: K, 1; rhs: 1, N)
   linearDepthStride: u32,
+  nibbles: u32,         // 1: 'u4k8-r64' (two values per byte; maxval <= 15), 0: 'u8k4-r64'
 }
 
 @group(0) @binding(0) var<uniform> params: PackParams;
@@ -76,8 +79,9 @@ fn pack(
   }
   let outer = params.outerBase + row;
   let live = outer < params.outerCount;
-  let wordBegin = params.depthBegin / 4u;
-  let wordEnd = (params.depthEnd + 3u) / 4u;
+  let perWord = 4u << params.nibbles; // k values per packed word
+  let wordBegin = params.depthBegin / perWord;
+  let wordEnd = (params.depthEnd + perWord - 1u) / perWord;
   var sum = 0u;
   for (var w = wordBegin + lid; w < params.depthWords; w += WORKGROUP_SIZE) {
     if (w >= wordEnd && params.depthBegin != 0u) {
@@ -85,7 +89,7 @@ fn pack(
     }
     // Fast path: four consecutive k of an 8-bit operand in one aligned u32 of the source.
     let first = outer * params.outerStride + w * 4u * params.depthStride;
-    if (live && params.depthStride == 1u && params.maxval == 255u && ((first - params.srcBase) & 3u) == 0u &&
+    if (live && params.depthStride == 1u && params.maxval == 255u && params.nibbles == 0u && ((first - params.srcBase) & 3u) == 0u &&
         w * 4u >= params.depthBegin && w * 4u + 4u <= min(params.depthEnd, params.depth)) {
       let word = src[(first - params.srcBase) >> 2u] ^ (params.signFlip * 0x01010101u);
       packed[row * params.depthWords + w] = word;
@@ -93,14 +97,16 @@ fn pack(
       continue;
     }
     var word = 0u;
-    for (var j = 0u; j < 4u; j++) {
-      let k = w * 4u + j;
+    for (var j = 0u; j < perWord; j++) {
+      let k = w * perWord + j;
+      // u8k4: byte j. u4k8: low nibble of byte j % 4 for j < 4, its high nibble for j >= 4.
+      let shift = select(8u * j, 8u * (j % 4u) + 4u * (j / 4u), params.nibbles != 0u);
       if (live && k >= params.depthBegin && k < params.depthEnd && k < params.depth) {
         var v = loadByte(outer * params.outerStride + k * params.depthStride) ^ params.signFlip;
         if (params.maxval != 255u) {
           v = requantize(v, outer, k);
         }
-        word |= v << (8u * j);
+        word |= v << shift;
         sum += v;
       }
     }

@@ -59,7 +59,7 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
     ctx = await GpuContext.create({ device: gpu!.device, kernel: id });
   });
   const run = async (p: GemmProblem, context = '') => {
-    const shape = { M: p.lhs.rows, N: p.rhs.cols, K: p.lhs.cols, dstType: 'int32' as const, dstOrder: p.dstOrder ?? 'row-major' };
+    const shape = { M: p.lhs.rows, N: p.rhs.cols, K: p.lhs.cols, dstType: 'int32' as const, dstOrder: p.dstOrder ?? 'row-major', bitDepth: p.bitDepth };
     if (!kernel.supports(ctx.caps, shape)) return;
     await expectGpuMatches(ctx, p, `${id} ${context}`);
     expect(ctx.lastRun.kernel).toBe(id);

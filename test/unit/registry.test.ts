@@ -60,6 +60,31 @@ describe('selectGemmKernel', () => {
     const k = selectGemmKernel(caps(), shape(64, 64, 64), { packFormat: 'u8k4-r64' });
     expect(k.packFormat).toBe('u8k4-r64');
   });
+  it('skinny shapes: gemv for M <= 4 (subgroup reduction where offered), split-K for small M with few tiles and large K', () => {
+    const sg = caps({ subgroups: true });
+    expect(selectGemmKernel(sg, shape(1, 4096, 4096)).id).toBe('gemv');
+    expect(selectGemmKernel(caps(), shape(4, 4096, 4096)).id).toBe('gemv-workgroup');
+    expect(selectGemmKernel(caps({ dot4: false }), shape(1, 4096, 4096)).id).toBe('gemv-emulated');
+    expect(selectGemmKernel(sg, shape(16, 4096, 4096)).id).toBe('splitk-32x32');
+    expect(selectGemmKernel(sg, shape(128, 4096, 4096)).id).toBe('splitk-32x32');
+    expect(selectGemmKernel(sg, shape(16, 4096, 128)).id).toBe('dot4-32x32'); // K too short to split
+    expect(selectGemmKernel(sg, shape(129, 4096, 4096)).id).toBe('dot4-64x64');
+    // A software adapter runs a few workgroups at a time: its grid is full already.
+    expect(selectGemmKernel(caps({ isSoftware: true }), shape(16, 1024, 1024)).id).toBe('dot4-32x32');
+  });
+  it('4-bit rhs: nibble kernels up to M = 128 (8-bit lanes above), a nibble-prepacked rhs at any M', () => {
+    const sg = caps({ subgroups: true });
+    const b4 = (M: number) => ({ ...shape(M, 4096, 4096), bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } });
+    expect(selectGemmKernel(sg, b4(1)).id).toBe('gemv-u4');
+    expect(selectGemmKernel(caps(), b4(3)).id).toBe('gemv-u4-workgroup');
+    expect(selectGemmKernel(sg, b4(64)).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(sg, b4(512)).id).toBe('dot4-64x64');
+    expect(selectGemmKernel(sg, b4(512), { rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(sg, b4(2), { rhsPackFormat: 'u8k4-r64' }).id).toBe('gemv');
+    // A nibble kernel cannot run an 8-bit rhs, nor read an 8-bit-packed one.
+    expect(() => selectGemmKernel(sg, shape(1, 64, 64), { force: 'gemv-u4' })).toThrow(InputError);
+    expect(() => selectGemmKernel(sg, b4(1), { force: 'gemv-u4', rhsPackFormat: 'u8k4-r64' })).toThrow(InputError);
+  });
 });
 
 describe('selectCpuKernel', () => {

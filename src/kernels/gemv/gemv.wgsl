@@ -1,76 +1,91 @@
-// gemv.wgsl: the gemv kernel (pack -> GEMM -> output) for small M, e.g. matrix-vector products in LLM
-// decoding (M = 1), where a 64x64 tile would leave the machine idle. Each workgroup computes 4 dst rows
-// x COLUMNS columns; its COLUMNS x SLICES invocations split K: invocation (column, slice) sums the
-// words slice, slice + SLICES, ... of one rhs column with vec4<u32> loads (consecutive invocations read
-// consecutive 16-byte chunks of the same packed column, so loads coalesce), then the slices are reduced
-// in workgroup memory and COLUMNS invocations run the shared epilogue (epilogue.wgsl) on quads.
-// Operands are packed in the 'u8k4-r64' format (src/pack/formats.ts). Host code: ./kernel.ts.
+// gemv.wgsl: the gemv kernel (pack -> GEMM -> output) for M <= 4, e.g. matrix-vector products in LLM
+// decoding (M = 1), bound by the read of the packed rhs. Each workgroup computes up to 4 dst rows x 4
+// columns; its THREADS invocations split K: invocation t reads the 16-byte chunks t, t + THREADS, ... of
+// each of the 4 packed rhs columns (vec4<u32> loads; consecutive invocations read consecutive chunks of
+// one column, so every load of the workgroup is coalesced, and the 4 columns are 4 independent loads in
+// flight per invocation). The lhs row group (at most 4 rows, a few KiB) stays in cache. Only live rows
+// are computed (M = 1 does one dot4 per rhs word, not four). The K slices are then summed by
+// reduceRows() (gemv-reduce-subgroup.wgsl: subgroupAdd; gemv-reduce-workgroup.wgsl: a tree in
+// workgroup memory) and 4 invocations run the shared epilogue (storeQuad, epilogue.wgsl).
+// rhs is packed in 'u8k4-r64', or in 'u4k8-r64' (RHS_NIBBLES: two 4-bit values per byte, unpacked here
+// with two masks before dot4); lhs always in 'u8k4-r64' (src/pack/formats.ts). Host code: ./kernel.ts.
 
-override COLUMNS: u32 = 16u; // dst columns per workgroup, a multiple of 4
-override SLICES: u32 = 16u;  // invocations sharing one column's K, a power of two
+override THREADS: u32 = 64u;         // invocations per workgroup, all sharing K; a power of two
+override RHS_NIBBLES: bool = false;  // rhs in 'u4k8-r64' (true) or 'u8k4-r64' (false)
 
 struct TileParams {
-  depthWords: u32,       // padded K / 4: u32 words per packed row
+  depthWords: u32,       // padded K / 4: u32 words per packed lhs row
   bandM: u32,            // first dst row of this dispatch (lhsPacked is bound from that row)
   bandN: u32,            // first dst column of this dispatch (rhsPacked is bound from that column)
-  bandRows: u32,         // rows of this dispatch's row groups (rows holding dst elements, rounded up to 4)
-  bandCols: u32,         // columns, rounded up to COLUMNS
-  workgroupBase: u32,    // first row group of this dispatch's flattened workgroup grid
+  rows: u32,             // dst rows of this band (M - bandM, at most the band's packed rows)
+  bandCols: u32,         // columns holding dst elements, rounded up to 4
+  workgroupBase: u32,    // first workgroup of this dispatch's flattened grid
 }
 
 @group(0) @binding(5) var<uniform> tile: TileParams;
 @group(0) @binding(6) var<storage, read> lhsPacked: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read> rhsPacked: array<vec4<u32>>;
 
-var<workgroup> partial: array<vec4<u32>, COLUMNS * SLICES>; // [column][slice]: 4 rows' partial sums
+/** The two u8k4 words (k..k+3, k+4..k+7) of one u4k8 word. */
+fn unpackNibbles(w: u32) -> vec2<u32> {
+  return vec2<u32>(w & 0x0f0f0f0fu, (w >> 4u) & 0x0f0f0f0fu);
+}
 
-@compute @workgroup_size(SLICES, COLUMNS)
+/** Sum over one rhs vec4 chunk q of row `row` (lhs) times column chunk b. */
+fn chunkDot(row: u32, q: u32, b: vec4<u32>) -> u32 {
+  let lhsVec4s = tile.depthWords / 4u;
+  if (RHS_NIBBLES) {
+    // One rhs chunk holds 32 k: two lhs chunks.
+    let a0 = lhsPacked[row * lhsVec4s + 2u * q];
+    let a1 = lhsPacked[row * lhsVec4s + 2u * q + 1u];
+    let x = unpackNibbles(b.x);
+    let y = unpackNibbles(b.y);
+    let z = unpackNibbles(b.z);
+    let w = unpackNibbles(b.w);
+    return dot4(a0.x, x.x) + dot4(a0.y, x.y) + dot4(a0.z, y.x) + dot4(a0.w, y.y)
+      + dot4(a1.x, z.x) + dot4(a1.y, z.y) + dot4(a1.z, w.x) + dot4(a1.w, w.y);
+  }
+  let a = lhsPacked[row * lhsVec4s + q];
+  return dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w);
+}
+
+@compute @workgroup_size(THREADS)
 fn gemv(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
-  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
 ) {
-  let groupsN = tile.bandCols / COLUMNS;
+  let groupsN = tile.bandCols / 4u;
   let group = tile.workgroupBase + wid.x + wid.y * nwg.x;
-  if (group >= groupsN * (tile.bandRows / 4u)) {
-    return;
+  let rowGroups = (tile.rows + 3u) / 4u;
+  if (group >= groupsN * rowGroups) {
+    return; // whole workgroup: the reduction below stays uniform
   }
   let rowBase = (group / groupsN) * 4u; // within the band
-  let colBase = (group % groupsN) * COLUMNS;
-  let slice = lid.x;
-  let column = lid.y;
-  let rowVec4s = tile.depthWords / 4u;
+  let colBase = (group % groupsN) * 4u;
+  let rows = min(4u, tile.rows - rowBase);
+  let rhsVec4s = select(tile.depthWords / 4u, tile.depthWords / 8u, RHS_NIBBLES);
 
-  var sum = vec4<u32>(0u);
-  let rhsRow = (colBase + column) * rowVec4s;
-  for (var q = slice; q < rowVec4s; q += SLICES) {
-    let b = rhsPacked[rhsRow + q];
-    for (var r = 0u; r < 4u; r++) {
-      let a = lhsPacked[(rowBase + r) * rowVec4s + q];
-      sum[r] += dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w);
+  var acc: array<vec4<u32>, 4>; // acc[r][c]: row rowBase + r, column colBase + c
+  for (var q = tid; q < rhsVec4s; q += THREADS) {
+    let b0 = rhsPacked[colBase * rhsVec4s + q];
+    let b1 = rhsPacked[(colBase + 1u) * rhsVec4s + q];
+    let b2 = rhsPacked[(colBase + 2u) * rhsVec4s + q];
+    let b3 = rhsPacked[(colBase + 3u) * rhsVec4s + q];
+    for (var r = 0u; r < rows; r++) {
+      let row = rowBase + r;
+      acc[r] += vec4<u32>(chunkDot(row, q, b0), chunkDot(row, q, b1), chunkDot(row, q, b2), chunkDot(row, q, b3));
     }
   }
-  partial[column * SLICES + slice] = sum;
-  workgroupBarrier();
-  for (var half = SLICES / 2u; half > 0u; half /= 2u) {
-    if (slice < half) {
-      partial[column * SLICES + slice] += partial[column * SLICES + slice + half];
-    }
-    workgroupBarrier();
-  }
-  // Invocations with slice == 0 hold one column's 4 row sums; store them as quads.
-  if (slice != 0u) {
+  reduceRows(acc, rows, tid);
+  if (tid >= 4u) {
     return;
   }
   let m0 = tile.bandM + rowBase;
-  let n = tile.bandN + colBase + column;
+  let n0 = tile.bandN + colBase;
   if (dstColMajor()) {
-    storeQuad(partial[column * SLICES], m0, n);
-  } else if (column % 4u == 0u) {
-    for (var r = 0u; r < 4u; r++) {
-      let raw = vec4<u32>(partial[column * SLICES][r], partial[(column + 1u) * SLICES][r],
-                          partial[(column + 2u) * SLICES][r], partial[(column + 3u) * SLICES][r]);
-      storeQuad(raw, m0 + r, n);
-    }
+    storeQuad(vec4<u32>(reducedRow(0u)[tid], reducedRow(1u)[tid], reducedRow(2u)[tid], reducedRow(3u)[tid]), m0, n0 + tid);
+  } else {
+    storeQuad(reducedRow(tid), m0 + tid, n0);
   }
 }

@@ -1,23 +1,95 @@
-// The gemv kernel (pack -> GEMM -> output) for small M (matrix-vector products, LLM decoding): ./gemv.wgsl,
-// 4 dst rows x COLUMNS columns per workgroup with K split over SLICES invocations per column, on
-// dot4U8Packed where the adapter has it and on the manual unpack elsewhere (two kernels of the registry).
+// The gemv kernels (pack -> GEMM -> output) for M <= 4 (matrix-vector products, LLM decoding): ./gemv.wgsl,
+// up to 4 dst rows x 4 columns per workgroup, K split over THREADS invocations and reduced with
+// subgroupAdd (./gemv-reduce-subgroup.wgsl, adapters with 'subgroups') or in workgroup memory
+// (./gemv-reduce-workgroup.wgsl). Each (reduction, rhs format, dot4 variant) is one kernel of the
+// registry, so the per-kernel tests run each: 'gemv', 'gemv-workgroup', 'gemv-emulated' (workgroup
+// reduction, manual dot4) read 8-bit rhs ('u8k4-r64'); 'gemv-u4', 'gemv-u4-workgroup' read 4-bit rhs
+// stored two per byte ('u4k8-r64'). They run any M (row groups of 4, rhs re-read per group); the
+// registry gives them M <= 4, where rhs is read once.
 
-import { bandedKernel } from '../banded.ts';
-import type { GpuGemmKernel } from '../types.ts';
-import { gemmKernelSource } from '../wgsl/source.ts';
+import type { AdapterCaps } from '../../gpu/caps.ts';
+import { getPipeline } from '../../gpu/pipelines.ts';
+import { layoutRowBytes, planGemm } from '../../gpu/plan.ts';
+import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
+import { PACK_FORMATS } from '../../pack/formats.ts';
+import { epilogueEntries } from '../epilogue/epilogue.ts';
+import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
+import { dot4Library, epilogueLibrary } from '../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
+import reduceSubgroup from './gemv-reduce-subgroup.wgsl?raw';
+import reduceWorkgroup from './gemv-reduce-workgroup.wgsl?raw';
 
-const sources = { native: gemmKernelSource(gemv, true), emulated: gemmKernelSource(gemv, false) };
-const COLUMNS = 16;
+const THREADS = 64;
 
-export function gemvKernel(dot4: 'native' | 'emulated'): GpuGemmKernel {
-  return bandedKernel({
-    id: `gemv${dot4 === 'emulated' ? '-emulated' : ''}`,
-    source: sources[dot4],
-    entryPoint: 'gemv',
-    overrides: { COLUMNS, SLICES: 16 },
-    tileM: 4,
-    tileN: COLUMNS,
-    supports: (caps) => dot4 === 'emulated' || caps.dot4,
-  });
+export interface GemvVariant {
+  reduce: 'subgroup' | 'workgroup';
+  rhsBits: 8 | 4;
+  dot4: 'native' | 'emulated';
+}
+
+/** The WGSL of one variant: `enable subgroups;` must open the module, before every declaration. */
+function gemvSource(v: GemvVariant): string {
+  const subgroup = v.reduce === 'subgroup';
+  return [
+    subgroup ? 'enable subgroups;' : '',
+    epilogueLibrary,
+    dot4Library(v.dot4 === 'native'),
+    subgroup ? reduceSubgroup : reduceWorkgroup,
+    gemv,
+  ].join('\n');
+}
+
+/** 'gemv', 'gemv-workgroup', 'gemv-emulated', 'gemv-u4', 'gemv-u4-workgroup'. */
+export function gemvId(v: GemvVariant): string {
+  return ['gemv', v.rhsBits === 4 ? 'u4' : '', v.dot4 === 'emulated' ? 'emulated' : v.reduce === 'workgroup' ? 'workgroup' : '']
+    .filter(Boolean)
+    .join('-');
+}
+
+export function gemvKernel(v: GemvVariant): GpuGemmKernel {
+  const id = gemvId(v);
+  const source = gemvSource(v);
+  const lhsFormat = PACK_FORMATS['u8k4-r64'];
+  const rhsFormat = PACK_FORMATS[v.rhsBits === 4 ? 'u4k8-r64' : 'u8k4-r64'];
+  const overrides = { THREADS, RHS_NIBBLES: v.rhsBits === 4 ? 1 : 0 };
+  return {
+    id,
+    backend: 'webgpu',
+    packFormat: lhsFormat.id,
+    rhsPackFormat: rhsFormat.id,
+    uniformsPerDispatch: 2,
+    supports: (caps, shape) =>
+      (v.dot4 === 'emulated' || caps.dot4) &&
+      (v.reduce === 'workgroup' || caps.subgroups) &&
+      (v.rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
+    // 4x4 dst blocks; bands sized with the lhs rows, the larger of the two packed rows.
+    plan: (shape, limits) => planGemm(shape, lhsFormat, 4, 4, limits),
+    pipeline: (device: GPUDevice, _caps: AdapterCaps) => getPipeline(device, { id, source, entryPoint: 'gemv', overrides }),
+    encode: (e: GemmEncoding) => {
+      const layout = uniformLayout(source, 'TileParams');
+      const lhsRow = layoutRowBytes(e.shape.K, lhsFormat);
+      const rhsRow = layoutRowBytes(e.shape.K, rhsFormat);
+      const bindGroupLayout = e.pipeline.getBindGroupLayout(0);
+      e.pass.setPipeline(e.pipeline);
+      for (const d of e.dispatches) {
+        const entries = [
+          ...epilogueEntries(source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
+          ...namedEntries(source, {
+            tile: e.uniforms.alloc(layout, {
+              depthWords: lhsRow / 4,
+              bandM: d.m0,
+              bandN: d.n0,
+              rows: Math.min(d.rows, e.shape.M - d.m0),
+              bandCols: d.liveCols,
+              workgroupBase: d.base,
+            }),
+            lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
+            rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
+          }),
+        ];
+        e.pass.setBindGroup(0, e.device.createBindGroup({ layout: bindGroupLayout, entries }));
+        e.pass.dispatchWorkgroups(d.x, d.y);
+      }
+    },
+  };
 }

@@ -1,0 +1,112 @@
+// Unit tier: the split-K planning of the small-M kernels (src/kernels/splitk/partition.ts), without a
+// GPU: slice counts by grid size, depth and workspace budget; every k step covered once; bands,
+// dispatches and workspace within lowered binding and workgroup-count limits.
+
+import { describe, expect, it } from 'vitest';
+import type { PlanLimits } from '../../src/gpu/caps.ts';
+import { PACK_FORMATS } from '../../src/pack/formats.ts';
+import {
+  MIN_STEPS_PER_SPLIT,
+  planSplitK,
+  prefersSplitK,
+  REDUCE_THREADS,
+  SPLITK_STEP,
+  SPLITK_TILE,
+  splitKPartition,
+  workspaceBytes,
+} from '../../src/kernels/splitk/partition.ts';
+
+const limits = (over: Partial<PlanLimits> = {}): PlanLimits => ({
+  maxStorageBufferBindingSize: 2 ** 30,
+  maxComputeWorkgroupsPerDimension: 65535,
+  maxBufferSize: 2 ** 32,
+  maxComputeWorkgroupStorageSize: 16384,
+  maxComputeInvocationsPerWorkgroup: 256,
+  minStorageBufferOffsetAlignment: 256,
+  minUniformBufferOffsetAlignment: 256,
+  ...over,
+});
+const shape = (M: number, N: number, K: number, dstOrder: 'row-major' | 'col-major' = 'row-major') => ({
+  M,
+  N,
+  K,
+  dstType: 'int32' as const,
+  dstOrder,
+});
+
+describe('splitKPartition', () => {
+  it('fills the target with slices of at least MIN_STEPS_PER_SPLIT steps, covering every step once', () => {
+    for (const tiles of [1, 3, 32, 128, 1000]) {
+      for (const K of [1, 64, 255, 256, 1000, 4096, 11008, 34000]) {
+        for (const rows of [32, 64, 128]) {
+          const { splits, stepsPerSplit } = splitKPartition(tiles, rows, K, 1024);
+          const steps = Math.ceil(K / SPLITK_STEP);
+          expect(splits).toBeGreaterThanOrEqual(1);
+          expect(splits * stepsPerSplit).toBeGreaterThanOrEqual(steps); // covered
+          expect((splits - 1) * stepsPerSplit).toBeLessThan(steps); // no empty slice
+          if (splits > 1) {
+            expect(stepsPerSplit).toBeGreaterThanOrEqual(MIN_STEPS_PER_SPLIT);
+            expect(tiles * splits).toBeLessThanOrEqual(1024 + tiles * 1);
+            expect(splits * rows * 16).toBeLessThanOrEqual(K + 16 * rows * 1); // workspace traffic <= rhs bytes / 4
+          }
+        }
+      }
+    }
+  });
+  it('examples: 16x4096x4096 and 128x4096x4096 on a large GPU', () => {
+    expect(splitKPartition(128, 32, 4096, 1024)).toEqual({ splits: 8, stepsPerSplit: 8 });
+    expect(splitKPartition(512, 128, 4096, 1024)).toEqual({ splits: 2, stepsPerSplit: 32 });
+    expect(splitKPartition(4096, 128, 4096, 1024).splits).toBe(1);
+    expect(splitKPartition(1, 32, 34000, 8, 3).splits).toBe(3); // capped by maxSplits
+  });
+  it('prefersSplitK only for 5 <= M <= 128, by the adapter size', () => {
+    expect(prefersSplitK({ isSoftware: false }, shape(4, 4096, 4096))).toBe(false);
+    expect(prefersSplitK({ isSoftware: false }, shape(5, 4096, 4096))).toBe(true);
+    expect(prefersSplitK({ isSoftware: false }, shape(129, 4096, 4096))).toBe(false);
+    expect(prefersSplitK({ isSoftware: true }, shape(16, 4096, 4096))).toBe(false);
+    expect(prefersSplitK({ isSoftware: true }, shape(16, 32, 4096))).toBe(true);
+  });
+});
+
+describe('planSplitK', () => {
+  const layout = PACK_FORMATS['u8k4-r64'];
+  it('per band: partial dispatches over tiles x splits, then reduce dispatches over its quads', () => {
+    const plan = planSplitK(shape(16, 4096, 4096), layout, limits(), 1024);
+    const partial = plan.filter((d) => d.phase === 'partial');
+    const reduce = plan.filter((d) => d.phase === 'reduce');
+    expect(partial.reduce((n, d) => n + d.x * d.y, 0)).toBeGreaterThanOrEqual(128 * 8);
+    expect(reduce.reduce((n, d) => n + d.x * d.y, 0) * REDUCE_THREADS).toBeGreaterThanOrEqual((32 * 4096) / 4);
+    expect(plan.indexOf(reduce[0])).toBeGreaterThan(plan.indexOf(partial.at(-1)!));
+    expect(workspaceBytes(plan)).toBe(8 * 32 * 4096 * 4);
+  });
+  it('within lowered limits: workspace and packed rows fit a binding, grids fit the workgroup limit', () => {
+    for (const [M, N, K] of [
+      [7, 300, 64],
+      [3, 150, 200],
+      [100, 70, 448],
+      [128, 1000, 512],
+    ]) {
+      for (const order of ['row-major', 'col-major'] as const) {
+        if (order === 'row-major' && N > 128) continue; // 64 dst rows of N int32 would not fit 32 KiB
+        const lim = limits({ maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 });
+        const plan = planSplitK(shape(M, N, K, order), layout, lim, 1024);
+        expect(workspaceBytes(plan)).toBeLessThanOrEqual(32768);
+        for (const d of plan) {
+          expect(d.x).toBeLessThanOrEqual(3);
+          expect(d.y).toBeLessThanOrEqual(3);
+          expect(d.liveRows % SPLITK_TILE).toBe(0);
+          expect(d.liveCols % SPLITK_TILE).toBe(0);
+          expect(d.cols * Math.ceil(K / 64) * 64).toBeLessThanOrEqual(32768);
+        }
+        // Every dst tile of every band is computed: the bands' live areas cover M x N.
+        const area = new Set(plan.filter((d) => d.phase === 'partial').map((d) => `${d.m0},${d.n0},${d.liveRows},${d.liveCols}`));
+        let covered = 0;
+        for (const a of area) {
+          const [m0, n0, r, c] = a.split(',').map(Number);
+          covered += Math.min(r, M - m0) * Math.min(c, N - n0);
+        }
+        expect(covered).toBe(M * N);
+      }
+    }
+  });
+});
