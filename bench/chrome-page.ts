@@ -52,7 +52,7 @@ export interface PageSetupResult {
 
 /** In the page: create qgemm's GpuContext (timestamps on) and tfjs's webgpu backend, once. */
 export async function pageSetup(): Promise<PageSetupResult> {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
   const w = window as any;
   const out: PageSetupResult = { qgemm: { error: 'not tried' }, tfjs: null };
   try {
@@ -82,7 +82,7 @@ export async function pageSetup(): Promise<PageSetupResult> {
 
 /** In the page: warm-up and timed runs of one implementation at one shape. */
 export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
   const w = window as any;
   const { m, n, k, policy } = args;
   const { lhs, rhs } = w.__gen(args.seed, m, n, k) as { lhs: Uint8Array; rhs: Uint8Array };

@@ -41,7 +41,7 @@ export async function ortMatMulInteger(ort: Ort, session: OrtSession, data: Pick
     b_zero_point: new ort.Tensor('uint8', Uint8Array.of(RHS_ZERO_POINT), []),
   });
   const y = out.Y;
-  if (!y || y.type !== 'int32' || y.dims[0] !== m || y.dims[1] !== n) throw new Error(`MatMulInteger returned ${y?.type} [${y?.dims}]`);
+  if (y?.type !== 'int32' || y.dims[0] !== m || y.dims[1] !== n) throw new Error(`MatMulInteger returned ${y?.type} [${y?.dims}]`);
   return y.data as Int32Array;
 }
 

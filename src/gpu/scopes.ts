@@ -25,14 +25,17 @@ export function withDevice<T>(device: GPUDevice, fn: () => Promise<T>): Promise<
 export async function runInErrorScope<T>(device: GPUDevice, fn: () => T | Promise<T>, what = 'GPU work'): Promise<T> {
   device.pushErrorScope('validation');
   device.pushErrorScope('out-of-memory');
-  let result: T;
+  let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
-    result = await fn();
-  } finally {
-    const oom = await device.popErrorScope();
-    const validation = await device.popErrorScope();
-    if (oom) throw new GpuOutOfMemoryError(`${what}: out of GPU memory: ${oom.message}`);
-    if (validation) throw new GpuValidationError(`${what}: WebGPU validation error: ${validation.message}`);
+    outcome = { ok: true, value: await fn() };
+  } catch (error) {
+    outcome = { ok: false, error };
   }
-  return result;
+  // Both scopes are popped in any case; a GPU error they caught explains a failure of fn best.
+  const oom = await device.popErrorScope();
+  const validation = await device.popErrorScope();
+  if (oom) throw new GpuOutOfMemoryError(`${what}: out of GPU memory: ${oom.message}`);
+  if (validation) throw new GpuValidationError(`${what}: WebGPU validation error: ${validation.message}`);
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
 }

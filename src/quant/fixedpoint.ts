@@ -105,7 +105,7 @@ export function multiplyByQuantizedMultiplier(
   rounding: Rounding = 'double',
 ): number {
   if (rounding === 'double') {
-    const shifted = saturatingLeftShift(x, shift > 0 ? shift : 0);
+    const shifted = saturatingLeftShift(x, Math.max(shift , 0));
     return roundingDivideByPOT(saturatingRoundingDoublingHighMul(shifted, multiplier), shift > 0 ? 0 : -shift);
   }
   const totalShift = 31 - shift; // 1..62

@@ -160,7 +160,9 @@ export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = 
           checkInt32(`${f}.offsetAfterShift`, stage.offsetAfterShift);
           const hi = stage.rounding === 'single' ? 30 : 31;
           const exponents = stage.exponent instanceof Int32Array ? stage.exponent : [stage.exponent];
-          exponents.forEach((e, j) => checkRange(stage.exponent instanceof Int32Array ? `${f}.exponent[${j}]` : `${f}.exponent`, e, -31, hi));
+          exponents.forEach((e, j) => {
+            checkRange(stage.exponent instanceof Int32Array ? `${f}.exponent[${j}]` : `${f}.exponent`, e, -31, hi);
+          });
         }
         break;
       }

@@ -45,7 +45,7 @@ afterAll(() => {
 /** Compares the CLI's .npy output with the oracle; returns a failure report, or null when bit-exact. */
 function compare(seed: number, dir: string, want: OracleResult, outBytes: Buffer, specJson: string): string | null {
   const head = `seed ${seed} (${dir}), spec ${specJson}`;
-  let got;
+  let got: ReturnType<typeof parseNpy>;
   try {
     got = parseNpy(new Uint8Array(outBytes));
   } catch (e) {

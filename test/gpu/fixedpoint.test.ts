@@ -186,7 +186,11 @@ describe.skipIf(!gpu)('fixedpoint.wgsl, tanh.wgsl and lowbit.wgsl on the GPU, bi
     const rx = randomInt32s(30000, seed);
     const rm = randomInt32s(30000, seed + 1);
     const r = rng(seed + 2);
-    rx.forEach((v, i) => (x.push(v), m.push(rm[i]), s.push(lo + (r() % (hi - lo + 1)))));
+    rx.forEach((v, i) => {
+      x.push(v);
+      m.push(rm[i]);
+      s.push(lo + (r() % (hi - lo + 1)));
+    });
     return [x, m, s];
   };
 

@@ -148,7 +148,9 @@ export async function runCompute(device: GPUDevice, spec: ComputeSpec): Promise<
         const [x, y = 1, z = 1] = typeof wg === 'number' ? [wg] : wg;
         pass.dispatchWorkgroups(x, y, z);
         pass.end();
-        outs.forEach((b, j) => enc.copyBufferToBuffer(b, 0, reads[j], 0, reads[j].size));
+        outs.forEach((b, j) => {
+          enc.copyBufferToBuffer(b, 0, reads[j], 0, reads[j].size);
+        });
         device.queue.submit([enc.finish()]);
         return Promise.all(
           reads.map(async (r, j) => {

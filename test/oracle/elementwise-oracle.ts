@@ -17,7 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseNpy, type NpyArray } from '../../src/io/npy.ts';
-import { frexpExact, mbqmDoubleB, quantizeMultiplierBig, rdbpB, srdhmB, wrap32 } from './bigint-fixedpoint.ts';
+import { mbqmDoubleB, quantizeMultiplierBig, rdbpB, srdhmB, wrap32 } from './bigint-fixedpoint.ts';
 
 export type ElementwiseOpJson = 'add' | 'sub' | 'mul' | 'alignedAdd' | 'alignedSub';
 

@@ -154,6 +154,7 @@ function compileStage(stage: StageJson, M: number, N: number, where: string): { 
       const lo = big32(stage.min, `${where}.min`);
       const hi = big32(stage.max, `${where}.max`);
       if (lo > hi) throw new Error(`${where}: min > max`);
+      // biome-ignore lint/complexity/useMathMinMax: x is a bigint
       return { fn: (x) => (x < lo ? lo : x > hi ? hi : x) };
     }
     case 'tanh': {

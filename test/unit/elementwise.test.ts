@@ -212,7 +212,9 @@ function runTflite(c: TfliteCase): number[] {
 
 function expectNear(got: number[], want: number[], tolerance: number, what: string) {
   expect(got.length, what).toBe(want.length);
-  got.forEach((g, i) => expect(Math.abs(g - want[i]), `${what} [${i}]: got ${g}, want ${want[i]} ± ${tolerance}`).toBeLessThanOrEqual(tolerance));
+  got.forEach((g, i) => {
+    expect(Math.abs(g - want[i]), `${what} [${i}]: got ${g}, want ${want[i]} ± ${tolerance}`).toBeLessThanOrEqual(tolerance);
+  });
 }
 
 describe("TFLite's quantized add/sub/mul tests (dequantized outputs within the tests' tolerances)", () => {

@@ -62,7 +62,7 @@ describe('planPack', () => {
         const limits = limitsOf(l.binding, l.wg, l.alignment);
         const stride = kContiguous ? depth : outer;
         const src = { bytes: outer * depth, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
-        let plan;
+        let plan: ReturnType<typeof planPack>;
         try {
           plan = planPack(src, roundUp(src.bytes, 4), outer, depth, format, limits, 'rhs');
         } catch (e) {
@@ -105,7 +105,7 @@ describe('planGemm', () => {
       (M, N, K, dstType, dstOrder, [tileM, tileN], l) => {
         const limits = limitsOf(l.binding, l.wg, l.alignment);
         const shape = { M, N, K, dstType, dstOrder } as const;
-        let plan;
+        let plan: ReturnType<typeof planGemm>;
         try {
           plan = planGemm(shape, format, tileM, tileN, limits);
         } catch (e) {

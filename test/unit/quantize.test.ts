@@ -90,7 +90,9 @@ describe('quantize / dequantize', () => {
     const params = chooseQuantizationParams(-1, 3, -128, 127);
     const x = Float32Array.from({ length: 101 }, (_, i) => -1 + (4 * i) / 100);
     const back = dequantize(quantize(x, params, 'int8'), params);
-    x.forEach((v, i) => expect(Math.abs(back[i] - v)).toBeLessThanOrEqual(params.scale / 2 + 1e-6));
+    x.forEach((v, i) => {
+      expect(Math.abs(back[i] - v)).toBeLessThanOrEqual(params.scale / 2 + 1e-6);
+    });
     expect(Array.from(quantize(Float32Array.of(-100, 100), params, 'int8'))).toEqual([-128, 127]);
   });
 });
