@@ -11,8 +11,9 @@
 //   parseNpy, serializeNpy              .npy files, C and Fortran order
 //   kernelIds                           the kernels a `kernel` option (or env QGEMM_KERNEL) may force
 
-export * from './types.ts';
-export * from './errors.ts';
+// Everything of the CPU-only entry (types, errors, references, cpuGemm, quantization helpers, .npy I/O),
+// then the WebGPU path and the backend selection.
+export * from './cpu.ts';
 export { gemm, elementwise, describeDevice, type Backend, type GemmOptions, type RunOptions } from './api.ts';
 export {
   GpuContext,
@@ -27,29 +28,6 @@ export {
 export type { AdapterCaps, PlanLimits, SubgroupMatrixConfig } from './gpu/caps.ts';
 export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
 export { isHardwareAdapterAvailable } from './gpu/acquire.ts';
-export { referenceGemm } from './reference/gemm.ts';
-export { elementwiseReference } from './reference/elementwise.ts';
-export { cpuGemm } from './kernels/cpu-js/kernel.ts';
 export { kernelIds } from './kernels/registry.ts';
 export { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
 export { configureWasm as configureCpu, wasmRunStats, type WasmOptions as CpuOptions } from './kernels/cpu-wasm/kernel.ts';
-export {
-  ELEMENTWISE_OPS,
-  type ElementwiseOp,
-  type ElementwiseProblem,
-  type ElementwiseResult,
-  type ElementwiseOutput,
-  type QuantizedTensor,
-} from './elementwise/plan.ts';
-export { saturatingRoundingDoublingHighMul, roundingDivideByPOT, multiplyByQuantizedMultiplier } from './quant/fixedpoint.ts';
-export {
-  quantizeMultiplier,
-  quantizeMultiplierSmallerThanOneExp,
-  quantizeMultiplierGreaterThanOne,
-  chooseQuantizationParams,
-  quantize,
-  dequantize,
-  type QuantizedMultiplier,
-  type QuantizationParams,
-} from './quant/quantize.ts';
-export { parseNpy, serializeNpy, NpyFormatError, type NpyArray, type NpyDtype } from './io/npy.ts';
