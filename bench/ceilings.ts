@@ -196,8 +196,12 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
   return out;
 }
 
-/** Bytes a GEMM must move at least: lhs and rhs read once, dst written once. */
-export const minBytes = (m: number, n: number, k: number, dstBytes: number): number => m * k + k * n + m * n * dstBytes;
+/**
+ * Bytes a GEMM must move at least: lhs and rhs read once, dst written once. `rhsBytes`: the weights as
+ * stored, where they are not K*N bytes (4-bit weights: the packed operand, PackedOperand.bytes).
+ */
+export const minBytes = (m: number, n: number, k: number, dstBytes: number, rhsBytes: number = k * n): number =>
+  m * k + rhsBytes + m * n * dstBytes;
 
 /** Which ceiling bounds a kernel: subgroup-matrix kernels the tensor-core one, the rest dot4. */
 export function computeCeilingTops(kernel: string | null, c: Ceilings): number | null {
@@ -205,16 +209,30 @@ export function computeCeilingTops(kernel: string | null, c: Ceilings): number |
   return c.dot4Tops;
 }
 
-/** floorMs = max(2MNK / compute ceiling, bytes / copy bandwidth); fraction = floorMs / gpuMedianMs. */
+/** A row's roofline: the floor, the fraction of it reached, and the bytes its memory floor counts. */
+export interface Roofline {
+  floorMs: number;
+  fraction: number;
+  /** minBytes of the row: lhs + rhs (as stored, for 4-bit weights) + dst. */
+  bytes: number;
+}
+
+/**
+ * floorMs = max(2MNK / compute ceiling, minBytes / copy bandwidth); fraction = floorMs / gpuMedianMs.
+ * For a memory-bound shape (every small-M one) the fraction is the share of the measured copy bandwidth
+ * reached on the bytes that must move.
+ */
 export function roofline(
   row: { m: number; n: number; k: number; gpuMedianMs: number | null; kernel: string | null },
   c: Ceilings,
   dstBytes: number,
-): { floorMs: number; fraction: number } | null {
+  rhsBytes?: number,
+): Roofline | null {
   const tops = computeCeilingTops(row.kernel, c);
   if (!row.gpuMedianMs || !tops || !c.copyGBs) return null;
+  const bytes = minBytes(row.m, row.n, row.k, dstBytes, rhsBytes);
   const computeMs = ((2 * row.m * row.n * row.k) / (tops * 1e12)) * 1e3;
-  const memoryMs = (minBytes(row.m, row.n, row.k, dstBytes) / (c.copyGBs * 1e9)) * 1e3;
+  const memoryMs = (bytes / (c.copyGBs * 1e9)) * 1e3;
   const floorMs = Math.max(computeMs, memoryMs);
-  return { floorMs: Number(floorMs.toPrecision(4)), fraction: Number((floorMs / row.gpuMedianMs).toPrecision(4)) };
+  return { floorMs: Number(floorMs.toPrecision(4)), fraction: Number((floorMs / row.gpuMedianMs).toPrecision(4)), bytes };
 }

@@ -9,12 +9,23 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot } from './environment.ts';
 import { runBenchmark, type BenchOptions, type BenchReport } from './harness.ts';
-import { BACKENDS, IMPLS, MODES, RUNTIMES, type BackendName, type ImplName, type Mode, type Runtime } from './impls/types.ts';
+import {
+  BACKENDS,
+  IMPLS,
+  MODES,
+  RHS_BITS,
+  RUNTIMES,
+  type BackendName,
+  type ImplName,
+  type Mode,
+  type RhsBits,
+  type Runtime,
+} from './impls/types.ts';
 import type { PipelineKind } from './problems.ts';
 import { htmlReport } from './report-html.ts';
 import { screenshotHtml } from './screenshot.ts';
 import { terminalReport } from './report-terminal.ts';
-import { FULL_SHAPES, QUICK_SHAPES, parseShapes } from './shapes.ts';
+import { FULL_SHAPES, NAMED_SHAPES, QUICK_SHAPES, parseShapes } from './shapes.ts';
 import { FULL_POLICY, QUICK_POLICY } from './timing.ts';
 
 const DEFAULT_BUDGET_S = 1200;
@@ -29,7 +40,9 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
   --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576,
                         modes resident and call (under 4 minutes on a 2-core machine with SwiftShader)
   --shapes LIST         MxNxK list, e.g. 256x256x256,1x4096x4096 (default: the full suite: squares
-                        64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576)
+                        64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576),
+                        or a named set among the items: ${Object.keys(NAMED_SHAPES).join(', ')}; skinny =
+                        M in {1,4,16,64,128} x N=K in {4096,11008} (meant for a GPU: far too slow on SwiftShader)
   --impls LIST          ${IMPLS.join(',')} (default: all)
   --runtimes LIST       ${RUNTIMES.join(',')} (default: both; chrome = headless Chromium via puppeteer-core)
   --backends LIST       ${BACKENDS.join(',')} (default: both; qgemm runs on each)
@@ -37,6 +50,9 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
                         GPU between calls: call = nothing (both operands uploaded, packed); resident = the
                         weights (rhs), as inference runs; device = lhs and dst too (GPU work + submission).
                         CPU rows run as call; onnxruntime WebGPU rows as resident (weights are initializers)
+  --rhs-bits LIST       bit widths of the weights for qgemm's WebGPU resident rows, one row series each:
+                        8 (default) and/or 4 (requantized to 4 bits in ctx.prepack, stored two per byte);
+                        every row's JSON says "rhsBits" (qgemm 8|4, MatMulNBits-8/-4 8/4, other peers null)
   --pipeline KIND       uint8 (default: int32 -> uint8 through bias + fixed-point scale + saturating cast)
                         or int32 (raw accumulators, as MatMulInteger returns)
   --budget SECONDS      time budget; cells estimated not to fit are skipped, squares first
@@ -89,6 +105,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       runtimes: { type: 'string' },
       backends: { type: 'string' },
       modes: { type: 'string' },
+      'rhs-bits': { type: 'string' },
       pipeline: { type: 'string' },
       budget: { type: 'string' },
       dawn: { type: 'string' },
@@ -113,6 +130,11 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
   const seed = values.seed === undefined ? 1 : Number(values.seed);
   if (!Number.isInteger(seed)) throw new Error(`--seed: expected an integer, got "${values.seed}"`);
   const quick = !!values.quick;
+  const modes = list<Mode>('--modes', values.modes, MODES) ?? (quick ? ['resident', 'call'] : [...MODES]);
+  const rhsBits = (list('--rhs-bits', values['rhs-bits'], RHS_BITS.map(String)) ?? ['8']).map((b) => Number(b) as RhsBits);
+  if (rhsBits.length === 0) throw new Error('--rhs-bits: expected 8 and/or 4');
+  if (rhsBits.some((b) => b !== 8) && !modes.includes('resident'))
+    throw new Error('--rhs-bits: 4-bit weights run in resident mode only; add resident to --modes');
   const shapes = values.shapes ? parseShapes(values.shapes) : quick ? QUICK_SHAPES : FULL_SHAPES;
   const suite: BenchOptions['suite'] = values.shapes ? 'custom' : quick ? 'quick' : 'full';
   if (budgetS === null && suite === 'full') budgetS = DEFAULT_BUDGET_S;
@@ -122,7 +144,8 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       impls: list<ImplName>('--impls', values.impls, IMPLS) ?? [...IMPLS],
       runtimes: list<Runtime>('--runtimes', values.runtimes, RUNTIMES) ?? [...RUNTIMES],
       backends: list<BackendName>('--backends', values.backends, BACKENDS) ?? [...BACKENDS],
-      modes: list<Mode>('--modes', values.modes, MODES) ?? (quick ? ['resident', 'call'] : [...MODES]),
+      modes,
+      rhsBits: [...new Set(rhsBits)],
       policy: quick ? QUICK_POLICY : FULL_POLICY,
       budgetS,
       pipeline,

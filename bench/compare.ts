@@ -33,6 +33,8 @@ const id = (impl: RowId['impl'], backend: RowId['backend'], runtime: RowId['runt
   mode,
 });
 const QGEMM_NODE = (mode: RowId['mode']) => id('qgemm', 'webgpu', 'node', mode);
+/** qgemm resident with 4-bit weights (--rhs-bits 4): its own series (rowKey .../resident/rhs4). */
+const QGEMM_RHS4: RowId = { ...QGEMM_NODE('resident'), rhsBits: 4 };
 
 /** The pairs compared: same runtime and mode; the CPU path against the CPU libraries. */
 export const PAIRS: { ours: RowId; peer: RowId }[] = [
@@ -44,6 +46,13 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
     ours: QGEMM_NODE('resident'),
     peer: id(impl, 'webgpu', 'node', 'resident'),
   })),
+  // 4-bit weights: against the same bit width of onnxruntime, tfjs f32, and qgemm's own 8-bit weights
+  // (the speed-up that storing two values per byte buys).
+  ...(['onnxruntime-webgpu-matmulnbits4', 'tfjs-webgpu-f32'] as const).map((impl) => ({
+    ours: QGEMM_RHS4,
+    peer: id(impl, 'webgpu', 'node', 'resident'),
+  })),
+  { ours: QGEMM_RHS4, peer: QGEMM_NODE('resident') },
   { ours: id('qgemm', 'webgpu', 'chrome', 'call'), peer: id('tfjs-webgpu-f32', 'webgpu', 'chrome', 'call') },
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('naive-js', 'cpu', 'node', 'call') },

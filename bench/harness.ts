@@ -10,12 +10,22 @@
 // (gpuMedianMs, gpuGops) where the adapter offers them, and `gpuNote` says why where it is missing.
 
 import { describeAdapter } from '../src/gpu/adapter.ts';
-import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
+import { measureCeilings, roofline, type Ceilings, type Roofline } from './ceilings.ts';
 import { compare, type Comparison } from './compare.ts';
 import { adapterSlug, chooseAdapter, describeMachine, machineInfo, type AdapterKind, type Machine } from './environment.ts';
-import { rowKey, rowRank, type BackendName, type ImplName, type Mode, type RowId, type Runtime } from './impls/types.ts';
+import {
+  rhsBitsOf,
+  rowKey,
+  rowRank,
+  type BackendName,
+  type ImplName,
+  type Mode,
+  type RhsBits,
+  type RowId,
+  type Runtime,
+} from './impls/types.ts';
 import { startRunners } from './runners.ts';
-import { describePipeline, makeShapeData, type PipelineKind, type ShapeData } from './problems.ts';
+import { describePipeline, makeShapeData, problemFor, type PipelineKind, type ShapeData } from './problems.ts';
 import { ops, shapeKey, sortShapes, type Shape } from './shapes.ts';
 import { gops, type RepeatPolicy, type Stats } from './timing.ts';
 import { checkResult, computeExpected, type Expected, type Verification } from './verify.ts';
@@ -27,6 +37,8 @@ export interface BenchOptions {
   backends: readonly BackendName[];
   /** What stays on the GPU between calls (bench/impls/types.ts); GPU rows run in each, CPU rows in 'call'. */
   modes: readonly Mode[];
+  /** Bit widths of the weights for qgemm's WebGPU `resident` rows, one row series each (default [8]; --rhs-bits). */
+  rhsBits?: readonly RhsBits[];
   policy: RepeatPolicy;
   /** Seconds; cells whose estimated time exceeds what is left are skipped (squares run last, so they go first). */
   budgetS: number | null;
@@ -48,6 +60,8 @@ export interface Row {
   m: number;
   n: number;
   k: number;
+  /** Bit width of the weights (rhs) read: qgemm 8 or 4 (--rhs-bits), MatMulNBits-8/-4 8/4, other peers null. */
+  rhsBits: RhsBits | null;
   /** Wall time: upload + compute + readback (null only when the row failed to run). */
   medianMs: number | null;
   gops: number | null;
@@ -67,8 +81,11 @@ export interface Row {
   gpuNote?: string;
   /** qgemm rows: the id of the kernel that ran ("dot4-64x64", "gemv", "cpu-js"); null for peers. */
   kernel: string | null;
-  /** qgemm WebGPU rows with GPU time: the floor from the adapter's ceilings and the fraction of it reached; else null. */
-  roofline: { floorMs: number; fraction: number } | null;
+  /**
+   * qgemm WebGPU rows with GPU time: the floor from the adapter's ceilings, the fraction of it reached, and
+   * the bytes the memory floor counts (4-bit rows: the packed rhs, PackedOperand.bytes); else null.
+   */
+  roofline: Roofline | null;
   computes: string;
   verification?: Verification;
   error?: string;
@@ -95,7 +112,15 @@ export interface BenchReport {
   chrome: { version: string; adapter: Record<string, unknown> | null } | null;
   pipeline: { kind: PipelineKind; description: string; appliesTo: string };
   timing: { policy: RepeatPolicy; medianMs: string; gpuMs: string };
-  implementations: { impl: ImplName; backend: BackendName; runtime: Runtime; mode: Mode; computes: string; details: string }[];
+  implementations: {
+    impl: ImplName;
+    backend: BackendName;
+    runtime: Runtime;
+    mode: Mode;
+    rhsBits: RhsBits | null;
+    computes: string;
+    details: string;
+  }[];
   comparisons: Comparison[];
   skipped: Skipped[];
   notes: string[];
@@ -152,7 +177,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const { runners, chrome } = started;
   notes.push(...started.notes);
   const skipped: Skipped[] = started.unavailable.flatMap(({ reason, ...id }) =>
-    opts.shapes.map((s) => ({ ...id, m: s.m, n: s.n, k: s.k, reason })),
+    opts.shapes.map((s) => ({ ...id, rhsBits: rhsBitsOf(id), m: s.m, n: s.n, k: s.k, reason })),
   );
   if (chrome) progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
   if (runners.length === 0) throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
@@ -168,7 +193,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const rows: Row[] = [];
   for (const shape of order) {
     let data: ShapeData | null = null;
-    let expected: Expected | null = null;
+    const expected = new Map<RhsBits, Expected>(); // per weight bit width: the GEMM each row series ran
     for (const runner of runners) {
       const id = rowKey(runner);
       if (opts.budgetS !== null) {
@@ -182,6 +207,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
             backend: runner.backend,
             runtime: runner.runtime,
             mode: runner.mode,
+            rhsBits: rhsBitsOf(runner),
             m: shape.m,
             n: shape.n,
             k: shape.k,
@@ -201,16 +227,19 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         m: shape.m,
         n: shape.n,
         k: shape.k,
+        rhsBits: rhsBitsOf(runner),
       };
       try {
         const outcome = await runner.run(data, opts.policy);
         let verified: boolean | null = null;
         let verification: Verification | undefined;
         if (runner.impl === 'qgemm') {
-          expected ??= computeExpected(data.problem, shape, opts.seed);
+          const bits = rhsBitsOf(runner) ?? 8;
+          const want = expected.get(bits) ?? computeExpected(problemFor(data.problem, bits), shape, opts.seed);
+          expected.set(bits, want);
           verification = outcome.output
-            ? checkResult(expected, shape, outcome.output, outcome.hashes ?? [])
-            : { verified: false, method: expected.method, checked: 0, mismatches: 0, consistent: false, error: 'no output came back' };
+            ? checkResult(want, shape, outcome.output, outcome.hashes ?? [])
+            : { verified: false, method: want.method, checked: 0, mismatches: 0, consistent: false, error: 'no output came back' };
           verified = verification.verified;
         }
         const { medianMs, gops: rowGops, ...spread } = statsFields(outcome.wall, outcome.gpu, shape);
@@ -228,7 +257,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           computes: runner.computes,
           ...(verification ? { verification } : {}),
         };
-        if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings) row.roofline = roofline(row, ceilings, dstBytes);
+        // 4-bit weights: the memory floor counts the packed rhs as stored (PackedOperand.bytes), not K*N.
+        const rhsBytes = row.rhsBits !== 8 && outcome.rhsBytes !== undefined ? outcome.rhsBytes : undefined;
+        if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings) row.roofline = roofline(row, ceilings, dstBytes, rhsBytes);
         rows.push(row);
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
         const gpuPart =
@@ -277,6 +308,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         m: shape.m,
         n: shape.n,
         k: shape.k,
+        rhsBits: rhsBitsOf(u),
         medianMs,
         gops: rowGops,
         verified: null,
@@ -352,6 +384,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       backend: r.backend,
       runtime: r.runtime,
       mode: r.mode,
+      rhsBits: rhsBitsOf(r),
       computes: r.computes,
       details: r.details,
     })),

@@ -12,7 +12,8 @@
 // hashes its results the same way without shipping megabytes through the DevTools protocol.
 
 import { quantizeMultiplier } from '../src/quant/quantize.ts';
-import type { GemmProblem, OutputStage } from '../src/types.ts';
+import type { BitDepth, GemmProblem, OutputStage } from '../src/types.ts';
+import type { RhsBits } from './impls/types.ts';
 import type { Shape } from './shapes.ts';
 
 export type PipelineKind = 'uint8' | 'int32';
@@ -100,6 +101,22 @@ export function describePipeline(kind: PipelineKind): string {
   return kind === 'uint8'
     ? 'int32 -> uint8: bias (per column) + scaleInt32ByFixedPointAndExponent (per column, double rounding) + 128, saturatingCast uint8'
     : 'raw int32 accumulators (empty pipeline)';
+}
+
+/**
+ * The bitDepth of qgemm's rows with `rhsBits`-bit weights (--rhs-bits): none for 8 (the operands as
+ * they are); for 4, lhs stays 8-bit and rhs is requantized to 4 bits with nearest rounding (the weights'
+ * requantization happens once, in ctx.prepack, outside the timing) and stored two values per byte where
+ * the adapter has dot4 (pack format 'u4k8-r64'). The GEMM is called, and verified, with the same bitDepth.
+ */
+export function bitDepthFor(rhsBits: RhsBits): BitDepth | undefined {
+  return rhsBits === 8 ? undefined : { lhs: 8, rhs: rhsBits, rounding: 'nearest' };
+}
+
+/** The shape's problem as qgemm runs it with `rhsBits`-bit weights (bitDepthFor). */
+export function problemFor(problem: GemmProblem, rhsBits: RhsBits): GemmProblem {
+  const bitDepth = bitDepthFor(rhsBits);
+  return bitDepth ? { ...problem, bitDepth } : problem;
 }
 
 /** One shape's data, made once and shared by every implementation. */

@@ -24,8 +24,9 @@ const COLORS: Record<string, string> = {
   'onnxruntime-node-matmulinteger/cpu/node': '#8e44ad',
   'naive-js/cpu/node': '#8a8a8a',
 };
-/** One color per implementation; the mode sets the opacity (resident full, device darker outline-free, call light). */
-const color = (key: string) => COLORS[baseKey(idOf(key))] ?? '#444';
+/** One color per implementation; the mode sets the opacity (resident full, device darker outline-free, call light); qgemm's 4-bit weights a color of their own. */
+const color = (key: string) => (idOf(key).rhsBits === 4 ? RHS4_COLOR : (COLORS[baseKey(idOf(key))] ?? '#444'));
+const RHS4_COLOR = '#0b3a7a';
 const OPACITY: Record<Mode, number> = { resident: 1, device: 0.8, call: 0.5 };
 const opacity = (key: string) => OPACITY[idOf(key).mode] ?? 1;
 

@@ -21,8 +21,9 @@ export const SHORT: Record<string, string> = {
   'naive-js/cpu/node': 'naive-js',
 };
 
-/** Short name of a row series: the implementation, plus the mode for WebGPU rows. */
-export const label = (id: RowId): string => `${SHORT[baseKey(id)] ?? baseKey(id)}${id.backend === 'webgpu' ? ` ${id.mode}` : ''}`;
+/** Short name of a row series: the implementation, plus the mode for WebGPU rows, plus "4-bit" for qgemm's 4-bit weights. */
+export const label = (id: RowId): string =>
+  `${SHORT[baseKey(id)] ?? baseKey(id)}${id.backend === 'webgpu' ? ` ${id.mode}` : ''}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}`;
 
 export function fmtGops(g: number | null): string {
   if (g === null) return '—';
@@ -49,9 +50,10 @@ export function columns(report: BenchReport): string[] {
   return [...seen.entries()].sort((a, b) => rowRank(a[1]) - rowRank(b[1])).map(([k]) => k);
 }
 
+/** The inverse of rowKey. */
 export const idOf = (key: string): RowId => {
-  const [impl, backend, runtime, mode] = key.split('/');
-  return { impl, backend, runtime, mode } as RowId;
+  const [impl, backend, runtime, mode, bits] = key.split('/');
+  return { impl, backend, runtime, mode, ...(bits === 'rhs4' ? { rhsBits: 4 } : {}) } as RowId;
 };
 
 export function shapesOf(report: BenchReport): { m: number; n: number; k: number }[] {

@@ -18,6 +18,7 @@ import {
   type BackendName,
   type ImplName,
   type Mode,
+  type RhsBits,
   type RowId,
   type Runner,
   type Runtime,
@@ -30,6 +31,8 @@ export interface StartOptions {
   runtimes: readonly Runtime[];
   backends: readonly BackendName[];
   modes: readonly Mode[];
+  /** qgemm WebGPU `resident` rows run once per bit width here (default [8]); the other modes use 8. */
+  rhsBits?: readonly RhsBits[];
   seed: number;
   dawnPath?: string;
 }
@@ -77,8 +80,11 @@ export async function startRunners(
 
   if (wants('qgemm', 'webgpu', 'node')) {
     for (const mode of gpuModes) {
-      if (hasGpu) await start([node('qgemm', mode)], () => qgemmWebgpuNode(choice.ctx!, slug, computes, mode));
-      else missing(node('qgemm', mode), noGpu ?? 'no WebGPU adapter');
+      for (const rhsBits of mode === 'resident' ? (opts.rhsBits ?? [8]) : [8 as const]) {
+        const id = { ...node('qgemm', mode), rhsBits };
+        if (hasGpu) await start([id], () => qgemmWebgpuNode(choice.ctx!, slug, computes, mode, rhsBits));
+        else missing(id, noGpu ?? 'no WebGPU adapter');
+      }
     }
   }
   if (wants('tfjs-webgpu-f32', 'webgpu', 'node') && gpuModes.length) {

@@ -2,6 +2,7 @@
 // (M in {1, 16, 128} x N = K in {1024, 4096}: decoding with M = 1, small and larger batches), and one
 // convolution-like shape (a 3x3 conv of 64 channels on a 56x56 feature map as im2col: 3136x64x576).
 // `--quick` keeps a representative subset, M = 1 included, that fits in 3 minutes on SwiftShader.
+// Named sets (NAMED_SHAPES: quick, full, skinny) can be given to --shapes by name.
 
 /** One GEMM shape: lhs [m,k] x rhs [k,n] -> dst [m,n]. */
 export interface Shape {
@@ -33,26 +34,43 @@ export const QUICK_SHAPES: Shape[] = [
   { m: 3136, n: 64, k: 576, family: 'conv' },
 ];
 
+/**
+ * Skinny shapes, decoding and short prefill with LLaMA-7B-like weights: M in {1, 4, 16, 64, 128} x
+ * N = K in {4096, 11008} (`--shapes skinny`; with `--modes resident --rhs-bits 8,4`). Memory-bound at
+ * small M. Meant for a GPU: at 11008 a SwiftShader run takes many minutes per row.
+ */
+export const SKINNY_SHAPES: Shape[] = [4096, 11008].flatMap((nk) =>
+  [1, 4, 16, 64, 128].map((m): Shape => ({ m, n: nk, k: nk, family: 'llm' })),
+);
+
+/** Named shape sets, usable as items of --shapes (alone or mixed with MxNxK items). */
+export const NAMED_SHAPES: Record<string, Shape[]> = { quick: QUICK_SHAPES, full: FULL_SHAPES, skinny: SKINNY_SHAPES };
+
 export const ops = (s: Pick<Shape, 'm' | 'n' | 'k'>): number => 2 * s.m * s.n * s.k;
 
 export const shapeKey = (s: Pick<Shape, 'm' | 'n' | 'k'>): string => `${s.m}x${s.n}x${s.k}`;
 
-/** Parses "256x256x256,1x4096x4096" (MxNxK). Throws with the offending item. */
+/** Parses "256x256x256,1x4096x4096" (MxNxK) and names of NAMED_SHAPES ("skinny"); drops repeats. Throws with the offending item. */
 export function parseShapes(text: string): Shape[] {
-  return text
+  const shapes = text
     .split(',')
     .map((item) => item.trim())
     .filter(Boolean)
-    .map((item) => {
+    .flatMap((item): Shape[] => {
+      const named = NAMED_SHAPES[item.toLowerCase()];
+      if (named) return named.map((s) => ({ ...s }));
       const parts = item.toLowerCase().split('x');
       const dims = parts.map((p) => Number(p));
       if (parts.length !== 3 || dims.some((d) => !Number.isInteger(d) || d < 1 || d > 1 << 16)) {
-        throw new Error(`--shapes: "${item}" is not MxNxK with positive integers (e.g. 256x256x256)`);
+        throw new Error(
+          `--shapes: "${item}" is not MxNxK with positive integers (e.g. 256x256x256) nor a named set (${Object.keys(NAMED_SHAPES).join(', ')})`,
+        );
       }
       const [m, n, k] = dims;
       const family: Shape['family'] = m === n && n === k ? 'square' : 'custom';
-      return { m, n, k, family };
+      return [{ m, n, k, family }];
     });
+  return shapes.filter((s, i) => shapes.findIndex((t) => shapeKey(t) === shapeKey(s)) === i);
 }
 
 /** Canonical report order: squares by size, then LLM-like by N then M, then the rest as given. */

@@ -3,11 +3,13 @@
 //   the naive normative triple loop; independent of cpuGemm's offset trick and of the GPU kernels).
 // - Larger shapes: a random sample of entries plus the whole last row and last column (where tiling and
 //   padding bugs show) and the corners, each computed exactly by the reference's math: a direct int32
-//   dot product with the zero points subtracted, then applyOutputPipeline (src/reference/pipeline.ts).
+//   dot product with the zero points subtracted (with a bitDepth, as --rhs-bits 4 runs: the reference's
+//   lowBitAccumulator), then applyOutputPipeline (src/reference/pipeline.ts).
+// The problem passed in carries the bitDepth the row's GEMM ran with (bench/problems.ts problemFor).
 // Every timed run's output is hashed; a row is verified only when all its timed outputs have the same
 // hash AND the last one passes the check above. A failing row is reported as failed, never dropped.
 
-import { referenceGemm } from '../src/reference/gemm.ts';
+import { lowBitAccumulator, referenceGemm } from '../src/reference/gemm.ts';
 import { applyOutputPipeline } from '../src/reference/pipeline.ts';
 import { channel, normalizeProblem } from '../src/spec/problem.ts';
 import type { DstData, DstType, GemmProblem } from '../src/types.ts';
@@ -58,10 +60,13 @@ function sampleIndices(shape: Shape, seed: number): Int32Array {
   return Int32Array.from([...set].sort((a, b) => a - b));
 }
 
-/** The reference values for a shape's problem (computed once, shared by every row of the shape). */
-export function computeExpected(problem: GemmProblem, shape: Shape, seed: number): Expected {
+/**
+ * The reference values for a shape's problem (computed once, shared by every row of the shape).
+ * `method` forces one (tests check the sampled path against the full one on small shapes).
+ */
+export function computeExpected(problem: GemmProblem, shape: Shape, seed: number, method?: Expected['method']): Expected {
   const p = normalizeProblem(problem);
-  if (shape.m * shape.n * shape.k <= FULL_CHECK_MACS) {
+  if ((method ?? (shape.m * shape.n * shape.k <= FULL_CHECK_MACS ? 'full' : 'sampled')) === 'full') {
     const ref = referenceGemm(problem);
     return { method: 'full', dtype: ref.dtype, indices: null, values: ref.data };
   }
@@ -70,13 +75,18 @@ export function computeExpected(problem: GemmProblem, shape: Shape, seed: number
   const rhs = problem.rhs.data;
   const indices = sampleIndices(shape, seed);
   const values = new Int32Array(indices.length);
+  // Less than 8 bits (--rhs-bits 4): the reference's own requantize-and-unpack accumulator, entry by entry.
+  const lowBit = p.bitDepth ? lowBitAccumulator(p) : null;
   indices.forEach((idx, i) => {
     const m = Math.floor(idx / N);
     const n = idx % N;
-    const zl = channel(p.lhsZeroPoint, m);
-    const zr = channel(p.rhsZeroPoint, n);
     let acc = 0;
-    for (let k = 0; k < K; k++) acc = (acc + Math.imul((lhs[m * K + k] - zl) | 0, (rhs[k * N + n] - zr) | 0)) | 0;
+    if (lowBit) acc = lowBit(m, n);
+    else {
+      const zl = channel(p.lhsZeroPoint, m);
+      const zr = channel(p.rhsZeroPoint, n);
+      for (let k = 0; k < K; k++) acc = (acc + Math.imul((lhs[m * K + k] - zl) | 0, (rhs[k * N + n] - zr) | 0)) | 0;
+    }
     values[i] = applyOutputPipeline(p, acc, m, n);
   });
   return { method: 'sampled', dtype: p.dstType, indices, values };

@@ -15,10 +15,10 @@ import { normalizeProblem } from '../../src/spec/problem.ts';
 import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/gpu/context.ts';
 import { roundUp } from '../../src/gpu/plan.ts';
 import type { GemmResult, Operand } from '../../src/types.ts';
-import { hashBytes, type ShapeData } from '../problems.ts';
+import { bitDepthFor, hashBytes, problemFor, type ShapeData } from '../problems.ts';
 import { measure, type RepeatPolicy } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
-import type { CellOutcome, Mode, Runner } from './types.ts';
+import type { CellOutcome, Mode, RhsBits, Runner } from './types.ts';
 
 /**
  * The id of the kernel a context ran last (ctx.lastRun.kernel, src/kernels/registry.ts), null where it
@@ -72,22 +72,30 @@ const MODE_DETAILS: Record<Mode, string> = {
     'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
 };
 
-export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: string, mode: Mode): Runner {
+/**
+ * rhsBits 4 (--rhs-bits): the GEMM runs with bitDepth {lhs: 8, rhs: 4} (bench/problems.ts bitDepthFor),
+ * the rhs prepacked with that bitDepth (two values per byte where the adapter has dot4); `resident` and
+ * `device` only (a prepacked rhs is what stores the weights at their bit depth).
+ */
+export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: string, mode: Mode, rhsBits: RhsBits = 8): Runner {
+  if (rhsBits !== 8 && mode === 'call') throw new Error(`${rhsBits}-bit weights need a prepacked rhs: mode resident or device, not call`);
   const timestamps = ctx.device.features.has('timestamp-query');
+  const bits = rhsBits === 8 ? '' : `; weights requantized to ${rhsBits} bits (lhs 8, nearest rounding) in ctx.prepack`;
   return {
     impl: 'qgemm',
     backend: 'webgpu',
     runtime: 'node',
     mode,
+    rhsBits,
     adapter,
-    computes,
-    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
+    computes: rhsBits === 8 ? computes : `${computes}, ${rhsBits}-bit weights`,
+    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}${bits}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
     run: async (data: ShapeData, policy) => {
-      const { problem } = data;
+      const problem = problemFor(data.problem, rhsBits);
       let packed: PackedOperand | null = null;
       let lhs: GpuMatrix | null = null;
       try {
-        if (mode !== 'call') packed = await ctx.prepack('rhs', problem.rhs);
+        if (mode !== 'call') packed = await ctx.prepack('rhs', problem.rhs, bitDepthFor(rhsBits));
         if (mode === 'device') lhs = uploadMatrix(ctx, problem.lhs);
         const input = { ...problem, ...(packed ? { rhs: packed } : {}), ...(lhs ? { lhs } : {}) };
         const outcome = await qgemmCell(policy, async () => {
@@ -105,7 +113,12 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
             ctx.releaseMatrix(dst);
           }
         });
-        return { ...outcome, kernel: kernelOf(ctx), ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
+        return {
+          ...outcome,
+          kernel: kernelOf(ctx),
+          ...(packed ? { rhsBytes: packed.bytes } : {}),
+          ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }),
+        };
       } finally {
         packed?.destroy();
         lhs?.buffer.destroy();

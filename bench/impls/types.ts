@@ -32,17 +32,38 @@ export type BackendName = (typeof BACKENDS)[number];
 export const MODES = ['call', 'resident', 'device'] as const;
 export type Mode = (typeof MODES)[number];
 
+/** Bit widths of the weights (rhs) that `--rhs-bits` runs: 8 (as given) or 4 (two values per byte). */
+export const RHS_BITS = [8, 4] as const;
+export type RhsBits = (typeof RHS_BITS)[number];
+
 export interface RowId {
   impl: ImplName;
   backend: BackendName;
   runtime: Runtime;
   mode: Mode;
+  /**
+   * The bit width of the weights (rhs) the row reads: every qgemm row 8 or 4, onnxruntime MatMulNBits-8
+   * rows 8 and -4 rows 4, every other peer null. Optional on ids (absent = the implementation's default,
+   * rhsBitsOf); every Row has it.
+   */
+  rhsBits?: RhsBits | null;
+}
+
+/** The rhs bit width of a row: its own where it says, else the implementation's (qgemm 8, MatMulNBits-8/4, others null). */
+export function rhsBitsOf(r: Pick<RowId, 'impl' | 'rhsBits'>): RhsBits | null {
+  if (r.rhsBits !== undefined) return r.rhsBits;
+  if (r.impl === 'qgemm' || r.impl === 'onnxruntime-webgpu-matmulnbits8') return 8;
+  if (r.impl === 'onnxruntime-webgpu-matmulnbits4') return 4;
+  return null;
 }
 
 /** impl/backend/runtime: the implementation, whatever the mode (colors, short names). */
 export const baseKey = (r: Omit<RowId, 'mode'>): string => `${r.impl}/${r.backend}/${r.runtime}`;
-/** impl/backend/runtime/mode: one row series. */
-export const rowKey = (r: RowId): string => `${baseKey(r)}/${r.mode}`;
+/**
+ * impl/backend/runtime/mode: one row series; qgemm rows with 4-bit weights are a series of their own,
+ * impl/backend/runtime/mode/rhs4 (a peer's bit width is in its impl name already).
+ */
+export const rowKey = (r: RowId): string => `${baseKey(r)}/${r.mode}${r.impl === 'qgemm' && r.rhsBits === 4 ? '/rhs4' : ''}`;
 
 /** The order of rows within a shape, and of the report's columns: implementation first, then mode. */
 export const ROW_ORDER = [
@@ -59,7 +80,8 @@ export const ROW_ORDER = [
 ];
 export const rowRank = (r: RowId): number => {
   const i = ROW_ORDER.indexOf(baseKey(r));
-  return (i < 0 ? ROW_ORDER.length : i) * MODES.length + MODES.indexOf(r.mode);
+  // qgemm's 4-bit series right after its 8-bit one of the same mode.
+  return (i < 0 ? ROW_ORDER.length : i) * MODES.length + MODES.indexOf(r.mode) + (r.impl === 'qgemm' && r.rhsBits === 4 ? 0.5 : 0);
 };
 
 export interface CellOutcome {
@@ -72,6 +94,8 @@ export interface CellOutcome {
   kernel?: string | null;
   /** Why gpu is null, where the runner knows (e.g. "no timestamp-query on this device"). */
   gpuNote?: string;
+  /** qgemm rows with prepacked weights: PackedOperand.bytes (packed rhs + its column sums), for the roofline. */
+  rhsBytes?: number;
 }
 
 export interface Runner extends RowId {

@@ -42,8 +42,11 @@ export function referenceGemm(problem: GemmProblem): GemmResult {
 }
 
 
-/** Naive less-than-8-bit accumulator: requantize every element, then the four RMBCF terms. */
-function lowBitAccumulator(p: NormalizedProblem): (m: number, n: number) => number {
+/**
+ * Naive less-than-8-bit accumulator: requantize every element, then the four RMBCF terms. Exported for
+ * checks of single entries (bench/verify.ts samples large shapes with it).
+ */
+export function lowBitAccumulator(p: NormalizedProblem): (m: number, n: number) => number {
   const { N, K, bitDepth } = p;
   const rounding = resolveRounding(bitDepth!.rounding, K);
   const shiftL = p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;

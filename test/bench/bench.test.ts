@@ -12,15 +12,15 @@ import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions, type BenchReport } from '../../bench/harness.ts';
 import { roofline } from '../../bench/ceilings.ts';
 import { compare } from '../../bench/compare.ts';
-import { IMPLS, MODES, ORT_WEBGPU_IMPLS } from '../../bench/impls/types.ts';
+import { IMPLS, MODES, ORT_WEBGPU_IMPLS, rowKey } from '../../bench/impls/types.ts';
 import { createOrtSession, loadOrt, ortMatMulInteger } from '../../bench/impls/onnxruntime.ts';
 import { gpuMsPerRun } from '../../bench/impls/onnxruntime-webgpu.ts';
 import { matMulF32Model, matMulNBitsModel } from '../../bench/onnx-model.ts';
 import { naiveGemm } from '../../bench/impls/naive.ts';
-import { makeShapeData } from '../../bench/problems.ts';
+import { makeShapeData, problemFor } from '../../bench/problems.ts';
 import { htmlReport } from '../../bench/report-html.ts';
 import { terminalReport } from '../../bench/report-terminal.ts';
-import { parseShapes, QUICK_SHAPES } from '../../bench/shapes.ts';
+import { parseShapes, QUICK_SHAPES, SKINNY_SHAPES } from '../../bench/shapes.ts';
 import { computeExpected, checkResult } from '../../bench/verify.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 
@@ -62,11 +62,17 @@ function checkContract(report: BenchReport) {
     expect(typeof r.adapter).toBe('string');
     expect(r.adapter.length).toBeGreaterThan(0);
     for (const f of ['m', 'n', 'k']) expect(Number.isInteger(r[f])).toBe(true);
+    // The weights' bit width: every qgemm row 8 or 4, MatMulNBits-8/-4 8/4, every other peer null.
+    expect('rhsBits' in r).toBe(true);
+    if (r.impl === 'qgemm') expect([8, 4]).toContain(r.rhsBits);
+    else expect(r.rhsBits).toBe({ 'onnxruntime-webgpu-matmulnbits8': 8, 'onnxruntime-webgpu-matmulnbits4': 4 }[r.impl as string] ?? null);
+    if (r.rhsBits === 4 && r.impl === 'qgemm') expect(r.mode).toBe('resident');
     if (r.impl === 'qgemm') expect(typeof r.kernel).toBe('string');
     else expect(r.kernel).toBeNull();
     if (r.impl === 'qgemm' && r.backend === 'webgpu' && r.gpuMedianMs !== null && report.adapterKind !== 'none') {
       expect(typeof r.roofline.floorMs).toBe('number');
       expect(r.roofline.fraction).toBeCloseTo(r.roofline.floorMs / r.gpuMedianMs, 2);
+      expect(Number.isInteger(r.roofline.bytes) && r.roofline.bytes > 0).toBe(true);
     } else {
       expect(r.roofline).toBeNull();
     }
@@ -128,6 +134,60 @@ describe('benchmark harness', () => {
     checkContract(report);
     expect(report.runs.length).toBeGreaterThan(0);
     expect(report.runs.filter((r) => r.impl === 'qgemm').every((r) => r.verification?.method === 'full')).toBe(true);
+  });
+
+  it('runs qgemm resident with 8- and 4-bit weights (--rhs-bits 8,4): rhsBits on every row, each verified with its own bitDepth', async () => {
+    const shapes = parseShapes('1x64x64,3x33x96');
+    const report = await runBenchmark({
+      shapes,
+      impls: ['qgemm'], // the peers' rhsBits are checked on the first test's rows (checkContract)
+      runtimes: ['node'],
+      backends: ['webgpu'],
+      modes: ['resident'],
+      rhsBits: [8, 4],
+      policy: POLICY,
+      budgetS: null,
+      pipeline: 'uint8',
+      seed: 7,
+      suite: 'custom',
+    });
+    const json = checkContract(report);
+    if (report.adapterKind === 'none' && process.env.CI !== 'true') return; // no WebGPU here: nothing more to see
+    for (const s of shapes) {
+      const at = json.runs.filter((r: { m: number; n: number; k: number }) => r.m === s.m && r.n === s.n && r.k === s.k);
+      const qgemm = at.filter((r: { impl: string }) => r.impl === 'qgemm');
+      expect(qgemm.map((r: { rhsBits: number }) => r.rhsBits).sort()).toEqual([4, 8]);
+      for (const r of qgemm) expect(r.verified, JSON.stringify(r.verification)).toBe(true);
+      // Two values per byte: the 4-bit row's roofline counts the packed operand (PackedOperand.bytes), fewer
+      // bytes than K*N where N fills the 64-column packing blocks.
+      const [r8, r4] = [8, 4].map((b) => qgemm.find((r: { rhsBits: number }) => r.rhsBits === b));
+      if (r8.roofline && r4.roofline && report.adapter.dot4 === 'native' && s.n % 64 === 0) {
+        expect(r8.roofline.bytes).toBe(s.m * s.k + s.k * s.n + s.m * s.n);
+        expect(r4.roofline.bytes).toBeLessThan(r8.roofline.bytes);
+      }
+    }
+    // Two row series, two labels, and the 4-bit series compared with the 8-bit one and with MatMulNBits-4.
+    expect(new Set(report.runs.filter((r) => r.impl === 'qgemm').map((r) => rowKey(r)))).toEqual(
+      new Set(['qgemm/webgpu/node/resident', 'qgemm/webgpu/node/resident/rhs4']),
+    );
+    expect(terminalReport(report)).toContain('qgemm webgpu node resident 4-bit');
+    const vs8 = report.comparisons.find((c) => c.ours.rhsBits === 4 && c.peer.impl === 'qgemm');
+    expect(vs8?.shapes.length).toBe(shapes.length);
+    expect(htmlReport(report)).not.toMatch(/NaN|undefined/);
+  });
+
+  it('verifies 4-bit results against the reference with the same bitDepth (sampled and full checks)', () => {
+    for (const shape of parseShapes('5x33x64,2x70x1100')) {
+      const data = makeShapeData(shape, 3, 'uint8');
+      const want = referenceGemm(problemFor(data.problem, 4));
+      for (const method of ['full', 'sampled'] as const) {
+        const expected = computeExpected(problemFor(data.problem, 4), shape, 3, method);
+        expect(expected.method).toBe(method);
+        expect(checkResult(expected, shape, want, ['a', 'a']).verified).toBe(true);
+        // The 8-bit result is not the 4-bit one: the expectation does use the bitDepth.
+        expect(checkResult(expected, shape, referenceGemm(data.problem), ['a', 'a']).verified).toBe(false);
+      }
+    }
   });
 
   it('flags a wrong result as failed (sampled and full checks)', () => {
@@ -234,6 +294,14 @@ describe('benchmark harness', () => {
     const events = [1, 2, 3, 4, 5, 6].map((i) => ({ cat: 'Api', ts: i, dur: i * 1000 }));
     expect(gpuMsPerRun([...events, { cat: 'Node', ts: 0, dur: 99 }], 3)).toEqual([3, 7, 11]);
     expect(gpuMsPerRun(events, 4)).toBeNull();
+    // 4-bit weights: the memory floor counts the packed rhs (PackedOperand.bytes) instead of K*N.
+    const packed = roofline({ m: 1, n: 4096, k: 4096, gpuMedianMs: 1, kernel: 'gemv' }, ceilings, 1, 4096 * 2048 + 4096 * 4);
+    expect(packed?.bytes).toBe(4096 + 4096 * 2048 + 4096 * 4 + 4096);
+    expect(packed?.floorMs).toBeCloseTo(packed!.bytes / 1e6, 3);
+    // Comparisons keep qgemm's 4-bit series apart from its 8-bit one.
+    const bits = (rhsBits: 4 | 8, medianMs: number) => ({ ...row('qgemm', medianMs, null), rhsBits });
+    const vs8 = compare([bits(8, 2), bits(4, 1)], 'swiftshader').find((x) => x.ours.rhsBits === 4);
+    expect(vs8?.shapes.map((s) => s.speedup)).toEqual([2]);
   });
 
   it('parses the CLI flags', () => {
@@ -274,5 +342,16 @@ describe('benchmark harness', () => {
     expect(() => parseCli(['--impls', 'cublas'])).toThrow(/unknown "cublas"/);
     expect(() => parseCli(['--shapes', '12x0x3'])).toThrow(/MxNxK/);
     expect(() => parseCli(['--frobnicate'])).toThrow();
+    expect(custom.options.rhsBits).toEqual([8]);
+    const bits = parseCli(['--shapes', 'skinny', '--modes', 'resident', '--rhs-bits', '8,4']);
+    if (bits === 'help') throw new Error('unexpected help');
+    expect(bits.options.rhsBits).toEqual([8, 4]);
+    expect(bits.options.shapes).toEqual(SKINNY_SHAPES);
+    expect(new Set(SKINNY_SHAPES.map((s) => s.m))).toEqual(new Set([1, 4, 16, 64, 128]));
+    expect(SKINNY_SHAPES.every((s) => s.n === s.k && [4096, 11008].includes(s.n))).toBe(true);
+    expect(SKINNY_SHAPES.length).toBe(10);
+    expect(parseShapes('1x4096x4096,skinny').length).toBe(10); // named sets mix with MxNxK items, repeats dropped
+    expect(() => parseCli(['--rhs-bits', '3'])).toThrow(/unknown "3"/);
+    expect(() => parseCli(['--rhs-bits', '4', '--modes', 'call'])).toThrow(/resident/);
   });
 });
