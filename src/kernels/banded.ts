@@ -1,4 +1,4 @@
-// Encoding shared by the GEMM kernels that read 'u8k4-r64' packed operands band by band (dot4-tiled,
+// Encoding shared by the GEMM kernels that read 'u8k4-*' packed operands band by band (dot4-tiled,
 // gemv, subgroup-matrix): per dispatch, the kernel's TileParams uniform and its two packed-operand
 // bindings, beside the epilogue's resources, then the dispatch. The bands and dispatches themselves
 // come from src/gpu/plan.ts planGemm; a kernel only says its source and its tile.
@@ -7,7 +7,7 @@ import type { AdapterCaps } from '../gpu/caps.ts';
 import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
 import { planGemm, roundUp } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
-import { PACK_FORMATS } from '../pack/formats.ts';
+import { PACK_FORMATS, type PackFormatId } from '../pack/formats.ts';
 import { epilogueEntries } from './epilogue/epilogue.ts';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
 
@@ -25,7 +25,12 @@ export function encodeBanded(e: GemmEncoding, source: string): void {
       ...epilogueEntries(source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
       ...namedEntries(source, {
         tile: e.uniforms.alloc(layout, {
-          depthWords: rowBytes / 4, bandM: d.m0, bandN: d.n0, bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base,
+          depthWords: rowBytes / 4,
+          bandM: d.m0,
+          bandN: d.n0,
+          bandRows: d.liveRows,
+          bandCols: d.liveCols,
+          workgroupBase: d.base,
         }),
         lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * rowBytes, size: d.rows * rowBytes },
         rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rowBytes, size: d.cols * rowBytes },
@@ -48,11 +53,13 @@ export interface BandedKernelSpec {
   tileM: number;
   tileN: number;
   supports: GpuGemmKernel['supports'];
+  /** The pack format it reads (its row alignment must be a multiple of the tiles). Default 'u8k4-r64'. */
+  format?: PackFormatId;
 }
 
-/** A GEMM kernel of the registry that reads 'u8k4-r64' operands band by band (see encodeBanded). */
+/** A GEMM kernel of the registry that reads 'u8k4-*' operands band by band (see encodeBanded). */
 export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
-  const format = PACK_FORMATS['u8k4-r64'];
+  const format = PACK_FORMATS[spec.format ?? 'u8k4-r64'];
   return {
     id: spec.id,
     backend: 'webgpu',
@@ -60,7 +67,8 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     uniformsPerDispatch: 2,
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
-    pipeline: (device: GPUDevice, _caps: AdapterCaps) => getPipeline(device, { id: spec.id, source: spec.source, entryPoint: spec.entryPoint, overrides: spec.overrides }),
+    pipeline: (device: GPUDevice, _caps: AdapterCaps) =>
+      getPipeline(device, { id: spec.id, source: spec.source, entryPoint: spec.entryPoint, overrides: spec.overrides }),
     encode: (e) => encodeBanded(e, spec.reflect ?? spec.source),
   };
 }

@@ -7,11 +7,12 @@
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import type { GemmShape } from '../gpu/plan.ts';
-import type { PackFormatId } from '../pack/formats.ts';
+import { formatServes, type PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { cpuJsKernel } from './cpu-js/kernel.ts';
 import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
+import { dot4WideKernel } from './dot4-wide/kernel.ts';
 import { gemvKernel } from './gemv/kernel.ts';
 import { sgmatKernel } from './sgmat/kernel.ts';
 import { splitKKernel } from './splitk/kernel.ts';
@@ -20,6 +21,7 @@ import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } f
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
+  dot4WideKernel('native'),
   dot4TiledKernel(64, 'native'),
   dot4TiledKernel(32, 'native'),
   gemvKernel({ reduce: 'subgroup', rhsBits: 8, dot4: 'native' }),
@@ -29,6 +31,7 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   splitKKernel(4),
   gemvKernel({ reduce: 'subgroup', rhsBits: 4, dot4: 'native' }),
   gemvKernel({ reduce: 'workgroup', rhsBits: 4, dot4: 'native' }),
+  dot4WideKernel('emulated'),
   dot4TiledKernel(64, 'emulated'),
   dot4TiledKernel(32, 'emulated'),
   gemvKernel({ reduce: 'workgroup', rhsBits: 8, dot4: 'emulated' }),
@@ -83,8 +86,8 @@ function forced<K extends { id: string }>(
 export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: SelectOptions = {}): GpuGemmKernel {
   const fits = (k: GpuGemmKernel) => {
     const f = kernelFormats(k);
-    return k.supports(caps, shape) && (!opts.packFormat || f.lhs === opts.packFormat || f.rhs === opts.packFormat) &&
-      (!opts.lhsPackFormat || f.lhs === opts.lhsPackFormat) && (!opts.rhsPackFormat || f.rhs === opts.rhsPackFormat) && !opts.disabled?.has(k.id);
+    return k.supports(caps, shape) && (!opts.packFormat || formatServes(opts.packFormat, f.lhs) || formatServes(opts.packFormat, f.rhs)) &&
+      (!opts.lhsPackFormat || formatServes(opts.lhsPackFormat, f.lhs)) && (!opts.rhsPackFormat || formatServes(opts.rhsPackFormat, f.rhs)) && !opts.disabled?.has(k.id);
   };
   const formats = [opts.packFormat, opts.lhsPackFormat, opts.rhsPackFormat].filter(Boolean).join(', ');
   const kernels = opts.kernels ?? GPU_KERNELS;
@@ -105,7 +108,9 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // split-K where the 32x32 tile grid alone would leave the GPU idle (few tiles, large K:
   // ./splitk/partition.ts prefersSplitK), else a 32-row tile reads rhs once for more rows; 64-tiles
   // where both sides are large, on the tensor cores (subgroup matrices) where the adapter has them and
-  // they passed their self-test. 4-bit rhs (bitDepth.rhs <= 4, or prepacked so) is read two values
+  // they passed their self-test; without them, 128-tiles of 8 x 8 register blocks (dot4-128x128) where
+  // both sides fill at least two such tiles (less padding than that would eat the gain of twice the
+  // arithmetic per loaded byte). 4-bit rhs (bitDepth.rhs <= 4, or prepacked so) is read two values
   // per byte by the gemv and split-K kernels ('-u4') for M <= 128, where the rhs bytes dominate;
   // above, it is packed in 8-bit lanes for the tiled kernels, unless it was prepacked in nibbles
   // (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
@@ -119,6 +124,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     [nibbles && opts.rhsPackFormat === 'u4k8-r64', 'splitk-u4-32x32'],
     [small, `dot4-32x32${suffix}`],
     [true, 'sgmat-64x64'],
+    [shape.M >= 256 && shape.N >= 256, `dot4-128x128${suffix}`],
     [true, `dot4-64x64${suffix}`],
   ];
   for (const [when, id] of table) {

@@ -1,12 +1,14 @@
 // Pack formats: the layouts the pack stage (pack -> gemm -> output) writes and the GEMM kernels read.
 // A kernel declares the ones it consumes (lhs and rhs), a prepacked operand records the one it was
-// packed in, and the scheduler refuses to feed an operand to a kernel that reads another layout.
+// packed in, and the scheduler refuses to feed an operand to a kernel that reads another layout. The
+// 8-bit formats differ only in row padding, so an operand packed with more padding serves every kernel
+// whose row alignment divides its own (formatServes): a 'u8k4-r128' operand feeds the 64-row kernels too.
 
 import type { PackLayout } from '../gpu/plan.ts';
 
 export { layoutRowBytes as packedRowBytes } from '../gpu/plan.ts';
 
-export type PackFormatId = 'u8k4-r64' | 'u4k8-r64';
+export type PackFormatId = 'u8k4-r64' | 'u8k4-r128' | 'u4k8-r64';
 
 export interface PackFormat extends PackLayout {
   id: PackFormatId;
@@ -22,6 +24,13 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
       '(byte j = k + j), K zero-padded to a multiple of 64, rows to a multiple of 64; int32 row/column sums. ' +
       'Padding rows hold unspecified values: a kernel may read them, and never stores the dst elements they give.',
     rowAlign: 64,
+    depthAlign: 64,
+    valueBits: 8,
+  },
+  'u8k4-r128': {
+    id: 'u8k4-r128',
+    description: 'as u8k4-r64, with rows padded to a multiple of 128 (the 128 x 128 tiles of dot4-128x128)',
+    rowAlign: 128,
     depthAlign: 64,
     valueBits: 8,
   },
@@ -44,5 +53,13 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
  * lhs stays in 8-bit lanes (no kernel reads 4-bit lhs: activations are the small operand).
  */
 export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number): PackFormatId {
-  return side === 'rhs' && bits <= 4 && caps.dot4 ? 'u4k8-r64' : 'u8k4-r64';
+  // 8-bit lanes with 128-row padding: that serves the 128-tile kernels and every 64-row one.
+  return side === 'rhs' && bits <= 4 && caps.dot4 ? 'u4k8-r64' : 'u8k4-r128';
+}
+
+/** Whether an operand packed as `packed` can be read by a kernel that consumes `wanted`. */
+export function formatServes(packed: PackFormatId, wanted: PackFormatId): boolean {
+  const p = PACK_FORMATS[packed];
+  const w = PACK_FORMATS[wanted];
+  return p.valueBits === w.valueBits && p.depthAlign % w.depthAlign === 0 && p.rowAlign % w.rowAlign === 0;
 }

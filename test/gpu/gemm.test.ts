@@ -95,6 +95,12 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
     }
   });
 
+  it('shapes across 128-row tiles and several k stages, both dst orders', async () => {
+    for (const [M, N, K, dstOrder] of [[257, 131, 130, 'row-major'], [129, 260, 97, 'col-major']] as const) {
+      await run({ ...sample(arbProblemOfShape(M, N, K), M + N), dstOrder }, '128-tiles');
+    }
+  });
+
   it('int32 wrap: K = 34000 of 255s (raw sums past 2^31) with extreme zero points', async () => {
     const K = 34000;
     for (const [M, N] of [[2, 3], [33, 36]]) {

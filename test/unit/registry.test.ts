@@ -78,7 +78,7 @@ describe('selectGemmKernel', () => {
     expect(selectGemmKernel(sg, b4(1)).id).toBe('gemv-u4');
     expect(selectGemmKernel(caps(), b4(3)).id).toBe('gemv-u4-workgroup');
     expect(selectGemmKernel(sg, b4(64)).id).toBe('splitk-u4-32x32');
-    expect(selectGemmKernel(sg, b4(512)).id).toBe('dot4-64x64');
+    expect(selectGemmKernel(sg, b4(512)).id).toBe('dot4-128x128'); // 8-bit lanes: the wide tiles at M, N >= 256
     expect(selectGemmKernel(sg, b4(512), { rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
     expect(selectGemmKernel(sg, b4(2), { rhsPackFormat: 'u8k4-r64' }).id).toBe('gemv');
     // A nibble kernel cannot run an 8-bit rhs, nor read an 8-bit-packed one.

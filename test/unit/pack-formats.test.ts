@@ -1,0 +1,64 @@
+// Unit tier: the pack formats (src/pack/formats.ts) and how the registry matches them (pack -> gemm):
+// a more padded pack serves kernels of a less padded one, prepacked 8-bit operands get 128-row padding,
+// and the wide dot4 kernel (128-tiles on 'u8k4-r128') is chosen only where both sides fill two tiles.
+
+import { describe, expect, it } from 'vitest';
+import type { AdapterCaps } from '../../src/gpu/caps.ts';
+import { selectGemmKernel } from '../../src/kernels/registry.ts';
+import { formatServes, prepackFormat } from '../../src/pack/formats.ts';
+
+const caps = (over: Partial<AdapterCaps> = {}): AdapterCaps => ({
+  vendor: 'test',
+  architecture: 'test',
+  isSoftware: false,
+  dot4: true,
+  subgroups: false,
+  subgroupMinSize: 0,
+  subgroupMaxSize: 0,
+  subgroupMatrix: [],
+  f16: false,
+  timestamps: false,
+  limits: {
+    maxStorageBufferBindingSize: 2 ** 30,
+    maxComputeWorkgroupsPerDimension: 65535,
+    maxBufferSize: 2 ** 32,
+    maxComputeWorkgroupStorageSize: 16384,
+    maxComputeInvocationsPerWorkgroup: 256,
+    minStorageBufferOffsetAlignment: 256,
+    minUniformBufferOffsetAlignment: 256,
+  },
+  ...over,
+});
+const shape = (M: number, N: number, K: number) => ({ M, N, K, dstType: 'int32' as const, dstOrder: 'row-major' as const });
+
+describe('pack formats', () => {
+  it('a more padded format serves the kernels of a less padded one, not the reverse', () => {
+    expect(formatServes('u8k4-r128', 'u8k4-r64')).toBe(true);
+    expect(formatServes('u8k4-r64', 'u8k4-r128')).toBe(false);
+    expect(formatServes('u8k4-r64', 'u8k4-r64')).toBe(true);
+    expect(formatServes('u8k4-r128', 'u4k8-r64')).toBe(false);
+    expect(prepackFormat({ dot4: true }, 'rhs', 8)).toBe('u8k4-r128');
+    expect(prepackFormat({ dot4: true }, 'rhs', 4)).toBe('u4k8-r64');
+  });
+});
+
+describe('the wide dot4 kernel in the choice table', () => {
+  it('runs where both sides fill two 128-tiles, native or emulated', () => {
+    expect(selectGemmKernel(caps(), shape(4096, 4096, 4096)).id).toBe('dot4-128x128');
+    expect(selectGemmKernel(caps({ dot4: false }), shape(256, 300, 64)).id).toBe('dot4-128x128-emulated');
+    expect(selectGemmKernel(caps(), shape(255, 4096, 64)).id).toBe('dot4-64x64');
+    expect(selectGemmKernel(caps(), shape(100, 4096, 64)).id).toBe('dot4-64x64');
+  });
+  it('is refused with operands prepacked as u8k4-r64, chosen with u8k4-r128 ones', () => {
+    expect(selectGemmKernel(caps(), shape(4096, 4096, 64), { lhsPackFormat: 'u8k4-r64', rhsPackFormat: 'u8k4-r64' }).id).toBe('dot4-64x64');
+    expect(selectGemmKernel(caps(), shape(4096, 4096, 64), { lhsPackFormat: 'u8k4-r128', rhsPackFormat: 'u8k4-r128' }).id).toBe(
+      'dot4-128x128',
+    );
+    expect(selectGemmKernel(caps(), shape(64, 64, 64), { rhsPackFormat: 'u8k4-r128' }).id).toBe('dot4-64x64');
+    expect(() => selectGemmKernel(caps(), shape(64, 64, 64), { force: 'dot4-128x128', rhsPackFormat: 'u8k4-r64' })).toThrow(/cannot run/);
+  });
+  it('needs 16 KiB of workgroup memory and 256 invocations', () => {
+    const small = caps({ limits: { ...caps().limits, maxComputeWorkgroupStorageSize: 8192 } });
+    expect(selectGemmKernel(small, shape(4096, 4096, 64)).id).toBe('dot4-64x64');
+  });
+});
