@@ -83,7 +83,12 @@ export function adapterSlug(s: Pick<AdapterSummary, 'vendor' | 'architecture' | 
   const raw = /swiftshader/i.test(`${s.architecture} ${s.description}`)
     ? 'swiftshader'
     : [s.vendor, s.architecture].filter(Boolean).join('-') || s.description || 'unknown';
-  return raw.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'unknown';
+  return (
+    raw
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '') || 'unknown'
+  );
 }
 
 export interface ChooseOptions {

@@ -84,7 +84,14 @@ export function makePipeline(kind: PipelineKind, shape: Pick<Shape, 'n' | 'k'>):
   }
   return [
     { type: 'bias', axis: 'col', values: bias },
-    { type: 'scaleInt32ByFixedPointAndExponent', multiplier, exponent, offsetAfterShift: OUTPUT_ZERO_POINT, rounding: 'double', axis: 'col' },
+    {
+      type: 'scaleInt32ByFixedPointAndExponent',
+      multiplier,
+      exponent,
+      offsetAfterShift: OUTPUT_ZERO_POINT,
+      rounding: 'double',
+      axis: 'col',
+    },
     { type: 'saturatingCast', to: 'uint8' },
   ];
 }

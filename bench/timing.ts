@@ -37,7 +37,14 @@ function quantile(sorted: number[], q: number): number {
 export function stats(samples: number[]): Stats {
   if (samples.length === 0) throw new Error('stats: no samples');
   const s = [...samples].sort((a, b) => a - b);
-  return { medianMs: quantile(s, 0.5), minMs: s[0], maxMs: s[s.length - 1], q1Ms: quantile(s, 0.25), q3Ms: quantile(s, 0.75), reps: s.length };
+  return {
+    medianMs: quantile(s, 0.5),
+    minMs: s[0],
+    maxMs: s[s.length - 1],
+    q1Ms: quantile(s, 0.25),
+    q3Ms: quantile(s, 0.75),
+    reps: s.length,
+  };
 }
 
 export const gops = (ops: number, ms: number): number => ops / (ms * 1e6);

@@ -64,7 +64,8 @@ type Preset = 'none' | 'requant-uint8' | 'per-channel-int8' | 'tanh-int8';
 const PRESET_HINTS: Record<Preset, string> = {
   none: 'No output stages: the int32 accumulators as they are (int32 wraps, as in C).',
   'requant-uint8': 'scaleInt32ByFixedPointAndExponent (a Q31 multiplier and 2^exponent, plus an offset), then saturatingCast to uint8.',
-  'per-channel-int8': 'bias per output column, scaleInt32ByFixedPointAndExponent with a multiplier and exponent per column, saturatingCast to int8.',
+  'per-channel-int8':
+    'bias per output column, scaleInt32ByFixedPointAndExponent with a multiplier and exponent per column, saturatingCast to int8.',
   'tanh-int8': "bias (centering), gemmlowp's fixed-point tanh, scaleInt32ByFixedPointAndExponent to ±127, saturatingCast to int8.",
 };
 
@@ -144,7 +145,12 @@ function buildPipeline(s: Settings): OutputStage[] {
       const lo = mean - 3 * sd;
       const scale = 255 / (6 * sd);
       return [
-        { type: 'scaleInt32ByFixedPointAndExponent', ...fixedPointScale(scale), offsetAfterShift: clampInt32(-lo * scale), rounding: 'double' },
+        {
+          type: 'scaleInt32ByFixedPointAndExponent',
+          ...fixedPointScale(scale),
+          offsetAfterShift: clampInt32(-lo * scale),
+          rounding: 'double',
+        },
         { type: 'saturatingCast', to: 'uint8' },
       ];
     }
@@ -268,7 +274,8 @@ function niceMax(x: number): number {
 
 /** GOPS with about three significant digits (SwiftShader on small shapes gives hundredths). */
 const times = (r: number) => `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
-const gopsText = (g: number) => (g === 0 ? '0' : g >= 100 ? g.toFixed(0) : g >= 10 ? g.toFixed(1) : g >= 0.1 ? g.toFixed(2) : g.toPrecision(2));
+const gopsText = (g: number) =>
+  g === 0 ? '0' : g >= 100 ? g.toFixed(0) : g >= 10 ? g.toFixed(1) : g >= 0.1 ? g.toFixed(2) : g.toPrecision(2);
 
 function drawChart(): void {
   chart.replaceChildren();
@@ -314,20 +321,38 @@ function drawChart(): void {
     root.append(svg('text', { x: left - 6, y: y(t.v) + 4, 'text-anchor': 'end', class: 'tick' }, t.text));
   }
   const mid = top + plotH / 2;
-  root.append(svg('text', { x: 12, y: mid, class: 'axis', transform: `rotate(-90 12 ${mid})`, 'text-anchor': 'middle' }, logScale ? 'GOPS (log)' : 'GOPS'));
+  root.append(
+    svg(
+      'text',
+      { x: 12, y: mid, class: 'axis', transform: `rotate(-90 12 ${mid})`, 'text-anchor': 'middle' },
+      logScale ? 'GOPS (log)' : 'GOPS',
+    ),
+  );
   const slot = (W - left - right) / Math.max(shown.length, 4);
   const bar = Math.min(28, slot * 0.36);
   shown.forEach((r, i) => {
     const cx = left + slot * (i + 0.5);
-    const bars: [string, number | null, number][] = [['webgpu', r.webgpu, cx - bar - 1], ['cpu', r.cpu, cx + 1]];
+    const bars: [string, number | null, number][] = [
+      ['webgpu', r.webgpu, cx - bar - 1],
+      ['cpu', r.cpu, cx + 1],
+    ];
     for (const [cls, v, x] of bars) {
       if (v === null) continue;
-      const rect = svg('rect', { x, y: Math.min(y(v), base - 1), width: bar, height: Math.max(1, base - y(v)), class: `bar ${cls}`, rx: 2 });
+      const rect = svg('rect', {
+        x,
+        y: Math.min(y(v), base - 1),
+        width: bar,
+        height: Math.max(1, base - y(v)),
+        class: `bar ${cls}`,
+        rx: 2,
+      });
       rect.append(svg('title', {}, `${cls}: ${gopsText(v)} GOPS`));
       root.append(rect);
       root.append(svg('text', { x: x + bar / 2, y: y(v) - 4, 'text-anchor': 'middle', class: 'value' }, gopsText(v)));
     }
-    root.append(svg('text', { x: cx, y: H - bottom + 16, 'text-anchor': 'middle', class: 'tick' }, `#${runs.length - shown.length + i + 1}`));
+    root.append(
+      svg('text', { x: cx, y: H - bottom + 16, 'text-anchor': 'middle', class: 'tick' }, `#${runs.length - shown.length + i + 1}`),
+    );
     // The label on two lines: the shape, then the pipeline and dtype.
     const [shape, ...rest] = r.label.split(' ');
     root.append(svg('text', { x: cx, y: H - bottom + 30, 'text-anchor': 'middle', class: 'tick small' }, shape));
@@ -335,8 +360,14 @@ function drawChart(): void {
   });
   root.append(svg('line', { x1: left, x2: W - right, y1: base, y2: base, class: 'axisline' }));
   const legend = svg('g', { transform: `translate(${W - right - 150}, 8)` });
-  legend.append(svg('rect', { x: 0, y: 0, width: 12, height: 12, class: 'bar webgpu', rx: 2 }), svg('text', { x: 17, y: 10, class: 'tick' }, 'WebGPU'));
-  legend.append(svg('rect', { x: 80, y: 0, width: 12, height: 12, class: 'bar cpu', rx: 2 }), svg('text', { x: 97, y: 10, class: 'tick' }, 'CPU'));
+  legend.append(
+    svg('rect', { x: 0, y: 0, width: 12, height: 12, class: 'bar webgpu', rx: 2 }),
+    svg('text', { x: 17, y: 10, class: 'tick' }, 'WebGPU'),
+  );
+  legend.append(
+    svg('rect', { x: 80, y: 0, width: 12, height: 12, class: 'bar cpu', rx: 2 }),
+    svg('text', { x: 97, y: 10, class: 'tick' }, 'CPU'),
+  );
   root.append(legend);
   chart.append(root);
 }
@@ -371,13 +402,24 @@ function showAdapter(): void {
   if (s.description) fact('description', s.description);
   if (s.device) fact('device', s.device);
   fact('kind', s.isSoftware ? 'software (a CPU emulation of a GPU)' : 'hardware');
-  fact('dot4', el('span', { 'data-testid': 'dot4', class: ctx.dot4 === 'native' ? 'good' : 'warn' },
-    ctx.dot4 === 'native' ? 'native: dot4U8Packed / dot4I8Packed (packed_4x8_integer_dot_product)' : 'emulated: manual unpack (no packed_4x8_integer_dot_product)'));
+  fact(
+    'dot4',
+    el(
+      'span',
+      { 'data-testid': 'dot4', class: ctx.dot4 === 'native' ? 'good' : 'warn' },
+      ctx.dot4 === 'native'
+        ? 'native: dot4U8Packed / dot4I8Packed (packed_4x8_integer_dot_product)'
+        : 'emulated: manual unpack (no packed_4x8_integer_dot_product)',
+    ),
+  );
   const limit = (name: string) => {
     const v = s.limits[name];
     return v === undefined ? '—' : fmt.format(v);
   };
-  fact('limits', `storage binding ${limit('maxStorageBufferBindingSize')} B · workgroup storage ${limit('maxComputeWorkgroupStorageSize')} B · invocations/workgroup ${limit('maxComputeInvocationsPerWorkgroup')}`);
+  fact(
+    'limits',
+    `storage binding ${limit('maxStorageBufferBindingSize')} B · workgroup storage ${limit('maxComputeWorkgroupStorageSize')} B · invocations/workgroup ${limit('maxComputeInvocationsPerWorkgroup')}`,
+  );
   adapterBox.append(
     dl,
     el('h3', {}, `Features (${s.features.length})`),
@@ -437,15 +479,26 @@ async function run(): Promise<void> {
     const spread = (t: Timed) => `min ${t.minMs.toFixed(1)}, max ${t.maxMs.toFixed(1)} ms`;
     if (onGpu) {
       const gpuNote = onGpu.gpuMs !== null ? `GPU pass ${onGpu.gpuMs.toFixed(2)} ms (timestamps); ` : '';
-      timingsBody.append(row([`WebGPU (${ctx!.summary.architecture || 'adapter'}, dot4 ${ctx!.dot4})`, `${onGpu.medianMs.toFixed(2)} ms`, gopsText(gops(onGpu.medianMs)), gpuNote + spread(onGpu)]));
+      timingsBody.append(
+        row([
+          `WebGPU (${ctx!.summary.architecture || 'adapter'}, dot4 ${ctx!.dot4})`,
+          `${onGpu.medianMs.toFixed(2)} ms`,
+          gopsText(gops(onGpu.medianMs)),
+          gpuNote + spread(onGpu),
+        ]),
+      );
     } else {
       timingsBody.append(row(['WebGPU', '—', '—', 'not available in this browser']));
     }
-    timingsBody.append(row(['CPU (the fastest exact CPU kernel)', `${onCpu.medianMs.toFixed(2)} ms`, gopsText(gops(onCpu.medianMs)), spread(onCpu)]));
+    timingsBody.append(
+      row(['CPU (the fastest exact CPU kernel)', `${onCpu.medianMs.toFixed(2)} ms`, gopsText(gops(onCpu.medianMs)), spread(onCpu)]),
+    );
     const ratio = onGpu ? onCpu.medianMs / onGpu.medianMs : null;
     resultNote.textContent =
       `${label}, ${s.lhsType} × ${s.rhsType}, ${s.repeats} timed run${s.repeats > 1 ? 's' : ''} each` +
-      (ratio !== null ? `; WebGPU is ${ratio >= 1 ? `${times(ratio)} faster than` : `${times(1 / ratio)} slower than`} the CPU here.` : '.');
+      (ratio !== null
+        ? `; WebGPU is ${ratio >= 1 ? `${times(ratio)} faster than` : `${times(1 / ratio)} slower than`} the CPU here.`
+        : '.');
 
     if (onGpu) {
       const c = compare(onGpu.result, onCpu.result);

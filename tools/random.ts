@@ -48,11 +48,28 @@ export class Rng {
   }
 }
 
-
 /** Edge values of int32 that anyInt32() favours. */
 export const EDGE_INT32 = [
-  INT32_MIN, INT32_MIN + 1, INT32_MIN + 255, -(2 ** 30), -65536, -256, -129, -128, -1, 0, 1, 127, 128, 255, 256,
-  65535, 2 ** 30, INT32_MAX - 255, INT32_MAX - 1, INT32_MAX,
+  INT32_MIN,
+  INT32_MIN + 1,
+  INT32_MIN + 255,
+  -(2 ** 30),
+  -65536,
+  -256,
+  -129,
+  -128,
+  -1,
+  0,
+  1,
+  127,
+  128,
+  255,
+  256,
+  65535,
+  2 ** 30,
+  INT32_MAX - 255,
+  INT32_MAX - 1,
+  INT32_MAX,
 ];
 
 /** A generator of floats in [0, 1) from the same sequence (for the studies' arithmetic). */

@@ -42,8 +42,14 @@ export function elementwiseUniforms(p: ElementwisePlan): Record<string, number> 
     dim1: p.dims4[1],
     dim2: p.dims4[2],
     dim3: p.dims4[3],
-    aStride0: p.aStrides4[0], aStride1: p.aStrides4[1], aStride2: p.aStrides4[2], aStride3: p.aStrides4[3],
-    bStride0: p.bStrides4[0], bStride1: p.bStrides4[1], bStride2: p.bStrides4[2], bStride3: p.bStrides4[3],
+    aStride0: p.aStrides4[0],
+    aStride1: p.aStrides4[1],
+    aStride2: p.aStrides4[2],
+    aStride3: p.aStrides4[3],
+    bStride0: p.bStrides4[0],
+    bStride1: p.bStrides4[1],
+    bStride2: p.bStrides4[2],
+    bStride3: p.bStrides4[3],
     aChannelDim: p.aChannelDim4,
     bChannelDim: p.bChannelDim4,
     bChannelBase: 2 * channelsA,
@@ -109,49 +115,57 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
     return b;
   };
   try {
-    const result = await runInErrorScope(device, async () => {
-      const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
-      const slotSize = Math.ceil(layout.size / 256) * 256;
-      const uniforms = buffer(plan.length * slotSize, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
-      const a = storage(inputs[0], 'a');
-      const b = storage(inputs[1], 'b');
-      const ch = storage(channels, 'channels');
-      const out = buffer(outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, 'out');
-      const staging = buffer(outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
-      const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(pipeline);
-      const base = elementwiseUniforms(p);
-      const slab = new ArrayBuffer(plan.length * slotSize);
-      plan.forEach((d, i) => {
-        const values = { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base };
-        packUniforms(layout, values, new DataView(slab, i * slotSize, layout.size));
-        pass.setBindGroup(0, device.createBindGroup({
-          layout: pipeline.getBindGroupLayout(0),
-          entries: namedEntries(source, {
-            params: { buffer: uniforms, offset: i * slotSize, size: layout.size },
-            aData: { buffer: a },
-            bData: { buffer: b },
-            channels: { buffer: ch },
-            outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
-          }),
-        }));
-        pass.dispatchWorkgroups(d.x, d.y);
-      });
-      device.queue.writeBuffer(uniforms, 0, slab);
-      pass.end();
-      encoder.copyBufferToBuffer(out, 0, staging, 0, outBytes);
-      device.queue.submit([encoder.finish()]);
-      await staging.mapAsync(GPUMapMode.READ);
-      const bytes = new Uint8Array(staging.getMappedRange().slice(0, p.count));
-      staging.unmap();
-      return bytes;
-    }, `elementwise ${p.op} (${p.shape.join('x')})`);
+    const result = await runInErrorScope(
+      device,
+      async () => {
+        const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
+        const slotSize = Math.ceil(layout.size / 256) * 256;
+        const uniforms = buffer(plan.length * slotSize, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
+        const a = storage(inputs[0], 'a');
+        const b = storage(inputs[1], 'b');
+        const ch = storage(channels, 'channels');
+        const out = buffer(outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, 'out');
+        const staging = buffer(outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+        const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
+        const pass = encoder.beginComputePass();
+        pass.setPipeline(pipeline);
+        const base = elementwiseUniforms(p);
+        const slab = new ArrayBuffer(plan.length * slotSize);
+        plan.forEach((d, i) => {
+          const values = { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base };
+          packUniforms(layout, values, new DataView(slab, i * slotSize, layout.size));
+          pass.setBindGroup(
+            0,
+            device.createBindGroup({
+              layout: pipeline.getBindGroupLayout(0),
+              entries: namedEntries(source, {
+                params: { buffer: uniforms, offset: i * slotSize, size: layout.size },
+                aData: { buffer: a },
+                bData: { buffer: b },
+                channels: { buffer: ch },
+                outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
+              }),
+            }),
+          );
+          pass.dispatchWorkgroups(d.x, d.y);
+        });
+        device.queue.writeBuffer(uniforms, 0, slab);
+        pass.end();
+        encoder.copyBufferToBuffer(out, 0, staging, 0, outBytes);
+        device.queue.submit([encoder.finish()]);
+        await staging.mapAsync(GPUMapMode.READ);
+        const bytes = new Uint8Array(staging.getMappedRange().slice(0, p.count));
+        staging.unmap();
+        return bytes;
+      },
+      `elementwise ${p.op} (${p.shape.join('x')})`,
+    );
     lostCheck();
     dataOut.set(p.dtype === 'uint8' ? result : new Int8Array(result.buffer, result.byteOffset, result.byteLength));
     return { data: dataOut, shape: [...p.shape], dtype: p.dtype };
   } catch (e) {
-    if (target.lost && !(e instanceof DeviceLostError)) throw new DeviceLostError(`the GPU device was lost during elementwise ${p.op}: ${(e as Error).message}`, 'lost');
+    if (target.lost && !(e instanceof DeviceLostError))
+      throw new DeviceLostError(`the GPU device was lost during elementwise ${p.op}: ${(e as Error).message}`, 'lost');
     throw e;
   } finally {
     for (const t of temps) t.destroy();

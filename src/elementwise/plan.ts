@@ -181,7 +181,6 @@ export interface ElementwisePlan {
   fracBits: number;
 }
 
-
 function checkShape(field: string, shape: unknown, length: number): number[] {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isSafeInteger(d) || d < 0)) {
     throw new InputError(field, `expected a shape of non-negative integers, got ${JSON.stringify(shape)}`);
@@ -214,7 +213,10 @@ export function broadcastShapes(aShape: readonly number[], bShape: readonly numb
     const da = k < rank - aShape.length ? 1 : aShape[k - (rank - aShape.length)];
     const db = k < rank - bShape.length ? 1 : bShape[k - (rank - bShape.length)];
     if (da !== db && da !== 1 && db !== 1) {
-      throw new InputError(field, `shape (${bShape.join(', ')}) does not broadcast with a's shape (${aShape.join(', ')}): ${db} vs ${da} in dimension ${k - (rank - bShape.length)}`);
+      throw new InputError(
+        field,
+        `shape (${bShape.join(', ')}) does not broadcast with a's shape (${aShape.join(', ')}): ${db} vs ${da} in dimension ${k - (rank - bShape.length)}`,
+      );
     }
     out.push(da === 1 ? db : da);
   }
@@ -253,13 +255,21 @@ function scalesOf(field: string, t: QuantizedTensor, shape: number[], aligned: b
     if (t.axis !== undefined) throw new InputError(`${field}.axis`, 'only allowed with an array of per-axis scales');
     return { scales: [checkScale(`${field}.scale`, s)], axis: null };
   }
-  if (!aligned) throw new InputError(`${field}.scale`, 'per-axis scales (an array) are only for alignedAdd and alignedSub; TFLite add/sub/mul take one scale');
+  if (!aligned)
+    throw new InputError(
+      `${field}.scale`,
+      'per-axis scales (an array) are only for alignedAdd and alignedSub; TFLite add/sub/mul take one scale',
+    );
   const axis = t.axis;
   if (axis === undefined) throw new InputError(`${field}.axis`, 'required with an array of per-axis scales');
   if (typeof axis !== 'number' || !Number.isInteger(axis) || axis < 0 || axis >= shape.length) {
-    throw new InputError(`${field}.axis`, `expected a dimension in 0..${shape.length - 1} of shape (${shape.join(', ')}), got ${JSON.stringify(axis)}`);
+    throw new InputError(
+      `${field}.axis`,
+      `expected a dimension in 0..${shape.length - 1} of shape (${shape.join(', ')}), got ${JSON.stringify(axis)}`,
+    );
   }
-  if (s.length !== shape[axis]) throw new InputError(`${field}.scale`, `expected ${shape[axis]} scales (the size of dimension ${axis}), got ${s.length}`);
+  if (s.length !== shape[axis])
+    throw new InputError(`${field}.scale`, `expected ${shape[axis]} scales (the size of dimension ${axis}), got ${s.length}`);
   if (s.length === 0) throw new InputError(`${field}.scale`, `dimension ${axis} is empty: per-axis scales need at least one channel`);
   const scales = Array.from({ length: s.length }, (_, i) => checkScale(`${field}.scale[${i}]`, s[i]));
   return { scales, axis };
@@ -287,7 +297,11 @@ const IDENTITY: QuantizedMultiplier = { multiplier: 0, shift: 0 };
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
   const { op, a, b, output } = problem;
   if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${JSON.stringify(op)}`);
-  for (const [field, t] of [['a', a], ['b', b], ['output', output]] as const) {
+  for (const [field, t] of [
+    ['a', a],
+    ['b', b],
+    ['output', output],
+  ] as const) {
     if (typeof t !== 'object' || t === null) throw new InputError(field, 'missing');
   }
   const dtype = operandType('a.data', a.data);
@@ -322,9 +336,10 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
     input2 = quantizeFor('b.scale', 'b.scale / (2·max(a.scale, b.scale))', quantizeMultiplierSmallerThanOneExp, s2 / twiceMaxInputScale);
     const realOut = twiceMaxInputScale / (2 ** ADD_LEFT_SHIFT * so);
     const what = '2·max(a.scale, b.scale) / (2^20·output.scale)';
-    out = op === 'sub' && realOut > 1
-      ? quantizeFor('output.scale', what, quantizeMultiplierGreaterThanOne, realOut)
-      : quantizeFor('output.scale', what, quantizeMultiplierSmallerThanOneExp, realOut);
+    out =
+      op === 'sub' && realOut > 1
+        ? quantizeFor('output.scale', what, quantizeMultiplierGreaterThanOne, realOut)
+        : quantizeFor('output.scale', what, quantizeMultiplierSmallerThanOneExp, realOut);
   } else if (op === 'mul') {
     out = quantizeFor('output.scale', 'a.scale·b.scale / output.scale', quantizeMultiplier, (sa.scales[0] * sb.scales[0]) / so);
   } else {
@@ -335,8 +350,10 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
       const shift = Int32Array.from(fixed, (x, i) => {
         const k = fracBits - x.frac;
         if (k > MAX_ALIGNMENT_SHIFT) {
-          throw new InputError(perAxis ? `${field}.scale[${i}]` : `${field}.scale`,
-            `needs an alignment shift of ${k} bits to the finest scale (at most ${MAX_ALIGNMENT_SHIFT}: int32 could overflow); the scales of a and b span more than 2^${MAX_ALIGNMENT_SHIFT}`);
+          throw new InputError(
+            perAxis ? `${field}.scale[${i}]` : `${field}.scale`,
+            `needs an alignment shift of ${k} bits to the finest scale (at most ${MAX_ALIGNMENT_SHIFT}: int32 could overflow); the scales of a and b span more than 2^${MAX_ALIGNMENT_SHIFT}`,
+          );
         }
         return k;
       });
@@ -351,19 +368,32 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
 
   const rank = shape.length;
   // Shapes are right-aligned in 4-D: dimension k of a tensor of rank r is 4-D dimension 4 − r + k.
-  const channelDim = (axis: number | null, tShape: number[]) => (axis === null || tShape[axis] === 1 ? -1 : MAX_RANK - tShape.length + axis);
+  const channelDim = (axis: number | null, tShape: number[]) =>
+    axis === null || tShape[axis] === 1 ? -1 : MAX_RANK - tShape.length + axis;
   return {
-    op, dtype, shape,
+    op,
+    dtype,
+    shape,
     count: shape.reduce((p, d) => p * d, 1),
     dims4: [...new Array<number>(MAX_RANK - rank).fill(1), ...shape],
     aStrides4: strides4(aShape, !!a.fortranOrder),
     bStrides4: strides4(bShape, !!b.fortranOrder),
     aChannelDim4: channelDim(sa.axis, aShape),
     bChannelDim4: channelDim(sb.axis, bShape),
-    a: a.data, b: b.data,
-    zeroA, zeroB, zeroOut, min, max, sign,
-    input1, input2, leftShift: ADD_LEFT_SHIFT, output: out,
-    alignA, alignB, fracBits,
+    a: a.data,
+    b: b.data,
+    zeroA,
+    zeroB,
+    zeroOut,
+    min,
+    max,
+    sign,
+    input1,
+    input2,
+    leftShift: ADD_LEFT_SHIFT,
+    output: out,
+    alignA,
+    alignB,
+    fracBits,
   };
 }
-

@@ -6,7 +6,15 @@
 // throw NoAdapterError, naming what was tried and the fix.
 
 import { NoAdapterError } from '../errors.ts';
-import { describeAdapter, requestFrom, REQUESTED_LIMITS, summarizeAdapter, type AdapterSummary, type Found, type Tried } from './adapter.ts';
+import {
+  describeAdapter,
+  requestFrom,
+  REQUESTED_LIMITS,
+  summarizeAdapter,
+  type AdapterSummary,
+  type Found,
+  type Tried,
+} from './adapter.ts';
 import { findDawnAdapter, INSTALL_HINT, nodeProcess, SWIFTSHADER_ICD } from './dawn.ts';
 
 export interface AcquiredDevice {
@@ -30,14 +38,16 @@ export interface AcquireOptions {
   powerPreference?: GPUPowerPreference;
 }
 
-
 /** The WGSL language feature behind dot4U8Packed / dot4I8Packed. */
 export const DOT4_FEATURE = 'packed_4x8_integer_dot_product';
 
-
-
 /** Features requested where the adapter offers them. */
-export const OPTIONAL_FEATURES = ['timestamp-query', 'subgroups', 'shader-f16', 'chromium-experimental-subgroup-matrix'] as GPUFeatureName[];
+export const OPTIONAL_FEATURES = [
+  'timestamp-query',
+  'subgroups',
+  'shader-f16',
+  'chromium-experimental-subgroup-matrix',
+] as GPUFeatureName[];
 
 function navigatorGpu(): GPU | undefined {
   return (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu ?? undefined;

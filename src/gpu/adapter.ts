@@ -15,7 +15,6 @@ export interface AdapterSummary {
   limits: Record<string, number>;
 }
 
-
 /** Limits requested at the adapter's own value (the defaults are far smaller: 128 MiB bindings, 16 KiB shared). */
 export const REQUESTED_LIMITS = [
   'maxStorageBufferBindingSize',
@@ -38,7 +37,6 @@ const LIMIT_NAMES = [
   'maxBindingsPerBindGroup',
   'maxUniformBuffersPerShaderStage',
 ];
-
 
 type InfoLike = Partial<Pick<GPUAdapterInfo, 'vendor' | 'architecture' | 'description' | 'device' | 'isFallbackAdapter'>>;
 
@@ -69,10 +67,7 @@ function readLimits(limits: GPUSupportedLimits): Record<string, number> {
  * Describes an adapter, or a device when no adapter is at hand (a caller's device: then the info comes
  * from device.adapterInfo where the implementation has it, and the limits and features are the device's).
  */
-export function summarizeAdapter(
-  adapter: GPUAdapter | GPUDevice,
-  wgslLanguageFeatures?: Iterable<string>,
-): AdapterSummary {
+export function summarizeAdapter(adapter: GPUAdapter | GPUDevice, wgslLanguageFeatures?: Iterable<string>): AdapterSummary {
   const info: InfoLike = ('info' in adapter ? adapter.info : (adapter as GPUDevice).adapterInfo) ?? {};
   return {
     vendor: info.vendor ?? '',

@@ -135,7 +135,10 @@ export class GpuContext {
   /** A failure while the device went away is a DeviceLostError, whatever the failing call said. */
   private lostOr(e: unknown): unknown {
     if (this.lost && !(e instanceof DeviceLostError)) {
-      return new DeviceLostError(`the GPU device was lost during the call (${this.lostReason ?? 'context destroyed'}): ${(e as Error).message}`, this.lostReason ?? 'destroyed');
+      return new DeviceLostError(
+        `the GPU device was lost during the call (${this.lostReason ?? 'context destroyed'}): ${(e as Error).message}`,
+        this.lostReason ?? 'destroyed',
+      );
     }
     return e;
   }
@@ -208,25 +211,29 @@ export class GpuContext {
       const created: GPUBuffer[] = [];
       const pooled: GPUBuffer[] = [];
       try {
-        await runInErrorScope(this.device, async () => {
-          const make = (size: number, label: string) => {
-            const b = this.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${label}` });
-            created.push(b);
-            return b;
-          };
-          const packed = make(packedBytes, side);
-          const sums = make(sumsBytes, `${side} sums`);
-          const src = operandSource(this.device, operand, side, this.pool, pooled);
-          const job = packJob(side, src, outer, depth, format, requant, this.limits, packed, sums);
-          const pipelines = await packPipelines(this.device);
-          const slab = this.uniforms.slab(job.plan.length);
-          const encoder = this.device.createCommandEncoder({ label: 'qgemm prepack' });
-          const pass = encoder.beginComputePass();
-          encodePack(this.device, pass, pipelines, job, this.xorshiftBuffer(), slab);
-          pass.end();
-          slab.upload(this.device.queue);
-          this.device.queue.submit([encoder.finish()]);
-        }, 'prepack');
+        await runInErrorScope(
+          this.device,
+          async () => {
+            const make = (size: number, label: string) => {
+              const b = this.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${label}` });
+              created.push(b);
+              return b;
+            };
+            const packed = make(packedBytes, side);
+            const sums = make(sumsBytes, `${side} sums`);
+            const src = operandSource(this.device, operand, side, this.pool, pooled);
+            const job = packJob(side, src, outer, depth, format, requant, this.limits, packed, sums);
+            const pipelines = await packPipelines(this.device);
+            const slab = this.uniforms.slab(job.plan.length);
+            const encoder = this.device.createCommandEncoder({ label: 'qgemm prepack' });
+            const pass = encoder.beginComputePass();
+            encodePack(this.device, pass, pipelines, job, this.xorshiftBuffer(), slab);
+            pass.end();
+            slab.upload(this.device.queue);
+            this.device.queue.submit([encoder.finish()]);
+          },
+          'prepack',
+        );
       } catch (e) {
         for (const b of created) b.destroy();
         throw this.lostOr(e);
@@ -237,7 +244,15 @@ export class GpuContext {
       const [packed, sums] = created;
       let destroyed = false;
       return {
-        side, rows, cols, type, packFormat: format.id, packed, sums, ...requant, bytes: packedBytes + sumsBytes,
+        side,
+        rows,
+        cols,
+        type,
+        packFormat: format.id,
+        packed,
+        sums,
+        ...requant,
+        bytes: packedBytes + sumsBytes,
         get destroyed() {
           return destroyed;
         },
@@ -263,7 +278,11 @@ export class GpuContext {
   /** XORSHIFT_OFFSETS on the GPU, made once per context. */
   private xorshiftBuffer(): GPUBuffer {
     if (!this.xorshift) {
-      this.xorshift = this.device.createBuffer({ size: 255 * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'qgemm xorshift offsets' });
+      this.xorshift = this.device.createBuffer({
+        size: 255 * 4,
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+        label: 'qgemm xorshift offsets',
+      });
       this.device.queue.writeBuffer(this.xorshift, 0, Uint32Array.from(XORSHIFT_OFFSETS));
     }
     return this.xorshift;
@@ -284,7 +303,13 @@ export class GpuContext {
     const format = (x: GpuOperandInput) => (isPacked(x) ? x.packFormat : undefined);
     const verdicts = selfTests(this.device);
     const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id));
-    const kernel = selectGemmKernel(this.caps, p, { force, lhsPackFormat: format(problem.lhs), rhsPackFormat: format(problem.rhs), disabled, kernels: this.kernels });
+    const kernel = selectGemmKernel(this.caps, p, {
+      force,
+      lhsPackFormat: format(problem.lhs),
+      rhsPackFormat: format(problem.rhs),
+      disabled,
+      kernels: this.kernels,
+    });
     if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
     verdicts.set(kernel.id, 'testing');
     const result = await runSelfTest(async (q) => {
@@ -297,7 +322,9 @@ export class GpuContext {
     });
     verdicts.set(kernel.id, result.ok ? 'passed' : 'failed');
     if (result.ok) return kernel;
-    this.warn(`qgemm: kernel ${kernel.id} failed its exactness self-test on ${this.summary.description || this.summary.architecture} and is disabled on this device (${result.detail})`);
+    this.warn(
+      `qgemm: kernel ${kernel.id} failed its exactness self-test on ${this.summary.description || this.summary.architecture} and is disabled on this device (${result.detail})`,
+    );
     return this.kernelFor(p, problem, force);
   }
 
@@ -306,16 +333,30 @@ export class GpuContext {
    * with `readback`, also copies dst to a mapped buffer (`result` resolves with the data).
    */
   private async encodeAndRun(
-    problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean, force?: string,
+    problem: GpuGemmProblem,
+    timing: GemmTiming | undefined,
+    readback: boolean,
+    force?: string,
   ): Promise<{ dst: GpuMatrix; result?: Promise<GemmResult> }> {
     this.checkAlive();
-    const p = normalizeProblem({ ...problem, lhs: shapeOf(problem.lhs, 'lhs', this.released), rhs: shapeOf(problem.rhs, 'rhs', this.released) }, { shapesOnly: true });
+    const p = normalizeProblem(
+      { ...problem, lhs: shapeOf(problem.lhs, 'lhs', this.released), rhs: shapeOf(problem.rhs, 'rhs', this.released) },
+      { shapesOnly: true },
+    );
     const { M, N, K } = p;
     const kernel = await this.kernelFor(p, problem, force);
-    const formats: Record<'lhs' | 'rhs', PackFormat> = { lhs: PACK_FORMATS[kernelFormats(kernel).lhs], rhs: PACK_FORMATS[kernelFormats(kernel).rhs] };
+    const formats: Record<'lhs' | 'rhs', PackFormat> = {
+      lhs: PACK_FORMATS[kernelFormats(kernel).lhs],
+      rhs: PACK_FORMATS[kernelFormats(kernel).rhs],
+    };
     const layout = dstLayout(p);
     const packedBytes = (side: 'lhs' | 'rhs', outer: number) => roundUp(outer, formats[side].rowAlign) * packedRowBytes(K, formats[side]);
-    for (const [bytes, what] of [[packedBytes('lhs', M), 'packed lhs'], [packedBytes('rhs', N), 'packed rhs'], [layout.bytes, 'dst']] as const) this.checkBuffer(bytes, what);
+    for (const [bytes, what] of [
+      [packedBytes('lhs', M), 'packed lhs'],
+      [packedBytes('rhs', N), 'packed rhs'],
+      [layout.bytes, 'dst'],
+    ] as const)
+      this.checkBuffer(bytes, what);
     const dispatches = kernel.plan(p, this.limits, this.caps);
     const stages = encodeStages(p);
     const pooled: GPUBuffer[] = [];
@@ -323,73 +364,93 @@ export class GpuContext {
     let result: Promise<GemmResult> | undefined;
     try {
       const [gemmPipeline, pipelinesForPack] = await Promise.all([kernel.pipeline(this.device, this.caps), packPipelines(this.device)]);
-      await runInErrorScope(this.device, () => {
-        dst = this.pool.acquire(layout.bytes, 'dst');
-        const stagesBuffer = this.pool.acquire(stages.data.byteLength, 'stages');
-        pooled.push(stagesBuffer);
-        this.device.queue.writeBuffer(stagesBuffer, 0, stages.data);
+      await runInErrorScope(
+        this.device,
+        () => {
+          dst = this.pool.acquire(layout.bytes, 'dst');
+          const stagesBuffer = this.pool.acquire(stages.data.byteLength, 'stages');
+          pooled.push(stagesBuffer);
+          this.device.queue.writeBuffer(stagesBuffer, 0, stages.data);
 
-        // Operands: packed ones as they are, the others packed in this same submission.
-        const jobs: PackJob[] = [];
-        const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput, outer: number) => {
-          const requant = requantizationOf(p.bitDepth, side, K);
-          if (isPacked(x)) {
-            if (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding)) {
-              throw new InputError(side, `prepacked with ${x.bits} bits (${x.rounding}), but this GEMM asks for ${requant.bits} bits (${requant.rounding})`);
+          // Operands: packed ones as they are, the others packed in this same submission.
+          const jobs: PackJob[] = [];
+          const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput, outer: number) => {
+            const requant = requantizationOf(p.bitDepth, side, K);
+            if (isPacked(x)) {
+              if (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding)) {
+                throw new InputError(
+                  side,
+                  `prepacked with ${x.bits} bits (${x.rounding}), but this GEMM asks for ${requant.bits} bits (${requant.rounding})`,
+                );
+              }
+              return { packed: x.packed, sums: x.sums };
             }
-            return { packed: x.packed, sums: x.sums };
-          }
-          const format = formats[side];
-          const packed = this.pool.acquire(packedBytes(side, outer), `${side} packed`);
-          const sums = this.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
-          pooled.push(packed, sums);
-          const src = operandSource(this.device, x as Operand | GpuMatrix, side, this.pool, pooled);
-          jobs.push(packJob(side, src, outer, K, format, requant, this.limits, packed, sums));
-          return { packed, sums };
-        };
-        const lhs = operand('lhs', problem.lhs, M);
-        const rhs = operand('rhs', problem.rhs, N);
-        const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
+            const format = formats[side];
+            const packed = this.pool.acquire(packedBytes(side, outer), `${side} packed`);
+            const sums = this.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
+            pooled.push(packed, sums);
+            const src = operandSource(this.device, x as Operand | GpuMatrix, side, this.pool, pooled);
+            jobs.push(packJob(side, src, outer, K, format, requant, this.limits, packed, sums));
+            return { packed, sums };
+          };
+          const lhs = operand('lhs', problem.lhs, M);
+          const rhs = operand('rhs', problem.rhs, N);
+          const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
 
-        const slots = jobs.reduce((n, j) => n + j.plan.length, 0) + dispatches.length * kernel.uniformsPerDispatch;
-        const slab = this.uniforms.slab(slots);
-        const encoder = this.device.createCommandEncoder({ label: 'qgemm gemm' });
-        const querySet = this.timestamps ? this.device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-        const pass = encoder.beginComputePass(querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-        for (const job of jobs) encodePack(this.device, pass, pipelinesForPack, job, this.xorshiftBuffer(), slab);
-        const workspace = (bytes: number) => {
-          this.checkBuffer(bytes, 'workspace');
-          const b = this.pool.acquire(bytes, 'workspace');
-          pooled.push(b);
-          return b;
-        };
-        kernel.encode({ device: this.device, pass, pipeline: gemmPipeline, shape: p, dispatches, operands, dst: dst!, epilogue: { values: epilogueValues(p, stages, layout.stride), stages: stagesBuffer }, uniforms: slab, workspace });
-        pass.end();
-        const times = querySet ? this.staging.timestamps(encoder, querySet) : null;
-        const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
-        const copied = readback ? this.staging.copy(encoder, matrix) : null;
-        slab.upload(this.device.queue);
-        this.device.queue.submit([encoder.finish()]);
-        querySet?.destroy();
-        this.lastRun.kernel = kernel.id;
-        this.lastRun.packDispatches = jobs.reduce((n, j) => n + j.plan.length, 0);
-        this.lastRun.gemmDispatches = dispatches.length;
-        if (timing) timing.gpuMs = null;
-        const gpuMs = times ? times() : null;
-        if (copied) {
-          result = Promise.all([copied(), gpuMs]).then(([r, ms]) => {
-            if (timing && ms !== null) timing.gpuMs = ms;
-            this.checkAlive();
-            return r;
+          const slots = jobs.reduce((n, j) => n + j.plan.length, 0) + dispatches.length * kernel.uniformsPerDispatch;
+          const slab = this.uniforms.slab(slots);
+          const encoder = this.device.createCommandEncoder({ label: 'qgemm gemm' });
+          const querySet = this.timestamps ? this.device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+          const pass = encoder.beginComputePass(
+            querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
+          );
+          for (const job of jobs) encodePack(this.device, pass, pipelinesForPack, job, this.xorshiftBuffer(), slab);
+          const workspace = (bytes: number) => {
+            this.checkBuffer(bytes, 'workspace');
+            const b = this.pool.acquire(bytes, 'workspace');
+            pooled.push(b);
+            return b;
+          };
+          kernel.encode({
+            device: this.device,
+            pass,
+            pipeline: gemmPipeline,
+            shape: p,
+            dispatches,
+            operands,
+            dst: dst!,
+            epilogue: { values: epilogueValues(p, stages, layout.stride), stages: stagesBuffer },
+            uniforms: slab,
+            workspace,
           });
-          result.catch(() => undefined); // awaited by gemm(); never an unhandled rejection meanwhile
-        } else if (gpuMs && timing) {
-          // gemmOnGpu: the caller awaits the call, so the GPU time is known when it resolves.
-          return gpuMs.then((ms) => {
-            timing.gpuMs = ms;
-          });
-        }
-      }, `gemm ${M}x${N}x${K}`);
+          pass.end();
+          const times = querySet ? this.staging.timestamps(encoder, querySet) : null;
+          const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
+          const copied = readback ? this.staging.copy(encoder, matrix) : null;
+          slab.upload(this.device.queue);
+          this.device.queue.submit([encoder.finish()]);
+          querySet?.destroy();
+          this.lastRun.kernel = kernel.id;
+          this.lastRun.packDispatches = jobs.reduce((n, j) => n + j.plan.length, 0);
+          this.lastRun.gemmDispatches = dispatches.length;
+          if (timing) timing.gpuMs = null;
+          const gpuMs = times ? times() : null;
+          if (copied) {
+            result = Promise.all([copied(), gpuMs]).then(([r, ms]) => {
+              if (timing && ms !== null) timing.gpuMs = ms;
+              this.checkAlive();
+              return r;
+            });
+            result.catch(() => undefined); // awaited by gemm(); never an unhandled rejection meanwhile
+          } else if (gpuMs && timing) {
+            // gemmOnGpu: the caller awaits the call, so the GPU time is known when it resolves.
+            return gpuMs.then((ms) => {
+              timing.gpuMs = ms;
+            });
+          }
+        },
+        `gemm ${M}x${N}x${K}`,
+      );
     } catch (e) {
       if (dst && !this.destroyed) this.pool.release(dst);
       throw this.lostOr(e);

@@ -160,7 +160,13 @@ async function searchDawn(
   }
   const setNow = !swiftShaderSetByUs;
   proc.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
-  const fallback = await requestFrom(dawnInstance(mod, dawnPath, SWIFTSHADER_ICD), 'dawn', opts, tried, `${what} with VK_ICD_FILENAMES=${SWIFTSHADER_ICD}`);
+  const fallback = await requestFrom(
+    dawnInstance(mod, dawnPath, SWIFTSHADER_ICD),
+    'dawn',
+    opts,
+    tried,
+    `${what} with VK_ICD_FILENAMES=${SWIFTSHADER_ICD}`,
+  );
   if (fallback) swiftShaderSetByUs = true;
   else if (setNow) delete proc.env.VK_ICD_FILENAMES;
   return fallback;

@@ -68,7 +68,10 @@ export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<Gpu
     if (!Number.isInteger(x.stride) || x.stride < inner) throw new InputError(`${field}.stride`, `must be >= ${inner}`);
     const needed = (lines - 1) * x.stride + inner;
     if (needed > x.buffer.size) {
-      throw new InputError(`${field}.buffer`, `holds ${x.buffer.size} bytes, a [${x.rows},${x.cols}] matrix with stride ${x.stride} needs ${needed}`);
+      throw new InputError(
+        `${field}.buffer`,
+        `holds ${x.buffer.size} bytes, a [${x.rows},${x.cols}] matrix with stride ${x.stride} needs ${needed}`,
+      );
     }
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
@@ -79,7 +82,13 @@ export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<Gpu
  * Where an operand's bytes are on the GPU: a GpuMatrix where it is; a CPU array uploaded into a pooled
  * buffer (added to `pooled`, to be released by the caller after submission).
  */
-export function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 'rhs', pool: BufferPool, pooled: GPUBuffer[]): OperandSource {
+export function operandSource(
+  device: GPUDevice,
+  x: Operand | GpuMatrix,
+  side: 'lhs' | 'rhs',
+  pool: BufferPool,
+  pooled: GPUBuffer[],
+): OperandSource {
   let buffer: GPUBuffer;
   let stride: number;
   let bytes: number;

@@ -8,7 +8,10 @@ export type Overrides = Record<string, number>;
 
 /** The one place pipeline cache keys are made: the id names the source, the overrides the constants. */
 export function pipelineKey(id: string, overrides: Overrides): string {
-  const o = Object.keys(overrides).sort().map((k) => `${k}=${overrides[k]}`).join(',');
+  const o = Object.keys(overrides)
+    .sort()
+    .map((k) => `${k}=${overrides[k]}`)
+    .join(',');
   return `${id}/${o}`;
 }
 
@@ -59,6 +62,8 @@ async function createPipeline(device: GPUDevice, spec: PipelineSpec, key: string
   } catch (e) {
     const info = await module.getCompilationInfo();
     const messages = info.messages.filter((m) => m.type === 'error').map((m) => `${m.lineNum}:${m.linePos} ${m.message}`);
-    throw new GpuValidationError(`cannot create the ${spec.id} pipeline: ${(e as Error).message}${messages.length ? ` (${messages.join('; ')})` : ''}`);
+    throw new GpuValidationError(
+      `cannot create the ${spec.id} pipeline: ${(e as Error).message}${messages.length ? ` (${messages.join('; ')})` : ''}`,
+    );
   }
 }

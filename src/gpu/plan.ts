@@ -80,12 +80,24 @@ export interface PackDispatch extends FlatDispatch {
  * `bufferSize`: the source buffer's size (a binding may not run past it).
  */
 export function planPack(
-  src: PackSource, bufferSize: number, outer: number, depth: number, layout: PackLayout, limits: PlanLimits, what: string, rowsPerWorkgroup = 1,
+  src: PackSource,
+  bufferSize: number,
+  outer: number,
+  depth: number,
+  layout: PackLayout,
+  limits: PlanLimits,
+  what: string,
+  rowsPerWorkgroup = 1,
 ): PackDispatch[] {
-  const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG, minStorageBufferOffsetAlignment: alignment } = limits;
+  const {
+    maxStorageBufferBindingSize: maxBinding,
+    maxComputeWorkgroupsPerDimension: maxWG,
+    minStorageBufferOffsetAlignment: alignment,
+  } = limits;
   const rowBytes = layoutRowBytes(depth, layout);
   const packedRows = floorTo(maxBinding / rowBytes, layout.rowAlign);
-  if (packedRows === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: one packed row band needs ${layout.rowAlign * rowBytes} bytes`);
+  if (packedRows === 0)
+    throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: one packed row band needs ${layout.rowAlign * rowBytes} bytes`);
 
   type Band = { srcBase: number; srcEnd: number; depthBegin: number; depthEnd: number; outerBegin: number; outerEnd: number };
   const bands: Band[] = [];
@@ -94,17 +106,33 @@ export function planPack(
   } else if (src.depthStride === 1) {
     const unit = alignedUnit(src.outerStride, alignment); // band offsets must stay aligned
     const step = floorTo(maxBinding / src.outerStride, unit);
-    if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} rows of the operand exceed a storage binding`);
+    if (step === 0)
+      throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} rows of the operand exceed a storage binding`);
     for (let o = 0; o < outer; o += step) {
       const end = Math.min(outer, o + step);
-      bands.push({ srcBase: o * src.outerStride, srcEnd: Math.min(src.bytes, end * src.outerStride), depthBegin: 0, depthEnd: depth, outerBegin: o, outerEnd: end });
+      bands.push({
+        srcBase: o * src.outerStride,
+        srcEnd: Math.min(src.bytes, end * src.outerStride),
+        depthBegin: 0,
+        depthEnd: depth,
+        outerBegin: o,
+        outerEnd: end,
+      });
     }
   } else {
     const unit = alignedUnit(src.depthStride, alignment, 32 / (layout.valueBits ?? 8)); // aligned offsets, whole packed words
     const step = floorTo(maxBinding / src.depthStride, unit);
-    if (step === 0) throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} k-slices of the operand exceed a storage binding`);
+    if (step === 0)
+      throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} k-slices of the operand exceed a storage binding`);
     for (let k = 0; k < depth; k += step) {
-      bands.push({ srcBase: k * src.depthStride, srcEnd: Math.min(src.bytes, (k + step) * src.depthStride), depthBegin: k, depthEnd: Math.min(depth, k + step), outerBegin: 0, outerEnd: outer });
+      bands.push({
+        srcBase: k * src.depthStride,
+        srcEnd: Math.min(src.bytes, (k + step) * src.depthStride),
+        depthBegin: k,
+        depthEnd: Math.min(depth, k + step),
+        outerBegin: 0,
+        outerEnd: outer,
+      });
     }
   }
   const out: PackDispatch[] = [];
@@ -179,7 +207,10 @@ export function planGemm(shape: GemmShape, layout: PackLayout, tileM: number, ti
   const bandRows = floorTo(maxBinding / Math.max(rowBytes, colMajor ? 0 : lineBytes), layout.rowAlign);
   const bandCols = floorTo(maxBinding / Math.max(rowBytes, colMajor ? lineBytes : 0), layout.rowAlign);
   if (bandRows === 0 || bandCols === 0) {
-    throw new LimitExceededError('maxStorageBufferBindingSize', `${layout.rowAlign} packed rows or dst lines exceed a storage binding (${maxBinding} bytes)`);
+    throw new LimitExceededError(
+      'maxStorageBufferBindingSize',
+      `${layout.rowAlign} packed rows or dst lines exceed a storage binding (${maxBinding} bytes)`,
+    );
   }
   const out: GemmDispatch[] = [];
   for (let m0 = 0; m0 < Mp; m0 += bandRows) {
@@ -195,8 +226,16 @@ export function planGemm(shape: GemmShape, layout: PackLayout, tileM: number, ti
       const tiles = (liveRows / tileM) * (liveCols / tileN);
       for (const d of flatDispatches(tiles, maxWG)) {
         out.push({
-          ...d, m0, n0, rows, cols, liveRows, liveCols,
-          dstOffset: lineBegin * lineBytes, dstSize: roundUp((lineEnd - lineBegin) * lineBytes, 4), dstBase: lineBegin * stride,
+          ...d,
+          m0,
+          n0,
+          rows,
+          cols,
+          liveRows,
+          liveCols,
+          dstOffset: lineBegin * lineBytes,
+          dstSize: roundUp((lineEnd - lineBegin) * lineBytes, 4),
+          dstBase: lineBegin * stride,
         });
       }
     }
@@ -216,10 +255,17 @@ export interface ElementwiseDispatch extends FlatDispatch {
  * Inputs are bound whole (broadcasting reads them anywhere), so each must fit a binding.
  */
 export function planElementwise(words: number, inputBytes: number[], workgroupSize: number, limits: PlanLimits): ElementwiseDispatch[] {
-  const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG, minStorageBufferOffsetAlignment: alignment } = limits;
+  const {
+    maxStorageBufferBindingSize: maxBinding,
+    maxComputeWorkgroupsPerDimension: maxWG,
+    minStorageBufferOffsetAlignment: alignment,
+  } = limits;
   inputBytes.forEach((bytes, i) => {
     if (bytes > maxBinding) {
-      throw new LimitExceededError('maxStorageBufferBindingSize', `elementwise: input ${'ab'[i] ?? i} needs ${bytes} bytes, above maxStorageBufferBindingSize ${maxBinding}`);
+      throw new LimitExceededError(
+        'maxStorageBufferBindingSize',
+        `elementwise: input ${'ab'[i] ?? i} needs ${bytes} bytes, above maxStorageBufferBindingSize ${maxBinding}`,
+      );
     }
   });
   const step = floorTo(maxBinding / 4, alignedUnit(4, alignment));

@@ -39,7 +39,11 @@ export class Staging {
   private acquire(bytes: number): GPUBuffer {
     if (!this.buffer || this.buffer.size < bytes) {
       this.buffer?.destroy();
-      this.buffer = this.device.createBuffer({ size: Math.max(bytes, 256), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'qgemm readback' });
+      this.buffer = this.device.createBuffer({
+        size: Math.max(bytes, 256),
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+        label: 'qgemm readback',
+      });
     }
     return this.buffer;
   }
@@ -86,10 +90,14 @@ export class Staging {
 /** Reads a GPU matrix on its own (one copy, one submission, one map). */
 export async function readBack(device: GPUDevice, m: GpuMatrix, staging: Staging): Promise<GemmResult> {
   let finish: (() => Promise<GemmResult>) | null = null;
-  await runInErrorScope(device, () => {
-    const encoder = device.createCommandEncoder({ label: 'qgemm readback' });
-    finish = staging.copy(encoder, m);
-    device.queue.submit([encoder.finish()]);
-  }, 'readback');
+  await runInErrorScope(
+    device,
+    () => {
+      const encoder = device.createCommandEncoder({ label: 'qgemm readback' });
+      finish = staging.copy(encoder, m);
+      device.queue.submit([encoder.finish()]);
+    },
+    'readback',
+  );
   return finish!();
 }

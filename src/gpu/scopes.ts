@@ -13,7 +13,10 @@ const deviceQueues = new WeakMap<GPUDevice, Promise<unknown>>();
  */
 export function withDevice<T>(device: GPUDevice, fn: () => Promise<T>): Promise<T> {
   const run = (deviceQueues.get(device) ?? Promise.resolve()).then(fn, fn);
-  deviceQueues.set(device, run.catch(() => undefined));
+  deviceQueues.set(
+    device,
+    run.catch(() => undefined),
+  );
   return run;
 }
 

@@ -64,7 +64,6 @@ export function forcedKernelFromEnv(): string | undefined {
   return env?.QGEMM_KERNEL || undefined;
 }
 
-
 function forced<K extends { id: string }>(
   id: string,
   list: readonly K[],
@@ -86,8 +85,13 @@ function forced<K extends { id: string }>(
 export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: SelectOptions = {}): GpuGemmKernel {
   const fits = (k: GpuGemmKernel) => {
     const f = kernelFormats(k);
-    return k.supports(caps, shape) && (!opts.packFormat || formatServes(opts.packFormat, f.lhs) || formatServes(opts.packFormat, f.rhs)) &&
-      (!opts.lhsPackFormat || formatServes(opts.lhsPackFormat, f.lhs)) && (!opts.rhsPackFormat || formatServes(opts.rhsPackFormat, f.rhs)) && !opts.disabled?.has(k.id);
+    return (
+      k.supports(caps, shape) &&
+      (!opts.packFormat || formatServes(opts.packFormat, f.lhs) || formatServes(opts.packFormat, f.rhs)) &&
+      (!opts.lhsPackFormat || formatServes(opts.lhsPackFormat, f.lhs)) &&
+      (!opts.rhsPackFormat || formatServes(opts.rhsPackFormat, f.rhs)) &&
+      !opts.disabled?.has(k.id)
+    );
   };
   const formats = [opts.packFormat, opts.lhsPackFormat, opts.rhsPackFormat].filter(Boolean).join(', ');
   const kernels = opts.kernels ?? GPU_KERNELS;
@@ -133,10 +137,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   }
   const any = kernels.find(fits);
   if (!any)
-    throw new InputError(
-      'kernel',
-      `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${formats ? ` with ${formats} operands` : ''}`,
-    );
+    throw new InputError('kernel', `no GPU kernel can run ${shape.M}x${shape.N}x${shape.K}${formats ? ` with ${formats} operands` : ''}`);
   return any;
 }
 

@@ -26,7 +26,12 @@ const vector = (n: number, f: (i: number) => number) => Int32Array.from({ length
 
 /** The self-test problems: odd shapes around the 64-row tiles, every type and order, every zero-point form, wrap, stages. */
 export function selfTestProblems(): GemmProblem[] {
-  const filled = (rows: number, cols: number, v: number): Operand => ({ data: new Uint8Array(rows * cols).fill(v), rows, cols, order: 'row-major' });
+  const filled = (rows: number, cols: number, v: number): Operand => ({
+    data: new Uint8Array(rows * cols).fill(v),
+    rows,
+    cols,
+    order: 'row-major',
+  });
   return [
     {
       // int8 x uint8, per-row lhs zero points, per-column requantization to int8.
@@ -35,7 +40,14 @@ export function selfTestProblems(): GemmProblem[] {
       lhsZeroPoint: vector(67, (i) => (i % 7) - 3),
       rhsZeroPoint: 131,
       pipeline: [
-        { type: 'scaleInt32ByFixedPointAndExponent', multiplier: vector(45, (i) => 1073741824 + i * 9973), exponent: vector(45, (i) => -8 - (i % 3)), offsetAfterShift: 3, rounding: 'double', axis: 'col' },
+        {
+          type: 'scaleInt32ByFixedPointAndExponent',
+          multiplier: vector(45, (i) => 1073741824 + i * 9973),
+          exponent: vector(45, (i) => -8 - (i % 3)),
+          offsetAfterShift: 3,
+          rounding: 'double',
+          axis: 'col',
+        },
         { type: 'saturatingCast', to: 'int8' },
       ],
     },
@@ -61,7 +73,10 @@ export function selfTestProblems(): GemmProblem[] {
       rhs: operand(33, 70, true, 'col-major', 6),
       lhsZeroPoint: -128,
       rhsZeroPoint: 127,
-      pipeline: [{ type: 'tanh', realZeroAsInt32: 0, realAmplitudeAsInt32: 2000 }, { type: 'saturatingCast', to: 'int16' }],
+      pipeline: [
+        { type: 'tanh', realZeroAsInt32: 0, realAmplitudeAsInt32: 2000 },
+        { type: 'saturatingCast', to: 'int16' },
+      ],
     },
   ];
 }
@@ -94,7 +109,10 @@ export async function runSelfTest(run: (p: GemmProblem) => Promise<GemmResult>):
       }
     }
     if (bad > 0 || got.dtype !== want.dtype || got.data.length !== want.data.length) {
-      return { ok: false, detail: `problem ${i} (${shape}): ${bad} of ${want.data.length} elements differ (first at ${first}: ${got.data[first]} instead of ${want.data[first]})` };
+      return {
+        ok: false,
+        detail: `problem ${i} (${shape}): ${bad} of ${want.data.length} elements differ (first at ${first}: ${got.data[first]} instead of ${want.data[first]})`,
+      };
     }
   }
   return { ok: true, detail: '' };

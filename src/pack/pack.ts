@@ -68,8 +68,15 @@ export interface PackJob {
 
 /** The job that packs `src` (its plan from src/gpu/plan.ts, and which entry point runs it). */
 export function packJob(
-  side: 'lhs' | 'rhs', src: OperandSource, outer: number, depth: number, format: PackFormat, requant: Requantization,
-  limits: PlanLimits, packed: GPUBuffer, sums: GPUBuffer,
+  side: 'lhs' | 'rhs',
+  src: OperandSource,
+  outer: number,
+  depth: number,
+  format: PackFormat,
+  requant: Requantization,
+  limits: PlanLimits,
+  packed: GPUBuffer,
+  sums: GPUBuffer,
 ): PackJob {
   // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
   const transpose = src.depthStride !== 1 && format.valueBits === 8;
@@ -81,7 +88,14 @@ export function packJob(
  * Records one pack job into `pass` (one uniform slot per dispatch of job.plan). A 'u4k8-r64' job
  * (nibbles) must requantize to at most 4 bits.
  */
-export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipelines: PackPipelines, job: PackJob, xorshift: GPUBuffer, slab: UniformSlab): void {
+export function encodePack(
+  device: GPUDevice,
+  pass: GPUComputePassEncoder,
+  pipelines: PackPipelines,
+  job: PackJob,
+  xorshift: GPUBuffer,
+  slab: UniformSlab,
+): void {
   const pipeline = job.transpose ? pipelines.packTranspose : pipelines.pack;
   const { side, src, outer, depth, requant } = job;
   if (job.format.valueBits < requant.bits) throw new Error(`internal: ${requant.bits}-bit ${side} packed as ${job.format.id}`);
@@ -92,24 +106,39 @@ export function encodePack(device: GPUDevice, pass: GPUComputePassEncoder, pipel
   pass.setPipeline(pipeline);
   for (const d of job.plan) {
     const params = slab.alloc(layout, {
-      outerCount: outer, depth, outerStride: src.outerStride, depthStride: src.depthStride,
-      srcBase: d.srcBase, depthBegin: d.depthBegin, depthEnd: d.depthEnd, depthWords: rowBytes / 4,
-      outerBase: d.outerBase, outerRows: d.rows, signFlip: src.signed ? 0x80 : 0, accumulate: d.depthBegin > 0 ? 1 : 0,
-      workgroupBase: d.base, maxval: 2 ** requant.bits - 1, rounding: ROUNDING_CODE[requant.rounding],
+      outerCount: outer,
+      depth,
+      outerStride: src.outerStride,
+      depthStride: src.depthStride,
+      srcBase: d.srcBase,
+      depthBegin: d.depthBegin,
+      depthEnd: d.depthEnd,
+      depthWords: rowBytes / 4,
+      outerBase: d.outerBase,
+      outerRows: d.rows,
+      signFlip: src.signed ? 0x80 : 0,
+      accumulate: d.depthBegin > 0 ? 1 : 0,
+      workgroupBase: d.base,
+      maxval: 2 ** requant.bits - 1,
+      rounding: ROUNDING_CODE[requant.rounding],
       // Rounding offsets follow the row-major linear index of the logical matrix: lhs m*K + k, rhs k*N + n.
-      linearOuterStride: side === 'lhs' ? depth : 1, linearDepthStride: side === 'lhs' ? 1 : outer,
+      linearOuterStride: side === 'lhs' ? depth : 1,
+      linearDepthStride: side === 'lhs' ? 1 : outer,
       nibbles: job.format.valueBits === 4 ? 1 : 0,
     });
-    pass.setBindGroup(0, device.createBindGroup({
-      layout: bindGroupLayout,
-      entries: namedEntries(source, {
-        params,
-        src: { buffer: src.buffer, offset: d.srcBase, size: d.srcSize },
-        packed: { buffer: job.packed, offset: d.outerBase * rowBytes, size: d.rows * rowBytes },
-        sums: { buffer: job.sums, offset: 0, size: paddedOuter * 4 },
-        xorshiftOffsets: { buffer: xorshift },
+    pass.setBindGroup(
+      0,
+      device.createBindGroup({
+        layout: bindGroupLayout,
+        entries: namedEntries(source, {
+          params,
+          src: { buffer: src.buffer, offset: d.srcBase, size: d.srcSize },
+          packed: { buffer: job.packed, offset: d.outerBase * rowBytes, size: d.rows * rowBytes },
+          sums: { buffer: job.sums, offset: 0, size: paddedOuter * 4 },
+          xorshiftOffsets: { buffer: xorshift },
+        }),
       }),
-    }));
+    );
     pass.dispatchWorkgroups(d.x, d.y);
   }
 }

@@ -98,14 +98,9 @@ export function saturatingLeftShift(x: number, s: number): number {
  *      (x * multiplier + 2^(30 - shift)) >> (31 - shift), arithmetic, saturated to int32 (TFLite and
  *      ruy only assert in debug builds that it fits).
  */
-export function multiplyByQuantizedMultiplier(
-  x: number,
-  multiplier: number,
-  shift: number,
-  rounding: Rounding = 'double',
-): number {
+export function multiplyByQuantizedMultiplier(x: number, multiplier: number, shift: number, rounding: Rounding = 'double'): number {
   if (rounding === 'double') {
-    const shifted = saturatingLeftShift(x, Math.max(shift , 0));
+    const shifted = saturatingLeftShift(x, Math.max(shift, 0));
     return roundingDivideByPOT(saturatingRoundingDoublingHighMul(shifted, multiplier), shift > 0 ? 0 : -shift);
   }
   const totalShift = 31 - shift; // 1..62

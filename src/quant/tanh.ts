@@ -32,7 +32,12 @@ function expOnNegativeValuesF4(a: number): number {
   const remainder = (aModQuarterMinusOneQuarter - a) | 0;
   // Barrel shifter: multiply by exp(-2^e) for each bit e of the remainder (e < 4 integer bits).
   const multipliers: [number, number][] = [
-    [-2, 1672461947], [-1, 1302514674], [0, 790015084], [1, 290630308], [2, 39332535], [3, 720401],
+    [-2, 1672461947],
+    [-1, 1302514674],
+    [0, 790015084],
+    [1, 290630308],
+    [2, 39332535],
+    [3, 720401],
   ];
   for (const [exponent, multiplier] of multipliers) {
     if (remainder & (1 << (fractionalBits + exponent))) result = mul(result, multiplier);

@@ -29,7 +29,7 @@ export function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA
     }
   }
   const out = (raw + p.zeroOut) | 0;
-  return out < p.min ? p.min : Math.min(out , p.max);
+  return out < p.min ? p.min : Math.min(out, p.max);
 }
 
 /** Runs a prepared plan on the CPU: the normative reference for every backend. */

@@ -23,15 +23,17 @@ import { channel, dstIndex, elementAt, normalizeProblem, type NormalizedProblem 
 export function referenceGemm(problem: GemmProblem): GemmResult {
   const p = normalizeProblem(problem);
   const { M, N, K, lhs, rhs } = p;
-  const accumulator = p.bitDepth ? lowBitAccumulator(p) : (m: number, n: number) => {
-    let acc = 0;
-    for (let k = 0; k < K; k++) {
-      const l = (elementAt(lhs, m, k) - channel(p.lhsZeroPoint, m)) | 0;
-      const r = (elementAt(rhs, k, n) - channel(p.rhsZeroPoint, n)) | 0;
-      acc = (acc + Math.imul(l, r)) | 0;
-    }
-    return acc;
-  };
+  const accumulator = p.bitDepth
+    ? lowBitAccumulator(p)
+    : (m: number, n: number) => {
+        let acc = 0;
+        for (let k = 0; k < K; k++) {
+          const l = (elementAt(lhs, m, k) - channel(p.lhsZeroPoint, m)) | 0;
+          const r = (elementAt(rhs, k, n) - channel(p.rhsZeroPoint, n)) | 0;
+          acc = (acc + Math.imul(l, r)) | 0;
+        }
+        return acc;
+      };
   const dst = allocateDst(p.dstType, M * N);
   for (let m = 0; m < M; m++) {
     for (let n = 0; n < N; n++) {
@@ -40,7 +42,6 @@ export function referenceGemm(problem: GemmProblem): GemmResult {
   }
   return { data: dst, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType };
 }
-
 
 /**
  * Naive less-than-8-bit accumulator: requantize every element, then the four RMBCF terms. Exported for
@@ -66,7 +67,11 @@ export function lowBitAccumulator(p: NormalizedProblem): (m: number, n: number) 
       colSum = (colSum + rq(k, n)) | 0;
     }
     return (
-      rmbcf(xx, f.xx) + rmbcf(Math.imul(rowSum, -zR | 0), f.x1) + rmbcf(Math.imul(colSum, -zL | 0), f.onex) + Math.imul(Math.imul(zL, zR), K)
-    ) | 0;
+      (rmbcf(xx, f.xx) +
+        rmbcf(Math.imul(rowSum, -zR | 0), f.x1) +
+        rmbcf(Math.imul(colSum, -zL | 0), f.onex) +
+        Math.imul(Math.imul(zL, zR), K)) |
+      0
+    );
   };
 }

@@ -112,7 +112,10 @@ export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = 
   const lhs = withOrder(problem.lhs);
   const rhs = withOrder(problem.rhs);
   if (lhs.cols !== rhs.rows) {
-    throw new InputError('rhs', `shape mismatch: lhs is [${lhs.rows},${lhs.cols}], rhs is [${rhs.rows},${rhs.cols}]; need lhs cols == rhs rows`);
+    throw new InputError(
+      'rhs',
+      `shape mismatch: lhs is [${lhs.rows},${lhs.cols}], rhs is [${rhs.rows},${rhs.cols}]; need lhs cols == rhs rows`,
+    );
   }
   const M = lhs.rows;
   const N = rhs.cols;
@@ -143,8 +146,14 @@ export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = 
       case 'scaleInt32ByFixedPointAndExponent': {
         const legacy = stage.type === 'quantizeDownInt32ToUint8Scale';
         const vectors: [string, PerChannel][] = legacy
-          ? [['offset', stage.offset], ['multiplier', stage.multiplier]]
-          : [['multiplier', stage.multiplier], ['exponent', stage.exponent]];
+          ? [
+              ['offset', stage.offset],
+              ['multiplier', stage.multiplier],
+            ]
+          : [
+              ['multiplier', stage.multiplier],
+              ['exponent', stage.exponent],
+            ];
         const perChannel = vectors.some(([, v]) => v instanceof Int32Array);
         const axis = perChannel ? checkAxis(`${f}.axis`, stage.axis) : undefined;
         for (const [name, v] of vectors) {
@@ -188,7 +197,8 @@ export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = 
       case 'saturatingCast':
       case 'truncatingCast': {
         const allowed = CAST_TYPES[stage.type];
-        if (!allowed.includes(stage.to)) throw new InputError(`${f}.to`, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(stage.to)}`);
+        if (!allowed.includes(stage.to))
+          throw new InputError(`${f}.to`, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(stage.to)}`);
         dstType = stage.to;
         break;
       }
@@ -200,7 +210,19 @@ export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = 
   const bitDepth = problem.bitDepth === undefined ? undefined : checkBitDepth(problem.bitDepth);
 
   return {
-    M, N, K, lhs, rhs, lhsType, rhsType, lhsZeroPoint, rhsZeroPoint, pipeline, tanh, dstOrder, dstType,
+    M,
+    N,
+    K,
+    lhs,
+    rhs,
+    lhsType,
+    rhsType,
+    lhsZeroPoint,
+    rhsZeroPoint,
+    pipeline,
+    tanh,
+    dstOrder,
+    dstType,
     ...(bitDepth ? { bitDepth } : {}),
   };
 }

@@ -11,7 +11,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newest } from './freshness.ts';
-import { chromiumPath, INSTALL_HINT, launchChromium, serveStatic, watchPage, type Browser, type StaticServer } from '../../tools/chromium.ts';
+import {
+  chromiumPath,
+  INSTALL_HINT,
+  launchChromium,
+  serveStatic,
+  watchPage,
+  type Browser,
+  type StaticServer,
+} from '../../tools/chromium.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const DEMO_DIR = join(ROOT, 'dist/demo');
@@ -20,8 +28,11 @@ const CI = process.env.CI === 'true';
 
 const chromium = chromiumPath();
 if (!chromium) {
-  if (CI) throw new Error(`the browser tests must run in CI, but Chromium is missing (CHROMIUM_PATH or /usr/bin/chromium): \`${INSTALL_HINT}\``);
-  console.warn(`\n[demo test] SKIPPING the demo page test: Chromium not found. Install it (Debian, as root): \`${INSTALL_HINT}\`. In CI (CI=true) this fails instead.\n`);
+  if (CI)
+    throw new Error(`the browser tests must run in CI, but Chromium is missing (CHROMIUM_PATH or /usr/bin/chromium): \`${INSTALL_HINT}\``);
+  console.warn(
+    `\n[demo test] SKIPPING the demo page test: Chromium not found. Install it (Debian, as root): \`${INSTALL_HINT}\`. In CI (CI=true) this fails instead.\n`,
+  );
 }
 
 describe.skipIf(!chromium)('demo page in headless Chromium', () => {
@@ -71,7 +82,10 @@ describe.skipIf(!chromium)('demo page in headless Chromium', () => {
       const t0 = performance.now();
       await page.click('[data-testid="run"]');
       await page.waitForFunction(
-        () => ['match', 'mismatch', 'cpu-only', 'error'].includes(document.querySelector<HTMLElement>('[data-testid="agreement"]')?.dataset.state ?? ''),
+        () =>
+          ['match', 'mismatch', 'cpu-only', 'error'].includes(
+            document.querySelector<HTMLElement>('[data-testid="agreement"]')?.dataset.state ?? '',
+          ),
         { timeout: 60_000 },
       );
       const ms = performance.now() - t0;
@@ -85,7 +99,9 @@ describe.skipIf(!chromium)('demo page in headless Chromium', () => {
           text: a.innerText,
           adapter: q('adapter-name')?.innerText ?? '',
           dot4: q('dot4')?.innerText ?? '',
-          timings: Array.from(document.querySelectorAll('[data-testid="timings"] tbody tr')).map((r) => (r as HTMLElement).innerText.replace(/\s+/g, ' ')),
+          timings: Array.from(document.querySelectorAll('[data-testid="timings"] tbody tr')).map((r) =>
+            (r as HTMLElement).innerText.replace(/\s+/g, ' '),
+          ),
           bars: document.querySelectorAll('[data-testid="chart"] rect.bar').length,
           note: document.getElementById('result-note')?.textContent ?? '',
         };
@@ -144,7 +160,9 @@ describe.skipIf(!chromium)('demo page in headless Chromium', () => {
     }));
     expect(during).toEqual({ stale: true, progress: true, cancel: true });
     await page.click('[data-testid="cancel"]');
-    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="status"]')?.innerText.startsWith('Cancelled'), { timeout: 60_000 });
+    await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="status"]')?.innerText.startsWith('Cancelled'), {
+      timeout: 60_000,
+    });
     const after = await page.evaluate(() => ({
       state: document.querySelector<HTMLElement>('[data-testid="agreement"]')!.dataset.state,
       stale: document.getElementById('result-card')!.classList.contains('stale'),

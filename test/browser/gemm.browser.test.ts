@@ -15,7 +15,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newest } from './freshness.ts';
-import { chromiumPath, INSTALL_HINT, launchChromium, serveStatic, watchPage, type Browser, type StaticServer } from '../../tools/chromium.ts';
+import {
+  chromiumPath,
+  INSTALL_HINT,
+  launchChromium,
+  serveStatic,
+  watchPage,
+  type Browser,
+  type StaticServer,
+} from '../../tools/chromium.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BUNDLE_DIR = join(ROOT, 'dist/browser');
@@ -30,7 +38,8 @@ function skipNotice(what: string): string {
 
 const chromium = chromiumPath();
 if (!chromium) {
-  if (CI) throw new Error(`the browser tests must run in CI, but Chromium is missing (CHROMIUM_PATH or /usr/bin/chromium): \`${INSTALL_HINT}\``);
+  if (CI)
+    throw new Error(`the browser tests must run in CI, but Chromium is missing (CHROMIUM_PATH or /usr/bin/chromium): \`${INSTALL_HINT}\``);
   console.warn(skipNotice('Chromium not found (CHROMIUM_PATH or /usr/bin/chromium)'));
 }
 
@@ -41,7 +50,14 @@ interface BatchStats {
   viaGemm: number;
   mismatches: number;
   firstMismatch: null | { problem: string; how: string; index: number; count: number; total?: number; examples: string[] };
-  adapter: null | { vendor: string; architecture: string; description: string; isSoftware: boolean; features: string[]; wgslLanguageFeatures: string[] };
+  adapter: null | {
+    vendor: string;
+    architecture: string;
+    description: string;
+    isSoftware: boolean;
+    features: string[];
+    wgslLanguageFeatures: string[];
+  };
   adapterLine: string;
   dot4: string | null;
   stageKinds: Record<string, number>;
@@ -63,7 +79,10 @@ describe.skipIf(!chromium)('browser bundle in headless Chromium (WebGPU)', () =>
 
   beforeAll(async () => {
     const vite = (outDir?: string) =>
-      execFileSync('npx', ['vite', 'build', '--mode', 'browser', '--logLevel', 'warn', ...(outDir ? ['--outDir', outDir] : [])], { cwd: ROOT, stdio: 'inherit' });
+      execFileSync('npx', ['vite', 'build', '--mode', 'browser', '--logLevel', 'warn', ...(outDir ? ['--outDir', outDir] : [])], {
+        cwd: ROOT,
+        stdio: 'inherit',
+      });
     const bundle = join(BUNDLE_DIR, 'qgemm.js');
     if (!existsSync(bundle)) {
       console.warn('[browser test] dist/browser/qgemm.js is missing: running `npx vite build --mode browser`');
@@ -73,7 +92,9 @@ describe.skipIf(!chromium)('browser bundle in headless Chromium (WebGPU)', () =>
     mkdirSync(join(site, 'dist'), { recursive: true });
     if (statSync(bundle).mtimeMs < newest(['src', 'shaders'].map((d) => join(ROOT, d)))) {
       // Never test a stale bundle; build a fresh one for this run only (dist/ may be in use elsewhere).
-      console.warn('[browser test] dist/browser/qgemm.js is older than src/ or shaders/: testing a fresh build of them (`npm run build` updates dist/)');
+      console.warn(
+        '[browser test] dist/browser/qgemm.js is older than src/ or shaders/: testing a fresh build of them (`npm run build` updates dist/)',
+      );
       vite(join(site, 'dist/browser'));
     } else {
       cpSync(BUNDLE_DIR, join(site, 'dist/browser'), { recursive: true });
@@ -95,18 +116,22 @@ describe.skipIf(!chromium)('browser bundle in headless Chromium (WebGPU)', () =>
     const page = await browser.newPage();
     const log = watchPage(page);
     await page.goto(`${server.url}test/browser/page/index.html`, { waitUntil: 'load' });
-    await page.waitForFunction(() => {
-      const s = (window as unknown as { qgemmPage?: { ready: boolean; error: string | null } }).qgemmPage;
-      return !!s && (s.ready || !!s.error);
-    }, { timeout: 30_000 });
+    await page.waitForFunction(
+      () => {
+        const s = (window as unknown as { qgemmPage?: { ready: boolean; error: string | null } }).qgemmPage;
+        return !!s && (s.ready || !!s.error);
+      },
+      { timeout: 30_000 },
+    );
     const loadError = await page.evaluate(() => (window as unknown as { qgemmPage: { error: string | null } }).qgemmPage.error);
     expect(loadError, `page load: ${log.errors.join('\n')}`).toBeNull();
 
-    const stats = await page.evaluate(
-      (seed, count) => (window as unknown as { runGemmBatch(o: { seed: number; count: number }): Promise<unknown> }).runGemmBatch({ seed, count }),
+    const stats = (await page.evaluate(
+      (seed, count) =>
+        (window as unknown as { runGemmBatch(o: { seed: number; count: number }): Promise<unknown> }).runGemmBatch({ seed, count }),
       SEED,
       COUNT,
-    ) as BatchStats;
+    )) as BatchStats;
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
 
     if (!stats.adapter) {
@@ -131,7 +156,14 @@ describe.skipIf(!chromium)('browser bundle in headless Chromium (WebGPU)', () =>
     expect(stats.mismatches).toBe(0);
     expect(stats.uncapturedErrors).toEqual([]);
     // The batch covered what it claims: every stage kind and cast, the gemv path and the tile edges.
-    for (const kind of ['bias', 'quantizeDownInt32ToUint8Scale', 'quantizeDownInt32ByFixedPoint', 'scaleInt32ByFixedPointAndExponent', 'clamp', 'tanh']) {
+    for (const kind of [
+      'bias',
+      'quantizeDownInt32ToUint8Scale',
+      'quantizeDownInt32ByFixedPoint',
+      'scaleInt32ByFixedPointAndExponent',
+      'clamp',
+      'tanh',
+    ]) {
       expect(stats.stageKinds[kind] ?? 0, kind).toBeGreaterThan(0);
     }
     for (const cast of ['int32', 'saturatingCast:uint8', 'saturatingCast:int8', 'saturatingCast:int16', 'truncatingCast:uint8']) {

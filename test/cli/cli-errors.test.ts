@@ -26,8 +26,18 @@ const M = 2;
 const K = 3;
 const N = 4;
 /** Valid operands: A uint8 [M,K], B uint8 [K,N]. */
-const A = () => npy('uint8', [M, K], Uint8Array.from({ length: M * K }, (_, i) => i + 1));
-const B = () => npy('uint8', [K, N], Uint8Array.from({ length: K * N }, (_, i) => 2 * i + 1));
+const A = () =>
+  npy(
+    'uint8',
+    [M, K],
+    Uint8Array.from({ length: M * K }, (_, i) => i + 1),
+  );
+const B = () =>
+  npy(
+    'uint8',
+    [K, N],
+    Uint8Array.from({ length: K * N }, (_, i) => 2 * i + 1),
+  );
 
 let caseNo = 0;
 /** A fresh folder holding A.npy, B.npy and any extra files. */
@@ -98,9 +108,22 @@ async function runSpec(patch: Spec, field: string, files: Record<string, Uint8Ar
 }
 
 const stage = (s: Spec) => ({ pipeline: [s] });
-const fixedPoint = (patch: Spec = {}) => ({ type: 'quantizeDownInt32ByFixedPoint', multiplier: 1 << 30, shift: 3, offsetAfterShift: 10, ...patch });
+const fixedPoint = (patch: Spec = {}) => ({
+  type: 'quantizeDownInt32ByFixedPoint',
+  multiplier: 1 << 30,
+  shift: 3,
+  offsetAfterShift: 10,
+  ...patch,
+});
 const legacy = (patch: Spec = {}) => ({ type: 'quantizeDownInt32ToUint8Scale', offset: 5, multiplier: 3, shift: 4, ...patch });
-const scale = (patch: Spec = {}) => ({ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1 << 30, exponent: -2, offsetAfterShift: 0, rounding: 'double', ...patch });
+const scale = (patch: Spec = {}) => ({
+  type: 'scaleInt32ByFixedPointAndExponent',
+  multiplier: 1 << 30,
+  exponent: -2,
+  offsetAfterShift: 0,
+  rounding: 'double',
+  ...patch,
+});
 
 // A sanity check that the fixtures are valid, so the failures below come from the one thing each changes.
 describe('fixtures', () => {
@@ -295,7 +318,15 @@ describe('bad stages', () => {
     await runSpec(stage({ type: 'clamp', min: 0 }), 'pipeline[0].max');
   });
   it('a cast followed by another stage', async () => {
-    await runSpec({ pipeline: [{ type: 'saturatingCast', to: 'int8' }, { type: 'clamp', min: 0, max: 1 }] }, 'pipeline[1]');
+    await runSpec(
+      {
+        pipeline: [
+          { type: 'saturatingCast', to: 'int8' },
+          { type: 'clamp', min: 0, max: 1 },
+        ],
+      },
+      'pipeline[1]',
+    );
   });
   it('a cast to an unsupported type', async () => {
     await runSpec(stage({ type: 'truncatingCast', to: 'int8' }), 'pipeline[0].to');
@@ -397,7 +428,17 @@ describe('bad command lines', () => {
   it('gemm with a --pipeline @file that does not exist', async () => {
     const dir = freshDir();
     const out = join(dir, 'C.npy');
-    const code = await main(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy'), '--out', out, '--pipeline', `@${join(dir, 'stages.json')}`]);
+    const code = await main([
+      'gemm',
+      '--lhs',
+      join(dir, 'A.npy'),
+      '--rhs',
+      join(dir, 'B.npy'),
+      '--out',
+      out,
+      '--pipeline',
+      `@${join(dir, 'stages.json')}`,
+    ]);
     expectBadInput(code, stderr.join(''), '--pipeline', dir, out);
   });
   it('run with no spec file', async () => {
@@ -426,7 +467,10 @@ describe('an output file that already exists', () => {
       const { dir, specPath, out } = writeSpec(patch, { ...files, 'C.npy': OLD });
       const code = await main(['run', specPath, '--backend', 'cpu']);
       expect(code).toBe(2);
-      const lines = stderr.join('').split('\n').filter((l) => l !== '');
+      const lines = stderr
+        .join('')
+        .split('\n')
+        .filter((l) => l !== '');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(new RegExp(`^qgemm: error: ${escapeRe(field)}: `));
       expect(readFileSync(out, 'utf8')).toBe(OLD);

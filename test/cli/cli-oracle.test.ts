@@ -102,7 +102,7 @@ describe(`qgemm run --backend cpu is bit-exact with the BigInt oracle (${COUNT} 
       const f = await runOne(seed);
       if (f !== null) failures.push(f);
     }
-    expect(failures.length, `${failures.length} of ${to - from} specs differ:\n${failures.join("\n")}`).toBe(0);
+    expect(failures.length, `${failures.length} of ${to - from} specs differ:\n${failures.join('\n')}`).toBe(0);
   });
 });
 
@@ -123,19 +123,24 @@ describe(`bitDepth: qgemm run --backend cpu against the oracle (${COUNT_LOWBIT} 
 });
 
 const gpu = await getGpu(); // null: skip locally (with a notice); in CI a missing adapter fails
-describe.skipIf(!gpu)(`qgemm run --backend webgpu is bit-exact with the BigInt oracle (${COUNT_GPU} + ${COUNT_GPU >> 1} bitDepth specs)`, () => {
-  const batches: Array<[number, number, boolean]> = [];
-  for (let start = 0; start < COUNT_GPU; start += BATCH) batches.push([FIRST_SEED + 0x20000 + start, FIRST_SEED + 0x20000 + Math.min(COUNT_GPU, start + BATCH), false]);
-  for (let start = 0; start < COUNT_GPU >> 1; start += BATCH) batches.push([FIRST_SEED + 0x30000 + start, FIRST_SEED + 0x30000 + Math.min(COUNT_GPU >> 1, start + BATCH), true]);
-  it.each(batches)('seeds %i..%i (bitDepth: %s)', async (from, to, bitDepth) => {
-    const failures: string[] = [];
-    for (let seed = from; seed < to; seed++) {
-      const f = await runOne(seed, { bitDepth }, 'webgpu');
-      if (f !== null) failures.push(f);
-    }
-    expect(failures.length, `${failures.length} of ${to - from} specs differ:\n${failures.join('\n')}`).toBe(0);
-  });
-});
+describe.skipIf(!gpu)(
+  `qgemm run --backend webgpu is bit-exact with the BigInt oracle (${COUNT_GPU} + ${COUNT_GPU >> 1} bitDepth specs)`,
+  () => {
+    const batches: Array<[number, number, boolean]> = [];
+    for (let start = 0; start < COUNT_GPU; start += BATCH)
+      batches.push([FIRST_SEED + 0x20000 + start, FIRST_SEED + 0x20000 + Math.min(COUNT_GPU, start + BATCH), false]);
+    for (let start = 0; start < COUNT_GPU >> 1; start += BATCH)
+      batches.push([FIRST_SEED + 0x30000 + start, FIRST_SEED + 0x30000 + Math.min(COUNT_GPU >> 1, start + BATCH), true]);
+    it.each(batches)('seeds %i..%i (bitDepth: %s)', async (from, to, bitDepth) => {
+      const failures: string[] = [];
+      for (let seed = from; seed < to; seed++) {
+        const f = await runOne(seed, { bitDepth }, 'webgpu');
+        if (f !== null) failures.push(f);
+      }
+      expect(failures.length, `${failures.length} of ${to - from} specs differ:\n${failures.join('\n')}`).toBe(0);
+    });
+  },
+);
 
 describe('boundary parameters, in-process main', () => {
   // Valid corner cases the random draws reach only rarely, against extreme zero points.
@@ -143,40 +148,96 @@ describe('boundary parameters, in-process main', () => {
     ['tanh, largest amplitude', [{ type: 'tanh', realZeroAsInt32: 7, realAmplitudeAsInt32: 268435455 }]],
     ['tanh, amplitude 1 at the top', [{ type: 'tanh', realZeroAsInt32: 2147483639, realAmplitudeAsInt32: 1 }]],
     ['tanh, amplitude 1 at the bottom', [{ type: 'tanh', realZeroAsInt32: -2147483639, realAmplitudeAsInt32: 1 }]],
-    ['double, exponent 31', [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1 << 30, exponent: 31, offsetAfterShift: 0, rounding: 'double' }]],
-    ['double (default), exponent 31, negative multiplier', [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: -(1 << 30), exponent: 31, offsetAfterShift: 0 }]],
-    ['double, exponent -31, INT32_MIN multiplier', [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: MIN32, exponent: -31, offsetAfterShift: -1 }]],
-    ['single, exponent 30', [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: MAX32, exponent: 30, offsetAfterShift: 5, rounding: 'single' }]],
-    ['single, exponent -31, INT32_MIN multiplier', [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: MIN32, exponent: -31, offsetAfterShift: 0, rounding: 'single' }]],
-    ['fixed point, shift 31, INT32_MIN multiplier', [{ type: 'quantizeDownInt32ByFixedPoint', multiplier: MIN32, shift: 31, offsetAfterShift: MAX32 }]],
+    [
+      'double, exponent 31',
+      [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1 << 30, exponent: 31, offsetAfterShift: 0, rounding: 'double' }],
+    ],
+    [
+      'double (default), exponent 31, negative multiplier',
+      [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: -(1 << 30), exponent: 31, offsetAfterShift: 0 }],
+    ],
+    [
+      'double, exponent -31, INT32_MIN multiplier',
+      [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: MIN32, exponent: -31, offsetAfterShift: -1 }],
+    ],
+    [
+      'single, exponent 30',
+      [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: MAX32, exponent: 30, offsetAfterShift: 5, rounding: 'single' }],
+    ],
+    [
+      'single, exponent -31, INT32_MIN multiplier',
+      [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: MIN32, exponent: -31, offsetAfterShift: 0, rounding: 'single' }],
+    ],
+    [
+      'fixed point, shift 31, INT32_MIN multiplier',
+      [{ type: 'quantizeDownInt32ByFixedPoint', multiplier: MIN32, shift: 31, offsetAfterShift: MAX32 }],
+    ],
     ['legacy scale, shift 31, wrapping', [{ type: 'quantizeDownInt32ToUint8Scale', offset: MAX32, multiplier: MIN32, shift: 31 }]],
     ['legacy scale, shift 0', [{ type: 'quantizeDownInt32ToUint8Scale', offset: -1, multiplier: -1, shift: 0 }]],
-    ['bias wrap + truncating cast', [{ type: 'bias', axis: 'col', values: [MAX32, MIN32] }, { type: 'truncatingCast', to: 'uint8' }]],
-    ['clamp to a point + int16 cast', [{ type: 'clamp', min: -40000, max: -40000 }, { type: 'saturatingCast', to: 'int16' }]],
-    ['full clamp + int8 cast', [{ type: 'clamp', min: MIN32, max: MAX32 }, { type: 'saturatingCast', to: 'int8' }]],
+    [
+      'bias wrap + truncating cast',
+      [
+        { type: 'bias', axis: 'col', values: [MAX32, MIN32] },
+        { type: 'truncatingCast', to: 'uint8' },
+      ],
+    ],
+    [
+      'clamp to a point + int16 cast',
+      [
+        { type: 'clamp', min: -40000, max: -40000 },
+        { type: 'saturatingCast', to: 'int16' },
+      ],
+    ],
+    [
+      'full clamp + int8 cast',
+      [
+        { type: 'clamp', min: MIN32, max: MAX32 },
+        { type: 'saturatingCast', to: 'int8' },
+      ],
+    ],
   ];
-  const zeroPoints: Array<[number, number]> = [[0, 0], [MAX32, -5], [MIN32, MAX32], [-128, 255]];
+  const zeroPoints: Array<[number, number]> = [
+    [0, 0],
+    [MAX32, -5],
+    [MIN32, MAX32],
+    [-128, 255],
+  ];
   let edgeCount = 0;
   const backends: Backend[] = gpu ? ['cpu', 'webgpu'] : ['cpu'];
   it.each(CASES)('%s', async (_name, pipeline) => {
     const failures: string[] = [];
-    for (const backend of backends) for (const [zl, zr] of zeroPoints) {
-      const dir = join(root, `edge-${edgeCount++}`);
-      mkdirSync(dir);
-      writeFileSync(join(dir, 'a.npy'), serializeNpy({ dtype: 'int8', shape: [3, 2], fortranOrder: false, data: Int8Array.from([-128, 127, 5, -7, 0, 1]) }));
-      writeFileSync(join(dir, 'b.npy'), serializeNpy({ dtype: 'uint8', shape: [2, 2], fortranOrder: true, data: Uint8Array.from([255, 0, 3, 200]) }));
-      const specJson = JSON.stringify({ op: 'gemm', lhs: 'a.npy', rhs: 'b.npy', lhsZeroPoint: zl, rhsZeroPoint: zr, pipeline, out: 'o.npy' });
-      const specPath = join(dir, 'spec.json');
-      writeFileSync(specPath, specJson);
-      const { spec, arrays } = loadGemmSpec(specPath);
-      const want = oracleGemm(spec, arrays);
-      const code = await main(['run', specPath, '--backend', backend]);
-      const f = code !== 0 ? `${backend} ${specJson}: exit ${code}` : compare(0, dir, want, readFileSync(join(dir, 'o.npy')), specJson);
-      if (f !== null) {
-        failures.push(f);
-        keep.add(dir);
+    for (const backend of backends)
+      for (const [zl, zr] of zeroPoints) {
+        const dir = join(root, `edge-${edgeCount++}`);
+        mkdirSync(dir);
+        writeFileSync(
+          join(dir, 'a.npy'),
+          serializeNpy({ dtype: 'int8', shape: [3, 2], fortranOrder: false, data: Int8Array.from([-128, 127, 5, -7, 0, 1]) }),
+        );
+        writeFileSync(
+          join(dir, 'b.npy'),
+          serializeNpy({ dtype: 'uint8', shape: [2, 2], fortranOrder: true, data: Uint8Array.from([255, 0, 3, 200]) }),
+        );
+        const specJson = JSON.stringify({
+          op: 'gemm',
+          lhs: 'a.npy',
+          rhs: 'b.npy',
+          lhsZeroPoint: zl,
+          rhsZeroPoint: zr,
+          pipeline,
+          out: 'o.npy',
+        });
+        const specPath = join(dir, 'spec.json');
+        writeFileSync(specPath, specJson);
+        const { spec, arrays } = loadGemmSpec(specPath);
+        const want = oracleGemm(spec, arrays);
+        const code = await main(['run', specPath, '--backend', backend]);
+        const f = code !== 0 ? `${backend} ${specJson}: exit ${code}` : compare(0, dir, want, readFileSync(join(dir, 'o.npy')), specJson);
+        if (f !== null) {
+          failures.push(f);
+          keep.add(dir);
+        }
       }
-    }
     expect(failures.length, failures.join('\n')).toBe(0);
   });
 });

@@ -88,8 +88,10 @@ async function runOne(seed: number, backend: 'cpu' | 'webgpu', options: RandomEl
   const head = `seed 0x${seed.toString(16)} (${backend}${spoiled ? `, spoiled ${spoiled}` : ''}) ${specJson}\n  `;
   let failure: string | null = null;
   if (want === null) {
-    if (code !== 2 || existsSync(outPath)) failure = `${head}oracle rejects (${rejected}) but qgemm exited ${code}${existsSync(outPath) ? ' and wrote out.npy' : ''}: ${stderr.trim()}`;
-    else if (!/^qgemm: error: (a|b|output|op)(\.[A-Za-z]+(\[\d+\])?)?: /.test(stderr)) failure = `${head}the error does not name a field: ${stderr.trim()}`;
+    if (code !== 2 || existsSync(outPath))
+      failure = `${head}oracle rejects (${rejected}) but qgemm exited ${code}${existsSync(outPath) ? ' and wrote out.npy' : ''}: ${stderr.trim()}`;
+    else if (!/^qgemm: error: (a|b|output|op)(\.[A-Za-z]+(\[\d+\])?)?: /.test(stderr))
+      failure = `${head}the error does not name a field: ${stderr.trim()}`;
   } else if (code !== 0) failure = `${head}qgemm exited ${code}: ${stderr.trim()}`;
   else failure = compare(want, outPath);
   if (failure !== null && !failure.startsWith('seed')) failure = head + failure;

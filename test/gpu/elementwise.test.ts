@@ -47,10 +47,17 @@ async function expectGpuMatches(target: ElementwiseGpuTarget, p: ElementwiseProb
 }
 
 /** a = every value as a column (256,1), b = every value as a row (1,256): all 65536 pairs. */
-function allPairs(dtype: 'uint8' | 'int8', a: Omit<QuantizedTensor, 'data' | 'shape'>, b: Omit<QuantizedTensor, 'data' | 'shape'>): [QuantizedTensor, QuantizedTensor] {
+function allPairs(
+  dtype: 'uint8' | 'int8',
+  a: Omit<QuantizedTensor, 'data' | 'shape'>,
+  b: Omit<QuantizedTensor, 'data' | 'shape'>,
+): [QuantizedTensor, QuantizedTensor] {
   const values = Array.from({ length: 256 }, (_, i) => (dtype === 'uint8' ? i : i - 128));
   const data = () => (dtype === 'uint8' ? Uint8Array.from(values) : Int8Array.from(values));
-  return [{ ...a, data: data(), shape: [256, 1] }, { ...b, data: data(), shape: [1, 256] }];
+  return [
+    { ...a, data: data(), shape: [256, 1] },
+    { ...b, data: data(), shape: [1, 256] },
+  ];
 }
 
 type Params = { op: ElementwiseProblem['op']; sa: number | number[]; sb: number; so: number; clamp?: [number, number] };
@@ -66,8 +73,14 @@ const PARAMETER_SETS: Array<[string, Params]> = [
   ['mul, multiplier ~2^14 (saturates)', { op: 'mul', sa: 0.9, sb: 0.7, so: 0.7 * 0.9 * 2 ** -14 }],
   ['alignedAdd, per tensor', { op: 'alignedAdd', sa: 0.05, sb: 0.1, so: 0.15 }],
   ['alignedSub, per tensor, positive output shift', { op: 'alignedSub', sa: 0.05, sb: 0.1, so: 0.001 }],
-  ['alignedAdd, per axis over 256 channels spanning 2^14', { op: 'alignedAdd', sa: Array.from({ length: 256 }, (_, i) => 0.001 * 2 ** ((i * 14) / 255)), sb: 0.004, so: 1 }],
-  ['alignedAdd, shifts of 15 and the int32 wrap', { op: 'alignedAdd', sa: Array.from({ length: 256 }, (_, i) => (i === 7 ? 2 ** -15 : 255 / 128)), sb: 255 / 128, so: 1 }],
+  [
+    'alignedAdd, per axis over 256 channels spanning 2^14',
+    { op: 'alignedAdd', sa: Array.from({ length: 256 }, (_, i) => 0.001 * 2 ** ((i * 14) / 255)), sb: 0.004, so: 1 },
+  ],
+  [
+    'alignedAdd, shifts of 15 and the int32 wrap',
+    { op: 'alignedAdd', sa: Array.from({ length: 256 }, (_, i) => (i === 7 ? 2 ** -15 : 255 / 128)), sb: 255 / 128, so: 1 },
+  ],
 ];
 
 describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
@@ -82,7 +95,11 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
     it.each(PARAMETER_SETS)(`all 65536 ${dtype} pairs: %s`, async (_name, s) => {
       const [lo, hi] = dtype === 'uint8' ? [0, 255] : [-128, 127];
       const mid = dtype === 'uint8' ? 128 : 0;
-      const [a, b] = allPairs(dtype, Array.isArray(s.sa) ? { scale: s.sa, axis: 0, zeroPoint: mid - 3 } : { scale: s.sa, zeroPoint: mid - 3 }, { scale: s.sb, zeroPoint: mid + 5 });
+      const [a, b] = allPairs(
+        dtype,
+        Array.isArray(s.sa) ? { scale: s.sa, axis: 0, zeroPoint: mid - 3 } : { scale: s.sa, zeroPoint: mid - 3 },
+        { scale: s.sb, zeroPoint: mid + 5 },
+      );
       if (s.op.startsWith('aligned') && s.sb === 255 / 128) {
         a.zeroPoint = lo; // |q - z| up to 255 on both sides: the largest terms
         b.zeroPoint = lo;
@@ -105,36 +122,86 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
     for (const n of [1, 2, 3, 5, 6, 7, 9, 255, 257, 1023]) {
       const a = Int8Array.from({ length: n }, () => rng.int(-128, 127));
       const b = Int8Array.from({ length: n }, () => rng.int(-128, 127));
-      await expectGpuMatches(ctx, { op: 'mul', a: { data: a, shape: [n], scale: 0.1, zeroPoint: 1 }, b: { data: b, shape: [n], scale: 0.1, zeroPoint: -2 }, output: { scale: 0.3, zeroPoint: -5 } }, `n = ${n}`);
+      await expectGpuMatches(
+        ctx,
+        {
+          op: 'mul',
+          a: { data: a, shape: [n], scale: 0.1, zeroPoint: 1 },
+          b: { data: b, shape: [n], scale: 0.1, zeroPoint: -2 },
+          output: { scale: 0.3, zeroPoint: -5 },
+        },
+        `n = ${n}`,
+      );
     }
   });
 
   it('a grid split over two dimensions (lowered workgroup limit)', async () => {
-    const target: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 7 } };
+    const target: ElementwiseGpuTarget = {
+      device: ctx.device,
+      lost: false,
+      limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 7 },
+    };
     const rng = new Rng(5);
     const n = 3 * 7 * 64 * 4 + 13; // 22 workgroups of 256 elements: a 7 x 4 grid, the last row partial
     const a = Uint8Array.from({ length: n }, () => rng.int(0, 255));
     const b = Uint8Array.from({ length: 1 }, () => 77);
-    await expectGpuMatches(target, { op: 'alignedSub', a: { data: a, shape: [n], scale: 0.03, zeroPoint: 120 }, b: { data: b, shape: [], scale: 0.07, zeroPoint: 60 }, output: { scale: 0.05, zeroPoint: 128 } }, 'split grid');
+    await expectGpuMatches(
+      target,
+      {
+        op: 'alignedSub',
+        a: { data: a, shape: [n], scale: 0.03, zeroPoint: 120 },
+        b: { data: b, shape: [], scale: 0.07, zeroPoint: 60 },
+        output: { scale: 0.05, zeroPoint: 128 },
+      },
+      'split grid',
+    );
   });
 
   it('an empty result needs no GPU work', async () => {
-    const plan = prepareElementwise({ op: 'add', a: { data: new Uint8Array(0), shape: [2, 0], scale: 1, zeroPoint: 0 }, b: { data: Uint8Array.from([1]), shape: [1], scale: 1, zeroPoint: 0 }, output: { scale: 1, zeroPoint: 0 } });
+    const plan = prepareElementwise({
+      op: 'add',
+      a: { data: new Uint8Array(0), shape: [2, 0], scale: 1, zeroPoint: 0 },
+      b: { data: Uint8Array.from([1]), shape: [1], scale: 1, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+    });
     const r = await elementwiseOnGpu(ctx, plan);
     expect(r.shape).toEqual([2, 0]);
     expect(r.data.length).toBe(0);
   });
 
   it('splits outputs larger than a binding and grids larger than the workgroup limit; typed errors otherwise', async () => {
-    const plan = prepareElementwise({ op: 'add', a: { data: new Uint8Array(5000), shape: [5000], scale: 1, zeroPoint: 0 }, b: { data: new Uint8Array(1), shape: [], scale: 1, zeroPoint: 0 }, output: { scale: 1, zeroPoint: 0 } });
+    const plan = prepareElementwise({
+      op: 'add',
+      a: { data: new Uint8Array(5000), shape: [5000], scale: 1, zeroPoint: 0 },
+      b: { data: new Uint8Array(1), shape: [], scale: 1, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+    });
     // An input larger than a binding cannot be split (broadcasting reads it anywhere).
     const small: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxStorageBufferBindingSize: 4096 } };
     await expect(elementwiseOnGpu(small, plan)).rejects.toThrow(LimitExceededError);
     // 20 workgroups > 4^2: several dispatches.
     const few: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 4 } };
-    await expectGpuMatches(few, { op: 'add', a: { data: Uint8Array.from({ length: 5000 }, (_, i) => (i * 7) & 255), shape: [5000], scale: 0.1, zeroPoint: 3 }, b: { data: Uint8Array.of(9), shape: [], scale: 0.2, zeroPoint: 1 }, output: { scale: 0.25, zeroPoint: 100 } }, 'split grid');
+    await expectGpuMatches(
+      few,
+      {
+        op: 'add',
+        a: { data: Uint8Array.from({ length: 5000 }, (_, i) => (i * 7) & 255), shape: [5000], scale: 0.1, zeroPoint: 3 },
+        b: { data: Uint8Array.of(9), shape: [], scale: 0.2, zeroPoint: 1 },
+        output: { scale: 0.25, zeroPoint: 100 },
+      },
+      'split grid',
+    );
     // A 100 x 60 output (6000 bytes) from small broadcast inputs: output bands of one binding each.
-    await expectGpuMatches(small, { op: 'mul', a: { data: Uint8Array.from({ length: 100 }, (_, i) => i), shape: [100, 1], scale: 0.1, zeroPoint: 50 }, b: { data: Uint8Array.from({ length: 60 }, (_, i) => 200 - i), shape: [1, 60], scale: 0.2, zeroPoint: 128 }, output: { scale: 0.5, zeroPoint: 10 } }, 'output bands');
+    await expectGpuMatches(
+      small,
+      {
+        op: 'mul',
+        a: { data: Uint8Array.from({ length: 100 }, (_, i) => i), shape: [100, 1], scale: 0.1, zeroPoint: 50 },
+        b: { data: Uint8Array.from({ length: 60 }, (_, i) => 200 - i), shape: [1, 60], scale: 0.2, zeroPoint: 128 },
+        output: { scale: 0.5, zeroPoint: 10 },
+      },
+      'output bands',
+    );
     const lost: ElementwiseGpuTarget = { device: ctx.device, lost: true, limits: ctx.limits };
     await expect(elementwiseOnGpu(lost, plan)).rejects.toThrow(DeviceLostError);
   });

@@ -44,9 +44,11 @@ const arbBitDepth = fc.record({
 // The adapter's capabilities, to know which kernels can run here at all (subgroup matrices cannot on
 // SwiftShader: those kernels skip with a notice, and are covered by their self-test on real GPUs).
 const caps = gpu ? adapterCaps(gpu.device, gpu.summary, gpu.hasDot4, gpu.adapter?.info) : null;
-const runnable = (k: (typeof GPU_KERNELS)[number]) => !!caps && k.supports(caps, { M: 64, N: 64, K: 64, dstType: 'int32', dstOrder: 'row-major' });
+const runnable = (k: (typeof GPU_KERNELS)[number]) =>
+  !!caps && k.supports(caps, { M: 64, N: 64, K: 64, dstType: 'int32', dstOrder: 'row-major' });
 for (const k of GPU_KERNELS) {
-  if (gpu && !runnable(k)) console.warn(`[gemm.test] kernel ${k.id} cannot run on this adapter (${describeAdapter(gpu.summary)}): its tests are skipped here`);
+  if (gpu && !runnable(k))
+    console.warn(`[gemm.test] kernel ${k.id} cannot run on this adapter (${describeAdapter(gpu.summary)}): its tests are skipped here`);
 }
 
 describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU reference', (id, kernel) => {
@@ -59,7 +61,14 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
     ctx = await GpuContext.create({ device: gpu!.device, kernel: id });
   });
   const run = async (p: GemmProblem, context = '') => {
-    const shape = { M: p.lhs.rows, N: p.rhs.cols, K: p.lhs.cols, dstType: 'int32' as const, dstOrder: p.dstOrder ?? 'row-major', bitDepth: p.bitDepth };
+    const shape = {
+      M: p.lhs.rows,
+      N: p.rhs.cols,
+      K: p.lhs.cols,
+      dstType: 'int32' as const,
+      dstOrder: p.dstOrder ?? 'row-major',
+      bitDepth: p.bitDepth,
+    };
     if (!kernel.supports(ctx.caps, shape)) return;
     await expectGpuMatches(ctx, p, `${id} ${context}`);
     expect(ctx.lastRun.kernel).toBe(id);
@@ -75,15 +84,24 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
   });
 
   it('random problems over the shape sweep and odd rectangles', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), (p) => run(p)), { numRuns: 15 });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), (p) => run(p)),
+      { numRuns: 15 },
+    );
   });
 
   // Shapes at every kernel's tile edges: gemv row groups (4), 32- and 64-tiles.
-  const stageShapes: [number, number, number][] = [[1, 65, 33], [5, 4, 1], [33, 16, 65], [65, 63, 64]];
+  const stageShapes: [number, number, number][] = [
+    [1, 65, 33],
+    [5, 4, 1],
+    [33, 16, 65],
+    [65, 63, 64],
+  ];
   it.each(stageShapes)('every stage kind, with and without a cast, at M=%i N=%i K=%i', async (M, N, K) => {
     await fc.assert(
       fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-        run({ ...p, pipeline: cast ? [stage, cast] : [stage] })),
+        run({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
+      ),
       { numRuns: 6 },
     );
   });
@@ -96,17 +114,26 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
   });
 
   it('shapes across 128-row tiles and several k stages, both dst orders', async () => {
-    for (const [M, N, K, dstOrder] of [[257, 131, 130, 'row-major'], [129, 260, 97, 'col-major']] as const) {
+    for (const [M, N, K, dstOrder] of [
+      [257, 131, 130, 'row-major'],
+      [129, 260, 97, 'col-major'],
+    ] as const) {
       await run({ ...sample(arbProblemOfShape(M, N, K), M + N), dstOrder }, '128-tiles');
     }
   });
 
   it('int32 wrap: K = 34000 of 255s (raw sums past 2^31) with extreme zero points', async () => {
     const K = 34000;
-    for (const [M, N] of [[2, 3], [33, 36]]) {
+    for (const [M, N] of [
+      [2, 3],
+      [33, 36],
+    ]) {
       for (const signed of [false, true]) {
         const fill = (rows: number, cols: number): Operand => ({
-          data: signed ? new Int8Array(rows * cols).fill(-128) : new Uint8Array(rows * cols).fill(255), rows, cols, order: 'row-major',
+          data: signed ? new Int8Array(rows * cols).fill(-128) : new Uint8Array(rows * cols).fill(255),
+          rows,
+          cols,
+          order: 'row-major',
         });
         const [zL, zR] = signed ? [2147483647, -2147483648] : [-2147483648, 7];
         await run({ lhs: fill(M, K), rhs: fill(K, N), lhsZeroPoint: zL, rhsZeroPoint: zR }, 'wrap');
@@ -115,7 +142,10 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
   });
 
   it('less-than-8-bit operands: requantized in the pack shader, every rounding', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => run({ ...p, bitDepth })), { numRuns: 12 });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => run({ ...p, bitDepth })),
+      { numRuns: 12 },
+    );
   });
 
   afterAll(() => ctx?.destroy());
@@ -131,7 +161,12 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
 
   it('a kernel that passes is used, without a warning', async () => {
     const warnings: string[] = [];
-    const ctx = await GpuContext.create({ device: gpu!.device, kernels: [checked, ...GPU_KERNELS], kernel: 'test-checked', warn: (m) => warnings.push(m) });
+    const ctx = await GpuContext.create({
+      device: gpu!.device,
+      kernels: [checked, ...GPU_KERNELS],
+      kernel: 'test-checked',
+      warn: (m) => warnings.push(m),
+    });
     expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
     expect(ctx.lastRun.kernel).toBe('test-checked');
     expect(warnings).toEqual([]);
@@ -139,7 +174,12 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
   });
   it('a kernel that fails is disabled on the device with one warning, and the next kernel runs, exactly', async () => {
     const warnings: string[] = [];
-    const ctx = await GpuContext.create({ device: gpu!.device, kernels: [broken, ...GPU_KERNELS], kernel: 'test-broken', warn: (m) => warnings.push(m) });
+    const ctx = await GpuContext.create({
+      device: gpu!.device,
+      kernels: [broken, ...GPU_KERNELS],
+      kernel: 'test-broken',
+      warn: (m) => warnings.push(m),
+    });
     for (let i = 0; i < 2; i++) {
       expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
       expect(ctx.lastRun.kernel).not.toBe('test-broken');
@@ -147,7 +187,12 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/kernel test-broken failed its exactness self-test .* disabled on this device \(problem 0/);
     // The verdict belongs to the device: another context on it does not test again.
-    const again = await GpuContext.create({ device: gpu!.device, kernels: [broken, ...GPU_KERNELS], kernel: 'test-broken', warn: (m) => warnings.push(m) });
+    const again = await GpuContext.create({
+      device: gpu!.device,
+      kernels: [broken, ...GPU_KERNELS],
+      kernel: 'test-broken',
+      warn: (m) => warnings.push(m),
+    });
     expect(diffResults(await again.gemm(p), referenceGemm(p))).toBeNull();
     expect(warnings).toHaveLength(1);
     ctx.destroy();
@@ -156,10 +201,18 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
   it('a kernel whose shader the driver rejects is disabled the same way, with no uncaptured GPU error', async () => {
     const warnings: string[] = [];
     const rejected: GpuGemmKernel = {
-      ...base, id: 'test-rejected', needsSelfTest: true,
-      pipeline: (device) => getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} }),
+      ...base,
+      id: 'test-rejected',
+      needsSelfTest: true,
+      pipeline: (device) =>
+        getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} }),
     };
-    const ctx = await GpuContext.create({ device: gpu!.device, kernels: [rejected, ...GPU_KERNELS], kernel: 'test-rejected', warn: (m) => warnings.push(m) });
+    const ctx = await GpuContext.create({
+      device: gpu!.device,
+      kernels: [rejected, ...GPU_KERNELS],
+      kernel: 'test-rejected',
+      warn: (m) => warnings.push(m),
+    });
     expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/test-rejected failed its exactness self-test .*cannot create the test-rejected pipeline/);
@@ -180,7 +233,10 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   });
 
   it('random problems over the shape sweep and odd rectangles, with the kernel the registry picks', async () => {
-    await fc.assert(fc.asyncProperty(arbProblem(), (p) => expectGpuMatches(ctx, p)), { numRuns: 20 });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), (p) => expectGpuMatches(ctx, p)),
+      { numRuns: 20 },
+    );
   });
 
   it('operands that do not say their order are row-major', async () => {
@@ -205,7 +261,11 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
       if (d) expect.fail(formatMismatch(d, `prepacked ${describeProblem(withRhs)}`));
     }
     const lowbit = await ctx.prepack('rhs', rhs, { lhs: 4, rhs: 5, rounding: 'probabilistic-xorshift' });
-    const p = { ...sample(arbProblemOfShape(20, 45, 70), 5), rhs, bitDepth: { lhs: 4, rhs: 5, rounding: 'probabilistic-xorshift' as const } };
+    const p = {
+      ...sample(arbProblemOfShape(20, 45, 70), 5),
+      rhs,
+      bitDepth: { lhs: 4, rhs: 5, rounding: 'probabilistic-xorshift' as const },
+    };
     expect(diffResults(await ctx.gemm({ ...p, rhs: lowbit }), referenceGemm(p))).toBeNull();
     await expect(ctx.gemm({ ...p, rhs: packed })).rejects.toThrow(InputError);
     packed.destroy();
@@ -217,15 +277,26 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     const b = sample(arbOperand(50, 29), 2);
     const c = sample(arbOperand(29, 18), 3);
     const layer1 = {
-      lhs: a, rhs: b, lhsZeroPoint: 3, rhsZeroPoint: -5,
-      pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent: -9, offsetAfterShift: 128, rounding: 'double' }, { type: 'saturatingCast', to: 'uint8' }],
+      lhs: a,
+      rhs: b,
+      lhsZeroPoint: 3,
+      rhsZeroPoint: -5,
+      pipeline: [
+        { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent: -9, offsetAfterShift: 128, rounding: 'double' },
+        { type: 'saturatingCast', to: 'uint8' },
+      ],
     } satisfies GemmProblem;
     const hidden = await ctx.gemmOnGpu(layer1);
     expect(hidden.stride).toBe(32); // rows padded to a multiple of 4
     const layer2: GpuGemmProblem = { lhs: hidden, rhs: c, lhsZeroPoint: 128, rhsZeroPoint: 1 };
     const got = await ctx.gemm(layer2);
     const cpuHidden = referenceGemm(layer1);
-    const want = referenceGemm({ lhs: { data: cpuHidden.data as Uint8Array, rows: 37, cols: 29, order: 'row-major' }, rhs: c, lhsZeroPoint: 128, rhsZeroPoint: 1 });
+    const want = referenceGemm({
+      lhs: { data: cpuHidden.data as Uint8Array, rows: 37, cols: 29, order: 'row-major' },
+      rhs: c,
+      lhsZeroPoint: 128,
+      rhsZeroPoint: 1,
+    });
     expect(diffResults(got, want)).toBeNull();
     expect(diffResults(await ctx.read(hidden), cpuHidden)).toBeNull();
     ctx.releaseMatrix(hidden);
@@ -236,12 +307,20 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   describe('limits lowered so operands, bands and grids must split', () => {
     let small: GpuContext;
     beforeAll(async () => {
-      small = await GpuContext.create({ device: gpu!.device, limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 } });
+      small = await GpuContext.create({
+        device: gpu!.device,
+        limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
+      });
     });
     // (M, N, K): k-bands of column-major operands and outer bands of row-major ones (100 x 512 and
     // 120 x 400 bytes > 32 KiB), 64-row gemm bands, grids of far more than 3 x 3 workgroups.
     // The dst order is the one whose lines (64 of them per band) fit in 32 KiB even as int32.
-    const shapes: [number, number, number][] = [[100, 70, 512], [120, 40, 400], [7, 300, 64], [128, 100, 300]];
+    const shapes: [number, number, number][] = [
+      [100, 70, 512],
+      [120, 40, 400],
+      [7, 300, 64],
+      [128, 100, 300],
+    ];
     it.each(shapes)('M=%i N=%i K=%i in every operand storage order', async (M, N, K) => {
       let seed = 0;
       for (const lhsOrder of ['row-major', 'col-major'] as const) {
@@ -269,12 +348,14 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   it('a GPU operand that cannot hold its shape is an InputError; an unusable buffer a GpuValidationError', async () => {
     const rhs = sample(arbOperand(64, 8), 1);
     const small = gpu!.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
-    await expect(ctx.gemm({ lhs: { buffer: small, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }))
-      .rejects.toThrow(/lhs\.buffer: holds 16 bytes/);
+    await expect(
+      ctx.gemm({ lhs: { buffer: small, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }),
+    ).rejects.toThrow(/lhs\.buffer: holds 16 bytes/);
     // Large enough, but not usable as a storage binding: WebGPU validation must fail, loudly.
     const notStorage = gpu!.device.createBuffer({ size: 64 * 64, usage: GPUBufferUsage.COPY_DST });
-    await expect(ctx.gemm({ lhs: { buffer: notStorage, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }))
-      .rejects.toThrow(GpuValidationError);
+    await expect(
+      ctx.gemm({ lhs: { buffer: notStorage, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }),
+    ).rejects.toThrow(GpuValidationError);
     small.destroy();
     notStorage.destroy();
   });
@@ -299,7 +380,10 @@ describe.skipIf(!gpu)('device loss', () => {
     await new Promise((r) => setTimeout(r, 0));
     own.destroy();
     for (const c of calls) {
-      const outcome = await c.then(() => 'resolved', (e) => e);
+      const outcome = await c.then(
+        () => 'resolved',
+        (e) => e,
+      );
       // A call that finished before destroy() may resolve; one that did not must be a DeviceLostError.
       if (outcome !== 'resolved') expect(outcome).toBeInstanceOf(DeviceLostError);
     }

@@ -38,7 +38,9 @@ export function getGpu(): Promise<AcquiredDevice | null> {
         if (info.reason !== 'destroyed') console.warn(`[gpu-env] device lost: ${info.reason} ${info.message}`);
       });
       if (process.env.QGEMM_TEST_VERBOSE) {
-        console.log(`[gpu-env] ${describeAdapter(gpu.summary)} via ${gpu.source}, dot4=${gpu.hasDot4}, ${(performance.now() - t0).toFixed(0)} ms`);
+        console.log(
+          `[gpu-env] ${describeAdapter(gpu.summary)} via ${gpu.source}, dot4=${gpu.hasDot4}, ${(performance.now() - t0).toFixed(0)} ms`,
+        );
       }
       return gpu;
     } catch (e) {

@@ -158,10 +158,7 @@ export function expOnIntervalBetweenNegativeOneQuarterAnd0ExclB(a: bigint): bigi
   const x3 = fmul(x2, x);
   const x4 = fmul(x2, x2);
   const x4Over4 = saturatingRoundingMultiplyByPOTB(x4, -2);
-  const x4Over24PlusX3Over6PlusX2Over2 = saturatingRoundingMultiplyByPOTB(
-    add(fmul(add(x4Over4, x3), constant1Over3), x2),
-    -1,
-  );
+  const x4Over24PlusX3Over6PlusX2Over2 = saturatingRoundingMultiplyByPOTB(add(fmul(add(x4Over4, x3), constant1Over3), x2), -1);
   // AddSaturatingIf16Bit is a plain Add for int32.
   return add(constantTerm, fmul(constantTerm, add(x, x4Over24PlusX3Over6PlusX2Over2)));
 }

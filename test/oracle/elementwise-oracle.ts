@@ -159,16 +159,32 @@ function prepare(spec: ElementwiseSpecJson, type: 'uint8' | 'int8', shape1: numb
   const s2 = scalesOf(spec.b, shape2, 'b');
   for (const s of [...s1, ...s2, spec.output.scale]) ensure(typeof s === 'number' && Number.isFinite(s) && s > 0, `scale ${s}`);
   const aligned = spec.op === 'alignedAdd' || spec.op === 'alignedSub';
-  ensure(aligned || (s1.length === 1 && !Array.isArray(spec.a.scale) && !Array.isArray(spec.b.scale)), 'per-axis scales only for aligned ops');
+  ensure(
+    aligned || (s1.length === 1 && !Array.isArray(spec.a.scale) && !Array.isArray(spec.b.scale)),
+    'per-axis scales only for aligned ops',
+  );
   const actMin = spec.output.min ?? lo;
   const actMax = spec.output.max ?? hi;
   ensure(inRange(actMin) && inRange(actMax) && actMin <= actMax, 'activation range');
   const d: OpData = {
-    op: spec.op, type,
-    input1Offset: BigInt(-spec.a.zeroPoint), input2Offset: BigInt(-spec.b.zeroPoint), outputOffset: BigInt(spec.output.zeroPoint),
-    leftShift: 0, input1Multiplier: 0n, input1Shift: 0, input2Multiplier: 0n, input2Shift: 0, outputMultiplier: 0n, outputShift: 0,
-    activationMin: BigInt(actMin), activationMax: BigInt(actMax),
-    mantissa1: [], shift1: [], mantissa2: [], shift2: [],
+    op: spec.op,
+    type,
+    input1Offset: BigInt(-spec.a.zeroPoint),
+    input2Offset: BigInt(-spec.b.zeroPoint),
+    outputOffset: BigInt(spec.output.zeroPoint),
+    leftShift: 0,
+    input1Multiplier: 0n,
+    input1Shift: 0,
+    input2Multiplier: 0n,
+    input2Shift: 0,
+    outputMultiplier: 0n,
+    outputShift: 0,
+    activationMin: BigInt(actMin),
+    activationMax: BigInt(actMax),
+    mantissa1: [],
+    shift1: [],
+    mantissa2: [],
+    shift2: [],
   };
   const outScale = spec.output.scale;
   if (spec.op === 'add' || spec.op === 'sub') {
@@ -178,13 +194,25 @@ function prepare(spec: ElementwiseSpecJson, type: 'uint8' | 'int8', shape1: numb
     const realInput1Multiplier = s1[0] / twiceMaxInputScale;
     const realInput2Multiplier = s2[0] / twiceMaxInputScale;
     const realOutputMultiplier = twiceMaxInputScale / ((1 << d.leftShift) * outScale);
-    ({ multiplier: d.input1Multiplier, shift: d.input1Shift } = quantizeMultiplierSmallerThanOneExp(realInput1Multiplier, 'input1 multiplier'));
-    ({ multiplier: d.input2Multiplier, shift: d.input2Shift } = quantizeMultiplierSmallerThanOneExp(realInput2Multiplier, 'input2 multiplier'));
+    ({ multiplier: d.input1Multiplier, shift: d.input1Shift } = quantizeMultiplierSmallerThanOneExp(
+      realInput1Multiplier,
+      'input1 multiplier',
+    ));
+    ({ multiplier: d.input2Multiplier, shift: d.input2Shift } = quantizeMultiplierSmallerThanOneExp(
+      realInput2Multiplier,
+      'input2 multiplier',
+    ));
     if (spec.op === 'sub' && realOutputMultiplier > 1) {
-      ({ multiplier: d.outputMultiplier, shift: d.outputShift } = quantizeMultiplierGreaterThanOne(realOutputMultiplier, 'output multiplier'));
+      ({ multiplier: d.outputMultiplier, shift: d.outputShift } = quantizeMultiplierGreaterThanOne(
+        realOutputMultiplier,
+        'output multiplier',
+      ));
       ensure(d.outputShift <= 31, 'output shift <= 31');
     } else {
-      ({ multiplier: d.outputMultiplier, shift: d.outputShift } = quantizeMultiplierSmallerThanOneExp(realOutputMultiplier, 'output multiplier'));
+      ({ multiplier: d.outputMultiplier, shift: d.outputShift } = quantizeMultiplierSmallerThanOneExp(
+        realOutputMultiplier,
+        'output multiplier',
+      ));
     }
   } else if (spec.op === 'mul') {
     // mul.cc Prepare, with the real multiplier in double (TFLite: float32).
@@ -230,7 +258,9 @@ function addSubElementwise(d: OpData, in1: number, in2: number, sign: 1n | -1n):
 function mulElementwise(d: OpData, in1: number, in2: number): number {
   const input1Val = d.input1Offset + BigInt(in1);
   const input2Val = d.input2Offset + BigInt(in2);
-  const unclampedResult = wrap32(d.outputOffset + multiplyByQuantizedMultiplier(wrap32(input1Val * input2Val), d.outputMultiplier, d.outputShift));
+  const unclampedResult = wrap32(
+    d.outputOffset + multiplyByQuantizedMultiplier(wrap32(input1Val * input2Val), d.outputMultiplier, d.outputShift),
+  );
   return clampOutput(d, unclampedResult);
 }
 

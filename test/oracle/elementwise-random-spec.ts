@@ -102,9 +102,10 @@ export function writeRandomElementwiseSpec(dir: string, seed: number, options: R
     aScale = f32(sa);
     bScale = f32(sa * ratio);
     const maxScale = Math.max(aScale, bScale);
-    outScale = op === 'sub' && rng.bool(0.35)
-      ? f32((maxScale * 2 ** -19) / logUniform(rng, 1.001, 2 ** 12)) // real output multiplier > 1
-      : f32(maxScale * logUniform(rng, 2 ** -15, 2 ** 6));
+    outScale =
+      op === 'sub' && rng.bool(0.35)
+        ? f32((maxScale * 2 ** -19) / logUniform(rng, 1.001, 2 ** 12)) // real output multiplier > 1
+        : f32(maxScale * logUniform(rng, 2 ** -15, 2 ** 6));
   } else if (op === 'mul') {
     aScale = f32(logUniform(rng, 1e-3, 1));
     bScale = f32(logUniform(rng, 1e-3, 1));
@@ -130,7 +131,10 @@ export function writeRandomElementwiseSpec(dir: string, seed: number, options: R
   }
 
   const input = (file: string, scale: number | number[], zp: number, axis: number | undefined): InputJson => ({
-    data: file, scale, zeroPoint: zp, ...(axis === undefined ? {} : { axis }),
+    data: file,
+    scale,
+    zeroPoint: zp,
+    ...(axis === undefined ? {} : { axis }),
   });
   const za = zeroPoint(rng, lo, hi);
   const zb = zeroPoint(rng, lo, hi);
@@ -142,9 +146,10 @@ export function writeRandomElementwiseSpec(dir: string, seed: number, options: R
     const sb = Math.max(...[bScale].flat());
     const ra = [sa * (lo - za), sa * (hi - za)];
     const rb = [sb * (lo - zb), sb * (hi - zb)];
-    const corners = op === 'mul'
-      ? ra.flatMap((x) => rb.map((y) => x * y))
-      : ra.flatMap((x) => rb.map((y) => (op === 'sub' || op === 'alignedSub' ? x - y : x + y)));
+    const corners =
+      op === 'mul'
+        ? ra.flatMap((x) => rb.map((y) => x * y))
+        : ra.flatMap((x) => rb.map((y) => (op === 'sub' || op === 'alignedSub' ? x - y : x + y)));
     const realMin = Math.min(0, ...corners);
     const realMax = Math.max(0, ...corners);
     outScale = f32(((realMax - realMin) / (hi - lo)) * logUniform(rng, 0.5, 1.25));
@@ -190,9 +195,12 @@ export function writeRandomElementwiseSpec(dir: string, seed: number, options: R
       case 'outputScale': {
         const sa = Array.isArray(spec.a.scale) ? spec.a.scale[0] : spec.a.scale;
         const sb = Array.isArray(spec.b.scale) ? spec.b.scale[0] : spec.b.scale;
-        if (op === 'add') spec.output.scale = (2 * Math.max(sa, sb)) / 2 ** 20 / rng.pick([1, 2, 1000]); // real_out >= 1
-        else if (op === 'sub') spec.output.scale = (2 * Math.max(sa, sb)) / 2 ** 20; // real_out == 1 exactly
-        else if (op === 'mul') spec.output.scale = sa * sb * 2 ** -40; // shift > 31
+        if (op === 'add')
+          spec.output.scale = (2 * Math.max(sa, sb)) / 2 ** 20 / rng.pick([1, 2, 1000]); // real_out >= 1
+        else if (op === 'sub')
+          spec.output.scale = (2 * Math.max(sa, sb)) / 2 ** 20; // real_out == 1 exactly
+        else if (op === 'mul')
+          spec.output.scale = sa * sb * 2 ** -40; // shift > 31
         else spec.output.scale = 2 ** -60; // 2^−F / so far above 2^31
         break;
       }

@@ -11,17 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseNpy, type NpyArray } from '../../src/io/npy.ts';
-import {
-  big32,
-  evalTanhStageB,
-  makeTanhStage,
-  mbqmDoubleB,
-  mbqmSingleB,
-  rdbpB,
-  rmbcfB,
-  srdhmB,
-  wrap32,
-} from './bigint-fixedpoint.ts';
+import { big32, evalTanhStageB, makeTanhStage, mbqmDoubleB, mbqmSingleB, rdbpB, rmbcfB, srdhmB, wrap32 } from './bigint-fixedpoint.ts';
 
 /** The JSON of a gemm spec, as the contract spells it (fields loosely typed: this is raw JSON). */
 export interface GemmSpecJson {
@@ -100,7 +90,13 @@ function zeroPointVector(value: number | string | undefined, arr: NpyArray | und
   return out;
 }
 
-function perChannel(value: number | number[], axis: AxisJson | undefined, M: number, N: number, name: string): (m: number, n: number) => bigint {
+function perChannel(
+  value: number | number[],
+  axis: AxisJson | undefined,
+  M: number,
+  N: number,
+  name: string,
+): (m: number, n: number) => bigint {
   if (typeof value === 'number') {
     const v = big32(value, name);
     return () => v;
@@ -254,7 +250,10 @@ function lowBitAccumulators(
   bitDepth: NonNullable<GemmSpecJson['bitDepth']>,
 ): { M: number; N: number; acc: bigint[] } {
   const { lhs: lhsBits, rhs: rhsBits, rounding } = bitDepth;
-  for (const [name, b] of [['lhs', lhsBits], ['rhs', rhsBits]] as const) {
+  for (const [name, b] of [
+    ['lhs', lhsBits],
+    ['rhs', rhsBits],
+  ] as const) {
     if (!Number.isInteger(b) || b < 1 || b > 8) throw new Error(`bitDepth.${name}: ${b} is not in 1..8`);
   }
   const lhs = operandReader(arrays.lhs, 'lhs');
@@ -273,11 +272,13 @@ function lowBitAccumulators(
   // requantized operands, logical row-major
   const lq: bigint[] = new Array<bigint>(M * K);
   for (let m = 0; m < M; m++) {
-    for (let k = 0; k < K; k++) lq[m * K + k] = requantize(lhs.at(m, k) + shiftL, lMax, roundingOffset(rounding as LowBitRounding, m * K + k, K));
+    for (let k = 0; k < K; k++)
+      lq[m * K + k] = requantize(lhs.at(m, k) + shiftL, lMax, roundingOffset(rounding as LowBitRounding, m * K + k, K));
   }
   const rq: bigint[] = new Array<bigint>(K * N);
   for (let k = 0; k < K; k++) {
-    for (let n = 0; n < N; n++) rq[k * N + n] = requantize(rhs.at(k, n) + shiftR, rMax, roundingOffset(rounding as LowBitRounding, k * N + n, K));
+    for (let n = 0; n < N; n++)
+      rq[k * N + n] = requantize(rhs.at(k, n) + shiftR, rMax, roundingOffset(rounding as LowBitRounding, k * N + n, K));
   }
   const rowSum = Array.from({ length: M }, (_, m) => wrap32(lq.slice(m * K, (m + 1) * K).reduce((a, b) => a + b, 0n)));
   const colSum = Array.from({ length: N }, (_, n) => {

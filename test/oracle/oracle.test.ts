@@ -52,8 +52,14 @@ describe('gemmlowp published GEMM expectations', () => {
     const A = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18];
     const B = [1, 2, 3, 4, 5, 6];
     const spec: GemmSpecJson = {
-      op: 'gemm', lhs: 'a', rhs: 'b', out: 'c',
-      pipeline: [{ type: 'quantizeDownInt32ToUint8Scale', offset: 0, multiplier: 1, shift: 0 }, { type: 'saturatingCast', to: 'uint8' }],
+      op: 'gemm',
+      lhs: 'a',
+      rhs: 'b',
+      out: 'c',
+      pipeline: [
+        { type: 'quantizeDownInt32ToUint8Scale', offset: 0, multiplier: 1, shift: 0 },
+        { type: 'saturatingCast', to: 'uint8' },
+      ],
     };
     const want = [76, 100, 103, 136, 130, 172, 157, 208];
     const got = oracleGemm(spec, { lhs: u8(4, 3, A), rhs: u8(3, 2, B) });
@@ -73,16 +79,21 @@ describe('gemmlowp published GEMM expectations', () => {
   it('TestWithSmallDataPerChannelQuantization: per-row offset, multiplier; lhs offsets {0,-64}, rhs -127', () => {
     const aData = [0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 64, 64, 64, 64, 64, 64, 0, 0, 0, 255, 255, 255];
     const bData = [
-      0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 127, 127, 127, 0,
-      0, 0, 127, 127, 127, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-      0, 127, 127, 127, 0, 0, 0, 127, 127, 127, 0, 0, 0, 0, 0, 0, 127, 127, 127, 127, 127, 127, 0, 0, 0, 0, 0, 0, 127,
-      127, 127, 127, 127, 127, 0, 0, 0, 127, 127, 127, 127, 127, 127, 127, 127, 127,
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 127, 127, 127, 0, 0, 0, 127, 127, 127, 0,
+      0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 127, 127, 127, 0, 0, 0, 127, 127, 127, 0, 0,
+      0, 0, 0, 0, 127, 127, 127, 127, 127, 127, 0, 0, 0, 0, 0, 0, 127, 127, 127, 127, 127, 127, 0, 0, 0, 127, 127, 127, 127, 127, 127, 127,
+      127, 127,
     ];
     // result is 2 x 9 column-major in test.cc
     const expectedColMajor = [255, 255, 0, 0, 127, 159, 0, 64, 0, 64, 127, 159, 127, 127, 127, 127, 127, 127];
     const lhsZp: NpyArray = { dtype: 'int32', shape: [2], fortranOrder: false, data: Int32Array.from([0, 64]) };
     const spec: GemmSpecJson = {
-      op: 'gemm', lhs: 'a', rhs: 'b', out: 'c', lhsZeroPoint: 'za', rhsZeroPoint: 127,
+      op: 'gemm',
+      lhs: 'a',
+      rhs: 'b',
+      out: 'c',
+      lhsZeroPoint: 'za',
+      rhsZeroPoint: 127,
       pipeline: [
         { type: 'quantizeDownInt32ToUint8Scale', offset: [97155, 97346], multiplier: [2741, 2741], shift: 21, axis: 'row' },
         { type: 'saturatingCast', to: 'uint8' },
@@ -357,32 +368,83 @@ describe('golden values from compiled gemmlowp (fixedpoint.h, internal/output.h)
 
   // [realZeroAsInt32, realAmplitudeAsInt32, input, gemmlowp's output]: every 10th line the program printed.
   const TANH_SAMPLES: Array<[number, number, number, number]> = [
-  [0, 1, -8, -1], [0, 1, -9, -1], [-726, 1, -735, -727],
-  [-210100085, 1, -210100086, -210100086], [2147483639, 1, 2147483647, 2147483640], [-2147483639, 1, -2147483635, -2147483639],
-  [0, 2, 16, 2], [-555, 2, -546, -554], [1077495328, 2, 1077495330, 1077495329],
-  [2147483631, 2, 2147483628, 2147483629], [-2147483631, 2, -2147483641, -2147483633], [0, 3, -25, -3],
-  [0, 3, -6, -3], [774, 3, 788, 776], [-1084828613, 3, -1084828630, -1084828616],
-  [2147483623, 3, 2147483596, 2147483620], [-2147483623, 3, -2147483630, -2147483626], [0, 5, 40, 5],
-  [858, 5, 881, 862], [-814433832, 5, -814433825, -814433828], [2147483607, 5, 2147483598, 2147483602],
-  [-2147483607, 5, -2147483633, -2147483612], [0, 7, -59, -7], [0, 7, 57, 7],
-  [-194, 7, -208, -201], [1503242979, 7, 1503242941, 1503242972], [2147483591, 7, 2147483559, 2147483584],
-  [-2147483591, 7, -2147483559, -2147483585], [0, 100, 810, 100], [-525, 100, -48, -426],
-  [1702473367, 100, 1702473511, 1702473456], [2147482847, 100, 2147482658, 2147482751], [-2147482847, 100, -2147483369, -2147482947],
-  [0, 255, -2180, -255], [0, 255, -1249, -255], [-316, 255, -791, -559],
-  [1123461905, 255, 1123461854, 1123461853], [2147481607, 255, 2147481926, 2147481823], [-2147481607, 255, -2147483212, -2147481862],
-  [0, 1000, 8100, 1000], [-314, 1000, 4456, 685], [-438289995, 1000, -438288555, -438289102],
-  [2147475647, 1000, 2147473757, 2147474691], [-2147475647, 1000, -2147480867, -2147476647], [0, 4097, -35029, -4097],
-  [0, 4097, 23427, 4096], [712, 4097, -21427, -3385], [2131943094, 4097, 2131939975, 2131940464],
-  [2147450871, 4097, 2147476902, 2147454967], [-2147450871, 4097, -2147457203, -2147454612], [0, 65536, 530841, 65536],
-  [770, 65536, 313376, 66296], [978442098, 65536, 978536469, 978500667], [2146959359, 65536, 2146835496, 2146896747],
-  [-2146959359, 65536, -2147301456, -2147024892], [0, 1048576, -8965324, -1048576], [0, 1048576, 1031520, 791337],
-  [-139, 1048576, -6283428, -1048702], [1481956366, 1048576, 1483523110, 1482904370], [2139095039, 1048576, 2147089341, 2140143614],
-  [-2139095039, 1048576, -2133942679, -2138046577], [0, 12345678, 99999991, 12345678], [98, 12345678, 58888982, 12344000],
-  [-1982271495, 12345678, -1964493719, -1971238191], [2048718223, 12345678, 2025384892, 2036923494], [-2048718223, 12345678, -2113162662, -2061063180],
-  [0, 134217728, -1147561574, -134217728], [0, 134217728, -977388937, -134217602], [472, 134217728, -335574009, -132421460],
-  [-453404406, 134217728, 64492499, -319306100], [1073741823, 134217728, 1849555350, 1207956991], [-1073741823, 134217728, -698899842, -940527386],
-  [0, 268435455, 2147483647, 268435455], [-7, 268435455, 1280437113, 268396840], [-4, 268435455, 386547051, 239900152],
-  [7, 268435455, -507343002, -256456013], [-7, 268435455, -1401233082, -268419765],
+    [0, 1, -8, -1],
+    [0, 1, -9, -1],
+    [-726, 1, -735, -727],
+    [-210100085, 1, -210100086, -210100086],
+    [2147483639, 1, 2147483647, 2147483640],
+    [-2147483639, 1, -2147483635, -2147483639],
+    [0, 2, 16, 2],
+    [-555, 2, -546, -554],
+    [1077495328, 2, 1077495330, 1077495329],
+    [2147483631, 2, 2147483628, 2147483629],
+    [-2147483631, 2, -2147483641, -2147483633],
+    [0, 3, -25, -3],
+    [0, 3, -6, -3],
+    [774, 3, 788, 776],
+    [-1084828613, 3, -1084828630, -1084828616],
+    [2147483623, 3, 2147483596, 2147483620],
+    [-2147483623, 3, -2147483630, -2147483626],
+    [0, 5, 40, 5],
+    [858, 5, 881, 862],
+    [-814433832, 5, -814433825, -814433828],
+    [2147483607, 5, 2147483598, 2147483602],
+    [-2147483607, 5, -2147483633, -2147483612],
+    [0, 7, -59, -7],
+    [0, 7, 57, 7],
+    [-194, 7, -208, -201],
+    [1503242979, 7, 1503242941, 1503242972],
+    [2147483591, 7, 2147483559, 2147483584],
+    [-2147483591, 7, -2147483559, -2147483585],
+    [0, 100, 810, 100],
+    [-525, 100, -48, -426],
+    [1702473367, 100, 1702473511, 1702473456],
+    [2147482847, 100, 2147482658, 2147482751],
+    [-2147482847, 100, -2147483369, -2147482947],
+    [0, 255, -2180, -255],
+    [0, 255, -1249, -255],
+    [-316, 255, -791, -559],
+    [1123461905, 255, 1123461854, 1123461853],
+    [2147481607, 255, 2147481926, 2147481823],
+    [-2147481607, 255, -2147483212, -2147481862],
+    [0, 1000, 8100, 1000],
+    [-314, 1000, 4456, 685],
+    [-438289995, 1000, -438288555, -438289102],
+    [2147475647, 1000, 2147473757, 2147474691],
+    [-2147475647, 1000, -2147480867, -2147476647],
+    [0, 4097, -35029, -4097],
+    [0, 4097, 23427, 4096],
+    [712, 4097, -21427, -3385],
+    [2131943094, 4097, 2131939975, 2131940464],
+    [2147450871, 4097, 2147476902, 2147454967],
+    [-2147450871, 4097, -2147457203, -2147454612],
+    [0, 65536, 530841, 65536],
+    [770, 65536, 313376, 66296],
+    [978442098, 65536, 978536469, 978500667],
+    [2146959359, 65536, 2146835496, 2146896747],
+    [-2146959359, 65536, -2147301456, -2147024892],
+    [0, 1048576, -8965324, -1048576],
+    [0, 1048576, 1031520, 791337],
+    [-139, 1048576, -6283428, -1048702],
+    [1481956366, 1048576, 1483523110, 1482904370],
+    [2139095039, 1048576, 2147089341, 2140143614],
+    [-2139095039, 1048576, -2133942679, -2138046577],
+    [0, 12345678, 99999991, 12345678],
+    [98, 12345678, 58888982, 12344000],
+    [-1982271495, 12345678, -1964493719, -1971238191],
+    [2048718223, 12345678, 2025384892, 2036923494],
+    [-2048718223, 12345678, -2113162662, -2061063180],
+    [0, 134217728, -1147561574, -134217728],
+    [0, 134217728, -977388937, -134217602],
+    [472, 134217728, -335574009, -132421460],
+    [-453404406, 134217728, 64492499, -319306100],
+    [1073741823, 134217728, 1849555350, 1207956991],
+    [-1073741823, 134217728, -698899842, -940527386],
+    [0, 268435455, 2147483647, 268435455],
+    [-7, 268435455, 1280437113, 268396840],
+    [-4, 268435455, 386547051, 239900152],
+    [7, 268435455, -507343002, -256456013],
+    [-7, 268435455, -1401233082, -268419765],
   ];
 
   it('OutputStageTanh: explicit samples', () => {
@@ -400,8 +462,19 @@ describe('golden values from compiled gemmlowp (fixedpoint.h, internal/output.h)
         const params = makeTanhStage(z, A);
         const zb = BigInt(z);
         const Ab = BigInt(A);
-        const c: bigint[] = [BigInt(MIN), BigInt(MAX), zb - 8n * Ab - 1n, zb - 8n * Ab, zb - 8n * Ab + 1n, zb + 8n * Ab - 1n,
-          zb + 8n * Ab, zb + 8n * Ab + 1n, zb, zb + 1n, zb - 1n];
+        const c: bigint[] = [
+          BigInt(MIN),
+          BigInt(MAX),
+          zb - 8n * Ab - 1n,
+          zb - 8n * Ab,
+          zb - 8n * Ab + 1n,
+          zb + 8n * Ab - 1n,
+          zb + 8n * Ab,
+          zb + 8n * Ab + 1n,
+          zb,
+          zb + 1n,
+          zb - 1n,
+        ];
         for (let q = 11; q < 20; q++) c.push(BigInt(i32(r)));
         for (let j = 0; j < 400; j++) {
           let x: bigint;
@@ -524,7 +597,10 @@ describe('gemm oracle on random specs', () => {
       const [M, K] = arrays.lhs.shape;
       const N = arrays.rhs.shape[1];
       for (const d of [M, N, K]) seen.add(SHAPE_SWEEP.includes(d) ? `dim ${d}` : d > 65 ? 'dim >65' : 'dim odd other');
-      for (const [name, a] of [['lhs', arrays.lhs], ['rhs', arrays.rhs]] as const) {
+      for (const [name, a] of [
+        ['lhs', arrays.lhs],
+        ['rhs', arrays.rhs],
+      ] as const) {
         seen.add(`${name} ${a.dtype} ${a.fortranOrder ? 'F' : 'C'}`);
       }
       for (const [name, v, a] of [
@@ -546,15 +622,48 @@ describe('gemm oracle on random specs', () => {
       expect(() => oracleGemm(spec, arrays)).not.toThrow();
     }
     const want = [
-      ...SHAPE_SWEEP.map((d) => `dim ${d}`), 'dim >65', 'dim odd other',
-      'lhs uint8 C', 'lhs uint8 F', 'lhs int8 C', 'lhs int8 F', 'rhs uint8 C', 'rhs uint8 F', 'rhs int8 C', 'rhs int8 F',
-      'zL absent', 'zL small', 'zL extreme', 'zL int32', 'zL int64', 'zR absent', 'zR small', 'zR extreme', 'zR int32', 'zR int64',
-      'pipeline absent', 'pipeline length 0', 'pipeline length 1', 'pipeline length 5',
-      'bias row', 'bias col', 'quantizeDownInt32ToUint8Scale', 'quantizeDownInt32ToUint8Scale row', 'quantizeDownInt32ToUint8Scale col',
-      'quantizeDownInt32ByFixedPoint', 'scaleInt32ByFixedPointAndExponent double', 'scaleInt32ByFixedPointAndExponent single',
-      'scaleInt32ByFixedPointAndExponent default', 'scaleInt32ByFixedPointAndExponent row double',
-      'scaleInt32ByFixedPointAndExponent col single', 'clamp', 'tanh',
-      'saturatingCast uint8', 'saturatingCast int8', 'saturatingCast int16', 'truncatingCast uint8',
+      ...SHAPE_SWEEP.map((d) => `dim ${d}`),
+      'dim >65',
+      'dim odd other',
+      'lhs uint8 C',
+      'lhs uint8 F',
+      'lhs int8 C',
+      'lhs int8 F',
+      'rhs uint8 C',
+      'rhs uint8 F',
+      'rhs int8 C',
+      'rhs int8 F',
+      'zL absent',
+      'zL small',
+      'zL extreme',
+      'zL int32',
+      'zL int64',
+      'zR absent',
+      'zR small',
+      'zR extreme',
+      'zR int32',
+      'zR int64',
+      'pipeline absent',
+      'pipeline length 0',
+      'pipeline length 1',
+      'pipeline length 5',
+      'bias row',
+      'bias col',
+      'quantizeDownInt32ToUint8Scale',
+      'quantizeDownInt32ToUint8Scale row',
+      'quantizeDownInt32ToUint8Scale col',
+      'quantizeDownInt32ByFixedPoint',
+      'scaleInt32ByFixedPointAndExponent double',
+      'scaleInt32ByFixedPointAndExponent single',
+      'scaleInt32ByFixedPointAndExponent default',
+      'scaleInt32ByFixedPointAndExponent row double',
+      'scaleInt32ByFixedPointAndExponent col single',
+      'clamp',
+      'tanh',
+      'saturatingCast uint8',
+      'saturatingCast int8',
+      'saturatingCast int16',
+      'truncatingCast uint8',
     ];
     expect(want.filter((w) => !seen.has(w))).toEqual([]);
   });
@@ -599,7 +708,7 @@ describe('less-than-8-bit oracle', () => {
     }
   });
 
-  it('rounding offsets: gemmlowp\'s xorshift and add-mod-97 generators, and the default switch at K = 384', () => {
+  it("rounding offsets: gemmlowp's xorshift and add-mod-97 generators, and the default switch at K = 384", () => {
     expect(XORSHIFT_OFFSETS.slice(0, 12)).toEqual([127, 163, 168, 103, 50, 5, 53, 142, 118, 111, 234, 39]);
     const hx = new Hash();
     for (let i = 0; i < 600; i++) hx.add(roundingOffset('probabilistic-xorshift', i, 1));
@@ -621,9 +730,19 @@ describe('less-than-8-bit oracle', () => {
   it('requantizes as floor((src * maxval + offset) / 255), int8 via +128', () => {
     // 1x1x1: acc = RMBCF<255^2, LR>(l' r') + RMBCF<255, L>(l' * -zR) + RMBCF<255, R>(r' * -zL) + zL zR
     const one = (lv: number, lt: 'uint8' | 'int8', rv: number, bits: [number, number], zl = 0, zr = 0): number => {
-      const lhs: NpyArray = { dtype: lt, shape: [1, 1], fortranOrder: false, data: lt === 'uint8' ? Uint8Array.from([lv]) : Int8Array.from([lv]) };
+      const lhs: NpyArray = {
+        dtype: lt,
+        shape: [1, 1],
+        fortranOrder: false,
+        data: lt === 'uint8' ? Uint8Array.from([lv]) : Int8Array.from([lv]),
+      };
       const spec: GemmSpecJson = {
-        op: 'gemm', lhs: 'a', rhs: 'b', out: 'c', lhsZeroPoint: zl, rhsZeroPoint: zr,
+        op: 'gemm',
+        lhs: 'a',
+        rhs: 'b',
+        out: 'c',
+        lhsZeroPoint: zl,
+        rhsZeroPoint: zr,
         bitDepth: { lhs: bits[0], rhs: bits[1], rounding: 'nearest' },
       };
       return oracleGemm(spec, { lhs, rhs: u8(1, 1, [rv]) }).data[0];

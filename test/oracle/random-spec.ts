@@ -17,8 +17,6 @@ const INT32_MAX = 2147483647;
 import { quantizeMultiplierBig } from './bigint-fixedpoint.ts';
 import { oracleAccumulators, oraclePipeline, type AxisJson, type GemmArrays, type GemmSpecJson, type StageJson } from './gemm-oracle.ts';
 
-
-
 /** Dimensions of the shape sweep, and odd rectangles up to ~100. */
 export const SHAPE_SWEEP = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 16, 17, 31, 32, 33, 63, 64, 65];
 
@@ -110,7 +108,12 @@ function valueStats(values: readonly bigint[]): ValueStats {
 }
 
 type Range = readonly [number, number];
-const TARGETS: readonly Range[] = [[0, 255], [-128, 127], [-32768, 32767], [-(2 ** 20), 2 ** 20]];
+const TARGETS: readonly Range[] = [
+  [0, 255],
+  [-128, 127],
+  [-32768, 32767],
+  [-(2 ** 20), 2 ** 20],
+];
 
 /**
  * One random non-cast stage. "Realistic" parameters are fitted to the values that reach the stage
@@ -157,7 +160,12 @@ function stage(rng: Rng, M: number, N: number, st: ValueStats, target: Range): S
     case 'quantizeDownInt32ByFixedPoint': {
       // RDBP(SRDHM(x, m), shift) + offset ~ x * m / 2^(31 + shift) + offset: only scales down
       if (wild) {
-        return { type: 'quantizeDownInt32ByFixedPoint', multiplier: rng.anyInt32(), shift: rng.int(0, 31), offsetAfterShift: someInt32(rng, 300) };
+        return {
+          type: 'quantizeDownInt32ByFixedPoint',
+          multiplier: rng.anyInt32(),
+          shift: rng.int(0, 31),
+          offsetAfterShift: someInt32(rng, 300),
+        };
       }
       const q = quantizeMultiplierBig(Math.min(scale * jitter(), 0.99));
       const shift = q.multiplier === 0 ? 31 : Math.min(31, -q.shift);
@@ -235,7 +243,12 @@ const CASTS: readonly StageJson[] = [
   { type: 'saturatingCast', to: 'int16' },
   { type: 'truncatingCast', to: 'uint8' },
 ];
-const CAST_RANGES: readonly Range[] = [[0, 255], [-128, 127], [-32768, 32767], [0, 255]];
+const CAST_RANGES: readonly Range[] = [
+  [0, 255],
+  [-128, 127],
+  [-32768, 32767],
+  [0, 255],
+];
 
 export interface RandomSpec {
   seed: number;

@@ -15,19 +15,21 @@ const zeroPointValue = fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -300, 
 const dim = (dims: number[]) => fc.constantFrom(...dims);
 
 export function arbOperand(rows: number, cols: number): fc.Arbitrary<Operand> {
-  return fc.record({
-    signed: fc.boolean(),
-    order: fc.constantFrom<Order>('row-major', 'col-major'),
-    seed: fc.integer(),
-  }).map(({ signed, order, seed }) => {
-    const data = signed ? new Int8Array(rows * cols) : new Uint8Array(rows * cols);
-    let s = seed >>> 0;
-    for (let i = 0; i < data.length; i++) {
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      data[i] = s >>> 24; // typed array wraps into the signed range for Int8Array
-    }
-    return { data, rows, cols, order };
-  });
+  return fc
+    .record({
+      signed: fc.boolean(),
+      order: fc.constantFrom<Order>('row-major', 'col-major'),
+      seed: fc.integer(),
+    })
+    .map(({ signed, order, seed }) => {
+      const data = signed ? new Int8Array(rows * cols) : new Uint8Array(rows * cols);
+      let s = seed >>> 0;
+      for (let i = 0; i < data.length; i++) {
+        s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+        data[i] = s >>> 24; // typed array wraps into the signed range for Int8Array
+      }
+      return { data, rows, cols, order };
+    });
 }
 
 function arbVector(length: number, value: fc.Arbitrary<number>): fc.Arbitrary<Int32Array> {
@@ -44,25 +46,32 @@ export function arbStage(M: number, N: number): fc.Arbitrary<OutputStage> {
   return fc.oneof(
     axis.chain((a) => arbVector(a === 'row' ? M : N, int32).map((values): OutputStage => ({ type: 'bias', axis: a, values }))),
     axis.chain((a) =>
-      fc.record({
-        offset: arbPerChannel(a, M, N, int32),
-        multiplier: arbPerChannel(a, M, N, fc.oneof(fc.integer({ min: -1000, max: 1000 }), int32)),
-        shift: fc.integer({ min: 0, max: 31 }),
-      }).map((s): OutputStage => ({ type: 'quantizeDownInt32ToUint8Scale', ...s, axis: a })),
+      fc
+        .record({
+          offset: arbPerChannel(a, M, N, int32),
+          multiplier: arbPerChannel(a, M, N, fc.oneof(fc.integer({ min: -1000, max: 1000 }), int32)),
+          shift: fc.integer({ min: 0, max: 31 }),
+        })
+        .map((s): OutputStage => ({ type: 'quantizeDownInt32ToUint8Scale', ...s, axis: a })),
     ),
-    fc.record({ multiplier: int32, shift: fc.integer({ min: 0, max: 31 }), offsetAfterShift: int32 })
+    fc
+      .record({ multiplier: int32, shift: fc.integer({ min: 0, max: 31 }), offsetAfterShift: int32 })
       .map((s): OutputStage => ({ type: 'quantizeDownInt32ByFixedPoint', ...s })),
     fc.tuple(axis, fc.constantFrom<'double' | 'single'>('double', 'single')).chain(([a, rounding]) =>
-      fc.record({
-        multiplier: arbPerChannel(a, M, N, int32),
-        exponent: arbPerChannel(a, M, N, fc.integer({ min: -31, max: rounding === 'single' ? 30 : 31 })),
-        offsetAfterShift: int32,
-      }).map((s): OutputStage => ({ type: 'scaleInt32ByFixedPointAndExponent', ...s, rounding, axis: a })),
+      fc
+        .record({
+          multiplier: arbPerChannel(a, M, N, int32),
+          exponent: arbPerChannel(a, M, N, fc.integer({ min: -31, max: rounding === 'single' ? 30 : 31 })),
+          offsetAfterShift: int32,
+        })
+        .map((s): OutputStage => ({ type: 'scaleInt32ByFixedPointAndExponent', ...s, rounding, axis: a })),
     ),
     fc.tuple(int32, int32).map(([a, b]): OutputStage => ({ type: 'clamp', min: Math.min(a, b), max: Math.max(a, b) })),
     fc.integer({ min: 1, max: (1 << 28) - 1 }).chain((amplitude) => {
       const limit = INT32_MAX - 8 * amplitude;
-      return fc.integer({ min: -limit, max: limit }).map((zero): OutputStage => ({ type: 'tanh', realZeroAsInt32: zero, realAmplitudeAsInt32: amplitude }));
+      return fc
+        .integer({ min: -limit, max: limit })
+        .map((zero): OutputStage => ({ type: 'tanh', realZeroAsInt32: zero, realAmplitudeAsInt32: amplitude }));
     }),
   );
 }
@@ -75,7 +84,9 @@ export const arbCast: fc.Arbitrary<OutputStage> = fc.constantFrom<OutputStage>(
 );
 
 export function arbPipeline(M: number, N: number): fc.Arbitrary<OutputStage[]> {
-  return fc.tuple(fc.array(arbStage(M, N), { maxLength: 4 }), fc.option(arbCast)).map(([stages, cast]) => (cast ? [...stages, cast] : stages));
+  return fc
+    .tuple(fc.array(arbStage(M, N), { maxLength: 4 }), fc.option(arbCast))
+    .map(([stages, cast]) => (cast ? [...stages, cast] : stages));
 }
 
 export function arbProblemOfShape(M: number, N: number, K: number): fc.Arbitrary<GemmProblem> {
@@ -98,6 +109,8 @@ export function arbProblem(dims: number[] = [...SWEEP, ...ODD]): fc.Arbitrary<Ge
 export function describeProblem(p: GemmProblem): string {
   const t = (d: ArrayLike<number>) => (d instanceof Int8Array ? 'int8' : 'uint8');
   const zp = (z: unknown) => (z instanceof Int32Array ? `vec[${z.length}]` : String(z ?? 0));
-  return `M=${p.lhs.rows} N=${p.rhs.cols} K=${p.lhs.cols} lhs=${t(p.lhs.data)}/${p.lhs.order} rhs=${t(p.rhs.data)}/${p.rhs.order} ` +
-    `zL=${zp(p.lhsZeroPoint)} zR=${zp(p.rhsZeroPoint)} dst=${p.dstOrder} pipeline=[${(p.pipeline ?? []).map((s) => s.type).join(',')}]`;
+  return (
+    `M=${p.lhs.rows} N=${p.rhs.cols} K=${p.lhs.cols} lhs=${t(p.lhs.data)}/${p.lhs.order} rhs=${t(p.rhs.data)}/${p.rhs.order} ` +
+    `zL=${zp(p.lhsZeroPoint)} zR=${zp(p.rhsZeroPoint)} dst=${p.dstOrder} pipeline=[${(p.pipeline ?? []).map((s) => s.type).join(',')}]`
+  );
 }

@@ -13,7 +13,12 @@ export interface Mismatch {
 /** Compares element (m, n) of both results, whatever their storage orders. null when equal. */
 export function diffResults(got: GemmResult, want: GemmResult): Mismatch | null {
   if (got.rows !== want.rows || got.cols !== want.cols || got.dtype !== want.dtype) {
-    return { count: -1, total: 0, maxAbsDiff: NaN, examples: [`shape/dtype ${got.rows}x${got.cols} ${got.dtype} vs ${want.rows}x${want.cols} ${want.dtype}`] };
+    return {
+      count: -1,
+      total: 0,
+      maxAbsDiff: NaN,
+      examples: [`shape/dtype ${got.rows}x${got.cols} ${got.dtype} vs ${want.rows}x${want.cols} ${want.dtype}`],
+    };
   }
   const at = (r: GemmResult, m: number, n: number) => r.data[r.order === 'row-major' ? m * r.cols + n : n * r.rows + m];
   let count = 0;

@@ -12,4 +12,3 @@ export const EDGES: number[] = (() => {
   }
   return [...s];
 })();
-

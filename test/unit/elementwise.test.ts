@@ -16,15 +16,27 @@ import { InputError } from '../../src/errors.ts';
 import { serializeNpy, type NpyArray } from '../../src/io/npy.ts';
 import { quantizeMultiplier } from '../../src/quant/quantize.ts';
 import { elementwiseReference } from '../../src/reference/elementwise.ts';
-import { broadcastShapes, prepareElementwise, scaleToFixedPoint, type ElementwiseOp, type ElementwiseProblem, type QuantizedTensor } from '../../src/elementwise/plan.ts';
+import {
+  broadcastShapes,
+  prepareElementwise,
+  scaleToFixedPoint,
+  type ElementwiseOp,
+  type ElementwiseProblem,
+  type QuantizedTensor,
+} from '../../src/elementwise/plan.ts';
 import { elementwise } from '../../src/api.ts';
 import { alignedFixedPoint } from '../oracle/elementwise-oracle.ts';
 import { Rng } from '../oracle/random-spec.ts';
 
 const u8 = (...v: number[]) => Uint8Array.from(v);
 const i8 = (...v: number[]) => Int8Array.from(v);
-const tensor = (data: Uint8Array | Int8Array, shape: number[], scale: number | number[], zeroPoint: number, extra: Partial<QuantizedTensor> = {}): QuantizedTensor =>
-  ({ data, shape, scale, zeroPoint, ...extra });
+const tensor = (
+  data: Uint8Array | Int8Array,
+  shape: number[],
+  scale: number | number[],
+  zeroPoint: number,
+  extra: Partial<QuantizedTensor> = {},
+): QuantizedTensor => ({ data, shape, scale, zeroPoint, ...extra });
 const run = (p: ElementwiseProblem) => Array.from(elementwiseReference(p).data);
 
 /** The field of the InputError `fn` throws. */
@@ -40,7 +52,12 @@ function fieldOf(fn: () => unknown): string {
 
 describe('hand-checked values', () => {
   it('add: 0.5·10 + 0.25·6 = 6.5 rounds away from zero to 7', () => {
-    const p: ElementwiseProblem = { op: 'add', a: tensor(u8(10), [1], 0.5, 0), b: tensor(u8(6), [1], 0.25, 0), output: { scale: 1, zeroPoint: 0 } };
+    const p: ElementwiseProblem = {
+      op: 'add',
+      a: tensor(u8(10), [1], 0.5, 0),
+      b: tensor(u8(6), [1], 0.25, 0),
+      output: { scale: 1, zeroPoint: 0 },
+    };
     const plan = prepareElementwise(p);
     expect([plan.input1, plan.input2, plan.output]).toEqual([
       { multiplier: 2 ** 30, shift: 0 }, // 0.5 / 1.0
@@ -52,12 +69,22 @@ describe('hand-checked values', () => {
   });
 
   it('sub, int8: 0.5·(−4 − 2) − 0.25·(7 − (−1)) = −5 at zero point −3, output scale 0.5', () => {
-    const p: ElementwiseProblem = { op: 'sub', a: tensor(i8(-4), [], 0.5, 2), b: tensor(i8(7), [], 0.25, -1), output: { scale: 0.5, zeroPoint: -3 } };
+    const p: ElementwiseProblem = {
+      op: 'sub',
+      a: tensor(i8(-4), [], 0.5, 2),
+      b: tensor(i8(7), [], 0.25, -1),
+      output: { scale: 0.5, zeroPoint: -3 },
+    };
     expect(run(p)).toEqual([-3 + -10]);
   });
 
   it('mul: 0.5·3 · 0.5·5 / 0.25 = 15', () => {
-    const p: ElementwiseProblem = { op: 'mul', a: tensor(u8(13), [1], 0.5, 10), b: tensor(u8(25), [1], 0.5, 20), output: { scale: 0.25, zeroPoint: 7 } };
+    const p: ElementwiseProblem = {
+      op: 'mul',
+      a: tensor(u8(13), [1], 0.5, 10),
+      b: tensor(u8(25), [1], 0.5, 20),
+      output: { scale: 0.25, zeroPoint: 7 },
+    };
     expect(prepareElementwise(p).output).toEqual({ multiplier: 2 ** 30, shift: 1 });
     expect(run(p)).toEqual([22]);
   });
@@ -104,13 +131,23 @@ describe('hand-checked values', () => {
   });
 
   it('add flushes an input multiplier below 2^−31 to 0 (QuantizeMultiplier)', () => {
-    const p: ElementwiseProblem = { op: 'add', a: tensor(u8(200), [1], 1, 0), b: tensor(u8(255), [1], 2 ** -40, 0), output: { scale: 1, zeroPoint: 0 } };
+    const p: ElementwiseProblem = {
+      op: 'add',
+      a: tensor(u8(200), [1], 1, 0),
+      b: tensor(u8(255), [1], 2 ** -40, 0),
+      output: { scale: 1, zeroPoint: 0 },
+    };
     expect(prepareElementwise(p).input2).toEqual({ multiplier: 0, shift: 0 });
     expect(run(p)).toEqual([200]);
   });
 
   it('the activation clamp', () => {
-    const p: ElementwiseProblem = { op: 'add', a: tensor(u8(0, 50, 255), [3], 1, 0), b: tensor(u8(0), [], 1, 0), output: { scale: 1, zeroPoint: 0, min: 10, max: 100 } };
+    const p: ElementwiseProblem = {
+      op: 'add',
+      a: tensor(u8(0, 50, 255), [3], 1, 0),
+      b: tensor(u8(0), [], 1, 0),
+      output: { scale: 1, zeroPoint: 0, min: 10, max: 100 },
+    };
     expect(run(p)).toEqual([10, 50, 100]);
   });
 
@@ -133,7 +170,12 @@ describe('hand-checked values', () => {
 describe("TFLite's Prepare", () => {
   it('add with equal scales: input multipliers 1/2, output 2^−19', () => {
     const s = 2 / 255;
-    const plan = prepareElementwise({ op: 'add', a: tensor(u8(0), [1], s, 128), b: tensor(u8(0), [1], s, 128), output: { scale: s, zeroPoint: 128 } });
+    const plan = prepareElementwise({
+      op: 'add',
+      a: tensor(u8(0), [1], s, 128),
+      b: tensor(u8(0), [1], s, 128),
+      output: { scale: s, zeroPoint: 128 },
+    });
     expect(plan.leftShift).toBe(20);
     expect(plan.input1).toEqual({ multiplier: 2 ** 30, shift: 0 });
     expect(plan.input2).toEqual({ multiplier: 2 ** 30, shift: 0 });
@@ -142,7 +184,12 @@ describe("TFLite's Prepare", () => {
 
   it("mul's multiplier in double, not in TFLite's float32 (mul.cc multiplies float scales as float)", () => {
     const [sa, sb, so] = [0.1, 0.2, 0.3].map(Math.fround);
-    const plan = prepareElementwise({ op: 'mul', a: tensor(u8(0), [1], sa, 0), b: tensor(u8(0), [1], sb, 0), output: { scale: so, zeroPoint: 0 } });
+    const plan = prepareElementwise({
+      op: 'mul',
+      a: tensor(u8(0), [1], sa, 0),
+      b: tensor(u8(0), [1], sb, 0),
+      output: { scale: so, zeroPoint: 0 },
+    });
     expect(plan.output).toEqual({ multiplier: 1145324601, shift: -3 }); // round(0.5333…·2^31) from the double quotient
     const tfliteFloat32 = Math.fround(Math.fround(sa * sb) / so); // float * float / float, then widened to double
     expect(quantizeMultiplier(tfliteFloat32)).toEqual({ multiplier: 1145324672, shift: -3 });
@@ -221,31 +268,101 @@ describe("TFLite's quantized add/sub/mul tests (dequantized outputs within the t
   const shape = [1, 2, 2, 1];
   for (const dtype of ['uint8', 'int8'] as const) {
     it(`add_test.cc QuantizedTestsNoActivation, ${dtype}`, () => {
-      const inputs1 = [[0.1, 0.2, 0.3, 0.4], [-0.8, 0.2, 0.4, 0.7], [-0.8, 0.2, 0.7, 0.3]];
-      const inputs2 = [[0.6, 0.4, 0.3, 0.1], [0.6, 0.4, 0.5, -0.8], [0.6, 0.4, -0.8, 0.5]];
-      const results = [[0.7, 0.6, 0.6, 0.5], [-0.2, 0.6, 0.9, -0.1], [-0.2, 0.6, -0.1, 0.8]];
+      const inputs1 = [
+        [0.1, 0.2, 0.3, 0.4],
+        [-0.8, 0.2, 0.4, 0.7],
+        [-0.8, 0.2, 0.7, 0.3],
+      ];
+      const inputs2 = [
+        [0.6, 0.4, 0.3, 0.1],
+        [0.6, 0.4, 0.5, -0.8],
+        [0.6, 0.4, -0.8, 0.5],
+      ];
+      const results = [
+        [0.7, 0.6, 0.6, 0.5],
+        [-0.2, 0.6, 0.9, -0.1],
+        [-0.2, 0.6, -0.1, 0.8],
+      ];
       results.forEach((want, i) => {
-        const got = runTflite({ op: 'add', dtype, range1: [-1, 1], range2: [-1, 1], rangeOut: [-1, 1], shape1: shape, shape2: shape, in1: inputs1[i], in2: inputs2[i], want, tolerance: 2 / 255 });
+        const got = runTflite({
+          op: 'add',
+          dtype,
+          range1: [-1, 1],
+          range2: [-1, 1],
+          rangeOut: [-1, 1],
+          shape1: shape,
+          shape2: shape,
+          in1: inputs1[i],
+          in2: inputs2[i],
+          want,
+          tolerance: 2 / 255,
+        });
         expectNear(got, want, 2 / 255, `test ${i}`);
       });
     });
 
     it(`add_test.cc QuantizedTestsActivationRELU_N1_TO_1, ${dtype}`, () => {
-      const inputs1 = [[-0.8, 0.2, 0.9, 0.7], [-0.8, 0.2, 0.7, 0.3]];
-      const inputs2 = [[0.6, 0.4, 0.9, -0.8], [0.6, 0.4, -0.8, 0.5]];
-      const results = [[-0.2, 0.6, 1.0, -0.1], [-0.2, 0.6, -0.1, 0.8]];
+      const inputs1 = [
+        [-0.8, 0.2, 0.9, 0.7],
+        [-0.8, 0.2, 0.7, 0.3],
+      ];
+      const inputs2 = [
+        [0.6, 0.4, 0.9, -0.8],
+        [0.6, 0.4, -0.8, 0.5],
+      ];
+      const results = [
+        [-0.2, 0.6, 1.0, -0.1],
+        [-0.2, 0.6, -0.1, 0.8],
+      ];
       results.forEach((want, i) => {
-        const got = runTflite({ op: 'add', dtype, range1: [-1, 1], range2: [-1, 1], rangeOut: [-1, 1], shape1: shape, shape2: shape, in1: inputs1[i], in2: inputs2[i], want, tolerance: 2 / 255, reluN1To1: true });
+        const got = runTflite({
+          op: 'add',
+          dtype,
+          range1: [-1, 1],
+          range2: [-1, 1],
+          rangeOut: [-1, 1],
+          shape1: shape,
+          shape2: shape,
+          in1: inputs1[i],
+          in2: inputs2[i],
+          want,
+          tolerance: 2 / 255,
+          reluN1To1: true,
+        });
         expectNear(got, want, 2 / 255, `test ${i}`);
       });
     });
 
     it(`sub_test.cc QuantizedTestsNoActivation, ${dtype}`, () => {
-      const inputs1 = [[0.1, 0.2, 0.3, 0.4], [-0.2, 0.2, 0.4, 0.7], [-0.01, 0.2, 0.7, 0.3]];
-      const inputs2 = [[0.6, 0.4, 0.3, 0.1], [0.6, 0.4, 0.5, -0.2], [0.6, 0.4, -0.18, 0.5]];
-      const results = [[-0.5, -0.2, 0.0, 0.3], [-0.8, -0.2, -0.1, 0.9], [-0.61, -0.2, 0.88, -0.2]];
+      const inputs1 = [
+        [0.1, 0.2, 0.3, 0.4],
+        [-0.2, 0.2, 0.4, 0.7],
+        [-0.01, 0.2, 0.7, 0.3],
+      ];
+      const inputs2 = [
+        [0.6, 0.4, 0.3, 0.1],
+        [0.6, 0.4, 0.5, -0.2],
+        [0.6, 0.4, -0.18, 0.5],
+      ];
+      const results = [
+        [-0.5, -0.2, 0.0, 0.3],
+        [-0.8, -0.2, -0.1, 0.9],
+        [-0.61, -0.2, 0.88, -0.2],
+      ];
       results.forEach((want, i) => {
-        const got = runTflite({ op: 'sub', dtype, range1: [-0.7, 0.7], range2: [-0.6, 0.6], rangeOut: [-0.9, 0.9], shape1: shape, shape2: shape, in1: inputs1[i], in2: inputs2[i], want, tolerance: 1.8 / 255 });
+        const got = runTflite({
+          op: 'sub',
+          dtype,
+          range1: [-0.7, 0.7],
+          range2: [-0.6, 0.6],
+          rangeOut: [-0.9, 0.9],
+          shape1: shape,
+          shape2: shape,
+          in1: inputs1[i],
+          in2: inputs2[i],
+          want,
+          tolerance: 1.8 / 255,
+        });
         expectNear(got, want, 1.8 / 255, `test ${i}`);
       });
     });
@@ -253,18 +370,63 @@ describe("TFLite's quantized add/sub/mul tests (dequantized outputs within the t
     it(`mul_test.cc NoActivation and NoActivationLargeMultiplier, ${dtype}`, () => {
       const step = 2 / 255;
       expectNear(
-        runTflite({ op: 'mul', dtype, range1: [-1, 1], range2: [-1, 1], rangeOut: [-1, 1], shape1: shape, shape2: shape, in1: [-0.8, 0.2, 0.9, 0.7], in2: [0.6, 0.4, 0.9, 0.8], want: [], tolerance: 0 }),
-        [-0.48, 0.08, 0.81, 0.56], 2 * step + step * step, 'NoActivation');
+        runTflite({
+          op: 'mul',
+          dtype,
+          range1: [-1, 1],
+          range2: [-1, 1],
+          rangeOut: [-1, 1],
+          shape1: shape,
+          shape2: shape,
+          in1: [-0.8, 0.2, 0.9, 0.7],
+          in2: [0.6, 0.4, 0.9, 0.8],
+          want: [],
+          tolerance: 0,
+        }),
+        [-0.48, 0.08, 0.81, 0.56],
+        2 * step + step * step,
+        'NoActivation',
+      );
       // "Intentionally pathological output range much narrower than needed ... the multiplier > 1 case."
       expectNear(
-        runTflite({ op: 'mul', dtype, range1: [-100, 100], range2: [-100, 100], rangeOut: [-10, 10], shape1: shape, shape2: shape, in1: [-4, 2, 3, 1], in2: [-1, -3, 4, 2], want: [], tolerance: 0 }),
-        [4, -6, 10, 2], 1.4, 'NoActivationLargeMultiplier');
+        runTflite({
+          op: 'mul',
+          dtype,
+          range1: [-100, 100],
+          range2: [-100, 100],
+          rangeOut: [-10, 10],
+          shape1: shape,
+          shape2: shape,
+          in1: [-4, 2, 3, 1],
+          in2: [-1, -3, 4, 2],
+          want: [],
+          tolerance: 0,
+        }),
+        [4, -6, 10, 2],
+        1.4,
+        'NoActivationLargeMultiplier',
+      );
     });
 
     it(`mul_test.cc WithBroadcast (a scalar second input; multipliers below and above 1), ${dtype}`, () => {
       for (const s of [[6], [2, 3], [2, 1, 3], [1, 3, 1, 2]]) {
-        for (const range of [[-3, 3], [-6, 6]] as [number, number][]) {
-          const got = runTflite({ op: 'mul', dtype, range1: range, range2: range, rangeOut: [-0.2, 0.2], shape1: s, shape2: [], in1: [-2.0, 0.2, 0.7, 0.8, 1.1, 2.0], in2: [0.1], want: [], tolerance: 0 });
+        for (const range of [
+          [-3, 3],
+          [-6, 6],
+        ] as [number, number][]) {
+          const got = runTflite({
+            op: 'mul',
+            dtype,
+            range1: range,
+            range2: range,
+            rangeOut: [-0.2, 0.2],
+            shape1: s,
+            shape2: [],
+            in1: [-2.0, 0.2, 0.7, 0.8, 1.1, 2.0],
+            in2: [0.1],
+            want: [],
+            tolerance: 0,
+          });
           expectNear(got, [-0.2, 0.02, 0.07, 0.08, 0.11, 0.2], (2 * 6) / 255, `shape (${s}) range ${range}`);
         }
       }
@@ -272,22 +434,41 @@ describe("TFLite's quantized add/sub/mul tests (dequantized outputs within the t
 
     it(`mul_test.cc QuantizedWithMixedBroadcast (both inputs broadcast, both orders), ${dtype}`, () => {
       const base = [2, 3, 1, 2];
-      const shapes = [[1, 1, 3, 2], [1, 3, 1, 2], [2, 1, 3, 1], [2, 3, 1, 1]];
+      const shapes = [
+        [1, 1, 3, 2],
+        [1, 3, 1, 2],
+        [2, 1, 3, 1],
+        [2, 3, 1, 1],
+      ];
       const outputs = [
-        [-0.06, 0.69, 0.12, 1.15, -0.30, 2.07, 0.18, 0.15, -0.36, 0.25, 0.90, 0.45, 0.16, -0.33, -0.32, -0.55, 0.80, -0.99,
-          0.24, 0.84, -0.48, 1.40, 1.20, 2.52, -0.32, 0.00, 0.64, 0.00, -1.60, 0.00, 0.14, -0.66, -0.28, -1.10, 0.70, -1.98],
-        [-0.06, 0.69, -0.36, 0.25, 0.80, -0.99, 0.24, 0.84, 0.64, 0.00, 0.70, -1.98],
-        [-0.06, 0.46, -0.09, 0.69, 0.12, -0.92, 0.18, 0.10, 0.27, 0.15, -0.36, -0.20, 0.16, -0.22, 0.24, -0.33, -0.32, 0.44,
-          0.60, 1.40, 1.20, 2.80, 1.08, 2.52, -0.80, 0.00, -1.60, 0.00, -1.44, 0.00, 0.35, -1.10, 0.70, -2.20, 0.63, -1.98],
-        [-0.06, 0.46, 0.27, 0.15, -0.32, 0.44, 0.60, 1.40, -1.60, 0.00, 0.63, -1.98],
+        [
+          -0.06, 0.69, 0.12, 1.15, -0.3, 2.07, 0.18, 0.15, -0.36, 0.25, 0.9, 0.45, 0.16, -0.33, -0.32, -0.55, 0.8, -0.99, 0.24, 0.84, -0.48,
+          1.4, 1.2, 2.52, -0.32, 0.0, 0.64, 0.0, -1.6, 0.0, 0.14, -0.66, -0.28, -1.1, 0.7, -1.98,
+        ],
+        [-0.06, 0.69, -0.36, 0.25, 0.8, -0.99, 0.24, 0.84, 0.64, 0.0, 0.7, -1.98],
+        [
+          -0.06, 0.46, -0.09, 0.69, 0.12, -0.92, 0.18, 0.1, 0.27, 0.15, -0.36, -0.2, 0.16, -0.22, 0.24, -0.33, -0.32, 0.44, 0.6, 1.4, 1.2,
+          2.8, 1.08, 2.52, -0.8, 0.0, -1.6, 0.0, -1.44, 0.0, 0.35, -1.1, 0.7, -2.2, 0.63, -1.98,
+        ],
+        [-0.06, 0.46, 0.27, 0.15, -0.32, 0.44, 0.6, 1.4, -1.6, 0.0, 0.63, -1.98],
       ];
       const x = [-0.3, 2.3, 0.9, 0.5, 0.8, -1.1, 1.2, 2.8, -1.6, 0.0, 0.7, -2.2];
       const y = [0.2, 0.3, -0.4, 0.5, 1.0, 0.9];
       const r: [number, number] = [-3, 3];
       shapes.forEach((s, i) => {
         const tolerance = (2 * 6) / 255;
-        expectNear(runTflite({ op: 'mul', dtype, range1: r, range2: r, rangeOut: r, shape1: base, shape2: s, in1: x, in2: y, want: [], tolerance }), outputs[i], tolerance, `(${base}) * (${s})`);
-        expectNear(runTflite({ op: 'mul', dtype, range1: r, range2: r, rangeOut: r, shape1: s, shape2: base, in1: y, in2: x, want: [], tolerance }), outputs[i], tolerance, `(${s}) * (${base})`);
+        expectNear(
+          runTflite({ op: 'mul', dtype, range1: r, range2: r, rangeOut: r, shape1: base, shape2: s, in1: x, in2: y, want: [], tolerance }),
+          outputs[i],
+          tolerance,
+          `(${base}) * (${s})`,
+        );
+        expectNear(
+          runTflite({ op: 'mul', dtype, range1: r, range2: r, rangeOut: r, shape1: s, shape2: base, in1: y, in2: x, want: [], tolerance }),
+          outputs[i],
+          tolerance,
+          `(${s}) * (${base})`,
+        );
       });
     });
   }
@@ -335,7 +516,12 @@ describe('numpy broadcasting', () => {
   it('a (2,1,3) + (4,1) add equals the explicit loop', () => {
     const a = u8(...Array.from({ length: 6 }, (_, i) => 10 * i));
     const b = u8(1, 2, 3, 4);
-    const p: ElementwiseProblem = { op: 'add', a: tensor(a, [2, 1, 3], 1, 0), b: tensor(b, [4, 1], 1, 0), output: { scale: 1, zeroPoint: 0 } };
+    const p: ElementwiseProblem = {
+      op: 'add',
+      a: tensor(a, [2, 1, 3], 1, 0),
+      b: tensor(b, [4, 1], 1, 0),
+      output: { scale: 1, zeroPoint: 0 },
+    };
     const r = elementwiseReference(p);
     expect(r.shape).toEqual([2, 4, 3]);
     const want: number[] = [];
@@ -360,7 +546,12 @@ describe('numpy broadcasting', () => {
   });
 
   it('empty dimensions give an empty result of the broadcast shape', () => {
-    const r = elementwiseReference({ op: 'add', a: tensor(u8(), [0, 3], 1, 0), b: tensor(u8(1, 2, 3), [1, 3], 1, 0), output: { scale: 1, zeroPoint: 0 } });
+    const r = elementwiseReference({
+      op: 'add',
+      a: tensor(u8(), [0, 3], 1, 0),
+      b: tensor(u8(1, 2, 3), [1, 3], 1, 0),
+      output: { scale: 1, zeroPoint: 0 },
+    });
     expect(r.shape).toEqual([0, 3]);
     expect(r.data.length).toBe(0);
   });
@@ -377,7 +568,10 @@ describe('numpy broadcasting', () => {
   });
 
   it('elementwise() on the cpu backend says so', async () => {
-    const r = await elementwise({ op: 'mul', a: tensor(u8(3), [1], 1, 0), b: tensor(u8(4), [1], 1, 0), output: { scale: 1, zeroPoint: 0 } }, { backend: 'cpu' });
+    const r = await elementwise(
+      { op: 'mul', a: tensor(u8(3), [1], 1, 0), b: tensor(u8(4), [1], 1, 0), output: { scale: 1, zeroPoint: 0 } },
+      { backend: 'cpu' },
+    );
     expect([r.backend, Array.from(r.data)]).toEqual(['cpu', [12]]);
   });
 });
@@ -392,37 +586,237 @@ describe('InputErrors of the API, each naming its field', () => {
     output: { scale: 0.3, zeroPoint: 9 },
   });
   const cases: Array<[string, (p: ElementwiseProblem) => void, string]> = [
-    ['unknown op', (p) => { (p as { op: string }).op = 'div'; }, 'op'],
-    ['missing output', (p) => { delete (p as Partial<ElementwiseProblem>).output; }, 'output'],
-    ['a not 8-bit', (p) => { (p.a as { data: unknown }).data = new Int16Array(6); }, 'a.data'],
-    ['dtypes differ', (p) => { p.b.data = i8(7, 8, 9); }, 'b.data'],
-    ['shape/data mismatch', (p) => { p.a.shape = [2, 2]; }, 'a.shape'],
-    ['5-D', (p) => { p.a.shape = [1, 2, 1, 3, 1]; }, 'a.shape'],
-    ['negative size', (p) => { p.b.shape = [-3]; }, 'b.shape'],
-    ['incompatible shapes', (p) => { p.b.data = u8(1, 2); p.b.shape = [2]; }, 'b.data'],
-    ['zero scale', (p) => { p.a.scale = 0; }, 'a.scale'],
-    ['NaN scale', (p) => { p.b.scale = NaN; }, 'b.scale'],
-    ['infinite output scale', (p) => { p.output.scale = Infinity; }, 'output.scale'],
-    ['a.zeroPoint above uint8', (p) => { p.a.zeroPoint = 256; }, 'a.zeroPoint'],
-    ['b.zeroPoint not an integer', (p) => { p.b.zeroPoint = 1.5; }, 'b.zeroPoint'],
-    ['output.zeroPoint below uint8', (p) => { p.output.zeroPoint = -1; }, 'output.zeroPoint'],
-    ['output.min out of range', (p) => { p.output.min = -5; }, 'output.min'],
-    ['output.max out of range', (p) => { p.output.max = 300; }, 'output.max'],
-    ['min above max', (p) => { p.output.min = 100; p.output.max = 99; }, 'output.max'],
-    ['axis without per-axis scales', (p) => { p.a.axis = 0; }, 'a.axis'],
-    ['per-axis without axis', (p) => { p.a.scale = [0.1, 0.2]; }, 'a.axis'],
-    ['axis out of range', (p) => { p.a.scale = [0.1, 0.2]; p.a.axis = 2; }, 'a.axis'],
-    ['wrong number of scales', (p) => { p.a.scale = [0.1, 0.2, 0.3]; p.a.axis = 0; }, 'a.scale'],
-    ['a bad per-axis scale', (p) => { p.b.scale = [0.1, -0.2, 0.3]; p.b.axis = 0; }, 'b.scale[1]'],
-    ['per-axis scales for add', (p) => { p.op = 'add'; p.a.scale = [0.1, 0.2]; p.a.axis = 0; }, 'a.scale'],
-    ['per-axis scales for mul', (p) => { p.op = 'mul'; p.b.scale = [0.1, 0.2, 0.3]; p.b.axis = 0; }, 'b.scale'],
-    ['aligned shift above 15 (per tensor)', (p) => { p.b.scale = 0.1 * 2 ** -16; }, 'a.scale'],
-    ['aligned shift above 15 (per axis)', (p) => { p.b.scale = [0.1, 0.1 * 2 ** 17, 0.1]; p.b.axis = 0; }, 'b.scale[1]'],
-    ['aligned output multiplier too large', (p) => { p.output.scale = 2 ** -60; }, 'output.scale'],
-    ['add output multiplier >= 1', (p) => { p.op = 'add'; p.output.scale = (2 * 0.2) / 2 ** 20; }, 'output.scale'],
-    ['sub output multiplier exactly 1', (p) => { p.op = 'sub'; p.output.scale = (2 * 0.2) / 2 ** 20; }, 'output.scale'],
-    ['sub output multiplier too large', (p) => { p.op = 'sub'; p.output.scale = 2 ** -60; }, 'output.scale'],
-    ['mul output multiplier too large', (p) => { p.op = 'mul'; p.output.scale = 0.02 * 2 ** -40; }, 'output.scale'],
+    [
+      'unknown op',
+      (p) => {
+        (p as { op: string }).op = 'div';
+      },
+      'op',
+    ],
+    [
+      'missing output',
+      (p) => {
+        delete (p as Partial<ElementwiseProblem>).output;
+      },
+      'output',
+    ],
+    [
+      'a not 8-bit',
+      (p) => {
+        (p.a as { data: unknown }).data = new Int16Array(6);
+      },
+      'a.data',
+    ],
+    [
+      'dtypes differ',
+      (p) => {
+        p.b.data = i8(7, 8, 9);
+      },
+      'b.data',
+    ],
+    [
+      'shape/data mismatch',
+      (p) => {
+        p.a.shape = [2, 2];
+      },
+      'a.shape',
+    ],
+    [
+      '5-D',
+      (p) => {
+        p.a.shape = [1, 2, 1, 3, 1];
+      },
+      'a.shape',
+    ],
+    [
+      'negative size',
+      (p) => {
+        p.b.shape = [-3];
+      },
+      'b.shape',
+    ],
+    [
+      'incompatible shapes',
+      (p) => {
+        p.b.data = u8(1, 2);
+        p.b.shape = [2];
+      },
+      'b.data',
+    ],
+    [
+      'zero scale',
+      (p) => {
+        p.a.scale = 0;
+      },
+      'a.scale',
+    ],
+    [
+      'NaN scale',
+      (p) => {
+        p.b.scale = NaN;
+      },
+      'b.scale',
+    ],
+    [
+      'infinite output scale',
+      (p) => {
+        p.output.scale = Infinity;
+      },
+      'output.scale',
+    ],
+    [
+      'a.zeroPoint above uint8',
+      (p) => {
+        p.a.zeroPoint = 256;
+      },
+      'a.zeroPoint',
+    ],
+    [
+      'b.zeroPoint not an integer',
+      (p) => {
+        p.b.zeroPoint = 1.5;
+      },
+      'b.zeroPoint',
+    ],
+    [
+      'output.zeroPoint below uint8',
+      (p) => {
+        p.output.zeroPoint = -1;
+      },
+      'output.zeroPoint',
+    ],
+    [
+      'output.min out of range',
+      (p) => {
+        p.output.min = -5;
+      },
+      'output.min',
+    ],
+    [
+      'output.max out of range',
+      (p) => {
+        p.output.max = 300;
+      },
+      'output.max',
+    ],
+    [
+      'min above max',
+      (p) => {
+        p.output.min = 100;
+        p.output.max = 99;
+      },
+      'output.max',
+    ],
+    [
+      'axis without per-axis scales',
+      (p) => {
+        p.a.axis = 0;
+      },
+      'a.axis',
+    ],
+    [
+      'per-axis without axis',
+      (p) => {
+        p.a.scale = [0.1, 0.2];
+      },
+      'a.axis',
+    ],
+    [
+      'axis out of range',
+      (p) => {
+        p.a.scale = [0.1, 0.2];
+        p.a.axis = 2;
+      },
+      'a.axis',
+    ],
+    [
+      'wrong number of scales',
+      (p) => {
+        p.a.scale = [0.1, 0.2, 0.3];
+        p.a.axis = 0;
+      },
+      'a.scale',
+    ],
+    [
+      'a bad per-axis scale',
+      (p) => {
+        p.b.scale = [0.1, -0.2, 0.3];
+        p.b.axis = 0;
+      },
+      'b.scale[1]',
+    ],
+    [
+      'per-axis scales for add',
+      (p) => {
+        p.op = 'add';
+        p.a.scale = [0.1, 0.2];
+        p.a.axis = 0;
+      },
+      'a.scale',
+    ],
+    [
+      'per-axis scales for mul',
+      (p) => {
+        p.op = 'mul';
+        p.b.scale = [0.1, 0.2, 0.3];
+        p.b.axis = 0;
+      },
+      'b.scale',
+    ],
+    [
+      'aligned shift above 15 (per tensor)',
+      (p) => {
+        p.b.scale = 0.1 * 2 ** -16;
+      },
+      'a.scale',
+    ],
+    [
+      'aligned shift above 15 (per axis)',
+      (p) => {
+        p.b.scale = [0.1, 0.1 * 2 ** 17, 0.1];
+        p.b.axis = 0;
+      },
+      'b.scale[1]',
+    ],
+    [
+      'aligned output multiplier too large',
+      (p) => {
+        p.output.scale = 2 ** -60;
+      },
+      'output.scale',
+    ],
+    [
+      'add output multiplier >= 1',
+      (p) => {
+        p.op = 'add';
+        p.output.scale = (2 * 0.2) / 2 ** 20;
+      },
+      'output.scale',
+    ],
+    [
+      'sub output multiplier exactly 1',
+      (p) => {
+        p.op = 'sub';
+        p.output.scale = (2 * 0.2) / 2 ** 20;
+      },
+      'output.scale',
+    ],
+    [
+      'sub output multiplier too large',
+      (p) => {
+        p.op = 'sub';
+        p.output.scale = 2 ** -60;
+      },
+      'output.scale',
+    ],
+    [
+      'mul output multiplier too large',
+      (p) => {
+        p.op = 'mul';
+        p.output.scale = 0.02 * 2 ** -40;
+      },
+      'output.scale',
+    ],
   ];
   it.each(cases)('%s', (_name, spoil, field) => {
     const p = ok();
@@ -432,7 +826,12 @@ describe('InputErrors of the API, each naming its field', () => {
   });
 
   it('an empty per-axis dimension', () => {
-    const p: ElementwiseProblem = { op: 'alignedAdd', a: tensor(u8(), [0, 2], [], 0, { axis: 0 }), b: tensor(u8(1), [], 1, 0), output: { scale: 1, zeroPoint: 0 } };
+    const p: ElementwiseProblem = {
+      op: 'alignedAdd',
+      a: tensor(u8(), [0, 2], [], 0, { axis: 0 }),
+      b: tensor(u8(1), [], 1, 0),
+      output: { scale: 1, zeroPoint: 0 },
+    };
     expect(fieldOf(() => prepareElementwise(p))).toBe('a.scale');
   });
 
@@ -459,13 +858,14 @@ describe('the spec parser (src/cli/elementwise-spec.ts)', () => {
     if (!arr) throw Object.assign(new Error('no such file'), { code: 'ENOENT' });
     return serializeNpy(arr);
   };
-  const ok = () => ({
-    op: 'alignedAdd',
-    a: { data: 'a.npy', scale: 0.05, zeroPoint: 100 } as Record<string, unknown>,
-    b: { data: 'b.npy', scale: 0.1, zeroPoint: 120 } as Record<string, unknown>,
-    output: { scale: 0.15, zeroPoint: 110, min: 0, max: 255 } as Record<string, unknown>,
-    out: 'c.npy',
-  } as Record<string, unknown> & { a: Record<string, unknown>; b: Record<string, unknown>; output: Record<string, unknown> });
+  const ok = () =>
+    ({
+      op: 'alignedAdd',
+      a: { data: 'a.npy', scale: 0.05, zeroPoint: 100 } as Record<string, unknown>,
+      b: { data: 'b.npy', scale: 0.1, zeroPoint: 120 } as Record<string, unknown>,
+      output: { scale: 0.15, zeroPoint: 110, min: 0, max: 255 } as Record<string, unknown>,
+      out: 'c.npy',
+    }) as Record<string, unknown> & { a: Record<string, unknown>; b: Record<string, unknown>; output: Record<string, unknown> };
   const parse = (spec: Record<string, unknown>) => parseElementwiseSpec(spec, '/spec/dir', readFile);
 
   it('the contract example parses into the problem', () => {
@@ -480,34 +880,207 @@ describe('the spec parser (src/cli/elementwise-spec.ts)', () => {
   });
 
   const cases: Array<[string, (s: ReturnType<typeof ok>) => void, string]> = [
-    ['unknown top-level field', (s) => { s.extra = 1; }, 'extra'],
-    ['unknown op', (s) => { s.op = 'divide'; }, 'op'],
-    ['missing out', (s) => { delete s.out; }, 'out'],
-    ['a not an object', (s) => { (s as Record<string, unknown>).a = 'a.npy'; }, 'a'],
-    ['unknown field in b', (s) => { s.b.scales = 1; }, 'b.scales'],
-    ['missing a.data', (s) => { delete s.a.data; }, 'a.data'],
-    ['missing file', (s) => { s.a.data = 'nope.npy'; }, 'a.data'],
-    ['not an .npy', (s) => { s.b.data = 'garbage.npy'; }, 'b.data'],
-    ['float data', (s) => { s.b.data = 'f.npy'; }, 'b.data'],
-    ['5-D data', (s) => { s.b.data = '5d.npy'; }, 'b.data'],
-    ['dtypes differ', (s) => { s.b.data = 'i8.npy'; }, 'b.data'],
-    ['shapes do not broadcast', (s) => { s.b.data = 'x.npy'; }, 'b.data'],
-    ['missing a.scale', (s) => { delete s.a.scale; }, 'a.scale'],
-    ['string scale', (s) => { s.a.scale = '0.05'; }, 'a.scale'],
-    ['string in a scale array', (s) => { s.a.scale = [0.1, 'x', 0.3]; s.a.axis = 1; }, 'a.scale[1]'],
-    ['scale array for add', (s) => { s.op = 'add'; s.a.scale = [0.1, 0.2, 0.3]; s.a.axis = 1; }, 'a.scale'],
-    ['scale array without axis', (s) => { s.a.scale = [0.1, 0.2, 0.3]; }, 'a.axis'],
-    ['axis without scale array', (s) => { s.b.axis = 0; }, 'b.axis'],
-    ['axis not an integer', (s) => { s.a.scale = [0.1, 0.2, 0.3]; s.a.axis = '1'; }, 'a.axis'],
-    ['missing zeroPoint', (s) => { delete s.b.zeroPoint; }, 'b.zeroPoint'],
-    ['zeroPoint out of range', (s) => { s.b.zeroPoint = 256; }, 'b.zeroPoint'],
-    ['missing output', (s) => { delete (s as Record<string, unknown>).output; }, 'output'],
-    ['unknown output field', (s) => { s.output.clamp = 1; }, 'output.clamp'],
-    ['missing output.scale', (s) => { delete s.output.scale; }, 'output.scale'],
-    ['output.min not an integer', (s) => { s.output.min = 0.5; }, 'output.min'],
-    ['output.max out of range', (s) => { s.output.max = 256; }, 'output.max'],
-    ['output.min above max', (s) => { s.output.min = 200; s.output.max = 100; }, 'output.max'],
-    ['alignment shift above 15', (s) => { s.b.scale = 1e-7; }, 'a.scale'],
+    [
+      'unknown top-level field',
+      (s) => {
+        s.extra = 1;
+      },
+      'extra',
+    ],
+    [
+      'unknown op',
+      (s) => {
+        s.op = 'divide';
+      },
+      'op',
+    ],
+    [
+      'missing out',
+      (s) => {
+        delete s.out;
+      },
+      'out',
+    ],
+    [
+      'a not an object',
+      (s) => {
+        (s as Record<string, unknown>).a = 'a.npy';
+      },
+      'a',
+    ],
+    [
+      'unknown field in b',
+      (s) => {
+        s.b.scales = 1;
+      },
+      'b.scales',
+    ],
+    [
+      'missing a.data',
+      (s) => {
+        delete s.a.data;
+      },
+      'a.data',
+    ],
+    [
+      'missing file',
+      (s) => {
+        s.a.data = 'nope.npy';
+      },
+      'a.data',
+    ],
+    [
+      'not an .npy',
+      (s) => {
+        s.b.data = 'garbage.npy';
+      },
+      'b.data',
+    ],
+    [
+      'float data',
+      (s) => {
+        s.b.data = 'f.npy';
+      },
+      'b.data',
+    ],
+    [
+      '5-D data',
+      (s) => {
+        s.b.data = '5d.npy';
+      },
+      'b.data',
+    ],
+    [
+      'dtypes differ',
+      (s) => {
+        s.b.data = 'i8.npy';
+      },
+      'b.data',
+    ],
+    [
+      'shapes do not broadcast',
+      (s) => {
+        s.b.data = 'x.npy';
+      },
+      'b.data',
+    ],
+    [
+      'missing a.scale',
+      (s) => {
+        delete s.a.scale;
+      },
+      'a.scale',
+    ],
+    [
+      'string scale',
+      (s) => {
+        s.a.scale = '0.05';
+      },
+      'a.scale',
+    ],
+    [
+      'string in a scale array',
+      (s) => {
+        s.a.scale = [0.1, 'x', 0.3];
+        s.a.axis = 1;
+      },
+      'a.scale[1]',
+    ],
+    [
+      'scale array for add',
+      (s) => {
+        s.op = 'add';
+        s.a.scale = [0.1, 0.2, 0.3];
+        s.a.axis = 1;
+      },
+      'a.scale',
+    ],
+    [
+      'scale array without axis',
+      (s) => {
+        s.a.scale = [0.1, 0.2, 0.3];
+      },
+      'a.axis',
+    ],
+    [
+      'axis without scale array',
+      (s) => {
+        s.b.axis = 0;
+      },
+      'b.axis',
+    ],
+    [
+      'axis not an integer',
+      (s) => {
+        s.a.scale = [0.1, 0.2, 0.3];
+        s.a.axis = '1';
+      },
+      'a.axis',
+    ],
+    [
+      'missing zeroPoint',
+      (s) => {
+        delete s.b.zeroPoint;
+      },
+      'b.zeroPoint',
+    ],
+    [
+      'zeroPoint out of range',
+      (s) => {
+        s.b.zeroPoint = 256;
+      },
+      'b.zeroPoint',
+    ],
+    [
+      'missing output',
+      (s) => {
+        delete (s as Record<string, unknown>).output;
+      },
+      'output',
+    ],
+    [
+      'unknown output field',
+      (s) => {
+        s.output.clamp = 1;
+      },
+      'output.clamp',
+    ],
+    [
+      'missing output.scale',
+      (s) => {
+        delete s.output.scale;
+      },
+      'output.scale',
+    ],
+    [
+      'output.min not an integer',
+      (s) => {
+        s.output.min = 0.5;
+      },
+      'output.min',
+    ],
+    [
+      'output.max out of range',
+      (s) => {
+        s.output.max = 256;
+      },
+      'output.max',
+    ],
+    [
+      'output.min above max',
+      (s) => {
+        s.output.min = 200;
+        s.output.max = 100;
+      },
+      'output.max',
+    ],
+    [
+      'alignment shift above 15',
+      (s) => {
+        s.b.scale = 1e-7;
+      },
+      'a.scale',
+    ],
   ];
   it.each(cases)('%s', (_name, spoil, field) => {
     const s = ok();

@@ -65,7 +65,10 @@ describe('mulWide', () => {
 describe('saturatingRoundingDoublingHighMul', () => {
   it('matches the oracle on edges x edges and random pairs', () => {
     expectAllEqual('SRDHM', pairs(EDGES, EDGES), saturatingRoundingDoublingHighMul, srdhmBig);
-    fc.assert(fc.property(int32, int32, (a, b) => saturatingRoundingDoublingHighMul(a, b) === srdhmBig(a, b)), { numRuns: 20000 });
+    fc.assert(
+      fc.property(int32, int32, (a, b) => saturatingRoundingDoublingHighMul(a, b) === srdhmBig(a, b)),
+      { numRuns: 20000 },
+    );
   });
   it('saturates INT32_MIN * INT32_MIN and rounds half up', () => {
     expect(saturatingRoundingDoublingHighMul(INT32_MIN, INT32_MIN)).toBe(INT32_MAX);
@@ -78,10 +81,15 @@ describe('roundingDivideByPOT', () => {
   it('matches the oracle for every exponent 0..31', () => {
     const exps = Array.from({ length: 32 }, (_, i) => i);
     expectAllEqual('RDBP', pairs(EDGES, exps), roundingDivideByPOT, rdbpBig);
-    fc.assert(fc.property(int32, fc.integer({ min: 0, max: 31 }), (x, e) => roundingDivideByPOT(x, e) === rdbpBig(x, e)), { numRuns: 20000 });
+    fc.assert(
+      fc.property(int32, fc.integer({ min: 0, max: 31 }), (x, e) => roundingDivideByPOT(x, e) === rdbpBig(x, e)),
+      { numRuns: 20000 },
+    );
   });
   it('rounds half away from zero', () => {
-    expect([roundingDivideByPOT(5, 1), roundingDivideByPOT(-5, 1), roundingDivideByPOT(-6, 2), roundingDivideByPOT(6, 2)]).toEqual([3, -3, -2, 2]);
+    expect([roundingDivideByPOT(5, 1), roundingDivideByPOT(-5, 1), roundingDivideByPOT(-6, 2), roundingDivideByPOT(6, 2)]).toEqual([
+      3, -3, -2, 2,
+    ]);
     expect(roundingDivideByPOT(INT32_MIN, 31)).toBe(-1);
     expect(roundingDivideByPOT(INT32_MAX, 31)).toBe(1);
   });
@@ -89,7 +97,15 @@ describe('roundingDivideByPOT', () => {
 
 describe('saturatingLeftShift', () => {
   it('matches the oracle for every shift 0..31', () => {
-    expectAllEqual('shl', pairs(EDGES, Array.from({ length: 32 }, (_, i) => i)), saturatingLeftShift, saturatingShiftLeftBig);
+    expectAllEqual(
+      'shl',
+      pairs(
+        EDGES,
+        Array.from({ length: 32 }, (_, i) => i),
+      ),
+      saturatingLeftShift,
+      saturatingShiftLeftBig,
+    );
   });
 });
 
@@ -101,12 +117,21 @@ describe('multiplyByQuantizedMultiplier', () => {
       function* cases() {
         for (const x of EDGES) for (const m of multipliers) for (const s of shifts) yield [x, m, s];
       }
-      expectAllEqual(`MBQM-${rounding}`, cases(), (x, m, s) => multiplyByQuantizedMultiplier(x, m, s, rounding), (x, m, s) => mbqmBig(x, m, s, rounding));
+      expectAllEqual(
+        `MBQM-${rounding}`,
+        cases(),
+        (x, m, s) => multiplyByQuantizedMultiplier(x, m, s, rounding),
+        (x, m, s) => mbqmBig(x, m, s, rounding),
+      );
     });
     it(`'${rounding}' matches the oracle on random values`, () => {
       fc.assert(
-        fc.property(int32, int32, fc.integer({ min: -31, max: shifts[shifts.length - 1] }), (x, m, s) =>
-          multiplyByQuantizedMultiplier(x, m, s, rounding) === mbqmBig(x, m, s, rounding)),
+        fc.property(
+          int32,
+          int32,
+          fc.integer({ min: -31, max: shifts[shifts.length - 1] }),
+          (x, m, s) => multiplyByQuantizedMultiplier(x, m, s, rounding) === mbqmBig(x, m, s, rounding),
+        ),
         { numRuns: 20000 },
       );
     });
@@ -114,7 +139,8 @@ describe('multiplyByQuantizedMultiplier', () => {
   it('the two roundings really differ (double rounding rounds twice)', () => {
     let differs = 0;
     for (let x = -1000; x <= 1000; x++) {
-      if (multiplyByQuantizedMultiplier(x, 1518500250, -5, 'double') !== multiplyByQuantizedMultiplier(x, 1518500250, -5, 'single')) differs++;
+      if (multiplyByQuantizedMultiplier(x, 1518500250, -5, 'double') !== multiplyByQuantizedMultiplier(x, 1518500250, -5, 'single'))
+        differs++;
     }
     expect(differs).toBeGreaterThan(0);
   });
@@ -123,14 +149,25 @@ describe('multiplyByQuantizedMultiplier', () => {
 describe('roundingHalfSum', () => {
   it('matches the oracle', () => {
     expectAllEqual('RHS', pairs(EDGES, EDGES), roundingHalfSum, roundingHalfSumBig);
-    fc.assert(fc.property(int32, int32, (a, b) => roundingHalfSum(a, b) === roundingHalfSumBig(a, b)), { numRuns: 10000 });
+    fc.assert(
+      fc.property(int32, int32, (a, b) => roundingHalfSum(a, b) === roundingHalfSumBig(a, b)),
+      { numRuns: 10000 },
+    );
   });
 });
 
 describe('fixed-point tanh', () => {
   it('tanh(F3) matches the oracle on edges and random inputs', () => {
-    expectAllEqual('tanhF3', EDGES.map((x) => [x]), fixedPointTanhF3, fixedPointTanhQ3);
-    fc.assert(fc.property(int32, (x) => fixedPointTanhF3(x) === fixedPointTanhQ3(x)), { numRuns: 5000 });
+    expectAllEqual(
+      'tanhF3',
+      EDGES.map((x) => [x]),
+      fixedPointTanhF3,
+      fixedPointTanhQ3,
+    );
+    fc.assert(
+      fc.property(int32, (x) => fixedPointTanhF3(x) === fixedPointTanhQ3(x)),
+      { numRuns: 5000 },
+    );
   });
   it('is close to Math.tanh', () => {
     for (let i = -100; i <= 100; i++) {
@@ -147,7 +184,12 @@ describe('fixed-point tanh', () => {
       const xs = [...EDGES, zero, zero + a, zero - a, zero + 8 * a, zero - 8 * a, zero + 8 * a - 1, zero - 8 * a + 1];
       for (let i = -50; i <= 50; i++) xs.push(zero + Math.round((i / 6) * a));
       const inRange = xs.filter((x) => x >= INT32_MIN && x <= INT32_MAX);
-      expectAllEqual(`tanhStage(A=${a})`, inRange.map((x) => [x]), (x) => tanhStage(x, p), (x) => tanhStageBig(x, zero, a));
+      expectAllEqual(
+        `tanhStage(A=${a})`,
+        inRange.map((x) => [x]),
+        (x) => tanhStage(x, p),
+        (x) => tanhStageBig(x, zero, a),
+      );
     }
   });
 });

@@ -4,7 +4,13 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { constantFraction, requantize, roundingMultiplyByConstantFraction, roundingOffset, XORSHIFT_OFFSETS } from '../../src/quant/lowbit.ts';
+import {
+  constantFraction,
+  requantize,
+  roundingMultiplyByConstantFraction,
+  roundingOffset,
+  XORSHIFT_OFFSETS,
+} from '../../src/quant/lowbit.ts';
 import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { INT32_MAX, INT32_MIN, type BitDepthRounding } from '../../src/types.ts';
@@ -35,12 +41,27 @@ describe('rounding offsets', () => {
 });
 
 describe('roundingMultiplyByConstantFraction', () => {
-  const fractions: [number, number][] = [[255 * 255, 127 * 31], [255, 1], [255, 3], [255, 7], [255, 127], [255 * 255, 1], [255 * 255, 15 * 15], [255, 255]];
+  const fractions: [number, number][] = [
+    [255 * 255, 127 * 31],
+    [255, 1],
+    [255, 3],
+    [255, 7],
+    [255, 127],
+    [255 * 255, 1],
+    [255 * 255, 15 * 15],
+    [255, 255],
+  ];
   it('matches the oracle on edges and random values for every fraction used', () => {
     for (const [num, den] of fractions) {
       const f = constantFraction(num, den);
       for (const x of EDGES) expect(roundingMultiplyByConstantFraction(x, f), `${x}*${num}/${den}`).toBe(rmbcfBig(x, num, den));
-      fc.assert(fc.property(fc.integer({ min: INT32_MIN, max: INT32_MAX }), (x) => roundingMultiplyByConstantFraction(x, f) === rmbcfBig(x, num, den)), { numRuns: 3000 });
+      fc.assert(
+        fc.property(
+          fc.integer({ min: INT32_MIN, max: INT32_MAX }),
+          (x) => roundingMultiplyByConstantFraction(x, f) === rmbcfBig(x, num, den),
+        ),
+        { numRuns: 3000 },
+      );
     }
   });
 });
@@ -52,15 +73,21 @@ describe('bit-depth GEMM: naive reference == fast CPU path', () => {
     rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
   });
   it('over the shape sweep, every type/order/zero point/stage and rounding', () => {
-    fc.assert(fc.property(arbProblem(), arbBitDepth, (p, bitDepth) => {
-      const q = { ...p, bitDepth };
-      const d = diffResults(cpuGemm(q), referenceGemm(q));
-      if (d) expect.fail(formatMismatch(d, `${describeProblem(q)} bitDepth=${JSON.stringify(bitDepth)}`));
-    }), { numRuns: 150 });
+    fc.assert(
+      fc.property(arbProblem(), arbBitDepth, (p, bitDepth) => {
+        const q = { ...p, bitDepth };
+        const d = diffResults(cpuGemm(q), referenceGemm(q));
+        if (d) expect.fail(formatMismatch(d, `${describeProblem(q)} bitDepth=${JSON.stringify(bitDepth)}`));
+      }),
+      { numRuns: 150 },
+    );
   });
   it('8 bits with any rounding is the plain 8-bit GEMM', () => {
-    fc.assert(fc.property(arbProblem([1, 5, 17, 33]), fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-xorshift'), (p, rounding) => {
-      expect(diffResults(referenceGemm({ ...p, bitDepth: { lhs: 8, rhs: 8, rounding } }), referenceGemm(p))).toBeNull();
-    }), { numRuns: 40 });
+    fc.assert(
+      fc.property(arbProblem([1, 5, 17, 33]), fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-xorshift'), (p, rounding) => {
+        expect(diffResults(referenceGemm({ ...p, bitDepth: { lhs: 8, rhs: 8, rounding } }), referenceGemm(p))).toBeNull();
+      }),
+      { numRuns: 40 },
+    );
   });
 });

@@ -67,8 +67,17 @@ const CTORS: Record<NpyDtype, new (n: number) => NpyData> = {
 };
 const DTYPES = Object.keys(CTORS) as NpyDtype[];
 const ITEMSIZE: Record<NpyDtype, number> = {
-  bool: 1, uint8: 1, int8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4,
-  int64: 8, uint64: 8, float32: 4, float64: 8,
+  bool: 1,
+  uint8: 1,
+  int8: 1,
+  int16: 2,
+  uint16: 2,
+  int32: 4,
+  uint32: 4,
+  int64: 8,
+  uint64: 8,
+  float32: 4,
+  float64: 8,
 };
 
 describe('serializeNpy matches numpy byte for byte', () => {
@@ -90,70 +99,90 @@ describe('serializeNpy matches numpy byte for byte', () => {
       name: "np.arange(6, dtype='<i4').reshape(2, 3)",
       arr: { dtype: 'int32', shape: [2, 3], fortranOrder: false, data: new Int32Array([0, 1, 2, 3, 4, 5]) },
       dict: "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
-      spaces: 58, headerLength: 118, fileLength: 152,
+      spaces: 58,
+      headerLength: 118,
+      fileLength: 152,
       data: '000000000100000002000000030000000400000005000000',
     },
     {
       name: "np.zeros((), '<f8')",
       arr: { dtype: 'float64', shape: [], fortranOrder: false, data: new Float64Array([0]) },
       dict: "{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
-      spaces: 62, headerLength: 118, fileLength: 136,
+      spaces: 62,
+      headerLength: 118,
+      fileLength: 136,
       data: '0000000000000000',
     },
     {
       name: "np.asfortranarray(np.arange(6, dtype='u1').reshape(2, 3))",
       arr: { dtype: 'uint8', shape: [2, 3], fortranOrder: true, data: new Uint8Array([0, 3, 1, 4, 2, 5]) },
       dict: "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }",
-      spaces: 59, headerLength: 118, fileLength: 134,
+      spaces: 59,
+      headerLength: 118,
+      fileLength: 134,
       data: '000301040205',
     },
     {
       name: "np.zeros((0, 3), '?')",
       arr: { dtype: 'bool', shape: [0, 3], fortranOrder: false, data: new Uint8Array(0) },
       dict: "{'descr': '|b1', 'fortran_order': False, 'shape': (0, 3), }",
-      spaces: 58, headerLength: 118, fileLength: 128,
+      spaces: 58,
+      headerLength: 118,
+      fileLength: 128,
       data: '',
     },
     {
       name: 'np.array([True, False, True])',
       arr: { dtype: 'bool', shape: [3], fortranOrder: false, data: new Uint8Array([1, 0, 1]) },
       dict: "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
-      spaces: 60, headerLength: 118, fileLength: 131,
+      spaces: 60,
+      headerLength: 118,
+      fileLength: 131,
       data: '010001',
     },
     {
       name: "np.arange(5, dtype='<u2')",
       arr: { dtype: 'uint16', shape: [5], fortranOrder: false, data: new Uint16Array([0, 1, 2, 3, 4]) },
       dict: "{'descr': '<u2', 'fortran_order': False, 'shape': (5,), }",
-      spaces: 60, headerLength: 118, fileLength: 138,
+      spaces: 60,
+      headerLength: 118,
+      fileLength: 138,
       data: '00000100020003000400',
     },
     {
       name: "np.array([-1.5, 2**-20], '<f4')",
       arr: { dtype: 'float32', shape: [2], fortranOrder: false, data: new Float32Array([-1.5, 2 ** -20]) },
       dict: "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
-      spaces: 60, headerLength: 118, fileLength: 136,
+      spaces: 60,
+      headerLength: 118,
+      fileLength: 136,
       data: '0000c0bf00008035',
     },
     {
       name: "np.array([-2**63], '<i8')",
       arr: { dtype: 'int64', shape: [1], fortranOrder: false, data: new BigInt64Array([-(2n ** 63n)]) },
       dict: "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
-      spaces: 60, headerLength: 118, fileLength: 136,
+      spaces: 60,
+      headerLength: 118,
+      fileLength: 136,
       data: '0000000000000080',
     },
     {
       name: "np.array([2**64 - 1], '<u8')",
       arr: { dtype: 'uint64', shape: [1], fortranOrder: false, data: new BigUint64Array([2n ** 64n - 1n]) },
       dict: "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }",
-      spaces: 60, headerLength: 118, fileLength: 136,
+      spaces: 60,
+      headerLength: 118,
+      fileLength: 136,
       data: 'ffffffffffffffff',
     },
     {
       name: "np.zeros((123456789, 0), '<f4') (growth room shrinks with len(str(shape[0])))",
       arr: { dtype: 'float32', shape: [123456789, 0], fortranOrder: false, data: new Float32Array(0) },
       dict: "{'descr': '<f4', 'fortran_order': False, 'shape': (123456789, 0), }",
-      spaces: 50, headerLength: 118, fileLength: 128,
+      spaces: 50,
+      headerLength: 118,
+      fileLength: 128,
       data: '',
     },
     {
@@ -161,7 +190,9 @@ describe('serializeNpy matches numpy byte for byte', () => {
       name: "np.zeros((10**9,) + (1,) * 10 + (0,), '<f8') (C growth axis is shape[0])",
       arr: { dtype: 'float64', shape: [1e9, ...Array(10).fill(1), 0], fortranOrder: false, data: new Float64Array(0) },
       dict: "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0), }",
-      spaces: 19, headerLength: 118, fileLength: 128,
+      spaces: 19,
+      headerLength: 118,
+      fileLength: 128,
       data: '',
     },
     {
@@ -169,7 +200,9 @@ describe('serializeNpy matches numpy byte for byte', () => {
       name: "np.asfortranarray(np.zeros((2,) + (1,) * 12 + (1000,), 'u1')) (Fortran growth axis is shape[-1])",
       arr: { dtype: 'uint8', shape: [2, ...Array(12).fill(1), 1000], fortranOrder: true, data: new Uint8Array(2000) },
       dict: "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1000), }",
-      spaces: 20, headerLength: 118, fileLength: 2128,
+      spaces: 20,
+      headerLength: 118,
+      fileLength: 2128,
       data: '00'.repeat(2000),
     },
     {
@@ -177,7 +210,9 @@ describe('serializeNpy matches numpy byte for byte', () => {
       name: "np.zeros((1,) * 36, 'u1') (aligned header gets a full 64 spaces)",
       arr: { dtype: 'uint8', shape: Array(36).fill(1), fortranOrder: false, data: new Uint8Array(1) },
       dict: `{'descr': '|u1', 'fortran_order': False, 'shape': (${Array(36).fill(1).join(', ')}), }`,
-      spaces: 84, headerLength: 246, fileLength: 257,
+      spaces: 84,
+      headerLength: 246,
+      fileLength: 257,
       data: '00',
     },
   ];
@@ -187,8 +222,14 @@ describe('serializeNpy matches numpy byte for byte', () => {
       expect(g.dict.length + g.spaces + 1).toBe(g.headerLength);
       expect((10 + g.headerLength) % 64).toBe(0);
       const expected = new Uint8Array([
-        ...MAGIC, 1, 0, g.headerLength & 0xff, g.headerLength >> 8,
-        ...ascii(g.dict), ...ascii(' '.repeat(g.spaces)), 0x0a,
+        ...MAGIC,
+        1,
+        0,
+        g.headerLength & 0xff,
+        g.headerLength >> 8,
+        ...ascii(g.dict),
+        ...ascii(' '.repeat(g.spaces)),
+        0x0a,
         ...hex(g.data),
       ]);
       expect(expected.length).toBe(g.fileLength);
@@ -210,7 +251,7 @@ describe('serializeNpy matches numpy byte for byte', () => {
   });
 
   it('writes version 2.0 when the header does not fit a u16 length', () => {
-    const shape = Array(22000).fill(1);  // "1, " x 22000 is more than 65535 characters
+    const shape = Array(22000).fill(1); // "1, " x 22000 is more than 65535 characters
     const arr: NpyArray = { dtype: 'int16', shape, fortranOrder: false, data: new Int16Array([-7]) };
     const bytes = serializeNpy(arr);
     expect(bytes[6]).toBe(2);
@@ -352,7 +393,19 @@ describe('parseNpy rejects malformed files with NpyFormatError', () => {
     ['leading zero', npyFile(dict('<i4', '(02,)'), data8), /shape entry '02'/],
     ['huge shape entry', npyFile(dict('<i4', '(99999999999999999999,)'), data8), /too large/],
     ['element count overflow', npyFile(dict('<i4', '(4294967296, 4294967296)'), data8), /too many elements/],
-    ['zero-size array with data', npyFile(dict('<i4', `(${Array(20).fill(2 ** 53 - 1).join(', ')}, 0)`), data8), /8 trailing bytes/],
+    [
+      'zero-size array with data',
+      npyFile(
+        dict(
+          '<i4',
+          `(${Array(20)
+            .fill(2 ** 53 - 1)
+            .join(', ')}, 0)`,
+        ),
+        data8,
+      ),
+      /8 trailing bytes/,
+    ],
     ['unclosed shape', npyFile("{'descr': '<i4', 'fortran_order': False, 'shape': (2,", data8), /expected a value/],
     ['empty shape entry', npyFile(dict('<i4', '(2,,)'), data8), /expected a value/],
     ['fortran_order 0', npyFile(dict('<i4', '(2,)', '0'), data8), /fortran_order must be True or False, got '0'/],
@@ -388,14 +441,30 @@ describe('parseNpy rejects malformed files with NpyFormatError', () => {
 
 describe('serializeNpy rejects arrays it cannot write', () => {
   const cases: [string, NpyArray, RegExp][] = [
-    ['dtype/data mismatch', { dtype: 'int32', shape: [2], fortranOrder: false, data: new Uint32Array(2) }, /'int32' does not match the data array \(uint32\)/],
+    [
+      'dtype/data mismatch',
+      { dtype: 'int32', shape: [2], fortranOrder: false, data: new Uint32Array(2) },
+      /'int32' does not match the data array \(uint32\)/,
+    ],
     ['bool needs bytes', { dtype: 'bool', shape: [2], fortranOrder: false, data: new Int8Array(2) }, /'bool' does not match/],
-    ['too few elements', { dtype: 'uint8', shape: [2, 3], fortranOrder: false, data: new Uint8Array(5) }, /5 elements but shape \(2, 3\) needs 6/],
+    [
+      'too few elements',
+      { dtype: 'uint8', shape: [2, 3], fortranOrder: false, data: new Uint8Array(5) },
+      /5 elements but shape \(2, 3\) needs 6/,
+    ],
     ['too many elements', { dtype: 'uint8', shape: [], fortranOrder: false, data: new Uint8Array(2) }, /2 elements but shape \(\) needs 1/],
     ['negative dim', { dtype: 'uint8', shape: [-1], fortranOrder: false, data: new Uint8Array(0) }, /shape entry -1/],
     ['fractional dim', { dtype: 'uint8', shape: [1.5], fortranOrder: false, data: new Uint8Array(1) }, /shape entry 1\.5/],
-    ['unknown dtype', { dtype: 'float16' as NpyDtype, shape: [1], fortranOrder: false, data: new Uint16Array(1) }, /unsupported dtype 'float16'/],
-    ['inherited key as dtype', { dtype: 'toString' as NpyDtype, shape: [1], fortranOrder: false, data: new Uint8Array(1) }, /unsupported dtype/],
+    [
+      'unknown dtype',
+      { dtype: 'float16' as NpyDtype, shape: [1], fortranOrder: false, data: new Uint16Array(1) },
+      /unsupported dtype 'float16'/,
+    ],
+    [
+      'inherited key as dtype',
+      { dtype: 'toString' as NpyDtype, shape: [1], fortranOrder: false, data: new Uint8Array(1) },
+      /unsupported dtype/,
+    ],
   ];
   for (const [name, arr, message] of cases) {
     it(name, () => {
@@ -423,7 +492,7 @@ describe('round trips', () => {
       else if (dtype === 'uint64') (out as BigUint64Array)[i] = i === 0 ? 2n ** 64n - 1n : BigInt(i) * 98765432109876n;
       else if (dtype === 'bool') out[i] = i % 3 === 0 ? 1 : 0;
       else if (dtype.startsWith('float')) out[i] = i === 0 ? -0 : i === 1 ? NaN : k / 7 + (i === 2 ? Infinity : 0);
-      else out[i] = i === 0 ? -1 : k * 1001;  // wraps to the type's range
+      else out[i] = i === 0 ? -1 : k * 1001; // wraps to the type's range
     }
     return out;
   }

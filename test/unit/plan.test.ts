@@ -28,16 +28,18 @@ const arbLimits = fc.record({
 
 describe('flatDispatches', () => {
   it('covers 0..total once, each grid within max x max', () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 1, max: 40 }), (total, max) => {
-      let next = 0;
-      for (const d of flatDispatches(total, max)) {
-        expect(d.base).toBe(next);
-        expect(d.x).toBeLessThanOrEqual(max);
-        expect(d.y).toBeLessThanOrEqual(max);
-        next += Math.min(d.x * d.y, total - d.base);
-      }
-      expect(next).toBe(total);
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 1, max: 40 }), (total, max) => {
+        let next = 0;
+        for (const d of flatDispatches(total, max)) {
+          expect(d.base).toBe(next);
+          expect(d.x).toBeLessThanOrEqual(max);
+          expect(d.y).toBeLessThanOrEqual(max);
+          next += Math.min(d.x * d.y, total - d.base);
+        }
+        expect(next).toBe(total);
+      }),
+    );
   });
 });
 
@@ -56,101 +58,117 @@ describe('alignedUnit', () => {
 
 describe('planPack', () => {
   it('packs every (row, k) exactly once, within every limit', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 700 }), fc.boolean(), arbLimits,
-      (outer, depth, kContiguous, l) => {
-        const limits = limitsOf(l.binding, l.wg, l.alignment);
-        const stride = kContiguous ? depth : outer;
-        const src = { bytes: outer * depth, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
-        let plan: ReturnType<typeof planPack>;
-        try {
-          plan = planPack(src, roundUp(src.bytes, 4), outer, depth, format, limits, 'rhs');
-        } catch (e) {
-          expect(e).toBeInstanceOf(LimitExceededError);
-          return;
-        }
-        const rowBytes = roundUp(depth, format.depthAlign);
-        const seen = new Map<number, number>(); // outer -> k values covered
-        for (const d of plan) {
-          expect(d.srcBase % l.alignment).toBe(0);
-          expect(d.srcSize).toBeLessThanOrEqual(l.binding);
-          expect(d.rows * rowBytes).toBeLessThanOrEqual(l.binding);
-          expect(d.x).toBeLessThanOrEqual(l.wg);
-          expect(d.y).toBeLessThanOrEqual(l.wg);
-          for (let w = d.base; w < Math.min(d.base + d.x * d.y, d.rows); w++) {
-            const row = d.outerBase + w;
-            seen.set(row, (seen.get(row) ?? 0) + (d.depthEnd - d.depthBegin));
-            // Every source byte the row needs in this band lies inside the bound range.
-            if (row < outer) {
-              for (const k of [d.depthBegin, d.depthEnd - 1]) {
-                const byte = row * src.outerStride + k * src.depthStride;
-                expect(byte).toBeGreaterThanOrEqual(d.srcBase);
-                expect(byte).toBeLessThan(d.srcBase + d.srcSize);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 300 }),
+        fc.integer({ min: 1, max: 700 }),
+        fc.boolean(),
+        arbLimits,
+        (outer, depth, kContiguous, l) => {
+          const limits = limitsOf(l.binding, l.wg, l.alignment);
+          const stride = kContiguous ? depth : outer;
+          const src = { bytes: outer * depth, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
+          let plan: ReturnType<typeof planPack>;
+          try {
+            plan = planPack(src, roundUp(src.bytes, 4), outer, depth, format, limits, 'rhs');
+          } catch (e) {
+            expect(e).toBeInstanceOf(LimitExceededError);
+            return;
+          }
+          const rowBytes = roundUp(depth, format.depthAlign);
+          const seen = new Map<number, number>(); // outer -> k values covered
+          for (const d of plan) {
+            expect(d.srcBase % l.alignment).toBe(0);
+            expect(d.srcSize).toBeLessThanOrEqual(l.binding);
+            expect(d.rows * rowBytes).toBeLessThanOrEqual(l.binding);
+            expect(d.x).toBeLessThanOrEqual(l.wg);
+            expect(d.y).toBeLessThanOrEqual(l.wg);
+            for (let w = d.base; w < Math.min(d.base + d.x * d.y, d.rows); w++) {
+              const row = d.outerBase + w;
+              seen.set(row, (seen.get(row) ?? 0) + (d.depthEnd - d.depthBegin));
+              // Every source byte the row needs in this band lies inside the bound range.
+              if (row < outer) {
+                for (const k of [d.depthBegin, d.depthEnd - 1]) {
+                  const byte = row * src.outerStride + k * src.depthStride;
+                  expect(byte).toBeGreaterThanOrEqual(d.srcBase);
+                  expect(byte).toBeLessThan(d.srcBase + d.srcSize);
+                }
               }
             }
           }
-        }
-        for (let row = 0; row < outer; row++) expect(seen.get(row)).toBe(depth);
-        expect(seen.has(outer)).toBe(false); // padding rows are never packed
-      },
-    ), { numRuns: 120 });
+          for (let row = 0; row < outer; row++) expect(seen.get(row)).toBe(depth);
+          expect(seen.has(outer)).toBe(false); // padding rows are never packed
+        },
+      ),
+      { numRuns: 120 },
+    );
   });
 });
 
 describe('planGemm', () => {
   it('dispatches every live tile exactly once, bindings within the limit', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 300 }),
-      fc.constantFrom('int32', 'uint8', 'int16') , fc.constantFrom('row-major', 'col-major'), fc.constantFrom([4, 16], [32, 32], [64, 64]), arbLimits,
-      (M, N, K, dstType, dstOrder, [tileM, tileN], l) => {
-        const limits = limitsOf(l.binding, l.wg, l.alignment);
-        const shape = { M, N, K, dstType, dstOrder } as const;
-        let plan: ReturnType<typeof planGemm>;
-        try {
-          plan = planGemm(shape, format, tileM, tileN, limits);
-        } catch (e) {
-          expect(e).toBeInstanceOf(LimitExceededError);
-          return;
-        }
-        const dst = dstLayout(shape);
-        const rowBytes = roundUp(K, format.depthAlign);
-        const tiles = new Set<string>();
-        for (const d of plan) {
-          expect(d.rows * rowBytes).toBeLessThanOrEqual(l.binding);
-          expect(d.cols * rowBytes).toBeLessThanOrEqual(l.binding);
-          expect(d.dstSize).toBeLessThanOrEqual(roundUp(l.binding, 4));
-          expect(d.dstOffset + d.dstSize).toBeLessThanOrEqual(roundUp(dst.bytes, 4));
-          expect(d.x).toBeLessThanOrEqual(l.wg);
-          expect(d.y).toBeLessThanOrEqual(l.wg);
-          const tilesN = d.liveCols / tileN;
-          for (let t = d.base; t < Math.min(d.base + d.x * d.y, tilesN * (d.liveRows / tileM)); t++) {
-            const key = `${d.m0 + Math.floor(t / tilesN) * tileM},${d.n0 + (t % tilesN) * tileN}`;
-            expect(tiles.has(key)).toBe(false);
-            tiles.add(key);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 400 }),
+        fc.integer({ min: 1, max: 400 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.constantFrom('int32', 'uint8', 'int16'),
+        fc.constantFrom('row-major', 'col-major'),
+        fc.constantFrom([4, 16], [32, 32], [64, 64]),
+        arbLimits,
+        (M, N, K, dstType, dstOrder, [tileM, tileN], l) => {
+          const limits = limitsOf(l.binding, l.wg, l.alignment);
+          const shape = { M, N, K, dstType, dstOrder } as const;
+          let plan: ReturnType<typeof planGemm>;
+          try {
+            plan = planGemm(shape, format, tileM, tileN, limits);
+          } catch (e) {
+            expect(e).toBeInstanceOf(LimitExceededError);
+            return;
           }
-        }
-        expect(tiles.size).toBe(Math.ceil(M / tileM) * Math.ceil(N / tileN));
-      },
-    ), { numRuns: 300 });
+          const dst = dstLayout(shape);
+          const rowBytes = roundUp(K, format.depthAlign);
+          const tiles = new Set<string>();
+          for (const d of plan) {
+            expect(d.rows * rowBytes).toBeLessThanOrEqual(l.binding);
+            expect(d.cols * rowBytes).toBeLessThanOrEqual(l.binding);
+            expect(d.dstSize).toBeLessThanOrEqual(roundUp(l.binding, 4));
+            expect(d.dstOffset + d.dstSize).toBeLessThanOrEqual(roundUp(dst.bytes, 4));
+            expect(d.x).toBeLessThanOrEqual(l.wg);
+            expect(d.y).toBeLessThanOrEqual(l.wg);
+            const tilesN = d.liveCols / tileN;
+            for (let t = d.base; t < Math.min(d.base + d.x * d.y, tilesN * (d.liveRows / tileM)); t++) {
+              const key = `${d.m0 + Math.floor(t / tilesN) * tileM},${d.n0 + (t % tilesN) * tileN}`;
+              expect(tiles.has(key)).toBe(false);
+              tiles.add(key);
+            }
+          }
+          expect(tiles.size).toBe(Math.ceil(M / tileM) * Math.ceil(N / tileN));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 
 describe('planElementwise', () => {
   it('covers every output word once, in aligned bands within the limit', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 100000 }), arbLimits, (words, l) => {
-      const limits = limitsOf(l.binding, Math.max(l.wg, 2), l.alignment);
-      let covered = 0;
-      for (const d of planElementwise(words, [16, 16], 64, limits)) {
-        expect((d.wordBegin * 4) % l.alignment).toBe(0);
-        expect(d.words * 4).toBeLessThanOrEqual(l.binding);
-        if (d.base === 0) {
-          expect(d.wordBegin).toBe(covered);
-          covered += d.words;
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 100000 }), arbLimits, (words, l) => {
+        const limits = limitsOf(l.binding, Math.max(l.wg, 2), l.alignment);
+        let covered = 0;
+        for (const d of planElementwise(words, [16, 16], 64, limits)) {
+          expect((d.wordBegin * 4) % l.alignment).toBe(0);
+          expect(d.words * 4).toBeLessThanOrEqual(l.binding);
+          if (d.base === 0) {
+            expect(d.wordBegin).toBe(covered);
+            covered += d.words;
+          }
+          expect(d.x).toBeLessThanOrEqual(Math.max(l.wg, 2));
         }
-        expect(d.x).toBeLessThanOrEqual(Math.max(l.wg, 2));
-      }
-      expect(covered).toBe(words);
-    }));
+        expect(covered).toBe(words);
+      }),
+    );
   });
   it('refuses an input larger than a binding', () => {
     expect(() => planElementwise(10, [1 << 20, 4], 64, limitsOf(4096, 10))).toThrow(LimitExceededError);

@@ -18,7 +18,10 @@ import { quantizeMultiplierBig } from '../oracle/bigint-fixedpoint.ts';
 
 describe('quantizeMultiplier', () => {
   it('gives TFLite quantization_util_test expectations', () => {
-    const q = (x: number) => { const r = quantizeMultiplier(x); return [r.multiplier, r.shift]; };
+    const q = (x: number) => {
+      const r = quantizeMultiplier(x);
+      return [r.multiplier, r.shift];
+    };
     expect(q(0.25)).toEqual([1073741824, -1]);
     expect(q(2)).toEqual([1073741824, 2]);
     expect(q(2 ** -32)).toEqual([1073741824, -31]);
@@ -45,10 +48,16 @@ describe('quantizeMultiplier', () => {
     );
   });
   it('frexp matches the definition', () => {
-    fc.assert(fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => x !== 0), (x) => {
-      const [f, e] = frexp(x);
-      return Math.abs(f) >= 0.5 && Math.abs(f) < 1 && f * 2 * 2 ** (e - 1) === x; // split: 2^1024 overflows
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => x !== 0),
+        (x) => {
+          const [f, e] = frexp(x);
+          return Math.abs(f) >= 0.5 && Math.abs(f) < 1 && f * 2 * 2 ** (e - 1) === x; // split: 2^1024 overflows
+        },
+      ),
+      { numRuns: 5000 },
+    );
   });
   it('checked variants reject reals out of their range', () => {
     expect(quantizeMultiplierSmallerThanOneExp(0.3).shift).toBeLessThanOrEqual(0);
@@ -62,16 +71,19 @@ describe('quantizeMultiplier', () => {
 
 describe('chooseQuantizationParams', () => {
   it('widens the range to include 0 and makes 0.0 exactly representable', () => {
-    fc.assert(fc.property(fc.double({ min: -100, max: 100, noNaN: true }), fc.double({ min: -100, max: 100, noNaN: true }), (a, b) => {
-      const [min, max] = [Math.min(a, b), Math.max(a, b)];
-      const { scale, zeroPoint } = chooseQuantizationParams(min, max, 0, 255);
-      if (Math.min(min, 0) === Math.max(max, 0)) return scale === 0 && zeroPoint === 0;
-      expect(Number.isInteger(zeroPoint) && zeroPoint >= 0 && zeroPoint <= 255).toBe(true);
-      expect(scale).toBeCloseTo((Math.max(max, 0) - Math.min(min, 0)) / 255, 12);
-      // 0.0 quantizes to the zero point and dequantizes back to exactly 0.
-      expect(dequantize(quantize(Float32Array.of(0), { scale, zeroPoint }), { scale, zeroPoint })[0]).toBe(0);
-      return true;
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.double({ min: -100, max: 100, noNaN: true }), fc.double({ min: -100, max: 100, noNaN: true }), (a, b) => {
+        const [min, max] = [Math.min(a, b), Math.max(a, b)];
+        const { scale, zeroPoint } = chooseQuantizationParams(min, max, 0, 255);
+        if (Math.min(min, 0) === Math.max(max, 0)) return scale === 0 && zeroPoint === 0;
+        expect(Number.isInteger(zeroPoint) && zeroPoint >= 0 && zeroPoint <= 255).toBe(true);
+        expect(scale).toBeCloseTo((Math.max(max, 0) - Math.min(min, 0)) / 255, 12);
+        // 0.0 quantizes to the zero point and dequantizes back to exactly 0.
+        expect(dequantize(quantize(Float32Array.of(0), { scale, zeroPoint }), { scale, zeroPoint })[0]).toBe(0);
+        return true;
+      }),
+      { numRuns: 2000 },
+    );
   });
   it('gives the textbook parameters', () => {
     expect(chooseQuantizationParams(-1, 1, 0, 255)).toEqual({ scale: 2 / 255, zeroPoint: 128 }); // 127.5 rounds away

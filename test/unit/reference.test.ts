@@ -19,8 +19,12 @@ function expectSame(p: GemmProblem) {
   if (d) expect.fail(formatMismatch(d, describeProblem(p)));
 }
 
-const u8 = (rows: number, cols: number, values: number[], order: 'row-major' | 'col-major' = 'row-major') =>
-  ({ data: Uint8Array.from(values), rows, cols, order });
+const u8 = (rows: number, cols: number, values: number[], order: 'row-major' | 'col-major' = 'row-major') => ({
+  data: Uint8Array.from(values),
+  rows,
+  cols,
+  order,
+});
 
 describe('gemmlowp golden data', () => {
   // gemmlowp test/test.cc TestWithSmallData: m=4, n=2, k=3; its hand calculation 76 = 1*7 + 3*8 + 5*9
@@ -54,14 +58,23 @@ describe('storage order', () => {
 
 describe('naive reference == offset-trick path', () => {
   it('over the shape sweep and odd rectangles, every type/order/zero point/stage', () => {
-    fc.assert(fc.property(arbProblem(), (p) => expectSame(p)), { numRuns: 300 });
+    fc.assert(
+      fc.property(arbProblem(), (p) => expectSame(p)),
+      { numRuns: 300 },
+    );
   });
   it('for every stage kind on its own, with and without a final cast', () => {
-    const shapes: [number, number, number][] = [[1, 1, 1], [5, 7, 3], [17, 16, 33], [64, 1, 65]];
+    const shapes: [number, number, number][] = [
+      [1, 1, 1],
+      [5, 7, 3],
+      [17, 16, 33],
+      [64, 1, 65],
+    ];
     for (const [M, N, K] of shapes) {
       fc.assert(
         fc.property(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-          expectSame({ ...p, pipeline: cast ? [stage, cast] : [stage] })),
+          expectSame({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
+        ),
         { numRuns: 60 },
       );
     }
@@ -70,7 +83,11 @@ describe('naive reference == offset-trick path', () => {
     const K = 40000; // 40000 * 255 * 255 > 2^31
     const lhs = u8(2, K, new Array(2 * K).fill(255));
     const rhs = u8(K, 3, new Array(3 * K).fill(255), 'col-major');
-    for (const [zL, zR] of [[0, 0], [-2147483648, 5], [2147483647, -2147483648]]) {
+    for (const [zL, zR] of [
+      [0, 0],
+      [-2147483648, 5],
+      [2147483647, -2147483648],
+    ]) {
       expectSame({ lhs, rhs, lhsZeroPoint: zL, rhsZeroPoint: zR });
     }
     expect(referenceGemm({ lhs, rhs }).data[0]).toBe((K * 255 * 255) | 0);
@@ -86,8 +103,13 @@ describe('output stages by hand', () => {
   });
   it('quantizeDownInt32ByFixedPoint and scaleInt32ByFixedPointAndExponent', () => {
     expect(one([{ type: 'quantizeDownInt32ByFixedPoint', multiplier: 1 << 30, shift: 1, offsetAfterShift: 7 }], 100)).toBe(32); // 100/4 + 7
-    const s = (rounding: 'double' | 'single', exponent: number): OutputStage =>
-      ({ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1 << 30, exponent, offsetAfterShift: -1, rounding });
+    const s = (rounding: 'double' | 'single', exponent: number): OutputStage => ({
+      type: 'scaleInt32ByFixedPointAndExponent',
+      multiplier: 1 << 30,
+      exponent,
+      offsetAfterShift: -1,
+      rounding,
+    });
     expect(one([s('double', 2)], 100)).toBe(199);
     expect(one([s('single', -3)], 100)).toBe(5); // 100 / 16 = 6.25 -> 6, - 1
   });
@@ -127,10 +149,35 @@ describe('validation names the field', () => {
     ['rhsZeroPoint', { rhsZeroPoint: 2 ** 31 }],
     ['pipeline[0].values', { pipeline: [{ type: 'bias', axis: 'col', values: new Int32Array(3) }] }],
     ['pipeline[0].shift', { pipeline: [{ type: 'quantizeDownInt32ByFixedPoint', multiplier: 1, shift: 32, offsetAfterShift: 0 }] }],
-    ['pipeline[0].exponent', { pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1, exponent: 31, offsetAfterShift: 0, rounding: 'single' }] }],
-    ['pipeline[0].exponent[1]', { pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1, exponent: Int32Array.of(0, -32), offsetAfterShift: 0, rounding: 'double', axis: 'row' }] }],
+    [
+      'pipeline[0].exponent',
+      { pipeline: [{ type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1, exponent: 31, offsetAfterShift: 0, rounding: 'single' }] },
+    ],
+    [
+      'pipeline[0].exponent[1]',
+      {
+        pipeline: [
+          {
+            type: 'scaleInt32ByFixedPointAndExponent',
+            multiplier: 1,
+            exponent: Int32Array.of(0, -32),
+            offsetAfterShift: 0,
+            rounding: 'double',
+            axis: 'row',
+          },
+        ],
+      },
+    ],
     ['pipeline[0].axis', { pipeline: [{ type: 'quantizeDownInt32ToUint8Scale', offset: Int32Array.of(1, 2), multiplier: 1, shift: 0 }] }],
-    ['pipeline[1]', { pipeline: [{ type: 'saturatingCast', to: 'uint8' }, { type: 'clamp', min: 0, max: 1 }] }],
+    [
+      'pipeline[1]',
+      {
+        pipeline: [
+          { type: 'saturatingCast', to: 'uint8' },
+          { type: 'clamp', min: 0, max: 1 },
+        ],
+      },
+    ],
     ['pipeline[0].type', { pipeline: [{ type: 'relu' }] }],
     ['pipeline[0].min', { pipeline: [{ type: 'clamp', min: 2, max: 1 }] }],
     ['pipeline[0].realAmplitudeAsInt32', { pipeline: [{ type: 'tanh', realZeroAsInt32: 0, realAmplitudeAsInt32: 0 }] }],

@@ -10,11 +10,24 @@ import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel 
 import { normalizeProblem } from '../../src/spec/problem.ts';
 
 const caps = (over: Partial<AdapterCaps> = {}): AdapterCaps => ({
-  vendor: 'test', architecture: 'test', isSoftware: false, dot4: true, subgroups: false, subgroupMinSize: 0, subgroupMaxSize: 0,
-  subgroupMatrix: [], f16: false, timestamps: false,
+  vendor: 'test',
+  architecture: 'test',
+  isSoftware: false,
+  dot4: true,
+  subgroups: false,
+  subgroupMinSize: 0,
+  subgroupMaxSize: 0,
+  subgroupMatrix: [],
+  f16: false,
+  timestamps: false,
   limits: {
-    maxStorageBufferBindingSize: 2 ** 30, maxComputeWorkgroupsPerDimension: 65535, maxBufferSize: 2 ** 32,
-    maxComputeWorkgroupStorageSize: 16384, maxComputeInvocationsPerWorkgroup: 256, minStorageBufferOffsetAlignment: 256, minUniformBufferOffsetAlignment: 256,
+    maxStorageBufferBindingSize: 2 ** 30,
+    maxComputeWorkgroupsPerDimension: 65535,
+    maxBufferSize: 2 ** 32,
+    maxComputeWorkgroupStorageSize: 16384,
+    maxComputeInvocationsPerWorkgroup: 256,
+    minStorageBufferOffsetAlignment: 256,
+    minUniformBufferOffsetAlignment: 256,
   },
   ...over,
 });
@@ -27,7 +40,14 @@ afterEach(() => {
 describe('selectGemmKernel', () => {
   it('picks a kernel every adapter can run, and one that supports the shape', () => {
     for (const c of [caps(), caps({ dot4: false }), caps({ subgroups: true, subgroupMinSize: 32, subgroupMaxSize: 32 })]) {
-      for (const [M, N, K] of [[1, 4096, 4096], [4, 7, 9], [5, 100, 64], [64, 64, 64], [4096, 4096, 4096], [3136, 64, 576]]) {
+      for (const [M, N, K] of [
+        [1, 4096, 4096],
+        [4, 7, 9],
+        [5, 100, 64],
+        [64, 64, 64],
+        [4096, 4096, 4096],
+        [3136, 64, 576],
+      ]) {
         const k = selectGemmKernel(c, shape(M, N, K));
         expect(k.supports(c, shape(M, N, K))).toBe(true);
         if (!c.dot4) expect(k.id).toMatch(/emulated/);
@@ -51,7 +71,8 @@ describe('selectGemmKernel', () => {
   it('an unknown kernel, or one the adapter cannot run, is an InputError naming `kernel`', () => {
     expect(() => selectGemmKernel(caps(), shape(8, 8, 8), { force: 'no-such-kernel' })).toThrow(InputError);
     const native = GPU_KERNELS.find((k) => !k.supports(caps({ dot4: false }), shape(8, 8, 8)));
-    if (native) expect(() => selectGemmKernel(caps({ dot4: false }), shape(8, 8, 8), { force: native.id })).toThrow(/kernel: kernel .* cannot run/);
+    if (native)
+      expect(() => selectGemmKernel(caps({ dot4: false }), shape(8, 8, 8), { force: native.id })).toThrow(/kernel: kernel .* cannot run/);
   });
   it('a CPU kernel forced on the GPU path leaves the choice to the table', () => {
     expect(selectGemmKernel(caps(), shape(8, 8, 8), { force: 'cpu-js' }).backend).toBe('webgpu');

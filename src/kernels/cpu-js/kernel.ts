@@ -36,8 +36,13 @@ export interface PackedCpu {
  * `requant` maps a uint8-domain value and its row-major linear index (lhs m*K + k, rhs k*N + n).
  */
 function packOperand(
-  data: ArrayLike<number>, outer: number, depth: number, kContiguous: boolean, shift: number,
-  linear: (o: number, k: number) => number, requant: ((v: number, i: number) => number) | null,
+  data: ArrayLike<number>,
+  outer: number,
+  depth: number,
+  kContiguous: boolean,
+  shift: number,
+  linear: (o: number, k: number) => number,
+  requant: ((v: number, i: number) => number) | null,
 ): { packed: Int16Array; sums: Int32Array } {
   const packed = new Int16Array(outer * depth);
   if (kContiguous && shift === 0 && !requant) {
@@ -69,7 +74,10 @@ export function packCpu(p: NormalizedProblem): PackedCpu {
   const lhs = packOperand(p.lhs.data, M, K, p.lhs.order === 'row-major', shiftL, (m, k) => m * K + k, requant(bitDepth?.lhs ?? 8));
   const rhs = packOperand(p.rhs.data, N, K, p.rhs.order === 'col-major', shiftR, (n, k) => k * N + n, requant(bitDepth?.rhs ?? 8));
   return {
-    lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums,
+    lhs: lhs.packed,
+    rhs: rhs.packed,
+    rowSums: lhs.sums,
+    colSums: rhs.sums,
     lhsZeroPoint: (m) => (channel(p.lhsZeroPoint, m) + shiftL) | 0,
     rhsZeroPoint: (n) => (channel(p.rhsZeroPoint, n) + shiftR) | 0,
   };
@@ -118,7 +126,8 @@ function rawProducts(lhs: Int16Array, rhs: Int16Array, M: number, N: number, K: 
       let sum = 0;
       let k = 0;
       for (; k + 4 <= K; k += 4) {
-        sum += lhs[a + k] * rhs[b + k] + lhs[a + k + 1] * rhs[b + k + 1] + lhs[a + k + 2] * rhs[b + k + 2] + lhs[a + k + 3] * rhs[b + k + 3];
+        sum +=
+          lhs[a + k] * rhs[b + k] + lhs[a + k + 1] * rhs[b + k + 1] + lhs[a + k + 2] * rhs[b + k + 2] + lhs[a + k + 3] * rhs[b + k + 3];
       }
       for (; k < K; k++) sum += lhs[a + k] * rhs[b + k];
       raw[m * N + n] = sum;

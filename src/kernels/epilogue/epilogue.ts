@@ -22,14 +22,26 @@ export interface EpilogueCall {
 export function epilogueValues(p: NormalizedProblem, stages: EncodedStages, dstStride: number): Record<string, number> {
   const f = unpackFractions(p.bitDepth?.lhs ?? 8, p.bitDepth?.rhs ?? 8);
   return {
-    M: p.M, N: p.N, K: p.K,
-    dstStride, dstType: DST_TYPE_CODE[p.dstType], dstColMajor: p.dstOrder === 'col-major' ? 1 : 0,
-    lhsZeroPoint: stages.lhsZeroPoint, lhsZeroPointOffset: stages.lhsZeroPointOffset,
-    rhsZeroPoint: stages.rhsZeroPoint, rhsZeroPointOffset: stages.rhsZeroPointOffset,
+    M: p.M,
+    N: p.N,
+    K: p.K,
+    dstStride,
+    dstType: DST_TYPE_CODE[p.dstType],
+    dstColMajor: p.dstOrder === 'col-major' ? 1 : 0,
+    lhsZeroPoint: stages.lhsZeroPoint,
+    lhsZeroPointOffset: stages.lhsZeroPointOffset,
+    rhsZeroPoint: stages.rhsZeroPoint,
+    rhsZeroPointOffset: stages.rhsZeroPointOffset,
     stageCount: stages.stageCount,
-    xxIdentity: +f.xx.identity, xxIntQuotient: f.xx.intQuotient, xxScaledRemainingNumerator: f.xx.scaledRemainingNumerator,
-    x1Identity: +f.x1.identity, x1IntQuotient: f.x1.intQuotient, x1ScaledRemainingNumerator: f.x1.scaledRemainingNumerator,
-    onexIdentity: +f.onex.identity, onexIntQuotient: f.onex.intQuotient, onexScaledRemainingNumerator: f.onex.scaledRemainingNumerator,
+    xxIdentity: +f.xx.identity,
+    xxIntQuotient: f.xx.intQuotient,
+    xxScaledRemainingNumerator: f.xx.scaledRemainingNumerator,
+    x1Identity: +f.x1.identity,
+    x1IntQuotient: f.x1.intQuotient,
+    x1ScaledRemainingNumerator: f.x1.scaledRemainingNumerator,
+    onexIdentity: +f.onex.identity,
+    onexIntQuotient: f.onex.intQuotient,
+    onexScaledRemainingNumerator: f.onex.scaledRemainingNumerator,
   };
 }
 
@@ -37,7 +49,13 @@ const layout = () => uniformLayout(epilogueLibrary, 'EpilogueParams');
 
 /** The epilogue's bind group entries for dispatch d, by the names epilogue.wgsl declares. */
 export function epilogueEntries(
-  source: string, call: EpilogueCall, rowSums: GPUBuffer, colSums: GPUBuffer, dst: GPUBuffer, d: GemmDispatch, slab: UniformSlab,
+  source: string,
+  call: EpilogueCall,
+  rowSums: GPUBuffer,
+  colSums: GPUBuffer,
+  dst: GPUBuffer,
+  d: GemmDispatch,
+  slab: UniformSlab,
 ): GPUBindGroupEntry[] {
   return namedEntries(source, {
     epilogue: slab.alloc(layout(), { ...call.values, dstBase: d.dstBase }),

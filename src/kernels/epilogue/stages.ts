@@ -50,8 +50,14 @@ export function encodeStages(p: NormalizedProblem): EncodedStages {
         fields = [KIND.quantizeDownInt32ByFixedPoint, 0, stage.multiplier, stage.shift, stage.offsetAfterShift];
         break;
       case 'scaleInt32ByFixedPointAndExponent':
-        fields = [KIND.scaleInt32ByFixedPointAndExponent, axis, ...param(stage.multiplier), ...param(stage.exponent),
-          stage.offsetAfterShift, stage.rounding === 'single' ? 1 : 0];
+        fields = [
+          KIND.scaleInt32ByFixedPointAndExponent,
+          axis,
+          ...param(stage.multiplier),
+          ...param(stage.exponent),
+          stage.offsetAfterShift,
+          stage.rounding === 'single' ? 1 : 0,
+        ];
         break;
       case 'clamp':
         fields = [KIND.clamp, 0, stage.min, stage.max];
@@ -64,8 +70,19 @@ export function encodeStages(p: NormalizedProblem): EncodedStages {
         break;
       case 'tanh': {
         const t = p.tanh.get(i)!;
-        fields = [KIND.tanh, 0, t.realZero, t.inputCutoffMin, t.inputCutoffMax, t.outputMin, t.outputMax,
-          t.inverseAmplitudeNormalized, t.inverseAmplitudeNegExponent, t.amplitudeNormalized, t.amplitudeExponent];
+        fields = [
+          KIND.tanh,
+          0,
+          t.realZero,
+          t.inputCutoffMin,
+          t.inputCutoffMax,
+          t.outputMin,
+          t.outputMax,
+          t.inverseAmplitudeNormalized,
+          t.inverseAmplitudeNegExponent,
+          t.amplitudeNormalized,
+          t.amplitudeExponent,
+        ];
         break;
       }
     }

@@ -37,7 +37,9 @@ export const sgmatKernel: GpuGemmKernel = {
       caps.subgroupMinSize <= 32 &&
       caps.subgroupMaxSize >= 32 &&
       caps.limits.maxComputeWorkgroupStorageSize >= WORKGROUP_BYTES &&
-      caps.subgroupMatrix.some((c) => c.componentType === 'u8' && c.resultComponentType === 'u32' && c.M === 16 && c.N === 16 && c.K === 32),
+      caps.subgroupMatrix.some(
+        (c) => c.componentType === 'u8' && c.resultComponentType === 'u32' && c.M === 16 && c.N === 16 && c.K === 32,
+      ),
   }),
   needsSelfTest: true,
 };

@@ -29,7 +29,11 @@ export const ROUNDING_CODE: Record<ConcreteRounding, number> = { nearest: 0, 'pr
 /** ElementwiseParams.kind: the kernel's three paths (add and sub share one, as do the aligned ops). */
 export const ELEMENTWISE_KIND_CODE = { add: 0, mul: 1, aligned: 2 } as const;
 
-const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
+const snake = (s: string) =>
+  s
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .toUpperCase();
 
 function consts(prefix: string, table: Record<string, number>, type: 'u32' | 'i32'): string[] {
   return Object.entries(table).map(([name, code]) => `const ${prefix}_${snake(name)}: ${type} = ${code}${type === 'u32' ? 'u' : 'i'};`);
