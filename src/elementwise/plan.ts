@@ -5,7 +5,8 @@
 // turns a problem into a plan of integer parameters; src/reference/elementwise.ts evaluates a plan
 // naively (the normative reference, and the CPU backend), and elementwise.wgsl (run by ./gpu.ts)
 // computes the same bits on WebGPU. Doubles are used only while the integer parameters are prepared,
-// never per element.
+// never per element. (Over ~350 lines because the specification below, written once beside its types,
+// is a third of the file.)
 //
 // Quantization: real = scale · (q − zeroPoint). Both inputs and the output have the same dtype, uint8
 // (0..255) or int8 (−128..127); every zero point lies in that range (TFLite's Prepare ensures this for

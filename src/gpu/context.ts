@@ -6,6 +6,11 @@
 // GpuMatrix out) and packs constant operands once (prepack). Every call runs inside error scopes, one
 // call per device at a time, and a lost device is reported, never ignored: nothing here returns a
 // number it did not verify came from a valid submission.
+//
+// Longer than this project's ~350 lines on purpose: the call path (kernel choice with its self-test,
+// packing, encoding, submission, readback) reads best in one file, and prepack and the self-test share
+// the context's private state (pool, uniform arena, verdicts). The pieces that stand alone live beside
+// it: operands.ts, plan.ts, readback.ts, uniforms.ts, pool.ts.
 
 import { DeviceLostError, InputError, LimitExceededError } from '../errors.ts';
 import { epilogueValues } from '../kernels/epilogue/epilogue.ts';
