@@ -3,33 +3,12 @@
 // and the wide dot4 kernel (128-tiles on 'u8k4-r128') is chosen only where both sides fill two tiles.
 
 import { describe, expect, it } from 'vitest';
-import type { AdapterCaps } from '../../src/gpu/caps.ts';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
 import { formatServes, prepackFormat } from '../../src/pack/formats.ts';
+import { testCaps, testShape } from '../support/caps.ts';
 
-const caps = (over: Partial<AdapterCaps> = {}): AdapterCaps => ({
-  vendor: 'test',
-  architecture: 'test',
-  isSoftware: false,
-  dot4: true,
-  subgroups: false,
-  subgroupMinSize: 0,
-  subgroupMaxSize: 0,
-  subgroupMatrix: [],
-  f16: false,
-  timestamps: false,
-  limits: {
-    maxStorageBufferBindingSize: 2 ** 30,
-    maxComputeWorkgroupsPerDimension: 65535,
-    maxBufferSize: 2 ** 32,
-    maxComputeWorkgroupStorageSize: 16384,
-    maxComputeInvocationsPerWorkgroup: 256,
-    minStorageBufferOffsetAlignment: 256,
-    minUniformBufferOffsetAlignment: 256,
-  },
-  ...over,
-});
-const shape = (M: number, N: number, K: number) => ({ M, N, K, dstType: 'int32' as const, dstOrder: 'row-major' as const });
+const caps = testCaps;
+const shape = (M: number, N: number, K: number) => testShape(M, N, K);
 
 describe('pack formats', () => {
   it('a more padded format serves the kernels of a less padded one, not the reverse', () => {

@@ -4,34 +4,13 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
-import type { AdapterCaps } from '../../src/gpu/caps.ts';
 import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
+import { testCaps, testShape } from '../support/caps.ts';
 
-const caps = (over: Partial<AdapterCaps> = {}): AdapterCaps => ({
-  vendor: 'test',
-  architecture: 'test',
-  isSoftware: false,
-  dot4: true,
-  subgroups: false,
-  subgroupMinSize: 0,
-  subgroupMaxSize: 0,
-  subgroupMatrix: [],
-  f16: false,
-  timestamps: false,
-  limits: {
-    maxStorageBufferBindingSize: 2 ** 30,
-    maxComputeWorkgroupsPerDimension: 65535,
-    maxBufferSize: 2 ** 32,
-    maxComputeWorkgroupStorageSize: 16384,
-    maxComputeInvocationsPerWorkgroup: 256,
-    minStorageBufferOffsetAlignment: 256,
-    minUniformBufferOffsetAlignment: 256,
-  },
-  ...over,
-});
-const shape = (M: number, N: number, K: number) => ({ M, N, K, dstType: 'int32' as const, dstOrder: 'row-major' as const });
+const caps = testCaps;
+const shape = (M: number, N: number, K: number) => testShape(M, N, K);
 
 afterEach(() => {
   delete process.env.QGEMM_KERNEL;

@@ -3,7 +3,6 @@
 // dispatches and workspace within lowered binding and workgroup-count limits.
 
 import { describe, expect, it } from 'vitest';
-import type { PlanLimits } from '../../src/gpu/caps.ts';
 import { PACK_FORMATS } from '../../src/pack/formats.ts';
 import {
   MIN_STEPS_PER_SPLIT,
@@ -15,17 +14,9 @@ import {
   splitKPartition,
   workspaceBytes,
 } from '../../src/kernels/splitk/partition.ts';
+import { testLimits } from '../support/caps.ts';
 
-const limits = (over: Partial<PlanLimits> = {}): PlanLimits => ({
-  maxStorageBufferBindingSize: 2 ** 30,
-  maxComputeWorkgroupsPerDimension: 65535,
-  maxBufferSize: 2 ** 32,
-  maxComputeWorkgroupStorageSize: 16384,
-  maxComputeInvocationsPerWorkgroup: 256,
-  minStorageBufferOffsetAlignment: 256,
-  minUniformBufferOffsetAlignment: 256,
-  ...over,
-});
+const limits = testLimits;
 const shape = (M: number, N: number, K: number, dstOrder: 'row-major' | 'col-major' = 'row-major') => ({
   M,
   N,
