@@ -74,6 +74,51 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
         { numRuns: 6 },
       );
     });
+    // The output stage runs four columns per SIMD vector, and a vector's lanes have their own exponents
+    // (stages.ts exponentConstants): every edge value meets every exponent and the INT32_MIN multiplier
+    // in every lane position, on an odd width (a tail of three), per column and per row.
+    it('output stages on the int32 edges, exponents -31..31 mixed within vectors', async () => {
+      const edges = [
+        -2147483648, -2147483647, -1073741825, -1073741824, -65537, -2, -1, 0, 1, 2, 3, 65535, 1073741824, 2147483646, 2147483647,
+      ];
+      const N = 63 * 4 + 3;
+      const bias = Int32Array.from({ length: N }, (_, n) => edges[n % edges.length]);
+      const exponent = Int32Array.from({ length: N }, (_, n) => ((n * 11) % 63) - 31);
+      const multiplier = Int32Array.from({ length: N }, (_, n) => [-2147483648, 2147483647, 1073741824, 1518500250, -3, 0, 1][n % 7]);
+      const lhs = u8(3, 1, 0);
+      const rhs = u8(1, N, 0);
+      for (const rounding of ['double', 'single'] as const) {
+        const e = rounding === 'single' ? exponent.map((v) => Math.min(v, 30)) : exponent;
+        await expectSame({
+          lhs,
+          rhs,
+          pipeline: [
+            { type: 'bias', axis: 'col', values: bias },
+            { type: 'scaleInt32ByFixedPointAndExponent', multiplier, exponent: e, offsetAfterShift: -7, rounding, axis: 'col' },
+          ],
+        });
+        await expectSame({
+          lhs: u8(N, 1, 0),
+          rhs: u8(1, 5, 0),
+          pipeline: [
+            { type: 'bias', axis: 'row', values: bias },
+            { type: 'scaleInt32ByFixedPointAndExponent', multiplier, exponent: e, offsetAfterShift: 3, rounding, axis: 'row' },
+            { type: 'saturatingCast', to: 'int16' },
+          ],
+        });
+      }
+      for (const shift of [0, 1, 17, 31])
+        await expectSame({
+          lhs,
+          rhs,
+          pipeline: [
+            { type: 'bias', axis: 'col', values: bias },
+            { type: 'quantizeDownInt32ByFixedPoint', multiplier: -2147483648, shift, offsetAfterShift: 5 },
+            { type: 'quantizeDownInt32ToUint8Scale', offset: bias, multiplier, shift, axis: 'col' },
+            { type: 'saturatingCast', to: 'int8' },
+          ],
+        });
+    });
   });
 });
 

@@ -3,11 +3,13 @@
 // expansion (with the less-than-8-bit RoundingMultiplyByConstantFraction terms of src/quant/lowbit.ts),
 // the output program (the stages of src/types.ts encoded by stages.ts: bias, both quantize-down stages,
 // scaleInt32ByFixedPointAndExponent with double or single rounding, clamp, the casts), and the store to
-// dst in its order and dtype. The fixed-point functions are src/quant/fixedpoint.ts with native 64-bit
-// products, inlined; tanh is not here (the runtime finishes a pipeline from its first tanh in JavaScript).
+// dst in its order and dtype. The stages run on four columns per SIMD vector: the fixed-point functions
+// of src/quant/fixedpoint.ts with 64-bit lane products, each lane with its own exponent (single rounding,
+// which shifts a 64-bit product by a per-lane count, runs one element at a time). tanh is not here (the
+// runtime finishes a pipeline from its first tanh in JavaScript).
 
 import { ctx } from './gen-gemm.ts';
-import { OP, STAGE_WORDS } from './layout.ts';
+import { OP, STAGE_MODE, STAGE_WORDS } from './layout.ts';
 
 const g = (n: string) => `(local.get $${n})`;
 const s = (n: string, v: string) => `(local.set $${n} ${v})`;
@@ -16,42 +18,61 @@ const add = (a: string, b: string) => `(i32.add ${a} ${b})`;
 const mul = (a: string, b: string) => `(i32.mul ${a} ${b})`;
 const word = (i: number) => `(i32.load offset=${4 * i} ${g('pp')})`;
 
-// The fixed-point functions of src/quant/fixedpoint.ts as inline WAT expressions (V8 does not inline
-// small WebAssembly calls everywhere, and a call per function per element cost more than the GEMM).
-// Each reads and writes the locals it names; `x`, `m`, `e`, `t`, `u` are i32 scratch, `p` is i64.
+// The fixed-point functions of src/quant/fixedpoint.ts on four int32 lanes, as inline WAT expressions
+// (V8 does not inline small WebAssembly calls everywhere, and a call per element cost more than the
+// GEMM). Arguments are v128 expressions, each used once unless it is a local.
 const MIN = i32(-2147483648);
 const MAX = i32(2147483647);
-/** SaturatingRoundingDoublingHighMul(x, m) of locals x, m. */
-const srdhm = (x: string, m: string) => `(block (result i32)
-      ${s('p', `(i64.mul (i64.extend_i32_s ${g(x)}) (i64.extend_i32_s ${g(m)}))`)}
-      ${s('p', `(i64.add ${g('p')} (select (i64.const 1073741824) (i64.const -1073741823) (i64.ge_s ${g('p')} (i64.const 0))))`)}
-      ${s('p', `(select (i64.add ${g('p')} (i64.const 2147483647)) ${g('p')} (i64.lt_s ${g('p')} (i64.const 0)))`)}
-      (select ${MAX} (i32.wrap_i64 (i64.shr_s ${g('p')} (i64.const 31))) (i32.and (i32.eq ${g(x)} ${MIN}) (i32.eq ${g(m)} ${MIN}))))`;
-/** RoundingDivideByPOT(v, e) of locals v, e (e in 0..31); uses t. */
-const rdbp = (v: string, e: string) => `(block (result i32)
-      ${s('t', `(i32.sub (i32.shl ${i32(1)} ${g(e)}) ${i32(1)})`)}
-      (i32.add (i32.shr_s ${g(v)} ${g(e)})
-        (i32.gt_s (i32.and ${g(v)} ${g('t')}) (i32.add (i32.shr_s ${g('t')} ${i32(1)}) (i32.lt_s ${g(v)} ${i32(0)})))))`;
-/** x * 2^e saturated (e in 0..31; e = 0 needs no case: the threshold is then INT32_MAX); uses t. */
-const sls = (x: string, e: string) => `(block (result i32)
-      ${s('t', `(i32.sub (i32.shl ${i32(1)} (i32.sub ${i32(31)} ${g(e)})) ${i32(1)})`)}
-      (select ${MAX} (select ${MIN} (i32.shl ${g(x)} ${g(e)}) (i32.lt_s ${g(x)} (i32.sub ${i32(0)} ${g('t')}))) (i32.gt_s ${g(x)} ${g('t')})))`;
-/** MultiplyByQuantizedMultiplier, double rounding, of locals x, mm and exponent e; leaves the result in x. */
-const mbqmDouble = (e: string) => `
-      ${s('u', `(select ${g(e)} ${i32(0)} (i32.gt_s ${g(e)} ${i32(0)}))`)}
-      ${s('x', sls('x', 'u'))}
-      ${s('x', srdhm('x', 'mm'))}
-      ${s('u', `(select ${i32(0)} (i32.sub ${i32(0)} ${g(e)}) (i32.gt_s ${g(e)} ${i32(0)}))`)}
-      ${s('x', rdbp('x', 'u'))}`;
-/** MultiplyByQuantizedMultiplier, single rounding (e in -31..30), of locals x, mm and exponent e; result in x. */
-const mbqmSingle = (e: string) => `
+const splat = (v: string) => `(i32x4.splat ${v})`;
+const v = (op: string, ...args: string[]) => `(${op} ${args.join(' ')})`;
+/**
+ * Bits 31..62 of each 64-bit lane of a and b, as [a0, a1, b0, b1]: the low word of the lane shifted right
+ * by 31, where an arithmetic and a logical shift agree (x64 has only the logical one for 64-bit lanes).
+ */
+const high31 = (a: string, b: string) =>
+  `(i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (i64x2.shr_u ${a} ${i32(31)}) (i64x2.shr_u ${b} ${i32(31)}))`;
+/** floor(x * y / 2^31) per lane of the locals x, y (64-bit products). */
+const mulShr31 = (x: string, y: string) => high31(v('i64x2.extmul_low_i32x4_s', g(x), g(y)), v('i64x2.extmul_high_i32x4_s', g(x), g(y)));
+/**
+ * SaturatingRoundingDoublingHighMul of the locals x, m: the nudged truncating division of the source is
+ * floor((x*m + 2^30) / 2^31), which overflows only for x = m = INT32_MIN (then INT32_MAX).
+ */
+const vSrdhm = (x: string, m: string) => `(v128.bitselect ${splat(MAX)}
+      ${high31(
+        v('i64x2.add', v('i64x2.extmul_low_i32x4_s', g(x), g(m)), '(v128.const i64x2 1073741824 1073741824)'),
+        v('i64x2.add', v('i64x2.extmul_high_i32x4_s', g(x), g(m)), '(v128.const i64x2 1073741824 1073741824)'),
+      )}
+      (v128.and (i32x4.eq ${g(x)} ${splat(MIN)}) (i32x4.eq ${g(m)} ${splat(MIN)})))`;
+/**
+ * RoundingDivideByPOT of the local x given its quotient `floor` (x >> exponent) and the local `mask`
+ * (2^exponent - 1): plus one where the remainder exceeds mask >> 1, plus one for negative x.
+ */
+const vRound = (x: string, floor: string, mask: string) =>
+  `(i32x4.sub ${floor} (i32x4.gt_s (v128.and ${g(x)} ${g(mask)}) (i32x4.sub (i32x4.shr_s ${g(mask)} ${i32(1)}) (i32x4.shr_s ${g(x)} ${i32(31)}))))`;
+/** RoundingDivideByPOT of the local x by the i32 local e, the same for every lane; uses the v128 local `t`. */
+const vRdbpUniform = (x: string, e: string) =>
+  `(block (result v128) ${s('t', splat(`(i32.sub (i32.shl ${i32(1)} ${g(e)}) ${i32(1)})`))} ${vRound(x, `(i32x4.shr_s ${g(x)} ${g(e)})`, 't')})`;
+/**
+ * MultiplyByQuantizedMultiplier, double rounding, of the local x by the lanes' multipliers mm and the
+ * constants of their exponents (stages.ts exponentConstants: pow, sat, mask, mul); leaves it in x.
+ */
+const vMbqmDouble = (mm: string, pow: string, sat: string, mask: string, mul: string) => `
+      ${s(
+        'x',
+        `(v128.bitselect ${splat(MAX)} (v128.bitselect ${splat(MIN)} (i32x4.mul ${g('x')} ${g(pow)}) (i32x4.lt_s ${g('x')} (i32x4.neg ${g(sat)})))
+        (i32x4.gt_s ${g('x')} ${g(sat)}))`,
+      )}
+      ${s('x', vSrdhm('x', mm))}
+      ${s('x', vRound('x', `(v128.bitselect ${g('x')} ${mulShr31('x', mul)} (i32x4.eq ${g(mask)} (v128.const i32x4 0 0 0 0)))`, mask))}`;
+/** MultiplyByQuantizedMultiplier, single rounding (e in -31..30), of the i32 locals x, mm, e; result in x, uses u and p. */
+const mbqmSingle = (x: string, mm: string, e: string) => `
       ${s('u', `(i32.sub ${i32(31)} ${g(e)})`)}
       ${s(
         'p',
-        `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s ${g('x')}) (i64.extend_i32_s ${g('mm')}))
+        `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s ${g(x)}) (i64.extend_i32_s ${g(mm)}))
         (i64.shl (i64.const 1) (i64.extend_i32_u (i32.sub ${g('u')} ${i32(1)})))) (i64.extend_i32_u ${g('u')}))`,
       )}
-      ${s('x', `(select ${MAX} (select ${MIN} (i32.wrap_i64 ${g('p')}) (i64.lt_s ${g('p')} (i64.const -2147483648))) (i64.gt_s ${g('p')} (i64.const 2147483647)))`)}`;
+      ${s(x, `(select ${MAX} (select ${MIN} (i32.wrap_i64 ${g('p')}) (i64.lt_s ${g('p')} (i64.const -2147483648))) (i64.gt_s ${g('p')} (i64.const 2147483647)))`)}`;
 
 const FIXED_POINT = `
   (func $rmbcf (param $x i32) (param $q i32) (param $r i32) (result i32) (local $p i64)
@@ -99,56 +120,96 @@ const FOUR_TERM = `
       ${s('n', add(g('n'), i32(1)))}
       (br_if $S (i32.lt_u ${g('n')} ${g('n1')}))))`;
 
-/** One stage's loop over the row: x is the element, pa/pc walk the stage's per-channel operands. */
-const stageLoop = (body: string) => `
+/**
+ * One stage over the row [n0, n1) rounded up to whole vectors of four (C rows and per-channel vectors
+ * are padded to Np): x holds four elements, `operands` are the stage's words (a, b, ...) that point to
+ * per-channel vectors, and `body` sees each operand as a v128 local o0, o1, ... Column vectors are read
+ * four channels at a time; a row's or a scalar operand is splatted once before the loop.
+ */
+function stageLoop(operands: number[], body: string): string {
+  const o = operands.map((_, i) => `o${i}`);
+  const pointer = (i: number) => add(word(operands[i]), g('off'));
+  const loop = (load: string) => `
         (loop $E
-          ${s('x', `(i32.load ${g('q')})`)}
+          ${load}
+          ${s('x', `(v128.load ${g('q')})`)}
           ${body}
-          (i32.store ${g('q')} ${g('x')})
-          ${s('q', add(g('q'), i32(4)))} ${s('pa', add(g('pa'), g('ia')))} ${s('pc', add(g('pc'), g('ic')))}
+          (v128.store ${g('q')} ${g('x')})
+          ${s('q', add(g('q'), i32(16)))} ${s('c', add(g('c'), i32(16)))}
           (br_if $E (i32.lt_u ${g('q')} ${g('end')})))`;
+  if (operands.length === 0) return loop('');
+  return `
+        (if (i32.eq ${g('mode')} ${i32(STAGE_MODE.col)})
+          (then ${loop(o.map((n, i) => s(n, `(v128.load ${add(pointer(i), g('c'))})`)).join(' '))})
+          (else ${o.map((n, i) => s(n, `(v128.load32_splat ${pointer(i)})`)).join(' ')} ${loop('')}))`;
+}
 
-/** Per-channel operand (ptr word w, stride word w+1): its address at (m, n0) and its step along n. */
-const channel = (p: string, inc: string, w: number) => `
-        ${s(p, add(word(w), mul(`(select ${g('n0')} ${g('m')} ${g('col')})`, word(w + 1))))}
-        ${s(inc, `(select ${word(w + 1)} ${i32(0)} ${g('col')})`)}`;
+/** The same with i32 x, one element at a time (single rounding needs 64-bit shifts by a per-lane count). */
+function scalarLoop(operands: number[], body: string): string {
+  const pointer = (i: number) =>
+    add(add(word(operands[i]), g('off')), `(select ${g('c')} ${i32(0)} (i32.eq ${g('mode')} ${i32(STAGE_MODE.col)}))`);
+  return `
+        (loop $E
+          ${operands.map((_, i) => s(`s${i}`, `(i32.load ${pointer(i)})`)).join(' ')}
+          ${s('xs', `(i32.load ${g('q')})`)}
+          ${body}
+          (i32.store ${g('q')} ${g('xs')})
+          ${s('q', add(g('q'), i32(4)))} ${s('c', add(g('c'), i32(4)))}
+          (br_if $E (i32.lt_u ${g('q')} ${g('end')})))`;
+}
 
 const STAGES = `
   (func $stages (param $m i32) (param $row i32) (param $n0 i32) (param $n1 i32)
-    (local $i i32) (local $pp i32) (local $op i32) (local $col i32) (local $q i32) (local $end i32) (local $x i32)
-    (local $pa i32) (local $ia i32) (local $pc i32) (local $ic i32) (local $e i32) (local $m2 i32) (local $e2 i32)
-    (local $t i32) (local $u i32) (local $k i32) (local $p i64) (local $mm i32)
-    ${s('end', add(g('row'), `(i32.shl ${g('n1')} ${i32(2)})`))}
+    (local $i i32) (local $pp i32) (local $op i32) (local $mode i32) (local $off i32) (local $q i32) (local $end i32)
+    (local $c i32) (local $e i32) (local $e2 i32) (local $k i32) (local $u i32) (local $p i64)
+    (local $xs i32) (local $s0 i32) (local $s1 i32)
+    (local $x v128) (local $t v128) (local $m2 v128) (local $o0 v128) (local $o1 v128) (local $o2 v128) (local $o3 v128) (local $o4 v128)
     (block $done (loop $S
       (br_if $done (i32.ge_u ${g('i')} ${ctx('stages')}))
       ${s('pp', add(ctx('program'), mul(g('i'), i32(4 * STAGE_WORDS))))}
-      ${s('op', word(0))} ${s('col', word(1))}
-      ${s('q', add(g('row'), `(i32.shl ${g('n0')} ${i32(2)})`))}
-      ${s('pa', i32(0))} ${s('ia', i32(0))} ${s('pc', i32(0))} ${s('ic', i32(0))}
-      (if (i32.eq ${g('op')} ${i32(OP.bias)}) (then ${channel('pa', 'ia', 2)}
-        ${stageLoop(s('x', add(g('x'), `(i32.load ${g('pa')})`)))}))
-      (if (i32.eq ${g('op')} ${i32(OP.scaleToUint8)}) (then ${channel('pa', 'ia', 2)} ${channel('pc', 'ic', 4)} ${s('e', word(6))}
-        ${stageLoop(`${s('x', `(i32.mul (i32.add ${g('x')} (i32.load ${g('pa')})) (i32.load ${g('pc')}))`)} ${s('x', rdbp('x', 'e'))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.fixedPoint)}) (then ${s('m2', word(2))} ${s('e2', word(3))} ${s('k', word(4))}
-        ${stageLoop(`${s('x', srdhm('x', 'm2'))} ${s('x', rdbp('x', 'e2'))} ${s('x', add(g('x'), g('k')))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.exponentDouble)}) (then ${channel('pa', 'ia', 2)} ${channel('pc', 'ic', 4)} ${s('e', word(6))}
-        ${stageLoop(`${s('mm', `(i32.load ${g('pa')})`)} ${s('e2', `(i32.load ${g('pc')})`)} ${mbqmDouble('e2')} ${s('x', add(g('x'), g('e')))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.exponentSingle)}) (then ${channel('pa', 'ia', 2)} ${channel('pc', 'ic', 4)} ${s('e', word(6))}
-        ${stageLoop(`${s('mm', `(i32.load ${g('pa')})`)} ${s('e2', `(i32.load ${g('pc')})`)} ${mbqmSingle('e2')} ${s('x', add(g('x'), g('e')))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.clamp)}) (then ${s('e', word(3))}
-        ${stageLoop(`${s('x', `(select ${g('x')} ${word(2)} (i32.gt_s ${g('x')} ${word(2)}))`)} ${s('x', `(select ${g('x')} ${g('e')} (i32.lt_s ${g('x')} ${g('e')}))`)}`)}))
+      ${s('op', word(0))} ${s('mode', word(1))}
+      ;; operand address of (m, n0), then c walks the columns in bytes
+      ${s('off', `(i32.shl (select ${g('n0')} (select ${g('m')} ${i32(0)} (i32.eq ${g('mode')} ${i32(STAGE_MODE.row)})) (i32.eq ${g('mode')} ${i32(STAGE_MODE.col)})) ${i32(2)})`)}
+      ${s('q', add(g('row'), `(i32.shl ${g('n0')} ${i32(2)})`))} ${s('c', i32(0))}
+      ${s('end', add(g('row'), `(i32.shl (i32.and (i32.add ${g('n1')} ${i32(3)}) ${i32(-4)}) ${i32(2)})`))}
+      (if (i32.eq ${g('op')} ${i32(OP.bias)}) (then
+        ${stageLoop([2], s('x', `(i32x4.add ${g('x')} ${g('o0')})`))}))
+      (if (i32.eq ${g('op')} ${i32(OP.scaleToUint8)}) (then ${s('e', word(4))}
+        ${stageLoop([2, 3], `${s('x', `(i32x4.mul (i32x4.add ${g('x')} ${g('o0')}) ${g('o1')})`)} ${s('x', vRdbpUniform('x', 'e'))}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.fixedPoint)}) (then ${s('m2', splat(word(2)))} ${s('e2', word(3))} ${s('k', word(4))}
+        ${stageLoop([], `${s('x', vSrdhm('x', 'm2'))} ${s('x', vRdbpUniform('x', 'e2'))} ${s('x', `(i32x4.add ${g('x')} ${splat(g('k'))})`)}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.exponentDouble)}) (then ${s('k', word(7))}
+        ${stageLoop([2, 3, 4, 5, 6], `${vMbqmDouble('o0', 'o1', 'o2', 'o3', 'o4')} ${s('x', `(i32x4.add ${g('x')} ${splat(g('k'))})`)}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.exponentSingle)}) (then ${s('k', word(4))}
+        ${scalarLoop([2, 3], `${mbqmSingle('xs', 's0', 's1')} ${s('xs', add(g('xs'), g('k')))}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.clamp)}) (then
+        ${stageLoop([], s('x', `(i32x4.min_s (i32x4.max_s ${g('x')} ${splat(word(2))}) ${splat(word(3))})`))}))
       (if (i32.eq ${g('op')} ${i32(OP.truncate)}) (then
-        ${stageLoop(s('x', `(i32.and ${g('x')} ${i32(255)})`))}))
+        ${stageLoop([], s('x', `(v128.and ${g('x')} ${splat(i32(255))})`))}))
       ${s('i', add(g('i'), i32(1)))}
       (br $S))))`;
 
+/**
+ * The store to dst: a row-major dst takes four elements at once, their low 1, 2 or 4 bytes (the same
+ * truncation as a scalar store8/store16), the rest one at a time.
+ */
 const STORE = `
   (func $store (param $m i32) (param $row i32) (param $n0 i32) (param $n1 i32)
-    (local $size i32) (local $d i32) (local $inc i32) (local $q i32) (local $end i32)
+    (local $size i32) (local $d i32) (local $inc i32) (local $q i32) (local $end i32) (local $x v128)
     ${s('size', ctx('dstSize'))}
     ${s('d', add(ctx('dst'), mul(add(mul(g('m'), ctx('dstSm')), mul(g('n0'), ctx('dstSn'))), g('size'))))}
     ${s('inc', mul(ctx('dstSn'), g('size')))}
     ${s('q', add(g('row'), `(i32.shl ${g('n0')} ${i32(2)})`))} ${s('end', add(g('row'), `(i32.shl ${g('n1')} ${i32(2)})`))}
+    (if (i32.eq ${ctx('dstSn')} ${i32(1)}) (then
+      (block $B (loop $V
+        (br_if $B (i32.gt_u (i32.add ${g('q')} ${i32(16)}) ${g('end')}))
+        ${s('x', `(v128.load ${g('q')})`)}
+        (if (i32.eq ${g('size')} ${i32(1)}) (then (v128.store32_lane 0 ${g('d')} (i8x16.shuffle 0 4 8 12 0 0 0 0 0 0 0 0 0 0 0 0 ${g('x')} ${g('x')}))))
+        (if (i32.eq ${g('size')} ${i32(2)}) (then (v128.store64_lane 0 ${g('d')} (i8x16.shuffle 0 1 4 5 8 9 12 13 0 0 0 0 0 0 0 0 ${g('x')} ${g('x')}))))
+        (if (i32.eq ${g('size')} ${i32(4)}) (then (v128.store ${g('d')} ${g('x')})))
+        ${s('d', add(g('d'), `(i32.shl ${g('size')} ${i32(2)})`))} ${s('q', add(g('q'), i32(16)))}
+        (br $V)))))
+    (if (i32.ge_u ${g('q')} ${g('end')}) (then (return)))
     ${[
       [1, 'i32.store8'],
       [2, 'i32.store16'],
