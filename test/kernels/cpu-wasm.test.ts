@@ -74,6 +74,29 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
         { numRuns: 6 },
       );
     });
+    // Few lhs rows and a row-major rhs take the direct variant (gen-direct.ts: 1x32, 2x16 and 4x8
+    // micro-kernels, lhs - zL in 16 bits); lhs zero points past its 16-bit bound take the packed path.
+    it('the direct variant: each micro-kernel shape, both rhs types, zero points at the 16-bit bound', async () => {
+      let seed = 7;
+      const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
+      for (const M of [1, 2, 3, 4, 5, 8, 9])
+        for (const [N, K] of [
+          [1, 1],
+          [33, 7],
+          [70, 64],
+          [31, 129],
+        ])
+          for (const signed of [false, true])
+            for (const zL of [0, 127, -32512, 32512, 32513]) {
+              const data = (n: number) => (signed ? Int8Array.from({ length: n }, next) : Uint8Array.from({ length: n }, next));
+              await expectSame({
+                lhs: { data: data(M * K), rows: M, cols: K, order: M % 2 ? 'row-major' : 'col-major' },
+                rhs: { data: data(K * N), rows: K, cols: N, order: 'row-major' },
+                lhsZeroPoint: M > 4 ? Int32Array.from({ length: M }, (_, m) => (m % 2 ? zL : -zL)) : zL,
+                rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => n - 9),
+              });
+            }
+    });
     // The output stage runs four columns per SIMD vector, and a vector's lanes have their own exponents
     // (stages.ts exponentConstants): every edge value meets every exponent and the INT32_MIN multiplier
     // in every lane position, on an odd width (a tail of three), per column and per row.

@@ -104,8 +104,10 @@ async function probeRelaxed(exports: WasmExports): Promise<RelaxedMode | null> {
 
 /** Checks the relaxed kernel against the 16-bit one on this engine (run.ts); true when bit-exact. */
 export type SelfCheck = (e: WasmEngine, mode: RelaxedMode) => Promise<boolean>;
+/** Runs the fastest kernel of this engine until the engine has optimized it (run.ts). */
+export type WarmUp = (e: WasmEngine) => Promise<void>;
 
-async function create(selfCheck: SelfCheck): Promise<WasmEngine | null> {
+async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine | null> {
   const plain: Variant = { relaxed: false, shared: false };
   if (!WebAssembly.validate(bytesOf(plain))) return null; // no WebAssembly SIMD
   const shared = sharedMemoryAllowed();
@@ -136,10 +138,11 @@ async function create(selfCheck: SelfCheck): Promise<WasmEngine | null> {
         : 'self-check against the 16-bit kernel failed';
     }
   }
+  await warmUp(e);
   return e;
 }
 
 /** The engine, or null where WebAssembly SIMD is missing. */
-export function wasmEngine(selfCheck: SelfCheck): Promise<WasmEngine | null> {
-  return (engine ??= create(selfCheck));
+export function wasmEngine(selfCheck: SelfCheck, warmUp: WarmUp = async () => undefined): Promise<WasmEngine | null> {
+  return (engine ??= create(selfCheck, warmUp));
 }

@@ -8,6 +8,7 @@
 // the engine has relaxed SIMD); `shared` imports a shared memory (for worker threads) rather than a
 // plain one (a plain page cannot make a shared memory without cross-origin isolation).
 
+import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
@@ -18,6 +19,7 @@ export function moduleText(v: Variant): string {
   return `(module
   (import "env" "memory" (memory ${1} ${MAX_PAGES}${v.shared ? ' shared' : ''}))
 ${gemmFunctions('i16')}
+${directFunctions()}
 ${v.relaxed ? gemmFunctions('relaxed') : ''}
 ${v.relaxed ? PROBE : ''}
 ${OUTPUT_FUNCTIONS})

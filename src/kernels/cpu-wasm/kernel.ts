@@ -10,14 +10,14 @@ import type { GemmResult } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel } from '../types.ts';
 import { configureWasm, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
 import type { WasmKernelKind } from './layout.ts';
-import { runOnEngine, selfCheck, wasmBytesNeeded, wasmRunStats } from './run.ts';
+import { runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats } from './run.ts';
 
 export { configureWasm, wasmRunStats, type WasmOptions };
 
 /** Problems larger than this (in linear-memory bytes) stay with the JavaScript kernel. */
 const MAX_BYTES = 2 ** 31;
 
-const engine = () => wasmEngine(selfCheck);
+const engine = () => wasmEngine(selfCheck, (e) => warmUp(e, e.relaxed ? 'relaxed' : 'i16'));
 let queue: Promise<unknown> = Promise.resolve();
 
 function serialized<T>(job: () => Promise<T>): Promise<T> {

@@ -83,3 +83,15 @@ export const KERNELS = {
   relaxed: { mr: 6, kstep: 4, elem: 1 },
 } as const;
 export type WasmKernelKind = keyof typeof KERNELS;
+
+/**
+ * The shapes of the direct variant of the 16-bit kernel (gen-direct.ts), rows x columns of C per
+ * micro-kernel, eight int32x4 accumulators each; the runtime takes the first whose rows cover M (or
+ * the last). Its C rows are padded to a multiple of DIRECT_NP_ALIGN columns.
+ */
+export const DIRECT = [
+  { mr: 1, nc: 32 },
+  { mr: 2, nc: 16 },
+  { mr: 4, nc: 8 },
+] as const;
+export const DIRECT_NP_ALIGN = 32;

@@ -1,20 +1,19 @@
 // The thread pool of the WebAssembly CPU kernels: workers that share the module and its shared memory
-// and run, per call, one list of exported calls each (a thread's pack ranges, then its gemm + output
-// ranges: pack -> gemm -> output), while the calling thread runs its own list. Node: worker_threads
-// (unref'd while idle, so a pool never keeps a process alive). Browsers: Web Workers from a Blob URL,
-// only where a shared memory exists (a cross-origin isolated page). Created once per engine, grown on
-// demand, never shrunk.
+// and run, per GEMM, one job each (a thread's pack ranges, a barrier, then its gemm + output ranges:
+// pack -> gemm -> output) while the calling thread runs its own. A job is handed over through a small
+// shared control block and futexes (Atomics.wait / notify), with no message per call: a worker sleeps
+// in Atomics.wait on the job counter, the caller writes every thread's calls into the block and bumps
+// the counter, and each thread counts itself done. Node: worker_threads (unref'd, so a pool never keeps a
+// process alive). Browsers: Web Workers from a Blob URL, only where a shared memory exists (a
+// cross-origin isolated page); there the calling thread may not block, so it spins on its short waits.
+// Created once per engine, grown on demand, never shrunk.
 
+import { BARRIER_CALL, CONTROL, runJob, type Call } from './job.ts';
 import { WORKER_SOURCE } from './worker-source.ts';
 
-/** An exported function name and its i32 arguments. */
-export type Call = [name: string, ...args: number[]];
-
 interface Port {
-  post(message: unknown): void;
   onMessage(handler: (message: { type: string; message?: string }) => void): void;
-  ref(): void;
-  unref(): void;
+  post(message: unknown): void;
   terminate(): void;
 }
 
@@ -41,13 +40,12 @@ async function spawn(): Promise<Port> {
     const w = new Worker(WORKER_SOURCE, { eval: true });
     w.unref();
     return {
-      post: (m) => w.postMessage(m),
       onMessage: (h) => {
         w.on('message', h);
         w.on('error', (e) => h({ type: 'error', message: String(e) }));
+        w.on('exit', (code) => h({ type: 'error', message: `exited with code ${code}` }));
       },
-      ref: () => w.ref(),
-      unref: () => w.unref(),
+      post: (m) => w.postMessage(m),
       terminate: () => void w.terminate(),
     };
   }
@@ -55,82 +53,112 @@ async function spawn(): Promise<Port> {
   const w = new Worker(url);
   URL.revokeObjectURL(url);
   return {
-    post: (m) => w.postMessage(m),
     onMessage: (h) => {
       w.onmessage = (e) => h(e.data);
       w.onerror = (e) => h({ type: 'error', message: String(e.message) });
     },
-    ref: () => undefined,
-    unref: () => undefined,
+    post: (m) => w.postMessage(m),
     terminate: () => w.terminate(),
   };
 }
 
-class PoolWorker {
-  private pending: { resolve: () => void; reject: (e: Error) => void } | null = null;
-  private constructor(private readonly port: Port) {
-    port.onMessage((m) => {
-      const p = this.pending;
-      this.pending = null;
-      this.port.unref();
-      if (!p) return;
-      if (m.type === 'error') p.reject(new Error(`qgemm wasm worker: ${m.message}`));
-      else p.resolve();
-    });
-  }
-
-  static async start(module: WebAssembly.Module, memory: WebAssembly.Memory): Promise<PoolWorker> {
-    const w = new PoolWorker(await spawn());
-    await w.request({ type: 'init', module, memory });
-    return w;
-  }
-
-  request(message: unknown): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject };
-      this.port.ref();
-      this.port.post(message);
-    });
-  }
-
-  terminate(): void {
-    this.port.terminate();
-  }
-}
+const pause = () => new Promise((r) => setTimeout(r, 0));
 
 export class WorkerPool {
-  private readonly workers: PoolWorker[] = [];
+  private readonly ports: Port[] = [];
+  private readonly ctl = new Int32Array(new SharedArrayBuffer(4 * CONTROL.words));
+  private readonly names: string[];
+  private readonly fns: ((...args: number[]) => unknown)[];
+  /** Why a worker stopped (it then can no longer take jobs), or null. */
+  private lost: string | null = null;
+  private readonly canBlock = isNode();
+
   constructor(
     private readonly module: WebAssembly.Module,
     private readonly memory: WebAssembly.Memory,
-  ) {}
+    exports: Record<string, (...args: number[]) => number>,
+  ) {
+    this.names = Object.keys(exports).filter((n) => typeof exports[n] === 'function');
+    this.fns = this.names.map((n) => exports[n]);
+  }
 
   get size(): number {
-    return this.workers.length;
+    return this.ports.length;
   }
 
-  /** Grows the pool to at least n workers. */
+  /** Grows the pool to at least n workers, each waiting for the job after the current one. */
   async ensure(n: number): Promise<void> {
-    const started: Promise<PoolWorker>[] = [];
-    for (let i = this.workers.length; i < n; i++) started.push(PoolWorker.start(this.module, this.memory));
-    this.workers.push(...(await Promise.all(started)));
+    const started: Promise<Port>[] = [];
+    for (let i = this.ports.length; i < n; i++) {
+      const slot = i + 1;
+      started.push(
+        spawn().then(
+          (port) =>
+            new Promise<Port>((resolve, reject) => {
+              port.onMessage((m) => {
+                if (m.type === 'ready') resolve(port);
+                else {
+                  this.lost ??= `qgemm wasm worker ${slot}: ${m.message}`;
+                  reject(new Error(this.lost));
+                }
+              });
+              const { module, memory, ctl, names } = this;
+              port.post({ type: 'init', module, memory, control: ctl.buffer, slot, gen: Atomics.load(ctl, CONTROL.gen), names });
+            }),
+        ),
+      );
+    }
+    this.ports.push(...(await Promise.all(started)));
   }
 
-  /** Runs lists[0] on this thread and lists[i] on worker i-1, all at once; resolves when all are done. */
-  async run(lists: Call[][], local: (calls: Call[]) => void): Promise<void> {
+  /** Runs lists[0] on this thread and lists[i] on worker i, all at once; resolves when all are done. */
+  async run(lists: Call[][]): Promise<void> {
+    if (lists.length > CONTROL.maxThreads) throw new Error(`qgemm: at most ${CONTROL.maxThreads} threads`);
     await this.ensure(lists.length - 1);
-    const remote = lists.slice(1).map((calls, i) => this.workers[i].request({ type: 'run', calls }));
-    let localError: unknown = null;
-    try {
-      local(lists[0]);
-    } catch (e) {
-      localError = e;
+    if (this.lost) throw new Error(this.lost);
+    const { ctl } = this;
+    lists.forEach((calls, slot) => {
+      let at = CONTROL.jobAt + slot * CONTROL.jobWords;
+      ctl[at++] = calls.length;
+      for (const [name, ...args] of calls) {
+        if (at + 2 + args.length > CONTROL.jobAt + (slot + 1) * CONTROL.jobWords) throw new Error('qgemm: a thread job is too long');
+        ctl[at++] = name === BARRIER_CALL ? -1 : this.index(name);
+        ctl[at++] = args.length;
+        for (const a of args) ctl[at++] = a;
+      }
+    });
+    for (const w of [CONTROL.done, CONTROL.failed, CONTROL.barrier]) ctl[w] = 0;
+    Atomics.store(ctl, CONTROL.threads, lists.length);
+    Atomics.add(ctl, CONTROL.gen, 1);
+    Atomics.notify(ctl, CONTROL.gen);
+    runJob(ctl, 0, this.fns, this.canBlock, CONTROL);
+    await this.waitDone(lists.length - 1);
+    if (Atomics.load(ctl, CONTROL.failed)) {
+      const length = ctl[CONTROL.errorAt];
+      throw new Error(`qgemm wasm: ${String.fromCharCode(...ctl.subarray(CONTROL.errorAt + 1, CONTROL.errorAt + 1 + length))}`);
     }
-    await Promise.all(remote);
-    if (localError) throw localError;
+  }
+
+  /** Waits until `workers` threads have counted themselves done: spinning, then sleeping, now and then yielding. */
+  private async waitDone(workers: number): Promise<void> {
+    const { ctl } = this;
+    for (let spins = 0, done = Atomics.load(ctl, CONTROL.done); done < workers; done = Atomics.load(ctl, CONTROL.done)) {
+      if (++spins % 4096 !== 0) continue;
+      if (this.canBlock) Atomics.wait(ctl, CONTROL.done, done, 1);
+      if (spins % (4096 * 64) === 0) {
+        await pause(); // lets a worker's exit be heard
+        if (this.lost) throw new Error(this.lost);
+      }
+    }
+  }
+
+  private index(name: string): number {
+    const i = this.names.indexOf(name);
+    if (i < 0) throw new Error(`qgemm: the module exports no ${name}`);
+    return i;
   }
 
   close(): void {
-    for (const w of this.workers.splice(0)) w.terminate();
+    for (const p of this.ports.splice(0)) p.terminate();
   }
 }

@@ -11,14 +11,21 @@ import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
 import type { RelaxedMode, WasmEngine } from './engine.ts';
-import { CTX, CTX_WORDS, DATA_START, KERNELS, NR, type WasmKernelKind } from './layout.ts';
-import { WorkerPool, type Call } from './pool.ts';
+import { CTX, CTX_WORDS, DATA_START, DIRECT, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { BARRIER_CALL, type Call } from './job.ts';
+import { WorkerPool } from './pool.ts';
 import { encodeProgram } from './stages.ts';
 
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 /** Below this many multiply-adds one thread is faster than a round trip to the workers. */
-const MIN_MACS_PER_THREAD = 1 << 19;
+const MIN_MACS_PER_THREAD = 1 << 20;
 const L2_BLOCK_BYTES = 256 * 1024;
+/** Up to this many lhs rows a row-major rhs is read where it lies (gen-direct.ts) rather than packed. */
+export const DIRECT_MAX_M = 8;
+/** The direct kernel's C block (rows x panels of int32), kept in L1 for its output stage. */
+const DIRECT_BLOCK_BYTES = 16 * 1024;
+/** lhs - zL fits in 16 bits for 8-bit lhs values when |zL| is at most this. */
+const DIRECT_MAX_ZERO_POINT = 32512;
 
 /** Bytes of linear memory one problem needs (the kernels refuse problems above 2 GiB). */
 export function wasmBytesNeeded(M: number, N: number, K: number): number {
@@ -47,19 +54,63 @@ function requantized(p: NormalizedProblem, which: 'lhs' | 'rhs'): Uint8Array {
 
 const bytes = (d: OperandData) => new Uint8Array(d.buffer, d.byteOffset, d.length);
 
+type DirectShape = (typeof DIRECT)[number];
+
 interface Prepared {
+  /** The shape of the direct variant of the 16-bit kernel (gen-direct.ts; the rhs is not packed), or null. */
+  direct: DirectShape | null;
   tiles: number;
   panels: number;
   dst: number;
   covered: number;
 }
 
+/**
+ * The direct variant's shape for p (gen-direct.ts), or null where kernel `kind` packs the rhs: it takes
+ * the 16-bit kernel with 8-bit operands, a row-major rhs, few rows, and lhs zero points small enough
+ * for lhs - zL to fit in 16 bits.
+ */
+export function directShape(p: NormalizedProblem, kind: WasmKernelKind): DirectShape | null {
+  if (kind !== 'i16' || p.bitDepth || p.rhs.order !== 'row-major' || p.M > DIRECT_MAX_M) return null;
+  for (let m = 0; m < p.M; m++) if (Math.abs(channel(p.lhsZeroPoint, m)) > DIRECT_MAX_ZERO_POINT) return null;
+  return DIRECT.find((d) => d.mr >= p.M) ?? DIRECT[DIRECT.length - 1];
+}
+
+/**
+ * The direct variant's lhs: tiles of d.mr rows, [Kp/2][mr][2] int16 values lhs - zL (zero past M and
+ * K) at `at`, and each row's sum of them at `sums`.
+ */
+function packLhsDirect(buf: ArrayBufferLike, p: NormalizedProblem, d: DirectShape, Mp: number, Kp: number, at: number, sums: number) {
+  const { M, K, lhs } = p;
+  const out = new Int16Array(buf, at, Mp * Kp).fill(0);
+  const rowSums = new Int32Array(buf, sums, Mp).fill(0);
+  const [so, sk] = lhs.order === 'row-major' ? [K, 1] : [1, M];
+  for (let m = 0; m < M; m++) {
+    const z = channel(p.lhsZeroPoint, m);
+    const base = Math.floor(m / d.mr) * Kp * d.mr + (m % d.mr) * 2;
+    let sum = 0;
+    for (let k = 0; k < K; k++) {
+      const v = lhs.data[m * so + k * sk] - z;
+      out[base + (k >> 1) * 2 * d.mr + (k & 1)] = v;
+      sum = (sum + v) | 0;
+    }
+    rowSums[m] = sum;
+  }
+}
+
 /** Writes the problem into linear memory for kernel `kind`; returns what the dispatch needs. */
-export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind, mode: RelaxedMode | null): Prepared {
+export function prepare(
+  e: WasmEngine,
+  p: NormalizedProblem,
+  kind: WasmKernelKind,
+  mode: RelaxedMode | null,
+  direct = directShape(p, kind),
+): Prepared {
   const { M, N, K } = p;
-  const { mr, kstep, elem } = KERNELS[kind];
+  const { kstep, elem } = KERNELS[kind];
+  const mr = direct?.mr ?? KERNELS[kind].mr;
   const Mp = roundUp(M, mr);
-  const Np = roundUp(N, NR);
+  const Np = roundUp(N, direct ? DIRECT_NP_ALIGN : NR);
   const Kp = roundUp(K, kstep);
   const lowbit = !!p.bitDepth;
   const lhsData = lowbit ? requantized(p, 'lhs') : bytes(p.lhs.data);
@@ -74,10 +125,10 @@ export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKin
     return a;
   };
   const r = {
-    lhsSrc: region(M * K),
-    rhsSrc: region(K * N),
+    lhsSrc: region(direct ? 0 : M * K),
+    rhsSrc: region(Kp * N), // the direct kernel reads rows up to Kp (zero past K)
     lhsPacked: region(Mp * Kp * elem),
-    rhsPacked: region(Np * Kp * elem),
+    rhsPacked: region(direct ? 0 : Np * Kp * elem),
     rowSums: region(4 * Mp),
     colSums: region(4 * Np),
     zL: region(4 * Mp),
@@ -94,12 +145,18 @@ export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKin
   if (at > have) e.memory.grow(Math.ceil((at - have) / 65536));
 
   const buf = e.memory.buffer;
-  new Uint8Array(buf, r.lhsSrc, M * K).set(lhsData);
   new Uint8Array(buf, r.rhsSrc, K * N).set(rhsData);
   const shiftL = lowbit && p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const shiftR = lowbit && p.rhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
-  for (let m = 0; m < M; m++) zL[m] = (channel(p.lhsZeroPoint, m) + shiftL) | 0;
+  if (direct) {
+    // The lhs is packed here with its zero points subtracted (which then are 0), the rhs stays as it is.
+    new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
+    packLhsDirect(buf, p, direct, Mp, Kp, r.lhsPacked, r.rowSums);
+  } else {
+    new Uint8Array(buf, r.lhsSrc, M * K).set(lhsData);
+    for (let m = 0; m < M; m++) zL[m] = (channel(p.lhsZeroPoint, m) + shiftL) | 0;
+  }
   const zR = new Int32Array(buf, r.zR, Np).fill(0);
   for (let n = 0; n < N; n++) zR[n] = (channel(p.rhsZeroPoint, n) + shiftR) | 0;
   new Int32Array(buf, paramsAt, program.params.length).set(program.params);
@@ -169,10 +226,12 @@ export function prepare(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKin
     dstSize,
     dstSm: dstRowMajor ? N : 1,
     dstSn: dstRowMajor ? 1 : M,
-    nBlock: Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
+    nBlock: direct
+      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
+      : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
-  return { tiles: Mp / mr, panels: Np / NR, dst, covered: program.covered };
+  return { direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
 }
 
 /** [start, end) of part i of n items split T ways. */
@@ -182,6 +241,14 @@ const part = (n: number, T: number, i: number): [number, number] => [Math.floor(
 export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
+  if (t.direct) {
+    // Nothing to pack (prepare packed the few lhs rows); C is split by columns.
+    for (let i = 0; i < T; i++) {
+      pack.push([]);
+      gemm.push([[`gemm_direct_${t.direct.mr}x${t.direct.nc}`, 0, t.tiles, ...part(t.panels, T, i)]]);
+    }
+    return { pack, gemm };
+  }
   // Split C along the dimension that divides more evenly among the threads (rows on a tie).
   const waste = (n: number) => (Math.ceil(n / T) * T) / n;
   const byRows = waste(t.tiles) <= waste(t.panels);
@@ -225,9 +292,8 @@ export async function runOnEngine(
     runLocal(e)(gemm[0]);
   } else {
     wasmRunStats.multiThreaded++;
-    e.pool ??= new WorkerPool(e.module, e.memory);
-    await e.pool.run(pack, runLocal(e));
-    await e.pool.run(gemm, runLocal(e));
+    e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
+    await e.pool.run(pack.map((calls, i) => [...calls, [BARRIER_CALL], ...gemm[i]]));
   }
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);
@@ -246,6 +312,42 @@ export async function runOnEngine(
   }
   return { data: dst, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType };
 }
+
+/**
+ * Runs kernel `kind` a few times on a small problem with a per-channel pipeline, so that the engine
+ * compiles its hot functions with its optimizing tier before the caller's first GEMM (V8 starts every
+ * WebAssembly function in its baseline compiler, which runs these kernels at about half speed, and
+ * tiers a function up only after it has run for a while).
+ */
+export async function warmUp(e: WasmEngine, kind: WasmKernelKind, rounds = WARM_UP_ROUNDS): Promise<void> {
+  const M = 24;
+  const N = 64;
+  const K = 512;
+  const values = Int32Array.from({ length: N }, (_, n) => n - 32);
+  const problem = normalizeProblem({
+    lhs: { data: new Uint8Array(M * K).fill(3), rows: M, cols: K, order: 'row-major' },
+    rhs: { data: new Uint8Array(K * N).fill(5), rows: K, cols: N, order: 'row-major' },
+    lhsZeroPoint: 1,
+    rhsZeroPoint: 2,
+    pipeline: [
+      { type: 'bias', axis: 'col', values },
+      {
+        type: 'scaleInt32ByFixedPointAndExponent',
+        multiplier: values.map((v) => v << 24),
+        exponent: values.map((v) => v >> 3),
+        offsetAfterShift: 9,
+        rounding: 'double',
+        axis: 'col',
+      },
+      { type: 'saturatingCast', to: 'uint8' },
+    ],
+  });
+  for (let round = 0; round < rounds; round++) {
+    await runOnEngine(e, problem, kind, 1, 1, kind === 'relaxed' ? e.relaxed : null);
+    if (round % 8 === 7) await new Promise((r) => setTimeout(r, 0)); // lets the background compiler finish
+  }
+}
+const WARM_UP_ROUNDS = Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_WARMUP ?? 40);
 
 /** The relaxed kernel equals the 16-bit one on random problems, every time over warm-up rounds (engine.ts). */
 export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boolean> {

@@ -23,63 +23,70 @@ export interface OutputProgram {
 
 /**
  * The constants of MultiplyByQuantizedMultiplier with double rounding (src/quant/fixedpoint.ts) for
- * exponent e: SaturatingLeftShift by l = max(e, 0) is x * 2^l (wrapping) where |x| <= 2^(31-l) - 1,
- * else saturated; RoundingDivideByPOT by r = max(-e, 0) is floor(x * 2^(31-r) / 2^31) (a 64-bit product,
- * exact for r >= 1; r = 0 keeps x) rounded up where the remainder x & (2^r - 1) exceeds
- * (2^r - 1) >> 1, plus one for negative x.
+ * exponents e, channel by channel: SaturatingLeftShift by l = max(e, 0) is x * pow (pow = 2^l, wrapping)
+ * where |x| <= sat = 2^(31-l) - 1, else saturated; RoundingDivideByPOT by r = max(-e, 0) is
+ * floor(x * mul / 2^31) (mul = 2^(31-r), a 64-bit product, exact for r >= 1; r = 0 keeps x) plus one
+ * where the remainder x & mask (mask = 2^r - 1) exceeds mask >> 1, plus one for negative x.
  */
-export function exponentConstants(e: number): { pow: number; sat: number; mask: number; mul: number } {
-  const l = Math.max(e, 0);
-  const r = Math.max(-e, 0);
-  return { pow: (2 ** l) | 0, sat: (2 ** (31 - l) - 1) | 0, mask: (2 ** r - 1) | 0, mul: r === 0 ? 0 : (2 ** (31 - r)) | 0 };
+export function exponentConstants(e: Int32Array): { pow: Int32Array; sat: Int32Array; mask: Int32Array; mul: Int32Array } {
+  const n = e.length;
+  const c = { pow: new Int32Array(n), sat: new Int32Array(n), mask: new Int32Array(n), mul: new Int32Array(n) };
+  for (let j = 0; j < n; j++) {
+    const l = Math.max(e[j], 0);
+    const r = Math.max(-e[j], 0);
+    c.pow[j] = 1 << l;
+    c.sat[j] = ((1 << (31 - l)) - 1) | 0;
+    c.mask[j] = ((1 << r) - 1) | 0;
+    c.mul[j] = r === 0 ? 0 : 1 << (31 - r);
+  }
+  return c;
 }
 
 /**
  * Encodes the stages of p.pipeline before its first tanh. A stage whose operands are all scalars is
  * STAGE_MODE.scalar; one with any per-channel operand has all of them as vectors along its axis
- * (STAGE_MODE.row or .col), padded to Mp or Np so that four lanes can always be read.
+ * (STAGE_MODE.row or .col), padded with zeros to Mp or Np so that four lanes can always be read.
  */
 export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number, base: number): OutputProgram {
   const tanhAt = p.pipeline.findIndex((s) => s.type === 'tanh');
   const covered = tanhAt < 0 ? p.pipeline.length : tanhAt;
   const records = new Int32Array(covered * STAGE_WORDS);
-  const params: number[] = [];
+  const chunks: Int32Array[] = [];
+  let words = 0;
   for (let i = 0; i < covered; i++) {
     const s = p.pipeline[i];
     const vectors = Object.values(s).some((v) => v instanceof Int32Array);
     const mode = !vectors ? STAGE_MODE.scalar : 'axis' in s && s.axis === 'col' ? STAGE_MODE.col : STAGE_MODE.row;
     const length = mode === STAGE_MODE.scalar ? 1 : mode === STAGE_MODE.col ? Np : Mp;
-    const at = (v: PerChannel, j: number) => (typeof v === 'number' ? v : j < v.length ? v[j] : 0);
-    /** Appends f(j) for each channel j of the stage; returns its address. */
-    const put = (f: (j: number) => number) => {
-      const ptr = base + 4 * params.length;
-      for (let j = 0; j < length; j++) params.push(f(j));
-      return ptr;
+    /** The operand as a vector of the stage's length. */
+    const vector = (v: PerChannel) => {
+      const out = new Int32Array(length);
+      if (typeof v === 'number') out.fill(v);
+      else out.set(v.subarray(0, length));
+      return out;
+    };
+    /** Appends a vector; returns its address. */
+    const put = (v: Int32Array) => {
+      chunks.push(v);
+      words += v.length;
+      return base + 4 * (words - v.length);
     };
     let w: number[];
     switch (s.type) {
       case 'bias':
-        w = [OP.bias, put((j) => at(s.values, j))];
+        w = [OP.bias, put(vector(s.values))];
         break;
       case 'quantizeDownInt32ToUint8Scale':
-        w = [OP.scaleToUint8, put((j) => at(s.offset, j)), put((j) => at(s.multiplier, j)), s.shift];
+        w = [OP.scaleToUint8, put(vector(s.offset)), put(vector(s.multiplier)), s.shift];
         break;
       case 'quantizeDownInt32ByFixedPoint':
         w = [OP.fixedPoint, s.multiplier, s.shift, s.offsetAfterShift];
         break;
       case 'scaleInt32ByFixedPointAndExponent':
         if (s.rounding === 'double') {
-          const c = (j: number) => exponentConstants(at(s.exponent, j));
-          w = [
-            OP.exponentDouble,
-            put((j) => at(s.multiplier, j)),
-            put((j) => c(j).pow),
-            put((j) => c(j).sat),
-            put((j) => c(j).mask),
-            put((j) => c(j).mul),
-            s.offsetAfterShift,
-          ];
-        } else w = [OP.exponentSingle, put((j) => at(s.multiplier, j)), put((j) => at(s.exponent, j)), s.offsetAfterShift];
+          const c = exponentConstants(vector(s.exponent));
+          w = [OP.exponentDouble, put(vector(s.multiplier)), put(c.pow), put(c.sat), put(c.mask), put(c.mul), s.offsetAfterShift];
+        } else w = [OP.exponentSingle, put(vector(s.multiplier)), put(vector(s.exponent)), s.offsetAfterShift];
         break;
       case 'clamp':
         w = [OP.clamp, s.min, s.max];
@@ -96,5 +103,7 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number, base
     // [op, mode, a, b, c, d, e, f]
     records.set([w[0], mode, ...w.slice(1)], i * STAGE_WORDS);
   }
-  return { records, params: Int32Array.from(params), covered };
+  const params = new Int32Array(words);
+  for (let i = 0, at = 0; i < chunks.length; at += chunks[i++].length) params.set(chunks[i], at);
+  return { records, params, covered };
 }

@@ -1,29 +1,38 @@
 // The worker of the WebAssembly CPU kernels' thread pool (pool.ts), as source text, so that it travels
 // inside every bundle (dist/node, dist/browser) without a separate file: Node runs it with
 // `new Worker(source, { eval: true })`, browsers from a Blob URL. It instantiates the module the pool
-// sends over the shared memory, then runs lists of exported calls (the pack and gemm ranges of one
-// thread: pack -> gemm -> output) and answers 'done' or the error.
+// sends over the shared memory, answers 'ready', and from then on sleeps on the control block's job
+// counter and runs its part of each job (job.ts runJob, whose own source text is spliced in here:
+// pack -> barrier -> gemm + output), counting itself done.
+
+import { CONTROL, runJob } from './job.ts';
 
 export const WORKER_SOURCE = `
 'use strict';
 const isNode = typeof self === 'undefined' && typeof process !== 'undefined';
 const port = isNode ? require('node:worker_threads').parentPort : null;
-let wasm = null;
 const send = (m) => (isNode ? port.postMessage(m) : self.postMessage(m));
-function handle(msg) {
-  if (msg.type === 'init') {
-    WebAssembly.instantiate(msg.module, { env: { memory: msg.memory } }).then(
-      (instance) => { wasm = instance.exports; send({ type: 'ready' }); },
-      (e) => send({ type: 'error', message: String((e && e.stack) || e) }));
-    return;
-  }
-  try {
-    for (const [name, ...args] of msg.calls) wasm[name](...args);
-    send({ type: 'done' });
-  } catch (e) {
-    send({ type: 'error', message: String((e && e.stack) || e) });
+const runJob = ${runJob.toString()};
+const CONTROL = ${JSON.stringify(CONTROL)};
+function serve(ctl, slot, fns, gen) {
+  for (;;) {
+    Atomics.wait(ctl, CONTROL.gen, gen);
+    gen = Atomics.load(ctl, CONTROL.gen);
+    const threads = Atomics.load(ctl, CONTROL.threads);
+    if (slot >= threads) continue;
+    runJob(ctl, slot, fns, true, CONTROL);
+    if (Atomics.add(ctl, CONTROL.done, 1) + 1 === threads - 1) Atomics.notify(ctl, CONTROL.done);
   }
 }
-if (isNode) port.on('message', handle);
+function handle(msg) {
+  WebAssembly.instantiate(msg.module, { env: { memory: msg.memory } }).then(
+    (instance) => {
+      const fns = msg.names.map((n) => instance.exports[n]);
+      send({ type: 'ready' });
+      setTimeout(() => serve(new Int32Array(msg.control), msg.slot, fns, msg.gen), 0);
+    },
+    (e) => send({ type: 'error', message: String((e && e.stack) || e) }));
+}
+if (isNode) port.once('message', handle);
 else self.onmessage = (e) => handle(e.data);
 `;

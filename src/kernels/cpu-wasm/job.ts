@@ -1,0 +1,76 @@
+// One job of the WebAssembly CPU kernels' thread pool (pool.ts): every thread's list of exported calls
+// for one GEMM (its pack ranges, a barrier, its gemm + output ranges: pack -> gemm -> output), written
+// by the calling thread into a shared control block of i32 words and run by each thread with runJob,
+// the same function on the calling thread and in the workers (worker-source.ts splices in its source).
+
+/** An exported function name and its i32 arguments. */
+export type Call = [name: string, ...args: number[]];
+
+/** The call that waits for every thread of the job (between the pack and the gemm + output calls). */
+export const BARRIER_CALL = 'barrier';
+
+/**
+ * The control block: word `gen` counts jobs, `done` the workers finished with this one, `failed` is set
+ * by the first failure, `barrier` counts barrier arrivals, `threads` is the job's thread count. From
+ * `jobAt`, `jobWords` words per thread: a call count, then per call its function index (-1: barrier),
+ * its argument count and arguments. From `errorAt`, the first failure's message: a length, then UTF-16
+ * code units.
+ */
+export const CONTROL = (() => {
+  const maxThreads = 256;
+  const jobAt = 8;
+  const jobWords = 64;
+  const errorAt = jobAt + maxThreads * jobWords;
+  const errorChars = 2048;
+  return {
+    gen: 0,
+    done: 1,
+    failed: 2,
+    barrier: 3,
+    threads: 4,
+    jobAt,
+    jobWords,
+    maxThreads,
+    errorAt,
+    errorChars,
+    words: errorAt + 1 + errorChars,
+  };
+})();
+export type Control = typeof CONTROL;
+
+/**
+ * Runs thread `slot`'s calls of the current job; a thread that throws skips its remaining calls but
+ * still arrives at every barrier, and records the first failure. At a barrier a thread spins, then,
+ * where it may block, sleeps. Self-contained (it names nothing outside itself; the layout comes in `c`),
+ * because its source text also runs in the workers.
+ */
+export function runJob(ctl: Int32Array, slot: number, fns: ((...args: number[]) => unknown)[], canBlock: boolean, c: Control): void {
+  const threads = Atomics.load(ctl, c.threads);
+  let at = c.jobAt + slot * c.jobWords;
+  const count = ctl[at++];
+  let failed = false;
+  let barriers = 0;
+  for (let i = 0; i < count; i++) {
+    const fn = ctl[at];
+    const args = Array.from(ctl.subarray(at + 2, at + 2 + ctl[at + 1]));
+    at += 2 + args.length;
+    if (fn === -1) {
+      const target = ++barriers * threads;
+      if (Atomics.add(ctl, c.barrier, 1) + 1 === target) Atomics.notify(ctl, c.barrier);
+      else
+        for (let spins = 0, seen = Atomics.load(ctl, c.barrier); seen < target; seen = Atomics.load(ctl, c.barrier))
+          if (canBlock && ++spins > 4000) Atomics.wait(ctl, c.barrier, seen, 10);
+    } else if (!failed) {
+      try {
+        fns[fn](...args);
+      } catch (e) {
+        failed = true;
+        if (Atomics.compareExchange(ctl, c.failed, 0, 1) === 0) {
+          const text = String((e as Error)?.stack ?? e).slice(0, c.errorChars);
+          ctl[c.errorAt] = text.length;
+          for (let k = 0; k < text.length; k++) ctl[c.errorAt + 1 + k] = text.charCodeAt(k);
+        }
+      }
+    }
+  }
+}
