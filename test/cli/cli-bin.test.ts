@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, runBin, writeSpecIn } from './support.ts';
+import { REPO, cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, npy, runBin, writeSpecIn } from './support.ts';
 
 beforeAll(ensureBuilt, 300_000);
 afterAll(cleanup);
@@ -71,5 +71,18 @@ describe('npx qgemm', () => {
       env,
     });
     expect(r).toBe('');
+  });
+});
+
+describe('the CPU path on worker threads', () => {
+  // The pool's workers sleep in Atomics.wait between GEMMs; they must not keep the process alive.
+  it('a GEMM on two threads ends its process by itself', () => {
+    const n = 256;
+    const dir = freshDir({
+      'A.npy': npy('uint8', [n, n], new Uint8Array(n * n).fill(3)),
+      'B.npy': npy('uint8', [n, n], new Uint8Array(n * n).fill(5)),
+    });
+    const r = runBin([...GEMM, '--backend', 'cpu'], dir, { QGEMM_THREADS: '2' }, { timeout: 60_000 });
+    expect(r).toEqual({ code: 0, out: '', err: '' });
   });
 });

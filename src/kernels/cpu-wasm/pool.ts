@@ -14,6 +14,9 @@ import { WORKER_SOURCE } from './worker-source.ts';
 interface Port {
   onMessage(handler: (message: { type: string; message?: string }) => void): void;
   post(message: unknown): void;
+  /** Node: whether the worker keeps the process alive (only while it starts). */
+  ref(): void;
+  unref(): void;
   terminate(): void;
 }
 
@@ -38,13 +41,14 @@ async function spawn(): Promise<Port> {
   if (isNode()) {
     const { Worker } = await runtimeImport<typeof import('node:worker_threads')>('node:worker_threads');
     const w = new Worker(WORKER_SOURCE, { eval: true });
-    w.unref();
     return {
       onMessage: (h) => {
         w.on('message', h);
         w.on('error', (e) => h({ type: 'error', message: String(e) }));
         w.on('exit', (code) => h({ type: 'error', message: `exited with code ${code}` }));
       },
+      ref: () => w.ref(),
+      unref: () => w.unref(),
       post: (m) => w.postMessage(m),
       terminate: () => void w.terminate(),
     };
@@ -58,6 +62,8 @@ async function spawn(): Promise<Port> {
       w.onerror = (e) => h({ type: 'error', message: String(e.message) });
     },
     post: (m) => w.postMessage(m),
+    ref: () => undefined,
+    unref: () => undefined,
     terminate: () => w.terminate(),
   };
 }
@@ -96,6 +102,7 @@ export class WorkerPool {
           (port) =>
             new Promise<Port>((resolve, reject) => {
               port.onMessage((m) => {
+                port.unref();
                 if (m.type === 'ready') resolve(port);
                 else {
                   this.lost ??= `qgemm wasm worker ${slot}: ${m.message}`;
@@ -103,6 +110,7 @@ export class WorkerPool {
                 }
               });
               const { module, memory, ctl, names } = this;
+              port.ref();
               port.post({ type: 'init', module, memory, control: ctl.buffer, slot, gen: Atomics.load(ctl, CONTROL.gen), names });
             }),
         ),
