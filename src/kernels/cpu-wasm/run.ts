@@ -319,35 +319,37 @@ export async function runOnEngine(
  * WebAssembly function in its baseline compiler, which runs these kernels at about half speed, and
  * tiers a function up only after it has run for a while).
  */
-export async function warmUp(e: WasmEngine, kind: WasmKernelKind, rounds = WARM_UP_ROUNDS): Promise<void> {
-  const M = 24;
-  const N = 64;
-  const K = 512;
-  const values = Int32Array.from({ length: N }, (_, n) => n - 32);
-  const problem = normalizeProblem({
-    lhs: { data: new Uint8Array(M * K).fill(3), rows: M, cols: K, order: 'row-major' },
-    rhs: { data: new Uint8Array(K * N).fill(5), rows: K, cols: N, order: 'row-major' },
-    lhsZeroPoint: 1,
-    rhsZeroPoint: 2,
-    pipeline: [
-      { type: 'bias', axis: 'col', values },
-      {
-        type: 'scaleInt32ByFixedPointAndExponent',
-        multiplier: values.map((v) => v << 24),
-        exponent: values.map((v) => v >> 3),
-        offsetAfterShift: 9,
-        rounding: 'double',
-        axis: 'col',
-      },
-      { type: 'saturatingCast', to: 'uint8' },
-    ],
+export async function warmUp(e: WasmEngine, kind: WasmKernelKind): Promise<void> {
+  // A packed problem, then one per direct micro-kernel shape (gen-direct.ts).
+  const shapes = kind === 'i16' ? [24, ...DIRECT.map((d) => d.mr)] : [24];
+  const problems = shapes.map((M) => {
+    const N = 64;
+    const K = 512;
+    const values = Int32Array.from({ length: N }, (_, n) => n - 32);
+    return normalizeProblem({
+      lhs: { data: new Uint8Array(M * K).fill(3), rows: M, cols: K, order: 'row-major' },
+      rhs: { data: new Uint8Array(K * N).fill(5), rows: K, cols: N, order: 'row-major' },
+      lhsZeroPoint: 1,
+      rhsZeroPoint: 2,
+      pipeline: [
+        { type: 'bias', axis: 'col', values },
+        {
+          type: 'scaleInt32ByFixedPointAndExponent',
+          multiplier: values.map((v) => v << 24),
+          exponent: values.map((v) => v >> 3),
+          offsetAfterShift: 9,
+          rounding: 'double',
+          axis: 'col',
+        },
+        { type: 'saturatingCast', to: 'uint8' },
+      ],
+    });
   });
-  for (let round = 0; round < rounds; round++) {
-    await runOnEngine(e, problem, kind, 1, 1, kind === 'relaxed' ? e.relaxed : null);
+  for (let round = 0; round < 40; round++) {
+    for (const p of problems) await runOnEngine(e, p, kind, 1, 1, kind === 'relaxed' ? e.relaxed : null);
     if (round % 8 === 7) await new Promise((r) => setTimeout(r, 0)); // lets the background compiler finish
   }
 }
-const WARM_UP_ROUNDS = Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_WARMUP ?? 40);
 
 /** The relaxed kernel equals the 16-bit one on random problems, every time over warm-up rounds (engine.ts). */
 export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boolean> {
