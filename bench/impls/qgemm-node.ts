@@ -130,7 +130,8 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
 
 const KERNEL_DETAILS: Record<string, string> = {
   'cpu-wasm-relaxed': 'WebAssembly relaxed SIMD (8-bit dot products, proven exact here), 6x8 micro-kernel',
-  'cpu-wasm-simd': 'WebAssembly SIMD, operands widened to 16 bits (i32x4.dot_i16x8_s), 4x8 micro-kernel',
+  'cpu-wasm-simd':
+    'WebAssembly SIMD, operands widened to 16 bits (i32x4.dot_i16x8_s), 4x8 micro-kernel (up to 8 rows: direct 1x32/2x16/4x8, rhs unpacked)',
   'cpu-js': 'JavaScript: pack with row/column sums, 2x2 register-blocked dot products; one thread',
 };
 

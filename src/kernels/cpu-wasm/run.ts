@@ -1,9 +1,11 @@
 // One GEMM on the WebAssembly engine (engine.ts), the whole pack -> gemm -> output chain: the operands'
 // bytes go into linear memory (less-than-8-bit operands requantized first, in TypeScript, with
 // src/quant/lowbit.ts), the context record (layout.ts) describes the problem, then each thread packs
-// its share of lhs tiles and rhs panels with their sums, and, once all have, runs micro-kernels and the
-// output stage over its share of C; the dst bytes are copied out. A pipeline with a tanh stage is
-// finished in JavaScript from the tanh on (stages.ts).
+// its share of lhs tiles and rhs panels with their sums, and, once all have (a barrier: one job of
+// pool.ts), runs micro-kernels and the output stage over its share of C; the dst bytes are copied out.
+// For a few lhs rows and a row-major rhs the direct variant (gen-direct.ts) packs only the lhs, here,
+// and reads the rhs where it lies. A pipeline with a tanh stage is finished in JavaScript from the tanh
+// on (stages.ts).
 
 import { requantize, resolveRounding, roundingOffset, unpackFractions } from '../../quant/lowbit.ts';
 import { applyOutputPipeline } from '../../reference/pipeline.ts';
@@ -17,7 +19,7 @@ import { WorkerPool } from './pool.ts';
 import { encodeProgram } from './stages.ts';
 
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
-/** Below this many multiply-adds one thread is faster than a round trip to the workers. */
+/** Below this many multiply-adds per thread, fewer threads are faster (the hand-off and the wait cost more). */
 const MIN_MACS_PER_THREAD = 1 << 20;
 const L2_BLOCK_BYTES = 256 * 1024;
 /** Up to this many lhs rows a row-major rhs is read where it lies (gen-direct.ts) rather than packed. */
