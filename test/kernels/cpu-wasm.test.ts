@@ -178,6 +178,28 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
   });
 });
 
+describe('cpu-wasm thread pool', () => {
+  it("a worker's trap comes back as an Error with its message, and the pool runs the next job", async () => {
+    const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
+    const { selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+    const { WorkerPool } = await import('../../src/kernels/cpu-wasm/pool.ts');
+    const e = await wasmEngine(selfCheck);
+    if (!e?.shared) return; // no shared memory: no workers
+    const pool = new WorkerPool(e.module, e.memory, e.exports);
+    try {
+      // In a worker, after a barrier that both threads reach: lhs tiles far past the last problem's
+      // (its context is still in memory) walk past the end of the memory.
+      await expect(pool.run([[['barrier']], [['barrier'], ['gemm_i16', 0, 1 << 30, 0, 1]]])).rejects.toThrow(
+        /qgemm wasm: .*(out of bounds|unreachable|is not a function)/i,
+      );
+      await pool.run([[['barrier']], [['barrier']]]);
+      expect(pool.isLost).toBe(false);
+    } finally {
+      pool.close();
+    }
+  });
+});
+
 describe('relaxed SIMD gate', () => {
   it('the self-check accepts at most one mode, and only the one the engine chose', async () => {
     const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');

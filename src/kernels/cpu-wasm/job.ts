@@ -41,10 +41,25 @@ export type Control = typeof CONTROL;
 /**
  * Runs thread `slot`'s calls of the current job; a thread that throws skips its remaining calls but
  * still arrives at every barrier, and records the first failure. At a barrier a thread spins, then,
- * where it may block, sleeps. Self-contained (it names nothing outside itself; the layout comes in `c`),
- * because its source text also runs in the workers.
+ * where it may block, sleeps; after `patienceMs` there (a thread that stopped: the caller passes a
+ * finite one) it records a failure and returns 'stalled'.
+ * Self-contained (it names nothing outside itself; the layout comes in `c`), because its source text
+ * also runs in the workers.
  */
-export function runJob(ctl: Int32Array, slot: number, fns: ((...args: number[]) => unknown)[], canBlock: boolean, c: Control): void {
+export function runJob(
+  ctl: Int32Array,
+  slot: number,
+  fns: ((...args: number[]) => unknown)[],
+  canBlock: boolean,
+  c: Control,
+  patienceMs = Number.POSITIVE_INFINITY,
+): 'done' | 'failed' | 'stalled' {
+  const fail = (text: string) => {
+    if (Atomics.compareExchange(ctl, c.failed, 0, 1) !== 0) return;
+    const t = text.slice(0, c.errorChars);
+    ctl[c.errorAt] = t.length;
+    for (let k = 0; k < t.length; k++) ctl[c.errorAt + 1 + k] = t.charCodeAt(k);
+  };
   const threads = Atomics.load(ctl, c.threads);
   let at = c.jobAt + slot * c.jobWords;
   const count = ctl[at++];
@@ -57,20 +72,25 @@ export function runJob(ctl: Int32Array, slot: number, fns: ((...args: number[]) 
     if (fn === -1) {
       const target = ++barriers * threads;
       if (Atomics.add(ctl, c.barrier, 1) + 1 === target) Atomics.notify(ctl, c.barrier);
-      else
-        for (let spins = 0, seen = Atomics.load(ctl, c.barrier); seen < target; seen = Atomics.load(ctl, c.barrier))
-          if (canBlock && ++spins > 4000) Atomics.wait(ctl, c.barrier, seen, 10);
+      else {
+        const giveUp = performance.now() + patienceMs;
+        for (let spins = 0, seen = Atomics.load(ctl, c.barrier); seen < target; seen = Atomics.load(ctl, c.barrier)) {
+          if (++spins % 4096 !== 0) continue;
+          if (canBlock) Atomics.wait(ctl, c.barrier, seen, 10);
+          if (performance.now() > giveUp) {
+            fail(`thread ${slot}: the other threads did not reach the barrier within ${patienceMs} ms`);
+            return 'stalled';
+          }
+        }
+      }
     } else if (!failed) {
       try {
         fns[fn](...args);
       } catch (e) {
         failed = true;
-        if (Atomics.compareExchange(ctl, c.failed, 0, 1) === 0) {
-          const text = String((e as Error)?.stack ?? e).slice(0, c.errorChars);
-          ctl[c.errorAt] = text.length;
-          for (let k = 0; k < text.length; k++) ctl[c.errorAt + 1 + k] = text.charCodeAt(k);
-        }
+        fail(String((e as Error)?.stack ?? e));
       }
     }
   }
+  return failed ? 'failed' : 'done';
 }

@@ -69,6 +69,8 @@ async function spawn(): Promise<Port> {
 }
 
 const pause = () => new Promise((r) => setTimeout(r, 0));
+/** How long the calling thread waits at a barrier for the workers before it declares the pool lost. */
+const STALL_MS = 60_000;
 
 export class WorkerPool {
   private readonly ports: Port[] = [];
@@ -90,6 +92,11 @@ export class WorkerPool {
 
   get size(): number {
     return this.ports.length;
+  }
+
+  /** A worker stopped (it exited, or stalled mid-job and was terminated with the others): make a new pool. */
+  get isLost(): boolean {
+    return this.lost !== null;
   }
 
   /** Grows the pool to at least n workers, each waiting for the job after the current one. */
@@ -139,12 +146,20 @@ export class WorkerPool {
     Atomics.store(ctl, CONTROL.threads, lists.length);
     Atomics.add(ctl, CONTROL.gen, 1);
     Atomics.notify(ctl, CONTROL.gen);
-    runJob(ctl, 0, this.fns, this.canBlock, CONTROL);
-    await this.waitDone(lists.length - 1);
-    if (Atomics.load(ctl, CONTROL.failed)) {
-      const length = ctl[CONTROL.errorAt];
-      throw new Error(`qgemm wasm: ${String.fromCharCode(...ctl.subarray(CONTROL.errorAt + 1, CONTROL.errorAt + 1 + length))}`);
+    if (runJob(ctl, 0, this.fns, this.canBlock, CONTROL, STALL_MS) === 'stalled') {
+      // A worker stopped mid-job and may still write to the memory: none of them may run again.
+      this.lost = `qgemm wasm: ${this.error()}`;
+      this.close();
     }
+    if (!this.lost) await this.waitDone(lists.length - 1);
+    if (this.lost) throw new Error(this.lost);
+    if (Atomics.load(ctl, CONTROL.failed)) throw new Error(`qgemm wasm: ${this.error()}`);
+  }
+
+  /** The first failure's message in the control block. */
+  private error(): string {
+    const length = this.ctl[CONTROL.errorAt];
+    return String.fromCharCode(...this.ctl.subarray(CONTROL.errorAt + 1, CONTROL.errorAt + 1 + length));
   }
 
   /** Waits until `workers` threads have counted themselves done: spinning, then sleeping, now and then yielding. */

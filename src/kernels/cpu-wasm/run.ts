@@ -295,7 +295,14 @@ export async function runOnEngine(
   } else {
     wasmRunStats.multiThreaded++;
     e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
-    await e.pool.run(pack.map((calls, i) => [...calls, [BARRIER_CALL], ...gemm[i]]));
+    try {
+      await e.pool.run(pack.map((calls, i) => [...calls, [BARRIER_CALL], ...gemm[i]]));
+    } finally {
+      if (e.pool.isLost) {
+        e.pool.close();
+        e.pool = null; // the next GEMM starts a new pool
+      }
+    }
   }
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);
