@@ -2,26 +2,31 @@
 // 'cpu' runs the CPU kernel the registry picks (src/kernels/registry.ts); 'webgpu' runs
 // pack -> gemm -> output on a WebGPU device, software adapters included, and fails clearly without one;
 // 'auto' uses a hardware adapter when there is one and the CPU otherwise (a software adapter is slower
-// than the CPU path: see the README). The problem is validated before any device is asked for. One
+// than the CPU path: see the README); an rhs prepacked for the CPU (prepackCpu) keeps a GEMM on the CPU.
+// The problem is validated before any device is asked for. One
 // GpuContext per kind is kept and re-made after a device loss; a call that meets a loss is retried once
 // on a fresh device, and 'auto' then falls back to the CPU with a warning. The elementwise ops
 // (src/elementwise/plan.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
 // on a device.
 
-import { DeviceLostError, NoAdapterError } from './errors.ts';
+import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './elementwise/plan.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
+import { isCpuPacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
+import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './spec/problem.ts';
-import type { GemmProblem, GemmResult } from './types.ts';
+import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { GpuContext, type GpuContextOptions } from './gpu/context.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
-export type GemmOp = { op: 'gemm'; problem: GemmProblem };
+/** A GEMM problem whose rhs may be prepacked for the CPU path (prepackCpu). */
+export type GemmInput = Omit<GemmProblem, 'rhs'> & { rhs: Operand | CpuPackedOperand };
+export type GemmOp = { op: 'gemm'; problem: GemmInput };
 /** add/sub/mul/alignedAdd/alignedSub (src/elementwise/plan.ts). */
 export type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
 export type Op = GemmOp | ElementwiseRunOp;
@@ -79,9 +84,29 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
       opts,
     );
   }
-  const p = normalizeProblem(op.problem); // bad input fails here, before any device is asked for
+  const { rhs } = op.problem;
+  if (isCpuPacked(rhs)) return runPackedOnCpu({ ...op.problem, rhs }, backend, opts);
+  const problem = { ...op.problem, rhs };
+  const p = normalizeProblem(problem); // bad input fails here, before any device is asked for
   const cpu = async () => selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel }).run(p, {});
-  return onBackend(cpu, (ctx) => ctx.gemm(op.problem), backend, opts);
+  return onBackend(cpu, (ctx) => ctx.gemm(problem), backend, opts);
+}
+
+/** A GEMM whose rhs was prepacked for the CPU: it runs the kernel that packed it, on the CPU ('cpu' or 'auto'). */
+async function runPackedOnCpu(
+  problem: Omit<GemmProblem, 'rhs'> & { rhs: CpuPackedOperand },
+  backend: Backend,
+  opts: RunOptions,
+): Promise<Ran<GemmResult>> {
+  const packed = problem.rhs;
+  if (backend === 'webgpu') throw new InputError('rhs', 'prepacked for the CPU path (prepackCpu): run it with backend "cpu" or "auto"');
+  if (packed.destroyed) throw new InputError('rhs', 'this prepacked operand was destroyed');
+  const shape = { data: packed.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: packed.rows, cols: packed.cols };
+  const p = normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
+  if (p.bitDepth) throw new InputError('bitDepth', 'a CPU-prepacked rhs is 8-bit; give the plain rhs for a less-than-8-bit GEMM');
+  if (opts.kernel && opts.kernel !== packed.kernel) throw new InputError('kernel', `the rhs was prepacked for ${packed.kernel}`);
+  const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: packed.kernel });
+  return { ...(await kernel.run(p, { rhsPacked: packed })), backend: 'cpu' };
 }
 
 async function onBackend<R>(
@@ -117,7 +142,7 @@ export interface GemmOptions extends RunOptions {
 }
 
 /** One GEMM (src/types.ts) on the chosen backend; the result says which backend ran it. */
-export function gemm(problem: GemmProblem, options: GemmOptions = {}): Promise<GemmResult & { backend: 'cpu' | 'webgpu' }> {
+export function gemm(problem: GemmInput, options: GemmOptions = {}): Promise<GemmResult & { backend: 'cpu' | 'webgpu' }> {
   return runOp({ op: 'gemm', problem }, options.backend ?? 'auto', options);
 }
 

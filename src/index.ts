@@ -7,6 +7,7 @@
 //   GpuContext                          a device kept for many calls: prepack, gemmOnGpu (chaining), read
 //   referenceGemm, elementwiseReference the normative references every backend is checked against
 //   cpuGemm                             the JavaScript CPU path, synchronous
+//   prepackCpu, configureCpu            the WebAssembly CPU path: weights packed once; threads, relaxed SIMD
 //   quantizeMultiplier, chooseQuantizationParams, quantize, dequantize: building output pipelines
 //   parseNpy, serializeNpy              .npy files, C and Fortran order
 //   kernelIds                           the kernels a `kernel` option (or env QGEMM_KERNEL) may force
@@ -14,7 +15,7 @@
 // Everything of the CPU-only entry (types, errors, references, cpuGemm, quantization helpers, .npy I/O),
 // then the WebGPU path and the backend selection.
 export * from './cpu.ts';
-export { gemm, elementwise, describeDevice, type Backend, type GemmOptions, type RunOptions } from './api.ts';
+export { gemm, elementwise, describeDevice, type Backend, type GemmInput, type GemmOptions, type RunOptions } from './api.ts';
 export {
   GpuContext,
   type GpuContextOptions,
@@ -30,4 +31,5 @@ export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
 export { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 export { kernelIds } from './kernels/registry.ts';
 export { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
-export { configureWasm as configureCpu, wasmRunStats, type WasmOptions as CpuOptions } from './kernels/cpu-wasm/kernel.ts';
+export { configureWasm as configureCpu, prepackCpu, wasmRunStats, type WasmOptions as CpuOptions } from './kernels/cpu-wasm/kernel.ts';
+export type { CpuPackedOperand } from './kernels/types.ts';

@@ -9,7 +9,7 @@ import type { GemmDispatch, GemmShape } from '../gpu/plan.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
-import type { GemmResult } from '../types.ts';
+import type { GemmResult, OperandType } from '../types.ts';
 import type { EpilogueCall } from './epilogue/epilogue.ts';
 
 /** Packed operands with their sums, on the GPU. */
@@ -71,7 +71,28 @@ export interface CpuGemmKernel {
   readonly id: string;
   readonly backend: 'cpu';
   supports(caps: CpuCaps, p: NormalizedProblem): boolean;
-  run(p: NormalizedProblem, opts: { threads?: number }): Promise<GemmResult>;
+  /** `rhsPacked`: the rhs, prepacked for this kernel (p.rhs then only gives its shape and type). */
+  run(p: NormalizedProblem, opts: { threads?: number; rhsPacked?: CpuPackedOperand }): Promise<GemmResult>;
+}
+
+/**
+ * An rhs (the weights) packed once by prepackCpu for a WebAssembly CPU kernel, with its column sums,
+ * kept in the kernels' memory (src/kernels/cpu-wasm/kernel.ts): a GEMM given it as `rhs` (backend
+ * 'cpu' or 'auto') packs only its lhs.
+ */
+export interface CpuPackedOperand {
+  readonly side: 'rhs';
+  readonly rows: number;
+  readonly cols: number;
+  readonly type: OperandType;
+  /** The CPU kernel whose layout it holds; a GEMM with it runs that kernel. */
+  readonly kernel: string;
+  /** Bytes of WebAssembly memory held. */
+  readonly bytes: number;
+  /** True once destroy() ran: the operand can no longer be used. */
+  readonly destroyed: boolean;
+  /** Frees its memory (a later prepack or GEMM reuses it). */
+  destroy(): void;
 }
 
 export type GemmKernel = GpuGemmKernel | CpuGemmKernel;

@@ -106,9 +106,12 @@ const CAST_TYPES: Record<string, readonly DstType[]> = {
 };
 
 /** shapesOnly: the operands' data lives elsewhere (a GPU buffer); check their shapes and types only. */
-export function normalizeProblem(problem: GemmProblem, { shapesOnly = false } = {}): NormalizedProblem {
+export function normalizeProblem(
+  problem: GemmProblem,
+  { shapesOnly = false, rhsShapeOnly = false }: { shapesOnly?: boolean; rhsShapeOnly?: boolean } = {},
+): NormalizedProblem {
   const lhsType = checkOperand('lhs', problem.lhs, shapesOnly);
-  const rhsType = checkOperand('rhs', problem.rhs, shapesOnly);
+  const rhsType = checkOperand('rhs', problem.rhs, shapesOnly || rhsShapeOnly);
   const lhs = withOrder(problem.lhs);
   const rhs = withOrder(problem.rhs);
   if (lhs.cols !== rhs.rows) {

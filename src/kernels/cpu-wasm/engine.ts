@@ -11,6 +11,7 @@
 
 import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
+import { DATA_START } from './layout.ts';
 import { coreCount, isNode, type WorkerPool } from './pool.ts';
 
 export type RelaxedMode = 'usdot' | 'sdot';
@@ -29,6 +30,12 @@ export interface WasmEngine {
   cores: number;
   /** Worker threads; made on the first multi-threaded run. */
   pool: WorkerPool | null;
+  /**
+   * Blocks of linear memory that outlive a GEMM (prepacked operands, prepack.ts), from DATA_START up,
+   * in address order; a GEMM's own regions start at `heapEnd`, past the last live block.
+   */
+  blocks: { at: number; size: number; live: boolean }[];
+  heapEnd: number;
 }
 
 export interface WasmOptions {
@@ -126,6 +133,8 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
     relaxedNote: !relaxedValid ? 'relaxed SIMD not validated by this runtime' : 'opted out',
     cores: await coreCount(),
     pool: null,
+    blocks: [],
+    heapEnd: DATA_START,
   };
   if (relaxedValid && wantRelaxed) {
     const mode = await probeRelaxed(e.exports);
@@ -140,6 +149,30 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
   }
   await warmUp(e);
   return e;
+}
+
+/** Reserves `size` bytes of linear memory past the live blocks (64-byte aligned, grown as needed); returns the address. */
+export function allocateBlock(e: WasmEngine, size: number): number {
+  const at = e.heapEnd;
+  e.heapEnd = at + Math.ceil(size / 64) * 64;
+  e.blocks.push({ at, size, live: true });
+  const have = e.memory.buffer.byteLength;
+  if (e.heapEnd > have) e.memory.grow(Math.ceil((e.heapEnd - have) / 65536));
+  return at;
+}
+
+/** Frees the block at `at`; the heap shrinks past every dead block at its end. */
+export function freeBlock(e: WasmEngine, at: number): void {
+  const b = e.blocks.find((x) => x.at === at);
+  if (b) b.live = false;
+  while (e.blocks.length && !e.blocks[e.blocks.length - 1].live) e.blocks.pop();
+  const last = e.blocks[e.blocks.length - 1];
+  e.heapEnd = last ? last.at + Math.ceil(last.size / 64) * 64 : DATA_START;
+}
+
+/** The current engine, if one has been made (prepacked operands check that theirs is still it). */
+export function currentEngine(): Promise<WasmEngine | null> | null {
+  return engine;
 }
 
 /** The engine, or null where WebAssembly SIMD is missing. */

@@ -5,12 +5,13 @@
 // everywhere WebAssembly SIMD exists). Both run on the calling thread plus worker threads over a shared
 // memory where there is one. Runs on one engine are serialized (they share its memory).
 
-import type { NormalizedProblem } from '../../spec/problem.ts';
-import type { GemmResult } from '../../types.ts';
-import type { CpuCaps, CpuGemmKernel } from '../types.ts';
-import { configureWasm, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
-import type { WasmKernelKind } from './layout.ts';
-import { runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats } from './run.ts';
+import { InputError } from '../../errors.ts';
+import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
+import type { GemmResult, Operand } from '../../types.ts';
+import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
+import { allocateBlock, configureWasm, freeBlock, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
+import { CTX, CTX_WORDS, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { rhsEncoding, runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats, type RhsBlock } from './run.ts';
 
 export { configureWasm, wasmRunStats, type WasmOptions };
 
@@ -38,13 +39,103 @@ function wasmKernel(id: string, kind: WasmKernelKind, available: (c: CpuCaps) =>
     id,
     backend: 'cpu',
     supports: (caps, p) => available(caps) && wasmBytesNeeded(p.M, p.N, p.K) < MAX_BYTES,
-    run: (p: NormalizedProblem, opts: { threads?: number }): Promise<GemmResult> =>
+    run: (p: NormalizedProblem, opts: { threads?: number; rhsPacked?: CpuPackedOperand }): Promise<GemmResult> =>
       serialized(async () => {
         const e: WasmEngine | null = await engine();
         if (!e || (kind === 'relaxed' && !e.relaxed)) throw new Error(`qgemm: kernel ${id} is not available in this runtime`);
-        return runOnEngine(e, p, kind, opts.threads, wasmThreads(e));
+        return runOnEngine(
+          e,
+          p,
+          kind,
+          opts.threads,
+          wasmThreads(e),
+          e.relaxed,
+          opts.rhsPacked ? rhsBlockFor(opts.rhsPacked, e, p, id) : null,
+        );
       }),
   };
+}
+
+/** What only this module knows of a CpuPackedOperand: where it lies, in which engine's memory. */
+const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine; at: number }>();
+
+export const isCpuPacked = (x: unknown): x is CpuPackedOperand => typeof x === 'object' && x !== null && blocks.has(x as CpuPackedOperand);
+
+/** The block of `x` for a GEMM on engine e with kernel `id`, or an InputError naming why it cannot serve. */
+function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, id: string): RhsBlock {
+  const b = blocks.get(x);
+  if (!b || x.destroyed) throw new InputError('rhs', 'this prepacked operand was destroyed');
+  if (b.engine !== e)
+    throw new InputError('rhs', 'this prepacked operand belongs to a CPU engine that was replaced (configureCpu); prepack it again');
+  if (x.kernel !== id) throw new InputError('kernel', `the rhs was prepacked for ${x.kernel}, not ${id}`);
+  if (p.K !== x.rows || p.N !== x.cols)
+    throw new InputError('rhs', `prepacked as [${x.rows},${x.cols}], the problem needs [${p.K},${p.N}]`);
+  return b;
+}
+
+/**
+ * Packs `rhs` once for the fastest WebAssembly CPU kernel (with its column sums) into the kernels'
+ * memory; 8-bit operands (a GEMM with bitDepth takes a plain rhs). Where WebAssembly SIMD is missing
+ * there is nothing to pack for: InputError.
+ */
+export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
+  const K0 = Number.isInteger(rhs?.rows) && rhs.rows > 0 ? rhs.rows : 1;
+  const row = { data: new Uint8Array(K0), rows: 1, cols: K0 }; // a one-row lhs, to validate rhs as a GEMM does
+  const { rhs: op, rhsType: type, K, N } = normalizeProblem({ lhs: row, rhs });
+  return serialized(async () => {
+    const e = await engine();
+    if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
+    const kind: WasmKernelKind = e.relaxed ? 'relaxed' : 'i16';
+    const { kstep, elem } = KERNELS[kind];
+    const Kp = Math.ceil(K / kstep) * kstep;
+    const Np = Math.ceil(N / NR) * NR;
+    const bytes = Np * Kp * elem + 4 * Np;
+    if (bytes + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${bytes} bytes packed)`);
+    const at = allocateBlock(e, bytes);
+    // The raw bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
+    const src = e.heapEnd;
+    const have = e.memory.buffer.byteLength;
+    if (src + K * N > have) e.memory.grow(Math.ceil((src + K * N - have) / 65536));
+    const buf = e.memory.buffer;
+    new Uint8Array(buf, src, K * N).set(new Uint8Array(op.data.buffer, op.data.byteOffset, K * N));
+    const c = new Int32Array(buf, 0, CTX_WORDS).fill(0);
+    const { xor, sh } = rhsEncoding(kind, type === 'int8');
+    const rowMajor = op.order === 'row-major';
+    const fields: Partial<Record<keyof typeof CTX, number>> = {
+      N,
+      K,
+      Kp,
+      Np,
+      rhsSrc: src,
+      rhsSo: rowMajor ? 1 : K,
+      rhsSk: rowMajor ? N : 1,
+      rhsXor: xor,
+      rhsSh: sh,
+      rhsPacked: at,
+      colSums: at + Np * Kp * elem,
+    };
+    for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
+    e.exports[`pack_rhs_${kind}`](0, Np / NR);
+    let destroyed = false;
+    const packed: CpuPackedOperand = {
+      side: 'rhs',
+      rows: K,
+      cols: N,
+      type,
+      kernel: kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id,
+      bytes,
+      get destroyed() {
+        return destroyed;
+      },
+      destroy() {
+        if (destroyed) return;
+        destroyed = true;
+        void serialized(async () => freeBlock(e, at));
+      },
+    };
+    blocks.set(packed, { kind, packed: at, sums: at + Np * Kp * elem, engine: e, at });
+    return packed;
+  });
 }
 
 export const CPU_WASM_RELAXED = wasmKernel('cpu-wasm-relaxed', 'relaxed', (c) => c.relaxedSimd);

@@ -58,9 +58,19 @@ const bytes = (d: OperandData) => new Uint8Array(d.buffer, d.byteOffset, d.lengt
 
 type DirectShape = (typeof DIRECT)[number];
 
+/** An rhs packed once into kernel `kind`'s layout, in a block of linear memory (kernel.ts prepackCpu). */
+export interface RhsBlock {
+  kind: WasmKernelKind;
+  /** The packed panels (Np/8 of them, Kp deep) and, after them, the Np column sums. */
+  packed: number;
+  sums: number;
+}
+
 interface Prepared {
   /** The shape of the direct variant of the 16-bit kernel (gen-direct.ts; the rhs is not packed), or null. */
   direct: DirectShape | null;
+  /** The rhs was packed before (an RhsBlock): only the lhs is packed. */
+  rhsReady: boolean;
   tiles: number;
   panels: number;
   dst: number;
@@ -100,13 +110,20 @@ function packLhsDirect(buf: ArrayBufferLike, p: NormalizedProblem, d: DirectShap
   }
 }
 
+/** How kernel `kind` packs rhs bytes: XORed with `xor`, read signed (sh 24) or not (sh 0); the packed values are rhs - c. */
+export function rhsEncoding(kind: WasmKernelKind, signed: boolean): { xor: number; sh: number; c: number } {
+  if (kind === 'relaxed') return signed ? { xor: 0, sh: 24, c: 0 } : { xor: 0x80, sh: 24, c: 128 };
+  return { xor: 0, sh: signed ? 24 : 0, c: 0 };
+}
+
 /** Writes the problem into linear memory for kernel `kind`; returns what the dispatch needs. */
 export function prepare(
   e: WasmEngine,
   p: NormalizedProblem,
   kind: WasmKernelKind,
   mode: RelaxedMode | null,
-  direct = directShape(p, kind),
+  rhsBlock: RhsBlock | null = null,
+  direct = rhsBlock ? null : directShape(p, kind),
 ): Prepared {
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
@@ -116,11 +133,11 @@ export function prepare(
   const Kp = roundUp(K, kstep);
   const lowbit = !!p.bitDepth;
   const lhsData = lowbit ? requantized(p, 'lhs') : bytes(p.lhs.data);
-  const rhsData = lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
+  const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
   const rhsSigned = !lowbit && p.rhsType === 'int8';
 
-  let at = DATA_START;
+  let at = e.heapEnd; // past the prepacked operands' blocks
   const region = (n: number) => {
     const a = at;
     at = roundUp(at + n, 64);
@@ -128,11 +145,11 @@ export function prepare(
   };
   const r = {
     lhsSrc: region(direct ? 0 : M * K),
-    rhsSrc: region(Kp * N), // the direct kernel reads rows up to Kp (zero past K)
+    rhsSrc: region(rhsData ? Kp * N : 0), // the direct kernel reads rows up to Kp (zero past K)
     lhsPacked: region(Mp * Kp * elem),
-    rhsPacked: region(direct ? 0 : Np * Kp * elem),
+    rhsPacked: rhsBlock ? rhsBlock.packed : region(direct ? 0 : Np * Kp * elem),
     rowSums: region(4 * Mp),
-    colSums: region(4 * Np),
+    colSums: rhsBlock ? rhsBlock.sums : region(4 * Np),
     zL: region(4 * Mp),
     zR: region(4 * Np),
     C: region(4 * Mp * Np),
@@ -147,7 +164,7 @@ export function prepare(
   if (at > have) e.memory.grow(Math.ceil((at - have) / 65536));
 
   const buf = e.memory.buffer;
-  new Uint8Array(buf, r.rhsSrc, K * N).set(rhsData);
+  if (rhsData) new Uint8Array(buf, r.rhsSrc, K * N).set(rhsData);
   const shiftL = lowbit && p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const shiftR = lowbit && p.rhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
@@ -169,13 +186,9 @@ export function prepare(
   // 128 it moved by becomes cA/cB in the four-term expansion.
   let lhsXor = 0,
     lhsSh = lhsSigned ? 24 : 0,
-    rhsXor = 0,
-    rhsSh = rhsSigned ? 24 : 0,
-    cA = 0,
-    cB = 0;
+    cA = 0;
+  const { xor: rhsXor, sh: rhsSh, c: cB } = rhsEncoding(kind, rhsSigned);
   if (kind === 'relaxed') {
-    rhsSh = 24;
-    if (!rhsSigned) [rhsXor, cB] = [0x80, 128];
     if (mode === 'usdot') {
       lhsSh = 0;
       if (lhsSigned) [lhsXor, cA] = [0x80, -128];
@@ -233,7 +246,7 @@ export function prepare(
       : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
-  return { direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
+  return { direct, rhsReady: !!rhsBlock, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
 }
 
 /** [start, end) of part i of n items split T ways. */
@@ -255,10 +268,8 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
   const waste = (n: number) => (Math.ceil(n / T) * T) / n;
   const byRows = waste(t.tiles) <= waste(t.panels);
   for (let i = 0; i < T; i++) {
-    pack.push([
-      [`pack_lhs_${kind}`, ...part(t.tiles, T, i)],
-      [`pack_rhs_${kind}`, ...part(t.panels, T, i)],
-    ]);
+    pack.push([[`pack_lhs_${kind}`, ...part(t.tiles, T, i)]]);
+    if (!t.rhsReady) pack[i].push([`pack_rhs_${kind}`, ...part(t.panels, T, i)]);
     gemm.push([byRows ? [`gemm_${kind}`, ...part(t.tiles, T, i), 0, t.panels] : [`gemm_${kind}`, 0, t.tiles, ...part(t.panels, T, i)]]);
   }
   return { pack, gemm };
@@ -282,9 +293,10 @@ export async function runOnEngine(
   threads: number | undefined,
   defaultThreads = 1,
   mode = e.relaxed,
+  rhsBlock: RhsBlock | null = null,
 ): Promise<GemmResult> {
   const { M, N, K } = p;
-  const t = prepare(e, p, kind, mode);
+  const t = prepare(e, p, kind, mode, rhsBlock);
   const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
   const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
   const { pack, gemm } = plan(kind, t, T);

@@ -1,0 +1,96 @@
+// Prepacked weights on the CPU (prepackCpu, src/kernels/cpu-wasm/kernel.ts): an rhs packed once into
+// the WebAssembly kernel's layout, with its column sums, kept in the kernels' memory and reused by
+// GEMMs that then pack only their lhs. Bit for bit against the normative referenceGemm over the shape
+// sweep, every rhs type and order, zero points and stages, on one and two threads; several prepacked
+// operands alive and freed in any order; and each misuse as an InputError naming its field.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { gemm } from '../../src/api.ts';
+import { InputError } from '../../src/errors.ts';
+import { configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import type { GemmProblem } from '../../src/types.ts';
+import { arbProblem, describeProblem } from '../support/arbitraries.ts';
+import { diffResults, formatMismatch } from '../support/compare.ts';
+
+const caps = await wasmCpuCaps();
+
+describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
+  async function expectSame(problem: GemmProblem, threads: number) {
+    configureWasm({ threads });
+    const weights = await prepackCpu(problem.rhs);
+    try {
+      const got = await gemm({ ...problem, rhs: weights }, { backend: 'cpu' });
+      expect(got.backend).toBe('cpu');
+      const d = diffResults(got, referenceGemm(problem));
+      if (d) expect.fail(formatMismatch(d, `prepacked rhs, threads=${threads} ${describeProblem(problem)}`));
+    } finally {
+      weights.destroy();
+    }
+  }
+
+  it.each([1, 2])('== reference over the sweep, threads %i (8-bit problems)', async (threads) => {
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), (p) => expectSame({ ...p, bitDepth: undefined }, threads)),
+      { numRuns: 80 },
+    );
+  });
+
+  it('one packed rhs serves many lhs; several stay alive and are freed in any order', async () => {
+    configureWasm({ threads: 2 });
+    const rhs = (K: number, N: number, seed: number) => ({
+      data: Int8Array.from({ length: K * N }, (_, i) => ((i * 2654435761 + seed) >>> 24) - 128),
+      rows: K,
+      cols: N,
+      order: 'col-major' as const,
+    });
+    const lhs = (M: number, K: number) => ({ data: Uint8Array.from({ length: M * K }, (_, i) => (i * 31) & 255), rows: M, cols: K });
+    const shapes: [number, number][] = [
+      [300, 70],
+      [64, 9],
+      [129, 200],
+    ];
+    const rhss = shapes.map(([K, N], i) => rhs(K, N, i));
+    const packed = await Promise.all(rhss.map((r) => prepackCpu(r)));
+    const check = async (i: number) => {
+      for (const M of [1, 5, 33]) {
+        const problem = { lhs: lhs(M, shapes[i][0]), rhs: rhss[i], lhsZeroPoint: 7, rhsZeroPoint: -3 };
+        const got = await gemm({ ...problem, rhs: packed[i] }, { backend: 'cpu' });
+        const d = diffResults(got, referenceGemm(problem));
+        if (d) expect.fail(formatMismatch(d, `packed #${i}, M=${M}`));
+      }
+    };
+    await check(0);
+    packed[1].destroy();
+    await check(2);
+    await check(0);
+    const again = await prepackCpu(rhss[1]); // may take #1's freed block
+    packed[1] = again;
+    await check(1);
+    await check(2);
+    for (const p of packed) p.destroy();
+    expect(packed.every((p) => p.destroyed)).toBe(true);
+  });
+
+  it('refuses misuse with an InputError naming the field', async () => {
+    const rhs = { data: new Uint8Array(12), rows: 3, cols: 4 };
+    const lhs = { data: new Uint8Array(6), rows: 2, cols: 3 };
+    const packed = await prepackCpu(rhs);
+    const fails = async (run: () => Promise<unknown>, field: string) => {
+      const e = await run().then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(InputError);
+      expect((e as InputError).field).toBe(field);
+    };
+    await fails(() => gemm({ lhs, rhs: packed }, { backend: 'webgpu' }), 'rhs');
+    await fails(() => gemm({ lhs: { data: new Uint8Array(8), rows: 2, cols: 4 }, rhs: packed }, { backend: 'cpu' }), 'rhs');
+    await fails(() => gemm({ lhs, rhs: packed, bitDepth: { lhs: 7, rhs: 7, rounding: 'nearest' } }, { backend: 'cpu' }), 'bitDepth');
+    await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu', kernel: 'cpu-js' }), 'kernel');
+    await fails(() => prepackCpu({ data: new Uint8Array(5), rows: 3, cols: 4 }), 'rhs');
+    packed.destroy();
+    await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu' }), 'rhs');
+  });
+});
