@@ -55,6 +55,7 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
   { ours: QGEMM_RHS4, peer: QGEMM_NODE('resident') },
   { ours: id('qgemm', 'webgpu', 'chrome', 'call'), peer: id('tfjs-webgpu-f32', 'webgpu', 'chrome', 'call') },
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
+  { ours: id('qgemm', 'cpu', 'node', 'resident'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'resident') },
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('naive-js', 'cpu', 'node', 'call') },
 ];
 /** On a hardware adapter only (SwiftShader against a CPU library says nothing): the GPU against what a Node user has today. */

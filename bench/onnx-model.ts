@@ -1,7 +1,8 @@
 // The onnxruntime peers' models, built in code as onnx.ModelProto bytes with the minimal protobuf
 // encoder below (varints and length-delimited fields are all they need; no Python, no .onnx file):
 //   - MatMulInteger (CPU peer): Y[int32, MxN] = (A[uint8, MxK] - a_zp) * (B[uint8, KxN] - b_zp), symbolic
-//     M, N, K (one session serves every shape), zero points as inputs;
+//     M, N, K (one session serves every shape), zero points as inputs; and the same with B and b_zp as
+//     initializers (the resident CPU peer: onnxruntime prepacks a constant B);
 //   - MatMul f32 with the weights as an initializer (the WebGPU peer: weights stay on the GPU);
 //   - com.microsoft MatMulNBits (bits 8 or 4, block_size 32, accuracy_level 4, float32 A), its packed
 //     weights, scales and zero points as initializers.
@@ -143,6 +144,32 @@ function oneNodeModel(node: NodeSpec, k: number, n: number, initializers: Initia
 }
 
 const bytesOfFloats = (f: Float32Array): Uint8Array => new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+
+/**
+ * MatMulInteger with the weights B (uint8 [K, N], row-major) and b_zero_point as initializers: inputs
+ * A (uint8 [M, K], M symbolic) and a_zero_point, output Y (int32 [M, N]). onnxruntime packs a constant
+ * B once, when the session is made (the CPU peer of qgemm's prepacked rhs).
+ */
+export function matMulIntegerWeightsModel(b: Uint8Array, k: number, n: number, bZeroPoint: number): Uint8Array {
+  const node = message(
+    1,
+    ...['A', 'B', 'a_zero_point', 'b_zero_point'].map((i) => stringField(1, i)),
+    stringField(2, 'Y'),
+    stringField(3, 'matmul_integer'),
+    stringField(4, 'MatMulInteger'),
+  );
+  const graph = message(
+    7,
+    node,
+    stringField(2, 'qgemm_bench_matmul_integer_weights'),
+    tensor(5, 'B', ONNX_UINT8, [k, n], b),
+    tensor(5, 'b_zero_point', ONNX_UINT8, [], Uint8Array.of(bZeroPoint)),
+    valueInfo(11, 'A', ONNX_UINT8, ['M', k]),
+    valueInfo(11, 'a_zero_point', ONNX_UINT8, []),
+    valueInfo(12, 'Y', ONNX_INT32, ['M', n]),
+  );
+  return concat([intField(1, 7), stringField(2, 'qgemm-webgpu bench'), graph, message(8, stringField(1, ''), intField(2, 13))]);
+}
 
 /** MatMul f32, Y = A x W with W [K, N] (row-major floats) an initializer. */
 export function matMulF32Model(w: Float32Array, k: number, n: number): Uint8Array {

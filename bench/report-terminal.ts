@@ -21,9 +21,9 @@ export const SHORT: Record<string, string> = {
   'naive-js/cpu/node': 'naive-js',
 };
 
-/** Short name of a row series: the implementation, plus the mode for WebGPU rows, plus "4-bit" for qgemm's 4-bit weights. */
+/** Short name of a row series: the implementation, plus the mode for WebGPU rows and resident CPU rows, plus "4-bit" for qgemm's 4-bit weights. */
 export const label = (id: RowId): string =>
-  `${SHORT[baseKey(id)] ?? baseKey(id)}${id.backend === 'webgpu' ? ` ${id.mode}` : ''}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}`;
+  `${SHORT[baseKey(id)] ?? baseKey(id)}${id.backend === 'webgpu' || id.mode !== 'call' ? ` ${id.mode}` : ''}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}`;
 
 export function fmtGops(g: number | null): string {
   if (g === null) return '—';

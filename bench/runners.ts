@@ -105,9 +105,13 @@ export async function startRunners(
     if (choice.kind === 'none') missing(id, 'no WebGPU adapter for onnxruntime either (no GPU and no SwiftShader)');
     else await start([id], () => onnxruntimeWebgpu(impl, slug));
   }
-  if (wants('qgemm', 'cpu', 'node')) await start([node('qgemm', 'call', 'cpu')], () => qgemmCpuNode(computes));
-  if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node'))
-    await start([node('onnxruntime-node-matmulinteger', 'call', 'cpu')], () => onnxruntimeNode());
+  // CPU rows: always `call`; `resident` (weights packed once, outside the timing) too where it is asked for.
+  const cpuModes = (['call', 'resident'] as const).filter((m) => m === 'call' || opts.modes.includes(m));
+  for (const mode of cpuModes) {
+    if (wants('qgemm', 'cpu', 'node')) await start([node('qgemm', mode, 'cpu')], () => qgemmCpuNode(computes, mode));
+    if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node'))
+      await start([node('onnxruntime-node-matmulinteger', mode, 'cpu')], () => onnxruntimeNode(mode));
+  }
   if (wants('naive-js', 'cpu', 'node')) await start([node('naive-js', 'call', 'cpu')], () => naiveJs());
 
   let chrome: ChromeSession | null = null;

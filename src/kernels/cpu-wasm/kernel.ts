@@ -89,7 +89,11 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
     const { kstep, elem } = KERNELS[kind];
     const Kp = Math.ceil(K / kstep) * kstep;
     const Np = Math.ceil(N / NR) * NR;
-    const bytes = Np * Kp * elem + 4 * Np;
+    // The 16-bit kernel also keeps the bytes row-major (Kp rows, zero past K, 64 bytes of slack for the
+    // columns read past N) for its direct variant, which serves a few lhs rows without the packed panels.
+    const packedBytes = Np * Kp * elem + 4 * Np;
+    const rawBytes = kind === 'i16' ? Kp * N + 64 : 0;
+    const bytes = packedBytes + rawBytes;
     if (bytes + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${bytes} bytes packed)`);
     const at = allocateBlock(e, bytes);
     // The raw bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
@@ -116,6 +120,13 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
     };
     for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
     e.exports[`pack_rhs_${kind}`](0, Np / NR);
+    const raw = rawBytes ? at + packedBytes : null;
+    if (raw !== null) {
+      const out = new Uint8Array(buf, raw, rawBytes).fill(0);
+      const data = new Uint8Array(op.data.buffer, op.data.byteOffset, K * N);
+      if (rowMajor) out.set(data);
+      else for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) out[k * N + n] = data[n * K + k];
+    }
     let destroyed = false;
     const packed: CpuPackedOperand = {
       side: 'rhs',
@@ -133,7 +144,7 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
         void serialized(async () => freeBlock(e, at));
       },
     };
-    blocks.set(packed, { kind, packed: at, sums: at + Np * Kp * elem, engine: e, at });
+    blocks.set(packed, { kind, packed: at, sums: at + Np * Kp * elem, raw, engine: e, at });
     return packed;
   });
 }

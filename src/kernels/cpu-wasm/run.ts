@@ -64,6 +64,8 @@ export interface RhsBlock {
   /** The packed panels (Np/8 of them, Kp deep) and, after them, the Np column sums. */
   packed: number;
   sums: number;
+  /** The 16-bit kernel's: the rhs row-major as bytes, Kp rows (zero past K), for the direct variant; else null. */
+  raw: number | null;
 }
 
 interface Prepared {
@@ -123,7 +125,7 @@ export function prepare(
   kind: WasmKernelKind,
   mode: RelaxedMode | null,
   rhsBlock: RhsBlock | null = null,
-  direct = rhsBlock ? null : directShape(p, kind),
+  direct = rhsBlock && rhsBlock.raw === null ? null : directShape(p, kind),
 ): Prepared {
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
@@ -145,7 +147,8 @@ export function prepare(
   };
   const r = {
     lhsSrc: region(direct ? 0 : M * K),
-    rhsSrc: region(rhsData ? Kp * N : 0), // the direct kernel reads rows up to Kp (zero past K)
+    // the direct kernel reads rows up to Kp (zero past K)
+    rhsSrc: rhsBlock ? (rhsBlock.raw ?? 0) : region(Kp * N),
     lhsPacked: region(Mp * Kp * elem),
     rhsPacked: rhsBlock ? rhsBlock.packed : region(direct ? 0 : Np * Kp * elem),
     rowSums: region(4 * Mp),
@@ -170,7 +173,7 @@ export function prepare(
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
   if (direct) {
     // The lhs is packed here with its zero points subtracted (which then are 0), the rhs stays as it is.
-    new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
+    if (rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
     packLhsDirect(buf, p, direct, Mp, Kp, r.lhsPacked, r.rowSums);
   } else {
     new Uint8Array(buf, r.lhsSrc, M * K).set(lhsData);
@@ -246,7 +249,7 @@ export function prepare(
       : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
-  return { direct, rhsReady: !!rhsBlock, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
+  return { direct, rhsReady: !!rhsBlock && !direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
 }
 
 /** [start, end) of part i of n items split T ways. */
