@@ -10,7 +10,7 @@ import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts'
 import type { GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
 import { allocateBlock, configureWasm, freeBlock, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
-import { CTX, CTX_WORDS, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { CTX, CTX_WORDS, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
 import { rhsEncoding, runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats, type RhsBlock } from './run.ts';
 
 export { configureWasm, wasmRunStats, type WasmOptions };
@@ -89,10 +89,11 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
     const { kstep, elem } = KERNELS[kind];
     const Kp = Math.ceil(K / kstep) * kstep;
     const Np = Math.ceil(N / NR) * NR;
-    // The 16-bit kernel also keeps the bytes row-major (Kp rows, zero past K, 64 bytes of slack for the
-    // columns read past N) for its direct variant, which serves a few lhs rows without the packed panels.
+    // The 16-bit kernel also keeps the bytes for its direct variant, which serves a few lhs rows without
+    // the packed panels: in blocks of DIRECT_NP_ALIGN columns x Kp rows, each contiguous (zero past K
+    // and N), which its micro-kernels stream (gen-direct.ts).
     const packedBytes = Np * Kp * elem + 4 * Np;
-    const rawBytes = kind === 'i16' ? Kp * N + 64 : 0;
+    const rawBytes = kind === 'i16' ? Math.ceil(N / DIRECT_NP_ALIGN) * DIRECT_NP_ALIGN * Kp : 0;
     const bytes = packedBytes + rawBytes;
     if (bytes + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${bytes} bytes packed)`);
     const at = allocateBlock(e, bytes);
@@ -124,8 +125,11 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
     if (raw !== null) {
       const out = new Uint8Array(buf, raw, rawBytes).fill(0);
       const data = new Uint8Array(op.data.buffer, op.data.byteOffset, K * N);
-      if (rowMajor) out.set(data);
-      else for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) out[k * N + n] = data[n * K + k];
+      const W = DIRECT_NP_ALIGN;
+      for (let n = 0; n < N; n++) {
+        const block = Math.floor(n / W) * Kp * W + (n % W);
+        for (let k = 0; k < K; k++) out[block + k * W] = data[rowMajor ? k * N + n : n * K + k];
+      }
     }
     let destroyed = false;
     const packed: CpuPackedOperand = {

@@ -55,6 +55,12 @@ export const CTX = {
   dstSn: 37,
   /** rhs panels per cache block of the driver loop. */
   nBlock: 38,
+  /**
+   * The direct kernel's rhs (gen-direct.ts) in blocks of DIRECT_NP_ALIGN columns: block j starts at
+   * rhsSrc + j*rhsBlockStride, and its rows are rhsSk apart (a row-major rhs: stride DIRECT_NP_ALIGN and
+   * N; a prepacked one: Kp*DIRECT_NP_ALIGN and DIRECT_NP_ALIGN, each block contiguous).
+   */
+  rhsBlockStride: 39,
 } as const;
 
 export const CTX_WORDS = 48;

@@ -64,7 +64,10 @@ export interface RhsBlock {
   /** The packed panels (Np/8 of them, Kp deep) and, after them, the Np column sums. */
   packed: number;
   sums: number;
-  /** The 16-bit kernel's: the rhs row-major as bytes, Kp rows (zero past K), for the direct variant; else null. */
+  /**
+   * The 16-bit kernel's: the rhs bytes for the direct variant, in blocks of DIRECT_NP_ALIGN columns, each
+   * Kp rows x DIRECT_NP_ALIGN contiguous (zero past K and N); else null.
+   */
   raw: number | null;
 }
 
@@ -222,7 +225,9 @@ export function prepare(
     lhsSh,
     rhsSrc: r.rhsSrc,
     rhsSo: rhsRowMajor ? 1 : K,
-    rhsSk: rhsRowMajor ? N : 1,
+    // a prepacked rhs's direct bytes: blocks of DIRECT_NP_ALIGN columns, rows DIRECT_NP_ALIGN apart
+    rhsSk: direct && rhsBlock ? DIRECT_NP_ALIGN : rhsRowMajor ? N : 1,
+    rhsBlockStride: direct && rhsBlock ? Kp * DIRECT_NP_ALIGN : DIRECT_NP_ALIGN,
     rhsXor,
     rhsSh,
     rowSums: r.rowSums,
