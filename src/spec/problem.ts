@@ -171,10 +171,11 @@ export function normalizeProblem(
           }
           checkInt32(`${f}.offsetAfterShift`, stage.offsetAfterShift);
           const hi = stage.rounding === 'single' ? 30 : 31;
-          const exponents = stage.exponent instanceof Int32Array ? stage.exponent : [stage.exponent];
-          exponents.forEach((e, j) => {
-            checkRange(stage.exponent instanceof Int32Array ? `${f}.exponent[${j}]` : `${f}.exponent`, e, -31, hi);
-          });
+          if (stage.exponent instanceof Int32Array) {
+            // (the field name is made only for the element that fails: this runs on every call)
+            const bad = stage.exponent.findIndex((e) => e < -31 || e > hi);
+            if (bad >= 0) checkRange(`${f}.exponent[${bad}]`, stage.exponent[bad], -31, hi);
+          } else checkRange(`${f}.exponent`, stage.exponent, -31, hi);
         }
         break;
       }
