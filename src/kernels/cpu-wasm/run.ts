@@ -160,9 +160,9 @@ export function prepare(
     zR: region(4 * Np),
     C: region(4 * Mp * Np),
   };
-  const program = encodeProgram(p, Mp, Np, at);
-  const paramsAt = region(4 * program.params.length);
-  const programAt = region(4 * program.records.length);
+  const program = encodeProgram(p, Mp, Np);
+  const paramsAt = region(4 * program.paramWords);
+  const programAt = region(4 * program.recordWords);
   const dstType = program.covered === p.pipeline.length ? p.dstType : 'int32';
   const dstSize = DTYPE_BYTES[dstType];
   const dst = region(M * N * dstSize);
@@ -184,8 +184,7 @@ export function prepare(
   }
   const zR = new Int32Array(buf, r.zR, Np).fill(0);
   for (let n = 0; n < N; n++) zR[n] = (channel(p.rhsZeroPoint, n) + shiftR) | 0;
-  new Int32Array(buf, paramsAt, program.params.length).set(program.params);
-  new Int32Array(buf, programAt, program.records.length).set(program.records);
+  program.write(new Int32Array(buf, paramsAt, program.paramWords), paramsAt, new Int32Array(buf, programAt, program.recordWords));
 
   // Operand encodings (layout.ts): the 16-bit kernel widens each type as it is; relaxed SIMD wants the
   // rhs signed and the lhs unsigned (usdot) or signed (sdot), so XOR 0x80 moves a byte across, and the

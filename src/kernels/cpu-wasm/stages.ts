@@ -13,97 +13,120 @@ import { TYPE_RANGE, type PerChannel } from '../../types.ts';
 import { OP, STAGE_MODE, STAGE_WORDS } from './layout.ts';
 
 export interface OutputProgram {
-  /** STAGE_WORDS words per stage, pointers already absolute. */
-  records: Int32Array;
-  /** The words at `base` that the records point into. */
-  params: Int32Array;
   /** How many stages of p.pipeline the program covers (the rest, from a tanh on, run in JavaScript). */
   covered: number;
+  /** Words of the per-channel vectors, and of the records (STAGE_WORDS per stage). */
+  paramWords: number;
+  recordWords: number;
+  /**
+   * Writes the vectors into `params` (its word 0 at byte address `base`, where the records' pointers
+   * point) and the records into `records`: straight into the kernels' memory, nothing allocated per channel.
+   */
+  write(params: Int32Array, base: number, records: Int32Array): void;
 }
 
 /**
  * The constants of MultiplyByQuantizedMultiplier with double rounding (src/quant/fixedpoint.ts) for
- * exponents e, channel by channel: SaturatingLeftShift by l = max(e, 0) is x * pow (pow = 2^l, wrapping)
- * where |x| <= sat = 2^(31-l) - 1, else saturated; RoundingDivideByPOT by r = max(-e, 0) is
+ * exponent e: SaturatingLeftShift by l = max(e, 0) is x * pow (pow = 2^l, wrapping) where
+ * |x| <= sat = 2^(31-l) - 1, else saturated; RoundingDivideByPOT by r = max(-e, 0) is
  * floor(x * mul / 2^31) (mul = 2^(31-r), a 64-bit product, exact for r >= 1; r = 0 keeps x) plus one
  * where the remainder x & mask (mask = 2^r - 1) exceeds mask >> 1, plus one for negative x.
  */
-export function exponentConstants(e: Int32Array): { pow: Int32Array; sat: Int32Array; mask: Int32Array; mul: Int32Array } {
-  const n = e.length;
-  const c = { pow: new Int32Array(n), sat: new Int32Array(n), mask: new Int32Array(n), mul: new Int32Array(n) };
-  for (let j = 0; j < n; j++) {
-    const l = Math.max(e[j], 0);
-    const r = Math.max(-e[j], 0);
-    c.pow[j] = 1 << l;
-    c.sat[j] = ((1 << (31 - l)) - 1) | 0;
-    c.mask[j] = ((1 << r) - 1) | 0;
-    c.mul[j] = r === 0 ? 0 : 1 << (31 - r);
-  }
-  return c;
-}
+export const exponentConstants = {
+  pow: (e: number) => 1 << Math.max(e, 0),
+  sat: (e: number) => ((1 << (31 - Math.max(e, 0))) - 1) | 0,
+  mask: (e: number) => ((1 << Math.max(-e, 0)) - 1) | 0,
+  mul: (e: number) => (e >= 0 ? 0 : 1 << (31 + e)),
+};
+
+/** One record word: an immediate, or the address of a vector at word `at` of the params. */
+type Word = { imm: number } | { at: number };
 
 /**
  * Encodes the stages of p.pipeline before its first tanh. A stage whose operands are all scalars is
  * STAGE_MODE.scalar; one with any per-channel operand has all of them as vectors along its axis
  * (STAGE_MODE.row or .col), padded with zeros to Mp or Np so that four lanes can always be read.
  */
-export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number, base: number): OutputProgram {
+export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): OutputProgram {
   const tanhAt = p.pipeline.findIndex((s) => s.type === 'tanh');
   const covered = tanhAt < 0 ? p.pipeline.length : tanhAt;
-  const records = new Int32Array(covered * STAGE_WORDS);
-  const chunks: Int32Array[] = [];
-  let words = 0;
+  const stages: { op: number; mode: number; words: Word[] }[] = [];
+  const writers: ((params: Int32Array) => void)[] = [];
+  let paramWords = 0;
   for (let i = 0; i < covered; i++) {
     const s = p.pipeline[i];
     const vectors = Object.values(s).some((v) => v instanceof Int32Array);
     const mode = !vectors ? STAGE_MODE.scalar : 'axis' in s && s.axis === 'col' ? STAGE_MODE.col : STAGE_MODE.row;
     const length = mode === STAGE_MODE.scalar ? 1 : mode === STAGE_MODE.col ? Np : Mp;
-    /** The operand as a vector of the stage's length. */
-    const vector = (v: PerChannel) => {
-      const out = new Int32Array(length);
-      if (typeof v === 'number') out.fill(v);
-      else out.set(v.subarray(0, length));
-      return out;
+    /** Reserves a vector of the stage's length holding v (zero-padded) at write time; its record word. */
+    const vector = (v: PerChannel): Word => {
+      const at = paramWords;
+      paramWords += length;
+      writers.push((params) => {
+        const out = params.subarray(at, at + length);
+        if (typeof v === 'number') out.fill(v);
+        else out.fill(0).set(v.subarray(0, length));
+      });
+      return { at };
     };
-    /** Appends a vector; returns its address. */
-    const put = (v: Int32Array) => {
-      chunks.push(v);
-      words += v.length;
-      return base + 4 * (words - v.length);
+    /** Reserves the four vectors of exponentConstants for exponents v (one loop at write time); their record words. */
+    const constants = (v: PerChannel): Word[] => {
+      const at = paramWords;
+      paramWords += 4 * length;
+      writers.push((params) => {
+        const { pow, sat, mask, mul } = exponentConstants;
+        for (let j = 0; j < length; j++) {
+          const e = typeof v === 'number' ? v : j < v.length ? v[j] : 0;
+          params[at + j] = pow(e);
+          params[at + length + j] = sat(e);
+          params[at + 2 * length + j] = mask(e);
+          params[at + 3 * length + j] = mul(e);
+        }
+      });
+      return [0, 1, 2, 3].map((i) => ({ at: at + i * length }));
     };
-    let w: number[];
+    const imm = (...xs: number[]): Word[] => xs.map((x) => ({ imm: x }));
+    let op: number;
+    let words: Word[];
     switch (s.type) {
       case 'bias':
-        w = [OP.bias, put(vector(s.values))];
+        [op, words] = [OP.bias, [vector(s.values)]];
         break;
       case 'quantizeDownInt32ToUint8Scale':
-        w = [OP.scaleToUint8, put(vector(s.offset)), put(vector(s.multiplier)), s.shift];
+        [op, words] = [OP.scaleToUint8, [vector(s.offset), vector(s.multiplier), ...imm(s.shift)]];
         break;
       case 'quantizeDownInt32ByFixedPoint':
-        w = [OP.fixedPoint, s.multiplier, s.shift, s.offsetAfterShift];
+        [op, words] = [OP.fixedPoint, imm(s.multiplier, s.shift, s.offsetAfterShift)];
         break;
       case 'scaleInt32ByFixedPointAndExponent':
         if (s.rounding === 'double') {
-          const c = exponentConstants(vector(s.exponent));
-          w = [OP.exponentDouble, put(vector(s.multiplier)), put(c.pow), put(c.sat), put(c.mask), put(c.mul), s.offsetAfterShift];
-        } else w = [OP.exponentSingle, put(vector(s.multiplier)), put(vector(s.exponent)), s.offsetAfterShift];
+          [op, words] = [OP.exponentDouble, [vector(s.multiplier), ...constants(s.exponent), ...imm(s.offsetAfterShift)]];
+        } else [op, words] = [OP.exponentSingle, [vector(s.multiplier), vector(s.exponent), ...imm(s.offsetAfterShift)]];
         break;
       case 'clamp':
-        w = [OP.clamp, s.min, s.max];
+        [op, words] = [OP.clamp, imm(s.min, s.max)];
         break;
       case 'saturatingCast':
-        w = [OP.clamp, ...TYPE_RANGE[s.to]];
+        [op, words] = [OP.clamp, imm(...TYPE_RANGE[s.to])];
         break;
       case 'truncatingCast':
-        w = [OP.truncate];
+        [op, words] = [OP.truncate, []];
         break;
       case 'tanh':
         throw new Error('unreachable: tanh ends the program');
     }
-    // [op, mode, a, b, c, d, e, f]
-    records.set([w[0], mode, ...w.slice(1)], i * STAGE_WORDS);
+    stages.push({ op, mode, words });
   }
-  const params = new Int32Array(words);
-  for (let i = 0, at = 0; i < chunks.length; at += chunks[i++].length) params.set(chunks[i], at);
-  return { records, params, covered };
+  return {
+    covered,
+    paramWords,
+    recordWords: covered * STAGE_WORDS,
+    write(params, base, records) {
+      for (const w of writers) w(params);
+      stages.forEach(({ op, mode, words }, i) => {
+        // [op, mode, a, b, c, d, e, f]
+        records.set([op, mode, ...words.map((w) => ('imm' in w ? w.imm : base + 4 * w.at))], i * STAGE_WORDS);
+      });
+    },
+  };
 }
