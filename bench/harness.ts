@@ -148,6 +148,9 @@ function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape) {
 const fmtMs = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`);
 const fmtGops = (g: number) => (g >= 100 ? g.toFixed(0) : g >= 1 ? g.toFixed(2) : g.toPrecision(2));
 
+/** The pause before each cell (see the run loop). */
+const SETTLE_MS = 100;
+
 export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const t0 = performance.now();
   const elapsed = () => (performance.now() - t0) / 1000;
@@ -230,6 +233,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         rhsBits: rhsBitsOf(runner),
       };
       try {
+        // A quiet moment between cells: a previous row's threads (onnxruntime's pool spin-waits after
+        // each run) would otherwise compete with this row's first runs.
+        await new Promise((r) => setTimeout(r, SETTLE_MS));
         const outcome = await runner.run(data, opts.policy);
         let verified: boolean | null = null;
         let verification: Verification | undefined;
