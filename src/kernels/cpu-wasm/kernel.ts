@@ -3,7 +3,8 @@
 // micro-kernel, only where engine.ts proved them exact) and 'cpu-wasm-simd' (operands widened to 16 bits,
 // `i32x4.dot_i16x8_s`, 4x8 micro-kernel or, for a few rows, the direct variant of gen-direct.ts; exact
 // everywhere WebAssembly SIMD exists). Both run on the calling thread plus worker threads over a shared
-// memory where there is one. Runs on one engine are serialized (they share its memory).
+// memory where there is one. Runs on one engine are serialized (they share its memory). prepackCpu packs
+// an rhs (the weights) once, the pack stage ahead of time, into a block of that memory that outlives a GEMM.
 
 import { InputError } from '../../errors.ts';
 import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
