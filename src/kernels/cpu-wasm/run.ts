@@ -252,7 +252,7 @@ export function prepare(
       ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
       : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
-  for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
+  for (const k in fields) c[CTX[k as keyof typeof CTX]] = fields[k as keyof typeof CTX] as number; // (no per-call arrays)
   return { direct, rhsReady: !!rhsBlock && !direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
 }
 
