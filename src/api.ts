@@ -3,9 +3,9 @@
 // pack -> gemm -> output on a WebGPU device, software adapters included, and fails clearly without one;
 // 'auto' uses a hardware adapter when there is one and the CPU otherwise (a software adapter is slower
 // than the CPU path: see the README); an rhs prepacked for the CPU (prepackCpu) keeps a GEMM on the CPU.
-// The problem is validated before any device is asked for. One
-// GpuContext per kind is kept and re-made after a device loss; a call that meets a loss is retried once
-// on a fresh device, and 'auto' then falls back to the CPU with a warning. The elementwise ops
+// The problem is validated before any device is asked for. One GpuContext per kind is kept and re-made
+// after a device loss; a call that meets a loss is retried once on a fresh device, and 'auto' then falls
+// back to the CPU with a warning. The elementwise ops
 // (src/elementwise/plan.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
 // on a device.
 

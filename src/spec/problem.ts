@@ -105,7 +105,10 @@ const CAST_TYPES: Record<string, readonly DstType[]> = {
   truncatingCast: ['uint8'],
 };
 
-/** shapesOnly: the operands' data lives elsewhere (a GPU buffer); check their shapes and types only. */
+/**
+ * shapesOnly: the operands' data lives elsewhere (a GPU buffer); check their shapes and types only.
+ * rhsShapeOnly: the same for the rhs alone (prepacked for the CPU: its data is in the kernels' memory).
+ */
 export function normalizeProblem(
   problem: GemmProblem,
   { shapesOnly = false, rhsShapeOnly = false }: { shapesOnly?: boolean; rhsShapeOnly?: boolean } = {},

@@ -31,7 +31,7 @@ export interface WasmEngine {
   /** Worker threads; made on the first multi-threaded run. */
   pool: WorkerPool | null;
   /**
-   * Blocks of linear memory that outlive a GEMM (prepacked operands, prepack.ts), from DATA_START up,
+   * Blocks of linear memory that outlive a GEMM (prepacked operands: kernel.ts prepackCpu), from DATA_START up,
    * in address order; a GEMM's own regions start at `heapEnd`, past the last live block.
    */
   blocks: { at: number; size: number; live: boolean }[];
@@ -168,11 +168,6 @@ export function freeBlock(e: WasmEngine, at: number): void {
   while (e.blocks.length && !e.blocks[e.blocks.length - 1].live) e.blocks.pop();
   const last = e.blocks[e.blocks.length - 1];
   e.heapEnd = last ? last.at + Math.ceil(last.size / 64) * 64 : DATA_START;
-}
-
-/** The current engine, if one has been made (prepacked operands check that theirs is still it). */
-export function currentEngine(): Promise<WasmEngine | null> | null {
-  return engine;
 }
 
 /** The engine, or null where WebAssembly SIMD is missing. */
