@@ -100,7 +100,6 @@ async function runPackedOnCpu(
 ): Promise<Ran<GemmResult>> {
   const packed = problem.rhs;
   if (backend === 'webgpu') throw new InputError('rhs', 'prepacked for the CPU path (prepackCpu): run it with backend "cpu" or "auto"');
-  if (packed.destroyed) throw new InputError('rhs', 'this prepacked operand was destroyed');
   const shape = { data: packed.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: packed.rows, cols: packed.cols };
   const p = normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
   if (p.bitDepth) throw new InputError('bitDepth', 'a CPU-prepacked rhs is 8-bit; give the plain rhs for a less-than-8-bit GEMM');

@@ -45,6 +45,24 @@ export async function ortMatMulInteger(ort: Ort, session: OrtSession, data: Pick
   return y.data as Int32Array;
 }
 
+/** One MatMulInteger through a session of matMulIntegerWeightsModel (B and b_zero_point are its initializers). */
+export async function ortMatMulIntegerWeights(ort: Ort, session: OrtSession, data: Pick<ShapeData, 'lhs' | 'shape'>): Promise<Int32Array> {
+  const { m, n, k } = data.shape;
+  const out = await session.run({
+    A: new ort.Tensor('uint8', data.lhs, [m, k]),
+    a_zero_point: new ort.Tensor('uint8', Uint8Array.of(LHS_ZERO_POINT), []),
+  });
+  const y = out.Y;
+  if (y?.type !== 'int32' || y.dims[0] !== m || y.dims[1] !== n) throw new Error(`MatMulInteger returned ${y?.type} [${y?.dims}]`);
+  return y.data as Int32Array;
+}
+
+/** A session of matMulIntegerWeightsModel for the shape's rhs. */
+export function createOrtWeightsSession(ort: Ort, data: Pick<ShapeData, 'rhs' | 'shape'>): Promise<OrtSession> {
+  const model = matMulIntegerWeightsModel(data.rhs, data.shape.k, data.shape.n, RHS_ZERO_POINT);
+  return ort.InferenceSession.create(model, { executionProviders: ['cpu'], graphOptimizationLevel: 'all' });
+}
+
 export async function createOrtSession(ort: Ort): Promise<OrtSession> {
   return ort.InferenceSession.create(matMulIntegerModel(), { executionProviders: ['cpu'], graphOptimizationLevel: 'all' });
 }
@@ -73,19 +91,12 @@ export async function onnxruntimeNode(mode: 'call' | 'resident' = 'call'): Promi
         });
         return { wall: r.wall, gpu: null };
       }
-      const { m, n, k } = data.shape;
-      const weights = await ort.InferenceSession.create(matMulIntegerWeightsModel(data.rhs, k, n, RHS_ZERO_POINT), {
-        executionProviders: ['cpu'],
-        graphOptimizationLevel: 'all',
-      });
+      const weights = await createOrtWeightsSession(ort, data);
       try {
         const r = await measure(policy, async () => {
           const t0 = performance.now();
-          const out = await weights.run({
-            A: new ort.Tensor('uint8', data.lhs, [m, k]),
-            a_zero_point: new ort.Tensor('uint8', Uint8Array.of(LHS_ZERO_POINT), []),
-          });
-          return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output: out.Y };
+          const output = await ortMatMulIntegerWeights(ort, weights, data);
+          return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output };
         });
         return { wall: r.wall, gpu: null };
       } finally {

@@ -13,11 +13,17 @@ import { runBenchmark, type BenchOptions, type BenchReport } from '../../bench/h
 import { roofline } from '../../bench/ceilings.ts';
 import { compare } from '../../bench/compare.ts';
 import { IMPLS, MODES, ORT_WEBGPU_IMPLS, rowKey } from '../../bench/impls/types.ts';
-import { createOrtSession, loadOrt, ortMatMulInteger } from '../../bench/impls/onnxruntime.ts';
+import {
+  createOrtSession,
+  createOrtWeightsSession,
+  loadOrt,
+  ortMatMulInteger,
+  ortMatMulIntegerWeights,
+} from '../../bench/impls/onnxruntime.ts';
 import { gpuMsPerRun } from '../../bench/impls/onnxruntime-webgpu.ts';
-import { matMulF32Model, matMulIntegerWeightsModel, matMulNBitsModel } from '../../bench/onnx-model.ts';
+import { matMulF32Model, matMulNBitsModel } from '../../bench/onnx-model.ts';
 import { naiveGemm } from '../../bench/impls/naive.ts';
-import { LHS_ZERO_POINT, makeShapeData, problemFor, RHS_ZERO_POINT } from '../../bench/problems.ts';
+import { makeShapeData, problemFor } from '../../bench/problems.ts';
 import { htmlReport } from '../../bench/report-html.ts';
 import { terminalReport } from '../../bench/report-terminal.ts';
 import { parseShapes, QUICK_SHAPES, SKINNY_SHAPES } from '../../bench/shapes.ts';
@@ -215,14 +221,8 @@ describe('benchmark harness', () => {
       expect(Array.from(got)).toEqual(Array.from(want));
       expect(Array.from(naiveGemm(data.lhs, data.rhs, shape.m, shape.n, shape.k, 119, 131))).toEqual(Array.from(want));
       // The resident peer: B and its zero point as initializers.
-      const weights = await ort.InferenceSession.create(matMulIntegerWeightsModel(data.rhs, shape.k, shape.n, RHS_ZERO_POINT), {
-        executionProviders: ['cpu'],
-      });
-      const y = await weights.run({
-        A: new ort.Tensor('uint8', data.lhs, [shape.m, shape.k]),
-        a_zero_point: new ort.Tensor('uint8', Uint8Array.of(LHS_ZERO_POINT), []),
-      });
-      expect(Array.from(y.Y.data as Int32Array)).toEqual(Array.from(want));
+      const weights = await createOrtWeightsSession(ort, data);
+      expect(Array.from(await ortMatMulIntegerWeights(ort, weights, data))).toEqual(Array.from(want));
       await weights.release?.();
     }
   });

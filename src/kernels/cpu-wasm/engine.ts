@@ -32,10 +32,9 @@ export interface WasmEngine {
   pool: WorkerPool | null;
   /**
    * Blocks of linear memory that outlive a GEMM (prepacked operands: kernel.ts prepackCpu), from DATA_START up,
-   * in address order; a GEMM's own regions start at `heapEnd`, past the last live block.
+   * in address order, sizes rounded up to 64 bytes; a GEMM's own regions start past the last (heapEnd).
    */
   blocks: { at: number; size: number; live: boolean }[];
-  heapEnd: number;
 }
 
 export interface WasmOptions {
@@ -134,7 +133,6 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
     cores: await coreCount(),
     pool: null,
     blocks: [],
-    heapEnd: DATA_START,
   };
   if (relaxedValid && wantRelaxed) {
     const mode = await probeRelaxed(e.exports);
@@ -151,13 +149,23 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
   return e;
 }
 
-/** Reserves `size` bytes of linear memory past the live blocks (64-byte aligned, grown as needed); returns the address. */
-export function allocateBlock(e: WasmEngine, size: number): number {
-  const at = e.heapEnd;
-  e.heapEnd = at + Math.ceil(size / 64) * 64;
-  e.blocks.push({ at, size, live: true });
+/** The first byte past the blocks that outlive a GEMM: where a GEMM's own regions start. */
+export function heapEnd(e: WasmEngine): number {
+  const last = e.blocks[e.blocks.length - 1];
+  return last ? last.at + last.size : DATA_START;
+}
+
+/** Grows the memory so that it holds the bytes below `end`. */
+export function ensureMemory(e: WasmEngine, end: number): void {
   const have = e.memory.buffer.byteLength;
-  if (e.heapEnd > have) e.memory.grow(Math.ceil((e.heapEnd - have) / 65536));
+  if (end > have) e.memory.grow(Math.ceil((end - have) / 65536));
+}
+
+/** Reserves `size` bytes of linear memory past the live blocks (64-byte aligned); returns the address. */
+export function allocateBlock(e: WasmEngine, size: number): number {
+  const at = heapEnd(e);
+  e.blocks.push({ at, size: Math.ceil(size / 64) * 64, live: true });
+  ensureMemory(e, heapEnd(e));
   return at;
 }
 
@@ -166,8 +174,6 @@ export function freeBlock(e: WasmEngine, at: number): void {
   const b = e.blocks.find((x) => x.at === at);
   if (b) b.live = false;
   while (e.blocks.length && !e.blocks[e.blocks.length - 1].live) e.blocks.pop();
-  const last = e.blocks[e.blocks.length - 1];
-  e.heapEnd = last ? last.at + Math.ceil(last.size / 64) * 64 : DATA_START;
 }
 
 /** The engine, or null where WebAssembly SIMD is missing. */

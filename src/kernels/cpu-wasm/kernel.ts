@@ -10,9 +10,19 @@ import { InputError } from '../../errors.ts';
 import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import type { GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
-import { allocateBlock, configureWasm, freeBlock, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
-import { CTX, CTX_WORDS, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
-import { rhsEncoding, runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats, type RhsBlock } from './run.ts';
+import {
+  allocateBlock,
+  configureWasm,
+  ensureMemory,
+  freeBlock,
+  heapEnd,
+  wasmEngine,
+  wasmThreads,
+  type WasmEngine,
+  type WasmOptions,
+} from './engine.ts';
+import { DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { bytes, rhsEncoding, runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats, writeContext, type RhsBlock } from './run.ts';
 
 export { configureWasm, wasmRunStats, type WasmOptions };
 
@@ -58,7 +68,7 @@ function wasmKernel(id: string, kind: WasmKernelKind, available: (c: CpuCaps) =>
 }
 
 /** What only this module knows of a CpuPackedOperand: where it lies, in which engine's memory. */
-const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine; at: number }>();
+const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine }>();
 
 export const isCpuPacked = (x: unknown): x is CpuPackedOperand => typeof x === 'object' && x !== null && blocks.has(x as CpuPackedOperand);
 
@@ -93,21 +103,21 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
     // The 16-bit kernel also keeps the bytes for its direct variant, which serves a few lhs rows without
     // the packed panels: in blocks of DIRECT_NP_ALIGN columns x Kp rows, each contiguous (zero past K
     // and N), which its micro-kernels stream (gen-direct.ts).
-    const packedBytes = Np * Kp * elem + 4 * Np;
+    const panelBytes = Np * Kp * elem;
+    const packedBytes = panelBytes + 4 * Np;
     const rawBytes = kind === 'i16' ? Math.ceil(N / DIRECT_NP_ALIGN) * DIRECT_NP_ALIGN * Kp : 0;
-    const bytes = packedBytes + rawBytes;
-    if (bytes + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${bytes} bytes packed)`);
-    const at = allocateBlock(e, bytes);
-    // The raw bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
-    const src = e.heapEnd;
-    const have = e.memory.buffer.byteLength;
-    if (src + K * N > have) e.memory.grow(Math.ceil((src + K * N - have) / 65536));
+    const size = packedBytes + rawBytes;
+    if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
+    const at = allocateBlock(e, size);
+    // The operand's bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
+    const src = heapEnd(e);
+    ensureMemory(e, src + K * N);
     const buf = e.memory.buffer;
-    new Uint8Array(buf, src, K * N).set(new Uint8Array(op.data.buffer, op.data.byteOffset, K * N));
-    const c = new Int32Array(buf, 0, CTX_WORDS).fill(0);
+    const data = bytes(op.data);
+    new Uint8Array(buf, src, K * N).set(data);
     const { xor, sh } = rhsEncoding(kind, type === 'int8');
     const rowMajor = op.order === 'row-major';
-    const fields: Partial<Record<keyof typeof CTX, number>> = {
+    writeContext(buf, {
       N,
       K,
       Kp,
@@ -118,14 +128,12 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
       rhsXor: xor,
       rhsSh: sh,
       rhsPacked: at,
-      colSums: at + Np * Kp * elem,
-    };
-    for (const [k, v] of Object.entries(fields)) c[CTX[k as keyof typeof CTX]] = v;
+      colSums: at + panelBytes,
+    });
     e.exports[`pack_rhs_${kind}`](0, Np / NR);
     const raw = rawBytes ? at + packedBytes : null;
     if (raw !== null) {
       const out = new Uint8Array(buf, raw, rawBytes).fill(0);
-      const data = new Uint8Array(op.data.buffer, op.data.byteOffset, K * N);
       const W = DIRECT_NP_ALIGN;
       for (let n = 0; n < N; n++) {
         const block = Math.floor(n / W) * Kp * W + (n % W);
@@ -139,7 +147,7 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
       cols: N,
       type,
       kernel: kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id,
-      bytes,
+      bytes: size,
       get destroyed() {
         return destroyed;
       },
@@ -149,7 +157,7 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
         void serialized(async () => freeBlock(e, at));
       },
     };
-    blocks.set(packed, { kind, packed: at, sums: at + Np * Kp * elem, raw, engine: e, at });
+    blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, engine: e });
     return packed;
   });
 }

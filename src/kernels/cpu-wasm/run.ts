@@ -12,7 +12,7 @@ import { applyOutputPipeline } from '../../reference/pipeline.ts';
 import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
-import type { RelaxedMode, WasmEngine } from './engine.ts';
+import { ensureMemory, heapEnd, type RelaxedMode, type WasmEngine } from './engine.ts';
 import { CTX, CTX_WORDS, DATA_START, DIRECT, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
 import { BARRIER_CALL, type Call } from './job.ts';
 import { WorkerPool } from './pool.ts';
@@ -54,7 +54,14 @@ function requantized(p: NormalizedProblem, which: 'lhs' | 'rhs'): Uint8Array {
   return out;
 }
 
-const bytes = (d: OperandData) => new Uint8Array(d.buffer, d.byteOffset, d.length);
+/** An operand's elements as bytes, where they lie. */
+export const bytes = (d: OperandData) => new Uint8Array(d.buffer, d.byteOffset, d.length);
+
+/** Writes the context record (layout.ts CTX) at address 0: `fields`, every other word 0. */
+export function writeContext(buf: ArrayBufferLike, fields: Partial<Record<keyof typeof CTX, number>>): void {
+  const c = new Int32Array(buf, 0, CTX_WORDS).fill(0);
+  for (const k in fields) c[CTX[k as keyof typeof CTX]] = fields[k as keyof typeof CTX] as number; // (no per-call arrays)
+}
 
 type DirectShape = (typeof DIRECT)[number];
 
@@ -142,7 +149,7 @@ export function prepare(
   const lhsSigned = !lowbit && p.lhsType === 'int8';
   const rhsSigned = !lowbit && p.rhsType === 'int8';
 
-  let at = e.heapEnd; // past the prepacked operands' blocks
+  let at = heapEnd(e); // past the prepacked operands' blocks
   const region = (n: number) => {
     const a = at;
     at = roundUp(at + n, 64);
@@ -166,8 +173,7 @@ export function prepare(
   const dstType = program.covered === p.pipeline.length ? p.dstType : 'int32';
   const dstSize = DTYPE_BYTES[dstType];
   const dst = region(M * N * dstSize);
-  const have = e.memory.buffer.byteLength;
-  if (at > have) e.memory.grow(Math.ceil((at - have) / 65536));
+  ensureMemory(e, at);
 
   const buf = e.memory.buffer;
   if (rhsData) new Uint8Array(buf, r.rhsSrc, K * N).set(rhsData);
@@ -203,7 +209,6 @@ export function prepare(
     }
   }
   const f = unpackFractions(p.bitDepth?.lhs ?? 8, p.bitDepth?.rhs ?? 8);
-  const c = new Int32Array(buf, 0, CTX_WORDS).fill(0);
   const lhsRowMajor = p.lhs.order === 'row-major';
   const rhsRowMajor = p.rhs.order === 'row-major';
   const dstRowMajor = p.dstOrder === 'row-major';
@@ -252,7 +257,7 @@ export function prepare(
       ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
       : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
-  for (const k in fields) c[CTX[k as keyof typeof CTX]] = fields[k as keyof typeof CTX] as number; // (no per-call arrays)
+  writeContext(buf, fields);
   return { direct, rhsReady: !!rhsBlock && !direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
 }
 
