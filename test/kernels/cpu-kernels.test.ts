@@ -61,7 +61,7 @@ describe.each(cases)('CPU kernel %s on %i thread(s) == reference', (id, threads,
         fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
           check({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
         ),
-        { numRuns: 25 },
+        { numRuns: 30 },
       );
     }
   });
