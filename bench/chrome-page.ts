@@ -1,27 +1,48 @@
 // Code that runs INSIDE the benchmark's Chrome page (bench/impls/chrome.ts serves it and calls these
 // through page.evaluate). Puppeteer sends a function's source text, so each function here is
 // self-contained: it reaches this project's browser bundle (dist/browser/qgemm.js) as `window.qgemm`,
-// tfjs as `window.tf` (the tfjs-core and tfjs-backend-webgpu UMD bundles), and three helpers injected
-// from Node by source: __gen (bench/problems.ts generateOperands: the same operands as in Node),
-// __hash (hashBytes) and __moreReps (bench/timing.ts moreReps: the same repeat policy). Timing happens
-// in the page, with the page's performance.now(), so no DevTools round trip is inside a timed region.
+// tfjs as `window.tf` (the tfjs-core and tfjs-backend-webgpu UMD bundles), onnxruntime-web as
+// `window.ort` (its ES module, whose .wasm/.mjs files the same local server serves from node_modules),
+// and three helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
+// operands as in Node), __hash (hashBytes) and __moreReps (bench/timing.ts moreReps: the same repeat
+// policy). Timing happens in the page, with the page's performance.now(), so no DevTools round trip is
+// inside a timed region. The page is cross-origin isolated (COOP/COEP from the server), so qgemm's
+// WebAssembly CPU kernel and onnxruntime-web's WASM EP run on worker threads.
+//
+// The modes are Node's (bench/README.md's table):
+//   qgemm WebGPU  call: ctx.gemm with both operands; resident: rhs prepacked once (ctx.prepack('rhs'));
+//                 device: lhs uploaded once too, ctx.gemmOnGpu leaves dst on the GPU (read back after the
+//                 timing, for verification);
+//   qgemm CPU     call: gemm(p, {backend: 'cpu'}); resident: rhs prepacked once (prepackCpu);
+//   tfjs f32      call: both tensors per call, data(); resident: rhs a kept tensor; device: both kept,
+//                 no readback (the backend's queue flushed and awaited);
+//   onnxruntime-web WebGPU EP (`onnxruntime-web/webgpu`, ort.webgpu.min.mjs: the same C++ WebGPU EP as
+//                 onnxruntime-node's, which runs MatMulNBits with 8- and 4-bit weights; the older JSEP
+//                 build, ort.min.mjs, takes 2 and 4 bits only): weights as initializers (resident), each
+//                 call feeds A and reads Y; GPU time from its profiler in a second, profiled session;
+//   onnxruntime-web WASM EP MatMulInteger: call (A and B fed) and resident (B an initializer).
 
 import type { RepeatPolicy } from './timing.ts';
 
-/** The page's HTML: the tfjs UMD bundles (when available) and qgemm's ES module as window globals. */
-export function pageHtml(withTfjs: boolean): string {
+/** The page's HTML: the tfjs UMD bundles and onnxruntime-web's module (when available) and qgemm's ES module as window globals. */
+export function pageHtml(opts: { tfjs: boolean; ort: boolean }): string {
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>qgemm-webgpu bench</title><link rel="icon" href="data:,">
-${withTfjs ? '<script src="./tf-core.js"></script>\n<script src="./tf-backend-webgpu.js"></script>' : ''}
+${opts.tfjs ? '<script src="./tf-core.js"></script>\n<script src="./tf-backend-webgpu.js"></script>' : ''}
 <script type="module">
-import * as qgemm from './qgemm.js';
+import * as qgemm from './dist/browser/qgemm.js';
 window.qgemm = qgemm;
+${opts.ort ? "try { window.ort = await import('./ort/ort.webgpu.min.mjs'); } catch (e) { window.__ortError = String(e && e.message || e); }" : ''}
 window.__ready = true;
 </script></head><body>qgemm-webgpu benchmark page</body></html>`;
 }
 
+/** Who runs in a cell: qgemm on WebGPU or CPU, tfjs, onnxruntime-web's WebGPU or WASM EP. */
+export type PageImpl = 'qgemm' | 'qgemm-cpu' | 'tfjs-webgpu-f32' | 'ort-webgpu' | 'ort-wasm';
+
 export interface PageCellArgs {
-  impl: 'qgemm' | 'tfjs-webgpu-f32';
+  impl: PageImpl;
+  mode: 'call' | 'resident' | 'device';
   seed: number;
   m: number;
   n: number;
@@ -31,6 +52,10 @@ export interface PageCellArgs {
   /** bench/problems.ts pipelineToJson: Int32Arrays as {int32: number[]}. */
   pipeline: Record<string, unknown>[];
   policy: RepeatPolicy;
+  /** onnxruntime rows: the model's URL on the page's server (bench/onnx-model.ts bytes). */
+  model?: string;
+  /** onnxruntime WebGPU rows: the profiled session's run count (GPU time); 0 = none. */
+  profiledRuns?: number;
 }
 
 export interface PageCellResult {
@@ -40,31 +65,64 @@ export interface PageCellResult {
   /** qgemm: the last timed output's bytes, base64, and its dtype. */
   outputBase64?: string;
   dtype?: string;
-  /** qgemm: the kernel the page's context ran last (ctx.lastRun.kernel), null where it does not say. */
+  /** qgemm: the kernel that ran last (ctx.lastRun.kernel, or the CPU kernel's id), null where it does not say. */
   kernel?: string | null;
+  /** Why gpus are null, where the page knows. */
+  gpuNote?: string;
+  /** qgemm resident/device: PackedOperand.bytes of the prepacked rhs. */
+  rhsBytes?: number;
+  /** onnxruntime-web WebGPU: the profiled session ran and printed its profile to the console. */
+  profiled?: boolean;
   error?: string;
 }
 
 export interface PageSetupResult {
-  qgemm: { adapter: Record<string, unknown>; dot4: string; timestamps: boolean } | { error: string };
+  qgemm: { adapter: Record<string, unknown>; features: string[]; dot4: string; timestamps: boolean } | { error: string };
+  cpu: { kernel: string; threads: number; wasmSimd: boolean; sharedMemory: boolean; relaxedNote: string } | { error: string };
   tfjs: { backend: string; version: string; timestamps: boolean } | { error: string } | null;
+  ort: { version: string; numThreads: number; webgpu: boolean; webgpuError?: string } | { error: string } | null;
+  crossOriginIsolated: boolean;
+  hardwareConcurrency: number;
 }
 
-/** In the page: create qgemm's GpuContext (timestamps on) and tfjs's webgpu backend, once. */
+/** In the page: create qgemm's GpuContext (timestamps on), read the CPU caps, start tfjs's webgpu backend and onnxruntime-web, once. */
 export async function pageSetup(): Promise<PageSetupResult> {
   // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
   const w = window as any;
-  const out: PageSetupResult = { qgemm: { error: 'not tried' }, tfjs: null };
+  const err = (e: unknown) => String((e as Error)?.message ?? e);
+  const out: PageSetupResult = {
+    qgemm: { error: 'not tried' },
+    cpu: { error: 'not tried' },
+    tfjs: null,
+    ort: null,
+    crossOriginIsolated: self.crossOriginIsolated,
+    hardwareConcurrency: navigator.hardwareConcurrency,
+  };
   try {
     w.__ctx = await w.qgemm.GpuContext.create({ timestamps: true });
     const s = w.__ctx.summary;
     out.qgemm = {
       adapter: { vendor: s.vendor, architecture: s.architecture, description: s.description, device: s.device, isSoftware: s.isSoftware },
+      features: [...w.__ctx.device.features].map(String).sort(),
       dot4: w.__ctx.dot4,
       timestamps: w.__ctx.device.features.has('timestamp-query'),
     };
   } catch (e) {
-    out.qgemm = { error: String((e as Error)?.message ?? e) };
+    out.qgemm = { error: err(e) };
+  }
+  try {
+    const caps = await w.qgemm.readyCpuCaps();
+    // The kernel the registry picks (src/kernels/registry.ts, first supported): relaxed SIMD, SIMD, JavaScript.
+    w.__cpuKernel = caps.relaxedSimd ? 'cpu-wasm-relaxed' : caps.wasmSimd ? 'cpu-wasm-simd' : 'cpu-js';
+    out.cpu = {
+      kernel: w.__cpuKernel,
+      threads: caps.threads,
+      wasmSimd: caps.wasmSimd,
+      sharedMemory: caps.sharedMemory,
+      relaxedNote: caps.relaxedNote,
+    };
+  } catch (e) {
+    out.cpu = { error: err(e) };
   }
   if (w.tf) {
     try {
@@ -74,67 +132,188 @@ export async function pageSetup(): Promise<PageSetupResult> {
       const device = w.tf.backend().device as GPUDevice;
       out.tfjs = { backend: w.tf.getBackend(), version: w.tf.version_core, timestamps: device.features.has('timestamp-query') };
     } catch (e) {
-      out.tfjs = { error: String((e as Error)?.message ?? e) };
+      out.tfjs = { error: err(e) };
+    }
+  }
+  if (w.__ortError) out.ort = { error: w.__ortError };
+  else if (w.ort) {
+    const ort = w.ort;
+    try {
+      // As many threads as qgemm's CPU kernel takes (onnxruntime-web's default is half the cores).
+      ort.env.wasm.numThreads = self.crossOriginIsolated ? navigator.hardwareConcurrency : 1;
+      ort.env.wasm.proxy = false;
+      ort.env.logLevel = 'error';
+      // A tiny MatMul on each EP: fail here (the rows then say why), not in the first cell.
+      const tiny = w.__tinyModel as Uint8Array;
+      const feed = { A: new ort.Tensor('float32', new Float32Array(32), [1, 32]) };
+      const cpu = await ort.InferenceSession.create(tiny, { executionProviders: ['wasm'] });
+      await cpu.run(feed);
+      await cpu.release();
+      let webgpu = true;
+      let webgpuError: string | undefined;
+      try {
+        const gpu = await ort.InferenceSession.create(tiny, { executionProviders: ['webgpu'] });
+        await gpu.run(feed);
+        await gpu.release();
+      } catch (e) {
+        webgpu = false;
+        webgpuError = err(e);
+      }
+      out.ort = {
+        version: ort.env.versions?.web ?? ort.env.versions?.common ?? '?',
+        numThreads: ort.env.wasm.numThreads,
+        webgpu,
+        webgpuError,
+      };
+    } catch (e) {
+      out.ort = { error: err(e) };
     }
   }
   return out;
 }
 
-/** In the page: warm-up and timed runs of one implementation at one shape. */
+/** In the page: warm-up and timed runs of one implementation, in one mode, at one shape. */
 export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
   const w = window as any;
-  const { m, n, k, policy } = args;
+  const { m, n, k, policy, mode } = args;
   const { lhs, rhs } = w.__gen(args.seed, m, n, k) as { lhs: Uint8Array; rhs: Uint8Array };
   const walls: number[] = [];
   const gpus: (number | null)[] = [];
   const hashes: string[] = [];
-  let once: () => Promise<{ wallMs: number; gpuMs: number | null; bytes: Uint8Array | null; dtype?: string }>;
-  if (args.impl === 'qgemm') {
-    const pipeline = args.pipeline.map((stage) => {
-      const s: Record<string, unknown> = {};
-      for (const [key, value] of Object.entries(stage)) {
-        s[key] =
-          value && typeof value === 'object' && 'int32' in (value as object)
-            ? Int32Array.from((value as { int32: number[] }).int32)
-            : value;
-      }
-      return s;
-    });
-    const problem = {
-      lhs: { data: lhs, rows: m, cols: k, order: 'row-major' },
-      rhs: { data: rhs, rows: k, cols: n, order: 'row-major' },
-      lhsZeroPoint: args.lhsZeroPoint,
-      rhsZeroPoint: args.rhsZeroPoint,
-      pipeline,
-    };
-    once = async () => {
-      const timing = { gpuMs: null as number | null };
-      const t0 = performance.now();
-      const r = await w.__ctx.gemm(problem, timing);
-      const wallMs = performance.now() - t0;
-      return { wallMs, gpuMs: timing.gpuMs, bytes: new Uint8Array(r.data.buffer, r.data.byteOffset, r.data.byteLength), dtype: r.dtype };
-    };
-  } else {
-    const tf = w.tf;
-    const a32 = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
-    const b32 = Float32Array.from(rhs, (v) => v - args.rhsZeroPoint);
-    const timestamps = (tf.backend().device as GPUDevice).features.has('timestamp-query');
-    once = async () => {
-      const t0 = performance.now();
-      const a = tf.tensor2d(a32, [m, k]);
-      const b = tf.tensor2d(b32, [k, n]);
-      let c: { data(): Promise<Float32Array> } | undefined;
-      const timing = await tf.time(() => {
-        c = tf.matMul(a, b);
-      });
-      await c!.data();
-      const wallMs = performance.now() - t0;
-      tf.dispose([a, b, c]);
-      return { wallMs, gpuMs: timestamps && typeof timing.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
-    };
-  }
+  const result: PageCellResult = { walls, gpus, hashes };
+  type Once = () => Promise<{ wallMs: number; gpuMs: number | null; bytes: Uint8Array | null; dtype?: string }>;
+  let once: Once;
+  const cleanups: (() => unknown)[] = [];
+  const asBytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   try {
+    if (args.impl === 'qgemm' || args.impl === 'qgemm-cpu') {
+      const pipeline = args.pipeline.map((stage) => {
+        const s: Record<string, unknown> = {};
+        for (const [key, value] of Object.entries(stage)) {
+          s[key] =
+            value && typeof value === 'object' && 'int32' in (value as object)
+              ? Int32Array.from((value as { int32: number[] }).int32)
+              : value;
+        }
+        return s;
+      });
+      const problem = {
+        lhs: { data: lhs, rows: m, cols: k, order: 'row-major' },
+        rhs: { data: rhs, rows: k, cols: n, order: 'row-major' },
+        lhsZeroPoint: args.lhsZeroPoint,
+        rhsZeroPoint: args.rhsZeroPoint,
+        pipeline,
+      };
+      if (args.impl === 'qgemm-cpu') {
+        const packed = mode === 'resident' ? await w.qgemm.prepackCpu(problem.rhs) : null;
+        if (packed) cleanups.push(() => packed.destroy());
+        const input = packed ? { ...problem, rhs: packed } : problem;
+        result.kernel = packed ? packed.kernel : w.__cpuKernel;
+        const options = packed ? { backend: 'cpu' } : { backend: 'cpu', kernel: w.__cpuKernel };
+        once = async () => {
+          const t0 = performance.now();
+          const r = await w.qgemm.gemm(input, options);
+          const wallMs = performance.now() - t0;
+          return { wallMs, gpuMs: null, bytes: asBytes(r.data), dtype: r.dtype };
+        };
+        result.gpuNote = 'CPU row';
+      } else {
+        const ctx = w.__ctx;
+        const packed = mode === 'call' ? null : await ctx.prepack('rhs', problem.rhs);
+        if (packed) {
+          cleanups.push(() => packed.destroy());
+          result.rhsBytes = packed.bytes;
+        }
+        let lhsMatrix: Record<string, unknown> | null = null;
+        if (mode === 'device') {
+          const buffer = (ctx.device as GPUDevice).createBuffer({
+            size: Math.max(4, Math.ceil(lhs.length / 4) * 4),
+            usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+            label: 'bench lhs',
+          });
+          const padded = new Uint8Array(buffer.size);
+          padded.set(lhs);
+          ctx.device.queue.writeBuffer(buffer, 0, padded);
+          cleanups.push(() => buffer.destroy());
+          lhsMatrix = { buffer, rows: m, cols: k, order: 'row-major', dtype: 'uint8', stride: k };
+        }
+        const input = { ...problem, ...(packed ? { rhs: packed } : {}), ...(lhsMatrix ? { lhs: lhsMatrix } : {}) };
+        if (!ctx.device.features.has('timestamp-query')) result.gpuNote = 'the device has no timestamp-query';
+        once = async () => {
+          const timing = { gpuMs: null as number | null };
+          const t0 = performance.now();
+          if (mode !== 'device') {
+            const r = await ctx.gemm(input, timing);
+            const wallMs = performance.now() - t0;
+            return { wallMs, gpuMs: timing.gpuMs, bytes: asBytes(r.data), dtype: r.dtype };
+          }
+          const dst = await ctx.gemmOnGpu(input, timing);
+          const wallMs = performance.now() - t0;
+          try {
+            const r = await ctx.read(dst);
+            return { wallMs, gpuMs: timing.gpuMs, bytes: asBytes(r.data), dtype: r.dtype };
+          } finally {
+            ctx.releaseMatrix(dst);
+          }
+        };
+      }
+    } else if (args.impl === 'tfjs-webgpu-f32') {
+      const tf = w.tf;
+      const a32 = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+      const b32 = Float32Array.from(rhs, (v) => v - args.rhsZeroPoint);
+      const backend = tf.backend();
+      const timestamps = (backend.device as GPUDevice).features.has('timestamp-query');
+      if (!timestamps) result.gpuNote = 'the device has no timestamp-query';
+      const keptB = mode === 'call' ? null : tf.tensor2d(b32, [k, n]);
+      const keptA = mode === 'device' ? tf.tensor2d(a32, [m, k]) : null;
+      cleanups.push(() => tf.dispose([...(keptA ? [keptA] : []), ...(keptB ? [keptB] : [])]));
+      once = async () => {
+        const t0 = performance.now();
+        const a = keptA ?? tf.tensor2d(a32, [m, k]);
+        const b = keptB ?? tf.tensor2d(b32, [k, n]);
+        let c: { data(): Promise<Float32Array> } | undefined;
+        const timing = await tf.time(() => {
+          c = tf.matMul(a, b);
+        });
+        if (mode === 'device') {
+          if (backend.commandEncoder) backend.submitQueue?.();
+          await (backend.device as GPUDevice).queue.onSubmittedWorkDone();
+        } else {
+          await c!.data();
+        }
+        const wallMs = performance.now() - t0;
+        tf.dispose([c, ...(keptA ? [] : [a]), ...(keptB ? [] : [b])]);
+        return { wallMs, gpuMs: timestamps && typeof timing.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
+      };
+    } else {
+      const ort = w.ort;
+      const wasm = args.impl === 'ort-wasm';
+      const options = { executionProviders: [wasm ? 'wasm' : 'webgpu'], graphOptimizationLevel: 'all', logSeverityLevel: 3 };
+      const feed = wasm
+        ? () => ({
+            A: new ort.Tensor('uint8', lhs, [m, k]),
+            ...(mode === 'call' ? { B: new ort.Tensor('uint8', rhs, [k, n]) } : {}),
+            a_zero_point: new ort.Tensor('uint8', Uint8Array.of(args.lhsZeroPoint), []),
+            ...(mode === 'call' ? { b_zero_point: new ort.Tensor('uint8', Uint8Array.of(args.rhsZeroPoint), []) } : {}),
+          })
+        : (() => {
+            const a = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+            return () => ({ A: new ort.Tensor('float32', a, [m, k]) });
+          })();
+      const session = await ort.InferenceSession.create(args.model, options);
+      cleanups.push(() => session.release());
+      result.gpuNote = wasm ? 'CPU row' : "onnxruntime-web's profile held no WebGPU kernel times";
+      once = async () => {
+        const t0 = performance.now();
+        const out = await session.run(feed());
+        const wallMs = performance.now() - t0;
+        if (!out.Y || out.Y.dims[0] !== m || out.Y.dims[1] !== n)
+          throw new Error(`onnxruntime-web returned ${out.Y?.type} [${out.Y?.dims}]`);
+        for (const t of Object.values(out) as { dispose?(): void }[]) t.dispose?.();
+        return { wallMs, gpuMs: null, bytes: null };
+      };
+    }
     for (let i = 0; i < policy.warmup; i++) await once();
     let total = 0;
     let last: { bytes: Uint8Array | null; dtype?: string } = { bytes: null };
@@ -146,7 +325,6 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       if (r.bytes) hashes.push(w.__hash(r.bytes));
       last = r;
     }
-    const result: PageCellResult = { walls, gpus, hashes };
     if (args.impl === 'qgemm') result.kernel = w.__ctx.lastRun?.kernel ?? null;
     if (last.bytes) {
       let text = '';
@@ -154,8 +332,40 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       result.outputBase64 = btoa(text);
       result.dtype = last.dtype;
     }
+    // onnxruntime-web WebGPU: GPU time from a second, profiled session of the same model (kept apart so
+    // that profiling never slows the wall-time runs). Its WebGPU EP prints the profile to the console at
+    // endProfiling(), one JSON event a line; the "Api" events are its kernels' timestamp-query times. Node
+    // catches those lines (bench/impls/chrome.ts) and reads them as it reads onnxruntime-node's profile.
+    if (args.impl === 'ort-webgpu' && args.profiledRuns) {
+      const ort = w.ort;
+      const a = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+      const profiled = await ort.InferenceSession.create(args.model, {
+        executionProviders: ['webgpu'],
+        graphOptimizationLevel: 'all',
+        logSeverityLevel: 3,
+        enableProfiling: true,
+      });
+      try {
+        for (let i = 0; i < args.profiledRuns; i++) {
+          const out = await profiled.run({ A: new ort.Tensor('float32', a, [m, k]) });
+          for (const t of Object.values(out) as { dispose?(): void }[]) t.dispose?.();
+        }
+        await profiled.endProfiling();
+      } finally {
+        await profiled.release();
+      }
+      result.profiled = true;
+    }
     return result;
   } catch (e) {
     return { walls, gpus, hashes, error: String((e as Error)?.stack ?? e) };
+  } finally {
+    for (const c of cleanups.reverse()) {
+      try {
+        await c();
+      } catch {
+        // best effort
+      }
+    }
   }
 }

@@ -53,7 +53,20 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
     peer: id(impl, 'webgpu', 'node', 'resident'),
   })),
   { ours: QGEMM_RHS4, peer: QGEMM_NODE('resident') },
-  { ours: id('qgemm', 'webgpu', 'chrome', 'call'), peer: id('tfjs-webgpu-f32', 'webgpu', 'chrome', 'call') },
+  // Chrome: the same pairs in the page; onnxruntime-web's WebGPU EP against qgemm resident, its WASM EP
+  // against qgemm's CPU path.
+  ...(['resident', 'call', 'device'] as const).map((mode) => ({
+    ours: id('qgemm', 'webgpu', 'chrome', mode),
+    peer: id('tfjs-webgpu-f32', 'webgpu', 'chrome', mode),
+  })),
+  ...(['onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4', 'onnxruntime-webgpu-matmul-f32'] as const).map((impl) => ({
+    ours: id('qgemm', 'webgpu', 'chrome', 'resident'),
+    peer: id(impl, 'webgpu', 'chrome', 'resident'),
+  })),
+  ...(['call', 'resident'] as const).map((mode) => ({
+    ours: id('qgemm', 'cpu', 'chrome', mode),
+    peer: id('onnxruntime-web-matmulinteger', 'cpu', 'chrome', mode),
+  })),
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
   { ours: id('qgemm', 'cpu', 'node', 'resident'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'resident') },
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('naive-js', 'cpu', 'node', 'call') },

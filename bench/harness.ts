@@ -109,7 +109,8 @@ export interface BenchReport {
   machine: Machine;
   adapterKind: AdapterKind;
   adapterNote: string;
-  chrome: { version: string; adapter: Record<string, unknown> | null } | null;
+  /** The Chrome runtime: Chromium's version, the page's adapter (with its device's features), the flags Chromium ran with, whether the page was cross-origin isolated. */
+  chrome: { version: string; adapter: Record<string, unknown> | null; flags: string[]; crossOriginIsolated: boolean } | null;
   pipeline: { kind: PipelineKind; description: string; appliesTo: string };
   timing: { policy: RepeatPolicy; medianMs: string; gpuMs: string };
   implementations: {
@@ -372,7 +373,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     machine,
     adapterKind: choice.kind,
     adapterNote: choice.note,
-    chrome: chrome ? { version: chrome.version, adapter: chrome.adapter } : null,
+    chrome: chrome
+      ? { version: chrome.version, adapter: chrome.adapter, flags: chrome.flags, crossOriginIsolated: chrome.crossOriginIsolated }
+      : null,
     pipeline: {
       kind: opts.pipeline,
       description: describePipeline(opts.pipeline),

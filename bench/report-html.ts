@@ -23,6 +23,11 @@ const COLORS: Record<string, string> = {
   'onnxruntime-webgpu-matmulnbits4/webgpu/node': '#9b59b6',
   'onnxruntime-node-matmulinteger/cpu/node': '#8e44ad',
   'naive-js/cpu/node': '#8a8a8a',
+  'qgemm/cpu/chrome': '#4fc3a1',
+  'onnxruntime-webgpu-matmul-f32/webgpu/chrome': '#d6b3e6',
+  'onnxruntime-webgpu-matmulnbits8/webgpu/chrome': '#a66bbf',
+  'onnxruntime-webgpu-matmulnbits4/webgpu/chrome': '#c39bd3',
+  'onnxruntime-web-matmulinteger/cpu/chrome': '#c08ad8',
 };
 /** One color per implementation; the mode sets the opacity (resident full, device darker outline-free, call light); qgemm's 4-bit weights a color of their own. */
 const color = (key: string) => (idOf(key).rhsBits === 4 ? RHS4_COLOR : (COLORS[baseKey(idOf(key))] ?? '#444'));
@@ -243,7 +248,7 @@ export function htmlReport(report: BenchReport): string {
       ? [
           [
             'chrome',
-            `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}`,
+            `${report.chrome.version.replace('HeadlessChrome/', 'Chromium ').replace('Chrome/', 'Chromium ')} (headless, puppeteer-core); page adapter: ${chromeAdapter(report.chrome.adapter)}; cross-origin isolated: ${report.chrome.crossOriginIsolated ? 'yes' : 'no'}; flags: ${report.chrome.flags.join(' ')}`,
           ] as [string, string],
         ]
       : []),

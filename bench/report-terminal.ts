@@ -19,6 +19,11 @@ export const SHORT: Record<string, string> = {
   'onnxruntime-webgpu-matmulnbits4/webgpu/node': 'ort webgpu nbits4',
   'onnxruntime-node-matmulinteger/cpu/node': 'ort cpu int8',
   'naive-js/cpu/node': 'naive-js',
+  'qgemm/cpu/chrome': 'qgemm cpu chrome',
+  'onnxruntime-webgpu-matmul-f32/webgpu/chrome': 'ort-web webgpu f32',
+  'onnxruntime-webgpu-matmulnbits8/webgpu/chrome': 'ort-web webgpu nbits8',
+  'onnxruntime-webgpu-matmulnbits4/webgpu/chrome': 'ort-web webgpu nbits4',
+  'onnxruntime-web-matmulinteger/cpu/chrome': 'ort-web wasm int8',
 };
 
 /** Short name of a row series: the implementation, plus the mode for WebGPU rows and resident CPU rows, plus "4-bit" for qgemm's 4-bit weights. */

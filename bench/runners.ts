@@ -114,28 +114,39 @@ export async function startRunners(
   }
   if (wants('naive-js', 'cpu', 'node')) await start([node('naive-js', 'call', 'cpu')], () => naiveJs());
 
+  // Chrome: the same modes as Node (onnxruntime's WebGPU EP resident only; CPU rows call and resident).
   let chrome: ChromeSession | null = null;
-  const chromeImpls = (['qgemm', 'tfjs-webgpu-f32'] as const).filter((i) => wants(i, 'webgpu', 'chrome'));
-  if (chromeImpls.length && opts.modes.includes('call')) {
-    const ids = chromeImpls.map((impl): RowId => ({ impl, backend: 'webgpu', runtime: 'chrome', mode: 'call' }));
+  const chromeRows: RowId[] = [];
+  const chromeId = (impl: ImplName, backend: BackendName, mode: Mode): RowId => ({ impl, backend, runtime: 'chrome', mode });
+  for (const mode of gpuModes) {
+    if (wants('qgemm', 'webgpu', 'chrome')) chromeRows.push(chromeId('qgemm', 'webgpu', mode));
+    if (wants('tfjs-webgpu-f32', 'webgpu', 'chrome')) chromeRows.push(chromeId('tfjs-webgpu-f32', 'webgpu', mode));
+  }
+  if (gpuModes.includes('resident'))
+    for (const impl of ORT_WEBGPU_IMPLS) if (wants(impl, 'webgpu', 'chrome')) chromeRows.push(chromeId(impl, 'webgpu', 'resident'));
+  for (const mode of cpuModes) {
+    if (wants('qgemm', 'cpu', 'chrome')) chromeRows.push(chromeId('qgemm', 'cpu', mode));
+    if (wants('onnxruntime-web-matmulinteger', 'cpu', 'chrome')) chromeRows.push(chromeId('onnxruntime-web-matmulinteger', 'cpu', mode));
+  }
+  if (chromeRows.length) {
     if (choice.kind === 'none') {
-      for (const id of ids) missing(id, 'no WebGPU adapter (hardware or SwiftShader) for Chromium');
+      for (const id of chromeRows) missing(id, 'no WebGPU adapter (hardware or SwiftShader) for Chromium');
     } else {
       progress(`starting headless Chromium (${choice.kind === 'swiftshader' ? 'SwiftShader' : 'hardware adapter'})`);
       try {
         chrome = await startChrome({
           swiftshader: choice.kind === 'swiftshader',
           seed: opts.seed,
-          impls: chromeImpls,
+          rows: chromeRows,
           computes,
           log: progress,
         });
         runners.push(...chrome.runners);
         for (const note of chrome.notes) notes.push(`chrome: ${note}`);
-        for (const id of ids)
+        for (const id of chromeRows)
           if (!chrome.runners.some((r) => rowKey(r) === rowKey(id))) missing(id, chrome.notes.join('; ') || 'did not start');
       } catch (e) {
-        for (const id of ids) missing(id, `Chromium: ${(e as Error).message.split('\n')[0]}`);
+        for (const id of chromeRows) missing(id, `Chromium: ${(e as Error).message.split('\n')[0]}`);
       }
     }
   }

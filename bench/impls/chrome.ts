@@ -1,22 +1,33 @@
-// The Chrome runtime: headless Chromium driven by puppeteer-core (tools/chromium.ts), on a page served
-// from 127.0.0.1 (a secure context, so navigator.gpu exists) that loads this project's browser bundle
-// dist/browser/qgemm.js, and tfjs-core + tfjs-backend-webgpu's UMD bundles from node_modules. Two rows:
-// qgemm on WebGPU and tfjs's f32 matMul, both in the page, on the page's adapter (SwiftShader when the
-// harness chose it, the hardware adapter otherwise). The in-page code is bench/chrome-page.ts.
+// The Chrome runtime: headless Chromium driven by puppeteer-core (tools/chromium.ts, which holds the
+// WebGPU flags), on a page served from 127.0.0.1 (a secure context, so navigator.gpu exists) by the
+// bench's own loopback server, with COOP/COEP headers (cross-origin isolated: SharedArrayBuffer, so
+// WebAssembly runs on worker threads). The page loads this project's browser bundle (dist/browser/),
+// tfjs-core + tfjs-backend-webgpu's UMD bundles and onnxruntime-web's ES module with its .wasm/.mjs
+// files, all from node_modules; nothing comes from the internet. Rows, in the modes of bench/README.md:
+//   qgemm / webgpu / chrome       call, resident, device (every one verified, as in Node);
+//   qgemm / cpu / chrome          call, resident (the WebAssembly kernel on the page's threads);
+//   tfjs-webgpu-f32 / webgpu      call, resident, device;
+//   onnxruntime-webgpu-* / chrome MatMul f32, MatMulNBits 8 and 4 bits on onnxruntime-web's WebGPU EP,
+//                                 resident (weights as initializers; models from bench/onnx-model.ts,
+//                                 served to the page as files);
+//   onnxruntime-web-matmulinteger / cpu / chrome   MatMulInteger on its WASM EP, call and resident.
+// The in-page code is bench/chrome-page.ts.
 
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { launchChromium, serveStatic, type Browser, type Page } from '../../tools/chromium.ts';
+import { chromiumArgs, launchChromium, serveStatic, wantSwiftShader, type Browser, type Page } from '../../tools/chromium.ts';
 import type { DstType } from '../../src/types.ts';
-import { pageHtml, pageRunCell, pageSetup, type PageCellResult, type PageSetupResult } from '../chrome-page.ts';
+import { pageHtml, pageRunCell, pageSetup, type PageCellResult, type PageImpl, type PageSetupResult } from '../chrome-page.ts';
+import { matMulF32Model, matMulIntegerModel, matMulIntegerWeightsModel } from '../onnx-model.ts';
 import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
 import { moreReps, stats, type RepeatPolicy } from '../timing.ts';
 import { fromBytes } from '../verify.ts';
+import { gpuMsPerRun, modelFor, ortWebgpuUnsupported } from './onnxruntime-webgpu.ts';
 import { kernelOf } from './qgemm-node.ts';
-import type { CellOutcome, Runner } from './types.ts';
+import { ORT_WEBGPU_IMPLS, rowKey, type CellOutcome, type Mode, type OrtWebgpuImpl, type RowId, type Runner } from './types.ts';
 
 export interface ChromeSession {
   runners: Runner[];
@@ -24,6 +35,10 @@ export interface ChromeSession {
   adapter: Record<string, unknown> | null;
   version: string;
   notes: string[];
+  /** The command-line flags Chromium was launched with (tools/chromium.ts chromiumArgs, profile folder elided). */
+  flags: string[];
+  /** Whether the page is cross-origin isolated (COOP/COEP), and its navigator.hardwareConcurrency. */
+  crossOriginIsolated: boolean;
   close(): Promise<void>;
 }
 
@@ -54,6 +69,17 @@ export function browserBundle(log: (line: string) => void): string {
   return bundle;
 }
 
+/** onnxruntime-web's dist/ folder (ort.webgpu.min.mjs and its .wasm/.mjs files), or null when it is not installed. */
+function ortDist(): string | null {
+  try {
+    // Its exports map has no ./package.json: its CommonJS entry (dist/ort.min.js) names the folder.
+    const dir = dirname(rootRequire().resolve('onnxruntime-web'));
+    return existsSync(join(dir, 'ort.webgpu.min.mjs')) ? dir : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The tfjs UMD bundles, or null when tfjs is not installed (a bare dist/ on another machine). */
 function tfjsBundles(): { core: string; webgpu: string } | null {
   try {
@@ -69,9 +95,26 @@ function tfjsBundles(): { core: string; webgpu: string } | null {
 export interface ChromeOptions {
   swiftshader: boolean;
   seed: number;
-  impls: ('qgemm' | 'tfjs-webgpu-f32')[];
+  /** The Chrome rows asked for (runtime 'chrome'); those that cannot start are left out with a note. */
+  rows: RowId[];
   computes: string;
   log: (line: string) => void;
+}
+
+const QGEMM_MODE_DETAILS: Record<Mode, string> = {
+  call: 'ctx.gemm: both operands uploaded and packed on every call',
+  resident:
+    "rhs prepacked once (ctx.prepack('rhs')), outside the timing; each call uploads lhs, packs it, runs gemm + output, reads dst back",
+  device:
+    'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
+};
+
+/** The page-side name of a row's implementation. */
+function pageImpl(id: RowId): PageImpl {
+  if (id.impl === 'qgemm') return id.backend === 'cpu' ? 'qgemm-cpu' : 'qgemm';
+  if (id.impl === 'tfjs-webgpu-f32') return 'tfjs-webgpu-f32';
+  if (id.impl === 'onnxruntime-web-matmulinteger') return 'ort-wasm';
+  return 'ort-webgpu';
 }
 
 export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
@@ -81,94 +124,191 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
   const closeAll = async () => {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
   };
+  const wants = (impl: RowId['impl']) => opts.rows.some((r) => r.impl === impl);
+  const wantsOrt = opts.rows.some((r) => r.impl.startsWith('onnxruntime'));
   try {
-    copyFileSync(browserBundle(opts.log), join(site, 'qgemm.js'));
-    const tfjs = opts.impls.includes('tfjs-webgpu-f32') ? tfjsBundles() : null;
-    if (opts.impls.includes('tfjs-webgpu-f32') && !tfjs) notes.push('tfjs is not installed: no tfjs-webgpu-f32 row in Chrome');
+    const bundle = browserBundle(opts.log);
+    mkdirSync(join(site, 'dist'));
+    symlinkSync(dirname(bundle), join(site, 'dist/browser'), 'dir');
+    const tfjs = wants('tfjs-webgpu-f32') ? tfjsBundles() : null;
+    if (wants('tfjs-webgpu-f32') && !tfjs) notes.push('tfjs is not installed: no tfjs-webgpu-f32 rows in Chrome');
     if (tfjs) {
       copyFileSync(tfjs.core, join(site, 'tf-core.js'));
       copyFileSync(tfjs.webgpu, join(site, 'tf-backend-webgpu.js'));
     }
-    writeFileSync(join(site, 'index.html'), pageHtml(!!tfjs));
-    const server = await serveStatic(site);
+    const ort = wantsOrt ? ortDist() : null;
+    if (wantsOrt && !ort) notes.push('onnxruntime-web is not installed: no onnxruntime rows in Chrome');
+    if (ort) symlinkSync(ort, join(site, 'ort'), 'dir');
+    mkdirSync(join(site, 'models'));
+    writeFileSync(join(site, 'index.html'), pageHtml({ tfjs: !!tfjs, ort: !!ort }));
+    const server = await serveStatic(site, { isolated: true });
     cleanups.push(() => server.close());
     const pageErrors: string[] = [];
+    // onnxruntime-web's WebGPU EP prints its profile to the page's console, one event a line.
+    let profileLines: string[] | null = null;
+    const swiftshader = wantSwiftShader(opts.swiftshader);
+    const flags = chromiumArgs({ swiftshader, userDataDir: '<temp>' }).filter((f) => !f.startsWith('--user-data-dir'));
     const browser: Browser = await launchChromium({
-      swiftshader: opts.swiftshader,
+      swiftshader,
       onConsole: (e) => {
         if (e.type === 'error' || e.type === 'pageerror') pageErrors.push(e.text);
+        else if (profileLines && e.type === 'log') profileLines.push(e.text);
       },
     });
     cleanups.push(() => browser.close());
-    const version = await browser.version();
+    const fullVersion = await browser.version();
+    const version = fullVersion.replace(/^HeadlessChrome\//, '');
     const page: Page = await browser.newPage();
     await page.goto(server.url, { waitUntil: 'load' });
-    await page.waitForFunction('window.__ready === true', { timeout: 30_000 });
+    await page.waitForFunction('window.__ready === true', { timeout: 60_000 });
     await page.evaluate(
-      `window.__gen = (${generateOperands.toString()}); window.__hash = (${hashBytes.toString()}); window.__moreReps = (${moreReps.toString()});`,
+      `window.__gen = (${generateOperands.toString()}); window.__hash = (${hashBytes.toString()}); window.__moreReps = (${moreReps.toString()});` +
+        `window.__tinyModel = Uint8Array.from(${JSON.stringify([...matMulF32Model(new Float32Array(32 * 4), 32, 4)])});`,
     );
     const setup: PageSetupResult = await page.evaluate(pageSetup);
     const runners: Runner[] = [];
     let adapter: Record<string, unknown> | null = null;
+    let cellNo = 0;
     const cell =
-      (impl: 'qgemm' | 'tfjs-webgpu-f32') =>
+      (id: RowId) =>
       async (data: ShapeData, policy: RepeatPolicy): Promise<CellOutcome> => {
         const { m, n, k } = data.shape;
-        const r: PageCellResult = await page.evaluate(pageRunCell, {
-          impl,
-          seed: opts.seed,
-          m,
-          n,
-          k,
-          lhsZeroPoint: LHS_ZERO_POINT,
-          rhsZeroPoint: RHS_ZERO_POINT,
-          pipeline: pipelineToJson(data.problem.pipeline ?? []),
-          policy,
-        });
+        const impl = pageImpl(id);
+        let model: string | undefined;
+        if (impl === 'ort-webgpu' || impl === 'ort-wasm') {
+          if (impl === 'ort-webgpu') {
+            const unsupported = ortWebgpuUnsupported(id.impl as OrtWebgpuImpl, k);
+            if (unsupported) throw new Error(unsupported);
+          }
+          const bytes =
+            impl === 'ort-webgpu'
+              ? modelFor(id.impl as OrtWebgpuImpl, data)
+              : id.mode === 'resident'
+                ? matMulIntegerWeightsModel(data.rhs, k, n, RHS_ZERO_POINT)
+                : matMulIntegerModel();
+          model = `models/cell-${++cellNo}.onnx`;
+          writeFileSync(join(site, model), bytes);
+        }
+        let r: PageCellResult;
+        if (impl === 'ort-webgpu') profileLines = [];
+        try {
+          r = await page.evaluate(pageRunCell, {
+            impl,
+            mode: id.mode,
+            seed: opts.seed,
+            m,
+            n,
+            k,
+            lhsZeroPoint: LHS_ZERO_POINT,
+            rhsZeroPoint: RHS_ZERO_POINT,
+            pipeline: pipelineToJson(data.problem.pipeline ?? []),
+            policy,
+            ...(model ? { model: `/${model}` } : {}),
+            ...(impl === 'ort-webgpu' ? { profiledRuns: policy.minReps } : {}),
+          });
+          // The console events travel before evaluate's answer; a short wait covers their handling.
+          if (profileLines) await new Promise((ok) => setTimeout(ok, 200));
+        } finally {
+          if (model) rmSync(join(site, model), { force: true });
+        }
+        const lines = profileLines ?? [];
+        profileLines = null;
         if (r.error) throw new Error(`in Chrome: ${r.error.split('\n')[0]}`);
-        const gpu = r.gpus.every((g): g is number => g !== null) && r.gpus.length ? stats(r.gpus) : null;
-        const out: CellOutcome = { wall: stats(r.walls), gpu };
-        if (impl === 'qgemm' && r.outputBase64 !== undefined) {
+        let gpu = r.gpus.length && r.gpus.every((g): g is number => g !== null) ? stats(r.gpus) : null;
+        if (r.profiled) {
+          const events = lines.flatMap((line) => {
+            const text = line.trim().replace(/,$/, '');
+            if (!text.startsWith('{')) return [];
+            try {
+              return [JSON.parse(text) as { cat?: string; ts?: number; dur?: number }];
+            } catch {
+              return [];
+            }
+          });
+          const perRun = gpuMsPerRun(events, policy.minReps);
+          gpu = perRun ? stats(perRun) : null;
+        }
+        const out: CellOutcome = { wall: stats(r.walls), gpu, ...(gpu === null && r.gpuNote ? { gpuNote: r.gpuNote } : {}) };
+        if (impl === 'qgemm' || impl === 'qgemm-cpu') {
+          if (r.outputBase64 === undefined) throw new Error('in Chrome: the page returned no output');
           out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
           out.hashes = r.hashes;
           out.kernel = kernelOf({ lastRun: { kernel: r.kernel } });
+          if (r.rhsBytes !== undefined) out.rhsBytes = r.rhsBytes;
         }
         return out;
       };
-    if ('error' in setup.qgemm) {
-      notes.push(`qgemm could not start in Chrome: ${setup.qgemm.error}`);
-    } else {
-      adapter = setup.qgemm.adapter;
-      if (opts.impls.includes('qgemm')) {
-        runners.push({
-          impl: 'qgemm',
-          backend: 'webgpu',
-          runtime: 'chrome',
-          mode: 'call',
-          adapter: adapterSlug(adapter as { vendor: string; architecture: string; description: string }),
-          computes: opts.computes,
-          details: `Chromium ${version.replace(/^HeadlessChrome\//, '')}, dist/browser/qgemm.js, dot4 ${setup.qgemm.dot4}, GPU time from timestamp queries: ${setup.qgemm.timestamps ? 'yes' : 'no'}`,
-          run: cell('qgemm'),
-          close: async () => undefined,
-        });
+    const slug = () => (adapter ? adapterSlug(adapter as { vendor: string; architecture: string; description: string }) : 'unknown');
+    const row = (id: RowId, computes: string, details: string): Runner => ({
+      ...id,
+      ...(id.impl === 'qgemm' ? { rhsBits: 8 as const } : {}),
+      adapter: id.backend === 'cpu' ? 'cpu' : slug(),
+      computes,
+      details: `Chromium ${version}; ${details}`,
+      run: cell(id),
+      close: async () => undefined,
+    });
+    const isolated = `cross-origin isolated: ${setup.crossOriginIsolated ? 'yes' : 'no'}`;
+    if ('error' in setup.qgemm) notes.push(`qgemm could not start in Chrome: ${setup.qgemm.error}`);
+    else adapter = { ...setup.qgemm.adapter, features: setup.qgemm.features };
+    const q = setup.qgemm;
+    const tf = setup.tfjs;
+    const o = setup.ort;
+    for (const id of opts.rows) {
+      if (id.impl === 'qgemm' && id.backend === 'webgpu' && !('error' in q)) {
+        runners.push(
+          row(
+            id,
+            opts.computes,
+            `dist/browser/qgemm.js, dot4 ${q.dot4}, ${QGEMM_MODE_DETAILS[id.mode]}; GPU time from timestamp queries: ${q.timestamps ? 'yes' : 'no'}`,
+          ),
+        );
+      } else if (id.impl === 'qgemm' && id.backend === 'cpu') {
+        if ('error' in setup.cpu) notes.push(`qgemm's CPU path could not start in Chrome: ${setup.cpu.error}`);
+        else
+          runners.push(
+            row(
+              id,
+              opts.computes,
+              `${setup.cpu.kernel} ${setup.cpu.kernel === 'cpu-js' ? 'in JavaScript, 1 thread' : `in WebAssembly on ${setup.cpu.threads} thread(s)`} (${isolated}; relaxed SIMD: ${setup.cpu.relaxedNote})` +
+                (id.mode === 'resident' ? '; rhs prepacked once (prepackCpu, outside the timing), each call packs the lhs' : ''),
+            ),
+          );
+      } else if (id.impl === 'tfjs-webgpu-f32' && tf && !('error' in tf)) {
+        runners.push(
+          row(
+            id,
+            'f32 matMul of (q - zeroPoint)',
+            `@tensorflow/tfjs-backend-webgpu ${tf.version} UMD bundle, ${id.mode === 'call' ? 'both tensors made per call' : id.mode === 'resident' ? 'rhs a kept tf.Tensor' : 'both operands kept tensors, no readback'}, kernel time from timestamp queries: ${tf.timestamps ? 'yes' : 'no'}`,
+          ),
+        );
+      } else if ((ORT_WEBGPU_IMPLS as readonly string[]).includes(id.impl) && o && !('error' in o) && o.webgpu) {
+        runners.push(
+          row(
+            id,
+            id.impl === 'onnxruntime-webgpu-matmul-f32'
+              ? 'f32 MatMul, weights an initializer'
+              : `MatMulNBits ${id.impl.endsWith('8') ? 8 : 4}-bit weights, block 32, accuracy_level 4 (int8 activations, dot4), f32 A and Y`,
+            `onnxruntime-web ${o.version} (onnxruntime-web/webgpu: ort.webgpu.min.mjs), WebGPU execution provider, weights as initializers; GPU time from a second, profiled session (its per-kernel timestamps)`,
+          ),
+        );
+      } else if (id.impl === 'onnxruntime-web-matmulinteger' && o && !('error' in o)) {
+        runners.push(
+          row(
+            id,
+            'uint8 x uint8 -> int32 MatMulInteger',
+            `onnxruntime-web ${o.version}, WASM execution provider (ort-wasm-simd-threaded.asyncify), numThreads ${o.numThreads} (${isolated})` +
+              (id.mode === 'resident' ? '; B and b_zero_point are initializers (packed when the session is made, outside the timing)' : ''),
+          ),
+        );
       }
     }
-    if (setup.tfjs && 'error' in setup.tfjs) notes.push(`tfjs-backend-webgpu could not start in Chrome: ${setup.tfjs.error}`);
-    else if (setup.tfjs) {
-      runners.push({
-        impl: 'tfjs-webgpu-f32',
-        backend: 'webgpu',
-        runtime: 'chrome',
-        mode: 'call',
-        adapter: adapter ? adapterSlug(adapter as { vendor: string; architecture: string; description: string }) : 'unknown',
-        computes: 'f32 matMul of (q - zeroPoint)',
-        details: `@tensorflow/tfjs-backend-webgpu ${setup.tfjs.version} UMD bundle in Chromium, kernel time from timestamp queries: ${setup.tfjs.timestamps ? 'yes' : 'no'}`,
-        run: cell('tfjs-webgpu-f32'),
-        close: async () => undefined,
-      });
-    }
+    if (tf && 'error' in tf) notes.push(`tfjs-backend-webgpu could not start in Chrome: ${tf.error}`);
+    if (o && 'error' in o) notes.push(`onnxruntime-web could not start in Chrome: ${o.error}`);
+    else if (o && !o.webgpu) notes.push(`onnxruntime-web's WebGPU EP could not start in Chrome: ${o.webgpuError}`);
     if (pageErrors.length) notes.push(`page errors: ${pageErrors.slice(0, 3).join(' | ')}`);
-    return { runners, adapter, version, notes, close: closeAll };
+    for (const id of opts.rows) if (!runners.some((r) => rowKey(r) === rowKey(id))) opts.log(`chrome: no ${rowKey(id)}`);
+    return { runners, adapter, version: fullVersion, notes, flags, crossOriginIsolated: setup.crossOriginIsolated, close: closeAll };
   } catch (e) {
     await closeAll();
     throw e;

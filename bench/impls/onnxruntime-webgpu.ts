@@ -20,7 +20,7 @@ import { measure, stats, type RepeatPolicy, type Stats } from '../timing.ts';
 import { loadOrt, type Ort, type OrtTensor } from './onnxruntime.ts';
 import type { CellOutcome, OrtWebgpuImpl, Runner } from './types.ts';
 
-function modelFor(impl: OrtWebgpuImpl, data: ShapeData): Uint8Array {
+export function modelFor(impl: OrtWebgpuImpl, data: ShapeData): Uint8Array {
   const { n, k } = data.shape;
   if (impl === 'onnxruntime-webgpu-matmul-f32') return matMulF32Model(data.floats().rhs, k, n);
   if (impl === 'onnxruntime-webgpu-matmulnbits8') return matMulNBitsModel(data.rhs, k, n, 8, RHS_ZERO_POINT);

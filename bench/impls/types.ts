@@ -15,6 +15,7 @@ export const IMPLS = [
   'onnxruntime-webgpu-matmulnbits8',
   'onnxruntime-webgpu-matmulnbits4',
   'onnxruntime-node-matmulinteger',
+  'onnxruntime-web-matmulinteger',
   'naive-js',
 ] as const;
 export type ImplName = (typeof IMPLS)[number];
@@ -70,12 +71,17 @@ export const ROW_ORDER = [
   'qgemm/webgpu/node',
   'qgemm/webgpu/chrome',
   'qgemm/cpu/node',
+  'qgemm/cpu/chrome',
   'tfjs-webgpu-f32/webgpu/node',
   'tfjs-webgpu-f32/webgpu/chrome',
   'onnxruntime-webgpu-matmul-f32/webgpu/node',
   'onnxruntime-webgpu-matmulnbits8/webgpu/node',
   'onnxruntime-webgpu-matmulnbits4/webgpu/node',
+  'onnxruntime-webgpu-matmul-f32/webgpu/chrome',
+  'onnxruntime-webgpu-matmulnbits8/webgpu/chrome',
+  'onnxruntime-webgpu-matmulnbits4/webgpu/chrome',
   'onnxruntime-node-matmulinteger/cpu/node',
+  'onnxruntime-web-matmulinteger/cpu/chrome',
   'naive-js/cpu/node',
 ];
 export const rowRank = (r: RowId): number => {
