@@ -7,9 +7,9 @@
 //   chromiumPath(): string | null
 //       CHROMIUM_PATH from the environment, else /usr/bin/chromium; null when that file is missing.
 //   chromiumArgs({ swiftshader, userDataDir }): string[]
-//       The exact command-line flags launchChromium uses.
+//       The exact command-line flags launchChromium uses; WEBGPU_FLAGS: the WebGPU ones, each explained.
 //   launchChromium({ swiftshader?, executablePath?, onConsole?, timeoutMs? }): Promise<Browser>
-//       Headless Chromium with --enable-unsafe-webgpu and a fresh --user-data-dir in a temp folder that
+//       Headless Chromium with WEBGPU_FLAGS and a fresh --user-data-dir in a temp folder that
 //       browser.close() removes. swiftshader: true forces the SwiftShader adapter
 //       (--use-webgpu-adapter=swiftshader), false asks for the hardware adapter; undefined = auto
 //       (env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware, else hardware only when a GPU device node
@@ -93,14 +93,38 @@ export function wantSwiftShader(swiftshader?: boolean): boolean {
   return !hasGpuDeviceNode();
 }
 
+/**
+ * Chrome's WebGPU flags, the one place they are written down (the benchmark records them in its report;
+ * test/browser/chrome-flags.browser.test.ts checks what a page launched with them sees):
+ *   --enable-unsafe-webgpu            WebGPU on Linux, where Chrome does not enable it by default;
+ *   --enable-features=Vulkan          (hardware adapters only) Chrome's Vulkan backend on Linux, which a
+ *                                     hardware WebGPU adapter there needs; SwiftShader runs without it;
+ *   --enable-dawn-features=allow_unsafe_apis
+ *                                     Dawn's toggle that exposes experimental features, among them
+ *                                     `chromium-experimental-subgroup-matrix` (the subgroup-matrix
+ *                                     kernels), where the GPU has them: as src/gpu/dawn.ts does in Node;
+ *   --enable-webgpu-developer-features, --disable-dawn-features=timestamp_quantization
+ *                                     unquantized timestamp queries (Chrome rounds them to 100 µs
+ *                                     otherwise; the developer features flag lifts that, the Dawn toggle
+ *                                     is the same switch one level down, as in Node);
+ *   --use-webgpu-adapter=swiftshader  (SwiftShader only) the software adapter.
+ */
+export const WEBGPU_FLAGS = {
+  common: [
+    '--enable-unsafe-webgpu',
+    '--enable-dawn-features=allow_unsafe_apis',
+    '--enable-webgpu-developer-features',
+    '--disable-dawn-features=timestamp_quantization',
+  ],
+  swiftshader: ['--use-webgpu-adapter=swiftshader'],
+  hardware: ['--enable-features=Vulkan'],
+} as const;
+
 export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string }): string[] {
   return [
     '--no-sandbox', // needed when running as root
-    '--enable-unsafe-webgpu',
-    // As in Node (src/gpu/dawn.ts): subgroup matrices where the GPU has them, unquantized timestamps.
-    '--enable-dawn-features=allow_unsafe_apis',
-    '--disable-dawn-features=timestamp_quantization',
-    ...(opts.swiftshader ? ['--use-webgpu-adapter=swiftshader'] : []),
+    ...WEBGPU_FLAGS.common,
+    ...(opts.swiftshader ? WEBGPU_FLAGS.swiftshader : WEBGPU_FLAGS.hardware),
     '--disable-background-networking',
     '--disable-component-update',
     '--disable-sync',
