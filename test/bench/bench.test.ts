@@ -3,8 +3,9 @@
 // gpuGeomean, the onnxruntime WebGPU rows or their reasons), every qgemm row verified, peers' verified
 // null, both output pipelines, the ONNX models built in code against the CPU reference, the pure helpers
 // (comparisons, rooflines, onnxruntime profile parsing) and the CLI's flags.
-// No timing thresholds: only the shape of the results. The Chrome runtime is left to `npm run bench`
-// (its page code is shared with the browser tests' Chromium launcher).
+// No timing thresholds: only the shape of the results. The Chrome runtime runs once, on one small shape:
+// every Chrome row (qgemm in three modes on WebGPU and two on the CPU, tfjs, onnxruntime-web's WebGPU and
+// WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons.
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
 
 import { describe, expect, it } from 'vitest';
@@ -12,7 +13,8 @@ import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions, type BenchReport } from '../../bench/harness.ts';
 import { roofline } from '../../bench/ceilings.ts';
 import { compare } from '../../bench/compare.ts';
-import { IMPLS, MODES, ORT_WEBGPU_IMPLS, rowKey } from '../../bench/impls/types.ts';
+import { IMPLS, MODES, ORT_WEBGPU_IMPLS, rowKey, type RowId } from '../../bench/impls/types.ts';
+import { chromiumPath, WEBGPU_FLAGS } from '../../tools/chromium.ts';
 import {
   createOrtSession,
   createOrtWeightsSession,
@@ -134,6 +136,55 @@ describe('benchmark harness', () => {
     expect(html).toContain('<svg');
     expect(html).not.toMatch(/NaN|undefined/);
   });
+
+  it.skipIf(!chromiumPath() && process.env.CI !== 'true')(
+    'runs every Chrome row in headless Chromium with the same JSON contract, every qgemm row verified',
+    async () => {
+      const shapes = parseShapes('24x40x64');
+      const report = await runBenchmark({
+        shapes,
+        impls: IMPLS,
+        runtimes: ['chrome'],
+        backends: ['webgpu', 'cpu'],
+        modes: MODES,
+        policy: POLICY,
+        budgetS: null,
+        pipeline: 'uint8',
+        seed: 7,
+        suite: 'custom',
+      });
+      const json = checkContract(report);
+      const keys = new Set(json.runs.map((r: RowId) => rowKey(r)));
+      const expected = [
+        ...MODES.flatMap((mode) => [`qgemm/webgpu/chrome/${mode}`, `tfjs-webgpu-f32/webgpu/chrome/${mode}`]),
+        'qgemm/cpu/chrome/call',
+        'qgemm/cpu/chrome/resident',
+        ...ORT_WEBGPU_IMPLS.map((impl) => `${impl}/webgpu/chrome/resident`),
+        'onnxruntime-web-matmulinteger/cpu/chrome/call',
+        'onnxruntime-web-matmulinteger/cpu/chrome/resident',
+      ];
+      expect([...keys].sort()).toEqual(expected.sort());
+      expect(json.runs.every((r: { runtime: string }) => r.runtime === 'chrome')).toBe(true);
+      // Every Chrome row ran here (a peer's reason would be a failure: they all run on SwiftShader).
+      for (const r of json.runs) expect(r.medianMs, `${rowKey(r)}: ${r.error}`).not.toBeNull();
+      // The page is cross-origin isolated, so the CPU rows say their threads; the report records the flags.
+      expect(json.chrome.crossOriginIsolated).toBe(true);
+      expect(json.chrome.flags).toEqual(expect.arrayContaining([...WEBGPU_FLAGS.common]));
+      const cpuRows = json.implementations.filter((r: RowId) => r.backend === 'cpu');
+      expect(cpuRows.length).toBe(4);
+      for (const r of cpuRows) expect(r.details).toMatch(/on [1-9]\d* thread|numThreads [1-9]/);
+      // The comparisons: qgemm resident against each onnxruntime-web WebGPU row, and the CPU pairs.
+      const pairs = json.comparisons.map((c: { ours: RowId; peer: RowId }) => `${rowKey(c.ours)} vs ${rowKey(c.peer)}`);
+      for (const impl of ORT_WEBGPU_IMPLS) expect(pairs).toContain(`qgemm/webgpu/chrome/resident vs ${impl}/webgpu/chrome/resident`);
+      expect(pairs).toContain('qgemm/cpu/chrome/call vs onnxruntime-web-matmulinteger/cpu/chrome/call');
+      if ((json.chrome.adapter?.features ?? []).includes('timestamp-query')) {
+        const nbits8 = json.comparisons.find((c: { peer: RowId }) => c.peer.impl === 'onnxruntime-webgpu-matmulnbits8');
+        expect(nbits8.gpuGeomean).not.toBeNull(); // both sides have GPU time: timestamps and onnxruntime-web's profile
+      }
+      expect(htmlReport(report)).toContain('ort-web');
+    },
+    180_000,
+  );
 
   it('verifies raw int32 output too', async () => {
     const report = await run('int32', TINY.slice(0, 1), ['qgemm']);
