@@ -11,7 +11,7 @@ import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
 import type { BitDepth } from '../types.ts';
-import { ROUNDING_CODE, wgslCodes } from '../kernels/wgsl/codes.ts';
+import { ROUNDING_CODE, wgslCodes } from '../wgsl/codes.ts';
 import type { PackFormat } from './formats.ts';
 import pack from './pack.wgsl?raw';
 

@@ -13,25 +13,25 @@
 // it: operands.ts, plan.ts, readback.ts, uniforms.ts, pool.ts.
 
 import { DeviceLostError, InputError, LimitExceededError } from '../errors.ts';
-import { epilogueValues } from '../kernels/epilogue/epilogue.ts';
-import { encodeStages } from '../kernels/epilogue/stages.ts';
+import { epilogueValues } from '../epilogue/epilogue.ts';
+import { encodeStages } from '../epilogue/stages.ts';
 import { selectGemmKernel } from '../kernels/registry.ts';
-import { runSelfTest } from '../kernels/self-test.ts';
+import { runSelfTest } from './self-test.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packJob, packPipelines, requantizationOf, type PackJob } from '../pack/pack.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
 import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../types.ts';
-import { acquireDevice, type AcquireOptions } from './acquire.ts';
-import type { AdapterSummary } from './adapter.ts';
-import { adapterCaps, type AdapterCaps, type PlanLimits } from './caps.ts';
+import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
+import type { AdapterSummary } from '../gpu/adapter.ts';
+import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
 import { isGpuMatrix, isPacked, operandSource, shapeOf, type GpuMatrix, type GpuOperandInput, type PackedOperand } from './operands.ts';
-import { dstLayout, roundUp } from './plan.ts';
-import { BufferPool } from './pool.ts';
+import { dstLayout, roundUp } from '../gpu/plan.ts';
+import { BufferPool } from '../gpu/pool.ts';
 import { readBack, Staging } from './readback.ts';
-import { runInErrorScope, withDevice } from './scopes.ts';
-import { UniformArena } from './uniforms.ts';
+import { runInErrorScope, withDevice } from '../gpu/scopes.ts';
+import { UniformArena } from '../gpu/uniforms.ts';
 
 export type { GpuMatrix, GpuOperandInput, PackedOperand };
 
@@ -53,7 +53,7 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   kernels?: readonly GpuGemmKernel[];
 }
 
-/** Self-test verdicts per device and kernel id (src/kernels/self-test.ts). */
+/** Self-test verdicts per device and kernel id (src/scheduler/self-test.ts). */
 const verdictsByDevice = new WeakMap<GPUDevice, Map<string, 'testing' | 'passed' | 'failed'>>();
 function selfTests(device: GPUDevice): Map<string, 'testing' | 'passed' | 'failed'> {
   let m = verdictsByDevice.get(device);

@@ -12,7 +12,7 @@
 // walks C in cache blocks of rhs panels and runs the output stage on each block while it is hot.
 
 import { packFunctions } from './gen-pack.ts';
-import { CTX, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { CTX, KERNELS, NR, type WasmKernelKind } from '../layout.ts';
 
 export const ctx = (f: keyof typeof CTX) => `(i32.load offset=${4 * CTX[f]} (i32.const 0))`;
 export const get = (n: string) => `(local.get $${n})`;

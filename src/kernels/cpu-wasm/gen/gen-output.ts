@@ -9,7 +9,7 @@
 // runtime finishes a pipeline from its first tanh in JavaScript).
 
 import { ctx } from './gen-gemm.ts';
-import { OP, STAGE_MODE, STAGE_WORDS } from './layout.ts';
+import { OP, STAGE_MODE, STAGE_WORDS } from '../layout.ts';
 
 const g = (n: string) => `(local.get $${n})`;
 const s = (n: string, v: string) => `(local.set $${n} ${v})`;

@@ -8,7 +8,7 @@ import type { OperandSource } from '../pack/pack.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { DstType, Operand, OperandType, Order } from '../types.ts';
-import type { BufferPool } from './pool.ts';
+import type { BufferPool } from '../gpu/pool.ts';
 
 /** A matrix living in a GPU buffer. `stride`: elements between consecutive rows (row-major) or columns. */
 export interface GpuMatrix {
