@@ -9,7 +9,7 @@ import type { UniformSlab } from '../gpu/uniforms.ts';
 import { unpackFractions } from '../quant/lowbit.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { DST_TYPE_CODE } from '../wgsl/codes.ts';
-import { epilogueLibrary } from '../wgsl/source.ts';
+import { epilogueLibrary } from './source.ts';
 import type { EncodedStages } from './stages.ts';
 
 /** The epilogue's inputs for one GEMM call. */

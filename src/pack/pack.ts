@@ -1,12 +1,13 @@
 // The host side of the PACK stage (PACK -> gemm -> output): records ./pack.wgsl over one operand into a
-// compute pass, following a plan from src/gpu/plan.ts planPack (source bands, packed-row chunks,
+// compute pass, following a plan from src/pack/plan.ts planPack (source bands, packed-row chunks,
 // flattened grids), with the requantization of less-than-8-bit operands (src/quant/lowbit.ts). The
 // operand's bytes are read where they are (an uploaded array or a caller's GPU buffer), with strides
 // that read it as [outer][depth]: lhs [M,K] has outer = m, rhs [K,N] outer = n.
 
 import { getPipeline } from '../gpu/pipelines.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
-import { layoutRowBytes, planPack, type PackDispatch, type PackSource } from '../gpu/plan.ts';
+import { packedRowBytes } from './formats.ts';
+import { planPack, type PackDispatch, type PackSource } from './plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
@@ -66,7 +67,7 @@ export interface PackJob {
   sums: GPUBuffer;
 }
 
-/** The job that packs `src` (its plan from src/gpu/plan.ts, and which entry point runs it). */
+/** The job that packs `src` (its plan from ./plan.ts, and which entry point runs it). */
 export function packJob(
   side: 'lhs' | 'rhs',
   src: OperandSource,
@@ -100,7 +101,7 @@ export function encodePack(
   const { side, src, outer, depth, requant } = job;
   if (job.format.valueBits < requant.bits) throw new Error(`internal: ${requant.bits}-bit ${side} packed as ${job.format.id}`);
   const layout = uniformLayout(source, 'PackParams');
-  const rowBytes = layoutRowBytes(depth, job.format);
+  const rowBytes = packedRowBytes(depth, job.format);
   const paddedOuter = Math.ceil(outer / job.format.rowAlign) * job.format.rowAlign;
   const bindGroupLayout = pipeline.getBindGroupLayout(0);
   pass.setPipeline(pipeline);
