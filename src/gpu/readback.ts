@@ -5,9 +5,9 @@
 
 import { allocateDst } from '../spec/dst.ts';
 import type { DstData, DstType, GemmResult } from '../types.ts';
-import type { GpuMatrix } from './operands.ts';
-import { roundUp } from '../gpu/plan.ts';
-import { runInErrorScope } from '../gpu/scopes.ts';
+import type { GpuMatrix } from './matrix.ts';
+import { roundUp } from './plan.ts';
+import { runInErrorScope } from './scopes.ts';
 
 /** Bytes a GpuMatrix occupies (its lines at their stride). */
 function matrixBytes(m: GpuMatrix): number {
