@@ -56,6 +56,8 @@ export interface PageCellArgs {
   model?: string;
   /** onnxruntime WebGPU rows: the profiled session's run count (GPU time); 0 = none. */
   profiledRuns?: number;
+  /** qgemm WebGPU resident: 4 = the weights requantized to 4 bits in ctx.prepack (bench/problems.ts bitDepthFor). */
+  rhsBits?: 4;
 }
 
 export interface PageCellResult {
@@ -198,12 +200,15 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         }
         return s;
       });
+      // As bench/problems.ts bitDepthFor: 4-bit weights, lhs 8, nearest rounding.
+      const bitDepth = args.rhsBits === 4 ? { lhs: 8, rhs: 4, rounding: 'nearest' } : undefined;
       const problem = {
         lhs: { data: lhs, rows: m, cols: k, order: 'row-major' },
         rhs: { data: rhs, rows: k, cols: n, order: 'row-major' },
         lhsZeroPoint: args.lhsZeroPoint,
         rhsZeroPoint: args.rhsZeroPoint,
         pipeline,
+        ...(bitDepth ? { bitDepth } : {}),
       };
       if (args.impl === 'qgemm-cpu') {
         const packed = mode === 'resident' ? await w.qgemm.prepackCpu(problem.rhs) : null;
@@ -220,7 +225,8 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         result.gpuNote = 'CPU row';
       } else {
         const ctx = w.__ctx;
-        const packed = mode === 'call' ? null : await ctx.prepack('rhs', problem.rhs);
+        if (bitDepth && mode === 'call') throw new Error('4-bit weights need a prepacked rhs: mode resident or device, not call');
+        const packed = mode === 'call' ? null : await ctx.prepack('rhs', problem.rhs, bitDepth);
         if (packed) {
           cleanups.push(() => packed.destroy());
           result.rhsBytes = packed.bytes;

@@ -63,6 +63,10 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
     ours: id('qgemm', 'webgpu', 'chrome', 'resident'),
     peer: id(impl, 'webgpu', 'chrome', 'resident'),
   })),
+  {
+    ours: { ...id('qgemm', 'webgpu', 'chrome', 'resident'), rhsBits: 4 },
+    peer: id('onnxruntime-webgpu-matmulnbits4', 'webgpu', 'chrome', 'resident'),
+  },
   ...(['call', 'resident'] as const).map((mode) => ({
     ours: id('qgemm', 'cpu', 'chrome', mode),
     peer: id('onnxruntime-web-matmulinteger', 'cpu', 'chrome', mode),

@@ -119,7 +119,9 @@ export async function startRunners(
   const chromeRows: RowId[] = [];
   const chromeId = (impl: ImplName, backend: BackendName, mode: Mode): RowId => ({ impl, backend, runtime: 'chrome', mode });
   for (const mode of gpuModes) {
-    if (wants('qgemm', 'webgpu', 'chrome')) chromeRows.push(chromeId('qgemm', 'webgpu', mode));
+    if (wants('qgemm', 'webgpu', 'chrome'))
+      for (const rhsBits of mode === 'resident' ? (opts.rhsBits ?? [8]) : [8 as const])
+        chromeRows.push({ ...chromeId('qgemm', 'webgpu', mode), rhsBits });
     if (wants('tfjs-webgpu-f32', 'webgpu', 'chrome')) chromeRows.push(chromeId('tfjs-webgpu-f32', 'webgpu', mode));
   }
   if (gpuModes.includes('resident'))

@@ -205,6 +205,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
             policy,
             ...(model ? { model: `/${model}` } : {}),
             ...(impl === 'ort-webgpu' ? { profiledRuns: policy.minReps } : {}),
+            ...(id.rhsBits === 4 ? { rhsBits: 4 as const } : {}),
           });
           // The console events travel before evaluate's answer; a short wait covers their handling.
           if (profileLines) await new Promise((ok) => setTimeout(ok, 200));
@@ -241,7 +242,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     const slug = () => (adapter ? adapterSlug(adapter as { vendor: string; architecture: string; description: string }) : 'unknown');
     const row = (id: RowId, computes: string, details: string): Runner => ({
       ...id,
-      ...(id.impl === 'qgemm' ? { rhsBits: 8 as const } : {}),
+      ...(id.impl === 'qgemm' ? { rhsBits: id.rhsBits ?? 8 } : {}),
       adapter: id.backend === 'cpu' ? 'cpu' : slug(),
       computes,
       details: `Chromium ${version}; ${details}`,
@@ -259,8 +260,8 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
         runners.push(
           row(
             id,
-            opts.computes,
-            `dist/browser/qgemm.js, dot4 ${q.dot4}, ${QGEMM_MODE_DETAILS[id.mode]}; GPU time from timestamp queries: ${q.timestamps ? 'yes' : 'no'}`,
+            id.rhsBits === 4 ? `${opts.computes}, 4-bit weights` : opts.computes,
+            `dist/browser/qgemm.js, dot4 ${q.dot4}, ${QGEMM_MODE_DETAILS[id.mode]}${id.rhsBits === 4 ? '; weights requantized to 4 bits (lhs 8, nearest rounding) in ctx.prepack' : ''}; GPU time from timestamp queries: ${q.timestamps ? 'yes' : 'no'}`,
           ),
         );
       } else if (id.impl === 'qgemm' && id.backend === 'cpu') {

@@ -4,7 +4,7 @@
 // null, both output pipelines, the ONNX models built in code against the CPU reference, the pure helpers
 // (comparisons, rooflines, onnxruntime profile parsing) and the CLI's flags.
 // No timing thresholds: only the shape of the results. The Chrome runtime runs once, on one small shape:
-// every Chrome row (qgemm in three modes on WebGPU and two on the CPU, tfjs, onnxruntime-web's WebGPU and
+// every Chrome row (qgemm in three modes on WebGPU, 4-bit weights resident, two modes on the CPU, tfjs, onnxruntime-web's WebGPU and
 // WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons.
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
 
@@ -147,6 +147,7 @@ describe('benchmark harness', () => {
         runtimes: ['chrome'],
         backends: ['webgpu', 'cpu'],
         modes: MODES,
+        rhsBits: [8, 4],
         policy: POLICY,
         budgetS: null,
         pipeline: 'uint8',
@@ -157,6 +158,7 @@ describe('benchmark harness', () => {
       const keys = new Set(json.runs.map((r: RowId) => rowKey(r)));
       const expected = [
         ...MODES.flatMap((mode) => [`qgemm/webgpu/chrome/${mode}`, `tfjs-webgpu-f32/webgpu/chrome/${mode}`]),
+        'qgemm/webgpu/chrome/resident/rhs4',
         'qgemm/cpu/chrome/call',
         'qgemm/cpu/chrome/resident',
         ...ORT_WEBGPU_IMPLS.map((impl) => `${impl}/webgpu/chrome/resident`),
@@ -176,6 +178,7 @@ describe('benchmark harness', () => {
       // The comparisons: qgemm resident against each onnxruntime-web WebGPU row, and the CPU pairs.
       const pairs = json.comparisons.map((c: { ours: RowId; peer: RowId }) => `${rowKey(c.ours)} vs ${rowKey(c.peer)}`);
       for (const impl of ORT_WEBGPU_IMPLS) expect(pairs).toContain(`qgemm/webgpu/chrome/resident vs ${impl}/webgpu/chrome/resident`);
+      expect(pairs).toContain('qgemm/webgpu/chrome/resident/rhs4 vs onnxruntime-webgpu-matmulnbits4/webgpu/chrome/resident');
       expect(pairs).toContain('qgemm/cpu/chrome/call vs onnxruntime-web-matmulinteger/cpu/chrome/call');
       if ((json.chrome.adapter?.features ?? []).includes('timestamp-query')) {
         const nbits8 = json.comparisons.find((c: { peer: RowId }) => c.peer.impl === 'onnxruntime-webgpu-matmulnbits8');
