@@ -16,7 +16,7 @@ import { ensureMemory, heapEnd, type RelaxedMode, type WasmEngine } from './engi
 import { CTX, CTX_WORDS, DATA_START, DIRECT, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
 import { BARRIER_CALL, type Call } from './job.ts';
 import { WorkerPool } from './pool.ts';
-import { encodeProgram } from './stages.ts';
+import { encodeProgram, type OutputProgram } from './stages.ts';
 
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 /** Below this many multiply-adds per thread, fewer threads are faster (the hand-off and the wait cost more). */
@@ -87,6 +87,12 @@ interface Prepared {
   panels: number;
   dst: number;
   covered: number;
+  /** The encoded output program (stages.ts), kept so that a repeated problem does not encode it again. */
+  program: OutputProgram;
+  /** heapEnd when it was written: the regions' addresses hold while the prepacked blocks stay. */
+  heap: number;
+  /** Writes a new lhs of the same problem (shape, types, zero points) into the regions prepare wrote. */
+  loadLhs(buf: ArrayBufferLike, p: NormalizedProblem): void;
 }
 
 /**
@@ -136,6 +142,7 @@ export function prepare(
   mode: RelaxedMode | null,
   rhsBlock: RhsBlock | null = null,
   direct = rhsBlock && rhsBlock.raw === null ? null : directShape(p, kind),
+  encoded: OutputProgram | null = null,
 ): Prepared {
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
@@ -144,12 +151,12 @@ export function prepare(
   const Np = roundUp(N, direct ? DIRECT_NP_ALIGN : NR);
   const Kp = roundUp(K, kstep);
   const lowbit = !!p.bitDepth;
-  const lhsData = lowbit ? requantized(p, 'lhs') : bytes(p.lhs.data);
   const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
   const rhsSigned = !lowbit && p.rhsType === 'int8';
 
-  let at = heapEnd(e); // past the prepacked operands' blocks
+  const heap = heapEnd(e);
+  let at = heap; // past the prepacked operands' blocks
   const region = (n: number) => {
     const a = at;
     at = roundUp(at + n, 64);
@@ -167,7 +174,7 @@ export function prepare(
     zR: region(4 * Np),
     C: region(4 * Mp * Np),
   };
-  const program = encodeProgram(p, Mp, Np);
+  const program = encoded ?? encodeProgram(p, Mp, Np);
   const paramsAt = region(4 * program.paramWords);
   const programAt = region(4 * program.recordWords);
   const dstType = program.covered === p.pipeline.length ? p.dstType : 'int32';
@@ -180,14 +187,14 @@ export function prepare(
   const shiftL = lowbit && p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const shiftR = lowbit && p.rhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
-  if (direct) {
-    // The lhs is packed here with its zero points subtracted (which then are 0), the rhs stays as it is.
-    if (rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
-    packLhsDirect(buf, p, direct, Mp, Kp, r.lhsPacked, r.rowSums);
-  } else {
-    new Uint8Array(buf, r.lhsSrc, M * K).set(lhsData);
-    for (let m = 0; m < M; m++) zL[m] = (channel(p.lhsZeroPoint, m) + shiftL) | 0;
-  }
+  // The direct variant packs the lhs here with its zero points subtracted (which then are 0); the rhs stays as it is.
+  const loadLhs = (b: ArrayBufferLike, q: NormalizedProblem) => {
+    if (direct) packLhsDirect(b, q, direct, Mp, Kp, r.lhsPacked, r.rowSums);
+    else new Uint8Array(b, r.lhsSrc, M * K).set(lowbit ? requantized(q, 'lhs') : bytes(q.lhs.data));
+  };
+  if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
+  loadLhs(buf, p);
+  if (!direct) for (let m = 0; m < M; m++) zL[m] = (channel(p.lhsZeroPoint, m) + shiftL) | 0;
   const zR = new Int32Array(buf, r.zR, Np).fill(0);
   for (let n = 0; n < N; n++) zR[n] = (channel(p.rhsZeroPoint, n) + shiftR) | 0;
   program.write(new Int32Array(buf, paramsAt, program.paramWords), paramsAt, new Int32Array(buf, programAt, program.recordWords));
@@ -258,7 +265,17 @@ export function prepare(
       : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   writeContext(buf, fields);
-  return { direct, rhsReady: !!rhsBlock && !direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
+  return {
+    direct,
+    rhsReady: !!rhsBlock && !direct,
+    tiles: Mp / mr,
+    panels: Np / (direct?.nc ?? NR),
+    dst,
+    covered: program.covered,
+    program,
+    heap,
+    loadLhs,
+  };
 }
 
 /** [start, end) of part i of n items split T ways. */
@@ -287,18 +304,67 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
   return { pack, gemm };
 }
 
-/** How many runs went to one thread and to several (diagnostics: the browser test checks that threads ran). */
-export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0 };
+/**
+ * How many runs went to one thread and to several (diagnostics: the browser test checks that threads
+ * ran), and the last run's kernel time: its pack, gemm and output calls on every thread, hand-off
+ * included, in ms (the call's overhead is its wall time minus this).
+ */
+export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0 };
 
-const runLocal = (e: WasmEngine) => (calls: Call[]) => {
-  for (const [name, ...args] of calls) e.exports[name](...args);
-};
+/**
+ * A GEMM's plan on an engine: its regions and context written by prepare, every thread's calls. A
+ * repeated problem with a prepacked rhs runs its plan again (kernel.ts): only the new lhs is written
+ * when the engine's memory still holds this plan, else prepare writes it all again (with the encoded
+ * output program kept).
+ */
+export interface Plan {
+  kind: WasmKernelKind;
+  mode: RelaxedMode | null;
+  rhsBlock: RhsBlock | null;
+  t: Prepared;
+  /** Threads, and each thread's calls: pack, a barrier where there is a pack phase, gemm + output. */
+  T: number;
+  lists: Call[][];
+}
+
+/** The plan whose problem each engine's memory holds now (written by prepare), or none. */
+const written = new WeakMap<WasmEngine, Plan>();
+
+/** Something other than a plan wrote the context (kernel.ts prepackCpu): no plan may assume it. */
+export function forgetPlan(e: WasmEngine): void {
+  written.delete(e);
+}
+
+/**
+ * Writes p into e's memory and plans it: on `threads` threads when given (as many as the engine can:
+ * one without a shared memory), else on up to `defaultThreads`, fewer for small problems.
+ */
+export function makePlan(
+  e: WasmEngine,
+  p: NormalizedProblem,
+  kind: WasmKernelKind,
+  threads: number | undefined,
+  defaultThreads = 1,
+  mode = e.relaxed,
+  rhsBlock: RhsBlock | null = null,
+): Plan {
+  const { M, N, K } = p;
+  const t = prepare(e, p, kind, mode, rhsBlock);
+  const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
+  const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
+  const { pack, gemm } = plan(kind, t, T);
+  // Threads meet once between the pack and gemm phases; not where nothing is packed (the direct variant).
+  const barrier: Call[] = T > 1 && pack.some((calls) => calls.length) ? [[BARRIER_CALL]] : [];
+  const result: Plan = { kind, mode, rhsBlock, t, T, lists: pack.map((calls, i) => [...calls, ...barrier, ...gemm[i]]) };
+  written.set(e, result);
+  return result;
+}
 
 /**
  * Runs p on engine e with kernel `kind`: on `threads` threads when given (as many as the engine can:
  * one without a shared memory), else on up to `defaultThreads`, fewer for small problems.
  */
-export async function runOnEngine(
+export function runOnEngine(
   e: WasmEngine,
   p: NormalizedProblem,
   kind: WasmKernelKind,
@@ -307,20 +373,29 @@ export async function runOnEngine(
   mode = e.relaxed,
   rhsBlock: RhsBlock | null = null,
 ): Promise<GemmResult> {
-  const { M, N, K } = p;
-  const t = prepare(e, p, kind, mode, rhsBlock);
-  const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
-  const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
-  const { pack, gemm } = plan(kind, t, T);
+  return runPlan(e, makePlan(e, p, kind, threads, defaultThreads, mode, rhsBlock), p, true);
+}
+
+/** Runs plan `pl` for p (its problem, with this call's lhs); `fresh`: prepare just wrote it. */
+export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fresh = false): Promise<GemmResult> {
+  const { M, N } = p;
+  if (!fresh) {
+    if (written.get(e) === pl && heapEnd(e) === pl.t.heap) pl.t.loadLhs(e.memory.buffer, p);
+    else {
+      pl.t = prepare(e, p, pl.kind, pl.mode, pl.rhsBlock, pl.t.direct, pl.t.program);
+      written.set(e, pl);
+    }
+  }
+  const { t, T } = pl;
+  const t0 = performance.now();
   if (T === 1) {
     wasmRunStats.singleThreaded++;
-    runLocal(e)(pack[0]);
-    runLocal(e)(gemm[0]);
+    for (const [name, ...args] of pl.lists[0]) e.exports[name](...args);
   } else {
     wasmRunStats.multiThreaded++;
     e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
     try {
-      await e.pool.run(pack.map((calls, i) => [...calls, [BARRIER_CALL], ...gemm[i]]));
+      await e.pool.run(pl.lists);
     } finally {
       if (e.pool.isLost) {
         e.pool.close();
@@ -328,6 +403,8 @@ export async function runOnEngine(
       }
     }
   }
+  wasmRunStats.lastKernelMs = performance.now() - t0;
+  wasmRunStats.lastThreads = T;
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);
   const view = allocateDst(finalType, e.memory.buffer as ArrayBuffer);
