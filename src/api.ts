@@ -14,7 +14,7 @@ import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './elementwise/plan.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
-import { isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
+import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './spec/problem.ts';
@@ -105,7 +105,7 @@ async function runPackedOnCpu(
   const validate = async () => {
     const shape = { data: packed.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: packed.rows, cols: packed.cols };
     const p = normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
-    if (p.bitDepth) throw new InputError('bitDepth', 'a CPU-prepacked rhs is 8-bit; give the plain rhs for a less-than-8-bit GEMM');
+    checkPackedBitDepth(packed, p);
     selectCpuKernel(await readyCpuCaps(), p, { force: packed.kernel });
     return p;
   };

@@ -8,7 +8,8 @@
 
 import { InputError } from '../../errors.ts';
 import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
-import type { GemmProblem, GemmResult, Operand } from '../../types.ts';
+import { resolveRounding } from '../../quant/lowbit.ts';
+import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
 import {
   allocateBlock,
@@ -21,11 +22,12 @@ import {
   type WasmEngine,
   type WasmOptions,
 } from './engine.ts';
-import { DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { DIRECT_NP_ALIGN, KERNELS, NIBBLE_NP_ALIGN, NR, type WasmKernelKind } from './layout.ts';
 import {
   bytes,
   forgetPlan,
   makePlan,
+  requantized,
   rhsEncoding,
   runOnEngine,
   runPlan,
@@ -111,13 +113,23 @@ function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, i
 
 /**
  * Packs `rhs` once for the fastest WebAssembly CPU kernel (with its column sums) into the kernels'
- * memory; 8-bit operands (a GEMM with bitDepth takes a plain rhs). Where WebAssembly SIMD is missing
- * there is nothing to pack for: InputError.
+ * memory. Without `bitDepth`, 8-bit: a GEMM then runs without bitDepth. With a `bitDepth` of at most 4
+ * rhs bits, the rhs is requantized once (src/quant/lowbit.ts, its rounding resolved for its K) and
+ * stored two values per byte for the 4-bit kernel (gen-nibble.ts): a GEMM then gives the same bitDepth
+ * (its lhs bits may differ). 5 to 7 rhs bits are not stored (a GEMM with them takes the plain rhs).
+ * Where WebAssembly SIMD is missing there is nothing to pack for: InputError.
  */
-export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
+export async function prepackCpu(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPackedOperand> {
   const K0 = Number.isInteger(rhs?.rows) && rhs.rows > 0 ? rhs.rows : 1;
   const row = { data: new Uint8Array(K0), rows: 1, cols: K0 }; // a one-row lhs, to validate rhs as a GEMM does
-  const { rhs: op, rhsType: type, K, N } = normalizeProblem({ lhs: row, rhs });
+  const p = normalizeProblem({ lhs: row, rhs, ...(bitDepth === undefined ? {} : { bitDepth }) });
+  const { rhs: op, rhsType: type, K, N } = p;
+  if (p.bitDepth && p.bitDepth.rhs > 4)
+    throw new InputError(
+      'bitDepth',
+      `prepackCpu stores at most 4-bit weights, two per byte (got rhs: ${p.bitDepth.rhs}); give the plain rhs`,
+    );
+  if (p.bitDepth) return serialized(() => prepackNibbles(p));
   return serialized(async () => {
     const e = await engine();
     if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
@@ -183,9 +195,104 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
         void serialized(async () => freeBlock(e, at));
       },
     };
-    blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, engine: e, plan: null });
+    blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, nibble: null, engine: e, plan: null });
     return packed;
   });
+}
+
+/** The CpuPackedOperand of a block at `at` of engine e (its destroy frees the block). */
+function packedOperand(
+  e: WasmEngine,
+  at: number,
+  rows: number,
+  cols: number,
+  type: CpuPackedOperand['type'],
+  kernel: string,
+  size: number,
+) {
+  let destroyed = false;
+  const packed: CpuPackedOperand = {
+    side: 'rhs',
+    rows,
+    cols,
+    type,
+    kernel,
+    bytes: size,
+    get destroyed() {
+      return destroyed;
+    },
+    destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      void serialized(async () => freeBlock(e, at));
+    },
+  };
+  return packed;
+}
+
+/**
+ * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
+ * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, byte j holding element j of
+ * the (4q, 4q+1) pairs in its low nibble and of the (4q+2, 4q+3) pairs in its high one; then the column
+ * sums of the requantized values. Columns are padded to NIBBLE_NP_ALIGN, k to 4, with zeros.
+ */
+async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
+  const e = await engine();
+  if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
+  const { K, N, rhs: op } = p;
+  const bitDepth = p.bitDepth!;
+  const Kp = Math.ceil(K / 4) * 4;
+  const Np = Math.ceil(N / NIBBLE_NP_ALIGN) * NIBBLE_NP_ALIGN;
+  const panelBytes = (Np * Kp) / 2;
+  const size = panelBytes + 4 * Np;
+  if (size > MAX_BYTES / 2) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
+  const values = requantized(p, 'rhs');
+  const at = allocateBlock(e, size);
+  forgetPlan(e);
+  const buf = e.memory.buffer;
+  const out = new Uint8Array(buf, at, panelBytes).fill(0);
+  const sums = new Int32Array(buf, at + panelBytes, Np).fill(0);
+  const rowMajor = op.order === 'row-major';
+  for (let n = 0; n < N; n++) {
+    const panel = (n >> 3) * Kp * 4;
+    const half = (n & 7) >> 2; // columns 0..3 or 4..7 of the panel
+    let sum = 0;
+    for (let k = 0; k < K; k++) {
+      const v = values[rowMajor ? k * N + n : n * K + k];
+      const j = half * 8 + (n & 3) * 2 + (k & 1);
+      out[panel + (k >> 2) * 16 + j] |= k & 2 ? v << 4 : v;
+      sum += v;
+    }
+    sums[n] = sum;
+  }
+  const packed = packedOperand(e, at, K, N, p.rhsType, CPU_WASM_SIMD.id, size);
+  const nibble = { bits: bitDepth.rhs, rounding: resolveRounding(bitDepth.rounding, K) };
+  blocks.set(packed, { kind: 'i16', packed: at, sums: at + panelBytes, raw: null, nibble, engine: e, plan: null });
+  return packed;
+}
+
+/**
+ * The bitDepth of a GEMM against its prepacked rhs's: none for an 8-bit one; for a 4-bit one the same
+ * rhs bits and (resolved) rounding. Else an InputError naming bitDepth.
+ */
+export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): void {
+  const stored = blocks.get(x)?.nibble ?? null;
+  const b = p.bitDepth;
+  if (!stored) {
+    if (b)
+      throw new InputError(
+        'bitDepth',
+        'the rhs was prepacked at 8 bits: give the plain rhs for a less-than-8-bit GEMM, or prepack it with this bitDepth',
+      );
+    return;
+  }
+  if (!b)
+    throw new InputError('bitDepth', `the rhs was prepacked at ${stored.bits} bits: the GEMM needs the bitDepth it was prepacked with`);
+  if (b.rhs !== stored.bits || resolveRounding(b.rounding, p.K) !== stored.rounding)
+    throw new InputError(
+      'bitDepth',
+      `the rhs was prepacked at ${stored.bits} bits with rounding ${stored.rounding}, the GEMM asks rhs ${b.rhs} bits, rounding ${resolveRounding(b.rounding, p.K)}`,
+    );
 }
 
 export const CPU_WASM_RELAXED = wasmKernel('cpu-wasm-relaxed', 'relaxed', (c) => c.relaxedSimd);

@@ -13,7 +13,18 @@ import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
 import { ensureMemory, heapEnd, type RelaxedMode, type WasmEngine } from './engine.ts';
-import { CTX, CTX_WORDS, DATA_START, DIRECT, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import {
+  CTX,
+  CTX_WORDS,
+  DATA_START,
+  DIRECT,
+  DIRECT_NP_ALIGN,
+  KERNELS,
+  NIBBLE_NP_ALIGN,
+  NIBBLE_SHAPES,
+  NR,
+  type WasmKernelKind,
+} from './layout.ts';
 import { BARRIER_CALL, type Call } from './job.ts';
 import { WorkerPool } from './pool.ts';
 import { encodeProgram, type OutputProgram } from './stages.ts';
@@ -38,7 +49,10 @@ export function wasmBytesNeeded(M: number, N: number, K: number): number {
 }
 
 /** The operand as bytes in the uint8 domain requantized to `bits` (src/quant/lowbit.ts), same storage order. */
-function requantized(p: NormalizedProblem, which: 'lhs' | 'rhs'): Uint8Array {
+export function requantized(
+  p: Pick<NormalizedProblem, 'lhs' | 'rhs' | 'bitDepth' | 'K' | 'lhsType' | 'rhsType'>,
+  which: 'lhs' | 'rhs',
+): Uint8Array {
   const op = p[which];
   const bits = p.bitDepth![which];
   const rounding = resolveRounding(p.bitDepth!.rounding, p.K);
@@ -76,11 +90,23 @@ export interface RhsBlock {
    * Kp rows x DIRECT_NP_ALIGN contiguous (zero past K and N); else null.
    */
   raw: number | null;
+  /**
+   * A rhs of at most 4 bits (gen-nibble.ts): `packed` holds its panels two values per byte, `sums` the
+   * column sums of the requantized values; it was requantized at `bits` with `rounding`. Else null.
+   */
+  nibble: { bits: number; rounding: string } | null;
 }
+
+type NibbleShape = (typeof NIBBLE_SHAPES)[number];
+
+/** The 4-bit kernel's shape for M rows: the first whose rows cover M, else the last (tiles of its rows). */
+export const nibbleShape = (M: number): NibbleShape => NIBBLE_SHAPES.find((s) => s.mr >= M) ?? NIBBLE_SHAPES[NIBBLE_SHAPES.length - 1];
 
 interface Prepared {
   /** The shape of the direct variant of the 16-bit kernel (gen-direct.ts; the rhs is not packed), or null. */
   direct: DirectShape | null;
+  /** The shape of the 4-bit kernel (gen-nibble.ts; the rhs was prepacked at 4 bits), or null. */
+  nibble: NibbleShape | null;
   /** The rhs was packed before (an RhsBlock): only the lhs is packed. */
   rhsReady: boolean;
   tiles: number;
@@ -128,6 +154,30 @@ function packLhsDirect(buf: ArrayBufferLike, p: NormalizedProblem, d: DirectShap
   }
 }
 
+/**
+ * The 4-bit kernel's lhs (gen-nibble.ts): tiles of s.mr rows, [Kp/4][mr][4] int16 values l' (the lhs
+ * requantized to its bit depth in the uint8 domain; zero past M and K) at `at`, each row's sum at `sums`.
+ */
+function packLhsNibble(buf: ArrayBufferLike, p: NormalizedProblem, s: NibbleShape, Mp: number, Kp: number, at: number, sums: number) {
+  const { M, K, lhs } = p;
+  const out = new Int16Array(buf, at, Mp * Kp).fill(0);
+  const rowSums = new Int32Array(buf, sums, Mp).fill(0);
+  // 8 bits: l' is the value in the uint8 domain; fewer: requantized (src/quant/lowbit.ts).
+  const data = p.bitDepth!.lhs < 8 ? requantized(p, 'lhs') : lhs.data;
+  const shift = p.bitDepth!.lhs < 8 || p.lhsType !== 'int8' ? 0 : UINT8_DOMAIN_SHIFT;
+  const [so, sk] = lhs.order === 'row-major' ? [K, 1] : [1, M];
+  for (let m = 0; m < M; m++) {
+    const base = Math.floor(m / s.mr) * Kp * s.mr + (m % s.mr) * 4;
+    let sum = 0;
+    for (let k = 0; k < K; k++) {
+      const v = data[m * so + k * sk] + shift;
+      out[base + (k >> 2) * 4 * s.mr + (k & 3)] = v;
+      sum += v;
+    }
+    rowSums[m] = sum | 0;
+  }
+}
+
 /** How kernel `kind` packs rhs bytes: XORed with `xor`, read signed (sh 24) or not (sh 0); the packed values are rhs - c. */
 export function rhsEncoding(kind: WasmKernelKind, signed: boolean): { xor: number; sh: number; c: number } {
   if (kind === 'relaxed') return signed ? { xor: 0, sh: 24, c: 0 } : { xor: 0x80, sh: 24, c: 128 };
@@ -146,10 +196,11 @@ export function prepare(
 ): Prepared {
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
-  const mr = direct?.mr ?? KERNELS[kind].mr;
+  const nibble = rhsBlock?.nibble ? nibbleShape(M) : null;
+  const mr = nibble?.mr ?? direct?.mr ?? KERNELS[kind].mr;
   const Mp = roundUp(M, mr);
-  const Np = roundUp(N, direct ? DIRECT_NP_ALIGN : NR);
-  const Kp = roundUp(K, kstep);
+  const Np = roundUp(N, nibble ? NIBBLE_NP_ALIGN : direct ? DIRECT_NP_ALIGN : NR);
+  const Kp = roundUp(K, nibble ? 4 : kstep);
   const lowbit = !!p.bitDepth;
   const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
@@ -163,7 +214,7 @@ export function prepare(
     return a;
   };
   const r = {
-    lhsSrc: region(direct ? 0 : M * K),
+    lhsSrc: region(direct || nibble ? 0 : M * K),
     // the direct kernel reads rows up to Kp (zero past K)
     rhsSrc: rhsBlock ? (rhsBlock.raw ?? 0) : region(Kp * N),
     lhsPacked: region(Mp * Kp * elem),
@@ -189,7 +240,8 @@ export function prepare(
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
   // The direct variant packs the lhs here with its zero points subtracted (which then are 0); the rhs stays as it is.
   const loadLhs = (b: ArrayBufferLike, q: NormalizedProblem) => {
-    if (direct) packLhsDirect(b, q, direct, Mp, Kp, r.lhsPacked, r.rowSums);
+    if (nibble) packLhsNibble(b, q, nibble, Mp, Kp, r.lhsPacked, r.rowSums);
+    else if (direct) packLhsDirect(b, q, direct, Mp, Kp, r.lhsPacked, r.rowSums);
     else new Uint8Array(b, r.lhsSrc, M * K).set(lowbit ? requantized(q, 'lhs') : bytes(q.lhs.data));
   };
   if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
@@ -260,16 +312,19 @@ export function prepare(
     dstSize,
     dstSm: dstRowMajor ? N : 1,
     dstSn: dstRowMajor ? 1 : M,
-    nBlock: direct
-      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
-      : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
+    nBlock: nibble
+      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * 8 * nibble.w)))
+      : direct
+        ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
+        : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   writeContext(buf, fields);
   return {
     direct,
+    nibble,
     rhsReady: !!rhsBlock && !direct,
     tiles: Mp / mr,
-    panels: Np / (direct?.nc ?? NR),
+    panels: nibble ? Np / (8 * nibble.w) : Np / (direct?.nc ?? NR),
     dst,
     covered: program.covered,
     program,
@@ -285,6 +340,15 @@ const part = (n: number, T: number, i: number): [number, number] => [Math.floor(
 export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
+  if (t.nibble) {
+    // The rhs was prepacked at 4 bits, prepare packed the lhs; C is split by column groups.
+    const name = `gemm_nibble_${t.nibble.mr}x${t.nibble.w}`;
+    for (let i = 0; i < T; i++) {
+      pack.push([]);
+      gemm.push([[name, 0, t.tiles, ...part(t.panels, T, i)]]);
+    }
+    return { pack, gemm };
+  }
   if (t.direct) {
     // Nothing to pack (prepare packed the few lhs rows); C is split by columns.
     for (let i = 0; i < T; i++) {
