@@ -10,7 +10,7 @@
 
 import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
-import { epilogueLibrary } from '../wgsl/source.ts';
+import { epilogueLibrary } from '../../epilogue/source.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
