@@ -14,8 +14,8 @@
 // driver walks C in column groups of w panels, the row tiles inside (so a group's panels are read from
 // memory once and from cache for the next tiles), and runs the output stage per cache block.
 
-import { ctx, get, locals, set } from './gen-gemm.ts';
-import { NIBBLE_SHAPES } from './layout.ts';
+import { ctx, get, locals, set } from './wat.ts';
+import { NIBBLE_SHAPES } from '../layout.ts';
 
 /** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = the first panel (panels `stride` bytes apart), c = C. */
 function microKernel(mr: number, w: number): string {
