@@ -22,6 +22,7 @@ const COLORS: Record<string, string> = {
   'onnxruntime-webgpu-matmulnbits8/webgpu/node': '#6c2a8a',
   'onnxruntime-webgpu-matmulnbits4/webgpu/node': '#9b59b6',
   'onnxruntime-node-matmulinteger/cpu/node': '#8e44ad',
+  'onnxruntime-node-matmulnbits4/cpu/node': '#c0392b',
   'naive-js/cpu/node': '#8a8a8a',
 };
 /** One color per implementation; the mode sets the opacity (resident full, device darker outline-free, call light); qgemm's 4-bit weights a color of their own. */
