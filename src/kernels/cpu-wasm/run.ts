@@ -132,52 +132,6 @@ export function directShape(p: NormalizedProblem, kind: WasmKernelKind): DirectS
   return DIRECT.find((d) => d.mr >= p.M) ?? DIRECT[DIRECT.length - 1];
 }
 
-/**
- * The direct variant's lhs: tiles of d.mr rows, [Kp/2][mr][2] int16 values lhs - zL (zero past M and
- * K) at `at`, and each row's sum of them at `sums`.
- */
-function packLhsDirect(buf: ArrayBufferLike, p: NormalizedProblem, d: DirectShape, Mp: number, Kp: number, at: number, sums: number) {
-  const { M, K, lhs } = p;
-  const out = new Int16Array(buf, at, Mp * Kp).fill(0);
-  const rowSums = new Int32Array(buf, sums, Mp).fill(0);
-  const [so, sk] = lhs.order === 'row-major' ? [K, 1] : [1, M];
-  for (let m = 0; m < M; m++) {
-    const z = channel(p.lhsZeroPoint, m);
-    const base = Math.floor(m / d.mr) * Kp * d.mr + (m % d.mr) * 2;
-    let sum = 0;
-    for (let k = 0; k < K; k++) {
-      const v = lhs.data[m * so + k * sk] - z;
-      out[base + (k >> 1) * 2 * d.mr + (k & 1)] = v;
-      sum = (sum + v) | 0;
-    }
-    rowSums[m] = sum;
-  }
-}
-
-/**
- * The 4-bit kernel's lhs (gen-nibble.ts): tiles of s.mr rows, [Kp/4][mr][4] int16 values l' (the lhs
- * requantized to its bit depth in the uint8 domain; zero past M and K) at `at`, each row's sum at `sums`.
- */
-function packLhsNibble(buf: ArrayBufferLike, p: NormalizedProblem, s: NibbleShape, Mp: number, Kp: number, at: number, sums: number) {
-  const { M, K, lhs } = p;
-  const out = new Int16Array(buf, at, Mp * Kp).fill(0);
-  const rowSums = new Int32Array(buf, sums, Mp).fill(0);
-  // 8 bits: l' is the value in the uint8 domain; fewer: requantized (src/quant/lowbit.ts).
-  const data = p.bitDepth!.lhs < 8 ? requantized(p, 'lhs') : lhs.data;
-  const shift = p.bitDepth!.lhs < 8 || p.lhsType !== 'int8' ? 0 : UINT8_DOMAIN_SHIFT;
-  const [so, sk] = lhs.order === 'row-major' ? [K, 1] : [1, M];
-  for (let m = 0; m < M; m++) {
-    const base = Math.floor(m / s.mr) * Kp * s.mr + (m % s.mr) * 4;
-    let sum = 0;
-    for (let k = 0; k < K; k++) {
-      const v = data[m * so + k * sk] + shift;
-      out[base + (k >> 2) * 4 * s.mr + (k & 3)] = v;
-      sum += v;
-    }
-    rowSums[m] = sum | 0;
-  }
-}
-
 /** How kernel `kind` packs rhs bytes: XORed with `xor`, read signed (sh 24) or not (sh 0); the packed values are rhs - c. */
 export function rhsEncoding(kind: WasmKernelKind, signed: boolean): { xor: number; sh: number; c: number } {
   if (kind === 'relaxed') return signed ? { xor: 0, sh: 24, c: 0 } : { xor: 0x80, sh: 24, c: 128 };
@@ -214,7 +168,7 @@ export function prepare(
     return a;
   };
   const r = {
-    lhsSrc: region(direct || nibble ? 0 : M * K),
+    lhsSrc: region(M * K),
     // the direct kernel reads rows up to Kp (zero past K)
     rhsSrc: rhsBlock ? (rhsBlock.raw ?? 0) : region(Kp * N),
     lhsPacked: region(Mp * Kp * elem),
@@ -223,6 +177,8 @@ export function prepare(
     colSums: rhsBlock ? rhsBlock.sums : region(4 * Np),
     zL: region(4 * Mp),
     zR: region(4 * Np),
+    /** The few-row kernels' lhs pack subtracts this per row (pack_lhs_few). */
+    sub: region(4 * Mp),
     C: region(4 * Mp * Np),
   };
   const program = encoded ?? encodeProgram(p, Mp, Np);
@@ -240,9 +196,21 @@ export function prepare(
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
   // The direct variant packs the lhs here with its zero points subtracted (which then are 0); the rhs stays as it is.
   const loadLhs = (b: ArrayBufferLike, q: NormalizedProblem) => {
-    if (nibble) packLhsNibble(b, q, nibble, Mp, Kp, r.lhsPacked, r.rowSums);
-    else if (direct) packLhsDirect(b, q, direct, Mp, Kp, r.lhsPacked, r.rowSums);
-    else new Uint8Array(b, r.lhsSrc, M * K).set(lowbit ? requantized(q, 'lhs') : bytes(q.lhs.data));
+    if (!direct && !nibble) {
+      new Uint8Array(b, r.lhsSrc, M * K).set(lowbit ? requantized(q, 'lhs') : bytes(q.lhs.data));
+      return;
+    }
+    // The few-row kernels' lhs, packed here as i16 (pack_lhs_few): the direct variant's lhs - zL (its zL
+    // then 0), the 4-bit kernel's l' (requantized below 8 bits, else the value in the uint8 domain).
+    const requantize = !!nibble && q.bitDepth!.lhs < 8;
+    const signed = !requantize && q.lhsType === 'int8';
+    new Uint8Array(b, r.lhsSrc, M * K).set(requantize ? requantized(q, 'lhs') : bytes(q.lhs.data));
+    const sub = new Int32Array(b, r.sub, M);
+    for (let m = 0; m < M; m++) sub[m] = direct ? channel(q.lhsZeroPoint, m) : signed ? -UINT8_DOMAIN_SHIFT : 0;
+    new Int16Array(b, r.lhsPacked, Mp * Kp).fill(0);
+    new Int32Array(b, r.rowSums, Mp).fill(0);
+    const [so, sk] = q.lhs.order === 'row-major' ? [K, 1] : [1, M];
+    e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, Math.log2(mr), nibble ? 2 : 1, r.lhsPacked, r.rowSums, r.sub);
   };
   if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
   loadLhs(buf, p);

@@ -103,7 +103,35 @@ function driver(mr: number, w: number): string {
       (br_if $B (i32.lt_u ${get('pb')} ${get('p1')}))))`;
 }
 
-/** The 4-bit micro-kernels and their drivers, one per shape of NIBBLE_SHAPES. */
+/** The 4-bit micro-kernels and their drivers, one per shape of NIBBLE_SHAPES, and the few-row lhs pack. */
 export function nibbleFunctions(): string {
-  return NIBBLE_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w), driver(mr, w)]).join('\n');
+  return [...NIBBLE_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w), driver(mr, w)]), PACK_LHS_FEW].join('\n');
 }
+
+/**
+ * The lhs pack of the few-row kernels (the direct variant of gen-direct.ts and the 4-bit kernel above):
+ * rows [0, M) of the bytes at `src` (element (m, k) at src + m*so + k*sk, read signed or not) minus a
+ * per-row `sub` (i32 at sub + 4m), as i16 in tiles of 2^mrl rows, [Kp/g][mr][g] with g = 2^gl; each
+ * row's sum of them at sums + 4m. The caller zeroes the tiles first (padding past M and K stays zero).
+ * Run on the calling thread (a few rows): in WebAssembly, so that it runs compiled from the first call.
+ */
+export const PACK_LHS_FEW = `
+  (func $pack_lhs_few (export "pack_lhs_few") (param $src i32) (param $so i32) (param $sk i32) (param $signed i32) (param $M i32)
+    (param $K i32) (param $Kp i32) (param $mrl i32) (param $gl i32) (param $out i32) (param $sums i32) (param $sub i32)
+    ${locals(['m', 'k', 'v', 'sum', 'base', 's', 'at', 'z', 'mr', 'g'])}
+    (if (i32.or (i32.eqz ${get('M')}) (i32.eqz ${get('K')})) (then (return)))
+    ${set('mr', `(i32.shl (i32.const 1) ${get('mrl')})`)} ${set('g', `(i32.shl (i32.const 1) ${get('gl')})`)}
+    (loop $M
+      ${set('base', `(i32.add ${get('out')} (i32.shl (i32.add (i32.mul (i32.shr_u ${get('m')} ${get('mrl')}) (i32.mul ${get('Kp')} ${get('mr')})) (i32.shl (i32.and ${get('m')} (i32.sub ${get('mr')} (i32.const 1))) ${get('gl')})) (i32.const 1)))`)}
+      ${set('z', `(i32.load (i32.add ${get('sub')} (i32.shl ${get('m')} (i32.const 2))))`)}
+      ${set('s', `(i32.add ${get('src')} (i32.mul ${get('m')} ${get('so')}))`)}
+      ${set('sum', '(i32.const 0)')} ${set('k', '(i32.const 0)')}
+      (loop $K
+        ${set('v', `(i32.sub (if (result i32) ${get('signed')} (then (i32.load8_s ${get('s')})) (else (i32.load8_u ${get('s')}))) ${get('z')})`)}
+        ${set('at', `(i32.add ${get('base')} (i32.shl (i32.add (i32.shl (i32.shr_u ${get('k')} ${get('gl')}) (i32.add ${get('gl')} ${get('mrl')})) (i32.and ${get('k')} (i32.sub ${get('g')} (i32.const 1)))) (i32.const 1)))`)}
+        (i32.store16 ${get('at')} ${get('v')})
+        ${set('sum', `(i32.add ${get('sum')} ${get('v')})`)}
+        ${set('s', `(i32.add ${get('s')} ${get('sk')})`)}
+        (br_if $K (i32.lt_u (local.tee $k (i32.add ${get('k')} (i32.const 1))) ${get('K')})))
+      (i32.store (i32.add ${get('sums')} (i32.shl ${get('m')} (i32.const 2))) ${get('sum')})
+      (br_if $M (i32.lt_u (local.tee $m (i32.add ${get('m')} (i32.const 1))) ${get('M')}))))`;
