@@ -1,7 +1,7 @@
 // Prepacked weights on the CPU (prepackCpu, src/kernels/cpu-wasm/kernel.ts): an rhs packed once into
 // the WebAssembly kernel's layout, with its column sums, kept in the kernels' memory and reused by
 // GEMMs that then pack only their lhs. Bit for bit against the normative referenceGemm over the shape
-// sweep, every rhs type and order, zero points and stages, on one and two threads; several prepacked
+// sweep, every rhs type and order, zero points and stages, on 1, 2 and 3 threads; several prepacked
 // operands alive and freed in any order; and each misuse as an InputError naming its field.
 
 import fc from 'fast-check';
@@ -30,7 +30,7 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     }
   }
 
-  it.each([1, 2])('== reference over the sweep, threads %i (8-bit problems)', async (threads) => {
+  it.each([1, 2, 3])('== reference over the sweep, threads %i (8-bit problems)', async (threads) => {
     await fc.assert(
       fc.asyncProperty(arbProblem(), (p) => expectSame({ ...p, bitDepth: undefined }, threads)),
       { numRuns: 80 },
