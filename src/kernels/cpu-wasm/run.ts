@@ -325,9 +325,13 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
     }
     return { pack, gemm };
   }
-  // Split C along the dimension that divides more evenly among the threads (rows on a tie).
+  // Split C along its longer side, so that each thread reads only its share of the larger operand (by
+  // rows every thread reads the whole rhs: at 16x4096^2 twice 32 MiB of packed panels per call), unless
+  // that side divides among the threads much less evenly than the other.
   const waste = (n: number) => (Math.ceil(n / T) * T) / n;
-  const byRows = waste(t.tiles) <= waste(t.panels);
+  const rowsLonger = t.tiles * KERNELS[kind].mr >= t.panels * NR;
+  const [prefer, other] = rowsLonger ? [t.tiles, t.panels] : [t.panels, t.tiles];
+  const byRows = waste(prefer) <= 1.25 * waste(other) ? rowsLonger : !rowsLonger;
   for (let i = 0; i < T; i++) {
     pack.push([[`pack_lhs_${kind}`, ...part(t.tiles, T, i)]]);
     if (!t.rhsReady) pack[i].push([`pack_rhs_${kind}`, ...part(t.panels, T, i)]);
