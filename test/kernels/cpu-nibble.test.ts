@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
-import { configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { CPU_WASM_SIMD, configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';
@@ -19,13 +20,18 @@ const caps = await wasmCpuCaps();
 const ROUNDINGS: BitDepthRounding[] = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'];
 
 describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
-  async function expectSame(problem: GemmProblem, bitDepth: BitDepth, what: string) {
+  async function expectSame(problem: GemmProblem, bitDepth: BitDepth, what: string, threads?: number) {
     const weights = await prepackCpu(problem.rhs, bitDepth);
     try {
       const full = { ...problem, bitDepth };
       const want = referenceGemm(full);
-      for (let call = 0; call < 2; call++) {
-        const got = await gemm({ ...full, rhs: weights }, { backend: 'cpu' });
+      for (let call = 0; call < 3; call++) {
+        // Call 0 on exactly `threads` threads (the kernel itself; gemm() uses one below 2^20
+        // multiply-adds per thread), then through gemm(): its plan, then the plan again.
+        const got =
+          call === 0 && threads
+            ? await CPU_WASM_SIMD.run(normalizeProblem(full), { threads, rhsPacked: weights })
+            : await gemm({ ...full, rhs: weights }, { backend: 'cpu' });
         const d = diffResults(got, want);
         if (d) expect.fail(formatMismatch(d, `${what}, call ${call}, ${JSON.stringify(bitDepth)} ${describeProblem(full)}`));
       }
@@ -42,7 +48,7 @@ describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
       rounding: fc.constantFrom(...ROUNDINGS),
     });
     await fc.assert(
-      fc.asyncProperty(arbProblem(), arbBitDepth, (p, b) => expectSame({ ...p, bitDepth: undefined }, b, `threads ${threads}`)),
+      fc.asyncProperty(arbProblem(), arbBitDepth, (p, b) => expectSame({ ...p, bitDepth: undefined }, b, `threads ${threads}`, threads)),
       { numRuns: 60 },
     );
   });
@@ -66,7 +72,8 @@ describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
           { type: 'saturatingCast', to: 'int8' },
         ],
       };
-      for (const rounding of ROUNDINGS) await expectSame(problem, { lhs: 8, rhs: 4, rounding }, `${M}x${N}x${K}`);
+      for (const threads of [1, 2, 3])
+        for (const rounding of ROUNDINGS) await expectSame(problem, { lhs: 8, rhs: 4, rounding }, `${M}x${N}x${K}`, threads);
     }
   });
 

@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
-import { configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { CPU_WASM_KERNELS, configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';
@@ -25,6 +26,11 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
       expect(got.backend).toBe('cpu');
       const d = diffResults(got, referenceGemm(problem));
       if (d) expect.fail(formatMismatch(d, `prepacked rhs, threads=${threads} ${describeProblem(problem)}`));
+      // On exactly `threads` threads (gemm() uses one below 2^20 multiply-adds per thread).
+      const kernel = CPU_WASM_KERNELS.find((k) => k.id === weights.kernel)!;
+      const forced = await kernel.run(normalizeProblem(problem), { threads, rhsPacked: weights });
+      const f = diffResults(forced, referenceGemm(problem));
+      if (f) expect.fail(formatMismatch(f, `prepacked rhs, exactly ${threads} threads ${describeProblem(problem)}`));
     } finally {
       weights.destroy();
     }

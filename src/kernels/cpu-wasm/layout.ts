@@ -61,6 +61,8 @@ export const CTX = {
    * N; a prepacked one: Kp*DIRECT_NP_ALIGN and DIRECT_NP_ALIGN, each block contiguous).
    */
   rhsBlockStride: 39,
+  /** The next column group a thread takes, for the few-row kernels' dynamic split (gen-nibble.ts dyn_*). */
+  chunkNext: 40,
 } as const;
 
 export const CTX_WORDS = 48;

@@ -308,20 +308,16 @@ const part = (n: number, T: number, i: number): [number, number] => [Math.floor(
 export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
-  if (t.nibble) {
-    // The rhs was prepacked at 4 bits, prepare packed the lhs; C is split by column groups.
-    const name = `gemm_nibble_${t.nibble.mr}x${t.nibble.w}`;
+  const few = t.nibble ? `gemm_nibble_${t.nibble.mr}x${t.nibble.w}` : t.direct ? `gemm_direct_${t.direct.mr}x${t.direct.nc}` : null;
+  if (few) {
+    // The few-row kernels pack nothing here (prepare packed the lhs; the rhs is read where it lies, or
+    // was prepacked). One thread runs every column group; several take chunks of about an eighth of a
+    // thread's share from a shared counter (dyn_*, gen-nibble.ts), so that one the OS runs late holds
+    // the others up by at most a chunk.
+    const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
     for (let i = 0; i < T; i++) {
       pack.push([]);
-      gemm.push([[name, 0, t.tiles, ...part(t.panels, T, i)]]);
-    }
-    return { pack, gemm };
-  }
-  if (t.direct) {
-    // Nothing to pack (prepare packed the few lhs rows); C is split by columns.
-    for (let i = 0; i < T; i++) {
-      pack.push([]);
-      gemm.push([[`gemm_direct_${t.direct.mr}x${t.direct.nc}`, 0, t.tiles, ...part(t.panels, T, i)]]);
+      gemm.push([T === 1 ? [few, 0, t.tiles, 0, t.panels] : [`dyn_${few}`, 0, t.tiles, t.panels, chunk]]);
     }
     return { pack, gemm };
   }
@@ -423,6 +419,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     }
   }
   const { t, T } = pl;
+  if (T > 1) Atomics.store(new Int32Array(e.memory.buffer, 4 * CTX.chunkNext, 1), 0, 0); // the dyn_* counter
   const t0 = performance.now();
   if (T === 1) {
     wasmRunStats.singleThreaded++;

@@ -15,7 +15,7 @@
 // memory once and from cache for the next tiles), and runs the output stage per cache block.
 
 import { ctx, get, locals, set } from './wat.ts';
-import { NIBBLE_SHAPES } from '../layout.ts';
+import { CTX, DIRECT, NIBBLE_SHAPES } from '../layout.ts';
 
 /** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = the first panel (panels `stride` bytes apart), c = C. */
 function microKernel(mr: number, w: number): string {
@@ -105,7 +105,24 @@ function driver(mr: number, w: number): string {
 
 /** The 4-bit micro-kernels and their drivers, one per shape of NIBBLE_SHAPES, and the few-row lhs pack. */
 export function nibbleFunctions(): string {
-  return [...NIBBLE_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w), driver(mr, w)]), PACK_LHS_FEW].join('\n');
+  const drivers = [...DIRECT.map(({ mr, nc }) => `gemm_direct_${mr}x${nc}`), ...NIBBLE_SHAPES.map(({ mr, w }) => `gemm_nibble_${mr}x${w}`)];
+  return [...NIBBLE_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w), driver(mr, w)]), PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
+}
+
+/**
+ * The dynamic split of a few-row driver over threads: each thread takes `chunk` column groups at a time
+ * from the shared counter CTX chunkNext (zeroed by the runtime before the job) until all `total` are
+ * taken, so that a thread the OS runs late leaves its share to the others instead of holding them up.
+ */
+function dynamic(name: string): string {
+  return `
+  (func $dyn_${name} (export "dyn_${name}") (param $mt0 i32) (param $mt1 i32) (param $total i32) (param $chunk i32) (local $p i32) (local $e i32)
+    (loop $L
+      ${set('p', `(i32.atomic.rmw.add (i32.const ${4 * CTX.chunkNext}) ${get('chunk')})`)}
+      (if (i32.lt_u ${get('p')} ${get('total')}) (then
+        ${set('e', `(i32.add ${get('p')} ${get('chunk')})`)}
+        (call $${name} ${get('mt0')} ${get('mt1')} ${get('p')} (select ${get('e')} ${get('total')} (i32.lt_u ${get('e')} ${get('total')})))
+        (br $L)))))`;
 }
 
 /**
