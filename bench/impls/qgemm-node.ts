@@ -173,6 +173,7 @@ export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' =
       // The call's kernel time (wasmRunStats: pack, gemm and output calls on every thread, hand-off
       // included) next to its wall time: the rest is the call's own overhead.
       const kernelMs: number[] = [];
+      const overheadMs: number[] = [];
       try {
         const cell = await qgemmCell(policy, async () => {
           const t0 = performance.now();
@@ -180,7 +181,10 @@ export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' =
             ? await gemm({ ...problem, rhs: packed }, { backend: 'cpu' })
             : await kernel.run(normalizeProblem(problem), {});
           const wallMs = performance.now() - t0;
-          if (packed) kernelMs.push(wasmRunStats.lastKernelMs);
+          if (packed) {
+            kernelMs.push(wasmRunStats.lastKernelMs);
+            overheadMs.push(wallMs - wasmRunStats.lastKernelMs);
+          }
           return { result, wallMs, gpuMs: null };
         });
         const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -192,7 +196,7 @@ export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' =
           gpuNote:
             k === null
               ? 'CPU row'
-              : `CPU row; kernel ${k.toFixed(4)} ms median (WebAssembly calls on ${wasmRunStats.lastThreads} thread(s)), call overhead = wall - kernel ${((cell.wall.medianMs - k) * 1000).toFixed(1)} µs`,
+              : `CPU row; kernel ${k.toFixed(4)} ms median (WebAssembly calls on ${wasmRunStats.lastThreads} thread(s)), call overhead (wall - kernel, per call) ${(median(overheadMs) * 1000).toFixed(1)} µs median`,
         };
       } finally {
         packed?.destroy();
