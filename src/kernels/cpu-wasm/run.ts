@@ -305,7 +305,8 @@ export function prepare(
 const part = (n: number, T: number, i: number): [number, number] => [Math.floor((n * i) / T), Math.floor((n * (i + 1)) / T)];
 
 /** The calls of each thread, phase by phase: pack (lhs tiles, rhs panels), then gemm + output. */
-export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
+export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[]; pack: Call[][]; gemm: Call[][] } {
+  const pre: Call[] = [];
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
   const few = t.nibble ? `gemm_nibble_${t.nibble.mr}x${t.nibble.w}` : t.direct ? `gemm_direct_${t.direct.mr}x${t.direct.nc}` : null;
@@ -319,7 +320,7 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
       pack.push([]);
       gemm.push([T === 1 ? [few, 0, t.tiles, 0, t.panels] : [`dyn_${few}`, 0, t.tiles, t.panels, chunk]]);
     }
-    return { pack, gemm };
+    return { pre, pack, gemm };
   }
   // Split C along its longer side, so that each thread reads only its share of the larger operand (by
   // rows every thread reads the whole rhs: at 16x4096^2 twice 32 MiB of packed panels per call), unless
@@ -328,12 +329,23 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call
   const rowsLonger = t.tiles * KERNELS[kind].mr >= t.panels * NR;
   const [prefer, other] = rowsLonger ? [t.tiles, t.panels] : [t.panels, t.tiles];
   const byRows = waste(prefer) <= 1.25 * waste(other) ? rowsLonger : !rowsLonger;
+  if (T > 1 && t.rhsReady && !byRows && kind === 'i16') {
+    // A prepacked rhs split by panels: the calling thread packs the lhs before the job (a few rows: a
+    // barrier would cost more), and the threads take chunks of panels from the shared counter (dyn_*).
+    pre.push([`pack_lhs_${kind}`, 0, t.tiles]);
+    const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
+    for (let i = 0; i < T; i++) {
+      pack.push([]);
+      gemm.push([[`dyn_gemm_${kind}`, 0, t.tiles, t.panels, chunk]]);
+    }
+    return { pre, pack, gemm };
+  }
   for (let i = 0; i < T; i++) {
     pack.push([[`pack_lhs_${kind}`, ...part(t.tiles, T, i)]]);
     if (!t.rhsReady) pack[i].push([`pack_rhs_${kind}`, ...part(t.panels, T, i)]);
     gemm.push([byRows ? [`gemm_${kind}`, ...part(t.tiles, T, i), 0, t.panels] : [`gemm_${kind}`, 0, t.tiles, ...part(t.panels, T, i)]]);
   }
-  return { pack, gemm };
+  return { pre, pack, gemm };
 }
 
 /**
@@ -357,6 +369,8 @@ export interface Plan {
   /** Threads, and each thread's calls: pack, a barrier where there is a pack phase, gemm + output. */
   T: number;
   lists: Call[][];
+  /** Calls the calling thread runs before the others start (the lhs pack of a prepacked GEMM split by panels). */
+  pre: Call[];
 }
 
 /** The plan whose problem each engine's memory holds now (written by prepare), or none. */
@@ -384,10 +398,10 @@ export function makePlan(
   const t = prepare(e, p, kind, mode, rhsBlock);
   const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
   const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
-  const { pack, gemm } = plan(kind, t, T);
+  const { pre, pack, gemm } = plan(kind, t, T);
   // Threads meet once between the pack and gemm phases; not where nothing is packed (the direct variant).
   const barrier: Call[] = T > 1 && pack.some((calls) => calls.length) ? [[BARRIER_CALL]] : [];
-  const result: Plan = { kind, mode, rhsBlock, t, T, lists: pack.map((calls, i) => [...calls, ...barrier, ...gemm[i]]) };
+  const result: Plan = { kind, mode, rhsBlock, t, T, pre, lists: pack.map((calls, i) => [...calls, ...barrier, ...gemm[i]]) };
   written.set(e, result);
   return result;
 }
@@ -421,6 +435,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
   const { t, T } = pl;
   if (T > 1) Atomics.store(new Int32Array(e.memory.buffer, 4 * CTX.chunkNext, 1), 0, 0); // the dyn_* counter
   const t0 = performance.now();
+  for (const [name, ...args] of pl.pre) e.exports[name](...args);
   if (T === 1) {
     wasmRunStats.singleThreaded++;
     for (const [name, ...args] of pl.lists[0]) e.exports[name](...args);

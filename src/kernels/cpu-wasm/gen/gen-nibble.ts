@@ -105,12 +105,16 @@ function driver(mr: number, w: number): string {
 
 /** The 4-bit micro-kernels and their drivers, one per shape of NIBBLE_SHAPES, and the few-row lhs pack. */
 export function nibbleFunctions(): string {
-  const drivers = [...DIRECT.map(({ mr, nc }) => `gemm_direct_${mr}x${nc}`), ...NIBBLE_SHAPES.map(({ mr, w }) => `gemm_nibble_${mr}x${w}`)];
+  const drivers = [
+    ...DIRECT.map(({ mr, nc }) => `gemm_direct_${mr}x${nc}`),
+    ...NIBBLE_SHAPES.map(({ mr, w }) => `gemm_nibble_${mr}x${w}`),
+    'gemm_i16',
+  ];
   return [...NIBBLE_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w), driver(mr, w)]), PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
 }
 
 /**
- * The dynamic split of a few-row driver over threads: each thread takes `chunk` column groups at a time
+ * The dynamic split of a few-row driver (or of the 16-bit kernel over a prepacked rhs) over threads: each thread takes `chunk` column groups at a time
  * from the shared counter CTX chunkNext (zeroed by the runtime before the job) until all `total` are
  * taken, so that a thread the OS runs late leaves its share to the others instead of holding them up.
  */
