@@ -426,7 +426,7 @@ export async function runPrepacked(
     }
     const q = p ?? (await validate());
     const block = rhsBlockFor(x, e, q, x.kernel);
-    const plan = makePlan(e, q, block.kind, undefined, threads, e.relaxed, block);
+    const plan = makePlan(e, q, block.kind, undefined, threads, e.relaxed, block, true);
     block.plan = { p: q, plan, threads, input: input ?? snapshot(key(problem)) };
     return runPlan(e, plan, q, true);
   });

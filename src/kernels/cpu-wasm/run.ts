@@ -371,6 +371,11 @@ export interface Plan {
   lists: Call[][];
   /** Calls the calling thread runs before the others start (the lhs pack of a prepacked GEMM split by panels). */
   pre: Call[];
+  /**
+   * A repeated problem's choice between its thread count and one thread, by measurement (runPlan): the
+   * one-thread calls, and the kernel times of the last calls of each; null where the plan runs as made.
+   */
+  single: { lists: Call[][]; pre: Call[]; times: [number[], number[]]; calls: number; pick: 0 | 1 } | null;
 }
 
 /** The plan whose problem each engine's memory holds now (written by prepare), or none. */
@@ -393,15 +398,20 @@ export function makePlan(
   defaultThreads = 1,
   mode = e.relaxed,
   rhsBlock: RhsBlock | null = null,
+  adaptive = false,
 ): Plan {
   const { M, N, K } = p;
   const t = prepare(e, p, kind, mode, rhsBlock);
   const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
   const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
-  const { pre, pack, gemm } = plan(kind, t, T);
-  // Threads meet once between the pack and gemm phases; not where nothing is packed (the direct variant).
-  const barrier: Call[] = T > 1 && pack.some((calls) => calls.length) ? [[BARRIER_CALL]] : [];
-  const result: Plan = { kind, mode, rhsBlock, t, T, pre, lists: pack.map((calls, i) => [...calls, ...barrier, ...gemm[i]]) };
+  const calls = (n: number) => {
+    const { pre, pack, gemm } = plan(kind, t, n);
+    // Threads meet once between the pack and gemm phases; not where nothing is packed (the few-row kernels).
+    const barrier: Call[] = n > 1 && pack.some((c) => c.length) ? [[BARRIER_CALL]] : [];
+    return { pre, lists: pack.map((c, i) => [...c, ...barrier, ...gemm[i]]) };
+  };
+  const single = adaptive && T > 1 ? { ...calls(1), times: [[], []] as [number[], number[]], calls: 0, pick: 0 as const } : null;
+  const result: Plan = { kind, mode, rhsBlock, t, T, ...calls(T), single };
   written.set(e, result);
   return result;
 }
@@ -432,18 +442,28 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
       written.set(e, pl);
     }
   }
-  const { t, T } = pl;
+  const { t, single } = pl;
+  // A repeated problem (pl.single): its first 8 calls alternate between its threads (0) and one (1); then
+  // it runs the one whose median kernel time of its last calls is lower, and every 64th call the other,
+  // so that the choice follows the machine (a core busy with other work makes threads a loss).
+  let choice: 0 | 1 = 0;
+  if (single) {
+    choice = single.calls < 8 ? ((single.calls % 2) as 0 | 1) : single.calls % 64 === 0 ? ((1 - single.pick) as 0 | 1) : single.pick;
+    single.calls++;
+  }
+  const { pre, lists } = choice === 1 && single ? single : pl;
+  const T = lists.length;
   if (T > 1) Atomics.store(new Int32Array(e.memory.buffer, 4 * CTX.chunkNext, 1), 0, 0); // the dyn_* counter
   const t0 = performance.now();
-  for (const [name, ...args] of pl.pre) e.exports[name](...args);
+  for (const [name, ...args] of pre) e.exports[name](...args);
   if (T === 1) {
     wasmRunStats.singleThreaded++;
-    for (const [name, ...args] of pl.lists[0]) e.exports[name](...args);
+    for (const [name, ...args] of lists[0]) e.exports[name](...args);
   } else {
     wasmRunStats.multiThreaded++;
     e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
     try {
-      await e.pool.run(pl.lists);
+      await e.pool.run(lists);
     } finally {
       if (e.pool.isLost) {
         e.pool.close();
@@ -453,6 +473,13 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
   }
   wasmRunStats.lastKernelMs = performance.now() - t0;
   wasmRunStats.lastThreads = T;
+  if (single) {
+    const times = single.times[choice];
+    times.push(wasmRunStats.lastKernelMs);
+    if (times.length > 5) times.shift();
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    if (single.calls >= 8) single.pick = median(single.times[1]) < median(single.times[0]) ? 1 : 0;
+  }
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);
   const view = allocateDst(finalType, e.memory.buffer as ArrayBuffer);
