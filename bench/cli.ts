@@ -49,9 +49,10 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
   --modes LIST          ${MODES.join(',')} (default: all three; --quick: resident,call). What stays on the
                         GPU between calls: call = nothing (both operands uploaded, packed); resident = the
                         weights (rhs), as inference runs; device = lhs and dst too (GPU work + submission).
-                        CPU rows run as call; onnxruntime WebGPU rows as resident (weights are initializers)
-  --rhs-bits LIST       bit widths of the weights for qgemm's WebGPU resident rows, one row series each:
-                        8 (default) and/or 4 (requantized to 4 bits in ctx.prepack, stored two per byte);
+                        CPU rows run as call, and as resident where asked; onnxruntime WebGPU rows as resident
+  --rhs-bits LIST       bit widths of the weights for qgemm's resident rows (WebGPU and CPU), one row series
+                        each: 8 (default) and/or 4 (requantized to 4 bits in ctx.prepack or prepackCpu,
+                        stored two per byte; 4 adds onnxruntime-node's MatMulNBits-4 CPU row);
                         every row's JSON says "rhsBits" (qgemm 8|4, MatMulNBits-8/-4 8/4, other peers null)
   --pipeline KIND       uint8 (default: int32 -> uint8 through bias + fixed-point scale + saturating cast)
                         or int32 (raw accumulators, as MatMulInteger returns)

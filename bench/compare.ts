@@ -35,6 +35,8 @@ const id = (impl: RowId['impl'], backend: RowId['backend'], runtime: RowId['runt
 const QGEMM_NODE = (mode: RowId['mode']) => id('qgemm', 'webgpu', 'node', mode);
 /** qgemm resident with 4-bit weights (--rhs-bits 4): its own series (rowKey .../resident/rhs4). */
 const QGEMM_RHS4: RowId = { ...QGEMM_NODE('resident'), rhsBits: 4 };
+/** The CPU path's resident rows with 4-bit weights (prepackCpu with a bitDepth). */
+const QGEMM_CPU_RHS4: RowId = { ...id('qgemm', 'cpu', 'node', 'resident'), rhsBits: 4 };
 
 /** The pairs compared: same runtime and mode; the CPU path against the CPU libraries. */
 export const PAIRS: { ours: RowId; peer: RowId }[] = [
@@ -74,6 +76,11 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'call') },
   { ours: id('qgemm', 'cpu', 'node', 'resident'), peer: id('onnxruntime-node-matmulinteger', 'cpu', 'node', 'resident') },
   { ours: id('qgemm', 'cpu', 'node', 'call'), peer: id('naive-js', 'cpu', 'node', 'call') },
+  // 4-bit weights on the CPU: against onnxruntime's MatMulNBits-4, MatMulInteger, and qgemm's own 8-bit.
+  ...(['onnxruntime-node-matmulnbits4', 'onnxruntime-node-matmulinteger', 'qgemm'] as const).map((impl) => ({
+    ours: QGEMM_CPU_RHS4,
+    peer: id(impl, 'cpu', 'node', 'resident'),
+  })),
 ];
 /** On a hardware adapter only (SwiftShader against a CPU library says nothing): the GPU against what a Node user has today. */
 export const HARDWARE_PAIRS: { ours: RowId; peer: RowId }[] = [

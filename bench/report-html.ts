@@ -22,6 +22,7 @@ const COLORS: Record<string, string> = {
   'onnxruntime-webgpu-matmulnbits8/webgpu/node': '#6c2a8a',
   'onnxruntime-webgpu-matmulnbits4/webgpu/node': '#9b59b6',
   'onnxruntime-node-matmulinteger/cpu/node': '#8e44ad',
+  'onnxruntime-node-matmulnbits4/cpu/node': '#c0392b',
   'naive-js/cpu/node': '#8a8a8a',
   'qgemm/cpu/chrome': '#4fc3a1',
   'onnxruntime-webgpu-matmul-f32/webgpu/chrome': '#d6b3e6',

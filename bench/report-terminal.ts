@@ -18,6 +18,7 @@ export const SHORT: Record<string, string> = {
   'onnxruntime-webgpu-matmulnbits8/webgpu/node': 'ort webgpu nbits8',
   'onnxruntime-webgpu-matmulnbits4/webgpu/node': 'ort webgpu nbits4',
   'onnxruntime-node-matmulinteger/cpu/node': 'ort cpu int8',
+  'onnxruntime-node-matmulnbits4/cpu/node': 'ort cpu nbits4',
   'naive-js/cpu/node': 'naive-js',
   'qgemm/cpu/chrome': 'qgemm cpu chrome',
   'onnxruntime-webgpu-matmul-f32/webgpu/chrome': 'ort-web webgpu f32',

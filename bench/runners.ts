@@ -8,7 +8,7 @@ import { SWIFTSHADER_ICD } from '../src/gpu/dawn.ts';
 import type { AdapterChoice } from './environment.ts';
 import { startChrome, type ChromeSession } from './impls/chrome.ts';
 import { naiveJs } from './impls/naive.ts';
-import { onnxruntimeNode } from './impls/onnxruntime.ts';
+import { onnxruntimeNode, onnxruntimeNodeNBits4 } from './impls/onnxruntime.ts';
 import { onnxruntimeWebgpu } from './impls/onnxruntime-webgpu.ts';
 import { qgemmCpuNode, qgemmWebgpuNode } from './impls/qgemm-node.ts';
 import { tfjsWebgpuNode } from './impls/tfjs-node.ts';
@@ -108,10 +108,16 @@ export async function startRunners(
   // CPU rows: always `call`; `resident` (weights packed once, outside the timing) too where it is asked for.
   const cpuModes = (['call', 'resident'] as const).filter((m) => m === 'call' || opts.modes.includes(m));
   for (const mode of cpuModes) {
-    if (wants('qgemm', 'cpu', 'node')) await start([node('qgemm', mode, 'cpu')], () => qgemmCpuNode(computes, mode));
+    for (const rhsBits of mode === 'resident' ? (opts.rhsBits ?? [8]) : [8 as const]) {
+      if (wants('qgemm', 'cpu', 'node'))
+        await start([{ ...node('qgemm', mode, 'cpu'), rhsBits }], () => qgemmCpuNode(computes, mode, rhsBits));
+    }
     if (wants('onnxruntime-node-matmulinteger', 'cpu', 'node'))
       await start([node('onnxruntime-node-matmulinteger', mode, 'cpu')], () => onnxruntimeNode(mode));
   }
+  // onnxruntime's 4-bit weights on its CPU EP: weights are initializers, so resident only, with --rhs-bits 4.
+  if (wants('onnxruntime-node-matmulnbits4', 'cpu', 'node') && cpuModes.includes('resident') && opts.rhsBits?.includes(4))
+    await start([node('onnxruntime-node-matmulnbits4', 'resident', 'cpu')], () => onnxruntimeNodeNBits4());
   if (wants('naive-js', 'cpu', 'node')) await start([node('naive-js', 'call', 'cpu')], () => naiveJs());
 
   // Chrome: the same modes as Node (onnxruntime's WebGPU EP resident only; CPU rows call and resident).

@@ -14,7 +14,7 @@ import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './spec/elementwise.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
-import { isCpuPacked } from './kernels/cpu-wasm/kernel.ts';
+import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './spec/problem.ts';
@@ -100,12 +100,16 @@ async function runPackedOnCpu(
 ): Promise<Ran<GemmResult>> {
   const packed = problem.rhs;
   if (backend === 'webgpu') throw new InputError('rhs', 'prepacked for the CPU path (prepackCpu): run it with backend "cpu" or "auto"');
-  const shape = { data: packed.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: packed.rows, cols: packed.cols };
-  const p = normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
-  if (p.bitDepth) throw new InputError('bitDepth', 'a CPU-prepacked rhs is 8-bit; give the plain rhs for a less-than-8-bit GEMM');
   if (opts.kernel && opts.kernel !== packed.kernel) throw new InputError('kernel', `the rhs was prepacked for ${packed.kernel}`);
-  const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: packed.kernel });
-  return { ...(await kernel.run(p, { rhsPacked: packed })), backend: 'cpu' };
+  // A repeated problem reuses its plan (kernel.ts runPrepacked); validate runs only for a new one.
+  const validate = async () => {
+    const shape = { data: packed.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: packed.rows, cols: packed.cols };
+    const p = normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
+    checkPackedBitDepth(packed, p);
+    selectCpuKernel(await readyCpuCaps(), p, { force: packed.kernel });
+    return p;
+  };
+  return { ...(await runPrepacked(problem, packed, validate)), backend: 'cpu' };
 }
 
 async function onBackend<R>(

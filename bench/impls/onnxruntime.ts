@@ -1,10 +1,13 @@
 // onnxruntime-node's MatMulInteger on the CPU execution provider: uint8 x uint8 -> int32 with scalar
-// zero points, what a Node user would pick for int8 matmul. The model is built in code
+// zero points, what a Node user would pick for int8 matmul; and, for 4-bit weights, its com.microsoft
+// MatMulNBits (bits 4, block 32, accuracy_level 4: A quantized to int8 per block inside, f32 A and Y) on
+// the same EP, the weights as initializers (rhs >> 4, zero point 8, scale 1: Y = A x (W - 8), as the
+// WebGPU row; test/bench/bench.test.ts checks that semantics on the CPU EP). The model is built in code
 // (bench/onnx-model.ts). The package is a native addon, so it is loaded at run time from the
 // repository's node_modules (never bundled); where it is missing (e.g. a bare dist/ carried to a GPU
 // machine) this row is skipped with a note. Threads: onnxruntime's default (one intra-op thread per core).
 
-import { matMulIntegerModel, matMulIntegerWeightsModel } from '../onnx-model.ts';
+import { matMulIntegerModel, matMulIntegerWeightsModel, matMulNBitsModel, NBITS_BLOCK } from '../onnx-model.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, type ShapeData } from '../problems.ts';
 import { rootRequire } from '../environment.ts';
 import { measure } from '../timing.ts';
@@ -106,5 +109,44 @@ export async function onnxruntimeNode(mode: 'call' | 'resident' = 'call'): Promi
     close: async () => {
       await session.release?.();
     },
+  };
+}
+
+/** MatMulNBits-4 on the CPU EP, `resident` (the weights are the model's initializers, packed when its session is made). */
+export async function onnxruntimeNodeNBits4(): Promise<Runner> {
+  const ort = loadOrt();
+  const version = ort.env.versions?.node ?? ort.env.versions?.common ?? '?';
+  return {
+    impl: 'onnxruntime-node-matmulnbits4',
+    backend: 'cpu',
+    runtime: 'node',
+    mode: 'resident',
+    adapter: 'cpu',
+    computes: 'MatMulNBits 4-bit weights (block 32, accuracy_level 4: A quantized to int8 per block), f32 A and Y',
+    details: `onnxruntime-node ${version}, CPU execution provider, default intra-op threads (one per core); weights rhs >> 4 with zero point 8 and scale 1 as initializers (packed when the session is made, outside the timing); A = (lhs - ${LHS_ZERO_POINT}) as f32`,
+    run: async (data, policy) => {
+      const { m, n, k } = data.shape;
+      if (k % NBITS_BLOCK) throw new Error(`MatMulNBits needs K a multiple of ${NBITS_BLOCK} (K = ${k})`);
+      const model = matMulNBitsModel(
+        data.rhs.map((v) => v >> 4),
+        k,
+        n,
+        4,
+        RHS_ZERO_POINT >> 4,
+      );
+      const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'], graphOptimizationLevel: 'all' });
+      const a = data.floats().lhs;
+      try {
+        const r = await measure(policy, async () => {
+          const t0 = performance.now();
+          const out = await session.run({ A: new ort.Tensor('float32', a, [m, k]) });
+          return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output: out.Y };
+        });
+        return { wall: r.wall, gpu: null };
+      } finally {
+        await session.release?.();
+      }
+    },
+    close: async () => undefined,
   };
 }

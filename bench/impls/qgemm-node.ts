@@ -11,7 +11,7 @@
 
 import { gemm } from '../../src/api.ts';
 import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
-import { prepackCpu } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { prepackCpu, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
 import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/scheduler/context.ts';
@@ -141,38 +141,62 @@ const KERNEL_DETAILS: Record<string, string> = {
  * The CPU path: `call` runs the kernel the registry picks on both operands; `resident` prepacks the rhs
  * once (prepackCpu, outside the timing) and each call packs only the lhs (where WebAssembly SIMD exists).
  */
-export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' = 'call'): Promise<Runner> {
+export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' = 'call', rhsBits: RhsBits = 8): Promise<Runner> {
+  if (rhsBits !== 8 && mode !== 'resident') throw new Error(`${rhsBits}-bit weights need a prepacked rhs: mode resident, not call`);
   const caps = await readyCpuCaps();
   const kernelFor = (data: ShapeData) => selectCpuKernel(caps, normalizeProblem(data.problem));
   const probe = makeProbe();
   const id = kernelFor(probe).id;
   const threads = id === 'cpu-js' ? 1 : caps.threads;
   const resident = mode === 'resident' && caps.wasmSimd;
+  const bits =
+    rhsBits === 8
+      ? ''
+      : `; weights requantized to ${rhsBits} bits (lhs 8, nearest rounding) and stored two per byte by prepackCpu (the 4-bit kernel)`;
   return {
     impl: 'qgemm',
     backend: 'cpu',
     runtime: 'node',
     mode,
+    rhsBits,
     adapter: 'cpu',
-    computes,
+    computes: rhsBits === 8 ? computes : `${computes}, ${rhsBits}-bit weights`,
     details:
-      `${id}: ${KERNEL_DETAILS[id]}; ${resident ? 'rhs prepacked once (prepackCpu, outside the timing); lhs pack' : 'pack'}, GEMM and output stage ${id === 'cpu-js' ? 'in JavaScript' : `in WebAssembly on ${threads} thread(s)`}` +
-      (id.startsWith('cpu-wasm') ? `; relaxed SIMD: ${caps.relaxedNote}; Node ${process.version}` : ''),
+      `${id}: ${KERNEL_DETAILS[id]}; ${resident ? 'rhs prepacked once (prepackCpu, outside the timing); lhs pack' : 'pack'}, GEMM and output stage ${id === 'cpu-js' ? 'in JavaScript' : `in WebAssembly on up to ${threads} thread(s)`}` +
+      (id.startsWith('cpu-wasm') ? `; relaxed SIMD: ${caps.relaxedNote}; Node ${process.version}` : '') +
+      bits,
     run: async (data, policy) => {
       if (mode === 'resident' && !resident) throw new Error('no WebAssembly SIMD here: nothing to prepack for');
-      const packed = resident ? await prepackCpu(data.problem.rhs) : null;
+      const problem = problemFor(data.problem, rhsBits);
+      const packed = resident ? await prepackCpu(problem.rhs, bitDepthFor(rhsBits)) : null;
       const kernel = kernelFor(data);
+      // The call's kernel time (wasmRunStats: pack, gemm and output calls on every thread, hand-off
+      // included) next to its wall time: the rest is the call's own overhead.
+      const kernelMs: number[] = [];
+      const overheadMs: number[] = [];
       try {
+        const cell = await qgemmCell(policy, async () => {
+          const t0 = performance.now();
+          const result = packed
+            ? await gemm({ ...problem, rhs: packed }, { backend: 'cpu' })
+            : await kernel.run(normalizeProblem(problem), {});
+          const wallMs = performance.now() - t0;
+          if (packed) {
+            kernelMs.push(wasmRunStats.lastKernelMs);
+            overheadMs.push(wallMs - wasmRunStats.lastKernelMs);
+          }
+          return { result, wallMs, gpuMs: null };
+        });
+        const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+        const k = kernelMs.length ? median(kernelMs) : null;
         return {
-          ...(await qgemmCell(policy, async () => {
-            const t0 = performance.now();
-            const result = packed
-              ? await gemm({ ...data.problem, rhs: packed }, { backend: 'cpu' })
-              : await kernel.run(normalizeProblem(data.problem), {});
-            return { result, wallMs: performance.now() - t0, gpuMs: null };
-          })),
+          ...cell,
           kernel: packed ? packed.kernel : kernel.id,
-          gpuNote: 'CPU row',
+          ...(packed ? { rhsBytes: packed.bytes } : {}),
+          gpuNote:
+            k === null
+              ? 'CPU row'
+              : `CPU row; kernel ${k.toFixed(4)} ms median (WebAssembly calls on ${wasmRunStats.lastThreads} thread(s)), call overhead (wall - kernel, per call) ${(median(overheadMs) * 1000).toFixed(1)} µs median`,
         };
       } finally {
         packed?.destroy();

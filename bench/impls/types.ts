@@ -16,6 +16,7 @@ export const IMPLS = [
   'onnxruntime-webgpu-matmulnbits4',
   'onnxruntime-node-matmulinteger',
   'onnxruntime-web-matmulinteger',
+  'onnxruntime-node-matmulnbits4',
   'naive-js',
 ] as const;
 export type ImplName = (typeof IMPLS)[number];
@@ -54,7 +55,7 @@ export interface RowId {
 export function rhsBitsOf(r: Pick<RowId, 'impl' | 'rhsBits'>): RhsBits | null {
   if (r.rhsBits !== undefined) return r.rhsBits;
   if (r.impl === 'qgemm' || r.impl === 'onnxruntime-webgpu-matmulnbits8') return 8;
-  if (r.impl === 'onnxruntime-webgpu-matmulnbits4') return 4;
+  if (r.impl === 'onnxruntime-webgpu-matmulnbits4' || r.impl === 'onnxruntime-node-matmulnbits4') return 4;
   return null;
 }
 
@@ -82,6 +83,7 @@ export const ROW_ORDER = [
   'onnxruntime-webgpu-matmulnbits4/webgpu/chrome',
   'onnxruntime-node-matmulinteger/cpu/node',
   'onnxruntime-web-matmulinteger/cpu/chrome',
+  'onnxruntime-node-matmulnbits4/cpu/node',
   'naive-js/cpu/node',
 ];
 export const rowRank = (r: RowId): number => {

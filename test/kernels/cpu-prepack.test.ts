@@ -1,14 +1,15 @@
 // Prepacked weights on the CPU (prepackCpu, src/kernels/cpu-wasm/kernel.ts): an rhs packed once into
 // the WebAssembly kernel's layout, with its column sums, kept in the kernels' memory and reused by
 // GEMMs that then pack only their lhs. Bit for bit against the normative referenceGemm over the shape
-// sweep, every rhs type and order, zero points and stages, on one and two threads; several prepacked
+// sweep, every rhs type and order, zero points and stages, on 1, 2 and 3 threads; several prepacked
 // operands alive and freed in any order; and each misuse as an InputError naming its field.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
-import { configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { CPU_WASM_KERNELS, configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';
@@ -25,12 +26,17 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
       expect(got.backend).toBe('cpu');
       const d = diffResults(got, referenceGemm(problem));
       if (d) expect.fail(formatMismatch(d, `prepacked rhs, threads=${threads} ${describeProblem(problem)}`));
+      // On exactly `threads` threads (gemm() uses one below 2^20 multiply-adds per thread).
+      const kernel = CPU_WASM_KERNELS.find((k) => k.id === weights.kernel)!;
+      const forced = await kernel.run(normalizeProblem(problem), { threads, rhsPacked: weights });
+      const f = diffResults(forced, referenceGemm(problem));
+      if (f) expect.fail(formatMismatch(f, `prepacked rhs, exactly ${threads} threads ${describeProblem(problem)}`));
     } finally {
       weights.destroy();
     }
   }
 
-  it.each([1, 2])('== reference over the sweep, threads %i (8-bit problems)', async (threads) => {
+  it.each([1, 2, 3])('== reference over the sweep, threads %i (8-bit problems)', async (threads) => {
     await fc.assert(
       fc.asyncProperty(arbProblem(), (p) => expectSame({ ...p, bitDepth: undefined }, threads)),
       { numRuns: 80 },

@@ -57,10 +57,15 @@ export function configureWasm(o: WasmOptions): void {
   }
 }
 
-/** Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node), else the cores; 1 without a shared memory. */
+let envThreads: number | undefined;
+
+/**
+ * Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node; read once, process.env
+ * costs microseconds a call), else the cores; 1 without a shared memory.
+ */
 export function wasmThreads(e: WasmEngine): number {
-  const env = Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
-  return e.shared ? (options.threads ?? (env >= 1 ? Math.floor(env) : e.cores)) : 1;
+  envThreads ??= Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
+  return e.shared ? (options.threads ?? (envThreads >= 1 ? Math.floor(envThreads) : e.cores)) : 1;
 }
 
 const bytesOf = (v: Variant) => Uint8Array.from(atob(WASM_BINARIES[variantName(v)]), (c) => c.charCodeAt(0));

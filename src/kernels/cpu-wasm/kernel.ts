@@ -8,7 +8,8 @@
 
 import { InputError } from '../../errors.ts';
 import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
-import type { GemmResult, Operand } from '../../types.ts';
+import { resolveRounding } from '../../quant/lowbit.ts';
+import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
 import {
   allocateBlock,
@@ -21,8 +22,23 @@ import {
   type WasmEngine,
   type WasmOptions,
 } from './engine.ts';
-import { DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
-import { bytes, rhsEncoding, runOnEngine, selfCheck, warmUp, wasmBytesNeeded, wasmRunStats, writeContext, type RhsBlock } from './run.ts';
+import { DIRECT_NP_ALIGN, KERNELS, NIBBLE_NP_ALIGN, NR, type WasmKernelKind } from './layout.ts';
+import {
+  bytes,
+  forgetPlan,
+  makePlan,
+  requantized,
+  rhsEncoding,
+  runOnEngine,
+  runPlan,
+  selfCheck,
+  warmUp,
+  wasmBytesNeeded,
+  wasmRunStats,
+  writeContext,
+  type Plan,
+  type RhsBlock,
+} from './run.ts';
 
 export { configureWasm, wasmRunStats, type WasmOptions };
 
@@ -67,13 +83,24 @@ function wasmKernel(id: string, kind: WasmKernelKind, available: (c: CpuCaps) =>
   };
 }
 
-/** What only this module knows of a CpuPackedOperand: where it lies, in which engine's memory. */
-const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine }>();
+/**
+ * A prepacked operand's last plan (run.ts): the problem it was made for, normalized and, in `input`, as
+ * the caller gave it (a copy, lhs data left out), and the thread count it was planned under.
+ */
+interface Remembered {
+  p: NormalizedProblem;
+  plan: Plan;
+  threads: number;
+  input: Snapshot;
+}
+
+/** What only this module knows of a CpuPackedOperand: where it lies, in which engine's memory, its last plan. */
+const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine; plan: Remembered | null }>();
 
 export const isCpuPacked = (x: unknown): x is CpuPackedOperand => typeof x === 'object' && x !== null && blocks.has(x as CpuPackedOperand);
 
 /** The block of `x` for a GEMM on engine e with kernel `id`, or an InputError naming why it cannot serve. */
-function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, id: string): RhsBlock {
+function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, id: string): RhsBlock & { plan: Remembered | null } {
   const b = blocks.get(x);
   if (!b || x.destroyed) throw new InputError('rhs', 'this prepacked operand was destroyed');
   if (b.engine !== e)
@@ -86,13 +113,69 @@ function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, i
 
 /**
  * Packs `rhs` once for the fastest WebAssembly CPU kernel (with its column sums) into the kernels'
- * memory; 8-bit operands (a GEMM with bitDepth takes a plain rhs). Where WebAssembly SIMD is missing
- * there is nothing to pack for: InputError.
+ * memory. Without `bitDepth`, 8-bit: a GEMM then runs without bitDepth. With a `bitDepth` of at most 4
+ * rhs bits, the rhs is requantized once (src/quant/lowbit.ts, its rounding resolved for its K) and
+ * stored two values per byte for the 4-bit kernel (gen-nibble.ts): a GEMM then gives the same bitDepth
+ * (its lhs bits may differ). 5 to 7 rhs bits are not stored (a GEMM with them takes the plain rhs).
+ * Where WebAssembly SIMD is missing there is nothing to pack for: InputError.
  */
-export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
+export async function prepackCpu(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPackedOperand> {
+  const packed = await prepackOnce(rhs, bitDepth);
+  if (!callPathWarm) {
+    callPathWarm = true;
+    await warmCallPath();
+  }
+  return packed;
+}
+
+let callPathWarm = false;
+
+/**
+ * Runs the per-call path of a prepacked rhs (runPrepacked: the comparison, the plan, the lhs pack, the
+ * few-row kernels, the copy out) on small problems, 8-bit and 4-bit, 200 times each, when the first
+ * operand is prepacked: V8 runs JavaScript in its interpreter until a function has run a while, and a
+ * caller's first GEMMs would otherwise pay for it (~100 µs a call).
+ */
+async function warmCallPath(): Promise<void> {
+  const K = 64;
+  const N = 64;
+  const rhs = { data: new Uint8Array(K * N).fill(3), rows: K, cols: N };
+  const shape = { data: new Uint8Array(0), rows: K, cols: N };
+  const bitDepths: (BitDepth | undefined)[] = [undefined, { lhs: 8, rhs: 4, rounding: 'nearest' }];
+  for (const bitDepth of bitDepths) {
+    const x = await prepackOnce(rhs, bitDepth);
+    const values = Int32Array.from({ length: N }, (_, n) => n - 32);
+    const problem = {
+      lhs: { data: new Uint8Array(K).fill(5), rows: 1, cols: K },
+      lhsZeroPoint: 1,
+      rhsZeroPoint: 2,
+      pipeline: [
+        { type: 'bias' as const, axis: 'col' as const, values },
+        { type: 'quantizeDownInt32ByFixedPoint' as const, multiplier: 1 << 30, shift: 5, offsetAfterShift: 3 },
+        { type: 'saturatingCast' as const, to: 'uint8' as const },
+      ],
+      ...(bitDepth ? { bitDepth } : {}),
+    };
+    const validate = async () => normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
+    try {
+      for (let i = 0; i < 200; i++) await runPrepacked(problem, x, validate);
+    } finally {
+      x.destroy();
+    }
+  }
+}
+
+async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPackedOperand> {
   const K0 = Number.isInteger(rhs?.rows) && rhs.rows > 0 ? rhs.rows : 1;
   const row = { data: new Uint8Array(K0), rows: 1, cols: K0 }; // a one-row lhs, to validate rhs as a GEMM does
-  const { rhs: op, rhsType: type, K, N } = normalizeProblem({ lhs: row, rhs });
+  const p = normalizeProblem({ lhs: row, rhs, ...(bitDepth === undefined ? {} : { bitDepth }) });
+  const { rhs: op, rhsType: type, K, N } = p;
+  if (p.bitDepth && p.bitDepth.rhs > 4)
+    throw new InputError(
+      'bitDepth',
+      `prepackCpu stores at most 4-bit weights, two per byte (got rhs: ${p.bitDepth.rhs}); give the plain rhs`,
+    );
+  if (p.bitDepth) return serialized(() => prepackNibbles(p));
   return serialized(async () => {
     const e = await engine();
     if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
@@ -117,6 +200,7 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
     new Uint8Array(buf, src, K * N).set(data);
     const { xor, sh } = rhsEncoding(kind, type === 'int8');
     const rowMajor = op.order === 'row-major';
+    forgetPlan(e);
     writeContext(buf, {
       N,
       K,
@@ -157,12 +241,193 @@ export async function prepackCpu(rhs: Operand): Promise<CpuPackedOperand> {
         void serialized(async () => freeBlock(e, at));
       },
     };
-    blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, engine: e });
+    blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, nibble: null, engine: e, plan: null });
     return packed;
   });
+}
+
+/** The CpuPackedOperand of a block at `at` of engine e (its destroy frees the block). */
+function packedOperand(
+  e: WasmEngine,
+  at: number,
+  rows: number,
+  cols: number,
+  type: CpuPackedOperand['type'],
+  kernel: string,
+  size: number,
+) {
+  let destroyed = false;
+  const packed: CpuPackedOperand = {
+    side: 'rhs',
+    rows,
+    cols,
+    type,
+    kernel,
+    bytes: size,
+    get destroyed() {
+      return destroyed;
+    },
+    destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      void serialized(async () => freeBlock(e, at));
+    },
+  };
+  return packed;
+}
+
+/**
+ * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
+ * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, byte j holding element j of
+ * the (4q, 4q+1) pairs in its low nibble and of the (4q+2, 4q+3) pairs in its high one; then the column
+ * sums of the requantized values. Columns are padded to NIBBLE_NP_ALIGN, k to 4, with zeros.
+ */
+async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
+  const e = await engine();
+  if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
+  const { K, N, rhs: op } = p;
+  const bitDepth = p.bitDepth!;
+  const Kp = Math.ceil(K / 4) * 4;
+  const Np = Math.ceil(N / NIBBLE_NP_ALIGN) * NIBBLE_NP_ALIGN;
+  const panelBytes = (Np * Kp) / 2;
+  const size = panelBytes + 4 * Np;
+  if (size > MAX_BYTES / 2) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
+  const values = requantized(p, 'rhs');
+  const at = allocateBlock(e, size);
+  forgetPlan(e);
+  const buf = e.memory.buffer;
+  const out = new Uint8Array(buf, at, panelBytes).fill(0);
+  const sums = new Int32Array(buf, at + panelBytes, Np).fill(0);
+  const rowMajor = op.order === 'row-major';
+  for (let n = 0; n < N; n++) {
+    const panel = (n >> 3) * Kp * 4;
+    const half = (n & 7) >> 2; // columns 0..3 or 4..7 of the panel
+    let sum = 0;
+    for (let k = 0; k < K; k++) {
+      const v = values[rowMajor ? k * N + n : n * K + k];
+      const j = half * 8 + (n & 3) * 2 + (k & 1);
+      out[panel + (k >> 2) * 16 + j] |= k & 2 ? v << 4 : v;
+      sum += v;
+    }
+    sums[n] = sum;
+  }
+  const packed = packedOperand(e, at, K, N, p.rhsType, CPU_WASM_SIMD.id, size);
+  const nibble = { bits: bitDepth.rhs, rounding: resolveRounding(bitDepth.rounding, K) };
+  blocks.set(packed, { kind: 'i16', packed: at, sums: at + panelBytes, raw: null, nibble, engine: e, plan: null });
+  return packed;
+}
+
+/**
+ * The bitDepth of a GEMM against its prepacked rhs's: none for an 8-bit one; for a 4-bit one the same
+ * rhs bits and (resolved) rounding. Else an InputError naming bitDepth.
+ */
+export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): void {
+  const stored = blocks.get(x)?.nibble ?? null;
+  const b = p.bitDepth;
+  if (!stored) {
+    if (b)
+      throw new InputError(
+        'bitDepth',
+        'the rhs was prepacked at 8 bits: give the plain rhs for a less-than-8-bit GEMM, or prepack it with this bitDepth',
+      );
+    return;
+  }
+  if (!b)
+    throw new InputError('bitDepth', `the rhs was prepacked at ${stored.bits} bits: the GEMM needs the bitDepth it was prepacked with`);
+  if (b.rhs !== stored.bits || resolveRounding(b.rounding, p.K) !== stored.rounding)
+    throw new InputError(
+      'bitDepth',
+      `the rhs was prepacked at ${stored.bits} bits with rounding ${stored.rounding}, the GEMM asks rhs ${b.rhs} bits, rounding ${resolveRounding(b.rounding, p.K)}`,
+    );
 }
 
 export const CPU_WASM_RELAXED = wasmKernel('cpu-wasm-relaxed', 'relaxed', (c) => c.relaxedSimd);
 export const CPU_WASM_SIMD = wasmKernel('cpu-wasm-simd', 'i16', (c) => c.wasmSimd);
 /** Fastest first. */
 export const CPU_WASM_KERNELS: CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIMD];
+
+/**
+ * The caller's problem minus the lhs data, deeply copied: what a repeated call must equal, element for
+ * element (a per-channel vector edited in place is a different problem).
+ */
+type Snapshot = unknown;
+
+function snapshot(v: unknown): Snapshot {
+  if (ArrayBuffer.isView(v)) return (v as Int32Array).slice();
+  if (Array.isArray(v)) return v.map(snapshot);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, snapshot(x)]));
+  return v;
+}
+
+/** Node's Buffer.compare (a native memcmp: ~0.1 µs for a 4096-channel vector, against ~10 µs for a JavaScript loop), else null. */
+const compareBytes = (globalThis as { Buffer?: { compare(a: Uint8Array, b: Uint8Array): number } }).Buffer?.compare ?? null;
+
+function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  if (compareBytes) return compareBytes(x, y) === 0;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+function same(v: unknown, s: Snapshot): boolean {
+  if (ArrayBuffer.isView(v)) {
+    if (!ArrayBuffer.isView(s) || v.constructor !== s.constructor || v.byteLength !== s.byteLength) return false;
+    return sameBytes(v, s);
+  }
+  if (Array.isArray(v)) return Array.isArray(s) && v.length === s.length && v.every((x, i) => same(x, s[i]));
+  if (v && typeof v === 'object') {
+    if (!s || typeof s !== 'object' || Array.isArray(s) || ArrayBuffer.isView(s)) return false;
+    const keys = Object.keys(v);
+    if (keys.length !== Object.keys(s).length) return false;
+    for (const k of keys) if (!(k in s) || !same((v as Record<string, unknown>)[k], (s as Record<string, unknown>)[k])) return false;
+    return true;
+  }
+  return Object.is(v, s);
+}
+
+/** The fields of `problem` that normalizeProblem reads, but the operands' data: the lhs by its shape and type. */
+function key(problem: Omit<GemmProblem, 'rhs'>): Record<string, unknown> {
+  const { lhs } = problem;
+  return {
+    lhs: lhs && { rows: lhs.rows, cols: lhs.cols, order: lhs.order, type: lhs.data?.constructor, length: lhs.data?.length },
+    lhsZeroPoint: problem.lhsZeroPoint,
+    rhsZeroPoint: problem.rhsZeroPoint,
+    pipeline: problem.pipeline,
+    dstOrder: problem.dstOrder,
+    bitDepth: problem.bitDepth,
+  };
+}
+
+/**
+ * A GEMM with a prepacked rhs (src/api.ts): the problem is validated and planned (the output program
+ * encoded, the regions laid out, the threads' calls written) once; a later call whose problem equals it
+ * in everything but the lhs data runs that plan again, with no validation but the lhs's shape and type
+ * (part of the comparison) and, while no other GEMM ran in between, no write but the lhs.
+ * `validate` normalizes the problem (throwing an InputError on bad input) when there is no such plan.
+ */
+export async function runPrepacked(
+  problem: Omit<GemmProblem, 'rhs'>,
+  x: CpuPackedOperand,
+  validate: () => Promise<NormalizedProblem>,
+): Promise<GemmResult> {
+  const b = blocks.get(x);
+  const last = b?.plan;
+  const hit = !!b && !!last && !x.destroyed && same(key(problem), last.input);
+  const input = hit ? null : snapshot(key(problem));
+  const p = hit ? null : await validate();
+  return serialized(async () => {
+    const e = await engine();
+    if (!e || !b) throw new InputError('rhs', 'this prepacked operand was destroyed');
+    const threads = wasmThreads(e);
+    if (hit && last && b.plan === last && last.threads === threads) {
+      rhsBlockFor(x, e, last.p, x.kernel); // destroyed, or its engine replaced, since: the InputError
+      return runPlan(e, last.plan, { ...last.p, lhs: { ...last.p.lhs, data: problem.lhs.data } });
+    }
+    const q = p ?? (await validate());
+    const block = rhsBlockFor(x, e, q, x.kernel);
+    const plan = makePlan(e, q, block.kind, undefined, threads, e.relaxed, block, true);
+    block.plan = { p: q, plan, threads, input: input ?? snapshot(key(problem)) };
+    return runPlan(e, plan, q, true);
+  });
+}

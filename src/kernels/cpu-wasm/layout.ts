@@ -61,6 +61,8 @@ export const CTX = {
    * N; a prepacked one: Kp*DIRECT_NP_ALIGN and DIRECT_NP_ALIGN, each block contiguous).
    */
   rhsBlockStride: 39,
+  /** The next column group a thread takes, for the few-row kernels' dynamic split (gen-nibble.ts dyn_*). */
+  chunkNext: 40,
 } as const;
 
 export const CTX_WORDS = 48;
@@ -101,3 +103,15 @@ export const DIRECT = [
   { mr: 4, nc: 8 },
 ] as const;
 export const DIRECT_NP_ALIGN = 32;
+
+/**
+ * The shapes of the 4-bit kernel (gen-nibble.ts), rows x panels of 8 columns per micro-kernel, eight
+ * int32x4 accumulators each; the runtime takes the first whose rows cover M (or the last). A 4-bit
+ * prepacked rhs has its columns padded to a multiple of NIBBLE_NP_ALIGN (every shape's column group).
+ */
+export const NIBBLE_SHAPES = [
+  { mr: 1, w: 4 },
+  { mr: 2, w: 2 },
+  { mr: 4, w: 1 },
+] as const;
+export const NIBBLE_NP_ALIGN = 32;

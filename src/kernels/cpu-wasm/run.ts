@@ -13,10 +13,21 @@ import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
 import { ensureMemory, heapEnd, type RelaxedMode, type WasmEngine } from './engine.ts';
-import { CTX, CTX_WORDS, DATA_START, DIRECT, DIRECT_NP_ALIGN, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import {
+  CTX,
+  CTX_WORDS,
+  DATA_START,
+  DIRECT,
+  DIRECT_NP_ALIGN,
+  KERNELS,
+  NIBBLE_NP_ALIGN,
+  NIBBLE_SHAPES,
+  NR,
+  type WasmKernelKind,
+} from './layout.ts';
 import { BARRIER_CALL, type Call } from './job.ts';
 import { WorkerPool } from './pool.ts';
-import { encodeProgram } from './stages.ts';
+import { encodeProgram, type OutputProgram } from './stages.ts';
 
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 /** Below this many multiply-adds per thread, fewer threads are faster (the hand-off and the wait cost more). */
@@ -38,7 +49,10 @@ export function wasmBytesNeeded(M: number, N: number, K: number): number {
 }
 
 /** The operand as bytes in the uint8 domain requantized to `bits` (src/quant/lowbit.ts), same storage order. */
-function requantized(p: NormalizedProblem, which: 'lhs' | 'rhs'): Uint8Array {
+export function requantized(
+  p: Pick<NormalizedProblem, 'lhs' | 'rhs' | 'bitDepth' | 'K' | 'lhsType' | 'rhsType'>,
+  which: 'lhs' | 'rhs',
+): Uint8Array {
   const op = p[which];
   const bits = p.bitDepth![which];
   const rounding = resolveRounding(p.bitDepth!.rounding, p.K);
@@ -76,17 +90,35 @@ export interface RhsBlock {
    * Kp rows x DIRECT_NP_ALIGN contiguous (zero past K and N); else null.
    */
   raw: number | null;
+  /**
+   * A rhs of at most 4 bits (gen-nibble.ts): `packed` holds its panels two values per byte, `sums` the
+   * column sums of the requantized values; it was requantized at `bits` with `rounding`. Else null.
+   */
+  nibble: { bits: number; rounding: string } | null;
 }
+
+type NibbleShape = (typeof NIBBLE_SHAPES)[number];
+
+/** The 4-bit kernel's shape for M rows: the first whose rows cover M, else the last (tiles of its rows). */
+export const nibbleShape = (M: number): NibbleShape => NIBBLE_SHAPES.find((s) => s.mr >= M) ?? NIBBLE_SHAPES[NIBBLE_SHAPES.length - 1];
 
 interface Prepared {
   /** The shape of the direct variant of the 16-bit kernel (gen-direct.ts; the rhs is not packed), or null. */
   direct: DirectShape | null;
+  /** The shape of the 4-bit kernel (gen-nibble.ts; the rhs was prepacked at 4 bits), or null. */
+  nibble: NibbleShape | null;
   /** The rhs was packed before (an RhsBlock): only the lhs is packed. */
   rhsReady: boolean;
   tiles: number;
   panels: number;
   dst: number;
   covered: number;
+  /** The encoded output program (stages.ts), kept so that a repeated problem does not encode it again. */
+  program: OutputProgram;
+  /** heapEnd when it was written: the regions' addresses hold while the prepacked blocks stay. */
+  heap: number;
+  /** Writes a new lhs of the same problem (shape, types, zero points) into the regions prepare wrote. */
+  loadLhs(buf: ArrayBufferLike, p: NormalizedProblem): void;
 }
 
 /**
@@ -98,28 +130,6 @@ export function directShape(p: NormalizedProblem, kind: WasmKernelKind): DirectS
   if (kind !== 'i16' || p.bitDepth || p.rhs.order !== 'row-major' || p.M > DIRECT_MAX_M) return null;
   for (let m = 0; m < p.M; m++) if (Math.abs(channel(p.lhsZeroPoint, m)) > DIRECT_MAX_ZERO_POINT) return null;
   return DIRECT.find((d) => d.mr >= p.M) ?? DIRECT[DIRECT.length - 1];
-}
-
-/**
- * The direct variant's lhs: tiles of d.mr rows, [Kp/2][mr][2] int16 values lhs - zL (zero past M and
- * K) at `at`, and each row's sum of them at `sums`.
- */
-function packLhsDirect(buf: ArrayBufferLike, p: NormalizedProblem, d: DirectShape, Mp: number, Kp: number, at: number, sums: number) {
-  const { M, K, lhs } = p;
-  const out = new Int16Array(buf, at, Mp * Kp).fill(0);
-  const rowSums = new Int32Array(buf, sums, Mp).fill(0);
-  const [so, sk] = lhs.order === 'row-major' ? [K, 1] : [1, M];
-  for (let m = 0; m < M; m++) {
-    const z = channel(p.lhsZeroPoint, m);
-    const base = Math.floor(m / d.mr) * Kp * d.mr + (m % d.mr) * 2;
-    let sum = 0;
-    for (let k = 0; k < K; k++) {
-      const v = lhs.data[m * so + k * sk] - z;
-      out[base + (k >> 1) * 2 * d.mr + (k & 1)] = v;
-      sum = (sum + v) | 0;
-    }
-    rowSums[m] = sum;
-  }
 }
 
 /** How kernel `kind` packs rhs bytes: XORed with `xor`, read signed (sh 24) or not (sh 0); the packed values are rhs - c. */
@@ -136,27 +146,29 @@ export function prepare(
   mode: RelaxedMode | null,
   rhsBlock: RhsBlock | null = null,
   direct = rhsBlock && rhsBlock.raw === null ? null : directShape(p, kind),
+  encoded: OutputProgram | null = null,
 ): Prepared {
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
-  const mr = direct?.mr ?? KERNELS[kind].mr;
+  const nibble = rhsBlock?.nibble ? nibbleShape(M) : null;
+  const mr = nibble?.mr ?? direct?.mr ?? KERNELS[kind].mr;
   const Mp = roundUp(M, mr);
-  const Np = roundUp(N, direct ? DIRECT_NP_ALIGN : NR);
-  const Kp = roundUp(K, kstep);
+  const Np = roundUp(N, nibble ? NIBBLE_NP_ALIGN : direct ? DIRECT_NP_ALIGN : NR);
+  const Kp = roundUp(K, nibble ? 4 : kstep);
   const lowbit = !!p.bitDepth;
-  const lhsData = lowbit ? requantized(p, 'lhs') : bytes(p.lhs.data);
   const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
   const rhsSigned = !lowbit && p.rhsType === 'int8';
 
-  let at = heapEnd(e); // past the prepacked operands' blocks
+  const heap = heapEnd(e);
+  let at = heap; // past the prepacked operands' blocks
   const region = (n: number) => {
     const a = at;
     at = roundUp(at + n, 64);
     return a;
   };
   const r = {
-    lhsSrc: region(direct ? 0 : M * K),
+    lhsSrc: region(M * K),
     // the direct kernel reads rows up to Kp (zero past K)
     rhsSrc: rhsBlock ? (rhsBlock.raw ?? 0) : region(Kp * N),
     lhsPacked: region(Mp * Kp * elem),
@@ -165,9 +177,11 @@ export function prepare(
     colSums: rhsBlock ? rhsBlock.sums : region(4 * Np),
     zL: region(4 * Mp),
     zR: region(4 * Np),
+    /** The few-row kernels' lhs pack subtracts this per row (pack_lhs_few). */
+    sub: region(4 * Mp),
     C: region(4 * Mp * Np),
   };
-  const program = encodeProgram(p, Mp, Np);
+  const program = encoded ?? encodeProgram(p, Mp, Np);
   const paramsAt = region(4 * program.paramWords);
   const programAt = region(4 * program.recordWords);
   const dstType = program.covered === p.pipeline.length ? p.dstType : 'int32';
@@ -180,14 +194,27 @@ export function prepare(
   const shiftL = lowbit && p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const shiftR = lowbit && p.rhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
-  if (direct) {
-    // The lhs is packed here with its zero points subtracted (which then are 0), the rhs stays as it is.
-    if (rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
-    packLhsDirect(buf, p, direct, Mp, Kp, r.lhsPacked, r.rowSums);
-  } else {
-    new Uint8Array(buf, r.lhsSrc, M * K).set(lhsData);
-    for (let m = 0; m < M; m++) zL[m] = (channel(p.lhsZeroPoint, m) + shiftL) | 0;
-  }
+  // The direct variant packs the lhs here with its zero points subtracted (which then are 0); the rhs stays as it is.
+  const loadLhs = (b: ArrayBufferLike, q: NormalizedProblem) => {
+    if (!direct && !nibble) {
+      new Uint8Array(b, r.lhsSrc, M * K).set(lowbit ? requantized(q, 'lhs') : bytes(q.lhs.data));
+      return;
+    }
+    // The few-row kernels' lhs, packed here as i16 (pack_lhs_few): the direct variant's lhs - zL (its zL
+    // then 0), the 4-bit kernel's l' (requantized below 8 bits, else the value in the uint8 domain).
+    const requantize = !!nibble && q.bitDepth!.lhs < 8;
+    const signed = !requantize && q.lhsType === 'int8';
+    new Uint8Array(b, r.lhsSrc, M * K).set(requantize ? requantized(q, 'lhs') : bytes(q.lhs.data));
+    const sub = new Int32Array(b, r.sub, M);
+    for (let m = 0; m < M; m++) sub[m] = direct ? channel(q.lhsZeroPoint, m) : signed ? -UINT8_DOMAIN_SHIFT : 0;
+    new Int16Array(b, r.lhsPacked, Mp * Kp).fill(0);
+    new Int32Array(b, r.rowSums, Mp).fill(0);
+    const [so, sk] = q.lhs.order === 'row-major' ? [K, 1] : [1, M];
+    e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, Math.log2(mr), nibble ? 2 : 1, r.lhsPacked, r.rowSums, r.sub);
+  };
+  if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
+  loadLhs(buf, p);
+  if (!direct) for (let m = 0; m < M; m++) zL[m] = (channel(p.lhsZeroPoint, m) + shiftL) | 0;
   const zR = new Int32Array(buf, r.zR, Np).fill(0);
   for (let n = 0; n < N; n++) zR[n] = (channel(p.rhsZeroPoint, n) + shiftR) | 0;
   program.write(new Int32Array(buf, paramsAt, program.paramWords), paramsAt, new Int32Array(buf, programAt, program.recordWords));
@@ -253,52 +280,147 @@ export function prepare(
     dstSize,
     dstSm: dstRowMajor ? N : 1,
     dstSn: dstRowMajor ? 1 : M,
-    nBlock: direct
-      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
-      : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
+    nBlock: nibble
+      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * 8 * nibble.w)))
+      : direct
+        ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
+        : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
   };
   writeContext(buf, fields);
-  return { direct, rhsReady: !!rhsBlock && !direct, tiles: Mp / mr, panels: Np / (direct?.nc ?? NR), dst, covered: program.covered };
+  return {
+    direct,
+    nibble,
+    rhsReady: !!rhsBlock && !direct,
+    tiles: Mp / mr,
+    panels: nibble ? Np / (8 * nibble.w) : Np / (direct?.nc ?? NR),
+    dst,
+    covered: program.covered,
+    program,
+    heap,
+    loadLhs,
+  };
 }
 
 /** [start, end) of part i of n items split T ways. */
 const part = (n: number, T: number, i: number): [number, number] => [Math.floor((n * i) / T), Math.floor((n * (i + 1)) / T)];
 
 /** The calls of each thread, phase by phase: pack (lhs tiles, rhs panels), then gemm + output. */
-export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][] } {
+export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[]; pack: Call[][]; gemm: Call[][] } {
+  const pre: Call[] = [];
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
-  if (t.direct) {
-    // Nothing to pack (prepare packed the few lhs rows); C is split by columns.
+  const few = t.nibble ? `gemm_nibble_${t.nibble.mr}x${t.nibble.w}` : t.direct ? `gemm_direct_${t.direct.mr}x${t.direct.nc}` : null;
+  if (few) {
+    // The few-row kernels pack nothing here (prepare packed the lhs; the rhs is read where it lies, or
+    // was prepacked). One thread runs every column group; several take chunks of about an eighth of a
+    // thread's share from a shared counter (dyn_*, gen-nibble.ts), so that one the OS runs late holds
+    // the others up by at most a chunk.
+    const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
     for (let i = 0; i < T; i++) {
       pack.push([]);
-      gemm.push([[`gemm_direct_${t.direct.mr}x${t.direct.nc}`, 0, t.tiles, ...part(t.panels, T, i)]]);
+      gemm.push([T === 1 ? [few, 0, t.tiles, 0, t.panels] : [`dyn_${few}`, 0, t.tiles, t.panels, chunk]]);
     }
-    return { pack, gemm };
+    return { pre, pack, gemm };
   }
-  // Split C along the dimension that divides more evenly among the threads (rows on a tie).
+  // Split C along its longer side, so that each thread reads only its share of the larger operand (by
+  // rows every thread reads the whole rhs: at 16x4096^2 twice 32 MiB of packed panels per call), unless
+  // that side divides among the threads much less evenly than the other.
   const waste = (n: number) => (Math.ceil(n / T) * T) / n;
-  const byRows = waste(t.tiles) <= waste(t.panels);
+  const rowsLonger = t.tiles * KERNELS[kind].mr >= t.panels * NR;
+  const [prefer, other] = rowsLonger ? [t.tiles, t.panels] : [t.panels, t.tiles];
+  const byRows = waste(prefer) <= 1.25 * waste(other) ? rowsLonger : !rowsLonger;
+  if (T > 1 && t.rhsReady && !byRows && kind === 'i16') {
+    // A prepacked rhs split by panels: the calling thread packs the lhs before the job (a few rows: a
+    // barrier would cost more), and the threads take chunks of panels from the shared counter (dyn_*).
+    pre.push([`pack_lhs_${kind}`, 0, t.tiles]);
+    const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
+    for (let i = 0; i < T; i++) {
+      pack.push([]);
+      gemm.push([[`dyn_gemm_${kind}`, 0, t.tiles, t.panels, chunk]]);
+    }
+    return { pre, pack, gemm };
+  }
   for (let i = 0; i < T; i++) {
     pack.push([[`pack_lhs_${kind}`, ...part(t.tiles, T, i)]]);
     if (!t.rhsReady) pack[i].push([`pack_rhs_${kind}`, ...part(t.panels, T, i)]);
     gemm.push([byRows ? [`gemm_${kind}`, ...part(t.tiles, T, i), 0, t.panels] : [`gemm_${kind}`, 0, t.tiles, ...part(t.panels, T, i)]]);
   }
-  return { pack, gemm };
+  return { pre, pack, gemm };
 }
 
-/** How many runs went to one thread and to several (diagnostics: the browser test checks that threads ran). */
-export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0 };
+/**
+ * How many runs went to one thread and to several (diagnostics: the browser test checks that threads
+ * ran), and the last run's kernel time: its pack, gemm and output calls on every thread, hand-off
+ * included, in ms (the call's overhead is its wall time minus this).
+ */
+export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0 };
 
-const runLocal = (e: WasmEngine) => (calls: Call[]) => {
-  for (const [name, ...args] of calls) e.exports[name](...args);
-};
+/**
+ * A GEMM's plan on an engine: its regions and context written by prepare, every thread's calls. A
+ * repeated problem with a prepacked rhs runs its plan again (kernel.ts): only the new lhs is written
+ * when the engine's memory still holds this plan, else prepare writes it all again (with the encoded
+ * output program kept).
+ */
+export interface Plan {
+  kind: WasmKernelKind;
+  mode: RelaxedMode | null;
+  rhsBlock: RhsBlock | null;
+  t: Prepared;
+  /** Threads, and each thread's calls: pack, a barrier where there is a pack phase, gemm + output. */
+  T: number;
+  lists: Call[][];
+  /** Calls the calling thread runs before the others start (the lhs pack of a prepacked GEMM split by panels). */
+  pre: Call[];
+  /**
+   * A repeated problem's choice between its thread count and one thread, by measurement (runPlan): the
+   * one-thread calls, and the kernel times of the last calls of each; null where the plan runs as made.
+   */
+  single: { lists: Call[][]; pre: Call[]; times: [number[], number[]]; calls: number; pick: 0 | 1 } | null;
+}
+
+/** The plan whose problem each engine's memory holds now (written by prepare), or none. */
+const written = new WeakMap<WasmEngine, Plan>();
+
+/** Something other than a plan wrote the context (kernel.ts prepackCpu): no plan may assume it. */
+export function forgetPlan(e: WasmEngine): void {
+  written.delete(e);
+}
+
+/**
+ * Writes p into e's memory and plans it: on `threads` threads when given (as many as the engine can:
+ * one without a shared memory), else on up to `defaultThreads`, fewer for small problems.
+ */
+export function makePlan(
+  e: WasmEngine,
+  p: NormalizedProblem,
+  kind: WasmKernelKind,
+  threads: number | undefined,
+  defaultThreads = 1,
+  mode = e.relaxed,
+  rhsBlock: RhsBlock | null = null,
+  adaptive = false,
+): Plan {
+  const { M, N, K } = p;
+  const t = prepare(e, p, kind, mode, rhsBlock);
+  const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
+  const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
+  const calls = (n: number) => {
+    const { pre, pack, gemm } = plan(kind, t, n);
+    // Threads meet once between the pack and gemm phases; not where nothing is packed (the few-row kernels).
+    const barrier: Call[] = n > 1 && pack.some((c) => c.length) ? [[BARRIER_CALL]] : [];
+    return { pre, lists: pack.map((c, i) => [...c, ...barrier, ...gemm[i]]) };
+  };
+  const single = adaptive && T > 1 ? { ...calls(1), times: [[], []] as [number[], number[]], calls: 0, pick: 0 as const } : null;
+  const result: Plan = { kind, mode, rhsBlock, t, T, ...calls(T), single };
+  written.set(e, result);
+  return result;
+}
 
 /**
  * Runs p on engine e with kernel `kind`: on `threads` threads when given (as many as the engine can:
  * one without a shared memory), else on up to `defaultThreads`, fewer for small problems.
  */
-export async function runOnEngine(
+export function runOnEngine(
   e: WasmEngine,
   p: NormalizedProblem,
   kind: WasmKernelKind,
@@ -307,26 +429,56 @@ export async function runOnEngine(
   mode = e.relaxed,
   rhsBlock: RhsBlock | null = null,
 ): Promise<GemmResult> {
-  const { M, N, K } = p;
-  const t = prepare(e, p, kind, mode, rhsBlock);
-  const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
-  const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
-  const { pack, gemm } = plan(kind, t, T);
+  return runPlan(e, makePlan(e, p, kind, threads, defaultThreads, mode, rhsBlock), p, true);
+}
+
+/** Runs plan `pl` for p (its problem, with this call's lhs); `fresh`: prepare just wrote it. */
+export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fresh = false): Promise<GemmResult> {
+  const { M, N } = p;
+  if (!fresh) {
+    if (written.get(e) === pl && heapEnd(e) === pl.t.heap) pl.t.loadLhs(e.memory.buffer, p);
+    else {
+      pl.t = prepare(e, p, pl.kind, pl.mode, pl.rhsBlock, pl.t.direct, pl.t.program);
+      written.set(e, pl);
+    }
+  }
+  const { t, single } = pl;
+  // A repeated problem (pl.single): its first 8 calls alternate between its threads (0) and one (1); then
+  // it runs the one whose median kernel time of its last calls is lower, and every 64th call the other,
+  // so that the choice follows the machine (a core busy with other work makes threads a loss).
+  let choice: 0 | 1 = 0;
+  if (single) {
+    choice = single.calls < 8 ? ((single.calls % 2) as 0 | 1) : single.calls % 64 === 0 ? ((1 - single.pick) as 0 | 1) : single.pick;
+    single.calls++;
+  }
+  const { pre, lists } = choice === 1 && single ? single : pl;
+  const T = lists.length;
+  if (T > 1) Atomics.store(new Int32Array(e.memory.buffer, 4 * CTX.chunkNext, 1), 0, 0); // the dyn_* counter
+  const t0 = performance.now();
+  for (const [name, ...args] of pre) e.exports[name](...args);
   if (T === 1) {
     wasmRunStats.singleThreaded++;
-    runLocal(e)(pack[0]);
-    runLocal(e)(gemm[0]);
+    for (const [name, ...args] of lists[0]) e.exports[name](...args);
   } else {
     wasmRunStats.multiThreaded++;
     e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
     try {
-      await e.pool.run(pack.map((calls, i) => [...calls, [BARRIER_CALL], ...gemm[i]]));
+      await e.pool.run(lists);
     } finally {
       if (e.pool.isLost) {
         e.pool.close();
         e.pool = null; // the next GEMM starts a new pool
       }
     }
+  }
+  wasmRunStats.lastKernelMs = performance.now() - t0;
+  wasmRunStats.lastThreads = T;
+  if (single) {
+    const times = single.times[choice];
+    times.push(wasmRunStats.lastKernelMs);
+    if (times.length > 5) times.shift();
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    if (single.calls >= 8) single.pick = median(single.times[1]) < median(single.times[0]) ? 1 : 0;
   }
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);

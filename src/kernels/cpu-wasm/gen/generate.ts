@@ -10,6 +10,7 @@
 
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
+import { nibbleFunctions } from './gen-nibble.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
 import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
 
@@ -20,6 +21,7 @@ export function moduleText(v: Variant): string {
   (import "env" "memory" (memory ${1} ${MAX_PAGES}${v.shared ? ' shared' : ''}))
 ${gemmFunctions('i16')}
 ${directFunctions()}
+${nibbleFunctions()}
 ${v.relaxed ? gemmFunctions('relaxed') : ''}
 ${v.relaxed ? PROBE : ''}
 ${OUTPUT_FUNCTIONS})

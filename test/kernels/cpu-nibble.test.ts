@@ -1,0 +1,105 @@
+// Weights of at most 4 bits on the CPU (prepackCpu with a bitDepth, src/kernels/cpu-wasm/kernel.ts, and
+// the 4-bit kernel of gen-nibble.ts): the rhs requantized once and stored two values per byte, the lhs
+// requantized per call. Bit for bit against the normative referenceGemm (src/quant/lowbit.ts's scheme)
+// for every rounding, rhs bits 1..4 with lhs bits 8 and fewer, both operand types and orders, per-channel
+// zero points and stages, on 1, 2 and 3 threads, over the sweep's odd shapes; a repeated call (its
+// plan); and each mismatch of bitDepth between the prepack and the GEMM as an InputError.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { gemm } from '../../src/api.ts';
+import { InputError } from '../../src/errors.ts';
+import { CPU_WASM_SIMD, configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { normalizeProblem } from '../../src/spec/problem.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';
+import { arbProblem, describeProblem } from '../support/arbitraries.ts';
+import { diffResults, formatMismatch } from '../support/compare.ts';
+
+const caps = await wasmCpuCaps();
+const ROUNDINGS: BitDepthRounding[] = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'];
+
+describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
+  async function expectSame(problem: GemmProblem, bitDepth: BitDepth, what: string, threads?: number) {
+    const weights = await prepackCpu(problem.rhs, bitDepth);
+    try {
+      const full = { ...problem, bitDepth };
+      const want = referenceGemm(full);
+      for (let call = 0; call < 3; call++) {
+        // Call 0 on exactly `threads` threads (the kernel itself; gemm() uses one below 2^20
+        // multiply-adds per thread), then through gemm(): its plan, then the plan again.
+        const got =
+          call === 0 && threads
+            ? await CPU_WASM_SIMD.run(normalizeProblem(full), { threads, rhsPacked: weights })
+            : await gemm({ ...full, rhs: weights }, { backend: 'cpu' });
+        const d = diffResults(got, want);
+        if (d) expect.fail(formatMismatch(d, `${what}, call ${call}, ${JSON.stringify(bitDepth)} ${describeProblem(full)}`));
+      }
+    } finally {
+      weights.destroy();
+    }
+  }
+
+  it.each([1, 2, 3])('== reference over the sweep, every rounding and bit width, threads %i', async (threads) => {
+    configureWasm({ threads });
+    const arbBitDepth = fc.record({
+      lhs: fc.oneof(fc.constant(8), fc.integer({ min: 1, max: 8 })),
+      rhs: fc.integer({ min: 1, max: 4 }),
+      rounding: fc.constantFrom(...ROUNDINGS),
+    });
+    await fc.assert(
+      fc.asyncProperty(arbProblem(), arbBitDepth, (p, b) => expectSame({ ...p, bitDepth: undefined }, b, `threads ${threads}`, threads)),
+      { numRuns: 60 },
+    );
+  });
+
+  it('every rounding at 4 bits on a few-row shape with K past the default rounding switch (384)', async () => {
+    configureWasm({ threads: 2 });
+    let seed = 99;
+    const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
+    for (const [M, N, K] of [
+      [1, 100, 500],
+      [16, 64, 391],
+      [5, 33, 1030],
+    ]) {
+      const problem: GemmProblem = {
+        lhs: { data: Uint8Array.from({ length: M * K }, () => next() >>> 24), rows: M, cols: K },
+        rhs: { data: Int8Array.from({ length: K * N }, () => (next() >>> 24) - 128), rows: K, cols: N, order: 'col-major' },
+        lhsZeroPoint: 131,
+        rhsZeroPoint: -5,
+        pipeline: [
+          { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1 << 28, shift: 6, offsetAfterShift: 100 },
+          { type: 'saturatingCast', to: 'int8' },
+        ],
+      };
+      for (const threads of [1, 2, 3])
+        for (const rounding of ROUNDINGS) await expectSame(problem, { lhs: 8, rhs: 4, rounding }, `${M}x${N}x${K}`, threads);
+    }
+  });
+
+  it('refuses a bitDepth that differs from the prepacked one, and more than 4 bits, naming bitDepth', async () => {
+    const rhs = { data: new Uint8Array(12).fill(7), rows: 3, cols: 4 };
+    const lhs = { data: new Uint8Array(6).fill(9), rows: 2, cols: 3 };
+    const fails = async (run: () => Promise<unknown>) => {
+      const e = await run().then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(InputError);
+      expect((e as InputError).field).toMatch(/^bitDepth/);
+    };
+    const four = await prepackCpu(rhs, { lhs: 8, rhs: 4, rounding: 'nearest' });
+    const eight = await prepackCpu(rhs);
+    await fails(() => gemm({ lhs, rhs: four }, { backend: 'cpu' }));
+    await fails(() => gemm({ lhs, rhs: four, bitDepth: { lhs: 8, rhs: 3, rounding: 'nearest' } }, { backend: 'cpu' }));
+    await fails(() => gemm({ lhs, rhs: four, bitDepth: { lhs: 8, rhs: 4, rounding: 'probabilistic-addmod' } }, { backend: 'cpu' }));
+    await fails(() => gemm({ lhs, rhs: eight, bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' } }, { backend: 'cpu' }));
+    await fails(() => prepackCpu(rhs, { lhs: 8, rhs: 5, rounding: 'nearest' }));
+    await fails(() => prepackCpu(rhs, { lhs: 8, rhs: 0, rounding: 'nearest' }));
+    // 'default' resolves to 'nearest' below K = 384: the same requantization.
+    const got = await gemm({ lhs, rhs: four, bitDepth: { lhs: 8, rhs: 4, rounding: 'default' } }, { backend: 'cpu' });
+    expect(Array.from(got.data)).toEqual(Array.from(referenceGemm({ lhs, rhs, bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' } }).data));
+    four.destroy();
+    eight.destroy();
+  });
+});

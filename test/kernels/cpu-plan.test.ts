@@ -1,0 +1,134 @@
+// The per-call path of a GEMM with a prepacked rhs (src/kernels/cpu-wasm/kernel.ts runPrepacked): a
+// repeated problem runs the plan made by its first call (validation, the encoded output program, the
+// threads' calls), writing only the new lhs. Every call bit for bit against the normative
+// referenceGemm: new lhs data each call, a per-channel vector edited in place (a new problem, never the
+// stale plan), other GEMMs and prepacks in between (which overwrite the kernels' memory), a change of
+// thread count, a destroyed operand, and bad input after a good call (still an InputError).
+
+import { describe, expect, it } from 'vitest';
+import { gemm } from '../../src/api.ts';
+import { InputError } from '../../src/errors.ts';
+import { configureWasm, prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import type { GemmProblem, OutputStage } from '../../src/types.ts';
+import { diffResults, formatMismatch } from '../support/compare.ts';
+
+const caps = await wasmCpuCaps();
+
+let seed = 12345;
+const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
+const bytes = (n: number) => Uint8Array.from({ length: n }, () => next() >>> 24);
+
+function pipelineFor(N: number): OutputStage[] {
+  return [
+    { type: 'bias', axis: 'col', values: Int32Array.from({ length: N }, () => (next() % 4001) - 2000) },
+    {
+      type: 'scaleInt32ByFixedPointAndExponent',
+      multiplier: Int32Array.from({ length: N }, () => (1 << 30) + (next() >>> 3)),
+      exponent: Int32Array.from({ length: N }, () => -8 - (next() % 5)),
+      offsetAfterShift: 128,
+      rounding: 'double',
+      axis: 'col',
+    },
+    { type: 'saturatingCast', to: 'uint8' },
+  ];
+}
+
+describe.skipIf(!caps.wasmSimd)('a prepacked rhs: the plan of a repeated problem', () => {
+  async function check(problem: GemmProblem, rhs: Awaited<ReturnType<typeof prepackCpu>>, what: string) {
+    const got = await gemm({ ...problem, rhs }, { backend: 'cpu' });
+    const d = diffResults(got, referenceGemm(problem));
+    if (d) expect.fail(formatMismatch(d, what));
+  }
+
+  it.each([1, 2, 3])('== reference call after call, threads %i: new lhs, edited vectors, other GEMMs between', async (threads) => {
+    configureWasm({ threads });
+    for (const [M, N, K] of [
+      [1, 64, 300],
+      [3, 40, 33],
+      [16, 72, 129],
+      [40, 17, 64],
+    ]) {
+      const rhs = { data: bytes(K * N), rows: K, cols: N };
+      const other = { data: bytes(K * 9), rows: K, cols: 9 };
+      const [packed, otherPacked] = await Promise.all([prepackCpu(rhs), prepackCpu(other)]);
+      try {
+        const pipeline = pipelineFor(N);
+        const lhs = { data: bytes(M * K), rows: M, cols: K };
+        const problem: GemmProblem = { lhs, rhs, lhsZeroPoint: 3, rhsZeroPoint: 130, pipeline };
+        const what = `${M}x${N}x${K}, threads ${threads}`;
+        for (let call = 0; call < 3; call++) {
+          lhs.data.set(bytes(M * K)); // the same array, new values
+          await check(problem, packed, `${what}, call ${call}`);
+        }
+        await check({ ...problem, lhs: { data: bytes(M * K), rows: M, cols: K } }, packed, `${what}, a new lhs array`);
+        // A per-channel vector edited in place: the same objects, a different problem.
+        const scale = pipeline[1] as Extract<OutputStage, { type: 'scaleInt32ByFixedPointAndExponent' }>;
+        (scale.exponent as Int32Array)[N - 1] += 2;
+        (pipeline[0] as Extract<OutputStage, { type: 'bias' }>).values = Int32Array.from({ length: N }, (_, n) => n * 3);
+        await check(problem, packed, `${what}, after editing the pipeline in place`);
+        // Other GEMMs overwrite the kernels' memory between two calls of this plan.
+        const otherProblem = { lhs: { data: bytes(M * K), rows: M, cols: K }, rhs: other, lhsZeroPoint: 1 };
+        await check(otherProblem, otherPacked, `${what}, another prepacked rhs`);
+        await check(problem, packed, `${what}, after another GEMM`);
+        await gemm({ ...otherProblem, rhs: other }, { backend: 'cpu' });
+        await check(problem, packed, `${what}, after a GEMM with a plain rhs`);
+        const third = await prepackCpu({ data: bytes(K * 5), rows: K, cols: 5 });
+        await check(problem, packed, `${what}, after a prepack`);
+        third.destroy();
+        await check(problem, packed, `${what}, after a destroy`);
+        configureWasm({ threads: threads === 1 ? 2 : 1 });
+        await check(problem, packed, `${what}, another thread count`);
+        configureWasm({ threads });
+        await check({ ...problem, pipeline: undefined }, packed, `${what}, no pipeline`);
+      } finally {
+        packed.destroy();
+        otherPacked.destroy();
+      }
+    }
+  });
+
+  it('a repeated call measures its threads against one thread and runs either, exactly', async () => {
+    configureWasm({ threads: 2 });
+    const K = 2048;
+    const N = 1024;
+    const rhs = { data: bytes(K * N), rows: K, cols: N };
+    for (const bitDepth of [undefined, { lhs: 8, rhs: 4, rounding: 'probabilistic-xorshift' as const }]) {
+      const packed = await prepackCpu(rhs, bitDepth);
+      const problem = { lhs: { data: bytes(K), rows: 1, cols: K }, rhs, pipeline: pipelineFor(N), bitDepth };
+      const ran = new Set<number>();
+      for (let call = 0; call < 12; call++) {
+        problem.lhs.data.set(bytes(K));
+        await check(problem, packed, `call ${call}, ${bitDepth ? '4' : '8'}-bit`);
+        ran.add(wasmRunStats.lastThreads);
+        expect(wasmRunStats.lastKernelMs).toBeGreaterThan(0);
+      }
+      expect([...ran].sort()).toEqual([1, 2]); // the first calls alternate
+      packed.destroy();
+    }
+  });
+
+  it('bad input after a good call is still an InputError; a destroyed operand too', async () => {
+    const rhs = { data: bytes(12), rows: 3, cols: 4 };
+    const packed = await prepackCpu(rhs);
+    const lhs = { data: bytes(6), rows: 2, cols: 3 };
+    await check({ lhs, rhs }, packed, 'good');
+    const fails = async (run: () => Promise<unknown>, field: string) => {
+      const e = await run().then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(InputError);
+      expect((e as InputError).field).toBe(field);
+    };
+    await fails(() => gemm({ lhs: { data: bytes(5), rows: 2, cols: 3 }, rhs: packed }, { backend: 'cpu' }), 'lhs');
+    await fails(
+      () => gemm({ lhs: { data: [1, 2, 3, 4, 5, 6] as unknown as Uint8Array, rows: 2, cols: 3 }, rhs: packed }, { backend: 'cpu' }),
+      'lhs',
+    );
+    await fails(() => gemm({ lhs, rhs: packed, lhsZeroPoint: 1.5 }, { backend: 'cpu' }), 'lhsZeroPoint');
+    await check({ lhs, rhs }, packed, 'good again');
+    packed.destroy();
+    await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu' }), 'rhs');
+  });
+});
