@@ -38,7 +38,8 @@ const pow2 = (x: number) => x > 0 && (x & (x - 1)) === 0;
 
 /** Whether the kernel takes this fragment shape and type (any subgroup size). */
 export function fragmentUsable(c: SubgroupMatrixConfig): boolean {
-  const types = (c.componentType === 'u8' && c.resultComponentType === 'u32') || (c.componentType === 'i8' && c.resultComponentType === 'i32');
+  const types =
+    (c.componentType === 'u8' && c.resultComponentType === 'u32') || (c.componentType === 'i8' && c.resultComponentType === 'i32');
   return types && 32 % c.M === 0 && 32 % c.N === 0 && 64 % c.K === 0 && c.M >= 1 && c.N >= 1 && c.K >= 1;
 }
 

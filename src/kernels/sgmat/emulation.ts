@@ -25,7 +25,12 @@ export interface RewriteRule {
 }
 
 export const EMULATION_RULES: readonly RewriteRule[] = [
-  { what: 'drop the subgroup-matrix directives', pattern: /^(enable subgroups;|enable chromium_experimental_subgroup_matrix;|diagnostic\(off, chromium\.subgroup_matrix_uniformity\);)$/gm, replace: '' },
+  {
+    what: 'drop the subgroup-matrix directives',
+    pattern:
+      /^(enable subgroups;|enable chromium_experimental_subgroup_matrix;|diagnostic\(off, chromium\.subgroup_matrix_uniformity\);)$/gm,
+    replace: '',
+  },
   { what: 'left and right fragment types', pattern: /subgroup_matrix_(left|right)<\w+, \w+, \w+>/g, replace: 'EmuOperand' },
   { what: 'result fragment type', pattern: /subgroup_matrix_result<\w+, \w+, \w+>/g, replace: 'EmuResult' },
   { what: 'fragment loads from the staging buffer', pattern: /subgroupMatrixLoad<\w+>\(&stage, /g, replace: 'emuLoad(' },
@@ -68,13 +73,11 @@ export const EMULATED_CONFIGS: readonly SgmatConfig[] = [
  * rewrite (the mutation test plants bugs there), under another `id` (pipelines are cached by id).
  * Runs on any adapter with the workgroup memory and size.
  */
-export function sgmatEmulatedKernel(
-  c: SgmatConfig,
-  opts: { source?: (c: SgmatConfig) => string; id?: string } = {},
-): GpuGemmKernel {
+export function sgmatEmulatedKernel(c: SgmatConfig, opts: { source?: (c: SgmatConfig) => string; id?: string } = {}): GpuGemmKernel {
   const source = opts.source ?? sgmatSource;
   const fits = (caps: Parameters<GpuGemmKernel['supports']>[0]) =>
-    caps.limits.maxComputeWorkgroupStorageSize >= SGMAT_WORKGROUP_BYTES && 4 * c.subgroupSize <= caps.limits.maxComputeInvocationsPerWorkgroup
+    caps.limits.maxComputeWorkgroupStorageSize >= SGMAT_WORKGROUP_BYTES &&
+    4 * c.subgroupSize <= caps.limits.maxComputeInvocationsPerWorkgroup
       ? c
       : null;
   return sgmatVariant(opts.id ?? 'sgmat-64x64-emulated', fits, (x) => emulateSubgroupMatrix(source(x)), false);
