@@ -11,6 +11,7 @@
 // plain-WGSL builtins, and is never chosen by 'auto'. A kernel that needs a self-test and fails it is
 // disabled by the context and reported here with all its problems as mismatches.
 
+import { InputError, QgemmError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
 import { describeAdapter } from './gpu/adapter.ts';
 import { GpuContext } from './gpu/context.ts';
@@ -23,6 +24,11 @@ import type { GpuGemmKernel } from './kernels/types.ts';
 import { referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand, OutputStage } from './types.ts';
+
+/** `qgemm verify` found a kernel whose results differ from the reference (exit code 1). */
+export class VerifyMismatchError extends QgemmError {
+  override name = 'VerifyMismatchError';
+}
 
 /** One kernel's line of the report. */
 export interface VerifyRow {
@@ -248,6 +254,10 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
   const problems = verifyProblems();
   const rows: VerifyRow[] = [];
   const wanted = (id: string) => !opts.kernels || opts.kernels.includes(id);
+  const known = new Set([...GPU_KERNELS, ...CPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated'));
+  for (const id of opts.kernels ?? []) {
+    if (!known.has(id)) throw new InputError('kernel', `unknown kernel ${JSON.stringify(id)}; known kernels: ${[...known].join(', ')}`);
+  }
   const push = (row: VerifyRow) => {
     rows.push(row);
     opts.onRow?.(row);
