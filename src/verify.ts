@@ -152,6 +152,14 @@ export function verifyProblems(): GemmProblem[] {
   return [...selfTestProblems(), ...sweep, ...lowBit];
 }
 
+/** The reference result of each problem, computed once (several kernels check the same problems). */
+const references = new WeakMap<GemmProblem, GemmResult>();
+function reference(p: GemmProblem): GemmResult {
+  let r = references.get(p);
+  if (!r) references.set(p, (r = referenceGemm(p)));
+  return r;
+}
+
 /** Element-wise comparison with the reference: '' when equal, else one line. */
 function compare(got: GemmResult, want: GemmResult): string {
   if (got.dtype !== want.dtype || got.data.length !== want.data.length) {
@@ -194,7 +202,7 @@ export async function verifyProblemsWith(
       why =
         expectKernel && ranWith !== expectKernel
           ? `ran ${ranWith} instead (${expectKernel} disabled: failed its self-test)`
-          : compare(result, referenceGemm(p));
+          : compare(result, reference(p));
     } catch (e) {
       why = `threw ${(e as Error).message.split('\n')[0]}`;
     }
@@ -265,7 +273,7 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
   if (backend === 'cpu') {
     const caps = await readyCpuCaps();
     for (const k of CPU_KERNELS) {
-      if (!wanted(k.id)) continue;
+      if (!wanted(k.id) || !problems.some((p) => k.supports(caps, normalizeProblem(p)))) continue;
       const row = await verifyProblemsWith(
         problems,
         (p) => k.supports(caps, normalizeProblem(p)),

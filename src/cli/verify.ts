@@ -3,13 +3,16 @@
 // as JSON on stdout. Any mismatch makes the command fail with exit code 1 (a VerifyMismatchError after
 // the report), so a script or a device run can stop before trusting a kernel on an unknown driver.
 
-import { VerifyMismatchError, formatVerifyReport, verifyDevice } from '../verify.ts';
+import { VerifyMismatchError, type VerifyOptions, formatVerifyReport, verifyDevice } from '../verify.ts';
 
 export async function cmdVerify(
   o: { backend: string; json?: boolean; kernel?: string[] },
   io: { out(t: string): void; err(t: string): void },
+  /** Test hook: a device and extra kernels. */
+  hook: Pick<VerifyOptions, 'device' | 'extraKernels'> = {},
 ): Promise<void> {
   const report = await verifyDevice({
+    ...hook,
     backend: o.backend as 'webgpu' | 'cpu',
     kernels: o.kernel,
     onRow: o.json

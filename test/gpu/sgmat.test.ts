@@ -47,7 +47,7 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
       );
       expect(row.detail).toBe('');
       expect(row.mismatches).toBe(0);
-      expect(row.problems).toBe(verifyProblems().length);
+      expect(row.problems).toBe(problems.length);
     });
 
     it('seeded random problems: the shape sweep, and shapes of several tiles and k steps', async () => {
@@ -91,7 +91,7 @@ describe.skipIf(!gpu)('mutation test: every bug planted in the kernel text makes
   const config: SgmatConfig = EMULATED_CONFIGS[0];
   // The sweep first (small and deep problems), then the self-test problems.
   const all = verifyProblems();
-  const problems = [...all.slice(4), ...all.slice(0, 4)];
+  const problems = [...all.slice(4), ...all.slice(0, 4)].filter((p) => p.lhs.cols <= 10000);
   it.each(MUTATIONS)('%s', async (name, from, to) => {
     const real = sgmatSource(config);
     expect(real.split(from).length - 1, `"${from}" must occur once in the kernel`).toBe(1);
