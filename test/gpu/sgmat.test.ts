@@ -40,8 +40,11 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
       expect(ctx.lastRun.kernel).toBe(kernel.id);
     };
 
+    // The self-test's 64 x 64 x 40000 int32-wrap problem (tens of seconds emulated on SwiftShader) runs at
+    // the configuration of real hardware only; the real builtins run it at 8x8x8 on lavapipe.
+    const problems = verifyProblems().filter((p) => config === EMULATED_CONFIGS[0] || p.lhs.cols <= 10000);
     it('the fixed suite: self-test problems, every type, order, zero-point form and stage kind, several tiles and k steps', async () => {
-      const row = await verifyGpuKernel(gpu!.device, kernel, verifyProblems(), { kernels: [kernel, ...GPU_KERNELS] });
+      const row = await verifyGpuKernel(gpu!.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
       console.log(
         `[sgmat emulated ${configLabel(config)}] ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`,
       );
