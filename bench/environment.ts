@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { INSTALL_HINT, SWIFTSHADER_ICD } from '../src/gpu/dawn.ts';
 import { describeAdapter, type AdapterSummary } from '../src/gpu/adapter.ts';
 import { isHardwareAdapterAvailable } from '../src/gpu/acquire.ts';
-import { GpuContext } from '../src/gpu/context.ts';
+import { GpuContext } from '../src/scheduler/context.ts';
 
 export interface Machine {
   cpu: string;

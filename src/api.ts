@@ -6,13 +6,13 @@
 // The problem is validated before any device is asked for. One GpuContext per kind is kept and re-made
 // after a device loss; a call that meets a loss is retried once on a fresh device, and 'auto' then falls
 // back to the CPU with a warning. The elementwise ops
-// (src/elementwise/plan.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
+// (src/spec/elementwise.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
 // on a device.
 
 import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
-import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './elementwise/plan.ts';
+import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './spec/elementwise.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
 import { isCpuPacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
@@ -20,14 +20,14 @@ import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
-import { GpuContext, type GpuContextOptions } from './gpu/context.ts';
+import { GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
 /** A GEMM problem whose rhs may be prepacked for the CPU path (prepackCpu). */
 export type GemmInput = Omit<GemmProblem, 'rhs'> & { rhs: Operand | CpuPackedOperand };
 export type GemmOp = { op: 'gemm'; problem: GemmInput };
-/** add/sub/mul/alignedAdd/alignedSub (src/elementwise/plan.ts). */
+/** add/sub/mul/alignedAdd/alignedSub (src/spec/elementwise.ts). */
 export type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
 export type Op = GemmOp | ElementwiseRunOp;
 type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
@@ -145,7 +145,7 @@ export function gemm(problem: GemmInput, options: GemmOptions = {}): Promise<Gem
   return runOp({ op: 'gemm', problem }, options.backend ?? 'auto', options);
 }
 
-/** One elementwise op (src/elementwise/plan.ts) on the chosen backend; the result says which backend ran it. */
+/** One elementwise op (src/spec/elementwise.ts) on the chosen backend; the result says which backend ran it. */
 export function elementwise(problem: ElementwiseProblem, options: GemmOptions = {}): Promise<Ran<ElementwiseResult>> {
   return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
 }

@@ -15,7 +15,7 @@ export {
   type ElementwiseResult,
   type ElementwiseOutput,
   type QuantizedTensor,
-} from './elementwise/plan.ts';
+} from './spec/elementwise.ts';
 export { saturatingRoundingDoublingHighMul, roundingDivideByPOT, multiplyByQuantizedMultiplier } from './quant/fixedpoint.ts';
 export {
   quantizeMultiplier,

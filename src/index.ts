@@ -1,6 +1,6 @@
 // qgemm-webgpu's public API: quantized GEMM (pack -> gemm -> output) and elementwise ops on WebGPU or the
 // CPU, bit-exact with the normative CPU reference. This file only re-exports, and only what a user
-// needs; the math is specified in ./types.ts (GEMM) and ./elementwise/plan.ts (elementwise ops).
+// needs; the math is specified in ./types.ts (GEMM) and ./spec/elementwise.ts (elementwise ops).
 //
 //   gemm(problem, { backend })          one GEMM, 'auto' | 'webgpu' | 'cpu'
 //   elementwise(problem, { backend })   TFLite add/sub/mul, alignedAdd/alignedSub
@@ -34,7 +34,7 @@ export {
   type PackedOperand,
   type GemmTiming,
   type LastRun,
-} from './gpu/context.ts';
+} from './scheduler/context.ts';
 export type { AdapterCaps, PlanLimits, SubgroupMatrixConfig } from './gpu/caps.ts';
 export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
 export { isHardwareAdapterAvailable } from './gpu/acquire.ts';

@@ -1,7 +1,7 @@
 // `qgemm verify` and verifyDevice(): an exactness check of every GEMM kernel on the user's own adapter
 // (or CPU), for drivers this project never saw. Each kernel the adapter supports is forced in turn over
 // one fixed suite, pack -> gemm -> output end to end, and compared bit for bit with the normative
-// reference (src/reference/gemm.ts): the self-test problems (src/kernels/self-test.ts) plus a small
+// reference (src/reference/gemm.ts): the self-test problems (src/scheduler/self-test.ts) plus a small
 // deterministic sweep (every operand type, storage order, zero-point form and stage kind; odd shapes;
 // shapes with several 64-tiles and at least two 64-byte k steps; less-than-8-bit operands). It takes
 // seconds on a GPU and well under a minute per kernel on SwiftShader.
@@ -14,12 +14,12 @@
 import { InputError, QgemmError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
 import { describeAdapter } from './gpu/adapter.ts';
-import { GpuContext } from './gpu/context.ts';
+import { GpuContext } from './scheduler/context.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS } from './kernels/registry.ts';
 import { bestConfig, configLabel, type SgmatConfig } from './kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from './kernels/sgmat/emulation.ts';
-import { selfTestProblems } from './kernels/self-test.ts';
+import { selfTestProblems } from './scheduler/self-test.ts';
 import type { GpuGemmKernel } from './kernels/types.ts';
 import { referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './spec/problem.ts';

@@ -14,7 +14,7 @@ import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { prepackCpu } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
-import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/gpu/context.ts';
+import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/scheduler/context.ts';
 import { roundUp } from '../../src/gpu/plan.ts';
 import type { GemmResult, Operand } from '../../src/types.ts';
 import { bitDepthFor, hashBytes, problemFor, type ShapeData } from '../problems.ts';

@@ -7,7 +7,7 @@
 import { dirname, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
 import { serializeNpy } from '../io/npy.ts';
-import { ELEMENTWISE_OPS } from '../elementwise/plan.ts';
+import { ELEMENTWISE_OPS } from '../spec/elementwise.ts';
 import { normalizeProblem } from '../spec/problem.ts';
 import { runOp, type Backend } from '../api.ts';
 import type { GemmProblem } from '../types.ts';

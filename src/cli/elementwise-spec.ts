@@ -20,7 +20,7 @@ import {
   type ElementwiseOutput,
   type ElementwiseProblem,
   type QuantizedTensor,
-} from '../elementwise/plan.ts';
+} from '../spec/elementwise.ts';
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 

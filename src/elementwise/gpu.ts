@@ -14,9 +14,9 @@ import { getPipeline } from '../gpu/pipelines.ts';
 import { planElementwise, roundUp } from '../gpu/plan.ts';
 import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
-import { ELEMENTWISE_KIND_CODE } from '../kernels/wgsl/codes.ts';
-import { fixedpointLibrary } from '../kernels/wgsl/source.ts';
-import type { ElementwisePlan, ElementwiseResult } from './plan.ts';
+import { ELEMENTWISE_KIND_CODE } from '../wgsl/codes.ts';
+import { fixedpointLibrary } from '../wgsl/source.ts';
+import type { ElementwisePlan, ElementwiseResult } from '../spec/elementwise.ts';
 import elementwiseWgsl from './elementwise.wgsl?raw';
 
 /** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */

@@ -1,9 +1,9 @@
-// The pure dispatch planner of the GPU path (pack -> gemm -> output): how one pack, one GEMM or one
-// elementwise op is cut into storage-binding bands (each within maxStorageBufferBindingSize, at offsets
-// aligned to minStorageBufferOffsetAlignment) and into dispatches (each within
-// maxComputeWorkgroupsPerDimension, a flattened 2-D grid with a base index). No GPU objects here: plans
-// are plain data, unit-tested over many limit sets (test/unit/plan.test.ts), and encoded by
-// src/pack/pack.ts, the GEMM kernels and src/elementwise/gpu.ts.
+// The pure dispatch planner of the GPU path (pack -> gemm -> output): how one GEMM or one elementwise
+// op is cut into storage-binding bands (each within maxStorageBufferBindingSize, at offsets aligned to
+// minStorageBufferOffsetAlignment) and into dispatches (each within maxComputeWorkgroupsPerDimension, a
+// flattened 2-D grid with a base index), with the arithmetic the pack stage's planner (src/pack/plan.ts)
+// shares. No GPU objects here: plans are plain data, unit-tested over many limit sets
+// (test/unit/plan.test.ts), and encoded by the GEMM kernels and src/elementwise/gpu.ts.
 
 import { LimitExceededError } from '../errors.ts';
 import type { BitDepth, DstType, Order } from '../types.ts';
@@ -38,116 +38,6 @@ export function flatDispatches(total: number, max: number): FlatDispatch[] {
   return out;
 }
 
-/**
- * A packed layout: 4 consecutive k values per u32 (8 when valueBits is 4), K padded to `depthAlign`,
- * outer rows to `rowAlign`.
- */
-export interface PackLayout {
-  rowAlign: number;
-  depthAlign: number;
-  /** Bits per packed value: 8 (default) or 4 (two values per byte). */
-  valueBits?: number;
-}
-
-/** Bytes of one packed row of `depth` values in `layout`. */
-export const layoutRowBytes = (depth: number, layout: PackLayout) => (roundUp(depth, layout.depthAlign) * (layout.valueBits ?? 8)) / 8;
-
-/** Where an operand's bytes are: element (outer, k) at byte outer*outerStride + k*depthStride. */
-export interface PackSource {
-  bytes: number;
-  outerStride: number;
-  depthStride: number;
-}
-
-export interface PackDispatch extends FlatDispatch {
-  /** The source binding: [srcBase, srcBase + srcSize) bytes, holding the k range [depthBegin, depthEnd). */
-  srcBase: number;
-  srcSize: number;
-  depthBegin: number;
-  depthEnd: number;
-  /** First packed row of the dispatch (the packed binding starts there) and its row count. */
-  outerBase: number;
-  rows: number;
-}
-
-/**
- * Bands and dispatches that pack an operand of `outer` rows of `depth` values: source bands that fit a
- * binding (whole rows when k is contiguous, k slices otherwise, at aligned offsets), packed-row chunks
- * that fit a binding, grids within the workgroup-count limit. One workgroup per `rowsPerWorkgroup` packed
- * rows. Only the
- * operand's own rows are packed: the padding rows up to the layout's rowAlign keep whatever the buffer
- * held, since kernels compute and discard the dst elements they give (src/pack/formats.ts).
- * `bufferSize`: the source buffer's size (a binding may not run past it).
- */
-export function planPack(
-  src: PackSource,
-  bufferSize: number,
-  outer: number,
-  depth: number,
-  layout: PackLayout,
-  limits: PlanLimits,
-  what: string,
-  rowsPerWorkgroup = 1,
-): PackDispatch[] {
-  const {
-    maxStorageBufferBindingSize: maxBinding,
-    maxComputeWorkgroupsPerDimension: maxWG,
-    minStorageBufferOffsetAlignment: alignment,
-  } = limits;
-  const rowBytes = layoutRowBytes(depth, layout);
-  const packedRows = floorTo(maxBinding / rowBytes, layout.rowAlign);
-  if (packedRows === 0)
-    throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: one packed row band needs ${layout.rowAlign * rowBytes} bytes`);
-
-  type Band = { srcBase: number; srcEnd: number; depthBegin: number; depthEnd: number; outerBegin: number; outerEnd: number };
-  const bands: Band[] = [];
-  if (src.bytes <= maxBinding) {
-    bands.push({ srcBase: 0, srcEnd: src.bytes, depthBegin: 0, depthEnd: depth, outerBegin: 0, outerEnd: outer });
-  } else if (src.depthStride === 1) {
-    const unit = alignedUnit(src.outerStride, alignment); // band offsets must stay aligned
-    const step = floorTo(maxBinding / src.outerStride, unit);
-    if (step === 0)
-      throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} rows of the operand exceed a storage binding`);
-    for (let o = 0; o < outer; o += step) {
-      const end = Math.min(outer, o + step);
-      bands.push({
-        srcBase: o * src.outerStride,
-        srcEnd: Math.min(src.bytes, end * src.outerStride),
-        depthBegin: 0,
-        depthEnd: depth,
-        outerBegin: o,
-        outerEnd: end,
-      });
-    }
-  } else {
-    const unit = alignedUnit(src.depthStride, alignment, 32 / (layout.valueBits ?? 8)); // aligned offsets, whole packed words
-    const step = floorTo(maxBinding / src.depthStride, unit);
-    if (step === 0)
-      throw new LimitExceededError('maxStorageBufferBindingSize', `${what}: ${unit} k-slices of the operand exceed a storage binding`);
-    for (let k = 0; k < depth; k += step) {
-      bands.push({
-        srcBase: k * src.depthStride,
-        srcEnd: Math.min(src.bytes, (k + step) * src.depthStride),
-        depthBegin: k,
-        depthEnd: Math.min(depth, k + step),
-        outerBegin: 0,
-        outerEnd: outer,
-      });
-    }
-  }
-  const out: PackDispatch[] = [];
-  for (const band of bands) {
-    const srcSize = Math.min(roundUp(band.srcEnd - band.srcBase, 4), bufferSize - band.srcBase);
-    for (let o = band.outerBegin; o < band.outerEnd; o += packedRows) {
-      const rows = Math.min(packedRows, band.outerEnd - o);
-      for (const d of flatDispatches(Math.ceil(rows / rowsPerWorkgroup), maxWG)) {
-        out.push({ ...d, srcBase: band.srcBase, srcSize, depthBegin: band.depthBegin, depthEnd: band.depthEnd, outerBase: o, rows });
-      }
-    }
-  }
-  return out;
-}
-
 /** What a GEMM plan (and a kernel's choice) needs of the problem. */
 export interface GemmShape {
   M: number;
@@ -173,6 +63,12 @@ export function dstLayout(shape: GemmShape): DstLayout {
   return { stride, elementBytes, bytes: stride * (colMajor ? shape.N : shape.M) * elementBytes };
 }
 
+/** How the packed operands of a GEMM are padded: rows to `rowAlign`, depth to `depthAlign` (src/pack/formats.ts). */
+export interface RowAlignment {
+  rowAlign: number;
+  depthAlign: number;
+}
+
 export interface GemmDispatch extends FlatDispatch {
   /** First dst row and column of the band (the packed lhs/rhs bindings start there). */
   m0: number;
@@ -195,7 +91,7 @@ export interface GemmDispatch extends FlatDispatch {
  * columns and dst lines within one storage binding, and only tiles that hold dst elements are dispatched
  * (M = 1 runs one row of tiles, not the rowAlign/tileM rows of a padded band).
  */
-export function planGemm(shape: GemmShape, layout: PackLayout, tileM: number, tileN: number, limits: PlanLimits): GemmDispatch[] {
+export function planGemm(shape: GemmShape, layout: RowAlignment, tileM: number, tileN: number, limits: PlanLimits): GemmDispatch[] {
   const { M, N, K } = shape;
   const { maxStorageBufferBindingSize: maxBinding, maxComputeWorkgroupsPerDimension: maxWG } = limits;
   const rowBytes = roundUp(K, layout.depthAlign);

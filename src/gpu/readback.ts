@@ -5,7 +5,7 @@
 
 import { allocateDst } from '../spec/dst.ts';
 import type { DstData, DstType, GemmResult } from '../types.ts';
-import type { GpuMatrix } from './operands.ts';
+import type { GpuMatrix } from './matrix.ts';
 import { roundUp } from './plan.ts';
 import { runInErrorScope } from './scopes.ts';
 

@@ -8,7 +8,7 @@ import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
 import { planGemm, roundUp } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormatId } from '../pack/formats.ts';
-import { epilogueEntries } from './epilogue/epilogue.ts';
+import { epilogueEntries } from '../epilogue/epilogue.ts';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
 
 /**

@@ -10,7 +10,7 @@ import type { UniformSlab } from '../gpu/uniforms.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
 import type { GemmResult, OperandType } from '../types.ts';
-import type { EpilogueCall } from './epilogue/epilogue.ts';
+import type { EpilogueCall } from '../epilogue/epilogue.ts';
 
 /** Packed operands with their sums, on the GPU. */
 export interface PackedPair {

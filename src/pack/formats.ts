@@ -4,9 +4,21 @@
 // 8-bit formats differ only in row padding, so an operand packed with more padding serves every kernel
 // whose row alignment divides its own (formatServes): a 'u8k4-r128' operand feeds the 64-row kernels too.
 
-import type { PackLayout } from '../gpu/plan.ts';
+import { roundUp } from '../gpu/plan.ts';
 
-export { layoutRowBytes as packedRowBytes } from '../gpu/plan.ts';
+/**
+ * A packed layout: 4 consecutive k values per u32 (8 when valueBits is 4), K padded to `depthAlign`,
+ * outer rows to `rowAlign`.
+ */
+export interface PackLayout {
+  rowAlign: number;
+  depthAlign: number;
+  /** Bits per packed value: 8 (default) or 4 (two values per byte). */
+  valueBits?: number;
+}
+
+/** Bytes of one packed row of `depth` values in `layout`. */
+export const packedRowBytes = (depth: number, layout: PackLayout) => (roundUp(depth, layout.depthAlign) * (layout.valueBits ?? 8)) / 8;
 
 export type PackFormatId = 'u8k4-r64' | 'u8k4-r128' | 'u4k8-r64';
 

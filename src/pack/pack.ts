@@ -1,17 +1,20 @@
 // The host side of the PACK stage (PACK -> gemm -> output): records ./pack.wgsl over one operand into a
-// compute pass, following a plan from src/gpu/plan.ts planPack (source bands, packed-row chunks,
+// compute pass, following a plan from src/pack/plan.ts planPack (source bands, packed-row chunks,
 // flattened grids), with the requantization of less-than-8-bit operands (src/quant/lowbit.ts). The
 // operand's bytes are read where they are (an uploaded array or a caller's GPU buffer), with strides
 // that read it as [outer][depth]: lhs [M,K] has outer = m, rhs [K,N] outer = n.
 
 import { getPipeline } from '../gpu/pipelines.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
-import { layoutRowBytes, planPack, type PackDispatch, type PackSource } from '../gpu/plan.ts';
+import { packedRowBytes } from './formats.ts';
+import { planPack, type PackDispatch, type PackSource } from './plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
-import type { BitDepth } from '../types.ts';
-import { ROUNDING_CODE, wgslCodes } from '../kernels/wgsl/codes.ts';
+import type { BitDepth, Operand } from '../types.ts';
+import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
+import type { BufferPool } from '../gpu/pool.ts';
+import { ROUNDING_CODE, wgslCodes } from '../wgsl/codes.ts';
 import type { PackFormat } from './formats.ts';
 import pack from './pack.wgsl?raw';
 
@@ -66,18 +69,63 @@ export interface PackJob {
   sums: GPUBuffer;
 }
 
-/** The job that packs `src` (its plan from src/gpu/plan.ts, and which entry point runs it). */
-export function packJob(
+/**
+ * Where an operand's bytes are on the GPU: a GpuMatrix where it is; a CPU array uploaded into a pooled
+ * buffer (added to `uploads.pooled`, to be released by the caller after submission).
+ */
+function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 'rhs', uploads: Uploads): OperandSource {
+  let buffer: GPUBuffer;
+  let stride: number;
+  let bytes: number;
+  const signed = isGpuMatrix(x) ? x.dtype === 'int8' : x.data instanceof Int8Array;
+  if (isGpuMatrix(x)) {
+    buffer = x.buffer;
+    stride = x.stride;
+    bytes = x.buffer.size;
+  } else {
+    bytes = x.data.byteLength;
+    buffer = uploads.pool.acquire(Math.max(4, Math.ceil(bytes / 4) * 4), side);
+    uploads.pooled.push(buffer);
+    // writeBuffer takes whole words: the body as it is, the last partial word padded with zeros.
+    const body = bytes & ~3;
+    if (body > 0) device.queue.writeBuffer(buffer, 0, x.data.buffer, x.data.byteOffset, body);
+    if (body < bytes) {
+      const tail = new Uint8Array(4);
+      tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));
+      device.queue.writeBuffer(buffer, body, tail);
+    }
+    stride = x.order === 'col-major' ? x.rows : x.cols;
+  }
+  // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
+  const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default
+  return { buffer, bytes, signed, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
+}
+
+/** Where CPU operands are uploaded: pooled buffers, listed in `pooled` for release after submission. */
+export interface Uploads {
+  pool: BufferPool;
+  pooled: GPUBuffer[];
+}
+
+/**
+ * The one way an operand is packed, for prepack and for a GEMM's own operands alike: its bytes found
+ * (a CPU array uploaded, a GpuMatrix read where it is), its plan (./plan.ts) and which entry point runs
+ * it, into `packed` and `sums`. Recorded by encodePack.
+ */
+export function packOperand(
+  device: GPUDevice,
+  x: Operand | GpuMatrix,
   side: 'lhs' | 'rhs',
-  src: OperandSource,
-  outer: number,
-  depth: number,
   format: PackFormat,
   requant: Requantization,
   limits: PlanLimits,
-  packed: GPUBuffer,
-  sums: GPUBuffer,
+  target: { packed: GPUBuffer; sums: GPUBuffer },
+  uploads: Uploads,
 ): PackJob {
+  const outer = side === 'lhs' ? x.rows : x.cols;
+  const depth = side === 'lhs' ? x.cols : x.rows;
+  const src = operandSource(device, x, side, uploads);
+  const { packed, sums } = target;
   // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
   const transpose = src.depthStride !== 1 && format.valueBits === 8;
   const plan = planPack(src, src.buffer.size, outer, depth, format, limits, side, transpose ? TRANSPOSE_ROWS : 1);
@@ -100,7 +148,7 @@ export function encodePack(
   const { side, src, outer, depth, requant } = job;
   if (job.format.valueBits < requant.bits) throw new Error(`internal: ${requant.bits}-bit ${side} packed as ${job.format.id}`);
   const layout = uniformLayout(source, 'PackParams');
-  const rowBytes = layoutRowBytes(depth, job.format);
+  const rowBytes = packedRowBytes(depth, job.format);
   const paddedOuter = Math.ceil(outer / job.format.rowAlign) * job.format.rowAlign;
   const bindGroupLayout = pipeline.getBindGroupLayout(0);
   pass.setPipeline(pipeline);

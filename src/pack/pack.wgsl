@@ -16,7 +16,7 @@
 // One workgroup packs one outer row; its threads stride over the row's words and reduce the sum in
 // workgroup memory. Element (outer, k) of the source lives at byte outer*outerStride + k*depthStride of
 // the logical operand; the bound `src` range starts at byte srcBase and may hold only the k range
-// [depthBegin, depthEnd) (src/gpu/plan.ts planPack splits operands larger than a storage binding into bands).
+// [depthBegin, depthEnd) (src/pack/plan.ts planPack splits operands larger than a storage binding into bands).
 
 override WORKGROUP_SIZE: u32 = 64u;
 

@@ -1,11 +1,11 @@
 // The normative CPU evaluation of the elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub): the
-// per-element formulas specified in src/elementwise/plan.ts, applied naively to every output element of
+// per-element formulas specified in src/spec/elementwise.ts, applied naively to every output element of
 // a prepared plan. It is also the CPU backend of the elementwise ops (there is no faster CPU path), and
 // the reference that the WebGPU kernel (src/elementwise/gpu.ts) is checked against bit for bit.
 
 import { multiplyByQuantizedMultiplier } from '../quant/fixedpoint.ts';
 import type { QuantizedMultiplier } from '../quant/quantize.ts';
-import { prepareElementwise, type ElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../elementwise/plan.ts';
+import { prepareElementwise, type ElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../spec/elementwise.ts';
 
 /** The value of one output element from its two inputs and their channels (the per-element formulas above). */
 export function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: number, channelB: number): number {

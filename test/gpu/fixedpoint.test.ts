@@ -1,4 +1,4 @@
-// GPU tier: src/kernels/wgsl/{fixedpoint,tanh,lowbit}.wgsl, the exact int32 fixed-point arithmetic of the output stage
+// GPU tier: src/wgsl/{fixedpoint,tanh,lowbit}.wgsl, the exact int32 fixed-point arithmetic of the output stage
 // (pack -> gemm -> OUTPUT), run on a real WebGPU device (SwiftShader on machines without a GPU) and
 // compared bit for bit with the CPU reference of the same names in src/quant/fixedpoint.ts,
 // src/quant/tanh.ts and src/quant/lowbit.ts. Inputs: every edge value (0, +-1, +-2^k, +-(2^k +- 1), INT32_MIN/MAX and their
@@ -9,9 +9,9 @@
 
 import { afterAll, describe, expect, test } from 'vitest';
 import { Rng } from '../../tools/random.ts';
-import fixedpointWgsl from '../../src/kernels/wgsl/fixedpoint.wgsl?raw';
-import lowbitWgsl from '../../src/kernels/wgsl/lowbit.wgsl?raw';
-import tanhWgsl from '../../src/kernels/wgsl/tanh.wgsl?raw';
+import fixedpointWgsl from '../../src/wgsl/fixedpoint.wgsl?raw';
+import lowbitWgsl from '../../src/wgsl/lowbit.wgsl?raw';
+import tanhWgsl from '../../src/wgsl/tanh.wgsl?raw';
 import harnessWgsl from './fixedpoint-harness.wgsl?raw';
 import {
   mulWide,

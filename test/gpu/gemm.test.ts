@@ -1,4 +1,4 @@
-// GPU tier: the WebGPU path (pack -> gemm -> output, src/gpu/context.ts) against the CPU reference,
+// GPU tier: the WebGPU path (pack -> gemm -> output, src/scheduler/context.ts) against the CPU reference,
 // bit for bit, every submission inside validation/out-of-memory error scopes: every kernel of the
 // registry forced in turn over the shape sweep and odd rectangles, shapes that cross every tile
 // boundary, a K large enough to make int32 wrap, every operand type, storage order, zero-point form
@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } from '../../src/errors.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { GpuContext, type GpuGemmProblem } from '../../src/gpu/context.ts';
+import { GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { adapterCaps } from '../../src/gpu/caps.ts';
 import { describeAdapter } from '../../src/gpu/adapter.ts';

@@ -10,7 +10,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GpuContext } from '../../src/gpu/context.ts';
+import { GpuContext } from '../../src/scheduler/context.ts';
 import { configLabel, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';

@@ -8,7 +8,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GpuContext } from '../../src/gpu/context.ts';
+import { GpuContext } from '../../src/scheduler/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';

@@ -8,7 +8,7 @@
 // and lowered limits that split operands and grids into bands.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { GpuContext } from '../../src/gpu/context.ts';
+import { GpuContext } from '../../src/scheduler/context.ts';
 import { bestConfig, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
 import { sgmatKernel, sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';

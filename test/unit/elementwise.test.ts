@@ -1,4 +1,4 @@
-// Unit tier of the elementwise ops (src/elementwise/plan.ts, src/reference/elementwise.ts): values worked out by hand
+// Unit tier of the elementwise ops (src/spec/elementwise.ts, src/reference/elementwise.ts): values worked out by hand
 // for every op; the integer parameters TFLite's Prepare derives; TFLite's published quantized test
 // expectations (kernels/add_test.cc, sub_test.cc, mul_test.cc: float inputs quantized with the test
 // utility's float32 QuantizationParams, outputs within the tests' own tolerances); the float32-vs-double
@@ -23,7 +23,7 @@ import {
   type ElementwiseOp,
   type ElementwiseProblem,
   type QuantizedTensor,
-} from '../../src/elementwise/plan.ts';
+} from '../../src/spec/elementwise.ts';
 import { elementwise } from '../../src/api.ts';
 import { alignedFixedPoint } from '../oracle/elementwise-oracle.ts';
 import { Rng } from '../oracle/random-spec.ts';

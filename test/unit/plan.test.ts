@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { PlanLimits } from '../../src/gpu/caps.ts';
-import { alignedUnit, dstLayout, flatDispatches, planElementwise, planGemm, planPack, roundUp } from '../../src/gpu/plan.ts';
+import { alignedUnit, dstLayout, flatDispatches, planElementwise, planGemm, roundUp } from '../../src/gpu/plan.ts';
+import { planPack } from '../../src/pack/plan.ts';
 import { PACK_FORMATS } from '../../src/pack/formats.ts';
 import { LimitExceededError } from '../../src/errors.ts';
 

@@ -5,7 +5,7 @@
 
 import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
-import { gemmKernelSource } from '../wgsl/source.ts';
+import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
 const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };

@@ -8,7 +8,7 @@
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
-import { gemmKernelSource } from '../wgsl/source.ts';
+import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
 const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };

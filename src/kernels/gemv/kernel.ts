@@ -9,12 +9,14 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
-import { layoutRowBytes, planGemm } from '../../gpu/plan.ts';
+import { planGemm } from '../../gpu/plan.ts';
+import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
-import { epilogueEntries } from '../epilogue/epilogue.ts';
+import { epilogueEntries } from '../../epilogue/epilogue.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
-import { dot4Library, epilogueLibrary } from '../wgsl/source.ts';
+import { epilogueLibrary } from '../../epilogue/source.ts';
+import { dot4Library } from '../../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
 import reduceSubgroup from './gemv-reduce-subgroup.wgsl?raw';
 import reduceWorkgroup from './gemv-reduce-workgroup.wgsl?raw';
@@ -67,8 +69,8 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
     pipeline: (device: GPUDevice, _caps: AdapterCaps) => getPipeline(device, { id, source, entryPoint: 'gemv', overrides }),
     encode: (e: GemmEncoding) => {
       const layout = uniformLayout(source, 'TileParams');
-      const lhsRow = layoutRowBytes(e.shape.K, lhsFormat);
-      const rhsRow = layoutRowBytes(e.shape.K, rhsFormat);
+      const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
+      const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
       const bindGroupLayout = e.pipeline.getBindGroupLayout(0);
       e.pass.setPipeline(e.pipeline);
       for (const d of e.dispatches) {

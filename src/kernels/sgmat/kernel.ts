@@ -8,14 +8,14 @@
 // tools/lavapipe.sh, test/lavapipe/), and through the emulated builtins of ./emulation.ts on SwiftShader
 // at 16x16x32, 16x8x32 and 8x8x8 (test/gpu/sgmat.test.ts). Real hardware fragments (NVIDIA's 16x16x32)
 // are checked on the device itself: the kernel declares `needsSelfTest`, so before a device first uses
-// it the context runs the exactness self-test of ../self-test.ts and, if it fails, disables the kernel
+// it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables the kernel
 // for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
 import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
-import { epilogueLibrary } from '../wgsl/source.ts';
+import { epilogueLibrary } from '../../epilogue/source.ts';
 import { bestConfig, configConstants, configLabel, REFLECTION_CONSTANTS, type SgmatConfig } from './config.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';

@@ -7,12 +7,13 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
-import { layoutRowBytes } from '../../gpu/plan.ts';
+import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
-import { epilogueEntries } from '../epilogue/epilogue.ts';
+import { epilogueEntries } from '../../epilogue/epilogue.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
-import { dot4Library, epilogueLibrary } from '../wgsl/source.ts';
+import { epilogueLibrary } from '../../epilogue/source.ts';
+import { dot4Library } from '../../wgsl/source.ts';
 import { planSplitK, REDUCE_THREADS, SPLITK_TILE, type SplitKDispatch, workgroupTarget, workspaceBytes } from './partition.ts';
 import reduceWgsl from './reduce.wgsl?raw';
 import splitk from './splitk.wgsl?raw';
@@ -53,8 +54,8 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
       if (!reduce) throw new Error('internal: split-K encode before its pipelines');
       const dispatches = e.dispatches as SplitKDispatch[];
       const workspace = e.workspace(workspaceBytes(dispatches));
-      const lhsRow = layoutRowBytes(e.shape.K, lhsFormat);
-      const rhsRow = layoutRowBytes(e.shape.K, rhsFormat);
+      const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
+      const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
       const splitLayout = uniformLayout(partialSource, 'SplitParams');
       const reduceLayout = uniformLayout(reduceSource, 'ReduceParams');
       for (const d of dispatches) {

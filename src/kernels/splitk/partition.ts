@@ -15,7 +15,7 @@
 import { LimitExceededError } from '../../errors.ts';
 import type { PlanLimits } from '../../gpu/caps.ts';
 import { flatDispatches, type GemmDispatch, type GemmShape, planGemm } from '../../gpu/plan.ts';
-import type { PackLayout } from '../../gpu/plan.ts';
+import type { PackLayout } from '../../pack/formats.ts';
 
 export const SPLITK_TILE = 32;
 /** k values per step of the partial kernel (TILE_KW = 16 words of 4). */

@@ -8,8 +8,8 @@
 // which shifts a 64-bit product by a per-lane count, runs one element at a time). tanh is not here (the
 // runtime finishes a pipeline from its first tanh in JavaScript).
 
-import { ctx } from './gen-gemm.ts';
-import { OP, STAGE_MODE, STAGE_WORDS } from './layout.ts';
+import { ctx } from './wat.ts';
+import { OP, STAGE_MODE, STAGE_WORDS } from '../layout.ts';
 
 const g = (n: string) => `(local.get $${n})`;
 const s = (n: string, v: string) => `(local.set $${n} ${v})`;

@@ -84,7 +84,7 @@ import {
   type QuantizedMultiplier,
 } from '../quant/quantize.ts';
 import { TYPE_RANGE, type OperandType } from '../types.ts';
-import { operandType } from '../spec/problem.ts';
+import { operandType } from './problem.ts';
 
 export type ElementwiseOp = 'add' | 'sub' | 'mul' | 'alignedAdd' | 'alignedSub';
 export const ELEMENTWISE_OPS: readonly ElementwiseOp[] = ['add', 'sub', 'mul', 'alignedAdd', 'alignedSub'];

@@ -12,12 +12,8 @@
 // walks C in cache blocks of rhs panels and runs the output stage on each block while it is hot.
 
 import { packFunctions } from './gen-pack.ts';
-import { CTX, KERNELS, NR, type WasmKernelKind } from './layout.ts';
-
-export const ctx = (f: keyof typeof CTX) => `(i32.load offset=${4 * CTX[f]} (i32.const 0))`;
-export const get = (n: string) => `(local.get $${n})`;
-export const set = (n: string, v: string) => `(local.set $${n} ${v})`;
-export const locals = (names: string[], type = 'i32') => names.map((n) => `(local $${n} ${type})`).join(' ');
+import { KERNELS, NR, type WasmKernelKind } from '../layout.ts';
+import { ctx, get, locals, set } from './wat.ts';
 
 /** The mr x 8 micro-kernel over `steps` k-groups: a = lhs tile, b = rhs panel, c = C at (m0, n0), ldc in bytes. */
 function microKernel(kind: WasmKernelKind): string {

@@ -1,11 +1,11 @@
 // The output pipeline as data for the fused OUTPUT stage (pack -> gemm -> OUTPUT): every stage of
 // src/types.ts becomes one STAGE_WORDS-word i32 record that ./epilogue.wgsl interprets (record kinds
-// from src/kernels/wgsl/codes.ts; the field positions below are the ones read there), followed by the
+// from src/wgsl/codes.ts; the field positions below are the ones read there), followed by the
 // per-channel vectors the records point to and the zero-point vectors. One shader serves every
 // pipeline; only this buffer changes.
 
-import type { NormalizedProblem } from '../../spec/problem.ts';
-import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../../types.ts';
+import type { NormalizedProblem } from '../spec/problem.ts';
+import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../types.ts';
 import { STAGE_KIND_CODE as KIND, STAGE_WORDS } from '../wgsl/codes.ts';
 
 export interface EncodedStages {

@@ -1,24 +1,16 @@
 // Operands of a GPU GEMM (pack -> gemm -> output), in the three forms a caller may give them: a CPU
 // array (uploaded per call into a pooled buffer), a GpuMatrix (a caller's or a previous GEMM's buffer,
 // read where it is), or a PackedOperand (packed once with its sums; the pack stage is skipped). This
-// file types them, validates GPU-resident ones like CPU ones, and says where each one's bytes are.
+// file types them and validates GPU-resident ones like CPU ones; src/pack/pack.ts packOperand says
+// where the bytes of the first two are.
 
 import { InputError } from '../errors.ts';
-import type { OperandSource } from '../pack/pack.ts';
+import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
-import type { DstType, Operand, OperandType, Order } from '../types.ts';
-import type { BufferPool } from './pool.ts';
+import type { Operand, OperandType } from '../types.ts';
 
-/** A matrix living in a GPU buffer. `stride`: elements between consecutive rows (row-major) or columns. */
-export interface GpuMatrix {
-  buffer: GPUBuffer;
-  rows: number;
-  cols: number;
-  order: Order;
-  dtype: OperandType | DstType;
-  stride: number;
-}
+export { type GpuMatrix, isGpuMatrix };
 
 /** An operand packed once for reuse (ruy's prepacked cache): the packed rows and their sums. */
 export interface PackedOperand {
@@ -44,9 +36,6 @@ export type GpuOperandInput = Operand | GpuMatrix | PackedOperand;
 
 export function isPacked(x: GpuOperandInput): x is PackedOperand {
   return 'packed' in x;
-}
-export function isGpuMatrix(x: GpuOperandInput): x is GpuMatrix {
-  return 'buffer' in x;
 }
 
 /**
@@ -76,42 +65,4 @@ export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<Gpu
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
   return x;
-}
-
-/**
- * Where an operand's bytes are on the GPU: a GpuMatrix where it is; a CPU array uploaded into a pooled
- * buffer (added to `pooled`, to be released by the caller after submission).
- */
-export function operandSource(
-  device: GPUDevice,
-  x: Operand | GpuMatrix,
-  side: 'lhs' | 'rhs',
-  pool: BufferPool,
-  pooled: GPUBuffer[],
-): OperandSource {
-  let buffer: GPUBuffer;
-  let stride: number;
-  let bytes: number;
-  const signed = isGpuMatrix(x) ? x.dtype === 'int8' : x.data instanceof Int8Array;
-  if (isGpuMatrix(x)) {
-    buffer = x.buffer;
-    stride = x.stride;
-    bytes = x.buffer.size;
-  } else {
-    bytes = x.data.byteLength;
-    buffer = pool.acquire(Math.max(4, Math.ceil(bytes / 4) * 4), side);
-    pooled.push(buffer);
-    // writeBuffer takes whole words: the body as it is, the last partial word padded with zeros.
-    const body = bytes & ~3;
-    if (body > 0) device.queue.writeBuffer(buffer, 0, x.data.buffer, x.data.byteOffset, body);
-    if (body < bytes) {
-      const tail = new Uint8Array(4);
-      tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));
-      device.queue.writeBuffer(buffer, body, tail);
-    }
-    stride = x.order === 'col-major' ? x.rows : x.cols;
-  }
-  // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
-  const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default
-  return { buffer, bytes, signed, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
 }

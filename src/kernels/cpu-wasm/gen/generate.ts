@@ -11,9 +11,9 @@
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
-import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
+import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
 
-export { MAX_PAGES, VARIANTS, variantName, type Variant } from './generate-names.ts';
+export { MAX_PAGES, VARIANTS, variantName, type Variant } from '../generate-names.ts';
 
 export function moduleText(v: Variant): string {
   return `(module

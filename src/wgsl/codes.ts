@@ -3,13 +3,13 @@
 // `const`s generated from the same tables (wgslCodes), which the kernel sources are composed with
 // (./source.ts). So `case DST_INT16` in a shader and DST_TYPE_CODE.int16 here can never disagree.
 
-import type { ConcreteRounding } from '../../quant/lowbit.ts';
-import type { DstType } from '../../types.ts';
+import type { ConcreteRounding } from '../quant/lowbit.ts';
+import type { DstType } from '../types.ts';
 
 /** EpilogueParams.dstType. */
 export const DST_TYPE_CODE: Record<DstType, number> = { int32: 0, uint8: 1, int8: 2, int16: 3 };
 
-/** The kind (word 0) of a stage record in the `stages` buffer (src/kernels/epilogue/stages.ts). */
+/** The kind (word 0) of a stage record in the `stages` buffer (src/epilogue/stages.ts). */
 export const STAGE_KIND_CODE = {
   bias: 0,
   quantizeDownInt32ToUint8Scale: 1,
@@ -41,7 +41,7 @@ function consts(prefix: string, table: Record<string, number>, type: 'u32' | 'i3
 
 /** The WGSL `const` block of every code above. */
 export const wgslCodes: string = [
-  '// Generated from src/kernels/wgsl/codes.ts: the enum codes shared with TypeScript.',
+  '// Generated from src/wgsl/codes.ts: the enum codes shared with TypeScript.',
   ...consts('DST', DST_TYPE_CODE, 'u32'),
   ...consts('STAGE', STAGE_KIND_CODE, 'i32'),
   `const STAGE_WORDS: u32 = ${STAGE_WORDS}u;`,

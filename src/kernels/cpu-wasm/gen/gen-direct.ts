@@ -12,8 +12,8 @@
 // then streams. The rhs source has Kp rows (the last one zero where K is odd, run.ts); columns read past
 // N land in C's padding columns, which are never stored.
 
-import { ctx, get, locals, set } from './gen-gemm.ts';
-import { DIRECT, DIRECT_NP_ALIGN } from './layout.ts';
+import { ctx, get, locals, set } from './wat.ts';
+import { DIRECT, DIRECT_NP_ALIGN } from '../layout.ts';
 
 /** The mr x nc micro-kernel over `steps` k pairs: a = lhs tile [Kp/2][mr][2] i16, b = rhs at (0, n0) with row stride ldb; c = C at (m0, n0). */
 function microKernel(mr: number, nc: number, signed: boolean): string {

@@ -3,13 +3,13 @@
 // the resources it binds, by name. Every GEMM kernel binds these beside its own resources, so the
 // epilogue's layout lives here and in its WGSL only.
 
-import type { GemmDispatch } from '../../gpu/plan.ts';
-import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
-import type { UniformSlab } from '../../gpu/uniforms.ts';
-import { unpackFractions } from '../../quant/lowbit.ts';
-import type { NormalizedProblem } from '../../spec/problem.ts';
+import type { GemmDispatch } from '../gpu/plan.ts';
+import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
+import type { UniformSlab } from '../gpu/uniforms.ts';
+import { unpackFractions } from '../quant/lowbit.ts';
+import type { NormalizedProblem } from '../spec/problem.ts';
 import { DST_TYPE_CODE } from '../wgsl/codes.ts';
-import { epilogueLibrary } from '../wgsl/source.ts';
+import { epilogueLibrary } from './source.ts';
 import type { EncodedStages } from './stages.ts';
 
 /** The epilogue's inputs for one GEMM call. */

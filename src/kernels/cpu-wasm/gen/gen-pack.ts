@@ -8,8 +8,8 @@
 //     last partial one goes to the scalar packer. Rows past K are zeroed after the XOR (so that the
 //     padding is zero in the packed domain), bytes read past an operand are never kept.
 
-import { ctx, get, locals, set } from './gen-gemm.ts';
-import { type CTX, KERNELS, NR, type WasmKernelKind } from './layout.ts';
+import { ctx, get, locals, set } from './wat.ts';
+import { type CTX, KERNELS, NR, type WasmKernelKind } from '../layout.ts';
 
 /** Packs tiles [t0, t1) of one operand (lhs: tiles of mr rows; rhs: panels of 8 columns) with their sums. */
 function scalarPacker(kind: WasmKernelKind, operand: 'lhs' | 'rhs'): string {

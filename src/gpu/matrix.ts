@@ -1,0 +1,19 @@
+// GpuMatrix: a matrix living in a GPU buffer, the form in which GPU-resident data enters and leaves
+// the GPU path (pack -> gemm -> output): a caller's operand read where it is, or a GEMM's dst left on
+// the GPU. Plain data: the buffer and how its elements are laid out.
+
+import type { DstType, OperandType, Order } from '../types.ts';
+
+/** A matrix living in a GPU buffer. `stride`: elements between consecutive rows (row-major) or columns. */
+export interface GpuMatrix {
+  buffer: GPUBuffer;
+  rows: number;
+  cols: number;
+  order: Order;
+  dtype: OperandType | DstType;
+  stride: number;
+}
+
+export function isGpuMatrix(x: object): x is GpuMatrix {
+  return 'buffer' in x;
+}

@@ -1,0 +1,149 @@
+// GpuContext: one device for GEMMs (pack -> gemm -> output), its lifetime and its exclusive use. It
+// acquires the device (or takes the caller's), keeps the resources of ./resources.ts on it, and runs
+// each call while it holds the device alone, since error scopes are per device: a GEMM through
+// ./gemm.ts (one submission, the kernel chosen by src/kernels/registry.ts), a prepack through
+// ./prepack.ts, a read-back of a GpuMatrix, the release of one. A lost device is reported, never
+// ignored: nothing here returns a number it did not verify came from a valid submission.
+
+import { InputError } from '../errors.ts';
+import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
+import type { AdapterSummary } from '../gpu/adapter.ts';
+import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
+import { readBack } from '../gpu/readback.ts';
+import { withDevice } from '../gpu/scopes.ts';
+import type { GpuGemmKernel } from '../kernels/types.ts';
+import type { BitDepth, GemmResult, Operand } from '../types.ts';
+import { type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
+import { type GpuMatrix, type GpuOperandInput, isGpuMatrix, type PackedOperand } from './operands.ts';
+import { prepackOperand } from './prepack.ts';
+import { DeviceResources } from './resources.ts';
+
+export type { GemmTiming, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
+
+export interface GpuContextOptions extends Partial<AcquireOptions> {
+  /** Lower the limits the scheduler plans with (never above the device's). */
+  limits?: Partial<PlanLimits>;
+  /** Run this kernel (an id of src/kernels/registry.ts GPU_KERNELS) instead of the registry's choice. */
+  kernel?: string;
+  /** Record GPU time with timestamp queries where the device offers them. */
+  timestamps?: boolean;
+  /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
+  warn?: (message: string) => void;
+  /** Test hook: the GPU kernels to choose from instead of the registry's list. */
+  kernels?: readonly GpuGemmKernel[];
+}
+
+export class GpuContext {
+  readonly device: GPUDevice;
+  readonly summary: AdapterSummary;
+  readonly caps: AdapterCaps;
+  readonly lastRun: LastRun = { kernel: null, packDispatches: 0, gemmDispatches: 0 };
+  private readonly resources: DeviceResources;
+  private readonly choice: KernelChoice;
+  /** The context acquired the device itself (not passed in), so destroy() destroys it too. */
+  private readonly ownsDevice: boolean;
+
+  private constructor(device: GPUDevice, summary: AdapterSummary, caps: AdapterCaps, ownsDevice: boolean, opts: GpuContextOptions) {
+    this.device = device;
+    this.summary = summary;
+    this.caps = caps;
+    this.ownsDevice = ownsDevice;
+    this.choice = { force: opts.kernel, kernels: opts.kernels, warn: opts.warn ?? ((m) => console.warn(m)) };
+    this.resources = new DeviceResources(device, summary, caps, !!opts.timestamps && caps.timestamps);
+  }
+
+  static async create(opts: GpuContextOptions = {}): Promise<GpuContext> {
+    const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
+    const info = acquired.adapter?.info ?? (acquired.device as { adapterInfo?: unknown }).adapterInfo;
+    const caps = adapterCaps(acquired.device, acquired.summary, acquired.hasDot4, info, opts.limits);
+    return new GpuContext(acquired.device, acquired.summary, caps, acquired.source !== 'user', opts);
+  }
+
+  /** The limits the scheduler plans with. */
+  get limits(): PlanLimits {
+    return this.caps.limits;
+  }
+
+  /** 'native' where WGSL has dot4U8Packed, else 'emulated' (the manual unpack). */
+  get dot4(): 'native' | 'emulated' {
+    return this.caps.dot4 ? 'native' : 'emulated';
+  }
+
+  /** True once the device is lost or destroyed: make a new context. */
+  get lost(): boolean {
+    return this.resources.lost;
+  }
+
+  /**
+   * Runs fn with this context's device to itself: GPU calls on one device run one at a time, since
+   * error scopes are per device. Other kernels on the same device (elementwise ops) use it.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return withDevice(this.device, fn);
+  }
+
+  /** dst = pipeline(lhs * rhs) with data read back to the CPU (one submission: gemm and the copy). */
+  gemm(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GemmResult> {
+    const r = this.resources;
+    return this.exclusive(async () => {
+      const run = await this.run(problem, timing, true);
+      try {
+        return await run.result!;
+      } catch (e) {
+        throw r.lostOr(e);
+      } finally {
+        r.release(run.dst.buffer);
+      }
+    });
+  }
+
+  /** dst = pipeline(lhs * rhs), left on the GPU (the caller owns dst.buffer; see releaseMatrix). */
+  gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
+    return this.exclusive(async () => (await this.run(problem, timing, false)).dst);
+  }
+
+  /** Reads a GPU matrix back into a dense typed array in its own storage order. */
+  read(m: GpuMatrix): Promise<GemmResult> {
+    const r = this.resources;
+    return this.exclusive(async () => {
+      r.checkAlive();
+      if (r.released.has(m)) throw new InputError('matrix', 'this GpuMatrix was released (releaseMatrix)');
+      try {
+        return await readBack(this.device, m, r.staging);
+      } catch (e) {
+        throw r.lostOr(e);
+      }
+    });
+  }
+
+  /** Returns a dst buffer made by gemmOnGpu to the pool; the matrix can no longer be used. */
+  releaseMatrix(m: GpuMatrix): void {
+    const r = this.resources;
+    if (r.isDestroyed) return; // everything was freed already
+    if (r.released.has(m)) throw new InputError('matrix', 'this GpuMatrix was already released');
+    r.pool.release(m.buffer);
+    r.released.add(m);
+  }
+
+  /**
+   * Packs a constant operand once, with its row (lhs) or column (rhs) sums, for reuse across calls.
+   * With `bitDepth`, the operand is requantized as a GEMM with that bitDepth would (same K, same N).
+   */
+  prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
+    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth));
+  }
+
+  /** Frees every buffer of this context (GpuMatrix results included) and a device it acquired itself. */
+  destroy(): void {
+    this.resources.destroy(this.ownsDevice);
+  }
+
+  /** One GEMM through ./gemm.ts, recorded in lastRun. */
+  private async run(problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean) {
+    const run = await runGemm(this.resources, this.choice, problem, timing, readback);
+    Object.assign(this.lastRun, run.ran);
+    return run;
+  }
+}
+
+export { isGpuMatrix };

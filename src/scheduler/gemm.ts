@@ -1,0 +1,238 @@
+// The GEMM path on the GPU (pack -> gemm -> output), as one function over a device's resources: the
+// kernel chosen by src/kernels/registry.ts (after its exactness self-test where it needs one), the
+// operands that need packing packed by src/pack/pack.ts packOperand, the kernel encoded with the fused
+// epilogue (src/epilogue/), then, for gemm(), the copy to a readback buffer: ONE command encoder and
+// ONE submission, inside an error scope. Like ruy's trmul it stands above the kernels and the packs;
+// ./context.ts calls it while it holds the device.
+
+import { InputError } from '../errors.ts';
+import { epilogueValues } from '../epilogue/epilogue.ts';
+import { encodeStages } from '../epilogue/stages.ts';
+import { dstLayout, roundUp } from '../gpu/plan.ts';
+import { runInErrorScope } from '../gpu/scopes.ts';
+import { selectGemmKernel } from '../kernels/registry.ts';
+import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
+import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
+import { encodePack, type PackJob, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
+import type { GemmProblem, GemmResult, Operand } from '../types.ts';
+import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
+import type { DeviceResources } from './resources.ts';
+import { runSelfTest } from './self-test.ts';
+
+export interface GpuGemmProblem extends Omit<GemmProblem, 'lhs' | 'rhs'> {
+  lhs: GpuOperandInput;
+  rhs: GpuOperandInput;
+}
+
+export interface GemmTiming {
+  /** GPU time of the compute pass (timestamp queries), or null where unavailable. */
+  gpuMs: number | null;
+}
+
+/** What a GEMM ran: its kernel and how it was split (for tests, the benchmark and the curious). */
+export interface LastRun {
+  kernel: string | null;
+  packDispatches: number;
+  gemmDispatches: number;
+}
+
+/** How the kernel is chosen on a context. */
+export interface KernelChoice {
+  /** Run this kernel (an id of src/kernels/registry.ts GPU_KERNELS) instead of the registry's choice. */
+  force?: string;
+  /** The GPU kernels to choose from instead of the registry's list. */
+  kernels?: readonly GpuGemmKernel[];
+  /** Where the warning of a kernel disabled by its self-test goes. */
+  warn: (message: string) => void;
+}
+
+/** One encoded GEMM: dst on the GPU, and with readback, its data once the copy lands. */
+export interface GemmRun {
+  dst: GpuMatrix;
+  result?: Promise<GemmResult>;
+  ran: LastRun;
+}
+
+/** Self-test verdicts per device and kernel id (./self-test.ts). */
+const verdictsByDevice = new WeakMap<GPUDevice, Map<string, 'testing' | 'passed' | 'failed'>>();
+function selfTests(device: GPUDevice): Map<string, 'testing' | 'passed' | 'failed'> {
+  let m = verdictsByDevice.get(device);
+  if (!m) verdictsByDevice.set(device, (m = new Map()));
+  return m;
+}
+
+/**
+ * The kernel for p, given the formats of any prepacked operands. A kernel that needs a self-test runs
+ * it first, once per device (inside this call, which holds the device); one that fails is disabled on
+ * the device with a one-line warning, and the choice is made again without it.
+ */
+async function kernelFor(
+  r: DeviceResources,
+  choice: KernelChoice,
+  p: NormalizedProblem,
+  problem: GpuGemmProblem,
+  force = choice.force,
+): Promise<GpuGemmKernel> {
+  const format = (x: GpuOperandInput) => (isPacked(x) ? x.packFormat : undefined);
+  const verdicts = selfTests(r.device);
+  const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id));
+  const kernel = selectGemmKernel(r.caps, p, {
+    force,
+    lhsPackFormat: format(problem.lhs),
+    rhsPackFormat: format(problem.rhs),
+    disabled,
+    kernels: choice.kernels,
+  });
+  if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
+  verdicts.set(kernel.id, 'testing');
+  const result = await runSelfTest(async (q) => {
+    const run = await runGemm(r, { ...choice, force: kernel.id }, q, undefined, true);
+    try {
+      return await run.result!;
+    } finally {
+      r.pool.release(run.dst.buffer);
+    }
+  });
+  verdicts.set(kernel.id, result.ok ? 'passed' : 'failed');
+  if (result.ok) return kernel;
+  choice.warn(
+    `qgemm: kernel ${kernel.id} failed its exactness self-test on ${r.summary.description || r.summary.architecture} and is disabled on this device (${result.detail})`,
+  );
+  return kernelFor(r, choice, p, problem, force);
+}
+
+/**
+ * Packs what needs packing and runs the chosen kernel with the fused epilogue, all in one submission;
+ * with `readback`, also copies dst to a mapped buffer (`result` resolves with the data). The caller
+ * holds the device.
+ */
+export async function runGemm(
+  r: DeviceResources,
+  choice: KernelChoice,
+  problem: GpuGemmProblem,
+  timing: GemmTiming | undefined,
+  readback: boolean,
+): Promise<GemmRun> {
+  r.checkAlive();
+  const { device } = r;
+  const p = normalizeProblem(
+    { ...problem, lhs: shapeOf(problem.lhs, 'lhs', r.released), rhs: shapeOf(problem.rhs, 'rhs', r.released) },
+    { shapesOnly: true },
+  );
+  const { M, N, K } = p;
+  const kernel = await kernelFor(r, choice, p, problem);
+  const formats: Record<'lhs' | 'rhs', PackFormat> = {
+    lhs: PACK_FORMATS[kernelFormats(kernel).lhs],
+    rhs: PACK_FORMATS[kernelFormats(kernel).rhs],
+  };
+  const layout = dstLayout(p);
+  const packedBytes = (side: 'lhs' | 'rhs', outer: number) => roundUp(outer, formats[side].rowAlign) * packedRowBytes(K, formats[side]);
+  for (const [bytes, what] of [
+    [packedBytes('lhs', M), 'packed lhs'],
+    [packedBytes('rhs', N), 'packed rhs'],
+    [layout.bytes, 'dst'],
+  ] as const)
+    r.checkBuffer(bytes, what);
+  const dispatches = kernel.plan(p, r.limits, r.caps);
+  const stages = encodeStages(p);
+  const pooled: GPUBuffer[] = [];
+  const ran: LastRun = { kernel: kernel.id, packDispatches: 0, gemmDispatches: dispatches.length };
+  let dst: GPUBuffer | null = null;
+  let result: Promise<GemmResult> | undefined;
+  try {
+    const [gemmPipeline, pipelinesForPack] = await Promise.all([kernel.pipeline(device, r.caps), packPipelines(device)]);
+    await runInErrorScope(
+      device,
+      () => {
+        dst = r.pool.acquire(layout.bytes, 'dst');
+        const stagesBuffer = r.pool.acquire(stages.data.byteLength, 'stages');
+        pooled.push(stagesBuffer);
+        device.queue.writeBuffer(stagesBuffer, 0, stages.data);
+
+        // Operands: packed ones as they are, the others packed in this same submission.
+        const jobs: PackJob[] = [];
+        const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput, outer: number) => {
+          const requant = requantizationOf(p.bitDepth, side, K);
+          if (isPacked(x)) {
+            if (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding)) {
+              throw new InputError(
+                side,
+                `prepacked with ${x.bits} bits (${x.rounding}), but this GEMM asks for ${requant.bits} bits (${requant.rounding})`,
+              );
+            }
+            return { packed: x.packed, sums: x.sums };
+          }
+          const format = formats[side];
+          const packed = r.pool.acquire(packedBytes(side, outer), `${side} packed`);
+          const sums = r.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
+          pooled.push(packed, sums);
+          jobs.push(
+            packOperand(device, x as Operand | GpuMatrix, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled }),
+          );
+          return { packed, sums };
+        };
+        const lhs = operand('lhs', problem.lhs, M);
+        const rhs = operand('rhs', problem.rhs, N);
+        const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
+
+        ran.packDispatches = jobs.reduce((n, j) => n + j.plan.length, 0);
+        const slab = r.uniforms.slab(ran.packDispatches + dispatches.length * kernel.uniformsPerDispatch);
+        const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
+        const querySet = r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+        const pass = encoder.beginComputePass(
+          querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
+        );
+        for (const job of jobs) encodePack(device, pass, pipelinesForPack, job, r.xorshiftBuffer(), slab);
+        const workspace = (bytes: number) => {
+          r.checkBuffer(bytes, 'workspace');
+          const b = r.pool.acquire(bytes, 'workspace');
+          pooled.push(b);
+          return b;
+        };
+        kernel.encode({
+          device,
+          pass,
+          pipeline: gemmPipeline,
+          shape: p,
+          dispatches,
+          operands,
+          dst: dst!,
+          epilogue: { values: epilogueValues(p, stages, layout.stride), stages: stagesBuffer },
+          uniforms: slab,
+          workspace,
+        });
+        pass.end();
+        const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
+        const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
+        const copied = readback ? r.staging.copy(encoder, matrix) : null;
+        slab.upload(device.queue);
+        device.queue.submit([encoder.finish()]);
+        querySet?.destroy();
+        if (timing) timing.gpuMs = null;
+        const gpuMs = times ? times() : null;
+        if (copied) {
+          result = Promise.all([copied(), gpuMs]).then(([data, ms]) => {
+            if (timing && ms !== null) timing.gpuMs = ms;
+            r.checkAlive();
+            return data;
+          });
+          result.catch(() => undefined); // awaited by gemm(); never an unhandled rejection meanwhile
+        } else if (gpuMs && timing) {
+          // gemmOnGpu: the caller awaits the call, so the GPU time is known when it resolves.
+          return gpuMs.then((ms) => {
+            timing.gpuMs = ms;
+          });
+        }
+      },
+      `gemm ${M}x${N}x${K}`,
+    );
+  } catch (e) {
+    if (dst) r.release(dst);
+    throw r.lostOr(e);
+  } finally {
+    for (const b of pooled) r.release(b);
+  }
+  r.checkAlive();
+  return { dst: { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride }, result, ran };
+}
