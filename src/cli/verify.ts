@@ -15,9 +15,6 @@ export async function cmdVerify(
     ...hook,
     backend: o.backend as 'webgpu' | 'cpu',
     kernels: o.kernel,
-    onRow: o.json
-      ? undefined
-      : (r) => io.err(`verified ${r.kernel}${r.configuration ? ` (${r.configuration})` : ''}: ${r.mismatches} mismatches\n`),
   });
   io.out(o.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatVerifyReport(report)}\n`);
   if (!report.ok) {
