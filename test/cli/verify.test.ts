@@ -3,14 +3,13 @@
 // registry with the emulated subgroup-matrix kernel, which must be listed, labelled and exact; a kernel
 // whose text carries a planted bug must make verify report mismatches and fail.
 
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { cmdVerify } from '../../src/cli/verify.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
 import { VerifyMismatchError, verifyDevice, verifyProblems, type VerifyReport } from '../../src/verify.ts';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
-import { afterAll } from 'vitest';
 
 function capture() {
   const out: string[] = [];
@@ -45,6 +44,9 @@ describe('qgemm verify --backend cpu', () => {
     expect(c.err.join('')).toMatch(/^qgemm: error: kernel: unknown kernel "nope"/);
   });
 });
+
+// Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const gpu = await getGpu();
 afterAll(releaseGpu);

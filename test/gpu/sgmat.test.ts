@@ -9,7 +9,7 @@
 // make the suite fail. The real builtins run on lavapipe (test/lavapipe/).
 
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
 import { configLabel, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
@@ -20,6 +20,9 @@ import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
 import { arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
+
+// Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const gpu = await getGpu();
 afterAll(releaseGpu);

@@ -7,13 +7,16 @@
 // zero-point form and stage kind, shapes of several tiles and k steps), the context's self-test gate,
 // and lowered limits that split operands and grids into bands.
 
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
 import { bestConfig, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
 import { sgmatKernel, sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from '../gpu/gpu-env.ts';
+
+// Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const gpu = await getGpu();
 afterAll(releaseGpu);
