@@ -8,8 +8,8 @@
 // tools/lavapipe.sh, test/lavapipe/), and through the emulated builtins of ./emulation.ts on SwiftShader
 // at 16x16x32, 16x8x32 and 8x8x8 (test/gpu/sgmat.test.ts). Real hardware fragments (NVIDIA's 16x16x32)
 // are checked on the device itself: the kernel declares `needsSelfTest`, so before a device first uses
-// it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables the kernel
-// for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
+// it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables
+// the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
