@@ -5,6 +5,7 @@
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { needsDevice } from '../../src/cli/quiet.ts';
 import { cmdVerify } from '../../src/cli/verify.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
@@ -37,6 +38,13 @@ describe('qgemm verify --backend cpu', () => {
     expect(text).toMatch(/^kernel +\| configuration \| problems \| mismatches \| time$/m);
     expect(text).toMatch(/^cpu-js +\| - +\| 16 +\| 0 +\| \d+\.\d\d s$/m);
     expect(text).toMatch(/all 1 kernels exact/);
+  });
+  it("runs in the quiet child (which drops Dawn's stderr) unless it stays on the CPU", () => {
+    expect(needsDevice(['verify'])).toBe(true);
+    expect(needsDevice(['verify', '--backend', 'webgpu', '--json'])).toBe(true);
+    expect(needsDevice(['verify', '--backend', 'cpu'])).toBe(false);
+    expect(needsDevice(['verify', '--backend=cpu'])).toBe(false);
+    expect(needsDevice(['verify', '--help'])).toBe(false);
   });
   it('an unknown kernel is bad input (exit 2, naming the field)', async () => {
     const c = capture();
