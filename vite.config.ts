@@ -12,6 +12,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig(({ mode }) => {
   const test = {
     include: ['test/**/*.test.ts'],
+    // test/lavapipe/ runs on Mesa's lavapipe only, through tools/test-lavapipe.sh (which sets QGEMM_LAVAPIPE).
+    exclude: process.env.QGEMM_LAVAPIPE ? ['**/node_modules/**'] : ['**/node_modules/**', 'test/lavapipe/**'],
     pool: 'forks' as const,
     testTimeout: 120_000,
     hookTimeout: 120_000,

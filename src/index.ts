@@ -17,6 +17,15 @@
 export * from './cpu.ts';
 export { gemm, elementwise, describeDevice, type Backend, type GemmInput, type GemmOptions, type RunOptions } from './api.ts';
 export {
+  verifyDevice,
+  verifyProblems,
+  formatVerifyReport,
+  VerifyMismatchError,
+  type VerifyOptions,
+  type VerifyReport,
+  type VerifyRow,
+} from './verify.ts';
+export {
   GpuContext,
   type GpuContextOptions,
   type GpuGemmProblem,

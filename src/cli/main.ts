@@ -1,6 +1,6 @@
 // The `qgemm` command line: `qgemm run SPEC.json` executes one operation of the JSON spec contract,
 // `qgemm gemm --lhs A.npy --rhs B.npy --out C.npy ...` does the same GEMM from flags, `qgemm info` shows
-// the WebGPU adapter. Flags are parsed by commander (negative numbers as values, per-command --help,
+// the WebGPU adapter, `qgemm verify` checks every kernel on it (./verify.ts). Flags are parsed by commander (negative numbers as values, per-command --help,
 // --version). Exit codes: 0 ok; 2 bad input, as one stderr line `qgemm: error: FIELD: ...` naming the
 // field, with no output file written or changed; 1 a failure of the machine (GPU, I/O, memory).
 // `cli` is what bin/qgemm.mjs calls: commands that may touch a GPU run in a child process whose native
@@ -15,6 +15,7 @@ import { InputError, QgemmError } from '../errors.ts';
 import { DEFAULT_MAX_MEMORY, formatBytes, parseSize } from './budget.ts';
 import { cmdGemm, cmdRun, type CommonOptions } from './commands.ts';
 import { describeDevice } from '../api.ts';
+import { cmdVerify } from './verify.ts';
 import { messagesFd, needsDevice, runQuietChild, writeFd } from './quiet.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
@@ -96,6 +97,15 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
         })(),
       ),
     );
+  setup(prog.command('verify'))
+    .description('check every kernel this adapter (or CPU) runs, each forced, bit for bit against the reference')
+    .addOption(
+      new Option('--backend <name>', 'webgpu (any adapter, software included) or cpu').choices(['webgpu', 'cpu']).default('webgpu'),
+    )
+    .option('--json', 'print the report as JSON')
+    .option('--kernel <id...>', 'only these kernels')
+    .addHelpText('after', '\nExit codes: 0 every kernel exact, 1 any mismatch or a failure of the machine, 2 bad input.')
+    .action((o) => run(cmdVerify(o, io)));
   return prog;
 }
 

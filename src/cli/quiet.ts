@@ -32,6 +32,9 @@ export function writeFd(fd: number, text: string): void {
 /** Whether these arguments may open a GPU: `info`, or a --backend other than cpu. */
 export function needsDevice(argv: string[]): boolean {
   if (argv[0] === 'info') return !argv.includes('--help') && !argv.includes('-h');
+  if (argv[0] === 'verify' && !argv.includes('--help') && !argv.includes('-h')) {
+    return !argv.some((a, i) => (a === '--backend' && argv[i + 1] === 'cpu') || a === '--backend=cpu');
+  }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = a === '--backend' ? argv[i + 1] : a.startsWith('--backend=') ? a.slice(10) : undefined;

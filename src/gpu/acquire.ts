@@ -16,6 +16,7 @@ import {
   type Tried,
 } from './adapter.ts';
 import { findDawnAdapter, INSTALL_HINT, nodeProcess, SWIFTSHADER_ICD } from './dawn.ts';
+import { rememberAdapterInfo } from './caps.ts';
 
 export interface AcquiredDevice {
   device: GPUDevice;
@@ -126,6 +127,7 @@ export async function acquireDevice(opts: AcquireOptions): Promise<AcquiredDevic
   } catch (e) {
     throw new NoAdapterError(`requestDevice failed on ${describeAdapter(summary)}: ${(e as Error).message}`);
   }
+  rememberAdapterInfo(device, adapter.info);
   return { device, adapter, summary, source, hasDot4: gpu.wgslLanguageFeatures.has(DOT4_FEATURE) };
 }
 

@@ -53,6 +53,15 @@ const LIMIT_KEYS: (keyof PlanLimits)[] = [
   'minUniformBufferOffsetAlignment',
 ];
 
+/**
+ * The adapter info of devices this library created. Dawn's device.adapterInfo lists no subgroup-matrix
+ * configurations (only the adapter's own info does), and a context made from a device alone has no adapter.
+ */
+const adapterInfos = new WeakMap<GPUDevice, unknown>();
+export function rememberAdapterInfo(device: GPUDevice, info: unknown): void {
+  adapterInfos.set(device, info);
+}
+
 /** The subgroup-matrix configs of an adapter's info, where the implementation reports them. */
 export function subgroupMatrixConfigs(info: unknown): SubgroupMatrixConfig[] {
   const configs = (info as { subgroupMatrixConfigs?: Iterable<SubgroupMatrixConfig> } | null)?.subgroupMatrixConfigs;
@@ -80,7 +89,10 @@ export function adapterCaps(
     limits[key] = key.startsWith('min') ? Math.max(own, lowered[key] ?? 0) : Math.min(own, lowered[key] ?? Infinity);
   }
   const subgroupMatrix = features.has('chromium-experimental-subgroup-matrix' as GPUFeatureName)
-    ? subgroupMatrixConfigs(adapterInfo).filter((c) => ['u8', 'i8'].includes(c.componentType))
+    ? (subgroupMatrixConfigs(adapterInfo).length
+        ? subgroupMatrixConfigs(adapterInfo)
+        : subgroupMatrixConfigs(adapterInfos.get(device))
+      ).filter((c) => ['u8', 'i8'].includes(c.componentType))
     : [];
   return {
     vendor: summary.vendor,

@@ -42,7 +42,8 @@ const arbBitDepth = fc.record({
 // Every GPU kernel of the registry, forced, over the same cases (ruy's test loop over paths): a kernel
 // the registry stops choosing for some shape keeps its coverage here.
 // The adapter's capabilities, to know which kernels can run here at all (subgroup matrices cannot on
-// SwiftShader: those kernels skip with a notice, and are covered by their self-test on real GPUs).
+// SwiftShader: sgmat-64x64 skips here with a notice; its emulated variant runs on SwiftShader in
+// ./sgmat.test.ts, its real builtins on lavapipe in test/lavapipe/, its self-test on real GPUs).
 const caps = gpu ? adapterCaps(gpu.device, gpu.summary, gpu.hasDot4, gpu.adapter?.info) : null;
 // The 4-bit-weight kernels only take rhs of <= 4 bits: test/gpu/skinny.test.ts covers them.
 const shape8 = { M: 64, N: 64, K: 64, dstType: 'int32', dstOrder: 'row-major' } as const;

@@ -1,24 +1,30 @@
-// Unit tier for the subgroup-matrix kernel, which no CI adapter can compile (SwiftShader and lavapipe have
-// no subgroup matrices): its composed WGSL starts with the directives WGSL wants first, has no templating,
-// and reflects like the other banded kernels (the TileParams layout and every named binding), so the host
-// code binds it right on the GPUs that have it. Its exactness is checked there by the self-test.
+// Unit tier for the subgroup-matrix kernel (src/kernels/sgmat/): its composed WGSL, for every fragment
+// configuration, starts with the directives WGSL wants first, has no templating in the kernel file, and
+// reflects like the other banded kernels (the TileParams layout and every named binding); the registry
+// kernel takes the adapter's best configuration and refuses adapters whose subgroup size is not fixed;
+// the emulation rewrite applies every rule and leaves no subgroup-matrix builtin. Exactness is checked on
+// GPUs: emulated on SwiftShader (test/gpu/sgmat.test.ts), real builtins on lavapipe (test/lavapipe/).
 
 import { describe, expect, it } from 'vitest';
 import { namedEntries, uniformLayout } from '../../src/gpu/reflect.ts';
 import { sgmatDeclarations, sgmatKernel, sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
+import { bestConfig, configConstants } from '../../src/kernels/sgmat/config.ts';
+import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
 import type { AdapterCaps } from '../../src/gpu/caps.ts';
 
 describe('sgmat-64x64 source', () => {
-  it('puts the enable and diagnostic directives before any declaration', () => {
-    const code = sgmatSource.split('\n').filter((l) => l.trim() && !l.trim().startsWith('//'));
+  it.each(EMULATED_CONFIGS)('puts the enable and diagnostic directives before any declaration (%o)', (config) => {
+    const source = sgmatSource(config);
+    expect(source).toContain(configConstants(config));
+    const code = source.split('\n').filter((l) => l.trim() && !l.trim().startsWith('//'));
     expect(code.slice(0, 3)).toEqual([
       'enable subgroups;',
       'enable chromium_experimental_subgroup_matrix;',
       'diagnostic(off, chromium.subgroup_matrix_uniformity);',
     ]);
     expect(code.slice(3).some((l) => /^(enable|diagnostic|requires)\b/.test(l.trim()))).toBe(false);
-    expect(sgmatSource).toContain(sgmatDeclarations.split('\n').at(-2));
+    expect(source).toContain(sgmatDeclarations.split('\n').at(-2));
     expect(sgmat).not.toContain('${');
   });
   it('reflects TileParams and binds every resource by name (from its declarations: the parser reads no subgroup-matrix syntax)', () => {
@@ -37,7 +43,7 @@ describe('sgmat-64x64 source', () => {
     });
     expect(entries.map((e) => e.binding).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
-  it('is chosen only where the adapter offers a u8 M16 N16 K32 configuration, subgroups of 32 and the workgroup memory', () => {
+  it('takes the best int8 configuration of an adapter with one subgroup size and the workgroup memory', () => {
     const caps = (over: Partial<AdapterCaps>): AdapterCaps => ({
       vendor: 'nvidia',
       architecture: 'hopper',
@@ -61,13 +67,47 @@ describe('sgmat-64x64 source', () => {
       ...over,
     });
     const shape = { M: 4096, N: 4096, K: 4096, dstType: 'uint8' as const, dstOrder: 'row-major' as const };
+    const cfg = (componentType: string, M: number, N: number, K: number) => ({
+      componentType,
+      resultComponentType: componentType === 'u8' ? 'u32' : 'i32',
+      M,
+      N,
+      K,
+    });
     expect(sgmatKernel.supports(caps({}), shape)).toBe(true);
+    // NVIDIA's configurations: the larger fragment, u8 before i8.
+    const nvidia = [cfg('i8', 16, 16, 32), cfg('u8', 16, 8, 32), cfg('u8', 16, 16, 32), cfg('i8', 16, 8, 32)];
+    expect(bestConfig(caps({ subgroupMatrix: nvidia }))).toEqual({ componentType: 'u8', M: 16, N: 16, K: 32, subgroupSize: 32 });
+    expect(bestConfig(caps({ subgroupMatrix: [cfg('i8', 16, 8, 32), cfg('u8', 16, 8, 32)] }))?.N).toBe(8);
+    expect(bestConfig(caps({ subgroupMatrix: [cfg('i8', 16, 16, 32)] }))?.componentType).toBe('i8');
+    // lavapipe's: 8x8x8 with subgroups of 8.
+    const lavapipe = caps({ subgroupMinSize: 8, subgroupMaxSize: 8, subgroupMatrix: [cfg('u8', 8, 8, 8), cfg('i8', 8, 8, 8)] });
+    expect(bestConfig(lavapipe)).toEqual({ componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 });
+    expect(sgmatKernel.supports(lavapipe, shape)).toBe(true);
+    // Fragments the 32 x 32 quarters and the 64-byte k step cannot hold; f16; no configuration at all.
+    expect(sgmatKernel.supports(caps({ subgroupMatrix: [cfg('u8', 64, 16, 32), cfg('u8', 16, 16, 128)] }), shape)).toBe(false);
     expect(
-      sgmatKernel.supports(caps({ subgroupMatrix: [{ componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 }] }), shape),
+      sgmatKernel.supports(caps({ subgroupMatrix: [{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 }] }), shape),
     ).toBe(false);
-    expect(sgmatKernel.supports(caps({ subgroupMinSize: 64, subgroupMaxSize: 64 }), shape)).toBe(false);
+    expect(sgmatKernel.supports(caps({ subgroupMatrix: [] }), shape)).toBe(false);
+    // A range of subgroup sizes: 4 subgroups per workgroup is not guaranteed, so the kernel does not run.
+    expect(sgmatKernel.supports(caps({ subgroupMinSize: 8, subgroupMaxSize: 32 }), shape)).toBe(false);
+    expect(sgmatKernel.supports(caps({ subgroupMinSize: 0, subgroupMaxSize: 0 }), shape)).toBe(false);
+    expect(sgmatKernel.supports(caps({ subgroupMinSize: 64, subgroupMaxSize: 64 }), shape)).toBe(true);
+    expect(sgmatKernel.supports(caps({ subgroupMinSize: 128, subgroupMaxSize: 128 }), shape)).toBe(false);
     expect(sgmatKernel.supports(caps({ subgroups: false }), shape)).toBe(false);
     expect(sgmatKernel.supports(caps({ limits: { ...caps({}).limits, maxComputeWorkgroupStorageSize: 16384 } }), shape)).toBe(false);
     expect(sgmatKernel.needsSelfTest).toBe(true);
+  });
+  it.each(EMULATED_CONFIGS)('the emulation rewrite applies every rule and leaves plain WGSL (%o)', (config) => {
+    const emulated = emulateSubgroupMatrix(sgmatSource(config));
+    const code = emulated.replace(/\/\/.*$/gm, '');
+    expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix|subgroup_id|enable /);
+    expect(code).toContain('emuMultiplyAccumulate(a[i], b, acc[i * FRAGS_N + j])');
+    expect(EMULATION_RULES.length).toBe(7);
+    // A kernel text a rule no longer matches is refused, not silently half-emulated.
+    expect(() =>
+      emulateSubgroupMatrix(sgmatSource(config).replace('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
+    ).toThrow(/fragment stores to the staging buffer/);
   });
 });

@@ -1,45 +1,72 @@
 // The subgroup-matrix GEMM kernel 'sgmat-64x64' (pack -> GEMM -> output): ./sgmat.wgsl on the int8
 // tensor cores that Dawn exposes as chromium-experimental-subgroup-matrix, reading 'u8k4-r64' operands
-// band by band like the dot4 kernels, with the shared epilogue. It uses the u8 configuration: operands
-// are in the uint8 domain already (int8 XOR 0x80, zero points + 128), so the four-term expansion is the
-// dot4 kernels' exactly, and an i8 configuration would need the flip undone and other sums.
+// band by band like the dot4 kernels, with the shared epilogue. One source serves every int8 fragment
+// shape: the configuration (./config.ts) is taken from the adapter when the pipeline is built (its best
+// u8 -> u32 or i8 -> i32 fragment, its one subgroup size) and reaches the WGSL as generated constants.
 //
-// No CI machine has the feature (SwiftShader and lavapipe lack it), so the kernel declares
-// `needsSelfTest`: before a device first uses it, the context runs the exactness self-test of
-// ../self-test.ts and, if it fails, disables the kernel for that device with a one-line warning.
+// Where it is exercised: with Dawn's real builtins on lavapipe (Mesa >= 26, M8 N8 K8, subgroups of 8;
+// tools/lavapipe.sh, test/lavapipe/), and through the emulated builtins of ./emulation.ts on SwiftShader
+// at 16x16x32, 16x8x32 and 8x8x8 (test/gpu/sgmat.test.ts). Real hardware fragments (NVIDIA's 16x16x32)
+// are checked on the device itself: the kernel declares `needsSelfTest`, so before a device first uses
+// it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables
+// the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 
+import type { AdapterCaps } from '../../gpu/caps.ts';
+import { getPipeline } from '../../gpu/pipelines.ts';
 import { bandedKernel } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
+import { bestConfig, configConstants, configLabel, REFLECTION_CONSTANTS, type SgmatConfig } from './config.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
 
-/** The directives first, then the shared libraries, the declarations and the kernel. */
-export const sgmatSource = [enable, epilogueLibrary, bindings, sgmat].join('\n');
+/** The kernel's full source for configuration c: directives, generated constants, libraries, declarations, kernel. */
+export function sgmatSource(c: SgmatConfig): string {
+  return [enable, configConstants(c), epilogueLibrary, bindings, sgmat].join('\n');
+}
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
-export const sgmatDeclarations = [epilogueLibrary, bindings].join('\n');
+export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, bindings].join('\n');
 
-/** Workgroup memory the kernel declares: two staging buffers of two 64 x 80-byte tiles. */
-const WORKGROUP_BYTES = 2 * 2 * 64 * 80;
+/** Pipeline ids name the configuration: one source per configuration, one cache entry each. */
+export function configKey(c: SgmatConfig): string {
+  return `${c.componentType}-${c.M}x${c.N}x${c.K}-sg${c.subgroupSize}`;
+}
 
-export const sgmatKernel: GpuGemmKernel = {
-  ...bandedKernel({
-    id: 'sgmat-64x64',
-    source: sgmatSource,
+/** The configuration the kernel runs with on an adapter: `fixed` where given, else the adapter's best. */
+export type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
+
+/**
+ * A subgroup-matrix kernel: `id`, how its configuration is chosen, and how its source is made from a
+ * configuration (the real one here; ./emulation.ts rewrites it).
+ */
+export function sgmatVariant(id: string, choose: ConfigChoice, source: (c: SgmatConfig) => string, needsSelfTest: boolean): GpuGemmKernel {
+  const base = bandedKernel({
+    id,
+    source: '',
     reflect: sgmatDeclarations,
     entryPoint: 'sgmat',
     overrides: {},
     tileM: 64,
     tileN: 64,
-    supports: (caps) =>
-      caps.subgroups &&
-      caps.subgroupMinSize <= 32 &&
-      caps.subgroupMaxSize >= 32 &&
-      caps.limits.maxComputeWorkgroupStorageSize >= WORKGROUP_BYTES &&
-      caps.subgroupMatrix.some(
-        (c) => c.componentType === 'u8' && c.resultComponentType === 'u32' && c.M === 16 && c.N === 16 && c.K === 32,
-      ),
-  }),
-  needsSelfTest: true,
-};
+    supports: (caps) => choose(caps) !== null,
+  });
+  return {
+    ...base,
+    pipeline: (device, caps) => {
+      const c = choose(caps);
+      if (!c) return Promise.reject(new Error(`${id}: no usable subgroup-matrix configuration on this adapter`));
+      return getPipeline(device, { id: `${id}/${configKey(c)}`, source: source(c), entryPoint: 'sgmat', overrides: {} });
+    },
+    ...(needsSelfTest ? { needsSelfTest: true } : {}),
+  };
+}
+
+/** The registry's kernel: the adapter's best configuration (./config.ts bestConfig), real builtins. */
+export const sgmatKernel: GpuGemmKernel = sgmatVariant('sgmat-64x64', bestConfig, sgmatSource, true);
+
+/** The configuration a kernel runs with on caps, as a label ('' where it cannot run). */
+export function sgmatConfigLabel(choose: ConfigChoice, caps: AdapterCaps): string {
+  const c = choose(caps);
+  return c ? configLabel(c) : '';
+}

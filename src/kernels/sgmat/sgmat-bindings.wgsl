@@ -1,14 +1,16 @@
 // sgmat-bindings.wgsl: the declarations of the subgroup-matrix kernel (./sgmat.wgsl): its constants,
 // TileParams and bindings, and the staging buffer. They are a file of their own because they are what
 // the host code reflects (src/gpu/reflect.ts), and the reflection parser does not read subgroup-matrix
-// syntax; the kernel's source is enable + libraries + this file + sgmat.wgsl.
+// syntax; the kernel's source is enable + fragment constants (./config.ts) + libraries + this file +
+// sgmat.wgsl. StageWord (u32 for u8 fragments, i32 for i8) comes from the fragment constants; the
+// reflected declarations get it from config.ts's reflection alias.
 
-const KSTEP: u32 = 64u;          // bytes of k per step (2 fragments of K32)
+const KSTEP: u32 = 64u;          // bytes of k per step (a multiple of every fragment K this kernel takes)
 const ROW_BYTES: u32 = 80u;      // padded row of a staged tile (a multiple of 16)
 const ROW_WORDS: u32 = ROW_BYTES / 4u;
 const TILE_WORDS: u32 = 64u * ROW_WORDS; // one staged 64-row operand tile
 const BUFFER_WORDS: u32 = 2u * TILE_WORDS; // lhs tile, then rhs tile
-const OUT_STRIDE: u32 = 64u;     // u32 elements per row of the staged 64 x 64 result
+const OUT_STRIDE: u32 = 64u;     // elements per row of the staged 64 x 64 result
 
 struct TileParams {
   depthWords: u32,       // padded K / 4: u32 words per packed row
@@ -23,6 +25,5 @@ struct TileParams {
 @group(0) @binding(6) var<storage, read> lhsPacked: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read> rhsPacked: array<vec4<u32>>;
 
-// Two staging buffers (lhs tile then rhs tile each) during the k loop; the 64 x 64 u32 result after it.
-var<workgroup> stage: array<u32, 2u * BUFFER_WORDS>;
-
+// Two staging buffers (lhs tile then rhs tile each) during the k loop; the 64 x 64 raw sums after it.
+var<workgroup> stage: array<StageWord, 2u * BUFFER_WORDS>;

@@ -1,0 +1,86 @@
+// The emulated variant of the subgroup-matrix kernel (GEMM stage of pack -> gemm -> output): the REAL
+// kernel source (./kernel.ts sgmatSource, for a given fragment configuration) rewritten by a few textual
+// rules so that its subgroup-matrix types and builtins become the plain WGSL of ./emulation.wgsl, which
+// any adapter runs (SwiftShader in CI). The rewrite is applied whenever the variant's pipeline is built,
+// so the emulated kernel can never drift from the real one: every index, k step, staging buffer, barrier
+// and prefetch condition it runs is the real kernel's text. Each rule must match, or the rewrite throws
+// (the kernel changed in a way the emulation must be taught).
+//
+// What it checks: the kernel's indexing, staging and synchronization, for fragment shapes no CI driver
+// offers (16x16x32, 16x8x32). What it cannot: the builtins' real semantics in Dawn and the driver,
+// whether the hardware's subgroup_id matches the virtual t / SUBGROUP_SIZE, uniformity rules, speed.
+// The variant is labelled '-emulated', is not in the registry's list (the 'auto' choice never runs it),
+// and is run by the kernel tests and `qgemm verify` (src/verify.ts) only.
+
+import { configLabel, type SgmatConfig, SGMAT_WORKGROUP_BYTES } from './config.ts';
+import emulation from './emulation.wgsl?raw';
+import { sgmatSource, sgmatVariant } from './kernel.ts';
+import type { GpuGemmKernel } from '../types.ts';
+
+/** One textual rule: a pattern (global), what replaces it, and what it does. */
+export interface RewriteRule {
+  what: string;
+  pattern: RegExp;
+  replace: string;
+}
+
+export const EMULATION_RULES: readonly RewriteRule[] = [
+  {
+    what: 'drop the subgroup-matrix directives',
+    pattern:
+      /^(enable subgroups;|enable chromium_experimental_subgroup_matrix;|diagnostic\(off, chromium\.subgroup_matrix_uniformity\);)$/gm,
+    replace: '',
+  },
+  { what: 'left and right fragment types', pattern: /subgroup_matrix_(left|right)<\w+, \w+, \w+>/g, replace: 'EmuOperand' },
+  { what: 'result fragment type', pattern: /subgroup_matrix_result<\w+, \w+, \w+>/g, replace: 'EmuResult' },
+  { what: 'fragment loads from the staging buffer', pattern: /subgroupMatrixLoad<\w+>\(&stage, /g, replace: 'emuLoad(' },
+  { what: 'multiply-accumulate', pattern: /subgroupMatrixMultiplyAccumulate\(/g, replace: 'emuMultiplyAccumulate(' },
+  { what: 'fragment stores to the staging buffer', pattern: /subgroupMatrixStore\(&stage, /g, replace: 'emuStore(' },
+  {
+    what: 'subgroup_id: virtual subgroups of consecutive invocations',
+    pattern: /\n\s*@builtin\(subgroup_id\) sg: u32,\n\) \{\n/g,
+    replace: '\n) {\n  let sg = t / SUBGROUP_SIZE;\n  emuLane = t % SUBGROUP_SIZE;\n',
+  },
+];
+
+/** Rewrites a subgroup-matrix kernel source into plain WGSL; throws when a rule matches nothing. */
+export function emulateSubgroupMatrix(source: string): string {
+  let out = source;
+  for (const rule of EMULATION_RULES) {
+    let n = 0;
+    out = out.replace(rule.pattern, () => {
+      n++;
+      return rule.replace;
+    });
+    if (n === 0) throw new Error(`subgroup-matrix emulation: rule "${rule.what}" matches nothing in the kernel source`);
+  }
+  if (/subgroup_?[mM]atrix|subgroup_id/.test(out.replace(/\/\/.*$/gm, ''))) {
+    throw new Error('subgroup-matrix emulation: the rewritten source still uses a subgroup-matrix builtin');
+  }
+  return `${out}\n${emulation}`;
+}
+
+/** The configurations the emulated kernel is checked at: NVIDIA's two, lavapipe's, and an i8 one. */
+export const EMULATED_CONFIGS: readonly SgmatConfig[] = [
+  { componentType: 'u8', M: 16, N: 16, K: 32, subgroupSize: 32 },
+  { componentType: 'u8', M: 16, N: 8, K: 32, subgroupSize: 32 },
+  { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 },
+  { componentType: 'i8', M: 16, N: 16, K: 32, subgroupSize: 32 },
+];
+
+/**
+ * The emulated kernel 'sgmat-64x64-emulated' at configuration c. `source` gives another kernel text to
+ * rewrite (the mutation test plants bugs there), under another `id` (pipelines are cached by id).
+ * Runs on any adapter with the workgroup memory and size.
+ */
+export function sgmatEmulatedKernel(c: SgmatConfig, opts: { source?: (c: SgmatConfig) => string; id?: string } = {}): GpuGemmKernel {
+  const source = opts.source ?? sgmatSource;
+  const fits = (caps: Parameters<GpuGemmKernel['supports']>[0]) =>
+    caps.limits.maxComputeWorkgroupStorageSize >= SGMAT_WORKGROUP_BYTES &&
+    4 * c.subgroupSize <= caps.limits.maxComputeInvocationsPerWorkgroup
+      ? c
+      : null;
+  return sgmatVariant(opts.id ?? 'sgmat-64x64-emulated', fits, (x) => emulateSubgroupMatrix(source(x)), false);
+}
+
+export { configLabel };

@@ -1,0 +1,61 @@
+// emulation.wgsl: plain-WGSL stand-ins for the subgroup-matrix builtins, for the emulated variant of the
+// subgroup-matrix kernel (./emulation.ts rewrites ./sgmat.wgsl to call these; GEMM stage of
+// pack -> gemm -> output). A virtual subgroup is SUBGROUP_SIZE consecutive invocations, emuLane an
+// invocation's index in it. A left or right fragment is recorded as (byte offset, column-major, stride)
+// into the workgroup array `stage`, and its bytes are read when it is multiplied; a result fragment holds
+// FRAG_M x FRAG_N sums spread over the lanes, EMU_PER_LANE consecutive row-major elements per lane.
+// Offsets and strides follow the conventions measured on real hardware: bytes for 8-bit fragments,
+// elements for 32-bit results. Sums wrap modulo 2^32, as int32 and uint32 results do.
+
+const EMU_PER_LANE: u32 = FRAG_M * FRAG_N / SUBGROUP_SIZE;
+
+struct EmuOperand {
+  offset: u32,
+  colMajor: u32,
+  stride: u32,
+}
+
+struct EmuResult {
+  v: array<u32, EMU_PER_LANE>,
+}
+
+var<private> emuLane: u32;
+
+fn emuLoad(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
+  return EmuOperand(offset, select(0u, 1u, colMajor), stride);
+}
+
+/** Byte `offset` of `stage` as the fragment's component: u8, or i8 sign-extended (as a wrapped u32). */
+fn emuByte(offset: u32) -> u32 {
+  let b = (bitcast<u32>(stage[offset / 4u]) >> ((offset % 4u) * 8u)) & 0xffu;
+  return select(b, b | 0xffffff00u, SIGNED_FRAGMENTS && b >= 128u);
+}
+
+/** Element (row, col) of an operand: left FRAG_M x FRAG_K, right FRAG_K x FRAG_N. */
+fn emuElement(x: EmuOperand, row: u32, col: u32) -> u32 {
+  return emuByte(select(x.offset + row * x.stride + col, x.offset + col * x.stride + row, x.colMajor != 0u));
+}
+
+fn emuMultiplyAccumulate(a: EmuOperand, b: EmuOperand, c: EmuResult) -> EmuResult {
+  var r = c;
+  for (var j = 0u; j < EMU_PER_LANE; j++) {
+    let e = emuLane * EMU_PER_LANE + j;
+    let row = e / FRAG_N;
+    let col = e % FRAG_N;
+    var s = r.v[j];
+    for (var k = 0u; k < FRAG_K; k++) {
+      s += emuElement(a, row, k) * emuElement(b, k, col);
+    }
+    r.v[j] = s;
+  }
+  return r;
+}
+
+fn emuStore(offset: u32, c: EmuResult, colMajor: bool, stride: u32) {
+  for (var j = 0u; j < EMU_PER_LANE; j++) {
+    let e = emuLane * EMU_PER_LANE + j;
+    let row = e / FRAG_N;
+    let col = e % FRAG_N;
+    stage[offset + select(row * stride + col, col * stride + row, colMajor)] = bitcast<StageWord>(c.v[j]);
+  }
+}

@@ -1,0 +1,85 @@
+// `qgemm verify` and verifyDevice() (src/verify.ts, src/cli/verify.ts): the CPU kernels over the fixed
+// suite through the CLI (table, --json, exit codes), and on WebGPU (SwiftShader in CI) a kernel of the
+// registry with the emulated subgroup-matrix kernel, which must be listed, labelled and exact; a kernel
+// whose text carries a planted bug must make verify report mismatches and fail.
+
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { needsDevice } from '../../src/cli/quiet.ts';
+import { cmdVerify } from '../../src/cli/verify.ts';
+import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
+import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
+import { VerifyMismatchError, verifyDevice, verifyProblems, type VerifyReport } from '../../src/verify.ts';
+import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) }, out, err };
+}
+
+describe('qgemm verify --backend cpu', () => {
+  it('--json: every CPU kernel over the whole suite, 0 mismatches, exit 0', async () => {
+    const c = capture();
+    expect(await main(['verify', '--backend', 'cpu', '--json'], c.io)).toBe(0);
+    const report = JSON.parse(c.out.join('')) as VerifyReport;
+    expect(report.backend).toBe('cpu');
+    expect(report.ok).toBe(true);
+    expect(report.rows.map((r) => r.kernel)).toContain('cpu-js');
+    for (const r of report.rows) {
+      expect(r).toMatchObject({ mismatches: 0, detail: '', problems: verifyProblems().length });
+      expect(r.ms).toBeGreaterThan(0);
+    }
+  });
+  it('prints the table kernel | configuration | problems | mismatches | time', async () => {
+    const c = capture();
+    expect(await main(['verify', '--backend', 'cpu', '--kernel', 'cpu-js'], c.io)).toBe(0);
+    const text = c.out.join('');
+    expect(text).toMatch(/^kernel +\| configuration \| problems \| mismatches \| time$/m);
+    expect(text).toMatch(/^cpu-js +\| - +\| 16 +\| 0 +\| \d+\.\d\d s$/m);
+    expect(text).toMatch(/all 1 kernels exact/);
+  });
+  it("runs in the quiet child (which drops Dawn's stderr) unless it stays on the CPU", () => {
+    expect(needsDevice(['verify'])).toBe(true);
+    expect(needsDevice(['verify', '--backend', 'webgpu', '--json'])).toBe(true);
+    expect(needsDevice(['verify', '--backend', 'cpu'])).toBe(false);
+    expect(needsDevice(['verify', '--backend=cpu'])).toBe(false);
+    expect(needsDevice(['verify', '--help'])).toBe(false);
+  });
+  it('an unknown kernel is bad input (exit 2, naming the field)', async () => {
+    const c = capture();
+    expect(await main(['verify', '--backend', 'cpu', '--kernel', 'nope'], c.io)).toBe(2);
+    expect(c.err.join('')).toMatch(/^qgemm: error: kernel: unknown kernel "nope"/);
+  });
+});
+
+// Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
+const gpu = await getGpu();
+afterAll(releaseGpu);
+
+describe.skipIf(!gpu)('verifyDevice on WebGPU', () => {
+  it('lists the emulated subgroup-matrix kernel beside the registry kernels, exact', async () => {
+    const report = await verifyDevice({ device: gpu!.device, kernels: ['dot4-32x32-emulated', 'sgmat-64x64-emulated'] });
+    expect(report.rows.map((r) => r.kernel)).toEqual(['dot4-32x32-emulated', 'sgmat-64x64-emulated']);
+    expect(report.rows[1].configuration).toMatch(/x.*emulated builtins/);
+    for (const r of report.rows) expect(r).toMatchObject({ mismatches: 0, detail: '', problems: verifyProblems().length });
+    expect(report.ok).toBe(true);
+  });
+  it('a kernel text with a planted bug fails verify (and the CLI command with it)', async () => {
+    const mutant = sgmatEmulatedKernel(EMULATED_CONFIGS[0], {
+      id: 'sgmat-verify-mutant',
+      source: (c) => sgmatSource(c).replace('let more = kt + 1u < steps;', 'let more = kt + 2u < steps;'),
+    });
+    const report = await verifyDevice({ device: gpu!.device, kernels: ['sgmat-verify-mutant'], extraKernels: [mutant] });
+    expect(report.rows).toHaveLength(1);
+    expect(report.rows[0].mismatches).toBeGreaterThan(0);
+    expect(report.ok).toBe(false);
+    const c = capture();
+    await expect(
+      cmdVerify({ backend: 'webgpu', kernel: ['sgmat-verify-mutant'] }, c.io, { device: gpu!.device, extraKernels: [mutant] }),
+    ).rejects.toThrow(VerifyMismatchError);
+    expect(c.out.join('')).toMatch(/^sgmat-verify-mutant +\| - +\| 16 +\| [1-9]\d* +\|/m);
+  });
+});

@@ -1,0 +1,89 @@
+// Lavapipe tier: the subgroup-matrix kernel with Dawn's REAL builtins, on Mesa's lavapipe (>= 26), which
+// offers M8 N8 K8 fragments (u8 -> u32 and i8 -> i32) with subgroups of 8. Run by tools/test-lavapipe.sh
+// (it fetches lavapipe into .lavapipe/ and points Vulkan at it), never by the default `vitest run`. It
+// FAILS, never skips, where the adapter is not lavapipe with subgroup matrices. Covers the registry's
+// kernel (the adapter's best configuration, u8) and the same source at the i8 configuration over the
+// fixed exactness suite of src/verify.ts (the self-test problems and a sweep of every type, order,
+// zero-point form and stage kind, shapes of several tiles and k steps), the context's self-test gate,
+// and lowered limits that split operands and grids into bands.
+
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { GpuContext } from '../../src/scheduler/context.ts';
+import { bestConfig, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
+import { sgmatKernel, sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
+import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
+import { getGpu, releaseGpu, uncapturedErrors } from '../gpu/gpu-env.ts';
+
+// Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
+const gpu = await getGpu();
+afterAll(releaseGpu);
+if (!gpu) throw new Error('no WebGPU adapter: run this file through tools/test-lavapipe.sh');
+
+describe('sgmat-64x64 with the real builtins on lavapipe', () => {
+  let caps: GpuContext['caps'];
+  it('the adapter is lavapipe with 8x8x8 subgroup matrices, and the registry kernel takes them', async () => {
+    const ctx = await GpuContext.create({ device: gpu.device });
+    caps = ctx.caps;
+    ctx.destroy();
+    console.log(
+      `[lavapipe] ${gpu.summary.description}; subgroups ${caps.subgroupMinSize}-${caps.subgroupMaxSize}; configs ${caps.subgroupMatrix.map((c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`).join(', ')}`,
+    );
+    expect(gpu.summary.description).toMatch(/llvmpipe/);
+    expect(bestConfig(caps)).toEqual({ componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 });
+    expect(sgmatKernel.supports(caps, { M: 256, N: 256, K: 256, dstType: 'int32', dstOrder: 'row-major' })).toBe(true);
+  });
+
+  const i8: SgmatConfig = { componentType: 'i8', M: 8, N: 8, K: 8, subgroupSize: 8 };
+  const variants = [
+    ['u8 -> u32 (the registry kernel, self-test gate included)', sgmatKernel],
+    [
+      'i8 -> i32',
+      sgmatVariant('sgmat-64x64-i8', (c) => (c.subgroupMatrix.some((x) => x.componentType === 'i8') ? i8 : null), sgmatSource, false),
+    ],
+  ] as const;
+  it.each(variants)('%s: the exactness suite, 0 mismatches', async (_, kernel) => {
+    const row = await verifyGpuKernel(gpu.device, kernel, verifyProblems(), { kernels: [kernel, ...GPU_KERNELS] });
+    console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
+    expect(row.detail).toBe('');
+    expect(row.problems).toBeGreaterThanOrEqual(15);
+    expect(row.mismatches).toBe(0);
+  });
+
+  it('lowered limits: operands, bands and grids split', async () => {
+    // The self-test gate runs once per device, at the device's limits (its 64 x 40000 problem cannot fit 32 KiB bindings).
+    const plain = await GpuContext.create({ device: gpu.device, kernel: 'sgmat-64x64' });
+    await plain.gemm(verifyProblems()[0]);
+    expect(plain.lastRun.kernel).toBe('sgmat-64x64');
+    plain.destroy();
+    const small = await GpuContext.create({
+      device: gpu.device,
+      kernel: 'sgmat-64x64',
+      limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
+    });
+    // Those whose 64-row packed bands (K <= 512) and 64 dst lines (as int32) fit in 32 KiB.
+    const problems = verifyProblems().filter(
+      (p) => p.lhs.rows >= 64 && p.lhs.cols <= 512 && (p.dstOrder === 'col-major' ? p.lhs.rows : p.rhs.cols) <= 128,
+    );
+    expect(problems.length).toBeGreaterThanOrEqual(3);
+    const row = await verifyProblemsWithContext(small, problems);
+    expect(row).toBe('');
+    expect(small.lastRun.gemmDispatches).toBeGreaterThan(1);
+    small.destroy();
+  });
+
+  afterAll(() => expect(uncapturedErrors).toEqual([]));
+});
+
+async function verifyProblemsWithContext(ctx: GpuContext, problems: ReturnType<typeof verifyProblems>): Promise<string> {
+  const { referenceGemm } = await import('../../src/reference/gemm.ts');
+  const { diffResults, formatMismatch } = await import('../support/compare.ts');
+  for (const p of problems) {
+    const d = diffResults(await ctx.gemm(p), referenceGemm(p));
+    if (d) return formatMismatch(d, `${p.lhs.rows}x${p.rhs.cols}x${p.lhs.cols}`);
+    expect(ctx.lastRun.kernel).toBe('sgmat-64x64');
+  }
+  return '';
+}
