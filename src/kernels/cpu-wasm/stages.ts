@@ -3,8 +3,8 @@
 // STAGE_WORDS words each) plus the per-channel vectors they point to, laid out from a given address.
 // The module runs the stages four columns at a time in SIMD lanes, and WebAssembly SIMD shifts only by
 // one count for all lanes, so a per-channel exponent is turned here into the per-channel constants of
-// its shifts (below, exponentDouble). The program runs in WebAssembly up to the first tanh stage; from
-// there on (a rare stage: fixed-point exp and Newton division per element) the runtime applies the rest
+// its shifts (below, exponentDouble). The program runs in WebAssembly up to the first tanh,
+// requantizeFloat32 or 'double-up' stage; from there on the runtime applies the rest
 // of the pipeline in JavaScript, with the normative src/reference/pipeline.ts, on the int32 values the
 // module wrote.
 
@@ -48,8 +48,12 @@ type Word = { imm: number } | { at: number };
  * (STAGE_MODE.row or .col), padded with zeros to Mp or Np so that four lanes can always be read.
  */
 export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): OutputProgram {
-  const tanhAt = p.pipeline.findIndex((s) => s.type === 'tanh');
-  const covered = tanhAt < 0 ? p.pipeline.length : tanhAt;
+  // The module compiles neither tanh nor the TFLite-path stages (float32 requantization, 'double-up'
+  // rounding): from the first of them on, JavaScript runs the rest (exact: native float32 via Math.fround).
+  const jsAt = p.pipeline.findIndex(
+    (s) => s.type === 'tanh' || s.type === 'requantizeFloat32' || (s.type === 'scaleInt32ByFixedPointAndExponent' && s.rounding === 'double-up'),
+  );
+  const covered = jsAt < 0 ? p.pipeline.length : jsAt;
   const stages: { op: number; mode: number; words: Word[] }[] = [];
   const writers: ((params: Int32Array) => void)[] = [];
   let paramWords = 0;
@@ -99,7 +103,7 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): Out
         [op, words] = [OP.fixedPoint, imm(s.multiplier, s.shift, s.offsetAfterShift)];
         break;
       case 'scaleInt32ByFixedPointAndExponent':
-        if (s.rounding === 'double') {
+        if (s.rounding !== 'single') {
           [op, words] = [OP.exponentDouble, [vector(s.multiplier), ...constants(s.exponent), ...imm(s.offsetAfterShift)]];
         } else [op, words] = [OP.exponentSingle, [vector(s.multiplier), vector(s.exponent), ...imm(s.offsetAfterShift)]];
         break;
@@ -113,7 +117,8 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): Out
         [op, words] = [OP.truncate, []];
         break;
       case 'tanh':
-        throw new Error('unreachable: tanh ends the program');
+      case 'requantizeFloat32':
+        throw new Error('unreachable: the stage ends the program');
     }
     stages.push({ op, mode, words });
   }
