@@ -17,6 +17,19 @@
 export * from './cpu.ts';
 export { gemm, elementwise, describeDevice, type Backend, type GemmInput, type GemmOptions, type RunOptions } from './api.ts';
 export {
+  fullyConnected,
+  conv2d,
+  convGeometry,
+  type Tensor,
+  type FullyConnectedParams,
+  type Conv2dParams,
+  type LayerOptions,
+  type KernelPath,
+  type FusedActivation,
+  type QuantParams,
+} from './layers/layers.ts';
+export { activationRange, deriveStages } from './layers/derive.ts';
+export {
   GpuContext,
   type GpuContextOptions,
   type GpuGemmProblem,

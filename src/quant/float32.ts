@@ -28,5 +28,5 @@ export function float32Bits(v: number): number {
 /** The requantizeFloat32 stage on one int32 accumulator: saturateToInt32(rint(f32(f32(x) * scale)) + zeroPoint). */
 export function requantizeFloat32(x: number, scale: number, zeroPoint: number): number {
   const r = roundTiesToEven(Math.fround(Math.fround(x) * scale)) + zeroPoint; // exact below 2^53; beyond, saturated either way
-  return r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r;
+  return Math.min(Math.max(r, INT32_MIN), INT32_MAX);
 }

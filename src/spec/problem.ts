@@ -188,11 +188,15 @@ export function normalizeProblem(
         const finite32 = (v: number) => typeof v === 'number' && Number.isFinite(v) && Math.fround(v) === v;
         if (scale instanceof Float32Array) {
           const axis = checkAxis(`${f}.axis`, stage.axis);
-          if (scale.length !== lengthOf(axis)) throw new InputError(`${f}.scale`, `expected ${lengthOf(axis)} values (${axisWhat(axis)}), got ${scale.length}`);
+          if (scale.length !== lengthOf(axis))
+            throw new InputError(`${f}.scale`, `expected ${lengthOf(axis)} values (${axisWhat(axis)}), got ${scale.length}`);
           const bad = scale.findIndex((v) => !Number.isFinite(v));
           if (bad >= 0) throw new InputError(`${f}.scale[${bad}]`, `expected a finite float32, got ${scale[bad]}`);
         } else if (!finite32(scale)) {
-          throw new InputError(`${f}.scale`, `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${JSON.stringify(scale)}`);
+          throw new InputError(
+            `${f}.scale`,
+            `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${JSON.stringify(scale)}`,
+          );
         }
         checkInt32(`${f}.zeroPoint`, stage.zeroPoint);
         break;

@@ -46,12 +46,22 @@ describe.skipIf(!gpu)('float32.wgsl and the double-up multiplier on the GPU, bit
   test('requantizeFloat32 in integers equals IEEE float32 arithmetic', async () => {
     const c = float32Cases(20000, 5);
     const got = await gpuEval(0, c.x, c.scaleBits, c.zeroPoint);
-    expectSame('requantizeFloat32', got, (i) => requantizeFloat32Big(c.x[i], c.scaleBits[i], c.zeroPoint[i]), (i) => `${c.x[i]}, 0x${(c.scaleBits[i] >>> 0).toString(16)}, ${c.zeroPoint[i]}`);
+    expectSame(
+      'requantizeFloat32',
+      got,
+      (i) => requantizeFloat32Big(c.x[i], c.scaleBits[i], c.zeroPoint[i]),
+      (i) => `${c.x[i]}, 0x${(c.scaleBits[i] >>> 0).toString(16)}, ${c.zeroPoint[i]}`,
+    );
   });
 
   test('multiplyByQuantizedMultiplierDoubleUp equals ruy', async () => {
     const c = multiplierCases(20000, 3);
     const got = await gpuEval(1, c.x, c.m, c.shift);
-    expectSame('double-up', got, (i) => mbqmDoubleUpBig(c.x[i], c.m[i], c.shift[i]), (i) => `${c.x[i]}, ${c.m[i]}, ${c.shift[i]}`);
+    expectSame(
+      'double-up',
+      got,
+      (i) => mbqmDoubleUpBig(c.x[i], c.m[i], c.shift[i]),
+      (i) => `${c.x[i]}, ${c.m[i]}, ${c.shift[i]}`,
+    );
   });
 });

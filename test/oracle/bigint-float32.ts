@@ -44,7 +44,9 @@ export function decodeFloat32(bits: number): { negative: boolean; sig: bigint; e
   const expBits = (u >>> 23) & 0xff;
   const frac = BigInt(u & 0x7fffff);
   if (expBits === 255) throw new Error('not finite');
-  return expBits === 0 ? { negative: u >>> 31 === 1, sig: frac, exp: -149 } : { negative: u >>> 31 === 1, sig: frac | 0x800000n, exp: expBits - 150 };
+  return expBits === 0
+    ? { negative: u >>> 31 === 1, sig: frac, exp: -149 }
+    : { negative: u >>> 31 === 1, sig: frac | 0x800000n, exp: expBits - 150 };
 }
 
 /** saturate(rint(f32(f32(x) * scale)) + zeroPoint), scale by its float32 bits. */

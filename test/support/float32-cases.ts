@@ -14,7 +14,8 @@ export const ACC_EDGES: number[] = (() => {
   }
   for (let k = 24; k <= 31; k++) {
     const half = 2 ** (k - 24); // a tie of i32 -> f32 rounding sits at an odd multiple of half the ulp
-    for (const m of [1, 3, 5, 2 ** 23 - 1, 2 ** 23 + 1]) for (const x of [2 ** k + m * half, -(2 ** k + m * half)]) if (x >= INT32_MIN && x <= INT32_MAX) s.add(x);
+    for (const m of [1, 3, 5, 2 ** 23 - 1, 2 ** 23 + 1])
+      for (const x of [2 ** k + m * half, -(2 ** k + m * half)]) if (x >= INT32_MIN && x <= INT32_MAX) s.add(x);
   }
   return [...s];
 })();
@@ -25,7 +26,7 @@ export const SCALE_BITS: number[] = (() => {
   for (const v of [0.1, 0.0235, 1 / 3, 0.999999, 1.5, 3.75e-5, 2 ** -24 * 3, 1e-10, 255, 300.5]) s.add(float32Bits(v));
   for (const b of [...s]) s.add(b | (1 << 31)); // negative scales
   const r = new Rng(19);
-  for (let i = 0; i < 60; i++) s.add((((100 + (r.next() % 30)) << 23) | (r.next() & 0x7fffff)) >>> 0 | 0); // 2^-27..2^2
+  for (let i = 0; i < 60; i++) s.add(((((100 + (r.next() % 30)) << 23) | (r.next() & 0x7fffff)) >>> 0) | 0); // 2^-27..2^2
   return [...s];
 })();
 
@@ -68,7 +69,7 @@ export function multiplierCases(randomCount: number, seed: number): { x: number[
   const r = new Rng(seed);
   for (let k = 0; k < randomCount; k++) {
     x.push(r.next() % 2 ? r.next() | 0 : (r.next() % 65536) - 32768);
-    m.push(((2 ** 30) + (r.next() % 2 ** 30)) | 0);
+    m.push((2 ** 30 + (r.next() % 2 ** 30)) | 0);
     shift.push((r.next() % 63) - 31);
   }
   return { x, m, shift };

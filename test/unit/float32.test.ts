@@ -26,7 +26,18 @@ const bitsToFloat = (b: number) => new Float32Array(Int32Array.of(b).buffer)[0];
 
 describe('TFLite-path requantization, bit for bit with the BigInt oracle', () => {
   test('roundTiesToEven', () => {
-    const cases: [number, number][] = [[0.5, 0], [1.5, 2], [2.5, 2], [-0.5, 0], [-1.5, -2], [-2.5, -2], [0.49999997, 0], [2 ** 24, 2 ** 24], [-3.5, -4], [1e10 + 0.5, 1e10]];
+    const cases: [number, number][] = [
+      [0.5, 0],
+      [1.5, 2],
+      [2.5, 2],
+      [-0.5, 0],
+      [-1.5, -2],
+      [-2.5, -2],
+      [0.49999997, 0],
+      [2 ** 24, 2 ** 24],
+      [-3.5, -4],
+      [1e10 + 0.5, 1e10],
+    ];
     for (const [v, want] of cases) expect(roundTiesToEven(v) + 0, `rint(${v})`).toBe(want);
   });
 

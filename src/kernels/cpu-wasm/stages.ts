@@ -51,7 +51,8 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): Out
   // The module compiles neither tanh nor the TFLite-path stages (float32 requantization, 'double-up'
   // rounding): from the first of them on, JavaScript runs the rest (exact: native float32 via Math.fround).
   const jsAt = p.pipeline.findIndex(
-    (s) => s.type === 'tanh' || s.type === 'requantizeFloat32' || (s.type === 'scaleInt32ByFixedPointAndExponent' && s.rounding === 'double-up'),
+    (s) =>
+      s.type === 'tanh' || s.type === 'requantizeFloat32' || (s.type === 'scaleInt32ByFixedPointAndExponent' && s.rounding === 'double-up'),
   );
   const covered = jsAt < 0 ? p.pipeline.length : jsAt;
   const stages: { op: number; mode: number; words: Word[] }[] = [];
