@@ -29,6 +29,7 @@ export {
   type QuantParams,
 } from './layers/layers.ts';
 export { activationRange, deriveStages } from './layers/derive.ts';
+export { Sequential, type SequentialFullyConnected } from './layers/sequential.ts';
 export {
   GpuContext,
   type GpuContextOptions,

@@ -67,7 +67,7 @@ export interface LayerOptions {
   backend?: Backend;
 }
 
-const dtypeOf = (d: OperandData, field: string): 'uint8' | 'int8' => {
+export const dtypeOf = (d: OperandData, field: string): 'uint8' | 'int8' => {
   if (d instanceof Uint8Array) return 'uint8';
   if (d instanceof Int8Array) return 'int8';
   throw new InputError(field, 'expected a Uint8Array or an Int8Array');
@@ -93,19 +93,28 @@ function weightScales(field: string, scale: number | Float32Array, channels: num
   return s;
 }
 
-/** The GEMM of a layer ([M, K] x weights [N, K]) and its requantization, run on the chosen backend. */
-async function runLayer(
+/** A layer's GEMM without its lhs: the weights as rhs, zero points, the derived stages; `post` for the FC reference path. */
+export interface LayerGemm {
+  rhs: GemmProblem['rhs'];
+  lhsZeroPoint: number;
+  rhsZeroPoint: number;
+  pipeline: OutputStage[];
+  /** FC reference path: the float64 requantization of the int32 result, on the host. */
+  post?: (acc: ArrayLike<number>, M: number) => Uint8Array | Int8Array;
+}
+
+type LayerCommon = { input: QuantParams; bias?: Int32Array; output: QuantParams; activation?: FusedActivation; kernelPath?: KernelPath };
+
+/** Checks a layer's parameters and derives its GEMM ([M, K] x weights [N, K]) for activations of `dtype`. */
+export function layerGemm(
   op: 'FULLY_CONNECTED' | 'CONV_2D',
-  lhs: OperandData,
-  M: number,
+  dtype: 'uint8' | 'int8',
   K: number,
   weights: LayerWeights<number[]>,
   weightsField: string,
   N: number,
-  p: { input: QuantParams; bias?: Int32Array; output: QuantParams; activation?: FusedActivation; kernelPath?: KernelPath },
-  opts: LayerOptions,
-): Promise<Uint8Array | Int8Array> {
-  const dtype = dtypeOf(lhs, 'input.data');
+  p: LayerCommon,
+): LayerGemm {
   const weightType = dtypeOf(weights.data, `${weightsField}.data`);
   checkQuant('params.input', p.input, dtype);
   checkQuant('params.output', p.output, dtype);
@@ -123,28 +132,53 @@ async function runLayer(
   }
   const activation = p.activation ?? 'NONE';
   const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: p.bias }] : [];
-  const float64 = path === 'reference' && op === 'FULLY_CONNECTED';
-  const stages = float64
-    ? []
-    : deriveStages({ op, path, input: p.input, weightScales: scales, weightType, output: p.output, channels: N, dtype, activation });
-  const problem: GemmProblem = {
-    lhs: { data: lhs, rows: M, cols: K },
+  const gemm: LayerGemm = {
     rhs: { data: weights.data, rows: K, cols: N, order: 'col-major' },
     lhsZeroPoint: p.input.zeroPoint,
     rhsZeroPoint: wz,
-    pipeline: [...bias, ...stages],
+    pipeline: bias,
+  };
+  if (path === 'reference' && op === 'FULLY_CONNECTED') {
+    const [lo, hi] = activationRange(activation, p.output, dtype);
+    const s64 = float64Scales(p.input, scales, p.output);
+    gemm.post = (acc, M) => {
+      const out = dtype === 'uint8' ? new Uint8Array(M * N) : new Int8Array(M * N);
+      for (let m = 0; m < M; m++)
+        for (let n = 0; n < N; n++)
+          out[m * N + n] = float64Requantize(acc[m * N + n], s64[s64.length === 1 ? 0 : n], p.output.zeroPoint, lo, hi);
+      return out;
+    };
+  } else {
+    gemm.pipeline = [
+      ...bias,
+      ...deriveStages({ op, path, input: p.input, weightScales: scales, weightType, output: p.output, channels: N, dtype, activation }),
+    ];
+  }
+  return gemm;
+}
+
+/** The GEMM of a layer and its requantization, run on the chosen backend. */
+async function runLayer(
+  op: 'FULLY_CONNECTED' | 'CONV_2D',
+  lhs: OperandData,
+  M: number,
+  K: number,
+  weights: LayerWeights<number[]>,
+  weightsField: string,
+  N: number,
+  p: LayerCommon,
+  opts: LayerOptions,
+): Promise<Uint8Array | Int8Array> {
+  const g = layerGemm(op, dtypeOf(lhs, 'input.data'), K, weights, weightsField, N, p);
+  const problem: GemmProblem = {
+    lhs: { data: lhs, rows: M, cols: K },
+    rhs: g.rhs,
+    lhsZeroPoint: g.lhsZeroPoint,
+    rhsZeroPoint: g.rhsZeroPoint,
+    pipeline: g.pipeline,
   };
   const result = await gemm(problem, { backend: opts.backend ?? 'auto' });
-  if (!float64) return result.data as Uint8Array | Int8Array;
-  // FC reference: float64 requantization of the int32 accumulators, on the host.
-  const [lo, hi] = activationRange(activation, p.output, dtype);
-  const s64 = float64Scales(p.input, scales, p.output);
-  const out = dtype === 'uint8' ? new Uint8Array(M * N) : new Int8Array(M * N);
-  const acc = result.data;
-  for (let m = 0; m < M; m++)
-    for (let n = 0; n < N; n++)
-      out[m * N + n] = float64Requantize(acc[m * N + n], s64[s64.length === 1 ? 0 : n], p.output.zeroPoint, lo, hi);
-  return out;
+  return g.post ? g.post(result.data, M) : (result.data as Uint8Array | Int8Array);
 }
 
 /** TFLite FULLY_CONNECTED: input [..., K] (flattened to [M, K]), weights [N, K]; output [M, N], the input's dtype. */
