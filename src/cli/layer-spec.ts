@@ -18,7 +18,7 @@ import type { Conv2dParams, FullyConnectedParams, Tensor } from '../layers/layer
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
-export const LAYER_OPS = ['fullyConnected', 'conv2d'] as const;
+export const LAYER_OPS = ['fullyConnected', 'conv2d', 'sequential'] as const;
 export type LayerOp = (typeof LAYER_OPS)[number];
 
 export type LayerSpec =
@@ -26,7 +26,53 @@ export type LayerSpec =
   | { op: 'conv2d'; input: Tensor; params: Conv2dParams; out: string };
 
 export function isLayerOp(op: unknown): op is LayerOp {
-  return op === 'fullyConnected' || op === 'conv2d';
+  return op === 'fullyConnected' || op === 'conv2d' || op === 'sequential';
+}
+
+/**
+ * A chain of fullyConnected layers, each consuming the previous one's output:
+ *   {"op": "sequential", "input": {"data": "x.npy", "scale": ..., "zeroPoint": ...},
+ *    "layers": [{"op": "fullyConnected", "weights": {...}, "bias"?: ..., "output": {...},
+ *                "activation"?: ..., "kernelPath"?: ...}, ...],
+ *    "out": "y.npy"}
+ * Layer i's input quantization is layer i-1's output. Every layer's data is read and checked here.
+ */
+export function parseSequentialSpec(
+  spec: Record<string, unknown>,
+  baseDir: string,
+  readFile: ReadFile | SpecIo,
+): { input: Tensor; layers: FullyConnectedParams[]; out: string } {
+  const io = asSpecIo(baseDir, readFile);
+  checkKeys('', spec, ['op', 'input', 'layers', 'out']);
+  const layers = required('', spec, 'layers');
+  if (!Array.isArray(layers) || layers.length === 0)
+    throw new InputError('layers', `expected a non-empty array of layers, got ${brief(layers)}`);
+  let input: Tensor | undefined;
+  let prevOutput: unknown = required('', spec, 'input');
+  const params: FullyConnectedParams[] = [];
+  layers.forEach((l, i) => {
+    const f = `layers[${i}]`;
+    if (!isObject(l)) throw new InputError(f, `expected a layer object, got ${brief(l)}`);
+    if (l.op !== 'fullyConnected') throw new InputError(`${f}.op`, `expected "fullyConnected", got ${brief(l.op)}`);
+    checkKeys(f, l, ['op', 'weights', 'bias', 'output', 'activation', 'kernelPath']);
+    const inputJson =
+      i === 0 ? prevOutput : { data: (spec.input as Record<string, unknown>).data, ...(prevOutput as Record<string, unknown>) };
+    try {
+      const parsed = parseLayerSpec({ ...l, input: inputJson, out: spec.out } as Record<string, unknown>, baseDir, io);
+      if (parsed.op !== 'fullyConnected') throw new Error('unreachable');
+      if (i === 0) input = parsed.input;
+      params.push(parsed.params);
+    } catch (e) {
+      if (!(e instanceof InputError) || e.field === 'out' || (i === 0 && e.field.startsWith('input'))) throw e;
+      const message = e.message.slice(e.field.length + 2);
+      // a later layer's input is the previous layer's output (its data is the spec's input file)
+      if (e.field.startsWith('input.data')) throw e;
+      if (e.field.startsWith('input')) throw new InputError(`layers[${i - 1}].output${e.field.slice('input'.length)}`, message);
+      throw new InputError(`${f}.${e.field}`, message);
+    }
+    prevOutput = l.output;
+  });
+  return { input: input!, layers: params, out: io.resolve('out', required('', spec, 'out')) };
 }
 
 function required(field: string, obj: Record<string, unknown>, key: string): unknown {
@@ -57,7 +103,7 @@ function pair(field: string, v: unknown): [number, number] {
 /** A layer op of the spec contract; `spec` is the parsed JSON, `baseDir` the spec file's folder. */
 export function parseLayerSpec(spec: Record<string, unknown>, baseDir: string, readFile: ReadFile | SpecIo): LayerSpec {
   const io = asSpecIo(baseDir, readFile);
-  const op = spec.op as LayerOp;
+  const op = spec.op as 'fullyConnected' | 'conv2d';
   const wKey = op === 'conv2d' ? 'filter' : 'weights';
   const common = ['op', 'input', wKey, 'bias', 'output', 'activation', 'kernelPath', 'out'];
   checkKeys('', spec, op === 'conv2d' ? [...common, 'padding', 'stride', 'dilation'] : common);

@@ -119,3 +119,85 @@ describe('qgemm run with layer ops', () => {
     }
   });
 });
+
+describe('qgemm run with a sequential spec (fullyConnected layers)', () => {
+  const layerFiles = () => ({
+    'x.npy': npy(
+      'int8',
+      [3, 12],
+      Int8Array.from({ length: 36 }, (_, i) => ((i * 41) % 255) - 127),
+    ),
+    'w1.npy': npy(
+      'int8',
+      [8, 12],
+      Int8Array.from({ length: 96 }, (_, i) => ((i * 23) % 255) - 127),
+    ),
+    'w2.npy': npy(
+      'int8',
+      [5, 8],
+      Int8Array.from({ length: 40 }, (_, i) => ((i * 31) % 255) - 127),
+    ),
+  });
+  const spec = {
+    op: 'sequential',
+    input: { data: 'x.npy', scale: 0.02, zeroPoint: -1 },
+    layers: [
+      {
+        op: 'fullyConnected',
+        weights: { data: 'w1.npy', scale: 0.004 },
+        bias: [1, 2, 3, 4, 5, 6, 7, 8],
+        output: { scale: 0.05, zeroPoint: -128 },
+        activation: 'RELU',
+      },
+      {
+        op: 'fullyConnected',
+        weights: { data: 'w2.npy', scale: [0.01, 0.02, 0.03, 0.004, 0.005] },
+        output: { scale: 0.1, zeroPoint: 3 },
+        kernelPath: 'optimized',
+      },
+    ],
+    out: 'y.npy',
+  };
+  for (const backend of ['cpu', 'webgpu'] as const)
+    it(`${backend}: == fullyConnected layer by layer on the CPU`, async () => {
+      const dir = freshDir(layerFiles());
+      const path = join(dir, 'spec.json');
+      writeFileSync(path, JSON.stringify(spec));
+      const r = await runMain(['run', path, '--backend', backend]);
+      expect(r.code, r.err).toBe(0);
+      const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+      const f = layerFiles();
+      const x = parseNpy(f['x.npy']).data as Int8Array;
+      const h = await fullyConnected(
+        { data: x, shape: [3, 12] },
+        {
+          input: { scale: 0.02, zeroPoint: -1 },
+          weights: { data: parseNpy(f['w1.npy']).data as Int8Array, shape: [8, 12], scale: 0.004 },
+          bias: Int32Array.of(1, 2, 3, 4, 5, 6, 7, 8),
+          output: { scale: 0.05, zeroPoint: -128 },
+          activation: 'RELU',
+        },
+        { backend: 'cpu' },
+      );
+      const want = await fullyConnected(
+        h,
+        {
+          input: { scale: 0.05, zeroPoint: -128 },
+          weights: { data: parseNpy(f['w2.npy']).data as Int8Array, shape: [5, 8], scale: Float32Array.of(0.01, 0.02, 0.03, 0.004, 0.005) },
+          output: { scale: 0.1, zeroPoint: 3 },
+          kernelPath: 'optimized',
+        },
+        { backend: 'cpu' },
+      );
+      expect(got.shape).toEqual([3, 5]);
+      expect(Array.from(got.data as Int8Array)).toEqual(Array.from(want.data));
+    });
+
+  it('a bad field of a later layer names the layer', async () => {
+    const dir = freshDir(layerFiles());
+    const path = join(dir, 'spec.json');
+    writeFileSync(path, JSON.stringify({ ...spec, layers: [spec.layers[0], { ...spec.layers[1], activation: 'TANH' }] }));
+    expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, 'layers[1].activation');
+    expectNothingWritten(dir, join(dir, 'y.npy'));
+  });
+});

@@ -1107,7 +1107,7 @@ describe('qgemm run with an unknown op', () => {
     }
     expect(code).toBe(2);
     expect(stderr).toContain(
-      'op: unknown op "divide" (expected one of: gemm, add, sub, mul, alignedAdd, alignedSub, fullyConnected, conv2d)',
+      'op: unknown op "divide" (expected one of: gemm, add, sub, mul, alignedAdd, alignedSub, fullyConnected, conv2d, sequential)',
     );
   });
 });
