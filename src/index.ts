@@ -26,6 +26,20 @@ export {
   type VerifyRow,
 } from './verify.ts';
 export {
+  fullyConnected,
+  conv2d,
+  convGeometry,
+  type Tensor,
+  type FullyConnectedParams,
+  type Conv2dParams,
+  type LayerOptions,
+  type KernelPath,
+  type FusedActivation,
+  type QuantParams,
+} from './layers/layers.ts';
+export { activationRange, deriveStages } from './layers/derive.ts';
+export { Sequential, type SequentialFullyConnected } from './layers/sequential.ts';
+export {
   GpuContext,
   type GpuContextOptions,
   type GpuGemmProblem,

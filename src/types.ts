@@ -24,8 +24,12 @@ export type DstType = 'int32' | 'uint8' | 'int8' | 'int16';
 export type Order = 'row-major' | 'col-major';
 /** Which index a per-channel vector follows: 'row' = one value per dst row (length M), 'col' = per dst column (length N). */
 export type Axis = 'row' | 'col';
-/** Rounding of multiplyByQuantizedMultiplier, see src/quant/fixedpoint.ts. */
-export type Rounding = 'double' | 'single';
+/**
+ * Rounding of multiplyByQuantizedMultiplier, see src/quant/fixedpoint.ts: 'double' (gemmlowp; TFLite's
+ * reference kernels), 'double-up' (TFLite's optimized kernels through ruy: the second rounding's ties
+ * go up), 'single' (TFLITE_SINGLE_ROUNDING builds).
+ */
+export type Rounding = 'double' | 'double-up' | 'single';
 
 export type OperandData = Uint8Array | Int8Array;
 export type DstData = Int32Array | Uint8Array | Int8Array | Int16Array;
@@ -60,20 +64,33 @@ export type OutputStage =
   /**
    * gemmlowp OutputStageScaleInt32ByFixedPointAndExponent(PC):
    *   multiplyByQuantizedMultiplier(x, multiplier, exponent, rounding) + offsetAfterShift
-   * 'double' (gemmlowp, TFLite default): exponent in -31..31; saturating left shift by max(e,0),
-   *   SRDHM, then roundingDivideByPOT by max(-e,0).
+   * 'double' (gemmlowp; TFLite's reference kernels): exponent in -31..31; saturating left shift by
+   *   max(e,0), SRDHM, then roundingDivideByPOT by max(-e,0) (ties away from zero).
+   * 'double-up' (TFLite's optimized kernels, ruy): exponent in -31..31; wrapping left shift by max(e,0),
+   *   SRDHM, then a rounding right shift by max(-e,0) whose ties go up: floor((y + 2^(r-1)) / 2^r), exact.
    * 'single' (TFLite TFLITE_SINGLE_ROUNDING, ruy): exponent in -31..30; (x*m + 2^(30-e)) >> (31-e),
    *   saturated to int32 (the sources only assert that it fits).
    * multiplier and exponent are scalars, or vectors along `axis`; offsetAfterShift is scalar.
+   * rounding defaults to 'double' (gemmlowp's stage of this name), in the library and the CLI alike.
    */
   | {
       type: 'scaleInt32ByFixedPointAndExponent';
       multiplier: PerChannel;
       exponent: PerChannel;
       offsetAfterShift: number;
-      rounding: Rounding;
+      rounding?: Rounding;
       axis?: Axis;
     }
+  /**
+   * XNNPACK's fp32 requantization (qs8/qu8, and TFLite's default delegate), in float32 throughout:
+   *   saturateToInt32(rint(f32(f32(x) * scale)) + zeroPoint)
+   * f32(x) rounds the int32 to float32 (ties to even), the product is rounded once to float32 (ties to
+   * even), rint rounds to the nearest integer with ties to even, and the sum is exact, then saturated.
+   * scale is a float32 value (finite; a number must be exactly representable as float32), scalar or a
+   * Float32Array along `axis`. XNNPACK clamps in float before rint; with the integer clamp that follows
+   * (a clamp stage) the result is the same, since rint is monotonic and the bounds are integers.
+   */
+  | { type: 'requantizeFloat32'; scale: number | Float32Array; zeroPoint: number; axis?: Axis }
   /** gemmlowp OutputStageClamp: min(max(x, min), max), min <= max. */
   | { type: 'clamp'; min: number; max: number }
   /**

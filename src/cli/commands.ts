@@ -13,6 +13,10 @@ import { runOp, type Backend } from '../api.ts';
 import type { GemmProblem } from '../types.ts';
 import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
 import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
+import { LAYER_OPS, isLayerOp, parseLayerSpec, parseSequentialSpec } from './layer-spec.ts';
+import { conv2d, fullyConnected, type Tensor } from '../layers/layers.ts';
+import { Sequential } from '../layers/sequential.ts';
+import { sharedContext } from '../api.ts';
 import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules } from './files.ts';
 import { brief, parseStrictJson } from './json.ts';
 import { isObject, parseGemmSpec, ROUNDINGS, type SpecIo } from './spec.ts';
@@ -78,8 +82,44 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     checkOut('out', spec.out, files);
     const r = await runOp({ op: 'elementwise', problem: spec.problem }, opts.backend, { warn: opts.warn });
     writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
+  } else if (op === 'sequential') {
+    const spec = parseSequentialSpec(json, baseDir, io); // every layer read and checked here
+    const bytes = elementwiseWorkingBytes(spec.input.data.length * 2);
+    budget.take('out', bytes, `the layers' working memory needs about ${formatBytes(bytes)}`);
+    checkOut('out', spec.out, files);
+    let r: Tensor;
+    if (opts.backend === 'webgpu') {
+      // one context: weights prepacked once, intermediates kept on the GPU
+      const seq = await Sequential.create(
+        await sharedContext(true),
+        spec.layers.map((params) => ({ op: 'fullyConnected' as const, params })),
+      );
+      try {
+        r = await seq.run(spec.input);
+      } finally {
+        seq.destroy();
+      }
+    } else {
+      r = spec.input;
+      for (const params of spec.layers) r = await fullyConnected(r, params, { backend: opts.backend });
+    }
+    const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
+    writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
+  } else if (isLayerOp(op)) {
+    const spec = parseLayerSpec(json, baseDir, io);
+    const taps = spec.op === 'conv2d' ? spec.params.filter.shape[1] * spec.params.filter.shape[2] : 1; // conv: im2col rows on the host
+    const bytes = elementwiseWorkingBytes(spec.input.data.length * taps * 2);
+    budget.take('out', bytes, `the layer's working memory needs about ${formatBytes(bytes)}`);
+    checkOut('out', spec.out, files);
+    const backend = { backend: opts.backend };
+    const r =
+      spec.op === 'fullyConnected'
+        ? await fullyConnected(spec.input, spec.params, backend)
+        : await conv2d(spec.input, spec.params, backend);
+    const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
+    writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else {
-    const expected = `expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')}`;
+    const expected = `expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')}, ${LAYER_OPS.join(', ')}`;
     throw new InputError('op', op === undefined ? `missing (${expected})` : `unknown op ${brief(op)} (${expected})`);
   }
 }

@@ -158,6 +158,7 @@ const STAGE_KEYS: Record<string, readonly string[]> = {
   saturatingCast: ['to'],
   truncatingCast: ['to'],
   tanh: ['realZeroAsInt32', 'realAmplitudeAsInt32'],
+  requantizeFloat32: ['scale', 'zeroPoint', 'axis'],
 };
 
 /** One stage of the spec's "pipeline", every field typed; value ranges are normalizeProblem's. */
@@ -188,9 +189,17 @@ export function parseStage(field: string, s: unknown): OutputStage {
         multiplier: pc('multiplier'),
         exponent: pc('exponent'),
         offsetAfterShift: n('offsetAfterShift'),
-        rounding: 'rounding' in s ? oneOf(`${field}.rounding`, s.rounding, ['double', 'single'] as const) : 'double',
+        rounding: 'rounding' in s ? oneOf(`${field}.rounding`, s.rounding, ['double', 'double-up', 'single'] as const) : 'double',
         ...axis,
       };
+    case 'requantizeFloat32': {
+      // a JSON number is rounded to float32 (as TFLite stores scales); an array is one scale per channel
+      const scale = get('scale');
+      const f32 = Array.isArray(scale)
+        ? Float32Array.from(scale, (v, i) => num(`${field}.scale[${i}]`, v))
+        : Math.fround(num(`${field}.scale`, scale));
+      return { type, scale: f32, zeroPoint: n('zeroPoint'), ...axis };
+    }
     case 'clamp':
       return { type, min: n('min'), max: n('max') };
     case 'tanh':

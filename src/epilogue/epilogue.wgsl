@@ -6,7 +6,7 @@
 //      RoundingMultiplyByConstantFraction (lowbit.wgsl) for less-than-8-bit operands;
 //   2. runs the output pipeline, read as data from the `stages` buffer (one STAGE_WORDS record per stage,
 //      written by ./stages.ts), each stage computed as in src/reference/pipeline.ts with the functions
-//      of fixedpoint.wgsl and tanh.wgsl;
+//      of fixedpoint.wgsl, float32.wgsl and tanh.wgsl;
 //   3. stores: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad of 4
 //      consecutive elements along dst's contiguous dimension (lines are padded to `dstStride`).
 // The epilogue owns its uniform struct and bindings (declared here, bound by name by ./epilogue.ts); a
@@ -85,12 +85,21 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
       case STAGE_SCALE_INT32_BY_FIXED_POINT_AND_EXPONENT: {
         let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
         let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
-        if (stages[r + 7u] == 0) {
-          x = multiplyByQuantizedMultiplierDouble(x, multiplier, exponent);
-        } else {
-          x = multiplyByQuantizedMultiplierSingle(x, multiplier, exponent);
+        switch stages[r + 7u] {
+          case MULTIPLIER_ROUNDING_SINGLE: {
+            x = multiplyByQuantizedMultiplierSingle(x, multiplier, exponent);
+          }
+          case MULTIPLIER_ROUNDING_DOUBLE_UP: {
+            x = multiplyByQuantizedMultiplierDoubleUp(x, multiplier, exponent);
+          }
+          default: {
+            x = multiplyByQuantizedMultiplierDouble(x, multiplier, exponent);
+          }
         }
         x = x + stages[r + 6u];
+      }
+      case STAGE_REQUANTIZE_FLOAT32: {
+        x = requantizeFloat32(x, channelValue(stages[r + 2u], stages[r + 3u], c), stages[r + 4u]);
       }
       case STAGE_CLAMP: {
         x = clamp(x, stages[r + 2u], stages[r + 3u]);

@@ -6,7 +6,8 @@
 
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { TYPE_RANGE, UINT8_DOMAIN_SHIFT, type PerChannel } from '../types.ts';
-import { STAGE_KIND_CODE as KIND, STAGE_WORDS } from '../wgsl/codes.ts';
+import { float32Bits } from '../quant/float32.ts';
+import { STAGE_KIND_CODE as KIND, MULTIPLIER_ROUNDING_CODE, STAGE_WORDS } from '../wgsl/codes.ts';
 
 export interface EncodedStages {
   /** Records, then vectors. Never empty (a storage binding cannot be). */
@@ -56,9 +57,15 @@ export function encodeStages(p: NormalizedProblem): EncodedStages {
           ...param(stage.multiplier),
           ...param(stage.exponent),
           stage.offsetAfterShift,
-          stage.rounding === 'single' ? 1 : 0,
+          MULTIPLIER_ROUNDING_CODE[stage.rounding ?? 'double'],
         ];
         break;
+      case 'requantizeFloat32': {
+        // the scale as its float32 bits
+        const bits = typeof stage.scale === 'number' ? float32Bits(stage.scale) : new Int32Array(Float32Array.from(stage.scale).buffer);
+        fields = [KIND.requantizeFloat32, axis, ...param(bits), stage.zeroPoint];
+        break;
+      }
       case 'clamp':
         fields = [KIND.clamp, 0, stage.min, stage.max];
         break;

@@ -79,6 +79,16 @@ export function roundingDivideByPOT(x: number, exponent: number): number {
   return ((x >> exponent) + (remainder > threshold ? 1 : 0)) | 0;
 }
 
+/**
+ * ruy's rounding right shift (TFLite's optimized kernels): x / 2^r rounded to nearest, ties up, i.e.
+ * floor((x + 2^(r-1)) / 2^r) computed exactly (ruy returns 2^(31-r) where x + 2^(r-1) overflows, the
+ * same value). r in 0..31.
+ */
+export function roundingRightShiftUp(x: number, r: number): number {
+  if (r === 0) return x;
+  return Math.floor((x + 2 ** (r - 1)) / 2 ** r);
+}
+
 /** x * 2^s clamped to the int32 range, s in 0..31 (gemmlowp SaturatingRoundingMultiplyByPOT, s >= 0). */
 export function saturatingLeftShift(x: number, s: number): number {
   if (s === 0) return x;
@@ -90,15 +100,24 @@ export function saturatingLeftShift(x: number, s: number): number {
 
 /**
  * TFLite MultiplyByQuantizedMultiplier: x * multiplier * 2^(shift - 31), rounded.
- *  'double' (gemmlowp; TFLite's default build), shift in -31..31:
+ *  'double' (gemmlowp; TFLite's reference kernels), shift in -31..31:
  *      roundingDivideByPOT(saturatingRoundingDoublingHighMul(saturatingLeftShift(x, max(shift,0)), multiplier), max(-shift,0))
  *      The left shift saturates, as gemmlowp's scalar ShiftLeft does; at shift 31 gemmlowp's `1 << 31`
  *      overflows and flips the sign, which this does not reproduce.
+ *  'double-up' (TFLite's optimized kernels, ruy's x86 kernels), shift in -31..31:
+ *      roundingRightShiftUp(saturatingRoundingDoublingHighMul(x << max(shift,0), multiplier), max(-shift,0)),
+ *      the left shift wrapping as ruy's does (it only matters for scales >= 1, where x * 2^shift overflows).
  *  'single' (TFLITE_SINGLE_ROUNDING; ruy), shift in -31..30:
  *      (x * multiplier + 2^(30 - shift)) >> (31 - shift), arithmetic, saturated to int32 (TFLite and
  *      ruy only assert in debug builds that it fits).
  */
 export function multiplyByQuantizedMultiplier(x: number, multiplier: number, shift: number, rounding: Rounding = 'double'): number {
+  if (rounding === 'double-up') {
+    // ruy's kernels: x << max(shift, 0) wrapping (_mm256_sllv_epi32), SRDHM (ruy: (x*m + 2^30) >> 31,
+    // the same value for every multiplier QuantizeMultiplier makes), then ties up.
+    const shifted = shift > 0 ? x << shift : x;
+    return roundingRightShiftUp(saturatingRoundingDoublingHighMul(shifted, multiplier), shift > 0 ? 0 : -shift);
+  }
   if (rounding === 'double') {
     const shifted = saturatingLeftShift(x, Math.max(shift, 0));
     return roundingDivideByPOT(saturatingRoundingDoublingHighMul(shifted, multiplier), shift > 0 ? 0 : -shift);

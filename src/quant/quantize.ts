@@ -10,7 +10,10 @@ import { INT32_MAX, TYPE_RANGE } from '../types.ts';
 export interface QuantizedMultiplier {
   /** Q31 mantissa in [2^30, 2^31) for positive reals, [-2^31, -2^30] for negative ones; 0 for 0. */
   multiplier: number;
-  /** real = multiplier * 2^(shift - 31). */
+  /**
+   * real = multiplier * 2^(shift - 31). TFLite's name; the scaleInt32ByFixedPointAndExponent stage calls
+   * the same value its `exponent` (pass `exponent: shift`).
+   */
   shift: number;
 }
 

@@ -4,6 +4,7 @@
 // (shaders/output.wgsl) is tested against it.
 
 import { multiplyByQuantizedMultiplier, roundingDivideByPOT, saturatingRoundingDoublingHighMul } from '../quant/fixedpoint.ts';
+import { requantizeFloat32 } from '../quant/float32.ts';
 import { tanhStage } from '../quant/tanh.ts';
 import { TYPE_RANGE } from '../types.ts';
 import { channel, type NormalizedProblem } from '../spec/problem.ts';
@@ -27,6 +28,9 @@ export function applyOutputPipeline(p: NormalizedProblem, acc: number, m: number
       case 'scaleInt32ByFixedPointAndExponent':
         x = multiplyByQuantizedMultiplier(x, channel(stage.multiplier, c), channel(stage.exponent, c), stage.rounding);
         x = (x + stage.offsetAfterShift) | 0;
+        break;
+      case 'requantizeFloat32':
+        x = requantizeFloat32(x, typeof stage.scale === 'number' ? stage.scale : stage.scale[c], stage.zeroPoint);
         break;
       case 'clamp':
         x = Math.min(Math.max(x, stage.min), stage.max);

@@ -169,17 +169,36 @@ export function normalizeProblem(
         if (legacy) {
           checkRange(`${f}.shift`, stage.shift, 0, 31);
         } else {
-          if (stage.rounding !== 'double' && stage.rounding !== 'single') {
-            throw new InputError(`${f}.rounding`, `expected "double" or "single", got ${JSON.stringify(stage.rounding)}`);
+          const rounding = stage.rounding ?? 'double';
+          if (rounding !== 'double' && rounding !== 'double-up' && rounding !== 'single') {
+            throw new InputError(`${f}.rounding`, `expected "double", "double-up" or "single", got ${JSON.stringify(stage.rounding)}`);
           }
           checkInt32(`${f}.offsetAfterShift`, stage.offsetAfterShift);
-          const hi = stage.rounding === 'single' ? 30 : 31;
+          const hi = rounding === 'single' ? 30 : 31;
           if (stage.exponent instanceof Int32Array) {
             // (the field name is made only for the element that fails: this runs on every call)
             const bad = stage.exponent.findIndex((e) => e < -31 || e > hi);
             if (bad >= 0) checkRange(`${f}.exponent[${bad}]`, stage.exponent[bad], -31, hi);
           } else checkRange(`${f}.exponent`, stage.exponent, -31, hi);
         }
+        break;
+      }
+      case 'requantizeFloat32': {
+        const scale = stage.scale;
+        const finite32 = (v: number) => typeof v === 'number' && Number.isFinite(v) && Math.fround(v) === v;
+        if (scale instanceof Float32Array) {
+          const axis = checkAxis(`${f}.axis`, stage.axis);
+          if (scale.length !== lengthOf(axis))
+            throw new InputError(`${f}.scale`, `expected ${lengthOf(axis)} values (${axisWhat(axis)}), got ${scale.length}`);
+          const bad = scale.findIndex((v) => !Number.isFinite(v));
+          if (bad >= 0) throw new InputError(`${f}.scale[${bad}]`, `expected a finite float32, got ${scale[bad]}`);
+        } else if (!finite32(scale)) {
+          throw new InputError(
+            `${f}.scale`,
+            `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${JSON.stringify(scale)}`,
+          );
+        }
+        checkInt32(`${f}.zeroPoint`, stage.zeroPoint);
         break;
       }
       case 'quantizeDownInt32ByFixedPoint':

@@ -18,7 +18,11 @@ export const STAGE_KIND_CODE = {
   clamp: 4, // saturatingCast is a clamp to the type's range
   tanh: 5,
   truncatingCast: 6,
+  requantizeFloat32: 7,
 } as const;
+
+/** Word 7 of a scaleInt32ByFixedPointAndExponent record: its rounding. */
+export const MULTIPLIER_ROUNDING_CODE = { double: 0, single: 1, 'double-up': 2 } as const;
 
 /** Words per stage record. */
 export const STAGE_WORDS = 12;
@@ -46,5 +50,6 @@ export const wgslCodes: string = [
   ...consts('STAGE', STAGE_KIND_CODE, 'i32'),
   `const STAGE_WORDS: u32 = ${STAGE_WORDS}u;`,
   ...consts('ROUNDING', ROUNDING_CODE, 'u32'),
+  ...consts('MULTIPLIER_ROUNDING', MULTIPLIER_ROUNDING_CODE, 'i32'),
   ...consts('ELEMENTWISE', ELEMENTWISE_KIND_CODE, 'u32'),
 ].join('\n');

@@ -123,6 +123,28 @@ fn multiplyByQuantizedMultiplierDouble(x: i32, m: i32, shift: i32) -> i32 {
   return roundingDivideByPOT(saturatingRoundingDoublingHighMul(shifted, m), u32(max(-shift, 0)));
 }
 
+/** ruy's rounding right shift (TFLite's optimized kernels): floor((x + 2^(r-1)) / 2^r), exact; r in 0..31. */
+fn roundingRightShiftUp(x: i32, r: u32) -> i32 {
+  if (r == 0u) {
+    return x;
+  }
+  let nudge = 1 << (r - 1u);
+  if (x > FP_INT32_MAX - nudge) {
+    return 1 << (31u - r); // x + nudge overflows: the quotient is exactly 2^(31-r)
+  }
+  return (x + nudge) >> r;
+}
+
+/**
+ * TFLite MultiplyByQuantizedMultiplier, 'double-up' rounding (TFLite's optimized kernels, ruy), shift in
+ * -31..31: roundingRightShiftUp(saturatingRoundingDoublingHighMul(x << max(shift,0), m), max(-shift,0)),
+ * the left shift wrapping.
+ */
+fn multiplyByQuantizedMultiplierDoubleUp(x: i32, m: i32, shift: i32) -> i32 {
+  let shifted = bitcast<i32>(bitcast<u32>(x) << u32(max(shift, 0)));
+  return roundingRightShiftUp(saturatingRoundingDoublingHighMul(shifted, m), u32(max(-shift, 0)));
+}
+
 /**
  * TFLite MultiplyByQuantizedMultiplier, 'single' rounding (TFLITE_SINGLE_ROUNDING, ruy), shift in -31..30:
  * (x*m + 2^(30-shift)) >> (31-shift), the shift arithmetic on 64 bits, the result saturated to int32.

@@ -9,14 +9,15 @@ import { wgslCodes } from './codes.ts';
 import dot4Emulated from './dot4-emulated.wgsl?raw';
 import dot4Native from './dot4-native.wgsl?raw';
 import fixedpoint from './fixedpoint.wgsl?raw';
+import float32 from './float32.wgsl?raw';
 import lowbit from './lowbit.wgsl?raw';
 import tanh from './tanh.wgsl?raw';
 
 /** The codes and the exact fixed-point arithmetic (no bindings). */
 export const fixedpointLibrary = [wgslCodes, fixedpoint].join('\n');
 
-/** The fixed-point arithmetic with tanh and the less-than-8-bit corrections: what the epilogue runs on. */
-export const outputMathLibrary = [fixedpointLibrary, tanh, lowbit].join('\n');
+/** The fixed-point arithmetic with the float32 requantization, tanh and the less-than-8-bit corrections: what the epilogue runs on. */
+export const outputMathLibrary = [fixedpointLibrary, float32, tanh, lowbit].join('\n');
 
 /** dot4(a, b): dot4U8Packed where the adapter has it, else the manual unpack. */
 export function dot4Library(native: boolean): string {

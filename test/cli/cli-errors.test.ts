@@ -347,7 +347,7 @@ describe('bad stages', () => {
 
 describe('bad specs', () => {
   it('unknown op', async () => {
-    await runSpec({ op: 'conv2d' }, 'op');
+    await runSpec({ op: 'depthwiseConv2d' }, 'op');
   });
   it('missing op', async () => {
     await runSpec({ op: undefined }, 'op');

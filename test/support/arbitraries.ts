@@ -57,7 +57,7 @@ export function arbStage(M: number, N: number): fc.Arbitrary<OutputStage> {
     fc
       .record({ multiplier: int32, shift: fc.integer({ min: 0, max: 31 }), offsetAfterShift: int32 })
       .map((s): OutputStage => ({ type: 'quantizeDownInt32ByFixedPoint', ...s })),
-    fc.tuple(axis, fc.constantFrom<'double' | 'single'>('double', 'single')).chain(([a, rounding]) =>
+    fc.tuple(axis, fc.constantFrom<'double' | 'double-up' | 'single'>('double', 'double-up', 'single')).chain(([a, rounding]) =>
       fc
         .record({
           multiplier: arbPerChannel(a, M, N, int32),
@@ -66,6 +66,17 @@ export function arbStage(M: number, N: number): fc.Arbitrary<OutputStage> {
         })
         .map((s): OutputStage => ({ type: 'scaleInt32ByFixedPointAndExponent', ...s, rounding, axis: a })),
     ),
+    // requantizeFloat32: finite float32 scales, mostly in a layer's range, sometimes anywhere (subnormal, huge, negative)
+    fc.tuple(axis, fc.boolean(), int32).chain(([a, perChannel, zeroPoint]) => {
+      const scale = fc.oneof(
+        fc.float({ min: Math.fround(2 ** -24), max: 4, noNaN: true }),
+        fc.float({ noNaN: true, noDefaultInfinity: true }),
+      );
+      const n = a === 'row' ? M : N;
+      return (perChannel ? fc.array(scale, { minLength: n, maxLength: n }).map((v) => Float32Array.from(v)) : scale).map(
+        (sc): OutputStage => ({ type: 'requantizeFloat32', scale: sc, zeroPoint, axis: a }),
+      );
+    }),
     fc.tuple(int32, int32).map(([a, b]): OutputStage => ({ type: 'clamp', min: Math.min(a, b), max: Math.max(a, b) })),
     fc.integer({ min: 1, max: (1 << 28) - 1 }).chain((amplitude) => {
       const limit = INT32_MAX - 8 * amplitude;

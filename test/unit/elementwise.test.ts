@@ -1106,6 +1106,8 @@ describe('qgemm run with an unknown op', () => {
       process.stderr.write = write;
     }
     expect(code).toBe(2);
-    expect(stderr).toContain('op: unknown op "divide" (expected one of: gemm, add, sub, mul, alignedAdd, alignedSub)');
+    expect(stderr).toContain(
+      'op: unknown op "divide" (expected one of: gemm, add, sub, mul, alignedAdd, alignedSub, fullyConnected, conv2d, sequential)',
+    );
   });
 });

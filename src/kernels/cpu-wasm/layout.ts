@@ -83,6 +83,8 @@ export const OP = {
   exponentSingle: 5, // a: multiplier, b: exponent, c: offsetAfterShift
   clamp: 6, // a: min, b: max (also saturatingCast)
   truncate: 7, // low 8 bits
+  exponentDoubleUp: 8, // a: multiplier, b: exponent, c: offsetAfterShift (as exponentSingle)
+  requantizeFloat32: 9, // a: scale (float32 bits), b: zeroPoint
 } as const;
 
 /** The kernels the module exports, by kind: micro-kernel rows and the k values per packed group. */

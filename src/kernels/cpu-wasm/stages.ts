@@ -10,6 +10,7 @@
 
 import type { NormalizedProblem } from '../../spec/problem.ts';
 import { TYPE_RANGE, type PerChannel } from '../../types.ts';
+import { float32Bits } from '../../quant/float32.ts';
 import { OP, STAGE_MODE, STAGE_WORDS } from './layout.ts';
 
 export interface OutputProgram {
@@ -48,14 +49,14 @@ type Word = { imm: number } | { at: number };
  * (STAGE_MODE.row or .col), padded with zeros to Mp or Np so that four lanes can always be read.
  */
 export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): OutputProgram {
-  const tanhAt = p.pipeline.findIndex((s) => s.type === 'tanh');
-  const covered = tanhAt < 0 ? p.pipeline.length : tanhAt;
+  const jsAt = p.pipeline.findIndex((s) => s.type === 'tanh');
+  const covered = jsAt < 0 ? p.pipeline.length : jsAt;
   const stages: { op: number; mode: number; words: Word[] }[] = [];
   const writers: ((params: Int32Array) => void)[] = [];
   let paramWords = 0;
   for (let i = 0; i < covered; i++) {
     const s = p.pipeline[i];
-    const vectors = Object.values(s).some((v) => v instanceof Int32Array);
+    const vectors = Object.values(s).some((v) => v instanceof Int32Array || v instanceof Float32Array);
     const mode = !vectors ? STAGE_MODE.scalar : 'axis' in s && s.axis === 'col' ? STAGE_MODE.col : STAGE_MODE.row;
     const length = mode === STAGE_MODE.scalar ? 1 : mode === STAGE_MODE.col ? Np : Mp;
     /** Reserves a vector of the stage's length holding v (zero-padded) at write time; its record word. */
@@ -99,10 +100,16 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): Out
         [op, words] = [OP.fixedPoint, imm(s.multiplier, s.shift, s.offsetAfterShift)];
         break;
       case 'scaleInt32ByFixedPointAndExponent':
-        if (s.rounding === 'double') {
-          [op, words] = [OP.exponentDouble, [vector(s.multiplier), ...constants(s.exponent), ...imm(s.offsetAfterShift)]];
-        } else [op, words] = [OP.exponentSingle, [vector(s.multiplier), vector(s.exponent), ...imm(s.offsetAfterShift)]];
+        if (s.rounding === 'single' || s.rounding === 'double-up') {
+          const kind = s.rounding === 'single' ? OP.exponentSingle : OP.exponentDoubleUp;
+          [op, words] = [kind, [vector(s.multiplier), vector(s.exponent), ...imm(s.offsetAfterShift)]];
+        } else [op, words] = [OP.exponentDouble, [vector(s.multiplier), ...constants(s.exponent), ...imm(s.offsetAfterShift)]];
         break;
+      case 'requantizeFloat32': {
+        const bits = typeof s.scale === 'number' ? float32Bits(s.scale) : new Int32Array(Float32Array.from(s.scale).buffer);
+        [op, words] = [OP.requantizeFloat32, [vector(bits), ...imm(s.zeroPoint)]];
+        break;
+      }
       case 'clamp':
         [op, words] = [OP.clamp, imm(s.min, s.max)];
         break;

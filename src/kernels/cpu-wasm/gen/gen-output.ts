@@ -2,10 +2,11 @@
 // driver (gen-gemm.ts) on each block of C right after its micro-kernels: the four-term zero-point
 // expansion (with the less-than-8-bit RoundingMultiplyByConstantFraction terms of src/quant/lowbit.ts),
 // the output program (the stages of src/types.ts encoded by stages.ts: bias, both quantize-down stages,
-// scaleInt32ByFixedPointAndExponent with double or single rounding, clamp, the casts), and the store to
+// scaleInt32ByFixedPointAndExponent with each rounding, requantizeFloat32, clamp, the casts), and the store to
 // dst in its order and dtype. The stages run on four columns per SIMD vector: the fixed-point functions
 // of src/quant/fixedpoint.ts with 64-bit lane products, each lane with its own exponent (single rounding,
-// which shifts a 64-bit product by a per-lane count, runs one element at a time). tanh is not here (the
+// which shifts a 64-bit product by a per-lane count, runs one element at a time, as do 'double-up' and the
+// float32 requantization). tanh is not here (the
 // runtime finishes a pipeline from its first tanh in JavaScript).
 
 import { ctx } from './wat.ts';
@@ -73,6 +74,31 @@ const mbqmSingle = (x: string, mm: string, e: string) => `
         (i64.shl (i64.const 1) (i64.extend_i32_u (i32.sub ${g('u')} ${i32(1)})))) (i64.extend_i32_u ${g('u')}))`,
       )}
       ${s(x, `(select ${MAX} (select ${MIN} (i32.wrap_i64 ${g('p')}) (i64.lt_s ${g('p')} (i64.const -2147483648))) (i64.gt_s ${g('p')} (i64.const 2147483647)))`)}`;
+
+/**
+ * MultiplyByQuantizedMultiplier, 'double-up' rounding (ruy; e in -31..31), of the i32 locals x, mm, e:
+ * SRDHM(x << max(e, 0) wrapping, mm) = min(floor((x*mm + 2^30) / 2^31), INT32_MAX), then
+ * floor((y + 2^(r-1)) / 2^r) for r = max(-e, 0), on 64 bits (exact); result in x, uses u and p.
+ */
+const mbqmDoubleUp = (x: string, mm: string, e: string) => `
+      ${s('u', `(select ${g(e)} ${i32(0)} (i32.gt_s ${g(e)} ${i32(0)}))`)}
+      ${s('p', `(i64.shr_s (i64.add (i64.mul (i64.extend_i32_s (i32.shl ${g(x)} ${g('u')})) (i64.extend_i32_s ${g(mm)})) (i64.const 1073741824)) (i64.const 31))`)}
+      ${s('p', `(select (i64.const 2147483647) ${g('p')} (i64.gt_s ${g('p')} (i64.const 2147483647)))`)}
+      ${s('u', `(select (i32.sub ${i32(0)} ${g(e)}) ${i32(0)} (i32.lt_s ${g(e)} ${i32(0)}))`)}
+      ${s('p', `(i64.shr_s (i64.add ${g('p')} (i64.shr_u (i64.shl (i64.const 1) (i64.extend_i32_u ${g('u')})) (i64.const 1))) (i64.extend_i32_u ${g('u')}))`)}
+      ${s(x, `(i32.wrap_i64 ${g('p')})`)}`;
+
+/**
+ * The requantizeFloat32 stage of the i32 local x with scale bits s and zero point k, in native float32
+ * (WebAssembly's conversions and arithmetic round to nearest, ties to even): rint(f32(f32(x) * scale)),
+ * then + k in float64 (exact below 2^53; beyond, saturated either way), saturated to int32.
+ */
+const requantizeFloat32 = (x: string, scale: string, k: string) =>
+  s(
+    x,
+    `(i32.trunc_sat_f64_s (f64.add (f64.promote_f32 (f32.nearest (f32.mul (f32.convert_i32_s ${g(x)}) (f32.reinterpret_i32 ${g(scale)}))))
+      (f64.convert_i32_s ${g(k)})))`,
+  );
 
 const FIXED_POINT = `
   (func $rmbcf (param $x i32) (param $q i32) (param $r i32) (result i32) (local $p i64)
@@ -182,6 +208,10 @@ const STAGES = `
         ${stageLoop([2, 3, 4, 5, 6], `${vMbqmDouble('o0', 'o1', 'o2', 'o3', 'o4')} ${s('x', `(i32x4.add ${g('x')} ${splat(g('k'))})`)}`)}))
       (if (i32.eq ${g('op')} ${i32(OP.exponentSingle)}) (then ${s('k', word(4))}
         ${scalarLoop([2, 3], `${mbqmSingle('xs', 's0', 's1')} ${s('xs', add(g('xs'), g('k')))}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.exponentDoubleUp)}) (then ${s('k', word(4))}
+        ${scalarLoop([2, 3], `${mbqmDoubleUp('xs', 's0', 's1')} ${s('xs', add(g('xs'), g('k')))}`)}))
+      (if (i32.eq ${g('op')} ${i32(OP.requantizeFloat32)}) (then ${s('k', word(3))}
+        ${scalarLoop([2], requantizeFloat32('xs', 's0', 'k'))}))
       (if (i32.eq ${g('op')} ${i32(OP.clamp)}) (then
         ${stageLoop([], s('x', `(i32x4.min_s (i32x4.max_s ${g('x')} ${splat(word(2))}) ${splat(word(3))})`))}))
       (if (i32.eq ${g('op')} ${i32(OP.truncate)}) (then

@@ -1,0 +1,259 @@
+// TFLite's FULLY_CONNECTED and CONV_2D as quantized layers (pack -> gemm -> output): the parameters as
+// a .tflite file stores them (float32 scales, zero points, int8 weights with per-tensor or per-channel
+// scales or legacy uint8 weights with a zero point, an int32 bias, a fused activation), TFLite's layouts
+// (FC weights [N, K]; conv input NHWC, filter OHWI), one GEMM with the output stages ./derive.ts derives
+// for the chosen kernel path. The FC weights are the GEMM's rhs as they lie ([N, K] is [K, N]
+// column-major). conv2d lowers to the same GEMM over im2col rows built on the host (padded positions
+// hold the input zero point, as in TFLite); the output is NHWC directly.
+
+import { gemm, type Backend } from '../api.ts';
+import { InputError } from '../errors.ts';
+import type { GemmProblem, OperandData, OutputStage } from '../types.ts';
+import {
+  activationRange,
+  deriveStages,
+  float64Requantize,
+  float64Scales,
+  type FusedActivation,
+  type KernelPath,
+  type QuantParams,
+} from './derive.ts';
+
+export type { FusedActivation, KernelPath, QuantParams } from './derive.ts';
+
+/** A tensor in C order. */
+export interface Tensor {
+  data: Uint8Array | Int8Array;
+  shape: number[];
+}
+
+export interface LayerWeights<S extends number[]> {
+  data: Int8Array | Uint8Array;
+  shape: S;
+  /** Per-tensor, or one per output channel. */
+  scale: number | Float32Array;
+  /** 0 for int8 (the default); legacy uint8 weights carry one. */
+  zeroPoint?: number;
+}
+
+export interface FullyConnectedParams {
+  input: QuantParams;
+  /** [N, K], TFLite's layout. */
+  weights: LayerWeights<[number, number]>;
+  /** Length N. */
+  bias?: Int32Array;
+  output: QuantParams;
+  activation?: FusedActivation;
+  kernelPath?: KernelPath;
+}
+
+export interface Conv2dParams {
+  input: QuantParams;
+  /** OHWI. */
+  filter: LayerWeights<[number, number, number, number]>;
+  /** Length O. */
+  bias?: Int32Array;
+  /** [h, w], default [1, 1]. */
+  stride?: [number, number];
+  /** [h, w], default [1, 1]. */
+  dilation?: [number, number];
+  padding: 'SAME' | 'VALID';
+  output: QuantParams;
+  activation?: FusedActivation;
+  kernelPath?: KernelPath;
+}
+
+export interface LayerOptions {
+  backend?: Backend;
+}
+
+export const dtypeOf = (d: OperandData, field: string): 'uint8' | 'int8' => {
+  if (d instanceof Uint8Array) return 'uint8';
+  if (d instanceof Int8Array) return 'int8';
+  throw new InputError(field, 'expected a Uint8Array or an Int8Array');
+};
+
+function checkQuant(field: string, q: QuantParams, dtype: 'uint8' | 'int8'): void {
+  if (!q || typeof q !== 'object') throw new InputError(field, 'expected {scale, zeroPoint}');
+  if (!(Number.isFinite(q.scale) && q.scale > 0))
+    throw new InputError(`${field}.scale`, `expected a positive finite float32, got ${q.scale}`);
+  const [lo, hi] = dtype === 'uint8' ? [0, 255] : [-128, 127];
+  if (!Number.isInteger(q.zeroPoint) || q.zeroPoint < lo || q.zeroPoint > hi) {
+    throw new InputError(`${field}.zeroPoint`, `expected an integer in ${lo}..${hi} (${dtype}), got ${q.zeroPoint}`);
+  }
+}
+
+function weightScales(field: string, scale: number | Float32Array, channels: number): Float32Array {
+  const s = typeof scale === 'number' ? Float32Array.of(scale) : scale;
+  if (!(s instanceof Float32Array) || (s.length !== 1 && s.length !== channels)) {
+    throw new InputError(`${field}.scale`, `expected a number or a Float32Array of ${channels} (one per output channel)`);
+  }
+  const bad = s.findIndex((v) => !(Number.isFinite(v) && v > 0));
+  if (bad >= 0) throw new InputError(`${field}.scale[${bad}]`, `expected a positive finite scale, got ${s[bad]}`);
+  return s;
+}
+
+/** A layer's GEMM without its lhs: the weights as rhs, zero points, the derived stages; `post` for the FC reference path. */
+export interface LayerGemm {
+  rhs: GemmProblem['rhs'];
+  lhsZeroPoint: number;
+  rhsZeroPoint: number;
+  pipeline: OutputStage[];
+  /** FC reference path: the float64 requantization of the int32 result, on the host. */
+  post?: (acc: ArrayLike<number>, M: number) => Uint8Array | Int8Array;
+}
+
+type LayerCommon = { input: QuantParams; bias?: Int32Array; output: QuantParams; activation?: FusedActivation; kernelPath?: KernelPath };
+
+/** Checks a layer's parameters and derives its GEMM ([M, K] x weights [N, K]) for activations of `dtype`. */
+export function layerGemm(
+  op: 'FULLY_CONNECTED' | 'CONV_2D',
+  dtype: 'uint8' | 'int8',
+  K: number,
+  weights: LayerWeights<number[]>,
+  weightsField: string,
+  N: number,
+  p: LayerCommon,
+): LayerGemm {
+  const weightType = dtypeOf(weights.data, `${weightsField}.data`);
+  checkQuant('params.input', p.input, dtype);
+  checkQuant('params.output', p.output, dtype);
+  if (weights.data.length !== N * K)
+    throw new InputError(`${weightsField}.data`, `expected ${N * K} values (${N} x ${K}), got ${weights.data.length}`);
+  const scales = weightScales(weightsField, weights.scale, N);
+  const wz = weights.zeroPoint ?? 0;
+  if (!Number.isInteger(wz)) throw new InputError(`${weightsField}.zeroPoint`, `expected an integer, got ${wz}`);
+  if (p.bias !== undefined && (!(p.bias instanceof Int32Array) || p.bias.length !== N)) {
+    throw new InputError('params.bias', `expected an Int32Array of ${N} (one per output channel)`);
+  }
+  const path = p.kernelPath ?? 'xnnpack';
+  if (path !== 'xnnpack' && path !== 'optimized' && path !== 'reference') {
+    throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${JSON.stringify(path)}`);
+  }
+  const activation = p.activation ?? 'NONE';
+  const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: p.bias }] : [];
+  const gemm: LayerGemm = {
+    rhs: { data: weights.data, rows: K, cols: N, order: 'col-major' },
+    lhsZeroPoint: p.input.zeroPoint,
+    rhsZeroPoint: wz,
+    pipeline: bias,
+  };
+  if (path === 'reference' && op === 'FULLY_CONNECTED') {
+    const [lo, hi] = activationRange(activation, p.output, dtype);
+    const s64 = float64Scales(p.input, scales, p.output);
+    gemm.post = (acc, M) => {
+      const out = dtype === 'uint8' ? new Uint8Array(M * N) : new Int8Array(M * N);
+      for (let m = 0; m < M; m++)
+        for (let n = 0; n < N; n++)
+          out[m * N + n] = float64Requantize(acc[m * N + n], s64[s64.length === 1 ? 0 : n], p.output.zeroPoint, lo, hi);
+      return out;
+    };
+  } else {
+    gemm.pipeline = [
+      ...bias,
+      ...deriveStages({ op, path, input: p.input, weightScales: scales, weightType, output: p.output, channels: N, dtype, activation }),
+    ];
+  }
+  return gemm;
+}
+
+/** The GEMM of a layer and its requantization, run on the chosen backend. */
+async function runLayer(
+  op: 'FULLY_CONNECTED' | 'CONV_2D',
+  lhs: OperandData,
+  M: number,
+  K: number,
+  weights: LayerWeights<number[]>,
+  weightsField: string,
+  N: number,
+  p: LayerCommon,
+  opts: LayerOptions,
+): Promise<Uint8Array | Int8Array> {
+  const g = layerGemm(op, dtypeOf(lhs, 'input.data'), K, weights, weightsField, N, p);
+  const problem: GemmProblem = {
+    lhs: { data: lhs, rows: M, cols: K },
+    rhs: g.rhs,
+    lhsZeroPoint: g.lhsZeroPoint,
+    rhsZeroPoint: g.rhsZeroPoint,
+    pipeline: g.pipeline,
+  };
+  const result = await gemm(problem, { backend: opts.backend ?? 'auto' });
+  return g.post ? g.post(result.data, M) : (result.data as Uint8Array | Int8Array);
+}
+
+/** TFLite FULLY_CONNECTED: input [..., K] (flattened to [M, K]), weights [N, K]; output [M, N], the input's dtype. */
+export async function fullyConnected(input: Tensor, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
+  const w = params?.weights;
+  if (!w || !Array.isArray(w.shape) || w.shape.length !== 2) throw new InputError('params.weights.shape', 'expected [N, K]');
+  const [N, K] = w.shape;
+  if (!input || !Array.isArray(input.shape) || input.shape.length < 1) throw new InputError('input.shape', 'expected [..., K]');
+  const size = input.shape.reduce((a, b) => a * b, 1);
+  if (input.shape[input.shape.length - 1] !== K || input.data.length !== size) {
+    throw new InputError('input.shape', `expected [..., ${K}] matching ${input.data.length} values, got [${input.shape}]`);
+  }
+  const M = size / K;
+  const data = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
+  return { data, shape: [M, N] };
+}
+
+/** TFLite's output size and leading padding for one spatial dimension (ComputePaddingHeightWidth). */
+export function convGeometry(
+  size: number,
+  filter: number,
+  stride: number,
+  dilation: number,
+  padding: 'SAME' | 'VALID',
+): { out: number; pad: number } {
+  const effective = (filter - 1) * dilation + 1;
+  const out = padding === 'SAME' ? Math.ceil(size / stride) : Math.floor((size - effective + stride) / stride);
+  const total = Math.max((out - 1) * stride + effective - size, 0);
+  return { out, pad: padding === 'SAME' ? Math.floor(total / 2) : 0 };
+}
+
+/** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
+export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
+  const f = params?.filter;
+  if (!f || !Array.isArray(f.shape) || f.shape.length !== 4) throw new InputError('params.filter.shape', 'expected OHWI [O, KH, KW, C]');
+  if (!input || !Array.isArray(input.shape) || input.shape.length !== 4) throw new InputError('input.shape', 'expected NHWC [B, H, W, C]');
+  const [B, H, W, C] = input.shape;
+  const [O, KH, KW, FC] = f.shape;
+  if (FC !== C) throw new InputError('params.filter.shape', `filter depth ${FC} != input channels ${C}`);
+  if (input.data.length !== B * H * W * C) throw new InputError('input.data', `expected ${B * H * W * C} values, got ${input.data.length}`);
+  const [sh, sw] = params.stride ?? [1, 1];
+  const [dh, dw] = params.dilation ?? [1, 1];
+  for (const [name, v] of [
+    ['stride', sh],
+    ['stride', sw],
+    ['dilation', dh],
+    ['dilation', dw],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 1) throw new InputError(`params.${name}`, `expected positive integers, got ${v}`);
+  }
+  if (params.padding !== 'SAME' && params.padding !== 'VALID')
+    throw new InputError('params.padding', `expected 'SAME' or 'VALID', got ${JSON.stringify(params.padding)}`);
+  const gh = convGeometry(H, KH, sh, dh, params.padding);
+  const gw = convGeometry(W, KW, sw, dw, params.padding);
+  if (gh.out < 1 || gw.out < 1) throw new InputError('params.filter.shape', 'the filter is larger than the input (VALID padding)');
+  const K = KH * KW * C;
+  const M = B * gh.out * gw.out;
+  checkQuant('params.input', params.input, dtypeOf(input.data, 'input.data'));
+  // im2col rows (b, oh, ow) x (kh, kw, c), the filter's OHWI order; padding holds the input zero point.
+  const cols = input.data instanceof Uint8Array ? new Uint8Array(M * K) : new Int8Array(M * K);
+  cols.fill(params.input.zeroPoint);
+  let row = 0;
+  for (let b = 0; b < B; b++)
+    for (let oh = 0; oh < gh.out; oh++)
+      for (let ow = 0; ow < gw.out; ow++, row++)
+        for (let kh = 0; kh < KH; kh++) {
+          const ih = oh * sh - gh.pad + kh * dh;
+          if (ih < 0 || ih >= H) continue;
+          for (let kw = 0; kw < KW; kw++) {
+            const iw = ow * sw - gw.pad + kw * dw;
+            if (iw < 0 || iw >= W) continue;
+            const src = ((b * H + ih) * W + iw) * C;
+            cols.set(input.data.subarray(src, src + C), row * K + (kh * KW + kw) * C);
+          }
+        }
+  const data = await runLayer('CONV_2D', cols, M, K, f, 'params.filter', O, params, opts);
+  return { data, shape: [B, gh.out, gw.out, O] };
+}

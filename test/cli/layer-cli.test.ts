@@ -1,0 +1,203 @@
+// CLI tier for the layer ops of `qgemm run` ("op": "fullyConnected" | "conv2d", src/cli/layer-spec.ts):
+// a spec with .npy inputs gives the same bytes as the library's layer on the CPU, for each kernel path;
+// bad fields exit 2 with one line naming the field and write nothing.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { conv2d, fullyConnected } from '../../src/layers/layers.ts';
+import { parseNpy } from '../../src/io/npy.ts';
+import { cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain } from './support.ts';
+
+afterAll(cleanup);
+
+const x = Int8Array.from({ length: 2 * 5 * 5 * 3 }, (_, i) => ((i * 37) % 251) - 125);
+const w = Int8Array.from({ length: 4 * 3 * 3 * 3 }, (_, i) => ((i * 53) % 255) - 127);
+const fcW = Int8Array.from({ length: 4 * 75 }, (_, i) => ((i * 29) % 255) - 127);
+const bias = [100, -200, 3000, -4];
+
+function files() {
+  return {
+    'x.npy': npy('int8', [2, 5, 5, 3], x),
+    'w.npy': npy('int8', [4, 3, 3, 3], w),
+    'fcx.npy': npy('int8', [2, 75], x),
+    'fcw.npy': npy('int8', [4, 75], fcW),
+    'bias.npy': npy('int32', [4], Int32Array.from(bias)),
+  };
+}
+
+describe('qgemm run with layer ops', () => {
+  for (const kernelPath of ['xnnpack', 'optimized', 'reference'] as const) {
+    it(`conv2d (${kernelPath}) == the library's conv2d`, async () => {
+      const dir = freshDir(files());
+      const spec = {
+        op: 'conv2d',
+        input: { data: 'x.npy', scale: 0.0235, zeroPoint: -3 },
+        filter: { data: 'w.npy', scale: [0.01, 0.02, 0.005, 0.0125] },
+        bias: 'bias.npy',
+        output: { scale: 0.05, zeroPoint: 4 },
+        activation: 'RELU6',
+        kernelPath,
+        padding: 'SAME',
+        stride: [2, 2],
+        out: 'y.npy',
+      };
+      const path = join(dir, 'spec.json');
+      writeFileSync(path, JSON.stringify(spec));
+      const r = await runMain(['run', path, '--backend', 'cpu']);
+      expect(r.code, r.err).toBe(0);
+      const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+      const want = await conv2d(
+        { data: x, shape: [2, 5, 5, 3] },
+        {
+          input: { scale: Math.fround(0.0235), zeroPoint: -3 },
+          filter: { data: w, shape: [4, 3, 3, 3], scale: Float32Array.of(0.01, 0.02, 0.005, 0.0125) },
+          bias: Int32Array.from(bias),
+          output: { scale: Math.fround(0.05), zeroPoint: 4 },
+          activation: 'RELU6',
+          kernelPath,
+          padding: 'SAME',
+          stride: [2, 2],
+        },
+        { backend: 'cpu' },
+      );
+      expect(got.shape).toEqual(want.shape);
+      expect(got.dtype).toBe('int8');
+      expect(Array.from(got.data as Int8Array)).toEqual(Array.from(want.data));
+    });
+  }
+
+  it('fullyConnected (default path xnnpack) == the library', async () => {
+    const dir = freshDir(files());
+    const spec = {
+      op: 'fullyConnected',
+      input: { data: 'fcx.npy', scale: 0.02, zeroPoint: 1 },
+      weights: { data: 'fcw.npy', scale: 0.003 },
+      bias,
+      output: { scale: 0.1, zeroPoint: -5 },
+      out: 'y.npy',
+    };
+    const path = join(dir, 'spec.json');
+    writeFileSync(path, JSON.stringify(spec));
+    const r = await runMain(['run', path, '--backend', 'cpu']);
+    expect(r.code, r.err).toBe(0);
+    const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+    const want = await fullyConnected(
+      { data: x, shape: [2, 75] },
+      {
+        input: { scale: 0.02, zeroPoint: 1 },
+        weights: { data: fcW, shape: [4, 75], scale: 0.003 },
+        bias: Int32Array.from(bias),
+        output: { scale: 0.1, zeroPoint: -5 },
+      },
+      { backend: 'cpu' },
+    );
+    expect(Array.from(got.data as Int8Array)).toEqual(Array.from(want.data));
+  });
+
+  it('bad fields exit 2 naming the field, nothing written', async () => {
+    for (const [patch, field] of [
+      [{ kernelPath: 'fast' }, 'kernelPath'],
+      [{ padding: 'FULL' }, 'padding'],
+      [{ stride: [0, 1] }, 'stride'],
+      [{ output: { scale: -1, zeroPoint: 0 } }, 'output.scale'],
+    ] as const) {
+      const dir = freshDir(files());
+      const spec = {
+        op: 'conv2d',
+        input: { data: 'x.npy', scale: 0.02, zeroPoint: 0 },
+        filter: { data: 'w.npy', scale: 0.01 },
+        output: { scale: 0.05, zeroPoint: 0 },
+        padding: 'VALID',
+        out: 'y.npy',
+        ...patch,
+      };
+      const path = join(dir, 'spec.json');
+      writeFileSync(path, JSON.stringify(spec));
+      expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, field);
+      expectNothingWritten(dir, join(dir, 'y.npy'));
+    }
+  });
+});
+
+describe('qgemm run with a sequential spec (fullyConnected layers)', () => {
+  const layerFiles = () => ({
+    'x.npy': npy(
+      'int8',
+      [3, 12],
+      Int8Array.from({ length: 36 }, (_, i) => ((i * 41) % 255) - 127),
+    ),
+    'w1.npy': npy(
+      'int8',
+      [8, 12],
+      Int8Array.from({ length: 96 }, (_, i) => ((i * 23) % 255) - 127),
+    ),
+    'w2.npy': npy(
+      'int8',
+      [5, 8],
+      Int8Array.from({ length: 40 }, (_, i) => ((i * 31) % 255) - 127),
+    ),
+  });
+  const spec = {
+    op: 'sequential',
+    input: { data: 'x.npy', scale: 0.02, zeroPoint: -1 },
+    layers: [
+      {
+        op: 'fullyConnected',
+        weights: { data: 'w1.npy', scale: 0.004 },
+        bias: [1, 2, 3, 4, 5, 6, 7, 8],
+        output: { scale: 0.05, zeroPoint: -128 },
+        activation: 'RELU',
+      },
+      {
+        op: 'fullyConnected',
+        weights: { data: 'w2.npy', scale: [0.01, 0.02, 0.03, 0.004, 0.005] },
+        output: { scale: 0.1, zeroPoint: 3 },
+        kernelPath: 'optimized',
+      },
+    ],
+    out: 'y.npy',
+  };
+  for (const backend of ['cpu', 'webgpu'] as const)
+    it(`${backend}: == fullyConnected layer by layer on the CPU`, async () => {
+      const dir = freshDir(layerFiles());
+      const path = join(dir, 'spec.json');
+      writeFileSync(path, JSON.stringify(spec));
+      const r = await runMain(['run', path, '--backend', backend]);
+      expect(r.code, r.err).toBe(0);
+      const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+      const f = layerFiles();
+      const x = parseNpy(f['x.npy']).data as Int8Array;
+      const h = await fullyConnected(
+        { data: x, shape: [3, 12] },
+        {
+          input: { scale: 0.02, zeroPoint: -1 },
+          weights: { data: parseNpy(f['w1.npy']).data as Int8Array, shape: [8, 12], scale: 0.004 },
+          bias: Int32Array.of(1, 2, 3, 4, 5, 6, 7, 8),
+          output: { scale: 0.05, zeroPoint: -128 },
+          activation: 'RELU',
+        },
+        { backend: 'cpu' },
+      );
+      const want = await fullyConnected(
+        h,
+        {
+          input: { scale: 0.05, zeroPoint: -128 },
+          weights: { data: parseNpy(f['w2.npy']).data as Int8Array, shape: [5, 8], scale: Float32Array.of(0.01, 0.02, 0.03, 0.004, 0.005) },
+          output: { scale: 0.1, zeroPoint: 3 },
+          kernelPath: 'optimized',
+        },
+        { backend: 'cpu' },
+      );
+      expect(got.shape).toEqual([3, 5]);
+      expect(Array.from(got.data as Int8Array)).toEqual(Array.from(want.data));
+    });
+
+  it('a bad field of a later layer names the layer', async () => {
+    const dir = freshDir(layerFiles());
+    const path = join(dir, 'spec.json');
+    writeFileSync(path, JSON.stringify({ ...spec, layers: [spec.layers[0], { ...spec.layers[1], activation: 'TANH' }] }));
+    expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, 'layers[1].activation');
+    expectNothingWritten(dir, join(dir, 'y.npy'));
+  });
+});

@@ -1,0 +1,47 @@
+// Unit tier for the TFLite layers (src/layers/): fullyConnected and conv2d against a naive oracle that
+// convolves the NHWC input directly (TFLite's SAME/VALID padding arithmetic written out again, padded
+// positions at the input zero point) and requantizes with the BigInt oracles of each kernel path:
+// XNNPACK's fp32 requantization, ruy's 'double-up' fixed point, gemmlowp's 'double' (conv reference), the
+// FC reference's float64. int8 per-tensor and per-channel, legacy uint8 with a weight zero point, every
+// activation, strides 1 and 2, dilation, on the CPU backend (the WebGPU backend: test/gpu/layers.test.ts).
+
+import { describe, expect, test } from 'vitest';
+import { fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
+import { activationRange } from '../../src/layers/derive.ts';
+import type { InputError } from '../../src/errors.ts';
+import { CASES, PATHS, checkConv, checkFc } from '../support/layer-oracle.ts';
+
+describe('TFLite layers on the CPU == the oracle of each kernel path', () => {
+  for (const c of CASES)
+    for (const path of PATHS) {
+      test(`fullyConnected ${c.name} ${path}`, async () => {
+        for (let seed = 1; seed <= 4; seed++) await checkFc(c, path, 'cpu', seed * 31 + c.name.length);
+      });
+      test(`conv2d ${c.name} ${path}`, async () => {
+        let seed = 100;
+        for (const padding of ['SAME', 'VALID'] as const)
+          for (const stride of [1, 2]) for (const dilation of [1, 2]) await checkConv(c, path, 'cpu', seed++, padding, stride, dilation);
+      });
+    }
+
+  test('CalculateActivationRangeQuantized', () => {
+    expect(activationRange('RELU6', { scale: 0.05, zeroPoint: -128 }, 'int8')).toEqual([-128, -8]);
+    expect(activationRange('RELU', { scale: 0.1, zeroPoint: 3 }, 'uint8')).toEqual([3, 255]);
+    expect(activationRange('RELU_N1_TO_1', { scale: Math.fround(1 / 128), zeroPoint: 0 }, 'int8')).toEqual([-128, 127]);
+    expect(activationRange('NONE', { scale: 1, zeroPoint: 0 }, 'uint8')).toEqual([0, 255]);
+  });
+
+  test('bad parameters are InputErrors naming the field', async () => {
+    const input = { data: new Int8Array(6), shape: [2, 3] };
+    const base: FullyConnectedParams = {
+      input: { scale: 0.1, zeroPoint: 0 },
+      weights: { data: new Int8Array(6), shape: [2, 3], scale: 0.1 },
+      output: { scale: 0.1, zeroPoint: 0 },
+    };
+    const field = async (p: FullyConnectedParams) => (await fullyConnected(input, p, { backend: 'cpu' }).catch((e) => e)) as InputError;
+    expect((await field({ ...base, weights: { ...base.weights, scale: new Float32Array(3) } })).field).toBe('params.weights.scale');
+    expect((await field({ ...base, output: { scale: 0.1, zeroPoint: 200 } })).field).toBe('params.output.zeroPoint');
+    expect((await field({ ...base, kernelPath: 'fast' as KernelPath })).field).toBe('params.kernelPath');
+    expect((await field({ ...base, bias: new Int32Array(3) })).field).toBe('params.bias');
+  });
+});
