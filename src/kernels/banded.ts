@@ -15,11 +15,11 @@ import type { GemmEncoding, GpuGemmKernel } from './types.ts';
  * Records e.dispatches of a kernel whose WGSL declares `tile: TileParams`, `lhsPacked`, `rhsPacked`;
  * `source` is the WGSL read by reflection (the kernel's source, or its declarations).
  */
-export function encodeBanded(e: GemmEncoding, source: string): void {
+function encodeBanded(e: GemmEncoding, pipeline: GPUComputePipeline, source: string): void {
   const layout = uniformLayout(source, 'TileParams');
   const rowBytes = roundUp(e.shape.K, PACK_FORMATS['u8k4-r64'].depthAlign);
-  const bindGroupLayout = e.pipeline.getBindGroupLayout(0);
-  e.pass.setPipeline(e.pipeline);
+  const bindGroupLayout = pipeline.getBindGroupLayout(0);
+  e.pass.setPipeline(pipeline);
   for (const d of e.dispatches) {
     const entries = [
       ...epilogueEntries(source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
@@ -64,11 +64,16 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     id: spec.id,
     backend: 'webgpu',
     packFormat: format.id,
-    uniformsPerDispatch: 2,
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
-    pipeline: (device: GPUDevice, _caps: AdapterCaps) =>
-      getPipeline(device, { id: spec.id, source: spec.source, entryPoint: spec.entryPoint, overrides: spec.overrides }),
-    encode: (e) => encodeBanded(e, spec.reflect ?? spec.source),
+    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
+      const pipeline = await getPipeline(device, {
+        id: spec.id,
+        source: spec.source,
+        entryPoint: spec.entryPoint,
+        overrides: spec.overrides,
+      });
+      return { encode: (e) => encodeBanded(e, pipeline, spec.reflect ?? spec.source) };
+    },
   };
 }

@@ -162,7 +162,7 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
   // name), and one that records no dispatch at all, so dst holds whatever the pooled buffer held.
   const base = dot4TiledKernel(64, gpu?.hasDot4 ? 'native' : 'emulated');
   const checked: GpuGemmKernel = { ...base, id: 'test-checked', needsSelfTest: true };
-  const broken: GpuGemmKernel = { ...base, id: 'test-broken', needsSelfTest: true, encode: () => {} };
+  const broken: GpuGemmKernel = { ...base, id: 'test-broken', needsSelfTest: true, prepare: async () => ({ encode: () => {} }) };
   const p = sample(arbProblemOfShape(70, 66, 40), 21);
 
   it('a kernel that passes is used, without a warning', async () => {
@@ -210,8 +210,10 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
       ...base,
       id: 'test-rejected',
       needsSelfTest: true,
-      pipeline: (device) =>
-        getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} }),
+      prepare: async (device) => {
+        await getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} });
+        return { encode: () => {} };
+      },
     };
     const ctx = await GpuContext.create({
       device: gpu!.device,

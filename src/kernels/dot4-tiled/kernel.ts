@@ -10,10 +10,17 @@ import gemm from './gemm.wgsl?raw';
 
 const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };
 
+/** The ids of these kernels, by tile and dot4 variant. */
+export const DOT4_TILED_ID = {
+  32: { native: 'dot4-32x32', emulated: 'dot4-32x32-emulated' },
+  64: { native: 'dot4-64x64', emulated: 'dot4-64x64-emulated' },
+} as const;
+export type Dot4TiledId = (typeof DOT4_TILED_ID)[32 | 64]['native' | 'emulated'];
+
 /** A dot4-tiled kernel with square tiles of `tile` (a multiple of 4 dividing 64) and a dot4 variant. */
 export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated'): GpuGemmKernel {
   return bandedKernel({
-    id: `dot4-${tile}x${tile}${dot4 === 'emulated' ? '-emulated' : ''}`,
+    id: DOT4_TILED_ID[tile][dot4],
     source: sources[dot4],
     entryPoint: 'gemm',
     overrides: { TILE_M: tile, TILE_N: tile, TILE_KW: 16 },

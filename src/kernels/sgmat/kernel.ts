@@ -23,9 +23,12 @@ export const sgmatDeclarations = [epilogueLibrary, bindings].join('\n');
 /** Workgroup memory the kernel declares: two staging buffers of two 64 x 80-byte tiles. */
 const WORKGROUP_BYTES = 2 * 2 * 64 * 80;
 
+export const SGMAT_ID = 'sgmat-64x64';
+export type SgmatId = typeof SGMAT_ID;
+
 export const sgmatKernel: GpuGemmKernel = {
   ...bandedKernel({
-    id: 'sgmat-64x64',
+    id: SGMAT_ID,
     source: sgmatSource,
     reflect: sgmatDeclarations,
     entryPoint: 'sgmat',
