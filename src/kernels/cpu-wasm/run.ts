@@ -334,8 +334,7 @@ export async function runOnEngine(
   out.set(view.subarray(t.dst / out.BYTES_PER_ELEMENT, t.dst / out.BYTES_PER_ELEMENT + M * N));
   if (t.covered === p.pipeline.length) return { data: out, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType };
   // From the first tanh on, in JavaScript (stages.ts).
-  const tanh = new Map([...p.tanh].filter(([i]) => i >= t.covered).map(([i, v]) => [i - t.covered, v]));
-  const rest: NormalizedProblem = { ...p, pipeline: p.pipeline.slice(t.covered), tanh };
+  const rest: NormalizedProblem = { ...p, pipeline: p.pipeline.slice(t.covered), derived: p.derived.slice(t.covered) };
   const dst = allocateDst(p.dstType, M * N);
   for (let m = 0; m < M; m++) {
     for (let n = 0; n < N; n++) {
