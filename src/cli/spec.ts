@@ -45,12 +45,12 @@ export function checkKeys(field: string, obj: Json, allowed: readonly string[]):
   }
 }
 
-export function resolvePath(baseDir: string, p: string): string {
+function resolvePath(baseDir: string, p: string): string {
   return p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) ? p : `${baseDir.replace(/\/$/, '')}/${p}`;
 }
 
 /** A SpecIo over a plain file reader (tests, tools): no folder rule, no size checks. */
-export function plainSpecIo(baseDir: string, readFile: ReadFile): SpecIo {
+function plainSpecIo(baseDir: string, readFile: ReadFile): SpecIo {
   return {
     resolve(field, p) {
       if (typeof p !== 'string' || p === '') throw new InputError(field, `expected a file path, got ${brief(p)}`);
@@ -93,7 +93,7 @@ function readOperand(field: string, path: unknown, io: SpecIo): Operand {
 }
 
 /** Any integer .npy vector (numpy's default int64 included) as Int32Array, each value range-checked. */
-export function int32Vector(field: string, arr: NpyArray): Int32Array {
+function int32Vector(field: string, arr: NpyArray): Int32Array {
   if (arr.shape.length !== 1) throw new InputError(field, `expected a 1-D vector, got shape (${arr.shape.join(', ')})`);
   if (arr.dtype.startsWith('float') || arr.dtype === 'bool') throw new InputError(field, `expected an integer dtype, got ${arr.dtype}`);
   const out = new Int32Array(arr.data.length);
@@ -155,7 +155,7 @@ const AXES = ['row', 'col'] as const;
  * One stage of the spec's "pipeline", every field typed by the kinds its module declares
  * (src/spec/stages/); value ranges are normalizeProblem's.
  */
-export function parseStage(field: string, s: unknown): OutputStage {
+function parseStage(field: string, s: unknown): OutputStage {
   if (!isObject(s)) throw new InputError(field, `expected a stage object, got ${brief(s)}`);
   const type = s.type;
   const def = stageDefinition(type);
@@ -184,7 +184,7 @@ export function parseStage(field: string, s: unknown): OutputStage {
 }
 
 /** The stages of a "pipeline" value: an array (missing is []; null is an error). */
-export function parsePipeline(field: string, v: unknown): OutputStage[] {
+function parsePipeline(field: string, v: unknown): OutputStage[] {
   if (v === undefined) return [];
   if (!Array.isArray(v)) throw new InputError(field, `expected an array of stages, got ${brief(v)}`);
   return v.map((s, i) => parseStage(`${field}[${i}]`, s));
@@ -203,7 +203,7 @@ function parseBitDepth(v: unknown): BitDepth | undefined {
   };
 }
 
-export const GEMM_SPEC_KEYS = ['op', 'lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'bitDepth', 'out'] as const;
+const GEMM_SPEC_KEYS = ['op', 'lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'bitDepth', 'out'] as const;
 
 /**
  * The "gemm" op of the spec contract. `spec` is the parsed JSON; `io` resolves and reads its files

@@ -62,7 +62,7 @@ export interface SelectOptions {
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
-export function forcedKernelFromEnv(): string | undefined {
+function forcedKernelFromEnv(): string | undefined {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   return env?.QGEMM_KERNEL || undefined;
 }

@@ -11,7 +11,6 @@ import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
-import type { GpuGemmKernel } from '../kernels/types.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import { type GpuMatrix, type GpuOperandInput, isGpuMatrix, type PackedOperand } from './operands.ts';
@@ -29,15 +28,13 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   timestamps?: boolean;
   /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
   warn?: (message: string) => void;
-  /** Test hook: the GPU kernels to choose from instead of the registry's list. */
-  kernels?: readonly GpuGemmKernel[];
 }
 
 export class GpuContext {
   readonly device: GPUDevice;
   readonly summary: AdapterSummary;
   readonly caps: AdapterCaps;
-  readonly lastRun: LastRun = { kernel: null, packDispatches: 0, gemmDispatches: 0 };
+  private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0 });
   private readonly resources: DeviceResources;
   private readonly choice: KernelChoice;
   /** The context acquired the device itself (not passed in), so destroy() destroys it too. */
@@ -48,7 +45,7 @@ export class GpuContext {
     this.summary = summary;
     this.caps = caps;
     this.ownsDevice = ownsDevice;
-    this.choice = { force: opts.kernel, kernels: opts.kernels, warn: opts.warn ?? ((m) => console.warn(m)) };
+    this.choice = { force: opts.kernel, warn: opts.warn ?? ((m) => console.warn(m)) };
     this.resources = new DeviceResources(device, summary, caps, !!opts.timestamps && caps.timestamps);
   }
 
@@ -67,6 +64,11 @@ export class GpuContext {
   /** 'native' where WGSL has dot4U8Packed, else 'emulated' (the manual unpack). */
   get dot4(): 'native' | 'emulated' {
     return this.caps.dot4 ? 'native' : 'emulated';
+  }
+
+  /** What the last GEMM on this context ran: its kernel and how it was split (read-only). */
+  get lastRun(): Readonly<LastRun> {
+    return this.ran;
   }
 
   /** True once the device is lost or destroyed: make a new context. */
@@ -138,10 +140,10 @@ export class GpuContext {
     this.resources.destroy(this.ownsDevice);
   }
 
-  /** One GEMM through ./gemm.ts, recorded in lastRun. */
+  /** One GEMM through ./gemm.ts, recorded as lastRun. */
   private async run(problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean) {
     const run = await runGemm(this.resources, this.choice, problem, timing, readback);
-    Object.assign(this.lastRun, run.ran);
+    this.ran = Object.freeze(run.ran);
     return run;
   }
 }

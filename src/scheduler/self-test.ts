@@ -25,7 +25,7 @@ function operand(rows: number, cols: number, signed: boolean, order: Order, seed
 const vector = (n: number, f: (i: number) => number) => Int32Array.from({ length: n }, (_, i) => f(i));
 
 /** The self-test problems: odd shapes around the 64-row tiles, every type and order, every zero-point form, wrap, stages. */
-export function selfTestProblems(): GemmProblem[] {
+function selfTestProblems(): GemmProblem[] {
   const filled = (rows: number, cols: number, v: number): Operand => ({
     data: new Uint8Array(rows * cols).fill(v),
     rows,

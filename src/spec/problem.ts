@@ -137,7 +137,7 @@ export function normalizeProblem(
 }
 
 /** The operand with its storage order made explicit (row-major when not given). */
-export function withOrder<T extends Operand>(op: T): T & { order: Order } {
+function withOrder<T extends Operand>(op: T): T & { order: Order } {
   return op.order ? (op as T & { order: Order }) : { ...op, order: 'row-major' };
 }
 

@@ -17,6 +17,9 @@ import { describeAdapter } from '../../src/gpu/adapter.ts';
 import { dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
 import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import { getPipeline } from '../../src/gpu/pipelines.ts';
+import { withDevice } from '../../src/gpu/scopes.ts';
+import { runGemm } from '../../src/scheduler/gemm.ts';
+import { DeviceResources } from '../../src/scheduler/resources.ts';
 import { runOp, sharedContext } from '../../src/api.ts';
 import type { BitDepthRounding, GemmProblem, Operand } from '../../src/types.ts';
 import { arbCast, arbOperand, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
@@ -165,43 +168,51 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
   const broken: GpuGemmKernel = { ...base, id: 'test-broken', needsSelfTest: true, prepare: async () => ({ encode: () => {} }) };
   const p = sample(arbProblemOfShape(70, 66, 40), 21);
 
+  /**
+   * The scheduler's GEMM path (src/scheduler/gemm.ts, what GpuContext runs) on the test device, choosing
+   * among `kernels` (the test kernel first) with `force`: its results and the kernel each call ran.
+   */
+  const scheduler = (kernels: readonly GpuGemmKernel[], force: string, warnings: string[]) => {
+    const resources = new DeviceResources(gpu!.device, gpu!.summary, caps!, false);
+    const choice = { kernels, force, warn: (m: string) => void warnings.push(m) };
+    return {
+      gemm: (q: GemmProblem) =>
+        withDevice(gpu!.device, async () => {
+          const run = await runGemm(resources, choice, q, undefined, true);
+          try {
+            return { result: await run.result!, kernel: run.ran.kernel };
+          } finally {
+            resources.release(run.dst.buffer);
+          }
+        }),
+      destroy: () => resources.destroy(false),
+    };
+  };
+
   it('a kernel that passes is used, without a warning', async () => {
     const warnings: string[] = [];
-    const ctx = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [checked, ...GPU_KERNELS],
-      kernel: 'test-checked',
-      warn: (m) => warnings.push(m),
-    });
-    expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
-    expect(ctx.lastRun.kernel).toBe('test-checked');
+    const s = scheduler([checked, ...GPU_KERNELS], 'test-checked', warnings);
+    const { result, kernel } = await s.gemm(p);
+    expect(diffResults(result, referenceGemm(p))).toBeNull();
+    expect(kernel).toBe('test-checked');
     expect(warnings).toEqual([]);
-    ctx.destroy();
+    s.destroy();
   });
   it('a kernel that fails is disabled on the device with one warning, and the next kernel runs, exactly', async () => {
     const warnings: string[] = [];
-    const ctx = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [broken, ...GPU_KERNELS],
-      kernel: 'test-broken',
-      warn: (m) => warnings.push(m),
-    });
+    const s = scheduler([broken, ...GPU_KERNELS], 'test-broken', warnings);
     for (let i = 0; i < 2; i++) {
-      expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
-      expect(ctx.lastRun.kernel).not.toBe('test-broken');
+      const { result, kernel } = await s.gemm(p);
+      expect(diffResults(result, referenceGemm(p))).toBeNull();
+      expect(kernel).not.toBe('test-broken');
     }
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/kernel test-broken failed its exactness self-test .* disabled on this device \(problem 0/);
-    // The verdict belongs to the device: another context on it does not test again.
-    const again = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [broken, ...GPU_KERNELS],
-      kernel: 'test-broken',
-      warn: (m) => warnings.push(m),
-    });
-    expect(diffResults(await again.gemm(p), referenceGemm(p))).toBeNull();
+    // The verdict belongs to the device: another scheduler on it does not test again.
+    const again = scheduler([broken, ...GPU_KERNELS], 'test-broken', warnings);
+    expect(diffResults((await again.gemm(p)).result, referenceGemm(p))).toBeNull();
     expect(warnings).toHaveLength(1);
-    ctx.destroy();
+    s.destroy();
     again.destroy();
   });
   it('a kernel whose shader the driver rejects is disabled the same way, with no uncaptured GPU error', async () => {
@@ -215,17 +226,12 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
         return { encode: () => {} };
       },
     };
-    const ctx = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [rejected, ...GPU_KERNELS],
-      kernel: 'test-rejected',
-      warn: (m) => warnings.push(m),
-    });
-    expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
+    const s = scheduler([rejected, ...GPU_KERNELS], 'test-rejected', warnings);
+    expect(diffResults((await s.gemm(p)).result, referenceGemm(p))).toBeNull();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/test-rejected failed its exactness self-test .*cannot create the test-rejected pipeline/);
     expect(uncapturedErrors).toEqual([]);
-    ctx.destroy();
+    s.destroy();
   });
 });
 

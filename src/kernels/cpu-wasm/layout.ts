@@ -64,8 +64,6 @@ export const CTX = {
 } as const;
 
 export const CTX_WORDS = 48;
-/** Scratch for the relaxed-SIMD probe, after the context. */
-export const PROBE_ADDR = 256;
 export const DATA_START = 4096;
 export const NR = 8;
 
