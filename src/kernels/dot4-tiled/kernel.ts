@@ -3,12 +3,13 @@
 // on the manual unpack elsewhere. Each (tile, dot4 variant) pair is one kernel of the registry; which
 // one runs for which shape is decided there (src/kernels/registry.ts), not here.
 
-import { bandedKernel } from '../banded.ts';
+import { bandedKernel, dot4TileLoop, tileBindings } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
-const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };
+const kernel = [tileBindings, dot4TileLoop, gemm].join('\n');
+const sources = { native: gemmKernelSource(kernel, true), emulated: gemmKernelSource(kernel, false) };
 
 /** The ids of these kernels, by tile and dot4 variant. */
 export const DOT4_TILED_ID = {

@@ -6,12 +6,13 @@
 // is decided in src/kernels/registry.ts.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
-import { bandedKernel } from '../banded.ts';
+import { bandedKernel, tileBindings } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
-const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };
+const kernel = [tileBindings, gemm].join('\n');
+const sources = { native: gemmKernelSource(kernel, true), emulated: gemmKernelSource(kernel, false) };
 const THREADS_X = 16;
 const THREADS_Y = 16;
 const TILE_KW = 8;

@@ -9,12 +9,10 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
-import { planGemm } from '../../gpu/plan.ts';
-import { packedRowBytes } from '../../pack/formats.ts';
-import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
+import { type GemmDispatch, type GemmShape, planGemm } from '../../gpu/plan.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
-import { epilogueEntries } from '../../epilogue/epilogue.ts';
-import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
+import { encodeBanded, tileBindings } from '../banded.ts';
+import type { GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
@@ -37,6 +35,7 @@ function gemvSource(v: GemvVariant): string {
     epilogueLibrary,
     dot4Library(v.dot4 === 'native'),
     subgroup ? reduceSubgroup : reduceWorkgroup,
+    tileBindings,
     gemv,
   ].join('\n');
 }
@@ -76,34 +75,9 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
     plan: (shape, limits) => planGemm(shape, lhsFormat, 4, 4, limits),
     prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
       const pipeline = await getPipeline(device, { id, source, entryPoint: 'gemv', overrides });
-      return { encode: (e) => encodeGemv(e, pipeline) };
+      // TileParams.bandRows: the band's dst rows (gemv runs row groups of 4 up to them).
+      const bandRows = (d: GemmDispatch, shape: GemmShape) => Math.min(d.rows, shape.M - d.m0);
+      return { encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }) };
     },
   };
-
-  function encodeGemv(e: GemmEncoding, pipeline: GPUComputePipeline): void {
-    const layout = uniformLayout(source, 'TileParams');
-    const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
-    const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
-    const bindGroupLayout = pipeline.getBindGroupLayout(0);
-    e.pass.setPipeline(pipeline);
-    for (const d of e.dispatches) {
-      const entries = [
-        ...epilogueEntries(source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
-        ...namedEntries(source, {
-          tile: e.uniforms.alloc(layout, {
-            depthWords: lhsRow / 4,
-            bandM: d.m0,
-            bandN: d.n0,
-            rows: Math.min(d.rows, e.shape.M - d.m0),
-            bandCols: d.liveCols,
-            workgroupBase: d.base,
-          }),
-          lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
-          rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
-        }),
-      ];
-      e.pass.setBindGroup(0, e.device.createBindGroup({ layout: bindGroupLayout, entries }));
-      e.pass.dispatchWorkgroups(d.x, d.y);
-    }
-  }
 }

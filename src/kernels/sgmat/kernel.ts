@@ -8,7 +8,7 @@
 // `needsSelfTest`: before a device first uses it, the context runs the exactness self-test of
 // ../self-test.ts and, if it fails, disables the kernel for that device with a one-line warning.
 
-import { bandedKernel } from '../banded.ts';
+import { bandedKernel, tileBindings } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
@@ -16,9 +16,9 @@ import enable from './sgmat-enable.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
 
 /** The directives first, then the shared libraries, the declarations and the kernel. */
-export const sgmatSource = [enable, epilogueLibrary, bindings, sgmat].join('\n');
+export const sgmatSource = [enable, epilogueLibrary, tileBindings, bindings, sgmat].join('\n');
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
-export const sgmatDeclarations = [epilogueLibrary, bindings].join('\n');
+export const sgmatDeclarations = [epilogueLibrary, tileBindings, bindings].join('\n');
 
 /** Workgroup memory the kernel declares: two staging buffers of two 64 x 80-byte tiles. */
 const WORKGROUP_BYTES = 2 * 2 * 64 * 80;

@@ -11,6 +11,7 @@ import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
 import { epilogueEntries } from '../../epilogue/epilogue.ts';
+import { dot4TileLoop } from '../banded.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
@@ -18,7 +19,7 @@ import { planSplitK, REDUCE_THREADS, SPLITK_TILE, type SplitKDispatch, workgroup
 import reduceWgsl from './reduce.wgsl?raw';
 import splitk from './splitk.wgsl?raw';
 
-const partialSource = [dot4Library(true), splitk].join('\n');
+const partialSource = [dot4Library(true), dot4TileLoop, splitk].join('\n');
 const reduceSource = [epilogueLibrary, reduceWgsl].join('\n');
 
 /** The ids of these kernels, by the bits of the rhs they read. */
