@@ -21,26 +21,20 @@ import { withDevice } from '../../src/gpu/scopes.ts';
 import { runGemm } from '../../src/scheduler/gemm.ts';
 import { DeviceResources } from '../../src/scheduler/resources.ts';
 import { runOp, sharedContext } from '../../src/api.ts';
-import type { BitDepthRounding, GemmProblem, Operand } from '../../src/types.ts';
-import { arbCast, arbOperand, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
+import type { GemmProblem, Operand } from '../../src/types.ts';
+import { arbOperand, arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
+import { expectExact, kernelProperties } from '../support/kernel-harness.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
 
 const gpu = await getGpu();
 afterAll(releaseGpu);
 
 async function expectGpuMatches(ctx: GpuContext, p: GemmProblem, context = '') {
-  const got = await ctx.gemm(p);
-  const d = diffResults(got, referenceGemm(p));
-  if (d) expect.fail(formatMismatch(d, `${context} ${describeProblem(p)}${p.bitDepth ? ` bitDepth=${JSON.stringify(p.bitDepth)}` : ''}`));
+  expectExact(await ctx.gemm(p), p, context);
 }
 
 const sample = <T>(arb: fc.Arbitrary<T>, seed: number) => fc.sample(arb, { numRuns: 1, seed })[0];
-const arbBitDepth = fc.record({
-  lhs: fc.integer({ min: 1, max: 8 }),
-  rhs: fc.integer({ min: 1, max: 8 }),
-  rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
-});
 
 // Every GPU kernel of the registry, forced, over the same cases (ruy's test loop over paths): a kernel
 // the registry stops choosing for some shape keeps its coverage here.
@@ -92,27 +86,17 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
     expect(Array.from((await ctx.gemm(p)).data)).toEqual([76, 100, 103, 136, 130, 172, 157, 208]);
   });
 
-  it('random problems over the shape sweep and odd rectangles', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbProblem(), (p) => run(p)),
-      { numRuns: 15 },
-    );
-  });
-
   // Shapes at every kernel's tile edges: gemv row groups (4), 32- and 64-tiles.
-  const stageShapes: [number, number, number][] = [
-    [1, 65, 33],
-    [5, 4, 1],
-    [33, 16, 65],
-    [65, 63, 64],
-  ];
-  it.each(stageShapes)('every stage kind, with and without a cast, at M=%i N=%i K=%i', async (M, N, K) => {
-    await fc.assert(
-      fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-        run({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
-      ),
-      { numRuns: 6 },
-    );
+  kernelProperties((p) => run(p), {
+    sweep: 15,
+    stages: 6,
+    stageShapes: [
+      [1, 65, 33],
+      [5, 4, 1],
+      [33, 16, 65],
+      [65, 63, 64],
+    ],
+    bitDepth: 12,
   });
 
   it('shapes across tile boundaries', async () => {
@@ -148,13 +132,6 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
         await run({ lhs: fill(M, K), rhs: fill(K, N), lhsZeroPoint: zL, rhsZeroPoint: zR }, 'wrap');
       }
     }
-  });
-
-  it('less-than-8-bit operands: requantized in the pack shader, every rounding', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => run({ ...p, bitDepth })),
-      { numRuns: 12 },
-    );
   });
 
   afterAll(() => ctx?.destroy());

@@ -9,7 +9,7 @@ const OPS = { bias: 1 } as const;
 
 export const bias = {
   ops: OPS,
-  fields: { axis: 'axis', values: 'vector' },
+  fields: { values: 'vector', axis: 'axis' },
   validate(stage, f, shape) {
     const axis = checkAxis(`${f}.axis`, stage.axis);
     if (!(stage.values instanceof Int32Array)) throw new InputError(`${f}.values`, 'expected an int32 vector');
