@@ -15,7 +15,7 @@
 import { InputError, QgemmError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
 import { describeAdapter } from './gpu/adapter.ts';
-import { GpuContext } from './scheduler/context.ts';
+import { createGpuContextWith, GpuContext } from './scheduler/context.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS } from './kernels/registry.ts';
 import { bestConfig, configLabel, type SgmatConfig } from './kernels/sgmat/config.ts';
@@ -236,9 +236,8 @@ export async function verifyGpuKernel(
   opts: { kernels?: readonly GpuGemmKernel[]; configuration?: string; stopAtFirst?: boolean } = {},
 ): Promise<VerifyRow> {
   const warnings: string[] = [];
-  const ctx = await GpuContext.create({
+  const ctx = await createGpuContextWith(opts.kernels ?? [kernel, ...GPU_KERNELS], {
     device,
-    kernels: opts.kernels ?? [kernel, ...GPU_KERNELS],
     kernel: kernel.id,
     warn: (m) => warnings.push(m),
   });

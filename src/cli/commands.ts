@@ -22,7 +22,7 @@ import { brief, parseStrictJson } from './json.ts';
 import { isObject, parseGemmSpec, ROUNDINGS, type SpecIo } from './spec.ts';
 
 /** Largest spec file (or --pipeline value) read; inline per-channel vectors fit, operands go in .npy files. */
-export const MAX_SPEC_BYTES = 64 * 2 ** 20;
+const MAX_SPEC_BYTES = 64 * 2 ** 20;
 
 const DST_BYTES = { uint8: 1, int8: 1, int16: 2, int32: 4 } as const;
 

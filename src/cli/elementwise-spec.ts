@@ -31,7 +31,7 @@ export interface ElementwiseSpec {
   out: string;
 }
 
-export const ELEMENTWISE_SPEC_KEYS = ['op', 'a', 'b', 'output', 'out'] as const;
+const ELEMENTWISE_SPEC_KEYS = ['op', 'a', 'b', 'output', 'out'] as const;
 const INPUT_KEYS = ['data', 'scale', 'zeroPoint', 'axis'] as const;
 const OUTPUT_KEYS = ['scale', 'zeroPoint', 'min', 'max'] as const;
 

@@ -30,7 +30,7 @@ import { brief } from './json.ts';
 import type { MemoryBudget } from './budget.ts';
 
 /** A failure of the machine, not of the input (exit 1). */
-export class IoError extends QgemmError {
+class IoError extends QgemmError {
   override name = 'IOError';
 }
 
@@ -63,7 +63,7 @@ export function shown(path: string): string {
 }
 
 /** Maps a file system error on `path` to an InputError on `field` (exit 2) or an IoError (exit 1). */
-export function fsError(field: string, path: string, verb: string, e: unknown): Error {
+function fsError(field: string, path: string, verb: string, e: unknown): Error {
   if (e instanceof QgemmError) return e;
   const code = (e as { code?: string }).code ?? '';
   if (code in INPUT_CODES) return new InputError(field, `cannot ${verb} ${shown(path)}: ${INPUT_CODES[code]} (${code})`);

@@ -8,7 +8,7 @@
 import { InputError } from '../errors.ts';
 
 /** Deeper than any spec needs (a spec is 4 deep: spec -> pipeline -> stage -> values). */
-export const MAX_JSON_DEPTH = 32;
+const MAX_JSON_DEPTH = 32;
 
 const ECHO_CHARS = 100;
 

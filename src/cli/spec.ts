@@ -9,7 +9,9 @@
 import { InputError } from '../errors.ts';
 import { NpyFormatError, parseNpy, type NpyArray } from '../io/npy.ts';
 import type { BitDepth, GemmProblem, Operand, OutputStage, PerChannel } from '../types.ts';
-import { isInt32 } from '../spec/problem.ts';
+import { STAGE_TYPES, stageDefinition } from '../spec/stages/pipeline.ts';
+import type { FieldKind } from '../spec/stages/stage.ts';
+import { isInt32 } from '../spec/check.ts';
 import { brief } from './json.ts';
 
 export type ReadFile = (path: string) => Uint8Array;
@@ -43,12 +45,12 @@ export function checkKeys(field: string, obj: Json, allowed: readonly string[]):
   }
 }
 
-export function resolvePath(baseDir: string, p: string): string {
+function resolvePath(baseDir: string, p: string): string {
   return p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) ? p : `${baseDir.replace(/\/$/, '')}/${p}`;
 }
 
 /** A SpecIo over a plain file reader (tests, tools): no folder rule, no size checks. */
-export function plainSpecIo(baseDir: string, readFile: ReadFile): SpecIo {
+function plainSpecIo(baseDir: string, readFile: ReadFile): SpecIo {
   return {
     resolve(field, p) {
       if (typeof p !== 'string' || p === '') throw new InputError(field, `expected a file path, got ${brief(p)}`);
@@ -149,70 +151,43 @@ function required(field: string, obj: Json, key: string): unknown {
 
 const AXES = ['row', 'col'] as const;
 
-const STAGE_KEYS: Record<string, readonly string[]> = {
-  bias: ['axis', 'values'],
-  quantizeDownInt32ToUint8Scale: ['offset', 'multiplier', 'shift', 'axis'],
-  quantizeDownInt32ByFixedPoint: ['multiplier', 'shift', 'offsetAfterShift'],
-  scaleInt32ByFixedPointAndExponent: ['multiplier', 'exponent', 'offsetAfterShift', 'rounding', 'axis'],
-  clamp: ['min', 'max'],
-  saturatingCast: ['to'],
-  truncatingCast: ['to'],
-  tanh: ['realZeroAsInt32', 'realAmplitudeAsInt32'],
-  requantizeFloat32: ['scale', 'zeroPoint', 'axis'],
-};
-
-/** One stage of the spec's "pipeline", every field typed; value ranges are normalizeProblem's. */
-export function parseStage(field: string, s: unknown): OutputStage {
+/**
+ * One stage of the spec's "pipeline", every field typed by the kinds its module declares
+ * (src/spec/stages/); value ranges are normalizeProblem's.
+ */
+function parseStage(field: string, s: unknown): OutputStage {
   if (!isObject(s)) throw new InputError(field, `expected a stage object, got ${brief(s)}`);
   const type = s.type;
-  if (typeof type !== 'string' || !Object.hasOwn(STAGE_KEYS, type)) {
-    throw new InputError(`${field}.type`, `unknown stage type ${brief(type)} (expected one of: ${Object.keys(STAGE_KEYS).join(', ')})`);
-  }
-  checkKeys(field, s, ['type', ...STAGE_KEYS[type]]);
-  const get = (key: string) => required(field, s, key);
-  const n = (key: string) => num(`${field}.${key}`, get(key));
-  const pc = (key: string) => scalarOrVector(`${field}.${key}`, get(key));
-  const axis = 'axis' in s ? { axis: oneOf(`${field}.axis`, s.axis, AXES) } : {};
-  switch (type) {
-    case 'bias': {
-      const values = get('values');
-      if (!Array.isArray(values)) throw new InputError(`${field}.values`, `expected an array of int32, got ${brief(values)}`);
-      return { type, axis: oneOf(`${field}.axis`, get('axis'), AXES), values: scalarOrVector(`${field}.values`, values) as Int32Array };
+  const def = stageDefinition(type);
+  if (!def) throw new InputError(`${field}.type`, `unknown stage type ${brief(type)} (expected one of: ${STAGE_TYPES.join(', ')})`);
+  const fields = Object.entries(def.fields as Record<string, FieldKind>);
+  checkKeys(field, s, ['type', ...fields.map(([key]) => key)]);
+  if ('axis' in s) oneOf(`${field}.axis`, s.axis, AXES);
+  const stage: Json = { type };
+  for (const [key, kind] of fields) {
+    const f = `${field}.${key}`;
+    if (kind === 'axis?' || (typeof kind === 'object' && kind.default !== undefined)) {
+      if (key in s) stage[key] = kind === 'axis?' ? s[key] : oneOf(f, s[key], (kind as { oneOf: readonly string[] }).oneOf);
+      else if (typeof kind === 'object') stage[key] = kind.default;
+      continue;
     }
-    case 'quantizeDownInt32ToUint8Scale':
-      return { type, offset: pc('offset'), multiplier: pc('multiplier'), shift: n('shift'), ...axis };
-    case 'quantizeDownInt32ByFixedPoint':
-      return { type, multiplier: n('multiplier'), shift: n('shift'), offsetAfterShift: n('offsetAfterShift') };
-    case 'scaleInt32ByFixedPointAndExponent':
-      return {
-        type,
-        multiplier: pc('multiplier'),
-        exponent: pc('exponent'),
-        offsetAfterShift: n('offsetAfterShift'),
-        rounding: 'rounding' in s ? oneOf(`${field}.rounding`, s.rounding, ['double', 'double-up', 'single'] as const) : 'double',
-        ...axis,
-      };
-    case 'requantizeFloat32': {
-      // a JSON number is rounded to float32 (as TFLite stores scales); an array is one scale per channel
-      const scale = get('scale');
-      const f32 = Array.isArray(scale)
-        ? Float32Array.from(scale, (v, i) => num(`${field}.scale[${i}]`, v))
-        : Math.fround(num(`${field}.scale`, scale));
-      return { type, scale: f32, zeroPoint: n('zeroPoint'), ...axis };
-    }
-    case 'clamp':
-      return { type, min: n('min'), max: n('max') };
-    case 'tanh':
-      return { type, realZeroAsInt32: n('realZeroAsInt32'), realAmplitudeAsInt32: n('realAmplitudeAsInt32') };
-    case 'saturatingCast':
-      return { type, to: oneOf(`${field}.to`, get('to'), ['uint8', 'int8', 'int16'] as const) };
-    default:
-      return { type: 'truncatingCast', to: oneOf(`${field}.to`, get('to'), ['uint8'] as const) };
+    const v = required(field, s, key);
+    if (kind === 'int') stage[key] = num(f, v);
+    else if (kind === 'perChannel') stage[key] = scalarOrVector(f, v);
+    else if (kind === 'float32PerChannel') {
+      // a JSON number is rounded to float32 (as TFLite stores scales); an array is one value per channel
+      stage[key] = Array.isArray(v) ? Float32Array.from(v, (x, i) => num(`${f}[${i}]`, x)) : Math.fround(num(f, v));
+    } else if (kind === 'axis') stage[key] = oneOf(f, v, AXES);
+    else if (kind === 'vector') {
+      if (!Array.isArray(v)) throw new InputError(f, `expected an array of int32, got ${brief(v)}`);
+      stage[key] = scalarOrVector(f, v);
+    } else stage[key] = oneOf(f, v, kind.oneOf);
   }
+  return stage as unknown as OutputStage;
 }
 
 /** The stages of a "pipeline" value: an array (missing is []; null is an error). */
-export function parsePipeline(field: string, v: unknown): OutputStage[] {
+function parsePipeline(field: string, v: unknown): OutputStage[] {
   if (v === undefined) return [];
   if (!Array.isArray(v)) throw new InputError(field, `expected an array of stages, got ${brief(v)}`);
   return v.map((s, i) => parseStage(`${field}[${i}]`, s));
@@ -231,7 +206,7 @@ function parseBitDepth(v: unknown): BitDepth | undefined {
   };
 }
 
-export const GEMM_SPEC_KEYS = ['op', 'lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'bitDepth', 'out'] as const;
+const GEMM_SPEC_KEYS = ['op', 'lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'bitDepth', 'out'] as const;
 
 /**
  * The "gemm" op of the spec contract. `spec` is the parsed JSON; `io` resolves and reads its files

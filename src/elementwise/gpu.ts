@@ -32,7 +32,7 @@ const KIND = { add: 'add', sub: 'add', mul: 'mul', alignedAdd: 'aligned', aligne
 const source = [fixedpointLibrary, elementwiseWgsl].join('\n');
 
 /** The uniform values of ElementwiseParams for a plan (every member, by name). */
-export function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {
+function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {
   const channelsA = p.alignA ? p.alignA.mantissa.length : 0;
   return {
     count: p.count,

@@ -4,9 +4,9 @@
 //   1. applies the four-term expansion of src/types.ts, from the raw sum and the row/column sums written
 //      by the pack stage:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR, each term rescaled by
 //      RoundingMultiplyByConstantFraction (lowbit.wgsl) for less-than-8-bit operands;
-//   2. runs the output pipeline, read as data from the `stages` buffer (one STAGE_WORDS record per stage,
-//      written by ./stages.ts), each stage computed as in src/reference/pipeline.ts with the functions
-//      of fixedpoint.wgsl, float32.wgsl and tanh.wgsl;
+//   2. runs the lowered output program, read as data from the `stages` buffer (one STAGE_WORDS record
+//      per op, written by ./stages.ts), each op computed as its stage's module in src/spec/stages/
+//      evaluates it, with the functions of fixedpoint.wgsl, float32.wgsl and tanh.wgsl;
 //   3. stores: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad of 4
 //      consecutive elements along dst's contiguous dimension (lines are padded to `dstStride`).
 // The epilogue owns its uniform struct and bindings (declared here, bound by name by ./epilogue.ts); a
@@ -72,31 +72,30 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
     let c = select(m, n, stages[r + 1u] != 0); // the channel index along the stage's axis
     switch stages[r] {
       case STAGE_BIAS: {
-        x = x + stages[u32(stages[r + 2u]) + c];
+        x = x + channelValue(stages[r + 2u], stages[r + 3u], c);
       }
-      case STAGE_QUANTIZE_DOWN_INT32_TO_UINT8_SCALE: {
+      case STAGE_SCALE_TO_UINT8: {
         let offset = channelValue(stages[r + 2u], stages[r + 3u], c);
         let multiplier = channelValue(stages[r + 4u], stages[r + 5u], c);
         x = roundingDivideByPOT((x + offset) * multiplier, u32(stages[r + 6u]));
       }
-      case STAGE_QUANTIZE_DOWN_INT32_BY_FIXED_POINT: {
+      case STAGE_FIXED_POINT: {
         x = roundingDivideByPOT(saturatingRoundingDoublingHighMul(x, stages[r + 2u]), u32(stages[r + 3u])) + stages[r + 4u];
       }
-      case STAGE_SCALE_INT32_BY_FIXED_POINT_AND_EXPONENT: {
+      case STAGE_EXPONENT_DOUBLE: {
         let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
         let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
-        switch stages[r + 7u] {
-          case MULTIPLIER_ROUNDING_SINGLE: {
-            x = multiplyByQuantizedMultiplierSingle(x, multiplier, exponent);
-          }
-          case MULTIPLIER_ROUNDING_DOUBLE_UP: {
-            x = multiplyByQuantizedMultiplierDoubleUp(x, multiplier, exponent);
-          }
-          default: {
-            x = multiplyByQuantizedMultiplierDouble(x, multiplier, exponent);
-          }
-        }
-        x = x + stages[r + 6u];
+        x = multiplyByQuantizedMultiplierDouble(x, multiplier, exponent) + stages[r + 6u];
+      }
+      case STAGE_EXPONENT_SINGLE: {
+        let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
+        let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
+        x = multiplyByQuantizedMultiplierSingle(x, multiplier, exponent) + stages[r + 6u];
+      }
+      case STAGE_EXPONENT_DOUBLE_UP: {
+        let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
+        let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
+        x = multiplyByQuantizedMultiplierDoubleUp(x, multiplier, exponent) + stages[r + 6u];
       }
       case STAGE_REQUANTIZE_FLOAT32: {
         x = requantizeFloat32(x, channelValue(stages[r + 2u], stages[r + 3u], c), stages[r + 4u]);
@@ -109,7 +108,7 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
                            stages[r + 7u], stages[r + 8u], stages[r + 9u], stages[r + 10u]);
         x = tanhStage(x, p);
       }
-      case STAGE_TRUNCATING_CAST: {
+      case STAGE_TRUNCATE: {
         x = x & 0xff;
       }
       default: {}

@@ -40,15 +40,10 @@ export interface AcquireOptions {
 }
 
 /** The WGSL language feature behind dot4U8Packed / dot4I8Packed. */
-export const DOT4_FEATURE = 'packed_4x8_integer_dot_product';
+const DOT4_FEATURE = 'packed_4x8_integer_dot_product';
 
 /** Features requested where the adapter offers them. */
-export const OPTIONAL_FEATURES = [
-  'timestamp-query',
-  'subgroups',
-  'shader-f16',
-  'chromium-experimental-subgroup-matrix',
-] as GPUFeatureName[];
+const OPTIONAL_FEATURES = ['timestamp-query', 'subgroups', 'shader-f16', 'chromium-experimental-subgroup-matrix'] as GPUFeatureName[];
 
 function navigatorGpu(): GPU | undefined {
   return (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu ?? undefined;
@@ -136,7 +131,7 @@ export async function acquireDevice(opts: AcquireOptions): Promise<AcquiredDevic
  * software adapters are slower than the CPU path). No device is created. Costs ~200 ms in Node on a
  * machine without a GPU (Dawn probes the Vulkan drivers once per process), ~0 after.
  */
-export async function findHardwareAdapter(opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference'> = {}): Promise<AdapterSummary | null> {
+async function findHardwareAdapter(opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference'> = {}): Promise<AdapterSummary | null> {
   const found = await findAdapter({ ...opts, allowSoftware: false }, []);
   return found ? found.summary : null;
 }

@@ -43,7 +43,7 @@ type InfoLike = Partial<Pick<GPUAdapterInfo, 'vendor' | 'architecture' | 'descri
 const SOFTWARE_NAMES = /swiftshader|llvmpipe|lavapipe|softpipe|microsoft basic render|\bwarp\b/i;
 
 /** A CPU emulation? isFallbackAdapter, architecture 'swiftshader', or a known software renderer's name. */
-export function isSoftwareAdapterInfo(info: InfoLike): boolean {
+function isSoftwareAdapterInfo(info: InfoLike): boolean {
   if (info.isFallbackAdapter) return true;
   const text = [info.vendor, info.architecture, info.description, info.device].filter(Boolean).join(' ');
   return SOFTWARE_NAMES.test(text);

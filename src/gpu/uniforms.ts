@@ -1,60 +1,65 @@
 // Uniform slots for one GPU call (pack -> gemm -> output): every dispatch's uniform structs are written
-// into one CPU-side slab, uploaded with one writeBuffer into one GPU buffer that the context keeps and
-// grows, and bound at 256-byte-aligned offsets. Reusing the buffer across calls is safe: queue writes
-// and submissions run in queue order, and calls on one device are serialized (./scopes.ts).
+// into CPU-side chunks, each uploaded with one writeBuffer into a GPU buffer that the context keeps, and
+// bound at 256-byte-aligned offsets. A slab grows on demand: when its chunk is full it takes the next
+// one (twice as large), so no caller counts its slots ahead. Reusing the buffers across calls is safe:
+// queue writes and submissions run in queue order, and calls on one device are serialized (./scopes.ts).
 
 import { packUniforms, type UniformLayout } from './reflect.ts';
-import { roundUp } from './plan.ts';
 
-const SLOT_ALIGN = 256; // >= every adapter's minUniformBufferOffsetAlignment (WebGPU caps it at 256)
+const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment (WebGPU caps it at 256)
+const FIRST_CHUNK = 4096;
 
+interface Chunk {
+  buffer: GPUBuffer;
+  data: ArrayBuffer;
+  used: number;
+}
+
+/** The uniform slots of one call: alloc() as many as it needs, then upload() once before submit. */
 export class UniformSlab {
-  private readonly data: ArrayBuffer;
-  private used = 0;
-  constructor(
-    private readonly buffer: GPUBuffer,
-    slots: number,
-    private readonly slotSize: number,
-  ) {
-    this.data = new ArrayBuffer(Math.max(1, slots) * slotSize);
-  }
+  private readonly chunks: Chunk[] = [];
+  constructor(private readonly buffer: (index: number) => GPUBuffer) {}
 
   /** A binding of one uniform struct holding `values`. */
   alloc(layout: UniformLayout, values: Record<string, number>): GPUBufferBinding {
-    if (layout.size > this.slotSize || this.used + this.slotSize > this.data.byteLength) {
-      throw new Error(`internal: uniform slab overflow (${layout.struct})`);
+    if (layout.size > SLOT) throw new Error(`internal: uniform struct ${layout.struct} above ${SLOT} bytes`);
+    let chunk = this.chunks.at(-1);
+    if (!chunk || chunk.used === chunk.data.byteLength) {
+      const buffer = this.buffer(this.chunks.length);
+      chunk = { buffer, data: new ArrayBuffer(buffer.size), used: 0 };
+      this.chunks.push(chunk);
     }
-    const offset = this.used;
-    packUniforms(layout, values, new DataView(this.data, offset, layout.size));
-    this.used += this.slotSize;
-    return { buffer: this.buffer, offset, size: layout.size };
+    const offset = chunk.used;
+    packUniforms(layout, values, new DataView(chunk.data, offset, layout.size));
+    chunk.used += SLOT;
+    return { buffer: chunk.buffer, offset, size: layout.size };
   }
 
   /** Queues the upload of every slot written so far. */
   upload(queue: GPUQueue): void {
-    if (this.used > 0) queue.writeBuffer(this.buffer, 0, this.data, 0, this.used);
+    for (const c of this.chunks) queue.writeBuffer(c.buffer, 0, c.data, 0, c.used);
   }
 }
 
-/** One growing uniform buffer per context. */
+/** The uniform buffers of one context: chunk i holds 4096 * 2^i bytes, made when a call first needs it. */
 export class UniformArena {
-  private buffer: GPUBuffer | null = null;
+  private readonly buffers: GPUBuffer[] = [];
   constructor(private readonly device: GPUDevice) {}
 
-  /** A slab of `slots` slots of up to `slotBytes` bytes (256-aligned). */
-  slab(slots: number, slotBytes = SLOT_ALIGN): UniformSlab {
-    const slotSize = roundUp(slotBytes, SLOT_ALIGN);
-    const bytes = Math.max(1, slots) * slotSize;
-    if (!this.buffer || this.buffer.size < bytes) {
-      this.buffer?.destroy();
-      const size = 2 ** Math.ceil(Math.log2(Math.max(bytes, 4096)));
-      this.buffer = this.device.createBuffer({ size, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'qgemm uniforms' });
-    }
-    return new UniformSlab(this.buffer, slots, slotSize);
+  /** An empty slab over this arena's buffers. */
+  slab(): UniformSlab {
+    return new UniformSlab((i) => {
+      this.buffers[i] ??= this.device.createBuffer({
+        size: FIRST_CHUNK * 2 ** i,
+        usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        label: `qgemm uniforms ${i}`,
+      });
+      return this.buffers[i];
+    });
   }
 
   destroy(): void {
-    this.buffer?.destroy();
-    this.buffer = null;
+    for (const b of this.buffers) b.destroy();
+    this.buffers.length = 0;
   }
 }

@@ -1,39 +1,59 @@
-// Encoding shared by the GEMM kernels that read 'u8k4-*' packed operands band by band (dot4-tiled,
-// gemv, subgroup-matrix): per dispatch, the kernel's TileParams uniform and its two packed-operand
-// bindings, beside the epilogue's resources, then the dispatch. The bands and dispatches themselves
-// come from src/gpu/plan.ts planGemm; a kernel only says its source and its tile.
+// What the GEMM kernels that read packed operands band by band share (pack -> GEMM -> output: dot4-tiled,
+// dot4-wide, gemv, subgroup-matrix): their WGSL declarations (./tile.wgsl), the dot4 kernels' k-tile
+// loop (./dot4-tile.wgsl), and one encoder: per dispatch, TileParams with the kernel's tile values and
+// the two packed-operand bindings, beside the epilogue's resources, then the dispatch. The bands and
+// dispatches themselves come from src/gpu/plan.ts planGemm; a kernel says its source and its tile.
 
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
-import { planGemm, roundUp } from '../gpu/plan.ts';
+import { type GemmDispatch, type GemmShape, planGemm } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
-import { PACK_FORMATS, type PackFormatId } from '../pack/formats.ts';
+import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
 import { epilogueEntries } from '../epilogue/epilogue.ts';
+import dot4TileWgsl from './dot4-tile.wgsl?raw';
+import tileWgsl from './tile.wgsl?raw';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
 
+/** ./tile.wgsl: TileParams and the packed-operand bindings, declared once for the banded kernels. */
+export const tileBindings = tileWgsl;
+/** ./dot4-tile.wgsl: the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice). */
+export const dot4TileLoop = dot4TileWgsl;
+
+/** How one banded kernel is encoded: its pipeline, the WGSL reflected, its formats and tile values. */
+export interface BandedEncoding {
+  pipeline: GPUComputePipeline;
+  /** The WGSL that declares its bindings (the kernel's source, or its declarations). */
+  source: string;
+  lhsFormat: PackFormat;
+  rhsFormat: PackFormat;
+  /** TileParams.bandRows of dispatch d. Default: its live rows (rounded up to the tile). */
+  bandRows?(d: GemmDispatch, shape: GemmShape): number;
+}
+
 /**
- * Records e.dispatches of a kernel whose WGSL declares `tile: TileParams`, `lhsPacked`, `rhsPacked`;
- * `source` is the WGSL read by reflection (the kernel's source, or its declarations).
+ * The one encoder of the kernels that declare ./tile.wgsl: per dispatch, TileParams with the kernel's
+ * tile values and the two packed-operand bindings beside the epilogue's resources, then the dispatch.
  */
-export function encodeBanded(e: GemmEncoding, source: string): void {
-  const layout = uniformLayout(source, 'TileParams');
-  const rowBytes = roundUp(e.shape.K, PACK_FORMATS['u8k4-r64'].depthAlign);
-  const bindGroupLayout = e.pipeline.getBindGroupLayout(0);
-  e.pass.setPipeline(e.pipeline);
+export function encodeBanded(e: GemmEncoding, b: BandedEncoding): void {
+  const layout = uniformLayout(b.source, 'TileParams');
+  const lhsRow = packedRowBytes(e.shape.K, b.lhsFormat);
+  const rhsRow = packedRowBytes(e.shape.K, b.rhsFormat);
+  const bindGroupLayout = b.pipeline.getBindGroupLayout(0);
+  e.pass.setPipeline(b.pipeline);
   for (const d of e.dispatches) {
     const entries = [
-      ...epilogueEntries(source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
-      ...namedEntries(source, {
+      ...epilogueEntries(b.source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
+      ...namedEntries(b.source, {
         tile: e.uniforms.alloc(layout, {
-          depthWords: rowBytes / 4,
+          depthWords: lhsRow / 4,
           bandM: d.m0,
           bandN: d.n0,
-          bandRows: d.liveRows,
+          bandRows: b.bandRows ? b.bandRows(d, e.shape) : d.liveRows,
           bandCols: d.liveCols,
           workgroupBase: d.base,
         }),
-        lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * rowBytes, size: d.rows * rowBytes },
-        rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rowBytes, size: d.cols * rowBytes },
+        lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
+        rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
       }),
     ];
     e.pass.setBindGroup(0, e.device.createBindGroup({ layout: bindGroupLayout, entries }));
@@ -64,11 +84,16 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     id: spec.id,
     backend: 'webgpu',
     packFormat: format.id,
-    uniformsPerDispatch: 2,
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
-    pipeline: (device: GPUDevice, _caps: AdapterCaps) =>
-      getPipeline(device, { id: spec.id, source: spec.source, entryPoint: spec.entryPoint, overrides: spec.overrides }),
-    encode: (e) => encodeBanded(e, spec.reflect ?? spec.source),
+    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
+      const pipeline = await getPipeline(device, {
+        id: spec.id,
+        source: spec.source,
+        entryPoint: spec.entryPoint,
+        overrides: spec.overrides,
+      });
+      return { encode: (e) => encodeBanded(e, { pipeline, source: spec.reflect ?? spec.source, lhsFormat: format, rhsFormat: format }) };
+    },
   };
 }

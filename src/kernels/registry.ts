@@ -11,13 +11,16 @@ import { formatServes, type PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { cpuJsKernel } from './cpu-js/kernel.ts';
 import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
-import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
-import { dot4WideKernel } from './dot4-wide/kernel.ts';
-import { gemvKernel } from './gemv/kernel.ts';
-import { sgmatKernel } from './sgmat/kernel.ts';
-import { splitKKernel } from './splitk/kernel.ts';
+import { DOT4_TILED_ID, type Dot4TiledId, dot4TiledKernel } from './dot4-tiled/kernel.ts';
+import { DOT4_WIDE_ID, type Dot4WideId, dot4WideKernel } from './dot4-wide/kernel.ts';
+import { GEMV_ID, type GemvId, gemvKernel } from './gemv/kernel.ts';
+import { SGMAT_ID, type SgmatId, sgmatKernel } from './sgmat/kernel.ts';
+import { SPLITK_ID, type SplitKId, splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
 import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
+
+/** The id of every GPU kernel, each exported by its kernel's module. */
+export type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
@@ -59,7 +62,7 @@ export interface SelectOptions {
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
-export function forcedKernelFromEnv(): string | undefined {
+function forcedKernelFromEnv(): string | undefined {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   return env?.QGEMM_KERNEL || undefined;
 }
@@ -106,7 +109,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     );
     if (k) return k;
   }
-  const suffix = caps.dot4 ? '' : '-emulated';
+  const dot4 = caps.dot4 ? 'native' : 'emulated';
   // The choice table. Skinny shapes are bound by reading rhs: gemv serves M <= 4 (one row group, so
   // rhs is read once; subgroupAdd reductions where the adapter has subgroups). For 5 <= M <= 128,
   // split-K where the 32x32 tile grid alone would leave the GPU idle (few tiles, large K:
@@ -119,17 +122,17 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // above, it is packed in 8-bit lanes for the tiled kernels, unless it was prepacked in nibbles
   // (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
   const nibbles = caps.dot4 && (opts.rhsPackFormat === 'u4k8-r64' || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
-  const u4 = nibbles ? '-u4' : '';
+  const rhsBits = nibbles ? 4 : 8;
   const small = shape.M <= 32 || shape.N <= 32;
-  const table: [boolean, string][] = [
-    [shape.M <= 4 && caps.subgroups, `gemv${u4}`],
-    [shape.M <= 4, caps.dot4 ? `gemv${u4}-workgroup` : 'gemv-emulated'],
-    [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), `splitk${u4}-32x32`],
-    [nibbles && opts.rhsPackFormat === 'u4k8-r64', 'splitk-u4-32x32'],
-    [small, `dot4-32x32${suffix}`],
-    [true, 'sgmat-64x64'],
-    [shape.M >= 256 && shape.N >= 256, `dot4-128x128${suffix}`],
-    [true, `dot4-64x64${suffix}`],
+  const table: [boolean, GpuKernelId][] = [
+    [shape.M <= 4 && caps.subgroups, GEMV_ID.subgroup[rhsBits]],
+    [shape.M <= 4, caps.dot4 ? GEMV_ID.workgroup[rhsBits] : GEMV_ID.emulated],
+    [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), SPLITK_ID[rhsBits]],
+    [nibbles && opts.rhsPackFormat === 'u4k8-r64', SPLITK_ID[4]],
+    [small, DOT4_TILED_ID[32][dot4]],
+    [true, SGMAT_ID],
+    [shape.M >= 256 && shape.N >= 256, DOT4_WIDE_ID[dot4]],
+    [true, DOT4_TILED_ID[64][dot4]],
   ];
   for (const [when, id] of table) {
     const k = kernels.find((x) => x.id === id);

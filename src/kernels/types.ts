@@ -1,7 +1,7 @@
 // What a GEMM kernel is (the "gemm" of pack -> gemm -> output): the interface every kernel implements,
 // GPU and CPU alike, so that one registry (./registry.ts) can choose among them and one test loop can
 // run each of them. A GPU kernel reads operands packed in its `packFormat` (rhs: `rhsPackFormat`), computes raw int32 sums of
-// uint8-domain products, and hands them to the shared epilogue (./epilogue/); a CPU kernel runs the whole
+// uint8-domain products, and hands them to the shared epilogue (src/epilogue/); a CPU kernel runs the whole
 // problem and resolves with the result (async, so that kernels on worker threads fit the same shape).
 
 import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
@@ -20,19 +20,27 @@ export interface PackedPair {
   colSums: GPUBuffer;
 }
 
-/** Everything a GPU kernel encodes one GEMM with. */
+/** Everything a prepared GPU kernel encodes one GEMM with. */
 export interface GemmEncoding {
   device: GPUDevice;
   pass: GPUComputePassEncoder;
-  pipeline: GPUComputePipeline;
   shape: GemmShape;
   dispatches: GemmDispatch[];
   operands: PackedPair;
   dst: GPUBuffer;
   epilogue: EpilogueCall;
+  /** Where its uniform structs go: as many as it needs (the slab grows). */
   uniforms: UniformSlab;
   /** A scratch storage buffer of at least `bytes` for this call only (split-K partial sums). */
   workspace(bytes: number): GPUBuffer;
+}
+
+/**
+ * A GPU kernel made ready on one device (GpuGemmKernel.prepare): it owns every pipeline it runs and
+ * records a GEMM's dispatches, in as many passes as the kernel has (split-K: partial sums, then reduce).
+ */
+export interface PreparedGemmKernel {
+  encode(e: GemmEncoding): void;
 }
 
 export interface GpuGemmKernel {
@@ -44,17 +52,13 @@ export interface GpuGemmKernel {
   readonly rhsPackFormat?: PackFormatId;
   /** Whether this kernel can run `shape` on an adapter with `caps` (not whether it is the best choice). */
   supports(caps: AdapterCaps, shape: GemmShape): boolean;
-  /** The uniform slots its encode() allocates per dispatch. */
-  readonly uniformsPerDispatch: number;
   /** The bands and dispatches of `shape` (pure; see src/gpu/plan.ts); caps where the plan follows the GPU's size. */
   plan(shape: GemmShape, limits: PlanLimits, caps?: AdapterCaps): GemmDispatch[];
-  /** Its compiled pipeline on this device (cached per device). */
-  pipeline(device: GPUDevice, caps: AdapterCaps): Promise<GPUComputePipeline>;
-  /** Records the dispatches into e.pass. */
-  encode(e: GemmEncoding): void;
+  /** Compiles its pipelines on this device: the scheduler does it once per device and keeps the result. */
+  prepare(device: GPUDevice, caps: AdapterCaps): Promise<PreparedGemmKernel>;
   /**
    * A kernel that CI cannot run (it needs hardware SwiftShader lacks) declares this: a device runs the
-   * exactness self-test (./self-test.ts) before its first use, and disables the kernel if it fails.
+   * exactness self-test (src/scheduler/self-test.ts) before its first use, and disables the kernel if it fails.
    */
   readonly needsSelfTest?: boolean;
 }

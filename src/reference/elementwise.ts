@@ -8,7 +8,7 @@ import type { QuantizedMultiplier } from '../quant/quantize.ts';
 import { prepareElementwise, type ElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../spec/elementwise.ts';
 
 /** The value of one output element from its two inputs and their channels (the per-element formulas above). */
-export function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: number, channelB: number): number {
+function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: number, channelB: number): number {
   const mbqm = (x: number, m: QuantizedMultiplier) => multiplyByQuantizedMultiplier(x, m.multiplier, m.shift, 'double');
   let raw: number;
   switch (p.op) {

@@ -29,15 +29,17 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   timestamps?: boolean;
   /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
   warn?: (message: string) => void;
-  /** Test hook: the GPU kernels to choose from instead of the registry's list. */
-  kernels?: readonly GpuGemmKernel[];
 }
+
+/** Where createGpuContextWith hands its kernel list in (not a public option). */
+const KERNELS = Symbol('kernels');
+type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[] };
 
 export class GpuContext {
   readonly device: GPUDevice;
   readonly summary: AdapterSummary;
   readonly caps: AdapterCaps;
-  readonly lastRun: LastRun = { kernel: null, packDispatches: 0, gemmDispatches: 0 };
+  private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0 });
   private readonly resources: DeviceResources;
   private readonly choice: KernelChoice;
   /** The context acquired the device itself (not passed in), so destroy() destroys it too. */
@@ -48,7 +50,7 @@ export class GpuContext {
     this.summary = summary;
     this.caps = caps;
     this.ownsDevice = ownsDevice;
-    this.choice = { force: opts.kernel, kernels: opts.kernels, warn: opts.warn ?? ((m) => console.warn(m)) };
+    this.choice = { force: opts.kernel, warn: opts.warn ?? ((m) => console.warn(m)), kernels: (opts as InternalOptions)[KERNELS] };
     this.resources = new DeviceResources(device, summary, caps, !!opts.timestamps && caps.timestamps);
   }
 
@@ -67,6 +69,11 @@ export class GpuContext {
   /** 'native' where WGSL has dot4U8Packed, else 'emulated' (the manual unpack). */
   get dot4(): 'native' | 'emulated' {
     return this.caps.dot4 ? 'native' : 'emulated';
+  }
+
+  /** What the last GEMM on this context ran: its kernel and how it was split (read-only). */
+  get lastRun(): Readonly<LastRun> {
+    return this.ran;
   }
 
   /** True once the device is lost or destroyed: make a new context. */
@@ -138,12 +145,21 @@ export class GpuContext {
     this.resources.destroy(this.ownsDevice);
   }
 
-  /** One GEMM through ./gemm.ts, recorded in lastRun. */
+  /** One GEMM through ./gemm.ts, recorded as lastRun. */
   private async run(problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean) {
     const run = await runGemm(this.resources, this.choice, problem, timing, readback);
-    Object.assign(this.lastRun, run.ran);
+    this.ran = Object.freeze(run.ran);
     return run;
   }
 }
 
 export { isGpuMatrix };
+
+/**
+ * A context that chooses among `kernels` instead of the registry's list: for `qgemm verify` (which also
+ * runs kernels the registry never picks, such as the emulated subgroup-matrix variant) and the tests.
+ * Internal: not exported by the package.
+ */
+export function createGpuContextWith(kernels: readonly GpuGemmKernel[], opts: GpuContextOptions = {}): Promise<GpuContext> {
+  return GpuContext.create({ ...opts, [KERNELS]: kernels } as InternalOptions);
+}

@@ -141,7 +141,7 @@ export async function runGemm(
   let dst: GPUBuffer | null = null;
   let result: Promise<GemmResult> | undefined;
   try {
-    const [gemmPipeline, pipelinesForPack] = await Promise.all([kernel.pipeline(device, r.caps), packPipelines(device)]);
+    const [prepared, pipelinesForPack] = await Promise.all([r.prepare(kernel), packPipelines(device)]);
     await runInErrorScope(
       device,
       () => {
@@ -177,7 +177,7 @@ export async function runGemm(
         const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
 
         ran.packDispatches = jobs.reduce((n, j) => n + j.plan.length, 0);
-        const slab = r.uniforms.slab(ran.packDispatches + dispatches.length * kernel.uniformsPerDispatch);
+        const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
         const querySet = r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
         const pass = encoder.beginComputePass(
@@ -190,10 +190,9 @@ export async function runGemm(
           pooled.push(b);
           return b;
         };
-        kernel.encode({
+        prepared.encode({
           device,
           pass,
-          pipeline: gemmPipeline,
           shape: p,
           dispatches,
           operands,

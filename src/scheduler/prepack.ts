@@ -48,7 +48,7 @@ export async function prepackOperand(
         const sums = make(sumsBytes, `${side} sums`);
         const job = packOperand(device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled });
         const pipelines = await packPipelines(device);
-        const slab = r.uniforms.slab(job.plan.length);
+        const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm prepack' });
         const pass = encoder.beginComputePass();
         encodePack(device, pass, pipelines, job, r.xorshiftBuffer(), slab);

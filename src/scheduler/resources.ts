@@ -1,8 +1,8 @@
 // What the GEMM scheduler keeps on one device (pack -> gemm -> output): the device with its
-// capabilities, a buffer pool, a uniform arena, a readback staging buffer, the xorshift table of the
-// pack stage, the matrices given back to the pool, and the device's lifetime (lost or destroyed). Like
-// ruy's Ctx it holds resources only and knows no kernel: ./gemm.ts and ./prepack.ts run on it, and
-// ./context.ts owns it and gives callers exclusive use of it.
+// capabilities, the kernels prepared on it, a buffer pool, a uniform arena, a readback staging buffer,
+// the xorshift table of the pack stage, the matrices given back to the pool, and the device's lifetime
+// (lost or destroyed). Like ruy's Ctx it holds resources and chooses nothing: ./gemm.ts and
+// ./prepack.ts run on it, and ./context.ts owns it and gives callers exclusive use of it.
 
 import { DeviceLostError, LimitExceededError } from '../errors.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
@@ -11,6 +11,7 @@ import type { GpuMatrix } from '../gpu/matrix.ts';
 import { BufferPool } from '../gpu/pool.ts';
 import { Staging } from '../gpu/readback.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
+import type { GpuGemmKernel, PreparedGemmKernel } from '../kernels/types.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
 
 export class DeviceResources {
@@ -19,6 +20,8 @@ export class DeviceResources {
   readonly staging: Staging;
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   readonly released = new WeakSet<GpuMatrix>();
+  /** Each kernel prepared once on this device (its pipelines), by kernel. */
+  private readonly prepared = new Map<GpuGemmKernel, Promise<PreparedGemmKernel>>();
   private xorshift: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
@@ -75,6 +78,17 @@ export class DeviceResources {
   /** A pooled buffer back to the pool, unless everything was freed already. */
   release(buffer: GPUBuffer): void {
     if (!this.destroyed) this.pool.release(buffer);
+  }
+
+  /** Kernel k made ready on this device: prepared on first use, kept after (a failure is not kept). */
+  prepare(k: GpuGemmKernel): Promise<PreparedGemmKernel> {
+    let p = this.prepared.get(k);
+    if (!p) {
+      p = k.prepare(this.device, this.caps);
+      p.catch(() => this.prepared.delete(k));
+      this.prepared.set(k, p);
+    }
+    return p;
   }
 
   /** XORSHIFT_OFFSETS on the GPU, made once per device. */

@@ -93,9 +93,9 @@ export const isAlignedOp = (op: ElementwiseOp): boolean => op === 'alignedAdd' |
 /** The most dimensions an elementwise operand or result may have. */
 export const MAX_RANK = 4;
 /** The largest alignment shift F − frac of alignedAdd/alignedSub. */
-export const MAX_ALIGNMENT_SHIFT = 15;
+const MAX_ALIGNMENT_SHIFT = 15;
 /** TFLite's left_shift for 8-bit add/sub. */
-export const ADD_LEFT_SHIFT = 20;
+const ADD_LEFT_SHIFT = 20;
 
 export type ElementData = Uint8Array | Int8Array;
 

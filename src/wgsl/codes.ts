@@ -1,30 +1,17 @@
-// The enum codes shared by TypeScript and WGSL, defined once: dst types, output-stage record kinds,
-// requantization roundings and elementwise op kinds. TypeScript reads the tables; the shaders read WGSL
-// `const`s generated from the same tables (wgslCodes), which the kernel sources are composed with
-// (./source.ts). So `case DST_INT16` in a shader and DST_TYPE_CODE.int16 here can never disagree.
+// The enum codes shared by TypeScript and WGSL, defined once: dst types, the output program's ops
+// (defined with the stages, src/spec/stages/stage.ts STAGE_OP), requantization roundings and
+// elementwise op kinds. TypeScript reads the tables; the shaders read WGSL `const`s generated from the
+// same tables (wgslCodes), which the kernel sources are composed with (./source.ts). So `case
+// DST_INT16` in a shader and DST_TYPE_CODE.int16 here can never disagree.
 
 import type { ConcreteRounding } from '../quant/lowbit.ts';
+import { STAGE_OP } from '../spec/stages/pipeline.ts';
 import type { DstType } from '../types.ts';
 
 /** EpilogueParams.dstType. */
 export const DST_TYPE_CODE: Record<DstType, number> = { int32: 0, uint8: 1, int8: 2, int16: 3 };
 
-/** The kind (word 0) of a stage record in the `stages` buffer (src/epilogue/stages.ts). */
-export const STAGE_KIND_CODE = {
-  bias: 0,
-  quantizeDownInt32ToUint8Scale: 1,
-  quantizeDownInt32ByFixedPoint: 2,
-  scaleInt32ByFixedPointAndExponent: 3,
-  clamp: 4, // saturatingCast is a clamp to the type's range
-  tanh: 5,
-  truncatingCast: 6,
-  requantizeFloat32: 7,
-} as const;
-
-/** Word 7 of a scaleInt32ByFixedPointAndExponent record: its rounding. */
-export const MULTIPLIER_ROUNDING_CODE = { double: 0, single: 1, 'double-up': 2 } as const;
-
-/** Words per stage record. */
+/** Words per stage record of the `stages` buffer (src/epilogue/stages.ts); word 0 is a STAGE_OP code. */
 export const STAGE_WORDS = 12;
 
 /** PackParams.rounding: how the pack stage requantizes less-than-8-bit operands (src/quant/lowbit.ts). */
@@ -47,9 +34,8 @@ function consts(prefix: string, table: Record<string, number>, type: 'u32' | 'i3
 export const wgslCodes: string = [
   '// Generated from src/wgsl/codes.ts: the enum codes shared with TypeScript.',
   ...consts('DST', DST_TYPE_CODE, 'u32'),
-  ...consts('STAGE', STAGE_KIND_CODE, 'i32'),
+  ...consts('STAGE', STAGE_OP, 'i32'),
   `const STAGE_WORDS: u32 = ${STAGE_WORDS}u;`,
   ...consts('ROUNDING', ROUNDING_CODE, 'u32'),
-  ...consts('MULTIPLIER_ROUNDING', MULTIPLIER_ROUNDING_CODE, 'i32'),
   ...consts('ELEMENTWISE', ELEMENTWISE_KIND_CODE, 'u32'),
 ].join('\n');

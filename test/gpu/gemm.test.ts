@@ -17,27 +17,24 @@ import { describeAdapter } from '../../src/gpu/adapter.ts';
 import { dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
 import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import { getPipeline } from '../../src/gpu/pipelines.ts';
+import { withDevice } from '../../src/gpu/scopes.ts';
+import { runGemm } from '../../src/scheduler/gemm.ts';
+import { DeviceResources } from '../../src/scheduler/resources.ts';
 import { runOp, sharedContext } from '../../src/api.ts';
-import type { BitDepthRounding, GemmProblem, Operand } from '../../src/types.ts';
-import { arbCast, arbOperand, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
+import type { GemmProblem, Operand } from '../../src/types.ts';
+import { arbOperand, arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
+import { expectExact, kernelProperties } from '../support/kernel-harness.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
 
 const gpu = await getGpu();
 afterAll(releaseGpu);
 
 async function expectGpuMatches(ctx: GpuContext, p: GemmProblem, context = '') {
-  const got = await ctx.gemm(p);
-  const d = diffResults(got, referenceGemm(p));
-  if (d) expect.fail(formatMismatch(d, `${context} ${describeProblem(p)}${p.bitDepth ? ` bitDepth=${JSON.stringify(p.bitDepth)}` : ''}`));
+  expectExact(await ctx.gemm(p), p, context);
 }
 
 const sample = <T>(arb: fc.Arbitrary<T>, seed: number) => fc.sample(arb, { numRuns: 1, seed })[0];
-const arbBitDepth = fc.record({
-  lhs: fc.integer({ min: 1, max: 8 }),
-  rhs: fc.integer({ min: 1, max: 8 }),
-  rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
-});
 
 // Every GPU kernel of the registry, forced, over the same cases (ruy's test loop over paths): a kernel
 // the registry stops choosing for some shape keeps its coverage here.
@@ -90,27 +87,17 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
     expect(Array.from((await ctx.gemm(p)).data)).toEqual([76, 100, 103, 136, 130, 172, 157, 208]);
   });
 
-  it('random problems over the shape sweep and odd rectangles', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbProblem(), (p) => run(p)),
-      { numRuns: 15 },
-    );
-  });
-
   // Shapes at every kernel's tile edges: gemv row groups (4), 32- and 64-tiles.
-  const stageShapes: [number, number, number][] = [
-    [1, 65, 33],
-    [5, 4, 1],
-    [33, 16, 65],
-    [65, 63, 64],
-  ];
-  it.each(stageShapes)('every stage kind, with and without a cast, at M=%i N=%i K=%i', async (M, N, K) => {
-    await fc.assert(
-      fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-        run({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
-      ),
-      { numRuns: 6 },
-    );
+  kernelProperties((p) => run(p), {
+    sweep: 15,
+    stages: 6,
+    stageShapes: [
+      [1, 65, 33],
+      [5, 4, 1],
+      [33, 16, 65],
+      [65, 63, 64],
+    ],
+    bitDepth: 12,
   });
 
   it('shapes across tile boundaries', async () => {
@@ -148,13 +135,6 @@ describe.each(GPU_KERNELS.map((k) => [k.id, k] as const))('kernel %s == CPU refe
     }
   });
 
-  it('less-than-8-bit operands: requantized in the pack shader, every rounding', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => run({ ...p, bitDepth })),
-      { numRuns: 12 },
-    );
-  });
-
   afterAll(() => ctx?.destroy());
 });
 
@@ -163,46 +143,54 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
   // name), and one that records no dispatch at all, so dst holds whatever the pooled buffer held.
   const base = dot4TiledKernel(64, gpu?.hasDot4 ? 'native' : 'emulated');
   const checked: GpuGemmKernel = { ...base, id: 'test-checked', needsSelfTest: true };
-  const broken: GpuGemmKernel = { ...base, id: 'test-broken', needsSelfTest: true, encode: () => {} };
+  const broken: GpuGemmKernel = { ...base, id: 'test-broken', needsSelfTest: true, prepare: async () => ({ encode: () => {} }) };
   const p = sample(arbProblemOfShape(70, 66, 40), 21);
+
+  /**
+   * The scheduler's GEMM path (src/scheduler/gemm.ts, what GpuContext runs) on the test device, choosing
+   * among `kernels` (the test kernel first) with `force`: its results and the kernel each call ran.
+   */
+  const scheduler = (kernels: readonly GpuGemmKernel[], force: string, warnings: string[]) => {
+    const resources = new DeviceResources(gpu!.device, gpu!.summary, caps!, false);
+    const choice = { kernels, force, warn: (m: string) => void warnings.push(m) };
+    return {
+      gemm: (q: GemmProblem) =>
+        withDevice(gpu!.device, async () => {
+          const run = await runGemm(resources, choice, q, undefined, true);
+          try {
+            return { result: await run.result!, kernel: run.ran.kernel };
+          } finally {
+            resources.release(run.dst.buffer);
+          }
+        }),
+      destroy: () => resources.destroy(false),
+    };
+  };
 
   it('a kernel that passes is used, without a warning', async () => {
     const warnings: string[] = [];
-    const ctx = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [checked, ...GPU_KERNELS],
-      kernel: 'test-checked',
-      warn: (m) => warnings.push(m),
-    });
-    expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
-    expect(ctx.lastRun.kernel).toBe('test-checked');
+    const s = scheduler([checked, ...GPU_KERNELS], 'test-checked', warnings);
+    const { result, kernel } = await s.gemm(p);
+    expect(diffResults(result, referenceGemm(p))).toBeNull();
+    expect(kernel).toBe('test-checked');
     expect(warnings).toEqual([]);
-    ctx.destroy();
+    s.destroy();
   });
   it('a kernel that fails is disabled on the device with one warning, and the next kernel runs, exactly', async () => {
     const warnings: string[] = [];
-    const ctx = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [broken, ...GPU_KERNELS],
-      kernel: 'test-broken',
-      warn: (m) => warnings.push(m),
-    });
+    const s = scheduler([broken, ...GPU_KERNELS], 'test-broken', warnings);
     for (let i = 0; i < 2; i++) {
-      expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
-      expect(ctx.lastRun.kernel).not.toBe('test-broken');
+      const { result, kernel } = await s.gemm(p);
+      expect(diffResults(result, referenceGemm(p))).toBeNull();
+      expect(kernel).not.toBe('test-broken');
     }
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/kernel test-broken failed its exactness self-test .* disabled on this device \(problem 0/);
-    // The verdict belongs to the device: another context on it does not test again.
-    const again = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [broken, ...GPU_KERNELS],
-      kernel: 'test-broken',
-      warn: (m) => warnings.push(m),
-    });
-    expect(diffResults(await again.gemm(p), referenceGemm(p))).toBeNull();
+    // The verdict belongs to the device: another scheduler on it does not test again.
+    const again = scheduler([broken, ...GPU_KERNELS], 'test-broken', warnings);
+    expect(diffResults((await again.gemm(p)).result, referenceGemm(p))).toBeNull();
     expect(warnings).toHaveLength(1);
-    ctx.destroy();
+    s.destroy();
     again.destroy();
   });
   it('a kernel whose shader the driver rejects is disabled the same way, with no uncaptured GPU error', async () => {
@@ -211,20 +199,17 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
       ...base,
       id: 'test-rejected',
       needsSelfTest: true,
-      pipeline: (device) =>
-        getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} }),
+      prepare: async (device) => {
+        await getPipeline(device, { id: 'test-rejected', source: 'enable no_such_extension; fn x() {}', entryPoint: 'x', overrides: {} });
+        return { encode: () => {} };
+      },
     };
-    const ctx = await GpuContext.create({
-      device: gpu!.device,
-      kernels: [rejected, ...GPU_KERNELS],
-      kernel: 'test-rejected',
-      warn: (m) => warnings.push(m),
-    });
-    expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
+    const s = scheduler([rejected, ...GPU_KERNELS], 'test-rejected', warnings);
+    expect(diffResults((await s.gemm(p)).result, referenceGemm(p))).toBeNull();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/test-rejected failed its exactness self-test .*cannot create the test-rejected pipeline/);
     expect(uncapturedErrors).toEqual([]);
-    ctx.destroy();
+    s.destroy();
   });
 });
 

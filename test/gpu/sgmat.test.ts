@@ -10,7 +10,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GpuContext } from '../../src/scheduler/context.ts';
+import { createGpuContextWith, type GpuContext } from '../../src/scheduler/context.ts';
 import { configLabel, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
@@ -33,7 +33,7 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
     const kernel = sgmatEmulatedKernel(config);
     let ctx: GpuContext;
     beforeAll(async () => {
-      ctx = await GpuContext.create({ device: gpu!.device, kernels: [kernel, ...GPU_KERNELS], kernel: kernel.id });
+      ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu!.device, kernel: kernel.id });
     });
     afterAll(() => ctx?.destroy());
 
@@ -63,9 +63,8 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
     });
 
     it('lowered limits: operands, bands and grids split', async () => {
-      const small = await GpuContext.create({
+      const small = await createGpuContextWith([kernel, ...GPU_KERNELS], {
         device: gpu!.device,
-        kernels: [kernel, ...GPU_KERNELS],
         kernel: kernel.id,
         limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
       });

@@ -12,8 +12,9 @@ import { GpuContext } from '../../src/scheduler/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';
-import { arbCast, arbOperand, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
+import { arbCast, arbOperand, arbProblemOfShape, arbStage } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
+import { expectExact } from '../support/kernel-harness.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
 const gpu = await getGpu();
@@ -24,8 +25,7 @@ const sample = <T>(arb: fc.Arbitrary<T>, seed: number) => fc.sample(arb, { numRu
 const SKINNY = GPU_KERNELS.filter((k) => /^(gemv|splitk)/.test(k.id));
 
 async function expectMatches(ctx: GpuContext, p: GemmProblem, context: string) {
-  const d = diffResults(await ctx.gemm(p), referenceGemm(p));
-  if (d) expect.fail(formatMismatch(d, `${context} ${describeProblem(p)}${p.bitDepth ? ` bitDepth=${JSON.stringify(p.bitDepth)}` : ''}`));
+  expectExact(await ctx.gemm(p), p, context);
 }
 
 describe.skipIf(!gpu)('skinny kernels == CPU reference', () => {

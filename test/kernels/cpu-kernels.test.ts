@@ -3,24 +3,16 @@
 // odd rectangles, every operand type, storage order, zero-point form and stage kind, int32 wrap, and
 // less-than-8-bit operands with every rounding; the WebAssembly kernels (src/kernels/cpu-wasm/, where this
 // runtime has WebAssembly SIMD) on one, two and three threads. A kernel added to the registry is covered
-// here at once; test/kernels/cpu-wasm.test.ts holds what only the WebAssembly kernels have.
+// here at once (the cases shared with the GPU suites: test/support/kernel-harness.ts);
+// test/kernels/cpu-wasm.test.ts holds what only the WebAssembly kernels have.
 
-import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_WASM_KERNELS } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { CPU_KERNELS } from '../../src/kernels/registry.ts';
-import { referenceGemm } from '../../src/reference/gemm.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
-import type { BitDepthRounding, GemmProblem } from '../../src/types.ts';
-import { arbCast, arbProblem, arbProblemOfShape, arbStage, describeProblem } from '../support/arbitraries.ts';
-import { diffResults, formatMismatch } from '../support/compare.ts';
-
-const arbBitDepth = fc.record({
-  lhs: fc.integer({ min: 1, max: 8 }),
-  rhs: fc.integer({ min: 1, max: 8 }),
-  rounding: fc.constantFrom<BitDepthRounding>('nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'),
-});
+import type { GemmProblem } from '../../src/types.ts';
+import { expectExact, kernelProperties } from '../support/kernel-harness.ts';
 
 // The WebAssembly kernels' capabilities are known once their module is compiled and probed.
 const caps = await readyCpuCaps();
@@ -33,37 +25,20 @@ describe.each(cases)('CPU kernel %s on %i thread(s) == reference', (id, threads,
   const check = async (problem: GemmProblem) => {
     const p = normalizeProblem(problem);
     if (!kernel.supports(caps, p)) return;
-    const d = diffResults(await kernel.run(p, { threads }), referenceGemm(problem));
-    if (d)
-      expect.fail(
-        formatMismatch(
-          d,
-          `${id} threads=${threads} ${describeProblem(problem)}${problem.bitDepth ? ` bitDepth=${JSON.stringify(problem.bitDepth)}` : ''}`,
-        ),
-      );
+    expectExact(await kernel.run(p, { threads }), problem, `${id} threads=${threads}`);
   };
 
-  it('random problems over the shape sweep and odd rectangles', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbProblem(), (p) => check(p)),
-      { numRuns: 150 },
-    );
-  });
-  it('every stage kind on its own, with and without a final cast', async () => {
-    for (const [M, N, K] of [
+  kernelProperties(check, {
+    sweep: 150,
+    stages: 30,
+    stageShapes: [
       [1, 1, 1],
       [5, 7, 3],
       [17, 16, 33],
       [64, 1, 65],
       [9, 31, 2],
-    ] as const) {
-      await fc.assert(
-        fc.asyncProperty(arbProblemOfShape(M, N, K), arbStage(M, N), fc.option(arbCast), (p, stage, cast) =>
-          check({ ...p, pipeline: cast ? [stage, cast] : [stage] }),
-        ),
-        { numRuns: 30 },
-      );
-    }
+    ],
+    bitDepth: 80,
   });
   it('int32 wrap: K = 40000 of 255s with extreme zero points', async () => {
     const K = 40000;
@@ -75,11 +50,5 @@ describe.each(cases)('CPU kernel %s on %i thread(s) == reference', (id, threads,
       [2147483647, -2147483648],
     ])
       await check({ lhs, rhs, lhsZeroPoint: zL, rhsZeroPoint: zR });
-  });
-  it('less-than-8-bit operands, every rounding', async () => {
-    await fc.assert(
-      fc.asyncProperty(arbProblem(), arbBitDepth, (p, bitDepth) => check({ ...p, bitDepth })),
-      { numRuns: 80 },
-    );
   });
 });

@@ -140,7 +140,7 @@ function rawProducts(lhs: Int16Array, rhs: Int16Array, M: number, N: number, K: 
  * The four-term expansion, mod 2^32 (with 8 bits every RMBCF below is the identity):
  *   acc = RMBCF(sum_k lhs*rhs) + RMBCF(rowSum[m] * -zR[n]) + RMBCF(colSum[n] * -zL[m]) + K*zL[m]*zR[n].
  */
-export function cpuJsGemm(p: NormalizedProblem): GemmResult {
+function cpuJsGemm(p: NormalizedProblem): GemmResult {
   const { M, N, K } = p;
   const { lhs, rhs, rowSums, colSums, lhsZeroPoint, rhsZeroPoint } = packCpu(p);
   const f = unpackFractions(p.bitDepth?.lhs ?? 8, p.bitDepth?.rhs ?? 8);

@@ -66,26 +66,13 @@ export const CTX = {
 } as const;
 
 export const CTX_WORDS = 48;
-/** Scratch for the relaxed-SIMD probe, after the context. */
-export const PROBE_ADDR = 256;
 export const DATA_START = 4096;
 export const NR = 8;
 
-/** One output-stage record: [op, mode, a, b, c, d, e, f]; the words a-f are by op (stages.ts). */
+/** One output-program record: [op, mode, a, b, c, d, e, f], op a STAGE_OP code (src/spec/stages/stage.ts); a-f by op (stages.ts). */
 export const STAGE_WORDS = 8;
 /** Where a stage's operands are: one scalar each, a vector along rows (one value per row), or along columns. */
 export const STAGE_MODE = { scalar: 0, row: 1, col: 2 } as const;
-export const OP = {
-  bias: 1, // a: values
-  scaleToUint8: 2, // a: offset, b: multiplier, c: shift
-  fixedPoint: 3, // a: multiplier, b: shift, c: offsetAfterShift (immediates)
-  exponentDouble: 4, // a: multiplier, b-e: pow, sat, mask, mul (stages.ts exponentConstants), f: offsetAfterShift
-  exponentSingle: 5, // a: multiplier, b: exponent, c: offsetAfterShift
-  clamp: 6, // a: min, b: max (also saturatingCast)
-  truncate: 7, // low 8 bits
-  exponentDoubleUp: 8, // a: multiplier, b: exponent, c: offsetAfterShift (as exponentSingle)
-  requantizeFloat32: 9, // a: scale (float32 bits), b: zeroPoint
-} as const;
 
 /** The kernels the module exports, by kind: micro-kernel rows and the k values per packed group. */
 export const KERNELS = {

@@ -34,7 +34,7 @@ const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 const MIN_MACS_PER_THREAD = 1 << 20;
 const L2_BLOCK_BYTES = 256 * 1024;
 /** Up to this many lhs rows a row-major rhs is read where it lies (gen-direct.ts) rather than packed. */
-export const DIRECT_MAX_M = 8;
+const DIRECT_MAX_M = 8;
 /** The direct kernel's C block (rows x panels of int32), kept in L1 for its output stage. */
 const DIRECT_BLOCK_BYTES = 16 * 1024;
 /** lhs - zL fits in 16 bits for 8-bit lhs values when |zL| is at most this. */
@@ -126,7 +126,7 @@ interface Prepared {
  * the 16-bit kernel with 8-bit operands, a row-major rhs, few rows, and lhs zero points small enough
  * for lhs - zL to fit in 16 bits.
  */
-export function directShape(p: NormalizedProblem, kind: WasmKernelKind): DirectShape | null {
+function directShape(p: NormalizedProblem, kind: WasmKernelKind): DirectShape | null {
   if (kind !== 'i16' || p.bitDepth || p.rhs.order !== 'row-major' || p.M > DIRECT_MAX_M) return null;
   for (let m = 0; m < p.M; m++) if (Math.abs(channel(p.lhsZeroPoint, m)) > DIRECT_MAX_ZERO_POINT) return null;
   return DIRECT.find((d) => d.mr >= p.M) ?? DIRECT[DIRECT.length - 1];
@@ -486,8 +486,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
   out.set(view.subarray(t.dst / out.BYTES_PER_ELEMENT, t.dst / out.BYTES_PER_ELEMENT + M * N));
   if (t.covered === p.pipeline.length) return { data: out, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType };
   // From the first tanh on, in JavaScript (stages.ts).
-  const tanh = new Map([...p.tanh].filter(([i]) => i >= t.covered).map(([i, v]) => [i - t.covered, v]));
-  const rest: NormalizedProblem = { ...p, pipeline: p.pipeline.slice(t.covered), tanh };
+  const rest: NormalizedProblem = { ...p, pipeline: p.pipeline.slice(t.covered), derived: p.derived.slice(t.covered) };
   const dst = allocateDst(p.dstType, M * N);
   for (let m = 0; m < M; m++) {
     for (let n = 0; n < N; n++) {

@@ -1,6 +1,7 @@
-// The output program of the WebAssembly kernels (pack -> gemm -> OUTPUT): the stages of src/types.ts,
-// as validated by normalizeProblem, turned into the records that gen-output.ts interprets (layout.ts OP,
-// STAGE_WORDS words each) plus the per-channel vectors they point to, laid out from a given address.
+// The output program of the WebAssembly kernels (pack -> gemm -> OUTPUT): the lowered output program
+// (src/spec/stages/pipeline.ts lowerPipeline, the one the GPU epilogue runs too) as the records that
+// gen/gen-output.ts interprets ([op, mode, operands...], STAGE_WORDS words each, op a STAGE_OP code)
+// plus the per-channel vectors they point to, laid out from a given address.
 // The module runs the stages four columns at a time in SIMD lanes, and WebAssembly SIMD shifts only by
 // one count for all lanes, so a per-channel exponent is turned here into the per-channel constants of
 // its shifts (below, exponentDouble). The program runs in WebAssembly up to the first tanh stage; from
@@ -9,9 +10,9 @@
 // module wrote.
 
 import type { NormalizedProblem } from '../../spec/problem.ts';
-import { TYPE_RANGE, type PerChannel } from '../../types.ts';
-import { float32Bits } from '../../quant/float32.ts';
-import { OP, STAGE_MODE, STAGE_WORDS } from './layout.ts';
+import { lowerPipeline, STAGE_OP } from '../../spec/stages/pipeline.ts';
+import type { PerChannel } from '../../types.ts';
+import { STAGE_MODE, STAGE_WORDS } from './layout.ts';
 
 export interface OutputProgram {
   /** How many stages of p.pipeline the program covers (the rest, from a tanh on, run in JavaScript). */
@@ -44,20 +45,20 @@ export const exponentConstants = {
 type Word = { imm: number } | { at: number };
 
 /**
- * Encodes the stages of p.pipeline before its first tanh. A stage whose operands are all scalars is
- * STAGE_MODE.scalar; one with any per-channel operand has all of them as vectors along its axis
- * (STAGE_MODE.row or .col), padded with zeros to Mp or Np so that four lanes can always be read.
+ * Encodes the ops of p's lowered program before its first tanh. An op whose channel operands are all
+ * scalars is STAGE_MODE.scalar; one with any per-channel operand has all of them as vectors along its
+ * axis (STAGE_MODE.row or .col), padded with zeros to Mp or Np so that four lanes can always be read.
  */
 export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): OutputProgram {
-  const jsAt = p.pipeline.findIndex((s) => s.type === 'tanh');
-  const covered = jsAt < 0 ? p.pipeline.length : jsAt;
+  const program = lowerPipeline(p);
+  const tanhAt = program.findIndex((s) => s.op === STAGE_OP.tanh);
+  const covered = tanhAt < 0 ? program.length : tanhAt;
   const stages: { op: number; mode: number; words: Word[] }[] = [];
   const writers: ((params: Int32Array) => void)[] = [];
   let paramWords = 0;
-  for (let i = 0; i < covered; i++) {
-    const s = p.pipeline[i];
-    const vectors = Object.values(s).some((v) => v instanceof Int32Array || v instanceof Float32Array);
-    const mode = !vectors ? STAGE_MODE.scalar : 'axis' in s && s.axis === 'col' ? STAGE_MODE.col : STAGE_MODE.row;
+  for (const { op, axis, operands } of program.slice(0, covered)) {
+    const vectors = operands.some((o) => 'channel' in o && o.channel instanceof Int32Array);
+    const mode = !vectors ? STAGE_MODE.scalar : axis === 'col' ? STAGE_MODE.col : STAGE_MODE.row;
     const length = mode === STAGE_MODE.scalar ? 1 : mode === STAGE_MODE.col ? Np : Mp;
     /** Reserves a vector of the stage's length holding v (zero-padded) at write time; its record word. */
     const vector = (v: PerChannel): Word => {
@@ -86,42 +87,12 @@ export function encodeProgram(p: NormalizedProblem, Mp: number, Np: number): Out
       });
       return [0, 1, 2, 3].map((i) => ({ at: at + i * length }));
     };
-    const imm = (...xs: number[]): Word[] => xs.map((x) => ({ imm: x }));
-    let op: number;
-    let words: Word[];
-    switch (s.type) {
-      case 'bias':
-        [op, words] = [OP.bias, [vector(s.values)]];
-        break;
-      case 'quantizeDownInt32ToUint8Scale':
-        [op, words] = [OP.scaleToUint8, [vector(s.offset), vector(s.multiplier), ...imm(s.shift)]];
-        break;
-      case 'quantizeDownInt32ByFixedPoint':
-        [op, words] = [OP.fixedPoint, imm(s.multiplier, s.shift, s.offsetAfterShift)];
-        break;
-      case 'scaleInt32ByFixedPointAndExponent':
-        if (s.rounding === 'single' || s.rounding === 'double-up') {
-          const kind = s.rounding === 'single' ? OP.exponentSingle : OP.exponentDoubleUp;
-          [op, words] = [kind, [vector(s.multiplier), vector(s.exponent), ...imm(s.offsetAfterShift)]];
-        } else [op, words] = [OP.exponentDouble, [vector(s.multiplier), ...constants(s.exponent), ...imm(s.offsetAfterShift)]];
-        break;
-      case 'requantizeFloat32': {
-        const bits = typeof s.scale === 'number' ? float32Bits(s.scale) : new Int32Array(Float32Array.from(s.scale).buffer);
-        [op, words] = [OP.requantizeFloat32, [vector(bits), ...imm(s.zeroPoint)]];
-        break;
-      }
-      case 'clamp':
-        [op, words] = [OP.clamp, imm(s.min, s.max)];
-        break;
-      case 'saturatingCast':
-        [op, words] = [OP.clamp, imm(...TYPE_RANGE[s.to])];
-        break;
-      case 'truncatingCast':
-        [op, words] = [OP.truncate, []];
-        break;
-      case 'tanh':
-        throw new Error('unreachable: tanh ends the program');
-    }
+    // A channel operand is a vector (or a scalar's vector) at write time; an immediate is itself. The one
+    // exception is the exponent of exponentDouble (operand 1): its shifts' four constant vectors.
+    const words = operands.flatMap((o, i): Word[] => {
+      if ('imm' in o) return [{ imm: o.imm }];
+      return op === STAGE_OP.exponentDouble && i === 1 ? constants(o.channel) : [vector(o.channel)];
+    });
     stages.push({ op, mode, words });
   }
   return {

@@ -23,18 +23,6 @@ override LOADS_B: u32 = TILE_N * PIECES / THREADS;
 override STAGE_A: u32 = TILE_KW * TILE_M / 4u;        // vec4s per staged lhs stage
 override STAGE_B: u32 = TILE_KW * TILE_N / 4u;
 
-struct TileParams {
-  depthWords: u32,       // padded K / 4: u32 words per packed row
-  bandM: u32,            // first dst row of this dispatch (lhsPacked is bound from that row)
-  bandN: u32,            // first dst column of this dispatch (rhsPacked is bound from that column)
-  bandRows: u32,         // rows of this dispatch's tiles (rows holding dst elements, rounded up to TILE_M)
-  bandCols: u32,         // columns, likewise
-  workgroupBase: u32,    // first tile of this dispatch's flattened workgroup grid
-}
-
-@group(0) @binding(5) var<uniform> tile: TileParams;
-@group(0) @binding(6) var<storage, read> lhsPacked: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read> rhsPacked: array<vec4<u32>>;
 var<workgroup> lhsTile: array<vec4<u32>, 2u * STAGE_A>;
 var<workgroup> rhsTile: array<vec4<u32>, 2u * STAGE_B>;
 

@@ -6,12 +6,13 @@
 // is decided in src/kernels/registry.ts.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
-import { bandedKernel } from '../banded.ts';
+import { bandedKernel, tileBindings } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
-const sources = { native: gemmKernelSource(gemm, true), emulated: gemmKernelSource(gemm, false) };
+const kernel = [tileBindings, gemm].join('\n');
+const sources = { native: gemmKernelSource(kernel, true), emulated: gemmKernelSource(kernel, false) };
 const THREADS_X = 16;
 const THREADS_Y = 16;
 const TILE_KW = 8;
@@ -19,9 +20,13 @@ const TILE = 8 * THREADS_X; // square tiles
 /** Bytes of workgroup memory: two stages of both operand tiles. */
 const STAGING_BYTES = 2 * 2 * TILE * TILE_KW * 4;
 
+/** The ids of these kernels, by dot4 variant. */
+export const DOT4_WIDE_ID = { native: 'dot4-128x128', emulated: 'dot4-128x128-emulated' } as const;
+export type Dot4WideId = (typeof DOT4_WIDE_ID)['native' | 'emulated'];
+
 export function dot4WideKernel(dot4: 'native' | 'emulated'): GpuGemmKernel {
   return bandedKernel({
-    id: `dot4-${TILE}x${TILE}${dot4 === 'emulated' ? '-emulated' : ''}`,
+    id: DOT4_WIDE_ID[dot4],
     source: sources[dot4],
     entryPoint: 'gemm',
     overrides: { THREADS_X, THREADS_Y, TILE_KW },

@@ -13,18 +13,6 @@
 override THREADS: u32 = 64u;         // invocations per workgroup, all sharing K; a power of two
 override RHS_NIBBLES: bool = false;  // rhs in 'u4k8-r64' (true) or 'u8k4-r64' (false)
 
-struct TileParams {
-  depthWords: u32,       // padded K / 4: u32 words per packed lhs row
-  bandM: u32,            // first dst row of this dispatch (lhsPacked is bound from that row)
-  bandN: u32,            // first dst column of this dispatch (rhsPacked is bound from that column)
-  rows: u32,             // dst rows of this band (M - bandM, at most the band's packed rows)
-  bandCols: u32,         // columns holding dst elements, rounded up to 4
-  workgroupBase: u32,    // first workgroup of this dispatch's flattened grid
-}
-
-@group(0) @binding(5) var<uniform> tile: TileParams;
-@group(0) @binding(6) var<storage, read> lhsPacked: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read> rhsPacked: array<vec4<u32>>;
 
 /** The two u8k4 words (k..k+3, k+4..k+7) of one u4k8 word. */
 fn unpackNibbles(w: u32) -> vec2<u32> {
@@ -57,13 +45,13 @@ fn gemv(
 ) {
   let groupsN = tile.bandCols / 4u;
   let group = tile.workgroupBase + wid.x + wid.y * nwg.x;
-  let rowGroups = (tile.rows + 3u) / 4u;
+  let rowGroups = (tile.bandRows + 3u) / 4u;
   if (group >= groupsN * rowGroups) {
     return; // whole workgroup: the reduction below stays uniform
   }
   let rowBase = (group / groupsN) * 4u; // within the band
   let colBase = (group % groupsN) * 4u;
-  let rows = min(4u, tile.rows - rowBase);
+  let rows = min(4u, tile.bandRows - rowBase);
   let rhsVec4s = select(tile.depthWords / 4u, tile.depthWords / 8u, RHS_NIBBLES);
 
   var acc: array<vec4<u32>, 4>; // acc[r][c]: row rowBase + r, column colBase + c

@@ -9,12 +9,10 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
-import { planGemm } from '../../gpu/plan.ts';
-import { packedRowBytes } from '../../pack/formats.ts';
-import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
+import { type GemmDispatch, type GemmShape, planGemm } from '../../gpu/plan.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
-import { epilogueEntries } from '../../epilogue/epilogue.ts';
-import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
+import { encodeBanded, tileBindings } from '../banded.ts';
+import type { GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
@@ -37,15 +35,25 @@ function gemvSource(v: GemvVariant): string {
     epilogueLibrary,
     dot4Library(v.dot4 === 'native'),
     subgroup ? reduceSubgroup : reduceWorkgroup,
+    tileBindings,
     gemv,
   ].join('\n');
 }
 
-/** 'gemv', 'gemv-workgroup', 'gemv-emulated', 'gemv-u4', 'gemv-u4-workgroup'. */
-export function gemvId(v: GemvVariant): string {
-  return ['gemv', v.rhsBits === 4 ? 'u4' : '', v.dot4 === 'emulated' ? 'emulated' : v.reduce === 'workgroup' ? 'workgroup' : '']
-    .filter(Boolean)
-    .join('-');
+/** The ids of these kernels: by reduction and rhs bits on dot4U8Packed; the one on the manual dot4. */
+export const GEMV_ID = {
+  subgroup: { 8: 'gemv', 4: 'gemv-u4' },
+  workgroup: { 8: 'gemv-workgroup', 4: 'gemv-u4-workgroup' },
+  emulated: 'gemv-emulated',
+} as const;
+export type GemvId = (typeof GEMV_ID)['subgroup' | 'workgroup'][8 | 4] | typeof GEMV_ID.emulated;
+
+function gemvId(v: GemvVariant): GemvId {
+  if (v.dot4 === 'emulated') {
+    if (v.reduce !== 'workgroup' || v.rhsBits !== 8) throw new Error('internal: the emulated gemv reduces in workgroup memory, 8-bit rhs');
+    return GEMV_ID.emulated;
+  }
+  return GEMV_ID[v.reduce][v.rhsBits];
 }
 
 export function gemvKernel(v: GemvVariant): GpuGemmKernel {
@@ -59,39 +67,17 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
     backend: 'webgpu',
     packFormat: lhsFormat.id,
     rhsPackFormat: rhsFormat.id,
-    uniformsPerDispatch: 2,
     supports: (caps, shape) =>
       (v.dot4 === 'emulated' || caps.dot4) &&
       (v.reduce === 'workgroup' || caps.subgroups) &&
       (v.rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
     // 4x4 dst blocks; bands sized with the lhs rows, the larger of the two packed rows.
     plan: (shape, limits) => planGemm(shape, lhsFormat, 4, 4, limits),
-    pipeline: (device: GPUDevice, _caps: AdapterCaps) => getPipeline(device, { id, source, entryPoint: 'gemv', overrides }),
-    encode: (e: GemmEncoding) => {
-      const layout = uniformLayout(source, 'TileParams');
-      const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
-      const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
-      const bindGroupLayout = e.pipeline.getBindGroupLayout(0);
-      e.pass.setPipeline(e.pipeline);
-      for (const d of e.dispatches) {
-        const entries = [
-          ...epilogueEntries(source, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
-          ...namedEntries(source, {
-            tile: e.uniforms.alloc(layout, {
-              depthWords: lhsRow / 4,
-              bandM: d.m0,
-              bandN: d.n0,
-              rows: Math.min(d.rows, e.shape.M - d.m0),
-              bandCols: d.liveCols,
-              workgroupBase: d.base,
-            }),
-            lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
-            rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
-          }),
-        ];
-        e.pass.setBindGroup(0, e.device.createBindGroup({ layout: bindGroupLayout, entries }));
-        e.pass.dispatchWorkgroups(d.x, d.y);
-      }
+    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
+      const pipeline = await getPipeline(device, { id, source, entryPoint: 'gemv', overrides });
+      // TileParams.bandRows: the band's dst rows (gemv runs row groups of 4 up to them).
+      const bandRows = (d: GemmDispatch, shape: GemmShape) => Math.min(d.rows, shape.M - d.m0);
+      return { encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }) };
     },
   };
 }

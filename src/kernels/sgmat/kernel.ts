@@ -13,7 +13,8 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
-import { bandedKernel } from '../banded.ts';
+import { bandedKernel, encodeBanded, tileBindings } from '../banded.ts';
+import { PACK_FORMATS } from '../../pack/formats.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { bestConfig, configConstants, configLabel, REFLECTION_CONSTANTS, type SgmatConfig } from './config.ts';
@@ -23,10 +24,10 @@ import sgmat from './sgmat.wgsl?raw';
 
 /** The kernel's full source for configuration c: directives, generated constants, libraries, declarations, kernel. */
 export function sgmatSource(c: SgmatConfig): string {
-  return [enable, configConstants(c), epilogueLibrary, bindings, sgmat].join('\n');
+  return [enable, configConstants(c), epilogueLibrary, tileBindings, bindings, sgmat].join('\n');
 }
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
-export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, bindings].join('\n');
+export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings].join('\n');
 
 /** Pipeline ids name the configuration: one source per configuration, one cache entry each. */
 export function configKey(c: SgmatConfig): string {
@@ -51,19 +52,24 @@ export function sgmatVariant(id: string, choose: ConfigChoice, source: (c: Sgmat
     tileN: 64,
     supports: (caps) => choose(caps) !== null,
   });
+  const format = PACK_FORMATS[base.packFormat];
   return {
     ...base,
-    pipeline: (device, caps) => {
+    prepare: async (device, caps) => {
       const c = choose(caps);
-      if (!c) return Promise.reject(new Error(`${id}: no usable subgroup-matrix configuration on this adapter`));
-      return getPipeline(device, { id: `${id}/${configKey(c)}`, source: source(c), entryPoint: 'sgmat', overrides: {} });
+      if (!c) throw new Error(`${id}: no usable subgroup-matrix configuration on this adapter`);
+      const pipeline = await getPipeline(device, { id: `${id}/${configKey(c)}`, source: source(c), entryPoint: 'sgmat', overrides: {} });
+      return { encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat: format }) };
     },
     ...(needsSelfTest ? { needsSelfTest: true } : {}),
   };
 }
 
+export const SGMAT_ID = 'sgmat-64x64';
+export type SgmatId = typeof SGMAT_ID;
+
 /** The registry's kernel: the adapter's best configuration (./config.ts bestConfig), real builtins. */
-export const sgmatKernel: GpuGemmKernel = sgmatVariant('sgmat-64x64', bestConfig, sgmatSource, true);
+export const sgmatKernel: GpuGemmKernel = sgmatVariant(SGMAT_ID, bestConfig, sgmatSource, true);
 
 /** The configuration a kernel runs with on caps, as a label ('' where it cannot run). */
 export function sgmatConfigLabel(choose: ConfigChoice, caps: AdapterCaps): string {

@@ -11,6 +11,7 @@ import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
 import { epilogueEntries } from '../../epilogue/epilogue.ts';
+import { dot4TileLoop } from '../banded.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
@@ -18,12 +19,15 @@ import { planSplitK, REDUCE_THREADS, SPLITK_TILE, type SplitKDispatch, workgroup
 import reduceWgsl from './reduce.wgsl?raw';
 import splitk from './splitk.wgsl?raw';
 
-const partialSource = [dot4Library(true), splitk].join('\n');
+const partialSource = [dot4Library(true), dot4TileLoop, splitk].join('\n');
 const reduceSource = [epilogueLibrary, reduceWgsl].join('\n');
-const reducePipelines = new WeakMap<GPUDevice, GPUComputePipeline>();
+
+/** The ids of these kernels, by the bits of the rhs they read. */
+export const SPLITK_ID = { 8: 'splitk-32x32', 4: 'splitk-u4-32x32' } as const;
+export type SplitKId = (typeof SPLITK_ID)[8 | 4];
 
 export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
-  const id = rhsBits === 4 ? 'splitk-u4-32x32' : 'splitk-32x32';
+  const id = SPLITK_ID[rhsBits];
   const lhsFormat = PACK_FORMATS['u8k4-r64'];
   const rhsFormat = PACK_FORMATS[rhsBits === 4 ? 'u4k8-r64' : 'u8k4-r64'];
   const partialOverrides = { TILE_M: SPLITK_TILE, TILE_N: SPLITK_TILE, TILE_KW: 16, RHS_NIBBLES: rhsBits === 4 ? 1 : 0 };
@@ -32,11 +36,10 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
     backend: 'webgpu',
     packFormat: lhsFormat.id,
     rhsPackFormat: rhsFormat.id,
-    uniformsPerDispatch: 2,
     supports: (caps, shape) => caps.dot4 && (rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
     // Bands sized with the lhs rows, the larger of the two packed rows.
     plan: (shape, limits, caps) => planSplitK(shape, lhsFormat, limits, workgroupTarget(caps ?? { isSoftware: false })),
-    pipeline: async (device: GPUDevice, _caps: AdapterCaps) => {
+    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
       const [partial, reduce] = await Promise.all([
         getPipeline(device, { id, source: partialSource, entryPoint: 'partial', overrides: partialOverrides }),
         getPipeline(device, {
@@ -46,45 +49,44 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
           overrides: { THREADS: REDUCE_THREADS },
         }),
       ]);
-      reducePipelines.set(device, reduce);
-      return partial;
-    },
-    encode: (e: GemmEncoding) => {
-      const reduce = reducePipelines.get(e.device);
-      if (!reduce) throw new Error('internal: split-K encode before its pipelines');
-      const dispatches = e.dispatches as SplitKDispatch[];
-      const workspace = e.workspace(workspaceBytes(dispatches));
-      const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
-      const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
-      const splitLayout = uniformLayout(partialSource, 'SplitParams');
-      const reduceLayout = uniformLayout(reduceSource, 'ReduceParams');
-      for (const d of dispatches) {
-        const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits };
-        const used = d.splits * d.liveRows * d.liveCols * 4;
-        let entries: GPUBindGroupEntry[];
-        let pipeline: GPUComputePipeline;
-        if (d.phase === 'partial') {
-          pipeline = e.pipeline;
-          entries = namedEntries(partialSource, {
-            split: e.uniforms.alloc(splitLayout, { ...common, depthWords: lhsRow / 4, stepsPerSplit: d.stepsPerSplit }),
-            lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
-            rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
-            workspace: { buffer: workspace, offset: 0, size: used },
-          });
-        } else {
-          pipeline = reduce;
-          entries = [
-            ...epilogueEntries(reduceSource, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
-            ...namedEntries(reduceSource, {
-              reduction: e.uniforms.alloc(reduceLayout, { ...common, bandM: d.m0, bandN: d.n0 }),
-              workspace: { buffer: workspace, offset: 0, size: used },
-            }),
-          ];
-        }
-        e.pass.setPipeline(pipeline);
-        e.pass.setBindGroup(0, e.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
-        e.pass.dispatchWorkgroups(d.x, d.y);
-      }
+      return { encode: (e) => encodeSplitK(e, partial, reduce) };
     },
   };
+
+  /** Records the partial and reduce dispatches in plan order (each band's slices, then their sum). */
+  function encodeSplitK(e: GemmEncoding, partial: GPUComputePipeline, reduce: GPUComputePipeline): void {
+    const dispatches = e.dispatches as SplitKDispatch[];
+    const workspace = e.workspace(workspaceBytes(dispatches));
+    const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
+    const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
+    const splitLayout = uniformLayout(partialSource, 'SplitParams');
+    const reduceLayout = uniformLayout(reduceSource, 'ReduceParams');
+    for (const d of dispatches) {
+      const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits };
+      const used = d.splits * d.liveRows * d.liveCols * 4;
+      let entries: GPUBindGroupEntry[];
+      let pipeline: GPUComputePipeline;
+      if (d.phase === 'partial') {
+        pipeline = partial;
+        entries = namedEntries(partialSource, {
+          split: e.uniforms.alloc(splitLayout, { ...common, depthWords: lhsRow / 4, stepsPerSplit: d.stepsPerSplit }),
+          lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
+          rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
+          workspace: { buffer: workspace, offset: 0, size: used },
+        });
+      } else {
+        pipeline = reduce;
+        entries = [
+          ...epilogueEntries(reduceSource, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
+          ...namedEntries(reduceSource, {
+            reduction: e.uniforms.alloc(reduceLayout, { ...common, bandM: d.m0, bandN: d.n0 }),
+            workspace: { buffer: workspace, offset: 0, size: used },
+          }),
+        ];
+      }
+      e.pass.setPipeline(pipeline);
+      e.pass.setBindGroup(0, e.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+      e.pass.dispatchWorkgroups(d.x, d.y);
+    }
+  }
 }

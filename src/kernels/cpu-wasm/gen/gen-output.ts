@@ -10,7 +10,8 @@
 // runtime finishes a pipeline from its first tanh in JavaScript).
 
 import { ctx } from './wat.ts';
-import { OP, STAGE_MODE, STAGE_WORDS } from '../layout.ts';
+import { STAGE_OP } from '../../../spec/stages/pipeline.ts';
+import { STAGE_MODE, STAGE_WORDS } from '../layout.ts';
 
 const g = (n: string) => `(local.get $${n})`;
 const s = (n: string, v: string) => `(local.set $${n} ${v})`;
@@ -198,23 +199,23 @@ const STAGES = `
       ${s('off', `(i32.shl (select ${g('n0')} (select ${g('m')} ${i32(0)} (i32.eq ${g('mode')} ${i32(STAGE_MODE.row)})) (i32.eq ${g('mode')} ${i32(STAGE_MODE.col)})) ${i32(2)})`)}
       ${s('q', add(g('row'), `(i32.shl ${g('n0')} ${i32(2)})`))} ${s('c', i32(0))}
       ${s('end', add(g('row'), `(i32.shl (i32.and (i32.add ${g('n1')} ${i32(3)}) ${i32(-4)}) ${i32(2)})`))}
-      (if (i32.eq ${g('op')} ${i32(OP.bias)}) (then
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.bias)}) (then
         ${stageLoop([2], s('x', `(i32x4.add ${g('x')} ${g('o0')})`))}))
-      (if (i32.eq ${g('op')} ${i32(OP.scaleToUint8)}) (then ${s('e', word(4))}
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.scaleToUint8)}) (then ${s('e', word(4))}
         ${stageLoop([2, 3], `${s('x', `(i32x4.mul (i32x4.add ${g('x')} ${g('o0')}) ${g('o1')})`)} ${s('x', vRdbpUniform('x', 'e'))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.fixedPoint)}) (then ${s('m2', splat(word(2)))} ${s('e2', word(3))} ${s('k', word(4))}
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.fixedPoint)}) (then ${s('m2', splat(word(2)))} ${s('e2', word(3))} ${s('k', word(4))}
         ${stageLoop([], `${s('x', vSrdhm('x', 'm2'))} ${s('x', vRdbpUniform('x', 'e2'))} ${s('x', `(i32x4.add ${g('x')} ${splat(g('k'))})`)}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.exponentDouble)}) (then ${s('k', word(7))}
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.exponentDouble)}) (then ${s('k', word(7))}
         ${stageLoop([2, 3, 4, 5, 6], `${vMbqmDouble('o0', 'o1', 'o2', 'o3', 'o4')} ${s('x', `(i32x4.add ${g('x')} ${splat(g('k'))})`)}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.exponentSingle)}) (then ${s('k', word(4))}
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.exponentSingle)}) (then ${s('k', word(4))}
         ${scalarLoop([2, 3], `${mbqmSingle('xs', 's0', 's1')} ${s('xs', add(g('xs'), g('k')))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.exponentDoubleUp)}) (then ${s('k', word(4))}
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.exponentDoubleUp)}) (then ${s('k', word(4))}
         ${scalarLoop([2, 3], `${mbqmDoubleUp('xs', 's0', 's1')} ${s('xs', add(g('xs'), g('k')))}`)}))
-      (if (i32.eq ${g('op')} ${i32(OP.requantizeFloat32)}) (then ${s('k', word(3))}
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.requantizeFloat32)}) (then ${s('k', word(3))}
         ${scalarLoop([2], requantizeFloat32('xs', 's0', 'k'))}))
-      (if (i32.eq ${g('op')} ${i32(OP.clamp)}) (then
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.clamp)}) (then
         ${stageLoop([], s('x', `(i32x4.min_s (i32x4.max_s ${g('x')} ${splat(word(2))}) ${splat(word(3))})`))}))
-      (if (i32.eq ${g('op')} ${i32(OP.truncate)}) (then
+      (if (i32.eq ${g('op')} ${i32(STAGE_OP.truncate)}) (then
         ${stageLoop([], s('x', `(v128.and ${g('x')} ${splat(i32(255))})`))}))
       ${s('i', add(g('i'), i32(1)))}
       (br $S))))`;

@@ -16,7 +16,7 @@ import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
 
 export { MAX_PAGES, VARIANTS, variantName, type Variant } from '../generate-names.ts';
 
-export function moduleText(v: Variant): string {
+function moduleText(v: Variant): string {
   return `(module
   (import "env" "memory" (memory ${1} ${MAX_PAGES}${v.shared ? ' shared' : ''}))
 ${gemmFunctions('i16')}

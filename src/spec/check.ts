@@ -1,0 +1,35 @@
+// The field checks of the spec (pack -> gemm -> output's inputs), shared by the problem's validation
+// (./problem.ts) and each output stage's (./stages/): every failure is an InputError naming the field.
+
+import { InputError } from '../errors.ts';
+import { type Axis, INT32_MAX, INT32_MIN, type PerChannel } from '../types.ts';
+
+export function isInt32(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= INT32_MIN && v <= INT32_MAX;
+}
+
+export function checkInt32(field: string, v: unknown): number {
+  if (!isInt32(v)) throw new InputError(field, `expected an int32, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+export function checkRange(field: string, v: unknown, lo: number, hi: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
+    throw new InputError(field, `expected an integer in ${lo}..${hi}, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** A scalar, or an Int32Array of exactly `length` elements. */
+export function checkPerChannel(field: string, v: unknown, length: number, what: string): PerChannel {
+  if (v instanceof Int32Array) {
+    if (v.length !== length) throw new InputError(field, `vector has length ${v.length}, expected ${length} (${what})`);
+    return v;
+  }
+  return checkInt32(field, v);
+}
+
+export function checkAxis(field: string, axis: unknown): Axis {
+  if (axis !== 'row' && axis !== 'col') throw new InputError(field, `expected "row" or "col", got ${JSON.stringify(axis)}`);
+  return axis;
+}
