@@ -13,7 +13,9 @@ import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './spec/elementwise.ts';
-import { readyCpuCaps } from './kernels/cpu-caps.ts';
+import { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
+import type { AdapterSummary } from './gpu/adapter.ts';
+import type { AdapterCaps, PlanLimits } from './gpu/caps.ts';
 import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
@@ -154,12 +156,24 @@ export function elementwise(problem: ElementwiseProblem, options: GemmOptions = 
   return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
 }
 
+/** What describeDevice() finds: the WebGPU adapter (software allowed) and what the CPU path offers. */
+export interface DeviceDescription {
+  /** null when no WebGPU adapter was found (then `note` says why). */
+  adapter: AdapterSummary | null;
+  caps?: AdapterCaps;
+  dot4?: 'native' | 'emulated';
+  limits?: PlanLimits;
+  note?: string;
+  /** The CPU kernel the registry picks, and the CPU's WebAssembly capabilities and thread count. */
+  cpu: CpuCapsReport & { kernel: string };
+}
+
 /**
  * What `qgemm info` prints: the adapter that --backend webgpu would use (null without one), its
  * capabilities, and the CPU's: the kernel 'cpu' runs, its threads (1 without a shared memory, as in a
  * page that is not cross-origin isolated), SIMD and relaxed SIMD.
  */
-export async function describeDevice(): Promise<unknown> {
+export async function describeDevice(): Promise<DeviceDescription> {
   const caps = await readyCpuCaps();
   const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
   const cpu = { kernel: selectCpuKernel(caps, normalizeProblem({ lhs: one, rhs: one })).id, ...caps };

@@ -15,7 +15,7 @@
 // Everything of the CPU-only entry (types, errors, references, cpuGemm, quantization helpers, .npy I/O),
 // then the WebGPU path and the backend selection.
 export * from './cpu.ts';
-export { gemm, elementwise, describeDevice, type Backend, type GemmInput, type GemmOptions, type RunOptions } from './api.ts';
+export { gemm, elementwise, describeDevice, type DeviceDescription, type Backend, type GemmInput, type GemmOptions, type RunOptions } from './api.ts';
 export {
   verifyDevice,
   verifyProblems,
