@@ -37,6 +37,8 @@ type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 export interface RunOptions extends GpuContextOptions {
   /** Called with a warning (CPU fallback after a device loss). Default: console.warn. */
   warn?: (message: string) => void;
+  /** Called with the id of the GEMM kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the registry's choice). */
+  onKernel?: (kernel: string) => void;
 }
 
 /** Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context. */
@@ -90,8 +92,17 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
   if (isCpuPacked(rhs)) return runPackedOnCpu({ ...op.problem, rhs }, backend, opts);
   const problem = { ...op.problem, rhs };
   const p = normalizeProblem(problem); // bad input fails here, before any device is asked for
-  const cpu = async () => selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel }).run(p, {});
-  return onBackend(cpu, (ctx) => ctx.gemm(problem), backend, opts);
+  const cpu = async () => {
+    const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel });
+    opts.onKernel?.(kernel.id);
+    return kernel.run(p, {});
+  };
+  const gpu = async (ctx: GpuContext) => {
+    const r = await ctx.gemm(problem);
+    opts.onKernel?.(ctx.lastRun.kernel ?? 'unknown');
+    return r;
+  };
+  return onBackend(cpu, gpu, backend, opts);
 }
 
 /** A GEMM whose rhs was prepacked for the CPU: it runs the kernel that packed it, on the CPU ('cpu' or 'auto'). */
