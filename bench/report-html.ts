@@ -184,19 +184,21 @@ function table(report: BenchReport): string {
           ? fmtMs(r.gpuMedianMs)
           : r.medianMs === null
             ? '—'
-            : `<span class="na" title="${esc(r.gpuNote ?? '')}">no GPU time</span>`;
+            : `<span class="na">no GPU time</span>${r.gpuNote ? `<div class="why">${esc(r.gpuNote)}</div>` : ''}`;
       return `<tr><td>${esc(shapeKey(r))}</td><td title="${esc(`${r.impl} / ${r.backend} / ${r.runtime}`)}"><i class="dot" style="background:${color(rowKey(r))};opacity:${opacity(rowKey(r))}"></i>${esc(label(r))}</td><td>${esc(r.mode)}</td>
 <td class="num">${fmtMs(r.medianMs)}</td><td class="num">${r.minMs === null ? '—' : `${fmtMs(r.minMs)} – ${fmtMs(r.maxMs)}`}</td><td class="num">${fmtGops(r.gops)}</td>
 <td class="num">${gpu}</td><td class="num">${fmtGops(r.gpuGops)}</td><td>${esc(r.kernel ?? '')}</td><td class="num">${esc(roofText(r))}</td><td class="num">${r.reps}</td><td>${v}</td></tr>`;
     })
     .join('\n');
-  return `<table><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body}</tbody></table>`;
+  // Wider than the page: the table scrolls inside its box, so that no column (verified, last) is cut off.
+  return `<div class="scroll"><table><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 function headline(report: BenchReport): string {
   if (!report.comparisons.length) return '';
   const x = (v: number | null) => (v === null ? '—' : `${sig(v)}×`);
-  const cls = (v: number | null) => (v !== null && v >= 1 ? 'good' : 'worse');
+  // A missing figure is grey (not a loss): the reason is beside it.
+  const cls = (v: number | null) => (v === null ? 'na' : v >= 1 ? 'good' : 'worse');
   return `<div class="cards">${ordered(report)
     .map(
       (c) => `<div class="card"><div><span class="big ${cls(c.geomean)}">${x(c.geomean)}</span> <span class="sub">wall</span></div>
@@ -238,7 +240,7 @@ export function htmlReport(report: BenchReport): string {
       ? [
           [
             'ceilings',
-            `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops ?? 'not offered'} TOPS. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`,
+            `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops === null || a.ceilings.subgroupMatrixTops === undefined ? 'not offered' : `${a.ceilings.subgroupMatrixTops} TOPS`}. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`,
           ] as [string, string],
         ]
       : []),
@@ -303,7 +305,7 @@ svg text { font-family: inherit; fill: #1d2330; } .shape { font-size: 13px; font
 .pair { font-size: 13px; font-weight: 600; } .grid { stroke: #e6e8ee; stroke-width: 1; } .grid.one { stroke: #7b8394; stroke-width: 1.3; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; } th, td { padding: 4px 6px; border-bottom: 1px solid #eef0f4; text-align: left; white-space: nowrap; }
 th { background: #f6f7f9; font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.ok { color: #1f9d55; } .na { color: #9aa1ad; } ul { padding-left: 20px; } li { margin: 3px 0; }
+.ok { color: #1f9d55; } .na { color: #9aa1ad; } .scroll { overflow-x: auto; max-width: 100%; } .why { color: #9aa1ad; font-size: 11px; white-space: normal; max-width: 260px; } ul { padding-left: 20px; } li { margin: 3px 0; }
 .warn { background: #fff7e6; border: 1px solid #f3d19c; border-radius: 6px; padding: 8px 12px; margin: 10px 0; font-size: 13px; }
 </style></head><body>
 <h1>qgemm-webgpu benchmark</h1>

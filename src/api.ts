@@ -13,7 +13,9 @@ import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './spec/elementwise.ts';
-import { readyCpuCaps } from './kernels/cpu-caps.ts';
+import { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
+import type { AdapterSummary } from './gpu/adapter.ts';
+import type { AdapterCaps, PlanLimits } from './gpu/caps.ts';
 import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
@@ -35,6 +37,8 @@ type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 export interface RunOptions extends GpuContextOptions {
   /** Called with a warning (CPU fallback after a device loss). Default: console.warn. */
   warn?: (message: string) => void;
+  /** Called with the id of the GEMM kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the registry's choice). */
+  onKernel?: (kernel: string) => void;
 }
 
 /** Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context. */
@@ -88,8 +92,17 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
   if (isCpuPacked(rhs)) return runPackedOnCpu({ ...op.problem, rhs }, backend, opts);
   const problem = { ...op.problem, rhs };
   const p = normalizeProblem(problem); // bad input fails here, before any device is asked for
-  const cpu = async () => selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel }).run(p, {});
-  return onBackend(cpu, (ctx) => ctx.gemm(problem), backend, opts);
+  const cpu = async () => {
+    const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel });
+    opts.onKernel?.(kernel.id);
+    return kernel.run(p, {});
+  };
+  const gpu = async (ctx: GpuContext) => {
+    const r = await ctx.gemm(problem);
+    opts.onKernel?.(ctx.lastRun.kernel ?? 'unknown');
+    return r;
+  };
+  return onBackend(cpu, gpu, backend, opts);
 }
 
 /** A GEMM whose rhs was prepacked for the CPU: it runs the kernel that packed it, on the CPU ('cpu' or 'auto'). */
@@ -154,12 +167,24 @@ export function elementwise(problem: ElementwiseProblem, options: GemmOptions = 
   return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
 }
 
+/** What describeDevice() finds: the WebGPU adapter (software allowed) and what the CPU path offers. */
+export interface DeviceDescription {
+  /** null when no WebGPU adapter was found (then `note` says why). */
+  adapter: AdapterSummary | null;
+  caps?: AdapterCaps;
+  dot4?: 'native' | 'emulated';
+  limits?: PlanLimits;
+  note?: string;
+  /** The CPU kernel the registry picks, and the CPU's WebAssembly capabilities and thread count. */
+  cpu: CpuCapsReport & { kernel: string };
+}
+
 /**
  * What `qgemm info` prints: the adapter that --backend webgpu would use (null without one), its
  * capabilities, and the CPU's: the kernel 'cpu' runs, its threads (1 without a shared memory, as in a
  * page that is not cross-origin isolated), SIMD and relaxed SIMD.
  */
-export async function describeDevice(): Promise<unknown> {
+export async function describeDevice(): Promise<DeviceDescription> {
   const caps = await readyCpuCaps();
   const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
   const cpu = { kernel: selectCpuKernel(caps, normalizeProblem({ lhs: one, rhs: one })).id, ...caps };

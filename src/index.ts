@@ -15,7 +15,16 @@
 // Everything of the CPU-only entry (types, errors, references, cpuGemm, quantization helpers, .npy I/O),
 // then the WebGPU path and the backend selection.
 export * from './cpu.ts';
-export { gemm, elementwise, describeDevice, type Backend, type GemmInput, type GemmOptions, type RunOptions } from './api.ts';
+export {
+  gemm,
+  elementwise,
+  describeDevice,
+  type DeviceDescription,
+  type Backend,
+  type GemmInput,
+  type GemmOptions,
+  type RunOptions,
+} from './api.ts';
 export {
   verifyDevice,
   verifyProblems,
@@ -49,6 +58,7 @@ export {
   type GemmTiming,
   type LastRun,
 } from './scheduler/context.ts';
+export type { WarmupItem, WarmupShape } from './scheduler/warmup.ts';
 export type { AdapterCaps, PlanLimits, SubgroupMatrixConfig } from './gpu/caps.ts';
 export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
 export { isHardwareAdapterAvailable } from './gpu/acquire.ts';

@@ -31,6 +31,8 @@ export interface CommonOptions {
   maxMemory: number;
   /** Where messages go (the CPU fallback warning of --backend auto). */
   warn: (message: string) => void;
+  /** -v/--verbose: where the one line of what ran (backend, kernel, time) goes; undefined: silent. */
+  verbose?: (message: string) => void;
 }
 
 /** The CLI's SpecIo: paths by the folder rule, reads through InputFiles, `out` checked as soon as it is named. */
@@ -49,9 +51,18 @@ async function runGemm(problem: GemmProblem, out: string, files: InputFiles, bud
   const bytes = gemmWorkingBytes(p.M, p.N, p.K, DST_BYTES[p.dstType]);
   budget.take('out', bytes, `the [${p.M}, ${p.N}] ${p.dstType} result and its working memory need about ${formatBytes(bytes)}`);
   checkOut('out', out, files); // now that the inputs are known: never the same file as one of them
-  const r = await runOp({ op: 'gemm', problem }, opts.backend, { warn: opts.warn });
+  const t0 = performance.now();
+  let kernel = '';
+  const r = await runOp({ op: 'gemm', problem }, opts.backend, { warn: opts.warn, onKernel: (k) => (kernel = k) });
+  opts.verbose?.(`qgemm: gemm ${p.M}x${p.N}x${p.K} ran on ${r.backend}, kernel ${kernel}, ${ms(t0)}`);
   if (r.order !== 'row-major') throw new Error('internal: CLI results are row-major');
   writeAtomic('out', out, serializeNpy({ dtype: r.dtype, shape: [r.rows, r.cols], fortranOrder: false, data: r.data }), files);
+}
+
+/** Wall time since t0, for -v. */
+function ms(t0: number): string {
+  const t = performance.now() - t0;
+  return t >= 1000 ? `${(t / 1000).toFixed(2)} s` : `${t.toFixed(1)} ms`;
 }
 
 function broadcastCount(a: readonly number[], b: readonly number[]): number {
@@ -80,7 +91,9 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     const bytes = elementwiseWorkingBytes(count);
     budget.take('out', bytes, `the ${count}-element result and its working memory need about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
+    const t0 = performance.now();
     const r = await runOp({ op: 'elementwise', problem: spec.problem }, opts.backend, { warn: opts.warn });
+    opts.verbose?.(`qgemm: ${String(op)} of ${count} elements ran on ${r.backend}, ${ms(t0)}`);
     writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (op === 'sequential') {
     const spec = parseSequentialSpec(json, baseDir, io); // every layer read and checked here
@@ -88,6 +101,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     budget.take('out', bytes, `the layers' working memory needs about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
     let r: Tensor;
+    const t0 = performance.now();
     if (opts.backend === 'webgpu') {
       // one context: weights prepacked once, intermediates kept on the GPU
       const seq = await Sequential.create(
@@ -103,6 +117,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
       r = spec.input;
       for (const params of spec.layers) r = await fullyConnected(r, params, { backend: opts.backend });
     }
+    opts.verbose?.(`qgemm: sequential of ${spec.layers.length} fullyConnected layers ran with --backend ${opts.backend}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (isLayerOp(op)) {
@@ -112,10 +127,12 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     budget.take('out', bytes, `the layer's working memory needs about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
     const backend = { backend: opts.backend };
+    const t0 = performance.now();
     const r =
       spec.op === 'fullyConnected'
         ? await fullyConnected(spec.input, spec.params, backend)
         : await conv2d(spec.input, spec.params, backend);
+    opts.verbose?.(`qgemm: ${spec.op} ran with --backend ${opts.backend}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else {

@@ -15,6 +15,7 @@ import { InputError, QgemmError } from '../errors.ts';
 import { DEFAULT_MAX_MEMORY, formatBytes, parseSize } from './budget.ts';
 import { cmdGemm, cmdRun, type CommonOptions } from './commands.ts';
 import { describeDevice } from '../api.ts';
+import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
 import { messagesFd, needsDevice, runQuietChild, writeFd } from './quiet.ts';
 
@@ -58,10 +59,12 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
       '--max-memory <size>',
       `memory cap for operands, result and working memory, e.g. 8G (default ${formatBytes(DEFAULT_MAX_MEMORY)})`,
     );
-  const common = (o: { backend: string; maxMemory?: string }): CommonOptions => ({
+  const verbose = () => new Option('-v, --verbose', 'print what ran (backend, kernel, time) on stderr');
+  const common = (o: { backend: string; maxMemory?: string; verbose?: boolean }): CommonOptions => ({
     backend: o.backend as CommonOptions['backend'],
     maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),
     warn: (m) => io.err(`${oneLine(m)}\n`),
+    verbose: o.verbose ? (m) => io.err(`${oneLine(m)}\n`) : undefined,
   });
   const setup = (cmd: Command) => cmd.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err, outputError: () => {} });
 
@@ -71,6 +74,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .addOption(backend())
     .option('--allow-outside', "let relative paths in the spec leave the spec's folder (e.g. ../data/A.npy)")
     .addOption(maxMemory())
+    .addOption(verbose())
     .addHelpText('after', EPILOG)
     .action((spec: string, o) => run(cmdRun(spec, !!o.allowOutside, common(o))));
 
@@ -85,15 +89,18 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .option('--bit-depth <L,R[,ROUNDING]>', 'requantize operands to L and R bits (1..8) while packing')
     .addOption(backend())
     .addOption(maxMemory())
+    .addOption(verbose())
     .addHelpText('after', EPILOG)
     .action((o) => run(cmdGemm(o, common(o))));
 
   setup(prog.command('info'))
-    .description('show the WebGPU adapter that --backend webgpu would use')
-    .action(() =>
+    .description('show the WebGPU adapter and CPU that qgemm would use, and the kernels it would pick')
+    .option('--json', 'print the full data (adapter, features, limits, capabilities) as JSON')
+    .action((o: { json?: boolean }) =>
       run(
         (async () => {
-          io.out(`${JSON.stringify(await describeDevice(), null, 2)}\n`);
+          const d = await describeDevice();
+          io.out(o.json ? `${JSON.stringify(d, null, 2)}\n` : formatInfo(d));
         })(),
       ),
     );

@@ -76,7 +76,8 @@ function noAdapter(opts: AcquireOptions, tried: Tried): NoAdapterError {
     (nodeProcess()
       ? `Fix: on a machine with no GPU, install SwiftShader and the Vulkan loader (Debian: \`${INSTALL_HINT}\`), ` +
         `or set VK_ICD_FILENAMES=${SWIFTSHADER_ICD}; on a GPU machine install its Vulkan driver; or use --backend cpu.`
-      : 'Fix: use a browser with WebGPU enabled, served from a secure context, or the CPU backend.');
+      : 'Fix: use a browser with WebGPU enabled, served from a secure context (https, or http://localhost); ' +
+        'Chrome on Linux, or headless, needs --enable-unsafe-webgpu (and --use-webgpu-adapter=swiftshader without a GPU); or use the CPU backend.');
   return new NoAdapterError(`No ${want} found. Tried: ${tried.join('; ') || 'nothing'}. ${fix}`);
 }
 

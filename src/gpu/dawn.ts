@@ -6,7 +6,10 @@
 // `chromium-experimental-subgroup-matrix` (the int8 tensor cores), and without timestamp quantization
 // (see DAWN_TOGGLES).
 // How the Vulkan loader and Dawn instances interact was measured; see docs/gpu.md, "Finding an adapter
-// in Node".
+// in Node". On Linux, before Dawn asks the loader's default drivers, this module looks for a Vulkan
+// driver manifest (ICD) where the loader would: with none, the loader would only print "vkCreateInstance:
+// Found no drivers!" on the process's stderr (C++, fd 2, beyond Node's reach), so the default instance is
+// not asked at all, and a hardware-only probe ('auto') does not even load Dawn.
 
 import { requestFrom, type Found, type RequestOptions, type Tried } from './adapter.ts';
 
@@ -30,6 +33,7 @@ interface DawnModule {
 
 export interface NodeProcessLike {
   versions?: { node?: string };
+  platform?: string;
   env: Record<string, string | undefined>;
   cwd(): string;
 }
@@ -105,6 +109,47 @@ async function fileExists(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * The folders where the Linux Vulkan loader looks for driver manifests (ICDs) when no VK_ICD_FILENAMES /
+ * VK_DRIVER_FILES is set: XDG config and data folders (with the loader's defaults), /etc, /usr/local/etc,
+ * and NixOS's driver folder. See the loader's LoaderDriverInterface.md, "Driver Discovery on Linux".
+ */
+export function vulkanIcdFolders(env: Record<string, string | undefined>): string[] {
+  const home = env.HOME ?? '';
+  const configHome = env.XDG_CONFIG_HOME || (home && `${home}/.config`);
+  const dataHome = env.XDG_DATA_HOME || (home && `${home}/.local/share`);
+  const configDirs = (env.XDG_CONFIG_DIRS || '/etc/xdg').split(':');
+  const dataDirs = (env.XDG_DATA_DIRS || '/usr/local/share:/usr/share').split(':');
+  const roots = [configHome, ...configDirs, '/usr/local/etc', '/etc', dataHome, ...dataDirs, '/run/opengl-driver/share'];
+  return [...new Set(roots.filter(Boolean).map((r) => `${r}/vulkan/icd.d`))];
+}
+
+/**
+ * Whether the Vulkan loader would find no driver at all: Linux, no VK_* driver variable set, and no
+ * `*.json` manifest in any folder of vulkanIcdFolders(). False (unknown: let Dawn ask) elsewhere.
+ */
+export async function noVulkanDriver(proc: NodeProcessLike): Promise<boolean> {
+  if (proc.platform !== 'linux') return false;
+  const env = proc.env;
+  if (env.VK_ICD_FILENAMES || env.VK_DRIVER_FILES || env.VK_ADD_DRIVER_FILES) return false;
+  let fs: typeof import('node:fs');
+  try {
+    fs = await runtimeImport<typeof import('node:fs')>('node:fs');
+  } catch {
+    return false;
+  }
+  for (const dir of vulkanIcdFolders(env)) {
+    try {
+      if (fs.readdirSync(dir).some((f) => f.endsWith('.json'))) return false;
+    } catch {
+      // missing or unreadable: the loader skips it too
+    }
+  }
+  return true;
+}
+
+const NO_VULKAN_DRIVER = "Vulkan: no driver manifest (ICD) in the loader's folders (/usr/share/vulkan/icd.d, /etc/vulkan/icd.d, ...)";
+
 export interface DawnOptions extends RequestOptions {
   /** Node: load this dawn.node binary instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
   dawnPath?: string;
@@ -116,6 +161,12 @@ export async function findDawnAdapter(opts: DawnOptions, tried: Tried): Promise<
   if (!proc) return null;
   const dawnPath = opts.dawnPath ?? proc.env.QGEMM_DAWN_NODE ?? undefined;
   const what = dawnPath ? `dawn.node at ${dawnPath}` : "Dawn (the 'webgpu' package)";
+  // No Vulkan driver and no software fallback wanted: nothing Dawn could find, and asking it would print.
+  const noDriver = !swiftShaderSetByUs && (await noVulkanDriver(proc));
+  if (noDriver && !opts.allowSoftware) {
+    tried.push(NO_VULKAN_DRIVER);
+    return null;
+  }
   let mod: DawnModule;
   try {
     mod = await loadDawnModule(proc, dawnPath);
@@ -127,7 +178,7 @@ export async function findDawnAdapter(opts: DawnOptions, tried: Tried): Promise<
       : "Fix: install Dawn's Node binding, `npm install webgpu` (an optional peer dependency), or use the CPU backend.";
     return null;
   }
-  const search = dawnSearch.then(() => searchDawn(mod, proc, dawnPath, what, opts, tried));
+  const search = dawnSearch.then(() => searchDawn(mod, proc, dawnPath, what, opts, tried, noDriver));
   dawnSearch = search.catch(() => undefined);
   return search;
 }
@@ -139,11 +190,14 @@ async function searchDawn(
   what: string,
   opts: DawnOptions,
   tried: Tried,
+  noDriver: boolean,
 ): Promise<Found | null> {
   // First the drivers the environment gives. After our own SwiftShader fallback that is the instance made
   // before it, which still sees the default drivers, so a later hardware-only probe stays truthful.
   const callerIcd = swiftShaderSetByUs ? '' : (proc.env.VK_ICD_FILENAMES ?? '');
-  const first = swiftShaderSetByUs ? dawnInstances.get(`${dawnPath ?? 'webgpu'}|`) : dawnInstance(mod, dawnPath, callerIcd);
+  // With no driver manifest the default instance is never created (asking it would only print).
+  if (noDriver) tried.push(NO_VULKAN_DRIVER);
+  const first = swiftShaderSetByUs || noDriver ? dawnInstances.get(`${dawnPath ?? 'webgpu'}|`) : dawnInstance(mod, dawnPath, callerIcd);
   const label = `${what}${callerIcd ? ` with VK_ICD_FILENAMES=${callerIcd}` : ''}`;
   const found = first ? await requestFrom(first, 'dawn', opts, tried, label) : null;
   if (found) return found;

@@ -5,6 +5,7 @@
 // ./prepack.ts, a read-back of a GpuMatrix, the release of one. A lost device is reported, never
 // ignored: nothing here returns a number it did not verify came from a valid submission.
 
+import { warmupProblem, type WarmupItem } from './warmup.ts';
 import { InputError } from '../errors.ts';
 import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
@@ -138,6 +139,20 @@ export class GpuContext {
    */
   prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
     return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth));
+  }
+
+  /**
+   * Compiles ahead: runs each listed GEMM (a problem, or a shape `{ m, n, k, pipeline? }` on zero-filled
+   * operands) once, so that the pipelines their kernels need exist before the first real call. Resolves
+   * to the kernel ids it compiled for, in order. See ./warmup.ts.
+   */
+  async warmup(items: WarmupItem[]): Promise<string[]> {
+    const kernels: string[] = [];
+    for (const item of items) {
+      await this.gemm(warmupProblem(item));
+      kernels.push(this.lastRun.kernel ?? 'unknown');
+    }
+    return kernels;
   }
 
   /** Frees every buffer of this context (GpuMatrix results included) and a device it acquired itself. */

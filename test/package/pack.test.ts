@@ -4,9 +4,13 @@
 // (cache first; the package's only dependency is @webgpu/types), a consumer file type-checked with the
 // repository's TypeScript under strict `nodenext` and `bundler` settings (skipLibCheck off), compiled
 // and run in Node against both entries ('qgemm-webgpu' and 'qgemm-webgpu/cpu') and the `qgemm` bin.
+// The docs are code too: every ```ts snippet of README.md and docs/*.md is type-checked the same way
+// (strict, nodenext and bundler) against the installed package and run in Node (Dawn's `webgpu` linked
+// in from the repository, so GpuContext snippets run on SwiftShader); every ```json block parses as
+// strict JSON; every export the README's API table names is imported by name.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -138,5 +142,102 @@ describe('a consumer project', () => {
     expect(sh(join(consumer, 'node_modules/.bin/qgemm'), ['--version'], consumer).trim()).toBe(
       JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version,
     );
+  });
+});
+
+/** The fenced blocks of one language in a Markdown file, with the line each starts at. */
+function fenced(file: string, lang: string): { line: number; code: string }[] {
+  const lines = readFileSync(join(REPO, file), 'utf8').split('\n');
+  const blocks: { line: number; code: string }[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim() !== `\`\`\`${lang}`) continue;
+    const start = i + 1;
+    while (++i < lines.length && lines[i].trim() !== '```');
+    blocks.push({ line: start, code: lines.slice(start, i).join('\n') });
+  }
+  return blocks;
+}
+
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
+
+describe('the docs', () => {
+  const snippets = DOCS.flatMap((file) => fenced(file, 'ts').map((b) => ({ ...b, file, name: `${file.replace(/[/.]/g, '_')}_${b.line}` })));
+  it('have TypeScript snippets (README.md and docs/tflite.md at least)', () => {
+    expect(snippets.filter((s) => s.file === 'README.md').length).toBeGreaterThan(0);
+    expect(snippets.filter((s) => s.file === 'docs/tflite.md').length).toBeGreaterThan(0);
+  });
+  it('every ts snippet type-checks under strict nodenext and bundler, and runs in Node', () => {
+    const dir = join(consumer, 'snippets');
+    mkdirSync(dir, { recursive: true });
+    const webgpu = join(consumer, 'node_modules/webgpu');
+    if (!existsSync(webgpu)) symlinkSync(join(REPO, 'node_modules/webgpu'), webgpu, 'dir');
+    const files = snippets.map((s) => {
+      writeFileSync(join(dir, `${s.name}.ts`), `${s.code}\nexport {};\n`);
+      return `snippets/${s.name}.ts`;
+    });
+    const opts = { ...STRICT, noUnusedLocals: false };
+    writeFileSync(
+      join(consumer, 'tsconfig.snippets.json'),
+      JSON.stringify({
+        compilerOptions: { ...opts, module: 'nodenext', moduleResolution: 'nodenext', rootDir: '.', outDir: 'out' },
+        files,
+      }),
+    );
+    writeFileSync(
+      join(consumer, 'tsconfig.snippets-bundler.json'),
+      JSON.stringify({ compilerOptions: { ...opts, module: 'esnext', moduleResolution: 'bundler', noEmit: true }, files }),
+    );
+    for (const config of ['tsconfig.snippets.json', 'tsconfig.snippets-bundler.json']) {
+      try {
+        sh(process.execPath, [TSC, '-p', config], consumer);
+      } catch (e) {
+        throw new Error(`${config}: ${(e as { stdout?: string }).stdout ?? e}`);
+      }
+    }
+    for (const s of snippets) {
+      try {
+        sh(process.execPath, [`out/snippets/${s.name}.js`], consumer);
+      } catch (e) {
+        throw new Error(`${s.file}:${s.line}: the snippet failed: ${(e as { stderr?: string }).stderr ?? e}`);
+      }
+    }
+  }, 600_000);
+  it('every json block is strict JSON', () => {
+    for (const file of [...DOCS, 'bench/README.md']) {
+      for (const b of fenced(file, 'json')) {
+        expect(() => JSON.parse(b.code), `${file}:${b.line}`).not.toThrow();
+      }
+    }
+  });
+  it("every function, class and error the README's API table names is an export of the package", () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('### API reference'), readme.indexOf('\n## ', readme.indexOf('### API reference')));
+    const rows = table.split('\n').filter((l) => l.startsWith('| `'));
+    const names = new Set<string>();
+    for (const row of rows) {
+      // The first cell, without its explanations in " (...)" (a call's own parentheses follow its name).
+      const first = row.split(' | ')[0].replace(/ \((?:[^()]|\([^()]*\))*\)/g, '');
+      for (const m of first.matchAll(/`([A-Za-z]+)(?:\.[A-Za-z]+)?(?:\(|`)/g)) names.add(m[1]);
+    }
+    const imported = [...names];
+    expect(imported.length).toBeGreaterThan(20);
+    writeFileSync(join(consumer, 'api-table.ts'), `import type { ${imported.join(', ')} } from 'qgemm-webgpu';\nexport {};\n`);
+    writeFileSync(
+      join(consumer, 'tsconfig.api.json'),
+      JSON.stringify({
+        compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', noEmit: true },
+        files: ['api-table.ts'],
+      }),
+    );
+    try {
+      sh(process.execPath, [TSC, '-p', 'tsconfig.api.json'], consumer);
+    } catch (e) {
+      throw new Error(`the API table names what the package does not export: ${(e as { stdout?: string }).stdout ?? e}`);
+    }
   });
 });

@@ -1,0 +1,42 @@
+// Compiling ahead: `ctx.warmup(items)` makes a context compile, before the first real call, every
+// pipeline that the listed GEMMs will need (pack -> gemm -> output, with the kernel the registry picks
+// for each shape), by running each once on zero-filled operands of its shape. The first use of a kernel
+// costs its shader compile (seconds on SwiftShader, where the GEMM kernel with its output-stage
+// interpreter dominates; see tools/first-call.mjs); after a warmup a call of a listed shape pays none.
+
+import type { GemmProblem, OutputStage } from '../types.ts';
+import type { GpuGemmProblem } from './gemm.ts';
+
+/** A shape to compile for: M x K times K x N, with the output stages and dst order it will run with. */
+export interface WarmupShape {
+  m: number;
+  n: number;
+  k: number;
+  /** Default 'uint8'. */
+  lhsType?: 'uint8' | 'int8';
+  rhsType?: 'uint8' | 'int8';
+  pipeline?: OutputStage[];
+  dstOrder?: GemmProblem['dstOrder'];
+  bitDepth?: GemmProblem['bitDepth'];
+}
+
+export type WarmupItem = WarmupShape | GpuGemmProblem;
+
+const isShape = (x: WarmupItem): x is WarmupShape => 'm' in x && 'n' in x && 'k' in x && !('lhs' in x);
+
+/** The problem a warmup item runs: a given problem as it is, a shape with zero-filled operands. */
+export function warmupProblem(item: WarmupItem): GpuGemmProblem {
+  if (!isShape(item)) return item;
+  const operand = (type: 'uint8' | 'int8' | undefined, rows: number, cols: number) => ({
+    data: type === 'int8' ? new Int8Array(rows * cols) : new Uint8Array(rows * cols),
+    rows,
+    cols,
+  });
+  return {
+    lhs: operand(item.lhsType, item.m, item.k),
+    rhs: operand(item.rhsType, item.k, item.n),
+    pipeline: item.pipeline,
+    dstOrder: item.dstOrder,
+    bitDepth: item.bitDepth,
+  };
+}

@@ -1,0 +1,52 @@
+// `qgemm info` for people (a short summary; --json the full data) and -v/--verbose on `gemm` and `run`
+// (one line on stderr naming backend, kernel and time; silent without it). Through `main` in this
+// process, on the CPU backend and on SwiftShader for info.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanup, freshDir, M, N, K, runMain, writeSpecIn } from './support.ts';
+
+afterAll(cleanup);
+
+describe('qgemm info', () => {
+  it('prints a summary that fits one screen, naming the adapter, kernels and CPU threads', async () => {
+    const r = await runMain(['info']);
+    expect(r.code).toBe(0);
+    const lines = r.out.trimEnd().split('\n');
+    expect(lines.length).toBeLessThanOrEqual(20);
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(120);
+    expect(r.out).toMatch(/^WebGPU adapter: /);
+    expect(r.out).toMatch(/software|hardware|none/);
+    expect(r.out).toMatch(/CPU: kernel [\w-]+, \d+ threads?/);
+    expect(r.out).toContain('--json');
+  });
+  it('--json prints the full data', async () => {
+    const r = await runMain(['info', '--json']);
+    expect(r.code).toBe(0);
+    const d = JSON.parse(r.out);
+    expect(d.cpu.threads).toBeGreaterThanOrEqual(1);
+    expect('adapter' in d).toBe(true);
+  });
+});
+
+describe('-v / --verbose', () => {
+  const gemmArgs = (dir: string) => ['gemm', '--lhs', `${dir}/A.npy`, '--rhs', `${dir}/B.npy`, '--out', `${dir}/C.npy`, '--backend', 'cpu'];
+  it('gemm is silent on success without it', async () => {
+    const dir = freshDir();
+    expect(await runMain(gemmArgs(dir))).toEqual({ code: 0, out: '', err: '' });
+  });
+  it('gemm -v prints backend, kernel and time on stderr, one line', async () => {
+    const dir = freshDir();
+    for (const flag of ['-v', '--verbose']) {
+      const r = await runMain([...gemmArgs(dir), flag]);
+      expect(r.code).toBe(0);
+      expect(r.out).toBe('');
+      expect(r.err).toMatch(new RegExp(`^qgemm: gemm ${M}x${N}x${K} ran on cpu, kernel cpu-[\\w-]+, [\\d.]+ m?s\\n$`));
+    }
+  });
+  it('run -v prints the same line for a gemm spec', async () => {
+    const dir = freshDir();
+    const r = await runMain(['run', writeSpecIn(dir), '--backend', 'cpu', '-v']);
+    expect(r.code).toBe(0);
+    expect(r.err).toMatch(/^qgemm: gemm \d+x\d+x\d+ ran on cpu, kernel cpu-[\w-]+, [\d.]+ m?s\n$/);
+  });
+});
