@@ -72,9 +72,12 @@ describe('the packed file list', () => {
       expect(paths).toContain(p);
     }
   });
+  // The budget guards against shipping what is not the library (the benchmark bundle made it 6.1 MB);
+  // the library itself is about 1.65 MB unpacked, 403 kB packed (2026-11-25: with the layers, verify and
+  // the 4-bit CPU kernel), so the bounds leave room for growth, not for a second bundle.
   it('is small (was 6.1 MB installed with the benchmark bundle)', () => {
-    expect(packed.unpackedSize).toBeLessThan(1.5e6);
-    expect(packed.size).toBeLessThan(400e3);
+    expect(packed.unpackedSize).toBeLessThan(2e6);
+    expect(packed.size).toBeLessThan(500e3);
   });
   it('installs no runtime dependency but the types it names (wgsl_reflect is inlined)', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
