@@ -9,6 +9,7 @@
 //   - the relaxed GEMM, warmed up, equals the exact 16-bit kernel bit for bit on random problems;
 // and not when the caller opts out (configureWasm({ relaxedSimd: false }) or QGEMM_RELAXED_SIMD=0).
 
+import { InputError } from '../../errors.ts';
 import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
 import { DATA_START } from './layout.ts';
@@ -37,8 +38,22 @@ export interface WasmEngine {
   blocks: { at: number; size: number; live: boolean }[];
 }
 
+/** The most threads a GEMM may be given (configureCpu or QGEMM_THREADS); more is an InputError. */
+export const MAX_THREADS = 256;
+
+/** A thread count as given (`field` names it): an integer in 1..MAX_THREADS, else an InputError. */
+function checkThreads(field: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_THREADS) {
+    throw new InputError(
+      field,
+      `expected an integer from 1 to ${MAX_THREADS}, got ${typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : String(v)}`,
+    );
+  }
+  return v;
+}
+
 export interface WasmOptions {
-  /** Threads per GEMM (the caller's included). Default: the number of cores. */
+  /** Threads per GEMM (the caller's included), an integer from 1 to MAX_THREADS. Default: the number of cores. */
   threads?: number;
   /** false: never use relaxed SIMD. Default: use it where it is proven exact. */
   relaxedSimd?: boolean;
@@ -49,7 +64,11 @@ let engine: Promise<WasmEngine | null> | null = null;
 
 /** Sets the thread count and the relaxed-SIMD opt-out; a change of the latter re-makes the engine. */
 export function configureWasm(o: WasmOptions): void {
-  if (o.threads !== undefined) options.threads = Math.max(1, Math.floor(o.threads));
+  if (o === null || typeof o !== 'object') throw new InputError('options', `expected an object, got ${String(o)}`);
+  if (o.relaxedSimd !== undefined && typeof o.relaxedSimd !== 'boolean') {
+    throw new InputError('relaxedSimd', `expected true or false, got ${String(o.relaxedSimd).slice(0, 100)}`);
+  }
+  if (o.threads !== undefined) options.threads = checkThreads('threads', o.threads);
   if (o.relaxedSimd !== undefined && o.relaxedSimd !== options.relaxedSimd) {
     options.relaxedSimd = o.relaxedSimd;
     void engine?.then((e) => e?.pool?.close());
@@ -57,15 +76,19 @@ export function configureWasm(o: WasmOptions): void {
   }
 }
 
-let envThreads: number | undefined;
+let envThreads: number | null | undefined;
 
 /**
  * Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node; read once, process.env
- * costs microseconds a call), else the cores; 1 without a shared memory.
+ * costs microseconds a call; set but not an integer in 1..MAX_THREADS: an InputError naming it), else
+ * the cores; 1 without a shared memory.
  */
 export function wasmThreads(e: WasmEngine): number {
-  envThreads ??= Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
-  return e.shared ? (options.threads ?? (envThreads >= 1 ? Math.floor(envThreads) : e.cores)) : 1;
+  if (envThreads === undefined) {
+    const raw = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS;
+    envThreads = raw === undefined || raw === '' ? null : checkThreads('QGEMM_THREADS', /^\d+$/.test(raw) ? Number(raw) : raw);
+  }
+  return e.shared ? (options.threads ?? envThreads ?? e.cores) : 1;
 }
 
 const bytesOf = (v: Variant) => Uint8Array.from(atob(WASM_BINARIES[variantName(v)]), (c) => c.charCodeAt(0));
