@@ -9,8 +9,10 @@
 //   - the relaxed GEMM, warmed up, equals the exact 16-bit kernel bit for bit on random problems;
 // and not when the caller opts out (configureWasm({ relaxedSimd: false }) or QGEMM_RELAXED_SIMD=0).
 
+import { InputError } from '../../errors.ts';
 import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
+import { CONTROL } from './job.ts';
 import { DATA_START } from './layout.ts';
 import { coreCount, isNode, type WorkerPool } from './pool.ts';
 
@@ -37,8 +39,23 @@ export interface WasmEngine {
   blocks: { at: number; size: number; live: boolean }[];
 }
 
+/** The most threads one GEMM may use (the size of the pool's control block, job.ts). */
+export const MAX_CPU_THREADS = CONTROL.maxThreads;
+
+function threadsError(field: string, got: string): InputError {
+  return new InputError(field, `expected an integer thread count in 1..${MAX_CPU_THREADS}, got ${got}`);
+}
+
+/** QGEMM_THREADS: unset or empty gives no count; else a decimal integer in 1..MAX_CPU_THREADS. */
+export function parseThreadsEnv(text: string | undefined): number | undefined {
+  if (text === undefined || text === '') return undefined;
+  const n = /^[1-9]\d{0,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n <= MAX_CPU_THREADS)) throw threadsError('QGEMM_THREADS', JSON.stringify(text.slice(0, 100)));
+  return n;
+}
+
 export interface WasmOptions {
-  /** Threads per GEMM (the caller's included). Default: the number of cores. */
+  /** Threads per GEMM (the caller's included), an integer in 1..MAX_CPU_THREADS (256). Default: the number of cores. */
   threads?: number;
   /** false: never use relaxed SIMD. Default: use it where it is proven exact. */
   relaxedSimd?: boolean;
@@ -49,7 +66,15 @@ let engine: Promise<WasmEngine | null> | null = null;
 
 /** Sets the thread count and the relaxed-SIMD opt-out; a change of the latter re-makes the engine. */
 export function configureWasm(o: WasmOptions): void {
-  if (o.threads !== undefined) options.threads = Math.max(1, Math.floor(o.threads));
+  if (!o || typeof o !== 'object') throw new InputError('options', 'expected an object such as { threads: 2 }');
+  const t: unknown = o.threads;
+  if (t !== undefined && !(typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= MAX_CPU_THREADS)) {
+    throw threadsError('threads', typeof t === 'string' ? JSON.stringify(t.slice(0, 100)) : String(t));
+  }
+  if (o.relaxedSimd !== undefined && typeof o.relaxedSimd !== 'boolean') {
+    throw new InputError('relaxedSimd', `expected true or false, got ${String(o.relaxedSimd).slice(0, 100)}`);
+  }
+  if (t !== undefined) options.threads = t;
   if (o.relaxedSimd !== undefined && o.relaxedSimd !== options.relaxedSimd) {
     options.relaxedSimd = o.relaxedSimd;
     void engine?.then((e) => e?.pool?.close());
@@ -57,15 +82,19 @@ export function configureWasm(o: WasmOptions): void {
   }
 }
 
-let envThreads: number | undefined;
+let envThreads: number | undefined | null = null;
 
 /**
  * Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node; read once, process.env
  * costs microseconds a call), else the cores; 1 without a shared memory.
  */
 export function wasmThreads(e: WasmEngine): number {
-  envThreads ??= Number((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
-  return e.shared ? (options.threads ?? (envThreads >= 1 ? Math.floor(envThreads) : e.cores)) : 1;
+  if (!e.shared) return 1;
+  if (options.threads !== undefined) return options.threads;
+  if (envThreads === null) {
+    envThreads = parseThreadsEnv((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
+  }
+  return envThreads ?? e.cores;
 }
 
 const bytesOf = (v: Variant) => Uint8Array.from(atob(WASM_BINARIES[variantName(v)]), (c) => c.charCodeAt(0));
