@@ -8,7 +8,7 @@ import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
 import type { BitDepth, Operand } from '../types.ts';
-import { type GpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
+import { claimPacked, type GpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
 import type { DeviceResources } from './resources.ts';
 
 /**
@@ -22,7 +22,7 @@ export async function prepackOperand(
   bitDepth?: BitDepth,
 ): Promise<PackedOperand> {
   r.checkAlive();
-  const shape = shapeOf(operand, side, r.released);
+  const shape = shapeOf(operand, side, r);
   const type = shape.data instanceof Int8Array ? 'int8' : 'uint8';
   const { rows, cols } = shape;
   const outer = side === 'lhs' ? rows : cols;
@@ -62,12 +62,12 @@ export async function prepackOperand(
     for (const b of created) b.destroy();
     throw r.lostOr(e);
   } finally {
-    for (const b of pooled) r.pool.release(b);
+    for (const b of pooled) r.release(b); // not back to a pool that destroy() emptied
   }
   r.checkAlive();
   const [packed, sums] = created;
   let destroyed = false;
-  return {
+  return claimPacked(r, {
     side,
     rows,
     cols,
@@ -85,5 +85,5 @@ export async function prepackOperand(
       packed.destroy();
       sums.destroy();
     },
-  };
+  });
 }

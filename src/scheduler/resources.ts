@@ -19,6 +19,8 @@ export class DeviceResources {
   readonly staging: Staging;
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   readonly released = new WeakSet<GpuMatrix>();
+  /** The buffers of the live matrices gemmOnGpu handed out (./operands.ts claimMatrix). */
+  readonly handedOut = new Set<GPUBuffer>();
   private xorshift: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
@@ -93,6 +95,7 @@ export class DeviceResources {
   /** Frees every buffer (GpuMatrix results included); the device itself only when `device` is set. */
   destroy(device: boolean): void {
     this.destroyed = true;
+    this.handedOut.clear();
     this.pool.destroy();
     this.uniforms.destroy();
     this.staging.destroy();
