@@ -18,6 +18,7 @@ import { sgmatKernel } from './sgmat/kernel.ts';
 import { splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
 import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
+import { brief } from '../spec/echo.ts';
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
@@ -75,7 +76,7 @@ function forced<K extends { id: string }>(
   if (!k) {
     if (other.some((x) => x.id === id)) return null; // a kernel of the other backend: not ours to force
     const ids = [...list, ...other].map((x) => x.id).join(', ');
-    throw new InputError('kernel', `unknown kernel ${JSON.stringify(id)}; known kernels: ${ids}`);
+    throw new InputError('kernel', `unknown kernel ${brief(id)}; known kernels: ${ids}`);
   }
   if (!ok(k)) throw new InputError('kernel', `kernel ${id} cannot run ${what}`);
   return k;

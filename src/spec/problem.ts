@@ -17,6 +17,7 @@ import {
   type Order,
   type PerChannel,
 } from '../types.ts';
+import { brief } from './echo.ts';
 
 export interface NormalizedProblem {
   M: number;
@@ -42,13 +43,13 @@ export function isInt32(v: unknown): v is number {
 }
 
 function checkInt32(field: string, v: unknown): number {
-  if (!isInt32(v)) throw new InputError(field, `expected an int32, got ${JSON.stringify(v)}`);
+  if (!isInt32(v)) throw new InputError(field, `expected an int32, got ${brief(v)}`);
   return v;
 }
 
 function checkRange(field: string, v: unknown, lo: number, hi: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
-    throw new InputError(field, `expected an integer in ${lo}..${hi}, got ${JSON.stringify(v)}`);
+    throw new InputError(field, `expected an integer in ${lo}..${hi}, got ${brief(v)}`);
   }
   return v;
 }
@@ -65,7 +66,7 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
   checkRange(`${field}.rows`, op.rows, 1, INT32_MAX);
   checkRange(`${field}.cols`, op.cols, 1, INT32_MAX);
   if (op.order !== undefined && op.order !== 'row-major' && op.order !== 'col-major') {
-    throw new InputError(`${field}.order`, `expected 'row-major' or 'col-major', got ${JSON.stringify(op.order)}`);
+    throw new InputError(`${field}.order`, `expected 'row-major' or 'col-major', got ${brief(op.order)}`);
   }
   if (!shapesOnly && op.data.length !== op.rows * op.cols) {
     throw new InputError(field, `data has ${op.data.length} elements, shape [${op.rows},${op.cols}] needs ${op.rows * op.cols}`);
@@ -83,7 +84,7 @@ function checkPerChannel(field: string, v: unknown, length: number, what: string
 }
 
 function checkAxis(field: string, axis: unknown): Axis {
-  if (axis !== 'row' && axis !== 'col') throw new InputError(field, `expected "row" or "col", got ${JSON.stringify(axis)}`);
+  if (axis !== 'row' && axis !== 'col') throw new InputError(field, `expected "row" or "col", got ${brief(axis)}`);
   return axis;
 }
 
@@ -95,7 +96,7 @@ function checkBitDepth(b: BitDepth): BitDepth {
   checkRange('bitDepth.rhs', b.rhs, 1, 8);
   const rounding = b.rounding ?? 'default';
   if (!(ROUNDINGS as readonly string[]).includes(rounding)) {
-    throw new InputError('bitDepth.rounding', `expected one of ${ROUNDINGS.join(', ')}, got ${JSON.stringify(rounding)}`);
+    throw new InputError('bitDepth.rounding', `expected one of ${ROUNDINGS.join(', ')}, got ${brief(rounding)}`);
   }
   return { lhs: b.lhs, rhs: b.rhs, rounding };
 }
@@ -171,7 +172,7 @@ export function normalizeProblem(
         } else {
           const rounding = stage.rounding ?? 'double';
           if (rounding !== 'double' && rounding !== 'double-up' && rounding !== 'single') {
-            throw new InputError(`${f}.rounding`, `expected "double", "double-up" or "single", got ${JSON.stringify(stage.rounding)}`);
+            throw new InputError(`${f}.rounding`, `expected "double", "double-up" or "single", got ${brief(stage.rounding)}`);
           }
           checkInt32(`${f}.offsetAfterShift`, stage.offsetAfterShift);
           const hi = rounding === 'single' ? 30 : 31;
@@ -195,7 +196,7 @@ export function normalizeProblem(
         } else if (!finite32(scale)) {
           throw new InputError(
             `${f}.scale`,
-            `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${JSON.stringify(scale)}`,
+            `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${brief(scale)}`,
           );
         }
         checkInt32(`${f}.zeroPoint`, stage.zeroPoint);
@@ -223,13 +224,12 @@ export function normalizeProblem(
       case 'saturatingCast':
       case 'truncatingCast': {
         const allowed = CAST_TYPES[stage.type];
-        if (!allowed.includes(stage.to))
-          throw new InputError(`${f}.to`, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(stage.to)}`);
+        if (!allowed.includes(stage.to)) throw new InputError(`${f}.to`, `expected one of ${allowed.join(', ')}, got ${brief(stage.to)}`);
         dstType = stage.to;
         break;
       }
       default:
-        throw new InputError(`${f}.type`, `unknown stage type ${JSON.stringify((stage as { type: unknown }).type)}`);
+        throw new InputError(`${f}.type`, `unknown stage type ${brief((stage as { type: unknown }).type)}`);
     }
   });
 
