@@ -90,7 +90,8 @@ function checkAxis(field: string, axis: unknown): Axis {
 
 const ROUNDINGS = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'] as const;
 
-function checkBitDepth(b: BitDepth): BitDepth {
+/** A BitDepth as normalizeProblem accepts it (also ctx.prepack's). */
+export function checkBitDepth(b: BitDepth): BitDepth {
   if (!b || typeof b !== 'object') throw new InputError('bitDepth', 'expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}');
   checkRange('bitDepth.lhs', b.lhs, 1, 8);
   checkRange('bitDepth.rhs', b.rhs, 1, 8);
