@@ -23,6 +23,7 @@ import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { GpuContext, type GpuContextOptions } from './scheduler/context.ts';
+import { brief } from './spec/echo.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
@@ -79,6 +80,16 @@ let hardware: Promise<boolean> | null = null;
 export function runOp(op: GemmOp, backend: Backend, opts?: RunOptions): Promise<Ran<GemmResult>>;
 export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions): Promise<Ran<ElementwiseResult>>;
 export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
+  if (!op.problem || typeof op.problem !== 'object') {
+    throw new InputError(
+      'problem',
+      `expected ${op.op === 'gemm' ? 'a GemmProblem' : 'an ElementwiseProblem'} object, got ${brief(op.problem)}`,
+    );
+  }
+  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
+  if (!(BACKENDS as readonly unknown[]).includes(backend)) {
+    throw new InputError('backend', `expected one of ${BACKENDS.map((b) => `"${b}"`).join(', ')}, got ${brief(backend)}`);
+  }
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
     return onBackend(
@@ -158,13 +169,20 @@ export interface GemmOptions extends RunOptions {
 }
 
 /** One GEMM (src/types.ts) on the chosen backend; the result says which backend ran it. */
-export function gemm(problem: GemmInput, options: GemmOptions = {}): Promise<GemmResult & { backend: 'cpu' | 'webgpu' }> {
-  return runOp({ op: 'gemm', problem }, options.backend ?? 'auto', options);
+export async function gemm(problem: GemmInput, options: GemmOptions = {}): Promise<GemmResult & { backend: 'cpu' | 'webgpu' }> {
+  return runOp({ op: 'gemm', problem }, backendOf(options), options);
+}
+
+const BACKENDS = ['auto', 'cpu', 'webgpu'] as const;
+
+/** options.backend, 'auto' when absent; options that are not an object are refused by runOp. */
+function backendOf(options: GemmOptions): Backend {
+  return options && typeof options === 'object' ? (options.backend === undefined ? 'auto' : options.backend) : 'auto';
 }
 
 /** One elementwise op (src/spec/elementwise.ts) on the chosen backend; the result says which backend ran it. */
-export function elementwise(problem: ElementwiseProblem, options: GemmOptions = {}): Promise<Ran<ElementwiseResult>> {
-  return runOp({ op: 'elementwise', problem }, options.backend ?? 'auto', options);
+export async function elementwise(problem: ElementwiseProblem, options: GemmOptions = {}): Promise<Ran<ElementwiseResult>> {
+  return runOp({ op: 'elementwise', problem }, backendOf(options), options);
 }
 
 /** What describeDevice() finds: the WebGPU adapter (software allowed) and what the CPU path offers. */

@@ -54,3 +54,8 @@ export class LimitExceededError extends QgemmError {
     super(message);
   }
 }
+
+/** A worker thread of the CPU path stopped (it exited or was terminated); the next call starts new workers. */
+export class WorkerLostError extends QgemmError {
+  override name = 'WorkerLostError';
+}

@@ -25,6 +25,7 @@ import type { GpuGemmKernel } from './kernels/types.ts';
 import { referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand, OutputStage } from './types.ts';
+import { brief } from './spec/echo.ts';
 
 /** `qgemm verify` found a kernel whose results differ from the reference (exit code 1). */
 export class VerifyMismatchError extends QgemmError {
@@ -264,7 +265,7 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
   const wanted = (id: string) => !opts.kernels || opts.kernels.includes(id);
   const known = new Set([...GPU_KERNELS, ...CPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated'));
   for (const id of opts.kernels ?? []) {
-    if (!known.has(id)) throw new InputError('kernel', `unknown kernel ${JSON.stringify(id)}; known kernels: ${[...known].join(', ')}`);
+    if (!known.has(id)) throw new InputError('kernel', `unknown kernel ${brief(id)}; known kernels: ${[...known].join(', ')}`);
   }
   const push = (row: VerifyRow) => {
     rows.push(row);

@@ -1,11 +1,14 @@
 // The CLI's file system boundary: every file it reads or writes goes through here.
 // - Paths: a NUL or an over-long path is bad input; with `confine`, a relative path may not leave its
 //   base folder (`qgemm run`: the spec's folder) unless the user passes --allow-outside.
+//   The folder rule is checked on real paths: a symlinked folder or file does not lead out of it.
 // - Reads: regular files only, opened non-blocking (a FIFO never hangs, /dev/zero is never read), and
-//   an .npy file's size is checked against its header (and the memory budget) before its data is read.
-// - Writes (`out`): refused when it is a symlink, FIFO, device, directory, write-protected, not writable,
-//   or the same file as an input; otherwise the result goes to a temporary file beside it that is renamed
-//   into place, so a failure leaves no partial file and the old file untouched.
+//   an .npy file's size is checked against its header (the largest array, and the memory budget) before
+//   its data is read, in chunks (one read() call takes at most 2^31 - 1 bytes).
+// - Writes (`out`): refused when it ends with a slash, is a symlink, FIFO, device, directory,
+//   write-protected, not writable, or the same file as an input; otherwise the result goes to a temporary
+//   file beside it, written in chunks, that is renamed into place, so a failure leaves no partial file and
+//   the old file untouched. A replaced file keeps its mode; a new one gets the umask's.
 // - Errors: a problem with what the user named is an InputError on the field (exit 2); trouble of the
 //   machine (disk full, I/O error, too many open files) is an IoError (exit 1).
 
@@ -13,16 +16,19 @@ import {
   accessSync,
   closeSync,
   constants,
+  fchmodSync,
   fstatSync,
   lstatSync,
   openSync,
   readSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
   writeSync,
   type Stats,
 } from 'node:fs';
+import { kMaxLength } from 'node:buffer';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { InputError, QgemmError } from '../errors.ts';
 import { NPY_PREAMBLE_BYTES, NpyFormatError, npyFromData, npyHeaderEnd, parseNpyLayout, type NpyArray, type NpyLayout } from '../io/npy.ts';
@@ -57,6 +63,24 @@ const MAX_PATH = 4096;
 /** Largest .npy header read (numpy itself refuses headers over 10,000 bytes by default). */
 const MAX_NPY_HEADER = 1 << 20;
 
+/** The most bytes an .npy file's data may hold: the largest typed array of this runtime. */
+export const MAX_NPY_DATA_BYTES = kMaxLength;
+
+/** Bytes per read() or write() call: Node takes at most 2^31 - 1 a call. */
+const IO_CHUNK_BYTES = 2 ** 30;
+let ioChunk = IO_CHUNK_BYTES;
+/** Test hook: a small chunk size exercises the loops on small files; no argument restores the default. */
+export function setIoChunkBytes(bytes = IO_CHUNK_BYTES): void {
+  ioChunk = bytes;
+}
+
+/** Refuses, before anything is read, data that no array of this runtime can hold. */
+export function checkNpyDataSize(field: string, path: string, bytes: number): void {
+  if (bytes > MAX_NPY_DATA_BYTES) {
+    throw new InputError(field, `${shown(path)} holds ${bytes} bytes of data; at most ${MAX_NPY_DATA_BYTES} fit in one array here`);
+  }
+}
+
 /** A path for a message: cut like any other echoed value. */
 export function shown(path: string): string {
   return path.length > 200 ? `${path.slice(0, 200)}... (${path.length} characters)` : path;
@@ -83,13 +107,27 @@ export function resolveField(field: string, p: unknown, rules: PathRules): strin
   if (typeof p !== 'string' || p === '') throw new InputError(field, `expected a file path, got ${brief(p)}`);
   if (p.includes('\0')) throw new InputError(field, 'a path may not contain a NUL character');
   if (p.length > MAX_PATH) throw new InputError(field, `path of ${p.length} characters is too long (at most ${MAX_PATH})`);
+  if (p.endsWith('/') || p.endsWith('\\')) throw new InputError(field, `${brief(p)} ends with a slash: expected a file, not a folder`);
   if (isAbsolute(p)) return resolve(p);
   const full = resolve(rules.baseDir, p);
-  const rel = relative(rules.baseDir, full);
-  if (rules.confine && (rel === '..' || rel.startsWith(`..${'/'}`) || rel.startsWith('..\\') || isAbsolute(rel))) {
+  const leaves = (from: string, to: string) => {
+    const rel = relative(from, to);
+    return rel === '..' || rel.startsWith(`..${'/'}`) || rel.startsWith('..\\') || isAbsolute(rel);
+  };
+  if (rules.confine && (leaves(rules.baseDir, full) || leaves(realPath(rules.baseDir), realPath(full)))) {
     throw new InputError(field, `${brief(p)} leaves the spec's folder; give an absolute path, or pass --allow-outside`);
   }
   return full;
+}
+
+/** The real path of `path` (links resolved); of its nearest existing parent, the rest appended, when it does not exist. */
+function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    const parent = dirname(path);
+    return parent === path ? path : join(realPath(parent), basename(path));
+  }
 }
 
 function kindOf(st: Stats): string {
@@ -137,7 +175,7 @@ export class InputFiles {
     let done = 0;
     try {
       while (done < length) {
-        const n = readSync(fd, buf, done, length - done, position + done);
+        const n = readSync(fd, buf, done, Math.min(length - done, ioChunk), position + done);
         if (n === 0) throw new InputError(field, `${shown(path)} changed while it was read`);
         done += n;
       }
@@ -176,6 +214,7 @@ export class InputFiles {
         if (headerEnd > MAX_NPY_HEADER) throw new NpyFormatError(`header of ${headerEnd} bytes is over the ${MAX_NPY_HEADER}-byte limit`);
         if (headerEnd > size) throw new NpyFormatError(`header is truncated: needs ${headerEnd} bytes, the file has ${size}`);
         layout = parseNpyLayout(this.readAt(field, path, fd, headerEnd, 0));
+        checkNpyDataSize(field, path, layout.dataBytes);
         const actual = size - layout.dataStart;
         if (actual < layout.dataBytes) throw new NpyFormatError(`data is truncated: expected ${layout.dataBytes} bytes, got ${actual}`);
         if (actual > layout.dataBytes)
@@ -234,11 +273,18 @@ export function checkOut(field: string, path: string, inputs: InputFiles): strin
  */
 export function writeAtomic(field: string, path: string, bytes: Uint8Array, inputs: InputFiles): void {
   checkOut(field, path, inputs);
+  let oldMode: number | null = null;
+  try {
+    oldMode = lstatSync(path).mode & 0o7777;
+  } catch {
+    // a new file: the umask decides its mode
+  }
   const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.tmp-${process.pid}-${Date.now()}`);
   let fd: number | null = null;
   try {
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+    if (oldMode !== null) fchmodSync(fd, oldMode);
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, Math.min(bytes.length - done, ioChunk));
     closeSync(fd);
     fd = null;
     renameSync(tmp, path);

@@ -2,28 +2,16 @@
 // win silently and has no depth limit (a spec nested 100,000 deep overflows the stack of whoever walks
 // it later); this parser rejects duplicate keys (naming the key's path, e.g. `pipeline[0].shift`),
 // nesting deeper than MAX_JSON_DEPTH and text longer than the caller's cap. Errors are InputErrors on
-// the caller's field with a line:column position. `brief` is the one way a value from the input is
-// echoed into a message: cut to about 100 characters, so an 8 MiB string is never printed whole.
+// the caller's field with a line:column position. `brief` (src/spec/echo.ts, re-exported) is the one way a
+// value from the input is echoed into a message: cut to about 100 characters.
 
 import { InputError } from '../errors.ts';
+import { brief } from '../spec/echo.ts';
 
 /** Deeper than any spec needs (a spec is 4 deep: spec -> pipeline -> stage -> values). */
 const MAX_JSON_DEPTH = 32;
 
-const ECHO_CHARS = 100;
-
-/** A value from the input, for a message: short, one line, never the whole of a large value. */
-export function brief(v: unknown): string {
-  if (typeof v === 'string') {
-    const cut = v.length > ECHO_CHARS;
-    return `${JSON.stringify(cut ? v.slice(0, ECHO_CHARS) : v)}${cut ? `... (${v.length} characters)` : ''}`;
-  }
-  if (Array.isArray(v)) return `an array of ${v.length}`;
-  if (v === null) return 'null';
-  if (typeof v === 'object') return ArrayBuffer.isView(v) ? 'an array' : 'an object';
-  if (typeof v === 'bigint') return `${v}`;
-  return String(v);
-}
+export { brief };
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const SPACE = /[ \t\n\r]*/y;

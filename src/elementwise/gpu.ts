@@ -18,6 +18,7 @@ import { ELEMENTWISE_KIND_CODE } from '../wgsl/codes.ts';
 import { fixedpointLibrary } from '../wgsl/source.ts';
 import type { ElementwisePlan, ElementwiseResult } from '../spec/elementwise.ts';
 import elementwiseWgsl from './elementwise.wgsl?raw';
+import { writeHostBytes } from '../gpu/write.ts';
 
 /** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */
 export interface ElementwiseGpuTarget {
@@ -111,7 +112,7 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
   };
   const storage = (data: ArrayBufferView, label: string) => {
     const b = buffer(data.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label);
-    device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
+    writeHostBytes(device.queue, b, 0, data.buffer, data.byteOffset, data.byteLength);
     return b;
   };
   try {

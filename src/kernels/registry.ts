@@ -18,6 +18,7 @@ import { SGMAT_ID, type SgmatId, sgmatKernel } from './sgmat/kernel.ts';
 import { SPLITK_ID, type SplitKId, splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
 import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
+import { brief } from '../spec/echo.ts';
 
 /** The id of every GPU kernel, each exported by its kernel's module. */
 export type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
@@ -78,7 +79,7 @@ function forced<K extends { id: string }>(
   if (!k) {
     if (other.some((x) => x.id === id)) return null; // a kernel of the other backend: not ours to force
     const ids = [...list, ...other].map((x) => x.id).join(', ');
-    throw new InputError('kernel', `unknown kernel ${JSON.stringify(id)}; known kernels: ${ids}`);
+    throw new InputError('kernel', `unknown kernel ${brief(id)}; known kernels: ${ids}`);
   }
   if (!ok(k)) throw new InputError('kernel', `kernel ${id} cannot run ${what}`);
   return k;

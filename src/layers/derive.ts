@@ -18,6 +18,7 @@ import { InputError } from '../errors.ts';
 import { quantizeMultiplier } from '../quant/quantize.ts';
 import type { OutputStage } from '../types.ts';
 import { TYPE_RANGE } from '../types.ts';
+import { brief } from '../spec/echo.ts';
 
 export type KernelPath = 'xnnpack' | 'optimized' | 'reference';
 export type FusedActivation = 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1';
@@ -45,7 +46,7 @@ export function activationRange(activation: FusedActivation, output: QuantParams
     case 'RELU_N1_TO_1':
       return [Math.max(qmin, quantize(-1)), Math.min(qmax, quantize(1))];
     default:
-      throw new InputError('activation', `expected NONE, RELU, RELU6 or RELU_N1_TO_1, got ${JSON.stringify(activation)}`);
+      throw new InputError('activation', `expected NONE, RELU, RELU6 or RELU_N1_TO_1, got ${brief(activation)}`);
   }
 }
 

@@ -18,6 +18,7 @@ import {
   type KernelPath,
   type QuantParams,
 } from './derive.ts';
+import { brief } from '../spec/echo.ts';
 
 export type { FusedActivation, KernelPath, QuantParams } from './derive.ts';
 
@@ -128,7 +129,7 @@ export function layerGemm(
   }
   const path = p.kernelPath ?? 'xnnpack';
   if (path !== 'xnnpack' && path !== 'optimized' && path !== 'reference') {
-    throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${JSON.stringify(path)}`);
+    throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${brief(path)}`);
   }
   const activation = p.activation ?? 'NONE';
   const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: p.bias }] : [];
@@ -230,7 +231,7 @@ export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOpt
     if (!Number.isInteger(v) || v < 1) throw new InputError(`params.${name}`, `expected positive integers, got ${v}`);
   }
   if (params.padding !== 'SAME' && params.padding !== 'VALID')
-    throw new InputError('params.padding', `expected 'SAME' or 'VALID', got ${JSON.stringify(params.padding)}`);
+    throw new InputError('params.padding', `expected 'SAME' or 'VALID', got ${brief(params.padding)}`);
   const gh = convGeometry(H, KH, sh, dh, params.padding);
   const gw = convGeometry(W, KW, sw, dw, params.padding);
   if (gh.out < 1 || gw.out < 1) throw new InputError('params.filter.shape', 'the filter is larger than the input (VALID padding)');

@@ -10,6 +10,7 @@
 import { InputError } from '../errors.ts';
 import type { GpuContext, GpuMatrix, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
 import { dtypeOf, layerGemm, type FullyConnectedParams, type LayerGemm, type Tensor } from './layers.ts';
+import { brief } from '../spec/echo.ts';
 
 export interface SequentialFullyConnected {
   op: 'fullyConnected';
@@ -35,7 +36,7 @@ export class Sequential {
     let K = 0;
     layers.forEach((l, i) => {
       const f = `layers[${i}]`;
-      if (l?.op !== 'fullyConnected') throw new InputError(`${f}.op`, `expected "fullyConnected", got ${JSON.stringify(l?.op)}`);
+      if (l?.op !== 'fullyConnected') throw new InputError(`${f}.op`, `expected "fullyConnected", got ${brief(l?.op)}`);
       const w = l.params?.weights;
       if (!w || !Array.isArray(w.shape) || w.shape.length !== 2) throw new InputError(`${f}.params.weights.shape`, 'expected [N, K]');
       const [N, k] = w.shape;

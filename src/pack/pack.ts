@@ -17,6 +17,7 @@ import type { BufferPool } from '../gpu/pool.ts';
 import { ROUNDING_CODE, wgslCodes } from '../wgsl/codes.ts';
 import type { PackFormat } from './formats.ts';
 import pack from './pack.wgsl?raw';
+import { writeHostBytes } from '../gpu/write.ts';
 
 const source = [wgslCodes, pack].join('\n');
 const WORKGROUP_SIZE = 64;
@@ -88,7 +89,7 @@ function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 
     uploads.pooled.push(buffer);
     // writeBuffer takes whole words: the body as it is, the last partial word padded with zeros.
     const body = bytes & ~3;
-    if (body > 0) device.queue.writeBuffer(buffer, 0, x.data.buffer, x.data.byteOffset, body);
+    if (body > 0) writeHostBytes(device.queue, buffer, 0, x.data.buffer, x.data.byteOffset, body);
     if (body < bytes) {
       const tail = new Uint8Array(4);
       tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));

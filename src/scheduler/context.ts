@@ -15,7 +15,15 @@ import { withDevice } from '../gpu/scopes.ts';
 import type { GpuGemmKernel } from '../kernels/types.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
-import { type GpuMatrix, type GpuOperandInput, isGpuMatrix, type PackedOperand } from './operands.ts';
+import {
+  checkMatrix,
+  claimMatrix,
+  type GpuMatrix,
+  type GpuOperandInput,
+  isGpuMatrix,
+  isHandedOut,
+  type PackedOperand,
+} from './operands.ts';
 import { prepackOperand } from './prepack.ts';
 import { DeviceResources } from './resources.ts';
 
@@ -107,7 +115,7 @@ export class GpuContext {
 
   /** dst = pipeline(lhs * rhs), left on the GPU (the caller owns dst.buffer; see releaseMatrix). */
   gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
-    return this.exclusive(async () => (await this.run(problem, timing, false)).dst);
+    return this.exclusive(async () => claimMatrix(this.resources, (await this.run(problem, timing, false)).dst));
   }
 
   /** Reads a GPU matrix back into a dense typed array in its own storage order. */
@@ -115,7 +123,7 @@ export class GpuContext {
     const r = this.resources;
     return this.exclusive(async () => {
       r.checkAlive();
-      if (r.released.has(m)) throw new InputError('matrix', 'this GpuMatrix was released (releaseMatrix)');
+      checkMatrix(r, m, 'matrix');
       try {
         return await readBack(this.device, m, r.staging);
       } catch (e) {
@@ -127,8 +135,10 @@ export class GpuContext {
   /** Returns a dst buffer made by gemmOnGpu to the pool; the matrix can no longer be used. */
   releaseMatrix(m: GpuMatrix): void {
     const r = this.resources;
-    if (r.isDestroyed) return; // everything was freed already
-    if (r.released.has(m)) throw new InputError('matrix', 'this GpuMatrix was already released');
+    if (r.isDestroyed && m && typeof m === 'object' && isGpuMatrix(m)) return; // everything was freed already
+    checkMatrix(r, m, 'matrix');
+    if (!isHandedOut(r, m)) throw new InputError('matrix', 'this GpuMatrix was not made by gemmOnGpu of this context');
+    r.handedOut.delete(m.buffer);
     r.pool.release(m.buffer);
     r.released.add(m);
   }

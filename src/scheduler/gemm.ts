@@ -117,7 +117,7 @@ export async function runGemm(
   r.checkAlive();
   const { device } = r;
   const p = normalizeProblem(
-    { ...problem, lhs: shapeOf(problem.lhs, 'lhs', r.released), rhs: shapeOf(problem.rhs, 'rhs', r.released) },
+    { ...problem, lhs: shapeOf(problem.lhs, 'lhs', r), rhs: shapeOf(problem.rhs, 'rhs', r) },
     { shapesOnly: true },
   );
   const { M, N, K } = p;

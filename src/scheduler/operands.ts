@@ -9,6 +9,7 @@ import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
+import type { DeviceResources } from './resources.ts';
 
 export { type GpuMatrix, isGpuMatrix };
 
@@ -39,18 +40,66 @@ export function isPacked(x: GpuOperandInput): x is PackedOperand {
 }
 
 /**
- * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones.
- * `released`: matrices this context handed back to its pool (using one would read another call's data).
+ * The context that made each GpuMatrix buffer (gemmOnGpu's dst) and each PackedOperand: a matrix or an
+ * operand is used only by its own context (two contexts may share one device, and a buffer released by
+ * one goes on to its next call: read elsewhere it would be another call's data).
  */
-export function shapeOf(x: GpuOperandInput, field: string, released: WeakSet<GpuMatrix>): Operand {
+const owners = new WeakMap<object, DeviceResources>();
+
+/** Records m (a dst that gemmOnGpu hands out) as r's and live. */
+export function claimMatrix(r: DeviceResources, m: GpuMatrix): GpuMatrix {
+  owners.set(m.buffer, r);
+  r.handedOut.add(m.buffer);
+  return m;
+}
+
+/** Records a PackedOperand as r's. */
+export function claimPacked<T extends PackedOperand>(r: DeviceResources, x: T): T {
+  owners.set(x, r);
+  return x;
+}
+
+/**
+ * Checks that m is a GpuMatrix that r may read or use: a caller's own buffer, or one that r handed out
+ * and that is still live (not released, not another context's).
+ */
+export function checkMatrix(r: DeviceResources, m: unknown, field: string): asserts m is GpuMatrix {
+  if (!m || typeof m !== 'object' || !isGpuMatrix(m) || typeof (m as GpuMatrix).buffer !== 'object' || !(m as GpuMatrix).buffer) {
+    throw new InputError(field, 'expected a GpuMatrix ({ buffer, rows, cols, order, dtype, stride })');
+  }
+  const released = 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls';
+  if (r.released.has(m)) throw new InputError(field, released);
+  const owner = owners.get(m.buffer);
+  if (owner && owner !== r)
+    throw new InputError(field, 'this GpuMatrix belongs to another GpuContext: read or use it with the context that made it');
+  if (owner === r && !r.handedOut.has(m.buffer)) throw new InputError(field, released);
+}
+
+/** True when m's buffer was handed out by r (gemmOnGpu) and is still live. */
+export function isHandedOut(r: DeviceResources, m: GpuMatrix): boolean {
+  return owners.get(m.buffer) === r && r.handedOut.has(m.buffer);
+}
+
+/**
+ * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones; a GPU
+ * operand must be r's own (checkMatrix, claimPacked) or the caller's.
+ */
+export function shapeOf(x: GpuOperandInput, field: string, r: DeviceResources): Operand {
   if (!x || typeof x !== 'object') throw new InputError(field, 'missing operand');
   if (isPacked(x)) {
+    const owner = owners.get(x);
+    if (owner !== r) {
+      throw new InputError(
+        field,
+        owner ? 'this prepacked operand belongs to another GpuContext' : 'not a PackedOperand made by GpuContext.prepack',
+      );
+    }
     if (x.destroyed) throw new InputError(field, 'this prepacked operand was destroyed');
     if (x.side !== field) throw new InputError(field, `this operand was prepacked as ${x.side}`);
     return { data: x.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: 'row-major' };
   }
   if (isGpuMatrix(x)) {
-    if (released.has(x)) throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
+    checkMatrix(r, x, field);
     if (x.dtype !== 'uint8' && x.dtype !== 'int8') throw new InputError(field, `a GPU operand must be uint8 or int8, got ${x.dtype}`);
     const inner = x.order === 'row-major' ? x.cols : x.rows;
     const lines = x.order === 'row-major' ? x.rows : x.cols;

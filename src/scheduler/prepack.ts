@@ -3,12 +3,15 @@
 // reading it skip the pack stage. Packs through the same packOperand() as a GEMM's own operands
 // (src/pack/pack.ts), in the format src/pack/formats.ts prepackFormat chooses for the adapter.
 
+import { InputError } from '../errors.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { brief } from '../spec/echo.ts';
+import { checkBitDepth } from '../spec/problem.ts';
 import type { BitDepth, Operand } from '../types.ts';
-import { type GpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
+import { claimPacked, type GpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
 import type { DeviceResources } from './resources.ts';
 
 /**
@@ -22,7 +25,9 @@ export async function prepackOperand(
   bitDepth?: BitDepth,
 ): Promise<PackedOperand> {
   r.checkAlive();
-  const shape = shapeOf(operand, side, r.released);
+  if (side !== 'lhs' && side !== 'rhs') throw new InputError('side', `expected "lhs" or "rhs", got ${brief(side)}`);
+  if (bitDepth !== undefined) bitDepth = checkBitDepth(bitDepth);
+  const shape = shapeOf(operand, side, r);
   const type = shape.data instanceof Int8Array ? 'int8' : 'uint8';
   const { rows, cols } = shape;
   const outer = side === 'lhs' ? rows : cols;
@@ -62,12 +67,12 @@ export async function prepackOperand(
     for (const b of created) b.destroy();
     throw r.lostOr(e);
   } finally {
-    for (const b of pooled) r.pool.release(b);
+    for (const b of pooled) r.release(b); // not back to a pool that destroy() emptied
   }
   r.checkAlive();
   const [packed, sums] = created;
   let destroyed = false;
-  return {
+  return claimPacked(r, {
     side,
     rows,
     cols,
@@ -85,5 +90,5 @@ export async function prepackOperand(
       packed.destroy();
       sums.destroy();
     },
-  };
+  });
 }

@@ -22,6 +22,8 @@ export class DeviceResources {
   readonly released = new WeakSet<GpuMatrix>();
   /** Each kernel prepared once on this device (its pipelines), by kernel. */
   private readonly prepared = new Map<GpuGemmKernel, Promise<PreparedGemmKernel>>();
+  /** The buffers of the live matrices gemmOnGpu handed out (./operands.ts claimMatrix). */
+  readonly handedOut = new Set<GPUBuffer>();
   private xorshift: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
@@ -107,6 +109,7 @@ export class DeviceResources {
   /** Frees every buffer (GpuMatrix results included); the device itself only when `device` is set. */
   destroy(device: boolean): void {
     this.destroyed = true;
+    this.handedOut.clear();
     this.pool.destroy();
     this.uniforms.destroy();
     this.staging.destroy();

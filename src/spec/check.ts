@@ -3,19 +3,20 @@
 
 import { InputError } from '../errors.ts';
 import { type Axis, INT32_MAX, INT32_MIN, type PerChannel } from '../types.ts';
+import { brief } from './echo.ts';
 
 export function isInt32(v: unknown): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= INT32_MIN && v <= INT32_MAX;
 }
 
 export function checkInt32(field: string, v: unknown): number {
-  if (!isInt32(v)) throw new InputError(field, `expected an int32, got ${JSON.stringify(v)}`);
+  if (!isInt32(v)) throw new InputError(field, `expected an int32, got ${brief(v)}`);
   return v;
 }
 
 export function checkRange(field: string, v: unknown, lo: number, hi: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
-    throw new InputError(field, `expected an integer in ${lo}..${hi}, got ${JSON.stringify(v)}`);
+    throw new InputError(field, `expected an integer in ${lo}..${hi}, got ${brief(v)}`);
   }
   return v;
 }
@@ -30,6 +31,6 @@ export function checkPerChannel(field: string, v: unknown, length: number, what:
 }
 
 export function checkAxis(field: string, axis: unknown): Axis {
-  if (axis !== 'row' && axis !== 'col') throw new InputError(field, `expected "row" or "col", got ${JSON.stringify(axis)}`);
+  if (axis !== 'row' && axis !== 'col') throw new InputError(field, `expected "row" or "col", got ${brief(axis)}`);
   return axis;
 }

@@ -85,6 +85,7 @@ import {
 } from '../quant/quantize.ts';
 import { TYPE_RANGE, type OperandType } from '../types.ts';
 import { operandType } from './problem.ts';
+import { brief } from './echo.ts';
 
 export type ElementwiseOp = 'add' | 'sub' | 'mul' | 'alignedAdd' | 'alignedSub';
 export const ELEMENTWISE_OPS: readonly ElementwiseOp[] = ['add', 'sub', 'mul', 'alignedAdd', 'alignedSub'];
@@ -184,7 +185,7 @@ export interface ElementwisePlan {
 
 function checkShape(field: string, shape: unknown, length: number): number[] {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isSafeInteger(d) || d < 0)) {
-    throw new InputError(field, `expected a shape of non-negative integers, got ${JSON.stringify(shape)}`);
+    throw new InputError(field, `expected a shape of non-negative integers, got ${brief(shape)}`);
   }
   if (shape.length > MAX_RANK) throw new InputError(field, `at most ${MAX_RANK} dimensions, got shape (${shape.join(', ')})`);
   const count = shape.reduce((p: number, d: number) => p * d, 1);
@@ -194,14 +195,14 @@ function checkShape(field: string, shape: unknown, length: number): number[] {
 
 function checkScale(field: string, s: unknown): number {
   if (typeof s !== 'number' || !Number.isFinite(s) || !(s > 0)) {
-    throw new InputError(field, `expected a positive finite scale, got ${JSON.stringify(s)}`);
+    throw new InputError(field, `expected a positive finite scale, got ${brief(s)}`);
   }
   return s;
 }
 
 function checkInRange(field: string, v: unknown, [lo, hi]: readonly [number, number], what: string): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
-    throw new InputError(field, `expected ${what} in ${lo}..${hi}, got ${JSON.stringify(v)}`);
+    throw new InputError(field, `expected ${what} in ${lo}..${hi}, got ${brief(v)}`);
   }
   return v;
 }
@@ -266,7 +267,7 @@ function scalesOf(field: string, t: QuantizedTensor, shape: number[], aligned: b
   if (typeof axis !== 'number' || !Number.isInteger(axis) || axis < 0 || axis >= shape.length) {
     throw new InputError(
       `${field}.axis`,
-      `expected a dimension in 0..${shape.length - 1} of shape (${shape.join(', ')}), got ${JSON.stringify(axis)}`,
+      `expected a dimension in 0..${shape.length - 1} of shape (${shape.join(', ')}), got ${brief(axis)}`,
     );
   }
   if (s.length !== shape[axis])
@@ -297,7 +298,7 @@ const IDENTITY: QuantizedMultiplier = { multiplier: 0, shift: 0 };
  */
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
   const { op, a, b, output } = problem;
-  if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${JSON.stringify(op)}`);
+  if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${brief(op)}`);
   for (const [field, t] of [
     ['a', a],
     ['b', b],

@@ -16,6 +16,7 @@ import {
   type PerChannel,
 } from '../types.ts';
 import { checkPerChannel, checkRange } from './check.ts';
+import { brief } from './echo.ts';
 import { stageDefinition, type StageShape } from './stages/pipeline.ts';
 
 export { channel } from './stages/stage.ts';
@@ -51,7 +52,7 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
   checkRange(`${field}.rows`, op.rows, 1, INT32_MAX);
   checkRange(`${field}.cols`, op.cols, 1, INT32_MAX);
   if (op.order !== undefined && op.order !== 'row-major' && op.order !== 'col-major') {
-    throw new InputError(`${field}.order`, `expected 'row-major' or 'col-major', got ${JSON.stringify(op.order)}`);
+    throw new InputError(`${field}.order`, `expected 'row-major' or 'col-major', got ${brief(op.order)}`);
   }
   if (!shapesOnly && op.data.length !== op.rows * op.cols) {
     throw new InputError(field, `data has ${op.data.length} elements, shape [${op.rows},${op.cols}] needs ${op.rows * op.cols}`);
@@ -61,13 +62,14 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
 
 const ROUNDINGS = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'] as const;
 
-function checkBitDepth(b: BitDepth): BitDepth {
+/** A BitDepth as normalizeProblem accepts it (also ctx.prepack's). */
+export function checkBitDepth(b: BitDepth): BitDepth {
   if (!b || typeof b !== 'object') throw new InputError('bitDepth', 'expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}');
   checkRange('bitDepth.lhs', b.lhs, 1, 8);
   checkRange('bitDepth.rhs', b.rhs, 1, 8);
   const rounding = b.rounding ?? 'default';
   if (!(ROUNDINGS as readonly string[]).includes(rounding)) {
-    throw new InputError('bitDepth.rounding', `expected one of ${ROUNDINGS.join(', ')}, got ${JSON.stringify(rounding)}`);
+    throw new InputError('bitDepth.rounding', `expected one of ${ROUNDINGS.join(', ')}, got ${brief(rounding)}`);
   }
   return { lhs: b.lhs, rhs: b.rhs, rounding };
 }
@@ -111,7 +113,7 @@ export function normalizeProblem(
     if (!stage || typeof stage !== 'object') throw new InputError(f, 'expected a stage object');
     if (dstType !== 'int32') throw new InputError(f, `no stage may follow a cast (pipeline[${i - 1}] is the last allowed)`);
     const def = stageDefinition(stage.type);
-    if (!def) throw new InputError(`${f}.type`, `unknown stage type ${JSON.stringify((stage as { type: unknown }).type)}`);
+    if (!def) throw new InputError(`${f}.type`, `unknown stage type ${brief((stage as { type: unknown }).type)}`);
     derived[i] = def.validate(stage, f, shape);
     if (def.castTo) dstType = def.castTo(stage);
   });

@@ -77,8 +77,8 @@ describe('reads: regular files only, sized before reading', () => {
     expect(expectOneLine(await runMain(['run', spec]), 2, 'SPEC')).toMatch(/at most 67108864/);
   });
   it('a header promising more data than the file holds is refused before the data is read', async () => {
-    const dir = freshDir({ 'big.npy': rawNpy("{'descr': '|u1', 'fortran_order': False, 'shape': (99999, 99999), }", new Uint8Array(6)) });
-    expect(expectOneLine(await run(dir, { lhs: 'big.npy' }), 2, 'lhs')).toMatch(/data is truncated: expected 9999800001 bytes, got 6/);
+    const dir = freshDir({ 'big.npy': rawNpy("{'descr': '|u1', 'fortran_order': False, 'shape': (60000, 60000), }", new Uint8Array(6)) });
+    expect(expectOneLine(await run(dir, { lhs: 'big.npy' }), 2, 'lhs')).toMatch(/data is truncated: expected 3600000000 bytes, got 6/);
     expectNothingWritten(dir);
   });
   it('a header length beyond the file is refused', async () => {

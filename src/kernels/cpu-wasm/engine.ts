@@ -12,6 +12,7 @@
 import { InputError } from '../../errors.ts';
 import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
+import { CONTROL } from './job.ts';
 import { DATA_START } from './layout.ts';
 import { coreCount, isNode, type WorkerPool } from './pool.ts';
 
@@ -38,22 +39,23 @@ export interface WasmEngine {
   blocks: { at: number; size: number; live: boolean }[];
 }
 
-/** The most threads a GEMM may be given (configureCpu or QGEMM_THREADS); more is an InputError. */
-export const MAX_THREADS = 256;
+/** The most threads one GEMM may use (the size of the pool's control block, job.ts). */
+export const MAX_CPU_THREADS = CONTROL.maxThreads;
 
-/** A thread count as given (`field` names it): an integer in 1..MAX_THREADS, else an InputError. */
-function checkThreads(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_THREADS) {
-    throw new InputError(
-      field,
-      `expected an integer from 1 to ${MAX_THREADS}, got ${typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : String(v)}`,
-    );
-  }
-  return v;
+function threadsError(field: string, got: string): InputError {
+  return new InputError(field, `expected an integer thread count in 1..${MAX_CPU_THREADS}, got ${got}`);
+}
+
+/** QGEMM_THREADS: unset or empty gives no count; else a decimal integer in 1..MAX_CPU_THREADS. */
+export function parseThreadsEnv(text: string | undefined): number | undefined {
+  if (text === undefined || text === '') return undefined;
+  const n = /^[1-9]\d{0,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n <= MAX_CPU_THREADS)) throw threadsError('QGEMM_THREADS', JSON.stringify(text.slice(0, 100)));
+  return n;
 }
 
 export interface WasmOptions {
-  /** Threads per GEMM (the caller's included), an integer from 1 to MAX_THREADS. Default: the number of cores. */
+  /** Threads per GEMM (the caller's included), an integer in 1..MAX_CPU_THREADS (256). Default: the number of cores. */
   threads?: number;
   /** false: never use relaxed SIMD. Default: use it where it is proven exact. */
   relaxedSimd?: boolean;
@@ -64,11 +66,15 @@ let engine: Promise<WasmEngine | null> | null = null;
 
 /** Sets the thread count and the relaxed-SIMD opt-out; a change of the latter re-makes the engine. */
 export function configureWasm(o: WasmOptions): void {
-  if (o === null || typeof o !== 'object') throw new InputError('options', `expected an object, got ${String(o)}`);
+  if (!o || typeof o !== 'object') throw new InputError('options', 'expected an object such as { threads: 2 }');
+  const t: unknown = o.threads;
+  if (t !== undefined && !(typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= MAX_CPU_THREADS)) {
+    throw threadsError('threads', typeof t === 'string' ? JSON.stringify(t.slice(0, 100)) : String(t));
+  }
   if (o.relaxedSimd !== undefined && typeof o.relaxedSimd !== 'boolean') {
     throw new InputError('relaxedSimd', `expected true or false, got ${String(o.relaxedSimd).slice(0, 100)}`);
   }
-  if (o.threads !== undefined) options.threads = checkThreads('threads', o.threads);
+  if (t !== undefined) options.threads = t;
   if (o.relaxedSimd !== undefined && o.relaxedSimd !== options.relaxedSimd) {
     options.relaxedSimd = o.relaxedSimd;
     void engine?.then((e) => e?.pool?.close());
@@ -76,19 +82,19 @@ export function configureWasm(o: WasmOptions): void {
   }
 }
 
-let envThreads: number | null | undefined;
+let envThreads: number | undefined | null = null;
 
 /**
  * Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node; read once, process.env
- * costs microseconds a call; set but not an integer in 1..MAX_THREADS: an InputError naming it), else
- * the cores; 1 without a shared memory.
+ * costs microseconds a call), else the cores; 1 without a shared memory.
  */
 export function wasmThreads(e: WasmEngine): number {
-  if (envThreads === undefined) {
-    const raw = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS;
-    envThreads = raw === undefined || raw === '' ? null : checkThreads('QGEMM_THREADS', /^\d+$/.test(raw) ? Number(raw) : raw);
+  if (!e.shared) return 1;
+  if (options.threads !== undefined) return options.threads;
+  if (envThreads === null) {
+    envThreads = parseThreadsEnv((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
   }
-  return e.shared ? (options.threads ?? envThreads ?? e.cores) : 1;
+  return envThreads ?? e.cores;
 }
 
 const bytesOf = (v: Variant) => Uint8Array.from(atob(WASM_BINARIES[variantName(v)]), (c) => c.charCodeAt(0));

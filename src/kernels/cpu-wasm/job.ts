@@ -11,7 +11,8 @@ export const BARRIER_CALL = 'barrier';
 
 /**
  * The control block: word `gen` counts jobs, `done` the workers finished with this one, `failed` is set
- * by the first failure, `barrier` counts barrier arrivals, `threads` is the job's thread count. From
+ * by the first failure, `barrier` counts barrier arrivals, `threads` is the job's thread count, `taken`
+ * the workers that took this job (the caller waits for them before it may block at a barrier). From
  * `jobAt`, `jobWords` words per thread: a call count, then per call its function index (-1: barrier),
  * its argument count and arguments. From `errorAt`, the first failure's message: a length, then UTF-16
  * code units.
@@ -28,6 +29,7 @@ export const CONTROL = (() => {
     failed: 2,
     barrier: 3,
     threads: 4,
+    taken: 5,
     jobAt,
     jobWords,
     maxThreads,

@@ -8,6 +8,7 @@
 // cross-origin isolated page); there the calling thread may not block, so it spins on its short waits.
 // Created once per engine, grown on demand, never shrunk.
 
+import { WorkerLostError } from '../../errors.ts';
 import { BARRIER_CALL, CONTROL, runJob, type Call } from './job.ts';
 import { WORKER_SOURCE } from './worker-source.ts';
 
@@ -113,7 +114,7 @@ export class WorkerPool {
                 if (m.type === 'ready') resolve(port);
                 else {
                   this.lost ??= `qgemm wasm worker ${slot}: ${m.message}`;
-                  reject(new Error(this.lost));
+                  reject(new WorkerLostError(this.lost));
                 }
               });
               const { module, memory, ctl, names } = this;
@@ -130,7 +131,7 @@ export class WorkerPool {
   async run(lists: Call[][]): Promise<void> {
     if (lists.length > CONTROL.maxThreads) throw new Error(`qgemm: at most ${CONTROL.maxThreads} threads`);
     await this.ensure(lists.length - 1);
-    if (this.lost) throw new Error(this.lost);
+    this.checkLost();
     const { ctl } = this;
     lists.forEach((calls, slot) => {
       let at = CONTROL.jobAt + slot * CONTROL.jobWords;
@@ -142,18 +143,28 @@ export class WorkerPool {
         for (const a of args) ctl[at++] = a;
       }
     });
-    for (const w of [CONTROL.done, CONTROL.failed, CONTROL.barrier]) ctl[w] = 0;
+    for (const w of [CONTROL.done, CONTROL.failed, CONTROL.barrier, CONTROL.taken]) ctl[w] = 0;
     Atomics.store(ctl, CONTROL.threads, lists.length);
     Atomics.add(ctl, CONTROL.gen, 1);
     Atomics.notify(ctl, CONTROL.gen);
+    // Every worker must take the job before this thread may block at a barrier: one that died would
+    // never come, and a blocked thread never hears its exit.
+    await this.waitFor(CONTROL.taken, lists.length - 1);
     if (runJob(ctl, 0, this.fns, this.canBlock, CONTROL, STALL_MS) === 'stalled') {
       // A worker stopped mid-job and may still write to the memory: none of them may run again.
       this.lost = `qgemm wasm: ${this.error()}`;
       this.close();
     }
-    if (!this.lost) await this.waitDone(lists.length - 1);
-    if (this.lost) throw new Error(this.lost);
+    if (!this.lost) await this.waitFor(CONTROL.done, lists.length - 1);
+    this.checkLost();
     if (Atomics.load(ctl, CONTROL.failed)) throw new Error(`qgemm wasm: ${this.error()}`);
+  }
+
+  /** A worker stopped: no worker of this pool may run again (one may be mid-job); a typed error. */
+  private checkLost(): void {
+    if (!this.lost) return;
+    this.close();
+    throw new WorkerLostError(this.lost);
   }
 
   /** The first failure's message in the control block. */
@@ -162,15 +173,21 @@ export class WorkerPool {
     return String.fromCharCode(...this.ctl.subarray(CONTROL.errorAt + 1, CONTROL.errorAt + 1 + length));
   }
 
-  /** Waits until `workers` threads have counted themselves done: spinning, then sleeping, now and then yielding. */
-  private async waitDone(workers: number): Promise<void> {
+  /**
+   * Waits until `workers` threads have counted themselves in word `at` (taken, done): spinning, then
+   * sleeping, now and then yielding, so that a worker's exit is heard; a worker that has not come after
+   * STALL_MS is declared lost.
+   */
+  private async waitFor(at: number, workers: number): Promise<void> {
     const { ctl } = this;
-    for (let spins = 0, done = Atomics.load(ctl, CONTROL.done); done < workers; done = Atomics.load(ctl, CONTROL.done)) {
+    const giveUp = performance.now() + STALL_MS;
+    for (let spins = 0, n = Atomics.load(ctl, at); n < workers; n = Atomics.load(ctl, at)) {
       if (++spins % 4096 !== 0) continue;
-      if (this.canBlock) Atomics.wait(ctl, CONTROL.done, done, 1);
-      if (spins % (4096 * 64) === 0) {
+      if (this.canBlock) Atomics.wait(ctl, at, n, 1);
+      if (spins % (4096 * 16) === 0) {
         await pause(); // lets a worker's exit be heard
-        if (this.lost) throw new Error(this.lost);
+        if (!this.lost && performance.now() > giveUp) this.lost = `qgemm wasm: a worker did not answer within ${STALL_MS} ms`;
+        this.checkLost();
       }
     }
   }

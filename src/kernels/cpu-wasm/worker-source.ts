@@ -20,6 +20,7 @@ function serve(ctl, slot, fns, gen) {
     gen = Atomics.load(ctl, CONTROL.gen);
     const threads = Atomics.load(ctl, CONTROL.threads);
     if (slot >= threads) continue;
+    if (Atomics.add(ctl, CONTROL.taken, 1) + 1 === threads - 1) Atomics.notify(ctl, CONTROL.taken);
     runJob(ctl, slot, fns, true, CONTROL);
     if (Atomics.add(ctl, CONTROL.done, 1) + 1 === threads - 1) Atomics.notify(ctl, CONTROL.done);
   }

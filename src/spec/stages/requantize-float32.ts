@@ -7,6 +7,7 @@
 import { InputError } from '../../errors.ts';
 import { float32Bits, requantizeFloat32 as requantize } from '../../quant/float32.ts';
 import { checkAxis, checkInt32 } from '../check.ts';
+import { brief } from '../echo.ts';
 import { axisOf, type StageDefinition, type StageOf } from './stage.ts';
 
 const OPS = { requantizeFloat32: 10 } as const;
@@ -25,7 +26,7 @@ export const requantizeFloat32 = {
     } else if (typeof scale !== 'number' || !Number.isFinite(scale) || Math.fround(scale) !== scale) {
       throw new InputError(
         `${f}.scale`,
-        `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${JSON.stringify(scale)}`,
+        `expected a finite float32 value (Math.fround(scale) === scale) or a Float32Array, got ${brief(scale)}`,
       );
     }
     checkInt32(`${f}.zeroPoint`, stage.zeroPoint);

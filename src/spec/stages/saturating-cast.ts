@@ -3,6 +3,7 @@
 // (./stage.ts).
 
 import { InputError } from '../../errors.ts';
+import { brief } from '../echo.ts';
 import { TYPE_RANGE } from '../../types.ts';
 import { clamp } from './clamp.ts';
 import type { StageDefinition, StageOf } from './stage.ts';
@@ -13,7 +14,7 @@ export const saturatingCast = {
   ops: {},
   fields: { to: { oneOf: TYPES } },
   validate(stage, f) {
-    if (!TYPES.includes(stage.to)) throw new InputError(`${f}.to`, `expected one of ${TYPES.join(', ')}, got ${JSON.stringify(stage.to)}`);
+    if (!TYPES.includes(stage.to)) throw new InputError(`${f}.to`, `expected one of ${TYPES.join(', ')}, got ${brief(stage.to)}`);
   },
   castTo: (stage) => stage.to,
   evaluate(stage, x) {

@@ -7,6 +7,7 @@
 import { InputError } from '../../errors.ts';
 import { multiplyByQuantizedMultiplier } from '../../quant/fixedpoint.ts';
 import { checkInt32, checkRange } from '../check.ts';
+import { brief } from '../echo.ts';
 import { checkChannels } from './scale-channels.ts';
 import { axisOf, channel, type StageDefinition, type StageOf } from './stage.ts';
 
@@ -34,7 +35,7 @@ export const scaleInt32ByFixedPointAndExponent = {
     );
     const rounding = stage.rounding ?? 'double';
     if (!ROUNDINGS.includes(rounding)) {
-      throw new InputError(`${f}.rounding`, `expected "double", "double-up" or "single", got ${JSON.stringify(stage.rounding)}`);
+      throw new InputError(`${f}.rounding`, `expected "double", "double-up" or "single", got ${brief(stage.rounding)}`);
     }
     checkInt32(`${f}.offsetAfterShift`, stage.offsetAfterShift);
     const hi = rounding === 'single' ? 30 : 31;

@@ -2,6 +2,7 @@
 // uint8, which becomes the dst type; last stage only. Defined once here (./stage.ts).
 
 import { InputError } from '../../errors.ts';
+import { brief } from '../echo.ts';
 import type { StageDefinition, StageOf } from './stage.ts';
 
 const OPS = { truncate: 7 } as const;
@@ -10,7 +11,7 @@ export const truncatingCast = {
   ops: OPS,
   fields: { to: { oneOf: ['uint8'] } },
   validate(stage, f) {
-    if (stage.to !== 'uint8') throw new InputError(`${f}.to`, `expected one of uint8, got ${JSON.stringify(stage.to)}`);
+    if (stage.to !== 'uint8') throw new InputError(`${f}.to`, `expected one of uint8, got ${brief(stage.to)}`);
   },
   castTo: () => 'uint8',
   evaluate: (_stage, x) => x & 0xff,

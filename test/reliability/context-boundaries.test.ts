@@ -1,0 +1,102 @@
+// GpuContext boundaries (src/scheduler/): a GpuMatrix is read or used only by the context that made it
+// and only while it is live; a PackedOperand only by the context that packed it; destroy() during a
+// prepack is a DeviceLostError; ctx.read and ctx.releaseMatrix without a matrix are InputErrors naming
+// `matrix`. Two contexts share one device here, the case where a stale read once returned another call's data.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { DeviceLostError, InputError } from '../../src/errors.ts';
+import { GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
+import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
+
+const gpu = await getGpu();
+afterAll(releaseGpu);
+
+const problem = (fill: number): GpuGemmProblem => ({
+  lhs: { data: new Uint8Array(12).fill(fill), rows: 3, cols: 4 },
+  rhs: { data: new Uint8Array(8).fill(1), rows: 4, cols: 2 },
+  pipeline: [{ type: 'saturatingCast', to: 'uint8' }],
+});
+
+async function inputErrorOf(p: Promise<unknown> | (() => unknown)): Promise<InputError> {
+  let err: unknown;
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(InputError);
+  return err as InputError;
+}
+
+describe.skipIf(!gpu)('context boundaries', () => {
+  it('a matrix released by A is not read by a second context S after A reuses its buffer', async () => {
+    const A = await GpuContext.create({ device: gpu!.device });
+    const S = await GpuContext.create({ device: gpu!.device });
+    const m = await A.gemmOnGpu(problem(1));
+    A.releaseMatrix(m);
+    const m2 = await A.gemmOnGpu(problem(2));
+    expect(m2.buffer).toBe(m.buffer); // the pool reused it: reading m would give P2's data
+    expect((await inputErrorOf(S.read(m))).field).toBe('matrix');
+    expect((await inputErrorOf(S.read({ ...m }))).field).toBe('matrix');
+    expect((await inputErrorOf(A.read(m))).field).toBe('matrix');
+    expect(Array.from((await A.read(m2)).data)).toEqual(Array(6).fill(8));
+    A.destroy();
+    S.destroy();
+  });
+
+  it('a live matrix of A is refused by S: read, as an operand, prepacked, released (item 12)', async () => {
+    const A = await GpuContext.create({ device: gpu!.device });
+    const S = await GpuContext.create({ device: gpu!.device });
+    const m = await A.gemmOnGpu({ ...problem(1), rhs: { data: new Uint8Array(16).fill(1), rows: 4, cols: 4 } });
+    expect((await inputErrorOf(S.read(m))).message).toMatch(/another GpuContext/);
+    const asLhs = { lhs: m, rhs: { data: new Uint8Array(8).fill(1), rows: 4, cols: 2 } };
+    expect((await inputErrorOf(S.gemm(asLhs))).field).toBe('lhs');
+    expect((await inputErrorOf(S.prepack('lhs', m))).field).toBe('lhs');
+    expect((await inputErrorOf(() => S.releaseMatrix(m))).field).toBe('matrix');
+    expect(Array.from((await A.read(m)).data)).toEqual(Array(12).fill(4)); // still A's, still live
+    A.destroy();
+    S.destroy();
+  });
+
+  it('a PackedOperand of A is refused by S (item 12)', async () => {
+    const A = await GpuContext.create({ device: gpu!.device });
+    const S = await GpuContext.create({ device: gpu!.device });
+    const packed = await A.prepack('rhs', problem(1).rhs as never);
+    const e = await inputErrorOf(S.gemm({ ...problem(1), rhs: packed }));
+    expect(e.field).toBe('rhs');
+    expect(e.message).toMatch(/another GpuContext/);
+    expect(Array.from((await A.gemm({ ...problem(1), rhs: packed })).data)).toEqual(Array(6).fill(4));
+    A.destroy();
+    S.destroy();
+  });
+
+  it('read(undefined), read(null), releaseMatrix(null) are InputErrors naming matrix; read rejects, never throws', async () => {
+    const A = await GpuContext.create({ device: gpu!.device });
+    for (const bad of [undefined, null, 3, {}]) {
+      let promise: Promise<unknown> | undefined;
+      expect(() => {
+        promise = A.read(bad as never);
+      }).not.toThrow();
+      expect((await inputErrorOf(promise!)).field).toBe('matrix');
+      expect((await inputErrorOf(() => A.releaseMatrix(bad as never))).field).toBe('matrix');
+    }
+    A.destroy();
+  });
+
+  it('destroy() during prepack rejects with DeviceLostError (item 8)', async () => {
+    for (let batch = 0; batch < 5; batch++) {
+      const own = await GpuContext.create({ device: gpu!.device });
+      const rhs = { data: new Uint8Array(64 * 64).fill(3), rows: 64, cols: 64 };
+      const calls = [own.prepack('rhs', rhs), own.prepack('lhs', rhs), own.prepack('rhs', rhs)];
+      await new Promise((r) => setTimeout(r, batch));
+      own.destroy();
+      for (const c of calls) {
+        const outcome = await c.then(
+          () => 'resolved',
+          (e) => e,
+        );
+        if (outcome !== 'resolved') expect(outcome).toBeInstanceOf(DeviceLostError);
+      }
+    }
+  });
+});

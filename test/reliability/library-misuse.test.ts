@@ -1,0 +1,82 @@
+// Library misuse (src/api.ts, src/spec/): every bad call is an InputError naming the field, every async
+// entry point rejects (never throws), and a value from the input is echoed cut to about 100 characters
+// (src/spec/echo.ts brief), Infinity and NaN printed as themselves. CPU backend: no device needed.
+
+import { describe, expect, it } from 'vitest';
+import { elementwise, gemm } from '../../src/api.ts';
+import { InputError } from '../../src/errors.ts';
+import { brief } from '../../src/spec/echo.ts';
+
+const lhs = { data: new Uint8Array([1, 2]), rows: 1, cols: 2 };
+const rhs = { data: new Uint8Array([3, 4]), rows: 2, cols: 1 };
+
+/** Calls f; it must return a promise (not throw) that rejects with an InputError on `field`. */
+async function rejectsOn(field: string, f: () => Promise<unknown>): Promise<InputError> {
+  let promise: Promise<unknown> | undefined;
+  expect(() => {
+    promise = f();
+  }, 'an async entry point rejects, never throws').not.toThrow();
+  let err: unknown;
+  try {
+    await promise;
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(InputError);
+  expect((err as InputError).field).toBe(field);
+  return err as InputError;
+}
+
+describe('library misuse: InputError naming the field, always a rejection', () => {
+  it.each([null, undefined, 42, 'p'])('gemm(%s)', async (p) => {
+    await rejectsOn('problem', () => gemm(p as never));
+  });
+  it.each([null, undefined, 7])('elementwise(%s)', async (p) => {
+    await rejectsOn('problem', () => elementwise(p as never));
+  });
+  it('gemm(p, null) and a non-object options reject', async () => {
+    await rejectsOn('options', () => gemm({ lhs, rhs }, null as never));
+    await rejectsOn('options', () => gemm({ lhs, rhs }, 'cpu' as never));
+  });
+  it.each(['gpu', 42, '', null])('backend %j is refused, never run as auto', async (backend) => {
+    const e = await rejectsOn('backend', () => gemm({ lhs, rhs }, { backend: backend as never }));
+    expect(e.message).toMatch(/auto.*cpu.*webgpu/);
+  });
+  it('a BigInt zero point', async () => {
+    const e = await rejectsOn('lhsZeroPoint', () => gemm({ lhs, rhs, lhsZeroPoint: 3n as never }, { backend: 'cpu' }));
+    expect(e.message).toMatch(/got 3n?\b/);
+  });
+  it('a huge typed-array zero point gives a short message', async () => {
+    const e = await rejectsOn('rhsZeroPoint', () => gemm({ lhs, rhs, rhsZeroPoint: new Float64Array(1e6) as never }, { backend: 'cpu' }));
+    expect(e.message.length).toBeLessThan(300);
+  });
+  it('Infinity and NaN are printed as themselves', async () => {
+    expect(
+      (await rejectsOn('lhsZeroPoint', () => gemm({ lhs, rhs, lhsZeroPoint: Number.POSITIVE_INFINITY }, { backend: 'cpu' }))).message,
+    ).toMatch(/got Infinity/);
+    expect((await rejectsOn('rhsZeroPoint', () => gemm({ lhs, rhs, rhsZeroPoint: Number.NaN }, { backend: 'cpu' }))).message).toMatch(
+      /got NaN/,
+    );
+  });
+  it('a long string is echoed cut', async () => {
+    const e = await rejectsOn('pipeline[0].type', () =>
+      gemm({ lhs, rhs, pipeline: [{ type: 'x'.repeat(100_000) } as never] }, { backend: 'cpu' }),
+    );
+    expect(e.message.length).toBeLessThan(300);
+  });
+  it('a valid call still runs', async () => {
+    expect(Array.from((await gemm({ lhs, rhs }, { backend: 'cpu' })).data)).toEqual([11]);
+  });
+});
+
+describe('brief', () => {
+  it('cuts, names arrays and typed arrays by length, prints numbers as they are', () => {
+    expect(brief('x'.repeat(1000)).length).toBeLessThan(140);
+    expect(brief(new Float64Array(5))).toBe('a Float64Array of 5');
+    expect(brief([1, 2])).toBe('an array of 2');
+    expect(brief(Number.NaN)).toBe('NaN');
+    expect(brief(Number.NEGATIVE_INFINITY)).toBe('-Infinity');
+    expect(brief(3n)).toBe('3n');
+    expect(brief(Symbol('s'))).toBe('Symbol(s)');
+  });
+});
