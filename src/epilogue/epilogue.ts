@@ -3,6 +3,7 @@
 // the resources it binds, by name. Every GEMM kernel binds these beside its own resources, so the
 // epilogue's layout lives here and in its WGSL only.
 
+import type { Overrides } from '../gpu/pipelines.ts';
 import type { GemmDispatch } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
@@ -11,6 +12,19 @@ import type { NormalizedProblem } from '../spec/problem.ts';
 import { DST_TYPE_CODE } from '../wgsl/codes.ts';
 import { epilogueLibrary } from './source.ts';
 import type { EncodedStages } from './stages.ts';
+
+/**
+ * The epilogue's pipeline constants: STAGE_KINDS, the ops (one bit per STAGE_OP code, EncodedStages.kinds)
+ * that the output programs run through this pipeline may hold. The compiler drops the other ops' code, so
+ * a kernel compiles in a fraction of the time of the whole interpreter; a pipeline serves every program
+ * whose kinds are among its own.
+ */
+export function epilogueOverrides(stageKinds: number): Overrides {
+  return { STAGE_KINDS: stageKinds >>> 0 };
+}
+
+/** Every stage kind: the whole interpreter (STAGE_KINDS' default in epilogue.wgsl). */
+export const ALL_STAGE_KINDS = 0xffffffff;
 
 /** The epilogue's inputs for one GEMM call. */
 export interface EpilogueCall {

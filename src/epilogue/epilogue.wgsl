@@ -44,6 +44,15 @@ struct EpilogueParams {
 @group(0) @binding(3) var<storage, read> stages: array<i32>;
 @group(0) @binding(4) var<storage, read_write> dst: array<u32>;
 
+// The op codes the output program may hold, one bit each (bit STAGE_*): a pipeline is compiled for the
+// stage kinds of its calls (src/epilogue/stages.ts stageKinds), so the compiler drops the other cases.
+// Every bit set, the default, compiles the whole interpreter.
+override STAGE_KINDS: u32 = 0xffffffffu;
+
+fn stageIn(op: i32) -> bool {
+  return ((STAGE_KINDS >> u32(op)) & 1u) != 0u;
+}
+
 /** A scalar parameter, or element `index` of a vector stored in `stages` (isVector != 0: value is its offset). */
 fn channelValue(isVector: i32, value: i32, index: u32) -> i32 {
   if (isVector != 0) {
@@ -72,44 +81,64 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
     let c = select(m, n, stages[r + 1u] != 0); // the channel index along the stage's axis
     switch stages[r] {
       case STAGE_BIAS: {
-        x = x + channelValue(stages[r + 2u], stages[r + 3u], c);
+        if (stageIn(STAGE_BIAS)) {
+          x = x + channelValue(stages[r + 2u], stages[r + 3u], c);
+        }
       }
       case STAGE_SCALE_TO_UINT8: {
-        let offset = channelValue(stages[r + 2u], stages[r + 3u], c);
-        let multiplier = channelValue(stages[r + 4u], stages[r + 5u], c);
-        x = roundingDivideByPOT((x + offset) * multiplier, u32(stages[r + 6u]));
+        if (stageIn(STAGE_SCALE_TO_UINT8)) {
+          let offset = channelValue(stages[r + 2u], stages[r + 3u], c);
+          let multiplier = channelValue(stages[r + 4u], stages[r + 5u], c);
+          x = roundingDivideByPOT((x + offset) * multiplier, u32(stages[r + 6u]));
+        }
       }
       case STAGE_FIXED_POINT: {
-        x = roundingDivideByPOT(saturatingRoundingDoublingHighMul(x, stages[r + 2u]), u32(stages[r + 3u])) + stages[r + 4u];
+        if (stageIn(STAGE_FIXED_POINT)) {
+          x = roundingDivideByPOT(saturatingRoundingDoublingHighMul(x, stages[r + 2u]), u32(stages[r + 3u])) + stages[r + 4u];
+        }
       }
       case STAGE_EXPONENT_DOUBLE: {
-        let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
-        let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
-        x = multiplyByQuantizedMultiplierDouble(x, multiplier, exponent) + stages[r + 6u];
+        if (stageIn(STAGE_EXPONENT_DOUBLE)) {
+          let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
+          let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
+          x = multiplyByQuantizedMultiplierDouble(x, multiplier, exponent) + stages[r + 6u];
+        }
       }
       case STAGE_EXPONENT_SINGLE: {
-        let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
-        let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
-        x = multiplyByQuantizedMultiplierSingle(x, multiplier, exponent) + stages[r + 6u];
+        if (stageIn(STAGE_EXPONENT_SINGLE)) {
+          let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
+          let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
+          x = multiplyByQuantizedMultiplierSingle(x, multiplier, exponent) + stages[r + 6u];
+        }
       }
       case STAGE_EXPONENT_DOUBLE_UP: {
-        let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
-        let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
-        x = multiplyByQuantizedMultiplierDoubleUp(x, multiplier, exponent) + stages[r + 6u];
+        if (stageIn(STAGE_EXPONENT_DOUBLE_UP)) {
+          let multiplier = channelValue(stages[r + 2u], stages[r + 3u], c);
+          let exponent = channelValue(stages[r + 4u], stages[r + 5u], c);
+          x = multiplyByQuantizedMultiplierDoubleUp(x, multiplier, exponent) + stages[r + 6u];
+        }
       }
       case STAGE_REQUANTIZE_FLOAT32: {
-        x = requantizeFloat32(x, channelValue(stages[r + 2u], stages[r + 3u], c), stages[r + 4u]);
+        if (stageIn(STAGE_REQUANTIZE_FLOAT32)) {
+          x = requantizeFloat32(x, channelValue(stages[r + 2u], stages[r + 3u], c), stages[r + 4u]);
+        }
       }
       case STAGE_CLAMP: {
-        x = clamp(x, stages[r + 2u], stages[r + 3u]);
+        if (stageIn(STAGE_CLAMP)) {
+          x = clamp(x, stages[r + 2u], stages[r + 3u]);
+        }
       }
       case STAGE_TANH: {
-        let p = TanhParams(stages[r + 2u], stages[r + 3u], stages[r + 4u], stages[r + 5u], stages[r + 6u],
-                           stages[r + 7u], stages[r + 8u], stages[r + 9u], stages[r + 10u]);
-        x = tanhStage(x, p);
+        if (stageIn(STAGE_TANH)) {
+          let p = TanhParams(stages[r + 2u], stages[r + 3u], stages[r + 4u], stages[r + 5u], stages[r + 6u],
+                             stages[r + 7u], stages[r + 8u], stages[r + 9u], stages[r + 10u]);
+          x = tanhStage(x, p);
+        }
       }
       case STAGE_TRUNCATE: {
-        x = x & 0xff;
+        if (stageIn(STAGE_TRUNCATE)) {
+          x = x & 0xff;
+        }
       }
       default: {}
     }
@@ -126,13 +155,14 @@ fn storeQuad(raw: vec4<u32>, m: u32, n: u32) {
   if (m >= epilogue.M || n >= epilogue.N) {
     return;
   }
+  // One call site of outputValue (and of storeQuad in storeBlock): the compiler inlines each call, and
+  // every copy of the output program costs compile time.
+  let colMajor = epilogue.dstColMajor != 0u;
   var v: vec4<i32>;
   for (var i = 0u; i < 4u; i++) {
-    if (epilogue.dstColMajor != 0u) {
-      v[i] = outputValue(raw[i], min(m + i, epilogue.M - 1u), n);
-    } else {
-      v[i] = outputValue(raw[i], m, min(n + i, epilogue.N - 1u));
-    }
+    let mi = select(m, min(m + i, epilogue.M - 1u), colMajor);
+    let ni = select(min(n + i, epilogue.N - 1u), n, colMajor);
+    v[i] = outputValue(raw[i], mi, ni);
   }
   var first = m * epilogue.dstStride + n;
   if (epilogue.dstColMajor != 0u) {
@@ -164,13 +194,10 @@ fn dstColMajor() -> bool {
 
 /** Stores a 4x4 block of raw sums, acc[r][c] for dst element (m0 + r, n0 + c), as quads. */
 fn storeBlock(acc: array<vec4<u32>, 4>, m0: u32, n0: u32) {
-  if (dstColMajor()) {
-    for (var c = 0u; c < 4u; c++) {
-      storeQuad(vec4<u32>(acc[0][c], acc[1][c], acc[2][c], acc[3][c]), m0, n0 + c);
-    }
-  } else {
-    for (var r = 0u; r < 4u; r++) {
-      storeQuad(acc[r], m0 + r, n0);
-    }
+  let colMajor = dstColMajor();
+  for (var q = 0u; q < 4u; q++) {
+    // row-major: row q of the block; column-major: column q
+    let raw = select(acc[q], vec4<u32>(acc[0][q], acc[1][q], acc[2][q], acc[3][q]), colMajor);
+    storeQuad(raw, select(m0 + q, m0, colMajor), select(n0, n0 + q, colMajor));
   }
 }

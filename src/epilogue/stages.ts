@@ -2,7 +2,8 @@
 // lowered output program (src/spec/stages/) becomes one STAGE_WORDS-word i32 record that
 // ./epilogue.wgsl interprets (op codes STAGE_* generated from src/spec/stages/stage.ts STAGE_OP by
 // src/wgsl/codes.ts), followed by the per-channel vectors the records point to and the zero-point
-// vectors. One shader serves every pipeline; only this buffer changes.
+// vectors. One shader serves every output program; only this buffer changes, and `kinds` says which
+// ops the shader must be compiled for (./epilogue.ts epilogueOverrides).
 
 import type { NormalizedProblem } from '../spec/problem.ts';
 import { lowerPipeline } from '../spec/stages/pipeline.ts';
@@ -13,6 +14,8 @@ export interface EncodedStages {
   /** Records, then vectors. Never empty (a storage binding cannot be). */
   data: Int32Array<ArrayBuffer>;
   stageCount: number;
+  /** The ops the records hold, one bit per STAGE_OP code: what the epilogue is compiled for (stageKinds). */
+  kinds: number;
   /** uint8-domain zero points: scalar value, or the vector's offset in `data` (offset -1 for scalars). */
   lhsZeroPoint: number;
   lhsZeroPointOffset: number;
@@ -42,7 +45,9 @@ export function encodeStages(p: NormalizedProblem): EncodedStages {
     for (const x of v) vectors.push(x);
     return [1, offset];
   };
+  let kinds = 0;
   for (const { op, axis, operands } of lowerPipeline(p)) {
+    kinds |= 1 << op;
     const fields = [op, axis === 'col' ? 1 : 0, ...operands.flatMap((o) => ('imm' in o ? [o.imm] : param(o.channel)))];
     if (fields.length > STAGE_WORDS) throw new Error(`internal: a stage record of ${fields.length} words`);
     records.push(...fields, ...new Array(STAGE_WORDS - fields.length).fill(0));
@@ -53,6 +58,7 @@ export function encodeStages(p: NormalizedProblem): EncodedStages {
   return {
     data,
     stageCount: p.pipeline.length,
+    kinds,
     lhsZeroPoint: lhsVec ? 0 : lhsZ,
     lhsZeroPointOffset: lhsVec ? lhsZ : -1,
     rhsZeroPoint: rhsVec ? 0 : rhsZ,

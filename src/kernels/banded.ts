@@ -9,7 +9,7 @@ import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
 import { type GemmDispatch, type GemmShape, planGemm } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
-import { epilogueEntries } from '../epilogue/epilogue.ts';
+import { epilogueEntries, epilogueOverrides } from '../epilogue/epilogue.ts';
 import dot4TileWgsl from './dot4-tile.wgsl?raw';
 import tileWgsl from './tile.wgsl?raw';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
@@ -20,7 +20,7 @@ export const tileBindings = tileWgsl;
 export const dot4TileLoop = dot4TileWgsl;
 
 /** How one banded kernel is encoded: its pipeline, the WGSL reflected, its formats and tile values. */
-export interface BandedEncoding {
+interface BandedEncoding {
   pipeline: GPUComputePipeline;
   /** The WGSL that declares its bindings (the kernel's source, or its declarations). */
   source: string;
@@ -62,7 +62,7 @@ export function encodeBanded(e: GemmEncoding, b: BandedEncoding): void {
 }
 
 /** What a banded kernel is made of. */
-export interface BandedKernelSpec {
+interface BandedKernelSpec {
   id: string;
   source: string;
   /** The WGSL to reflect layouts and bindings from, when the parser cannot read `source`. Default: source. */
@@ -86,12 +86,12 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     packFormat: format.id,
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
-    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
+    prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
       const pipeline = await getPipeline(device, {
         id: spec.id,
         source: spec.source,
         entryPoint: spec.entryPoint,
-        overrides: spec.overrides,
+        overrides: { ...spec.overrides, ...epilogueOverrides(stageKinds) },
       });
       return { encode: (e) => encodeBanded(e, { pipeline, source: spec.reflect ?? spec.source, lhsFormat: format, rhsFormat: format }) };
     },

@@ -54,8 +54,12 @@ export interface GpuGemmKernel {
   supports(caps: AdapterCaps, shape: GemmShape): boolean;
   /** The bands and dispatches of `shape` (pure; see src/gpu/plan.ts); caps where the plan follows the GPU's size. */
   plan(shape: GemmShape, limits: PlanLimits, caps?: AdapterCaps): GemmDispatch[];
-  /** Compiles its pipelines on this device: the scheduler does it once per device and keeps the result. */
-  prepare(device: GPUDevice, caps: AdapterCaps): Promise<PreparedGemmKernel>;
+  /**
+   * Compiles its pipelines on this device for output programs whose ops are among `stageKinds` (a bitmask
+   * of STAGE_OP codes, src/epilogue/epilogue.ts epilogueOverrides): the scheduler does it once per device
+   * and set of kinds, and keeps the result.
+   */
+  prepare(device: GPUDevice, caps: AdapterCaps, stageKinds: number): Promise<PreparedGemmKernel>;
   /**
    * A kernel that CI cannot run (it needs hardware SwiftShader lacks) declares this: a device runs the
    * exactness self-test (src/scheduler/self-test.ts) before its first use, and disables the kernel if it fails.
@@ -98,8 +102,6 @@ export interface CpuPackedOperand {
   /** Frees its memory (a later prepack or GEMM reuses it). */
   destroy(): void;
 }
-
-export type GemmKernel = GpuGemmKernel | CpuGemmKernel;
 
 /** The pack formats kernel k reads lhs and rhs in. */
 export function kernelFormats(k: GpuGemmKernel): { lhs: PackFormatId; rhs: PackFormatId } {

@@ -34,23 +34,38 @@ export function requantizationOf(bitDepth: BitDepth | undefined, side: 'lhs' | '
 }
 
 /** An operand's bytes on the GPU and how to read them as [outer][depth]. */
-export interface OperandSource extends PackSource {
+interface OperandSource extends PackSource {
   buffer: GPUBuffer;
   signed: boolean;
 }
 
 /** The two entry points of pack.wgsl: `pack` (k contiguous in the source) and `packTranspose` (k strided). */
-export interface PackPipelines {
-  pack: GPUComputePipeline;
-  packTranspose: GPUComputePipeline;
+type PackEntry = 'pack' | 'packTranspose';
+type PackPipelines = Partial<Record<PackEntry, GPUComputePipeline>>;
+
+/** The pipelines of the listed entry points only (each compiles in seconds on a software adapter). */
+export async function packPipelines(device: GPUDevice, entries: readonly PackEntry[]): Promise<PackPipelines> {
+  const compiled = await Promise.all(
+    [...new Set(entries)].map(async (entry) => {
+      const id = entry === 'pack' ? 'pack' : 'pack-transpose';
+      return [entry, await getPipeline(device, { id, source, entryPoint: entry, overrides: { WORKGROUP_SIZE } })] as const;
+    }),
+  );
+  return Object.fromEntries(compiled);
 }
 
-export async function packPipelines(device: GPUDevice): Promise<PackPipelines> {
-  const [pack, packTranspose] = await Promise.all([
-    getPipeline(device, { id: 'pack', source, entryPoint: 'pack', overrides: { WORKGROUP_SIZE } }),
-    getPipeline(device, { id: 'pack-transpose', source, entryPoint: 'packTranspose', overrides: { WORKGROUP_SIZE } }),
-  ]);
-  return { pack, packTranspose };
+/** How x's bytes are read as [outer][depth]: bytes between outer indices, and between consecutive k. */
+function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStride: number; depthStride: number } {
+  const stride = isGpuMatrix(x) ? x.stride : x.order === 'col-major' ? x.rows : x.cols;
+  // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
+  const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default
+  return { outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
+}
+
+/** The entry point that packs x as `side` into `format`: packTranspose where k is strided in x's storage. */
+export function packEntry(x: Operand | GpuMatrix, side: 'lhs' | 'rhs', format: PackFormat): PackEntry {
+  // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
+  return strides(x, side).depthStride !== 1 && format.valueBits === 8 ? 'packTranspose' : 'pack';
 }
 
 /** Rows one packTranspose workgroup packs (TRANSPOSE_ROWS in pack.wgsl). */
@@ -76,12 +91,10 @@ export interface PackJob {
  */
 function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 'rhs', uploads: Uploads): OperandSource {
   let buffer: GPUBuffer;
-  let stride: number;
   let bytes: number;
   const signed = isGpuMatrix(x) ? x.dtype === 'int8' : x.data instanceof Int8Array;
   if (isGpuMatrix(x)) {
     buffer = x.buffer;
-    stride = x.stride;
     bytes = x.buffer.size;
   } else {
     bytes = x.data.byteLength;
@@ -95,11 +108,8 @@ function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 
       tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));
       device.queue.writeBuffer(buffer, body, tail);
     }
-    stride = x.order === 'col-major' ? x.rows : x.cols;
   }
-  // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
-  const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default
-  return { buffer, bytes, signed, outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
+  return { buffer, bytes, signed, ...strides(x, side) };
 }
 
 /** Where CPU operands are uploaded: pooled buffers, listed in `pooled` for release after submission. */
@@ -127,8 +137,7 @@ export function packOperand(
   const depth = side === 'lhs' ? x.cols : x.rows;
   const src = operandSource(device, x, side, uploads);
   const { packed, sums } = target;
-  // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
-  const transpose = src.depthStride !== 1 && format.valueBits === 8;
+  const transpose = packEntry(x, side, format) === 'packTranspose';
   const plan = planPack(src, src.buffer.size, outer, depth, format, limits, side, transpose ? TRANSPOSE_ROWS : 1);
   return { transpose, side, src, outer, depth, format, requant, plan, packed, sums };
 }
@@ -145,7 +154,8 @@ export function encodePack(
   xorshift: GPUBuffer,
   slab: UniformSlab,
 ): void {
-  const pipeline = job.transpose ? pipelines.packTranspose : pipelines.pack;
+  const pipeline = pipelines[job.transpose ? 'packTranspose' : 'pack'];
+  if (!pipeline) throw new Error(`internal: no ${job.transpose ? 'packTranspose' : 'pack'} pipeline for the ${job.side} pack`);
   const { side, src, outer, depth, requant } = job;
   if (job.format.valueBits < requant.bits) throw new Error(`internal: ${requant.bits}-bit ${side} packed as ${job.format.id}`);
   const layout = uniformLayout(source, 'PackParams');

@@ -6,14 +6,14 @@
 // ./context.ts calls it while it holds the device.
 
 import { InputError } from '../errors.ts';
-import { epilogueValues } from '../epilogue/epilogue.ts';
+import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
 import { dstLayout, roundUp } from '../gpu/plan.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { selectGemmKernel } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
-import { encodePack, type PackJob, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
 import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
@@ -48,7 +48,7 @@ export interface KernelChoice {
 }
 
 /** One encoded GEMM: dst on the GPU, and with readback, its data once the copy lands. */
-export interface GemmRun {
+interface GemmRun {
   dst: GpuMatrix;
   result?: Promise<GemmResult>;
   ran: LastRun;
@@ -87,6 +87,8 @@ async function kernelFor(
   if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
   verdicts.set(kernel.id, 'testing');
   const result = await runSelfTest(async (q) => {
+    // Compiled for every stage kind, so the pipeline the self-test passes is the one later calls run.
+    await r.prepare(kernel, ALL_STAGE_KINDS);
     const run = await runGemm(r, { ...choice, force: kernel.id }, q, undefined, true);
     try {
       return await run.result!;
@@ -141,7 +143,12 @@ export async function runGemm(
   let dst: GPUBuffer | null = null;
   let result: Promise<GemmResult> | undefined;
   try {
-    const [prepared, pipelinesForPack] = await Promise.all([r.prepare(kernel), packPipelines(device)]);
+    // Only the pipelines this call runs: the kernel for its stage kinds, the pack entry of each unpacked operand.
+    const packEntries = (['lhs', 'rhs'] as const).flatMap((side) => {
+      const x = problem[side];
+      return isPacked(x) ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side])];
+    });
+    const [prepared, pipelinesForPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries)]);
     await runInErrorScope(
       device,
       () => {

@@ -7,7 +7,7 @@ import { InputError } from '../errors.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS, packedRowBytes, prepackFormat } from '../pack/formats.ts';
-import { encodePack, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { encodePack, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
 import { brief } from '../spec/echo.ts';
 import { checkBitDepth } from '../spec/problem.ts';
 import type { BitDepth, Operand } from '../types.ts';
@@ -52,7 +52,7 @@ export async function prepackOperand(
         const packed = make(packedBytes, side);
         const sums = make(sumsBytes, `${side} sums`);
         const job = packOperand(device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled });
-        const pipelines = await packPipelines(device);
+        const pipelines = await packPipelines(device, [packEntry(operand, side, format)]);
         const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm prepack' });
         const pass = encoder.beginComputePass();

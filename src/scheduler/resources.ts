@@ -4,6 +4,7 @@
 // (lost or destroyed). Like ruy's Ctx it holds resources and chooses nothing: ./gemm.ts and
 // ./prepack.ts run on it, and ./context.ts owns it and gives callers exclusive use of it.
 
+import { ALL_STAGE_KINDS } from '../epilogue/epilogue.ts';
 import { DeviceLostError, LimitExceededError } from '../errors.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
@@ -14,14 +15,17 @@ import { UniformArena } from '../gpu/uniforms.ts';
 import type { GpuGemmKernel, PreparedGemmKernel } from '../kernels/types.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
 
+/** Sets of stage kinds a kernel is compiled for, each on its own, before it is compiled for all of them. */
+const SPECIALISED_PER_KERNEL = 2;
+
 export class DeviceResources {
   readonly pool: BufferPool;
   readonly uniforms: UniformArena;
   readonly staging: Staging;
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   readonly released = new WeakSet<GpuMatrix>();
-  /** Each kernel prepared once on this device (its pipelines), by kernel. */
-  private readonly prepared = new Map<GpuGemmKernel, Promise<PreparedGemmKernel>>();
+  /** The kernels prepared on this device (their pipelines), each for the stage kinds it was compiled for. */
+  private readonly prepared = new Map<GpuGemmKernel, { kinds: number; ready: Promise<PreparedGemmKernel> }[]>();
   /** The buffers of the live matrices gemmOnGpu handed out (./operands.ts claimMatrix). */
   readonly handedOut = new Set<GPUBuffer>();
   private xorshift: GPUBuffer | null = null;
@@ -82,15 +86,23 @@ export class DeviceResources {
     if (!this.destroyed) this.pool.release(buffer);
   }
 
-  /** Kernel k made ready on this device: prepared on first use, kept after (a failure is not kept). */
-  prepare(k: GpuGemmKernel): Promise<PreparedGemmKernel> {
-    let p = this.prepared.get(k);
-    if (!p) {
-      p = k.prepare(this.device, this.caps);
-      p.catch(() => this.prepared.delete(k));
-      this.prepared.set(k, p);
-    }
-    return p;
+  /**
+   * Kernel k made ready on this device for output programs whose ops are among `kinds` (EncodedStages.kinds):
+   * a preparation whose kinds include them serves; else k is compiled for exactly these kinds, up to
+   * SPECIALISED_PER_KERNEL sets, then once for every kind (ALL_STAGE_KINDS), which serves all later calls.
+   * So a model's one or two kinds of output program compile small pipelines, and a kernel compiles at most
+   * SPECIALISED_PER_KERNEL + 1 times per device. A failure is not kept.
+   */
+  prepare(k: GpuGemmKernel, kinds: number): Promise<PreparedGemmKernel> {
+    const list = this.prepared.get(k) ?? [];
+    this.prepared.set(k, list);
+    const hit = list.find((e) => (e.kinds & kinds) >>> 0 === kinds >>> 0);
+    if (hit) return hit.ready;
+    const compiled = list.length < SPECIALISED_PER_KERNEL ? kinds : ALL_STAGE_KINDS;
+    const entry = { kinds: compiled, ready: k.prepare(this.device, this.caps, compiled) };
+    list.push(entry);
+    entry.ready.catch(() => list.splice(list.indexOf(entry), 1));
+    return entry.ready;
   }
 
   /** XORSHIFT_OFFSETS on the GPU, made once per device. */

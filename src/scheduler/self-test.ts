@@ -81,7 +81,7 @@ export function selfTestProblems(): GemmProblem[] {
   ];
 }
 
-export interface SelfTestResult {
+interface SelfTestResult {
   ok: boolean;
   /** What failed, in one line (empty when ok). */
   detail: string;

@@ -1,8 +1,9 @@
 // Compiling ahead: `ctx.warmup(items)` makes a context compile, before the first real call, every
 // pipeline that the listed GEMMs will need (pack -> gemm -> output, with the kernel the registry picks
 // for each shape), by running each once on zero-filled operands of its shape. The first use of a kernel
-// costs its shader compile (seconds on SwiftShader, where the GEMM kernel with its output-stage
-// interpreter dominates; see tools/first-call.mjs); after a warmup a call of a listed shape pays none.
+// costs its shader compiles (the pack entry points, the GEMM kernel with its epilogue for the program's
+// stage kinds: seconds on SwiftShader, see tools/first-call.mjs); after a warmup a call of a listed shape
+// and output program pays none.
 
 import type { GemmProblem, OutputStage } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';

@@ -20,6 +20,9 @@ export const ROUNDING_CODE: Record<ConcreteRounding, number> = { nearest: 0, 'pr
 /** ElementwiseParams.kind: the kernel's three paths (add and sub share one, as do the aligned ops). */
 export const ELEMENTWISE_KIND_CODE = { add: 0, mul: 1, aligned: 2 } as const;
 
+// The epilogue's STAGE_KINDS override holds one bit per op (src/epilogue/epilogue.wgsl stageIn).
+if (Object.values(STAGE_OP).some((code) => code < 0 || code > 31)) throw new Error('internal: an output stage op code outside 0..31');
+
 const snake = (s: string) =>
   s
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')

@@ -71,9 +71,7 @@ fn gemv(
   }
   let m0 = tile.bandM + rowBase;
   let n0 = tile.bandN + colBase;
-  if (dstColMajor()) {
-    storeQuad(vec4<u32>(reducedRow(0u)[tid], reducedRow(1u)[tid], reducedRow(2u)[tid], reducedRow(3u)[tid]), m0, n0 + tid);
-  } else {
-    storeQuad(reducedRow(tid), m0 + tid, n0);
-  }
+  let colMajor = dstColMajor(); // one storeQuad call site: each inlined copy of the epilogue costs compile time
+  let column = vec4<u32>(reducedRow(0u)[tid], reducedRow(1u)[tid], reducedRow(2u)[tid], reducedRow(3u)[tid]);
+  storeQuad(select(reducedRow(tid), column, colMajor), select(m0 + tid, m0, colMajor), select(n0, n0 + tid, colMajor));
 }

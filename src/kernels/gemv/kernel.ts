@@ -13,6 +13,7 @@ import { type GemmDispatch, type GemmShape, planGemm } from '../../gpu/plan.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
 import { encodeBanded, tileBindings } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
+import { epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
@@ -21,7 +22,7 @@ import reduceWorkgroup from './gemv-reduce-workgroup.wgsl?raw';
 
 const THREADS = 64;
 
-export interface GemvVariant {
+interface GemvVariant {
   reduce: 'subgroup' | 'workgroup';
   rhsBits: 8 | 4;
   dot4: 'native' | 'emulated';
@@ -73,8 +74,13 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
       (v.rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
     // 4x4 dst blocks; bands sized with the lhs rows, the larger of the two packed rows.
     plan: (shape, limits) => planGemm(shape, lhsFormat, 4, 4, limits),
-    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
-      const pipeline = await getPipeline(device, { id, source, entryPoint: 'gemv', overrides });
+    prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
+      const pipeline = await getPipeline(device, {
+        id,
+        source,
+        entryPoint: 'gemv',
+        overrides: { ...overrides, ...epilogueOverrides(stageKinds) },
+      });
       // TileParams.bandRows: the band's dst rows (gemv runs row groups of 4 up to them).
       const bandRows = (d: GemmDispatch, shape: GemmShape) => Math.min(d.rows, shape.M - d.m0);
       return { encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }) };

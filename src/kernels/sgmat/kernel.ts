@@ -16,8 +16,9 @@ import { getPipeline } from '../../gpu/pipelines.ts';
 import { bandedKernel, encodeBanded, tileBindings } from '../banded.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
 import type { GpuGemmKernel } from '../types.ts';
+import { epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
-import { bestConfig, configConstants, configLabel, REFLECTION_CONSTANTS, type SgmatConfig } from './config.ts';
+import { bestConfig, configConstants, REFLECTION_CONSTANTS, type SgmatConfig } from './config.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
@@ -30,12 +31,12 @@ export function sgmatSource(c: SgmatConfig): string {
 export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings].join('\n');
 
 /** Pipeline ids name the configuration: one source per configuration, one cache entry each. */
-export function configKey(c: SgmatConfig): string {
+function configKey(c: SgmatConfig): string {
   return `${c.componentType}-${c.M}x${c.N}x${c.K}-sg${c.subgroupSize}`;
 }
 
 /** The configuration the kernel runs with on an adapter: `fixed` where given, else the adapter's best. */
-export type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
+type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
 
 /**
  * A subgroup-matrix kernel: `id`, how its configuration is chosen, and how its source is made from a
@@ -55,10 +56,15 @@ export function sgmatVariant(id: string, choose: ConfigChoice, source: (c: Sgmat
   const format = PACK_FORMATS[base.packFormat];
   return {
     ...base,
-    prepare: async (device, caps) => {
+    prepare: async (device, caps, stageKinds) => {
       const c = choose(caps);
       if (!c) throw new Error(`${id}: no usable subgroup-matrix configuration on this adapter`);
-      const pipeline = await getPipeline(device, { id: `${id}/${configKey(c)}`, source: source(c), entryPoint: 'sgmat', overrides: {} });
+      const pipeline = await getPipeline(device, {
+        id: `${id}/${configKey(c)}`,
+        source: source(c),
+        entryPoint: 'sgmat',
+        overrides: epilogueOverrides(stageKinds),
+      });
       return { encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat: format }) };
     },
     ...(needsSelfTest ? { needsSelfTest: true } : {}),
@@ -70,9 +76,3 @@ export type SgmatId = typeof SGMAT_ID;
 
 /** The registry's kernel: the adapter's best configuration (./config.ts bestConfig), real builtins. */
 export const sgmatKernel: GpuGemmKernel = sgmatVariant(SGMAT_ID, bestConfig, sgmatSource, true);
-
-/** The configuration a kernel runs with on caps, as a label ('' where it cannot run). */
-export function sgmatConfigLabel(choose: ConfigChoice, caps: AdapterCaps): string {
-  const c = choose(caps);
-  return c ? configLabel(c) : '';
-}

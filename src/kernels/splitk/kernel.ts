@@ -10,7 +10,7 @@ import { getPipeline } from '../../gpu/pipelines.ts';
 import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
-import { epilogueEntries } from '../../epilogue/epilogue.ts';
+import { epilogueEntries, epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { dot4TileLoop } from '../banded.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
@@ -39,14 +39,14 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
     supports: (caps, shape) => caps.dot4 && (rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
     // Bands sized with the lhs rows, the larger of the two packed rows.
     plan: (shape, limits, caps) => planSplitK(shape, lhsFormat, limits, workgroupTarget(caps ?? { isSoftware: false })),
-    prepare: async (device: GPUDevice, _caps: AdapterCaps) => {
+    prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
       const [partial, reduce] = await Promise.all([
         getPipeline(device, { id, source: partialSource, entryPoint: 'partial', overrides: partialOverrides }),
         getPipeline(device, {
           id: 'splitk-reduce',
           source: reduceSource,
           entryPoint: 'reduceSplits',
-          overrides: { THREADS: REDUCE_THREADS },
+          overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds) },
         }),
       ]);
       return { encode: (e) => encodeSplitK(e, partial, reduce) };
