@@ -11,17 +11,14 @@ fn gemm(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(local_invocation_index) tid: u32,
 ) {
-  let tilesN = tile.bandCols / TILE_N;
-  let index = tile.workgroupBase + wid.x + wid.y * nwg.x;
-  if (index >= tilesN * (tile.bandRows / TILE_M)) {
-    return; // whole workgroup: the barriers of the k loop stay uniform
+  let o = tileOrigin(wid, nwg, TILE_M, TILE_N);
+  if (!o.live) {
+    return;
   }
-  let rowBase = (index / tilesN) * TILE_M; // within the band
-  let colBase = (index % tilesN) * TILE_N;
   let rowVec4s = tile.depthWords / 4u;
-  let acc = dot4TileLoop(rowBase, colBase, rowVec4s, rowVec4s, 0u, tile.depthWords, lid, tid);
+  let acc = dot4TileLoop(o.rowBase, o.colBase, rowVec4s, rowVec4s, 0u, tile.depthWords, lid, tid);
 
-  let m0 = tile.bandM + rowBase + lid.y * 4u;
-  let n0 = tile.bandN + colBase + lid.x * 4u;
+  let m0 = tile.bandM + o.rowBase + lid.y * 4u;
+  let n0 = tile.bandN + o.colBase + lid.x * 4u;
   storeBlock(acc, m0, n0);
 }

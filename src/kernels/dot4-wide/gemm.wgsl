@@ -26,6 +26,18 @@ override STAGE_B: u32 = TILE_KW * TILE_N / 4u;
 var<workgroup> lhsTile: array<vec4<u32>, 2u * STAGE_A>;
 var<workgroup> rhsTile: array<vec4<u32>, 2u * STAGE_B>;
 
+/** Loads invocation t's pieces of stage s of the tile at `origin` into registers (coalesced). */
+fn prefetch(regA: ptr<function, array<vec4<u32>, 2>>, regB: ptr<function, array<vec4<u32>, 2>>, origin: TileOrigin, rowVec4s: u32, s: u32, t: u32) {
+  for (var i = 0u; i < LOADS_A; i++) {
+    let e = t + i * THREADS;
+    (*regA)[i] = lhsPacked[(origin.rowBase + e / PIECES) * rowVec4s + s * PIECES + e % PIECES];
+  }
+  for (var i = 0u; i < LOADS_B; i++) {
+    let e = t + i * THREADS;
+    (*regB)[i] = rhsPacked[(origin.colBase + e / PIECES) * rowVec4s + s * PIECES + e % PIECES];
+  }
+}
+
 /** Stores prefetched pieces into stage buffer `stage`, k-major. */
 fn stageStore(regA: ptr<function, array<vec4<u32>, 2>>, regB: ptr<function, array<vec4<u32>, 2>>, stage: u32, t: u32) {
   for (var i = 0u; i < LOADS_A; i++) {
@@ -53,41 +65,24 @@ fn gemm(
   @builtin(local_invocation_id) lid: vec3<u32>,
   @builtin(local_invocation_index) t: u32,
 ) {
-  let tilesN = tile.bandCols / TILE_N;
-  let index = tile.workgroupBase + wid.x + wid.y * nwg.x;
-  if (index >= tilesN * (tile.bandRows / TILE_M)) {
-    return; // whole workgroup: the barriers below stay uniform
+  let origin = tileOrigin(wid, nwg, TILE_M, TILE_N);
+  if (!origin.live) {
+    return;
   }
-  let rowBase = (index / tilesN) * TILE_M; // within the band
-  let colBase = (index % tilesN) * TILE_N;
   let rowVec4s = tile.depthWords / 4u;
   let stages = tile.depthWords / TILE_KW;
 
   var regA: array<vec4<u32>, 2>;
   var regB: array<vec4<u32>, 2>;
-  for (var i = 0u; i < LOADS_A; i++) {
-    let e = t + i * THREADS;
-    regA[i] = lhsPacked[(rowBase + e / PIECES) * rowVec4s + e % PIECES];
-  }
-  for (var i = 0u; i < LOADS_B; i++) {
-    let e = t + i * THREADS;
-    regB[i] = rhsPacked[(colBase + e / PIECES) * rowVec4s + e % PIECES];
-  }
+  prefetch(&regA, &regB, origin, rowVec4s, 0u, t);
   stageStore(&regA, &regB, 0u, t);
   workgroupBarrier();
 
   var acc: array<vec4<u32>, 16>; // acc[r * 2 + h]: row 8*lid.y + r, columns 8*lid.x + 4h .. + 3
   for (var s = 0u; s < stages; s++) {
     let more = s + 1u < stages;
-    if (more) { // uniform: prefetch stage s + 1
-      for (var i = 0u; i < LOADS_A; i++) {
-        let e = t + i * THREADS;
-        regA[i] = lhsPacked[(rowBase + e / PIECES) * rowVec4s + (s + 1u) * PIECES + e % PIECES];
-      }
-      for (var i = 0u; i < LOADS_B; i++) {
-        let e = t + i * THREADS;
-        regB[i] = rhsPacked[(colBase + e / PIECES) * rowVec4s + (s + 1u) * PIECES + e % PIECES];
-      }
+    if (more) { // uniform
+      prefetch(&regA, &regB, origin, rowVec4s, s + 1u, t);
     }
     let a0 = (s % 2u) * STAGE_A + lid.y * 2u;
     let b0 = (s % 2u) * STAGE_B + lid.x * 2u;
@@ -109,8 +104,8 @@ fn gemm(
     workgroupBarrier();
   }
 
-  let m0 = tile.bandM + rowBase + lid.y * 8u;
-  let n0 = tile.bandN + colBase + lid.x * 8u;
+  let m0 = tile.bandM + origin.rowBase + lid.y * 8u;
+  let n0 = tile.bandN + origin.colBase + lid.x * 8u;
   for (var rh = 0u; rh < 2u; rh++) {
     for (var ch = 0u; ch < 2u; ch++) {
       let o = rh * 8u + ch;

@@ -59,13 +59,12 @@ fn sgmat(
   @builtin(local_invocation_index) t: u32,
   @builtin(subgroup_id) sg: u32,
 ) {
-  let tilesN = tile.bandCols / 64u;
-  let index = tile.workgroupBase + wid.x + wid.y * nwg.x;
-  if (index >= tilesN * (tile.bandRows / 64u)) {
-    return; // whole workgroup: the barriers below stay uniform
+  let o = tileOrigin(wid, nwg, 64u, 64u);
+  if (!o.live) {
+    return;
   }
-  let rowBase = (index / tilesN) * 64u; // within the band
-  let colBase = (index % tilesN) * 64u;
+  let rowBase = o.rowBase;
+  let colBase = o.colBase;
   let fm = (sg / 2u) * 32u; // this subgroup's quarter of the tile
   let fn_ = (sg % 2u) * 32u;
   let steps = tile.depthWords * 4u / KSTEP;
