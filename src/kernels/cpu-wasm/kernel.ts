@@ -42,6 +42,18 @@ import {
 
 export { configureWasm, wasmRunStats, type WasmOptions };
 
+/** What the WebAssembly CPU kernel's runs did so far (cpuRunStats). */
+export type CpuRunStats = Readonly<typeof wasmRunStats>;
+
+/**
+ * A snapshot of the WebAssembly CPU kernel's runs in this thread: how many ran on one thread and on
+ * several, and the last run's kernel time in ms (its pack, gemm and output calls on every thread,
+ * hand-off included; the call's overhead is its wall time minus this) and thread count.
+ */
+export function cpuRunStats(): CpuRunStats {
+  return { ...wasmRunStats };
+}
+
 /** Problems larger than this (in linear-memory bytes) stay with the JavaScript kernel. */
 const MAX_BYTES = 2 ** 31;
 
@@ -224,23 +236,7 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
         for (let k = 0; k < K; k++) out[block + k * W] = data[rowMajor ? k * N + n : n * K + k];
       }
     }
-    let destroyed = false;
-    const packed: CpuPackedOperand = {
-      side: 'rhs',
-      rows: K,
-      cols: N,
-      type,
-      kernel: kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id,
-      bytes: size,
-      get destroyed() {
-        return destroyed;
-      },
-      destroy() {
-        if (destroyed) return;
-        destroyed = true;
-        void serialized(async () => freeBlock(e, at));
-      },
-    };
+    const packed = packedOperand(e, at, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
     blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, nibble: null, engine: e, plan: null });
     return packed;
   });

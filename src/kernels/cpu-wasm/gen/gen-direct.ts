@@ -12,7 +12,7 @@
 // then streams. The rhs source has Kp rows (the last one zero where K is odd, run.ts); columns read past
 // N land in C's padding columns, which are never stored.
 
-import { ctx, get, locals, set } from './wat.ts';
+import { ctx, get, locals, panelLoops, set } from './wat.ts';
 import { DIRECT, DIRECT_NP_ALIGN } from '../layout.ts';
 
 /** The mr x nc micro-kernel over `steps` k pairs: a = lhs tile [Kp/2][mr][2] i16, b = rhs at (0, n0) with row stride ldb; c = C at (m0, n0). */
@@ -66,26 +66,13 @@ function driver(mr: number, nc: number): string {
     ${set('steps', `(i32.shr_u ${ctx('Kp')} (i32.const 1))`)} ${set('ldb', ctx('rhsSk'))}
     ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)} ${set('M', ctx('M'))} ${set('N', ctx('N'))}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
-    ${set('pb', get('p0'))}
-    (loop $B
-      ${set('pe', `(select (i32.add ${get('pb')} ${ctx('nBlock')}) ${get('p1')} (i32.lt_u (i32.add ${get('pb')} ${ctx('nBlock')}) ${get('p1')}))`)}
-      ${set('p', get('pb'))}
-      (loop $P
-        ${set('col', `(i32.mul ${get('p')} (i32.const ${nc}))`)}
-        ${set('b', `(i32.add (i32.add ${ctx('rhsSrc')} (i32.mul (i32.shr_u ${get('col')} (i32.const ${Math.log2(DIRECT_NP_ALIGN)})) ${ctx('rhsBlockStride')})) (i32.and ${get('col')} (i32.const ${DIRECT_NP_ALIGN - 1})))`)}
-        ${set('mt', get('mt0'))}
-        (loop $MT
-          ${set('a', `(i32.add ${ctx('lhsPacked')} (i32.mul ${get('mt')} ${get('tileBytes')}))`)}
-          ${set('c', `(i32.add (i32.add ${ctx('C')} (i32.mul (i32.mul ${get('mt')} (i32.const ${mr})) ${get('ldc')})) (i32.mul ${get('p')} (i32.const ${4 * nc})))`)}
-          (if ${get('signed')} (then ${call(true)}) (else ${call(false)}))
-          ${set('mt', `(i32.add ${get('mt')} (i32.const 1))`)}
-          (br_if $MT (i32.lt_u ${get('mt')} ${get('mt1')})))
-        ${set('p', `(i32.add ${get('p')} (i32.const 1))`)}
-        (br_if $P (i32.lt_u ${get('p')} ${get('pe')})))
-      (call $output (i32.mul ${get('mt0')} (i32.const ${mr})) ${get('m1')} (i32.mul ${get('pb')} (i32.const ${nc}))
-        (select (i32.mul ${get('pe')} (i32.const ${nc})) ${get('N')} (i32.lt_u (i32.mul ${get('pe')} (i32.const ${nc})) ${get('N')})))
-      ${set('pb', get('pe'))}
-      (br_if $B (i32.lt_u ${get('pb')} ${get('p1')}))))`;
+    ${panelLoops(
+      mr,
+      nc,
+      `${set('col', `(i32.mul ${get('p')} (i32.const ${nc}))`)}
+        ${set('b', `(i32.add (i32.add ${ctx('rhsSrc')} (i32.mul (i32.shr_u ${get('col')} (i32.const ${Math.log2(DIRECT_NP_ALIGN)})) ${ctx('rhsBlockStride')})) (i32.and ${get('col')} (i32.const ${DIRECT_NP_ALIGN - 1})))`)}`,
+      `(if ${get('signed')} (then ${call(true)}) (else ${call(false)}))`,
+    )})`;
 }
 
 /** The direct micro-kernels (each shape, unsigned or signed rhs) and their drivers. */

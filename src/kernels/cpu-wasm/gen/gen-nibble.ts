@@ -14,7 +14,7 @@
 // driver walks C in column groups of w panels, the row tiles inside (so a group's panels are read from
 // memory once and from cache for the next tiles), and runs the output stage per cache block.
 
-import { ctx, get, locals, set } from './wat.ts';
+import { ctx, get, locals, panelLoops, set } from './wat.ts';
 import { CTX, DIRECT, NIBBLE_SHAPES } from '../layout.ts';
 
 /** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = the first panel (panels `stride` bytes apart), c = C. */
@@ -82,25 +82,12 @@ function driver(mr: number, w: number): string {
     ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('stride', `(i32.shl ${ctx('Kp')} (i32.const 2))`)}
     ${set('M', ctx('M'))} ${set('N', ctx('N'))}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
-    ${set('pb', get('p0'))}
-    (loop $B
-      ${set('pe', `(select (i32.add ${get('pb')} ${ctx('nBlock')}) ${get('p1')} (i32.lt_u (i32.add ${get('pb')} ${ctx('nBlock')}) ${get('p1')}))`)}
-      ${set('p', get('pb'))}
-      (loop $P
-        ${set('b', `(i32.add ${ctx('rhsPacked')} (i32.mul (i32.mul ${get('p')} (i32.const ${w})) ${get('stride')}))`)}
-        ${set('mt', get('mt0'))}
-        (loop $MT
-          ${set('a', `(i32.add ${ctx('lhsPacked')} (i32.mul ${get('mt')} ${get('tileBytes')}))`)}
-          ${set('c', `(i32.add (i32.add ${ctx('C')} (i32.mul (i32.mul ${get('mt')} (i32.const ${mr})) ${get('ldc')})) (i32.mul ${get('p')} (i32.const ${4 * nc})))`)}
-          (call $mkn_${mr}x${w} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')} ${get('stride')})
-          ${set('mt', `(i32.add ${get('mt')} (i32.const 1))`)}
-          (br_if $MT (i32.lt_u ${get('mt')} ${get('mt1')})))
-        ${set('p', `(i32.add ${get('p')} (i32.const 1))`)}
-        (br_if $P (i32.lt_u ${get('p')} ${get('pe')})))
-      (call $output (i32.mul ${get('mt0')} (i32.const ${mr})) ${get('m1')} (i32.mul ${get('pb')} (i32.const ${nc}))
-        (select (i32.mul ${get('pe')} (i32.const ${nc})) ${get('N')} (i32.lt_u (i32.mul ${get('pe')} (i32.const ${nc})) ${get('N')})))
-      ${set('pb', get('pe'))}
-      (br_if $B (i32.lt_u ${get('pb')} ${get('p1')}))))`;
+    ${panelLoops(
+      mr,
+      nc,
+      set('b', `(i32.add ${ctx('rhsPacked')} (i32.mul (i32.mul ${get('p')} (i32.const ${w})) ${get('stride')}))`),
+      `(call $mkn_${mr}x${w} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')} ${get('stride')})`,
+    )})`;
 }
 
 /** The 4-bit micro-kernels and their drivers, one per shape of NIBBLE_SHAPES, and the few-row lhs pack. */
@@ -136,7 +123,7 @@ function dynamic(name: string): string {
  * row's sum of them at sums + 4m. The caller zeroes the tiles first (padding past M and K stays zero).
  * Run on the calling thread (a few rows): in WebAssembly, so that it runs compiled from the first call.
  */
-export const PACK_LHS_FEW = `
+const PACK_LHS_FEW = `
   (func $pack_lhs_few (export "pack_lhs_few") (param $src i32) (param $so i32) (param $sk i32) (param $signed i32) (param $M i32)
     (param $K i32) (param $Kp i32) (param $mrl i32) (param $gl i32) (param $out i32) (param $sums i32) (param $sub i32)
     ${locals(['m', 'k', 'v', 'sum', 'base', 's', 'at', 'z', 'mr', 'g'])}
