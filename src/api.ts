@@ -29,9 +29,9 @@ export type Backend = 'cpu' | 'webgpu' | 'auto';
 
 /** A GEMM problem whose rhs may be prepacked for the CPU path (prepackCpu). */
 export type GemmInput = Omit<GemmProblem, 'rhs'> & { rhs: Operand | CpuPackedOperand };
-export type GemmOp = { op: 'gemm'; problem: GemmInput };
+type GemmOp = { op: 'gemm'; problem: GemmInput };
 /** add/sub/mul/alignedAdd/alignedSub (src/spec/elementwise.ts). */
-export type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
+type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
 export type Op = GemmOp | ElementwiseRunOp;
 type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 

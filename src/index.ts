@@ -64,5 +64,11 @@ export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
 export { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 export { kernelIds } from './kernels/registry.ts';
 export { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
-export { configureWasm as configureCpu, prepackCpu, wasmRunStats, type WasmOptions as CpuOptions } from './kernels/cpu-wasm/kernel.ts';
+export {
+  configureWasm as configureCpu,
+  cpuRunStats,
+  prepackCpu,
+  type CpuRunStats,
+  type WasmOptions as CpuOptions,
+} from './kernels/cpu-wasm/kernel.ts';
 export type { CpuPackedOperand } from './kernels/types.ts';

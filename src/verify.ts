@@ -184,7 +184,7 @@ const shapeOf = (p: GemmProblem) => `${p.lhs.rows}x${p.rhs.cols}x${p.lhs.cols}`;
  * Runs `run` over every problem `can` accepts and counts mismatches. `stopAtFirst` ends at the first
  * mismatch (the mutation test's use). Exported for the tests, which run it on other kernels.
  */
-export async function verifyProblemsWith(
+async function verifyProblemsWith(
   problems: readonly GemmProblem[],
   can: (p: GemmProblem) => boolean,
   run: (p: GemmProblem) => Promise<{ result: GemmResult; ranWith?: string }>,

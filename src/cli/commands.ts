@@ -141,7 +141,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
   }
 }
 
-export interface GemmFlags {
+interface GemmFlags {
   lhs: string;
   rhs: string;
   out: string;

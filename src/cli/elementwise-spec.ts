@@ -24,7 +24,7 @@ import {
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
-export interface ElementwiseSpec {
+interface ElementwiseSpec {
   op: ElementwiseOp;
   problem: ElementwiseProblem;
   /** Resolved output path. */

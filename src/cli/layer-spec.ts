@@ -19,9 +19,9 @@ import { brief } from './json.ts';
 import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
 export const LAYER_OPS = ['fullyConnected', 'conv2d', 'sequential'] as const;
-export type LayerOp = (typeof LAYER_OPS)[number];
+type LayerOp = (typeof LAYER_OPS)[number];
 
-export type LayerSpec =
+type LayerSpec =
   | { op: 'fullyConnected'; input: Tensor; params: FullyConnectedParams; out: string }
   | { op: 'conv2d'; input: Tensor; params: Conv2dParams; out: string };
 

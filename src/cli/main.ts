@@ -20,7 +20,7 @@ import { cmdVerify } from './verify.ts';
 import { messagesFd, needsDevice, runQuietChild, writeFd } from './quiet.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
-export interface CliIo {
+interface CliIo {
   out(text: string): void;
   err(text: string): void;
 }

@@ -22,7 +22,7 @@ export interface SpecIo {
   readNpy(field: string, fullPath: string): NpyArray;
 }
 
-export interface GemmSpec {
+interface GemmSpec {
   op: 'gemm';
   problem: GemmProblem;
   /** Resolved output path. */

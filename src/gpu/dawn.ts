@@ -31,7 +31,7 @@ interface DawnModule {
   globals: Record<string, unknown>;
 }
 
-export interface NodeProcessLike {
+interface NodeProcessLike {
   versions?: { node?: string };
   platform?: string;
   env: Record<string, string | undefined>;
@@ -114,7 +114,7 @@ async function fileExists(path: string): Promise<boolean> {
  * VK_DRIVER_FILES is set: XDG config and data folders (with the loader's defaults), /etc, /usr/local/etc,
  * and NixOS's driver folder. See the loader's LoaderDriverInterface.md, "Driver Discovery on Linux".
  */
-export function vulkanIcdFolders(env: Record<string, string | undefined>): string[] {
+function vulkanIcdFolders(env: Record<string, string | undefined>): string[] {
   const home = env.HOME ?? '';
   const configHome = env.XDG_CONFIG_HOME || (home && `${home}/.config`);
   const dataHome = env.XDG_DATA_HOME || (home && `${home}/.local/share`);
@@ -128,7 +128,7 @@ export function vulkanIcdFolders(env: Record<string, string | undefined>): strin
  * Whether the Vulkan loader would find no driver at all: Linux, no VK_* driver variable set, and no
  * `*.json` manifest in any folder of vulkanIcdFolders(). False (unknown: let Dawn ask) elsewhere.
  */
-export async function noVulkanDriver(proc: NodeProcessLike): Promise<boolean> {
+async function noVulkanDriver(proc: NodeProcessLike): Promise<boolean> {
   if (proc.platform !== 'linux') return false;
   const env = proc.env;
   if (env.VK_ICD_FILENAMES || env.VK_DRIVER_FILES || env.VK_ADD_DRIVER_FILES) return false;
@@ -150,7 +150,7 @@ export async function noVulkanDriver(proc: NodeProcessLike): Promise<boolean> {
 
 const NO_VULKAN_DRIVER = "Vulkan: no driver manifest (ICD) in the loader's folders (/usr/share/vulkan/icd.d, /etc/vulkan/icd.d, ...)";
 
-export interface DawnOptions extends RequestOptions {
+interface DawnOptions extends RequestOptions {
   /** Node: load this dawn.node binary instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
   dawnPath?: string;
 }

@@ -7,7 +7,7 @@ import { GpuValidationError } from '../errors.ts';
 export type Overrides = Record<string, number>;
 
 /** The one place pipeline cache keys are made: the id names the source, the overrides the constants. */
-export function pipelineKey(id: string, overrides: Overrides): string {
+function pipelineKey(id: string, overrides: Overrides): string {
   const o = Object.keys(overrides)
     .sort()
     .map((k) => `${k}=${overrides[k]}`)
@@ -19,7 +19,7 @@ const MAX_PIPELINES = 48;
 const pipelineCaches = new WeakMap<GPUDevice, Map<string, Promise<GPUComputePipeline>>>();
 
 /** What a pipeline is made of. `id` must name `source` uniquely (it is the cache key). */
-export interface PipelineSpec {
+interface PipelineSpec {
   id: string;
   source: string;
   entryPoint: string;

@@ -50,7 +50,7 @@ export interface GemmShape {
 }
 
 /** The dst matrix on the GPU: lines (rows, or columns when col-major) padded to `stride` elements. */
-export interface DstLayout {
+interface DstLayout {
   stride: number;
   bytes: number;
   elementBytes: number;
@@ -64,7 +64,7 @@ export function dstLayout(shape: GemmShape): DstLayout {
 }
 
 /** How the packed operands of a GEMM are padded: rows to `rowAlign`, depth to `depthAlign` (src/pack/formats.ts). */
-export interface RowAlignment {
+interface RowAlignment {
   rowAlign: number;
   depthAlign: number;
 }
@@ -139,7 +139,7 @@ export function planGemm(shape: GemmShape, layout: RowAlignment, tileM: number, 
   return out;
 }
 
-export interface ElementwiseDispatch extends FlatDispatch {
+interface ElementwiseDispatch extends FlatDispatch {
   /** The output words [wordBegin, wordBegin + words) of this band. */
   wordBegin: number;
   words: number;

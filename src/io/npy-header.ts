@@ -34,7 +34,7 @@ export class NpyFormatError extends QgemmError {
   override name = 'NpyFormatError';
 }
 
-export type TypedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => NpyData;
+type TypedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => NpyData;
 
 export interface DtypeInfo {
   code: string; // descr without the byte-order character

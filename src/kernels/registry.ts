@@ -21,7 +21,7 @@ import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } f
 import { brief } from '../spec/echo.ts';
 
 /** The id of every GPU kernel, each exported by its kernel's module. */
-export type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
+type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
@@ -48,7 +48,7 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
  */
 export const CPU_KERNELS: readonly CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIMD, cpuJsKernel];
 
-export interface SelectOptions {
+interface SelectOptions {
   /** Run this kernel (an id from GPU_KERNELS or CPU_KERNELS). Default: env QGEMM_KERNEL, else the table's choice. */
   force?: string;
   /** The pack format of an operand that is already packed: only kernels reading it qualify. */

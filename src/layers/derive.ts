@@ -51,7 +51,7 @@ export function activationRange(activation: FusedActivation, output: QuantParams
 }
 
 /** The op whose derivation applies, and the weights' dtype (conv: double for int8, float32 for uint8). */
-export interface DeriveOptions {
+interface DeriveOptions {
   op: 'FULLY_CONNECTED' | 'CONV_2D';
   path: KernelPath;
   input: QuantParams;

@@ -28,7 +28,7 @@ export interface Tensor {
   shape: number[];
 }
 
-export interface LayerWeights<S extends number[]> {
+interface LayerWeights<S extends number[]> {
   data: Int8Array | Uint8Array;
   shape: S;
   /** Per-tensor, or one per output channel. */

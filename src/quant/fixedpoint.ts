@@ -7,7 +7,7 @@
 
 import { INT32_MAX, INT32_MIN, type Rounding } from '../types.ts';
 
-export type Int64 = [lo: number, hi: number];
+type Int64 = [lo: number, hi: number];
 
 /** Exact signed 32x32 -> 64 product from four 16x16 -> 32 partial products. */
 export function mulWide(a: number, b: number): Int64 {
@@ -43,7 +43,7 @@ export function int64From32(x: number): Int64 {
 }
 
 /** Arithmetic (flooring) right shift of a 64-bit value, s in 0..63. */
-export function shiftRight64([lo, hi]: Int64, s: number): Int64 {
+function shiftRight64([lo, hi]: Int64, s: number): Int64 {
   if (s === 0) return [lo, hi];
   if (s < 32) return [((lo >>> s) | (hi << (32 - s))) >>> 0, hi >> s];
   return [(hi >> (s - 32)) >>> 0, hi >> 31];
@@ -84,7 +84,7 @@ export function roundingDivideByPOT(x: number, exponent: number): number {
  * floor((x + 2^(r-1)) / 2^r) computed exactly (ruy returns 2^(31-r) where x + 2^(r-1) overflows, the
  * same value). r in 0..31.
  */
-export function roundingRightShiftUp(x: number, r: number): number {
+function roundingRightShiftUp(x: number, r: number): number {
   if (r === 0) return x;
   return Math.floor((x + 2 ** (r - 1)) / 2 ** r);
 }

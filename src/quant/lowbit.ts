@@ -51,7 +51,7 @@ export function requantize(src: number, bits: number, offset: number): number {
 }
 
 /** The per-fraction constants of RMBCF<num, den>, computed once (gemmlowp made them static). */
-export interface ConstantFraction {
+interface ConstantFraction {
   identity: boolean;
   intQuotient: number;
   scaledRemainingNumerator: number;

@@ -5,7 +5,7 @@
 // itself (Infinity, NaN, 3n), where JSON.stringify would print "null" or throw.
 
 /** The most characters of a string echoed. */
-export const ECHO_CHARS = 100;
+const ECHO_CHARS = 100;
 
 /** A value from the input, for a message: short, one line, never the whole of a large value. */
 export function brief(v: unknown): string {

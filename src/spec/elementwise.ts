@@ -139,7 +139,7 @@ export interface ElementwiseResult {
 }
 
 /** Per-channel alignment of one input (alignedAdd/alignedSub): mantissas m and shifts F − frac. */
-export interface AlignedScales {
+interface AlignedScales {
   mantissa: Int32Array;
   shift: Int32Array;
 }

@@ -18,7 +18,7 @@ import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../../typ
 import type { CpuGemmKernel } from '../types.ts';
 
 /** Operands packed for the fast path: lhs rows and rhs columns contiguous, with their sums. */
-export interface PackedCpu {
+interface PackedCpu {
   /** lhs as [M][K], row-major. */
   lhs: Int16Array;
   /** rhs as [N][K]: each column contiguous. */
@@ -65,7 +65,7 @@ function packOperand(
 }
 
 /** Packs both operands; with a bit depth, requantized in the uint8 domain (src/quant/lowbit.ts). */
-export function packCpu(p: NormalizedProblem): PackedCpu {
+function packCpu(p: NormalizedProblem): PackedCpu {
   const { M, N, K, bitDepth } = p;
   const rounding = bitDepth && resolveRounding(bitDepth.rounding, K);
   const shiftL = bitDepth && p.lhsType === 'int8' ? UINT8_DOMAIN_SHIFT : 0;

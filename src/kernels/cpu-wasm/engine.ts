@@ -17,7 +17,7 @@ import { DATA_START } from './layout.ts';
 import { coreCount, isNode, type WorkerPool } from './pool.ts';
 
 export type RelaxedMode = 'usdot' | 'sdot';
-export type WasmExports = Record<string, (...args: number[]) => number>;
+type WasmExports = Record<string, (...args: number[]) => number>;
 
 export interface WasmEngine {
   module: WebAssembly.Module;
@@ -143,9 +143,9 @@ async function probeRelaxed(exports: WasmExports): Promise<RelaxedMode | null> {
 }
 
 /** Checks the relaxed kernel against the 16-bit one on this engine (run.ts); true when bit-exact. */
-export type SelfCheck = (e: WasmEngine, mode: RelaxedMode) => Promise<boolean>;
+type SelfCheck = (e: WasmEngine, mode: RelaxedMode) => Promise<boolean>;
 /** Runs the fastest kernel of this engine until the engine has optimized it (run.ts). */
-export type WarmUp = (e: WasmEngine) => Promise<void>;
+type WarmUp = (e: WasmEngine) => Promise<void>;
 
 async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine | null> {
   const plain: Variant = { relaxed: false, shared: false };

@@ -100,7 +100,7 @@ export interface RhsBlock {
 type NibbleShape = (typeof NIBBLE_SHAPES)[number];
 
 /** The 4-bit kernel's shape for M rows: the first whose rows cover M, else the last (tiles of its rows). */
-export const nibbleShape = (M: number): NibbleShape => NIBBLE_SHAPES.find((s) => s.mr >= M) ?? NIBBLE_SHAPES[NIBBLE_SHAPES.length - 1];
+const nibbleShape = (M: number): NibbleShape => NIBBLE_SHAPES.find((s) => s.mr >= M) ?? NIBBLE_SHAPES[NIBBLE_SHAPES.length - 1];
 
 interface Prepared {
   /** The shape of the direct variant of the 16-bit kernel (gen-direct.ts; the rhs is not packed), or null. */

@@ -37,14 +37,14 @@ export const SGMAT_WORKGROUP_BYTES = 2 * 2 * 64 * 80;
 const pow2 = (x: number) => x > 0 && (x & (x - 1)) === 0;
 
 /** Whether the kernel takes this fragment shape and type (any subgroup size). */
-export function fragmentUsable(c: SubgroupMatrixConfig): boolean {
+function fragmentUsable(c: SubgroupMatrixConfig): boolean {
   const types =
     (c.componentType === 'u8' && c.resultComponentType === 'u32') || (c.componentType === 'i8' && c.resultComponentType === 'i32');
   return types && 32 % c.M === 0 && 32 % c.N === 0 && 64 % c.K === 0 && c.M >= 1 && c.N >= 1 && c.K >= 1;
 }
 
 /** The adapter's one subgroup size, or 0 where it has none the kernel can rely on. */
-export function fixedSubgroupSize(caps: AdapterCaps): number {
+function fixedSubgroupSize(caps: AdapterCaps): number {
   const s = caps.subgroupMaxSize;
   if (!caps.subgroups || s === 0 || caps.subgroupMinSize !== s || !pow2(s) || s > 64) return 0;
   return 4 * s <= caps.limits.maxComputeInvocationsPerWorkgroup ? s : 0;

@@ -18,7 +18,7 @@ import { sgmatSource, sgmatVariant } from './kernel.ts';
 import type { GpuGemmKernel } from '../types.ts';
 
 /** One textual rule: a pattern (global), what replaces it, and what it does. */
-export interface RewriteRule {
+interface RewriteRule {
   what: string;
   pattern: RegExp;
   replace: string;

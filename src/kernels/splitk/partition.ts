@@ -29,7 +29,7 @@ export function workgroupTarget(caps: { isSoftware: boolean }): number {
   return caps.isSoftware ? 8 : 1024;
 }
 
-export interface SplitK {
+interface SplitK {
   splits: number;
   /** k steps (of SPLITK_STEP) per slice; the last slice may have fewer. */
   stepsPerSplit: number;

@@ -58,7 +58,7 @@ export function stageDefinition(type: unknown): StageDefinition<OutputStage, unk
 }
 
 /** What normalizeProblem keeps of a pipeline: its stages and what each one's validation derived. */
-export interface PipelineOf {
+interface PipelineOf {
   pipeline: readonly OutputStage[];
   derived: readonly unknown[];
 }

@@ -8,7 +8,7 @@
 import type { Axis, DstType, OutputStage, PerChannel } from '../../types.ts';
 
 /** An operand of a lowered op: a scalar-or-vector along the stage's axis, or an immediate. */
-export type StageOperand = { channel: PerChannel } | { imm: number };
+type StageOperand = { channel: PerChannel } | { imm: number };
 
 /** One stage, lowered: its op, the axis its channel operands run along, its operands in order. */
 export interface LoweredStage {
