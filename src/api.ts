@@ -136,7 +136,8 @@ async function runPackedOnCpu(
   return { ...(await runPrepacked(problem, packed, validate)), backend: 'cpu' };
 }
 
-async function onBackend<R>(
+/** Runs `cpu` or `gpu` (on the shared context) as `backend` says, with 'auto''s fallbacks and one retry on a lost device. */
+export async function onBackend<R>(
   cpu: () => Promise<R>,
   gpu: (ctx: GpuContext) => Promise<R>,
   backend: Backend,

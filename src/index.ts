@@ -47,6 +47,7 @@ export {
   type QuantParams,
 } from './layers/layers.ts';
 export { activationRange, deriveStages } from './layers/derive.ts';
+export { type PatchGeometry, patchShape } from './pack/patches.ts';
 export { Sequential, type SequentialFullyConnected } from './layers/sequential.ts';
 export {
   GpuContext,

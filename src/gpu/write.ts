@@ -26,3 +26,15 @@ export function writeHostBytes(
     queue.writeBuffer(buffer, at + done, copy);
   }
 }
+
+/** An 8-bit array's bytes at the start of `buffer`: whole words as they are, the last partial word padded with zeros. */
+export function writeOperandBytes(queue: GPUQueue, buffer: GPUBuffer, data: Uint8Array | Int8Array): void {
+  const bytes = data.byteLength;
+  const body = bytes & ~3;
+  if (body > 0) writeHostBytes(queue, buffer, 0, data.buffer, data.byteOffset, body);
+  if (body < bytes) {
+    const tail = new Uint8Array(4);
+    tail.set(new Uint8Array(data.buffer, data.byteOffset + body, bytes - body));
+    queue.writeBuffer(buffer, body, tail);
+  }
+}

@@ -3,12 +3,15 @@
 // scales or legacy uint8 weights with a zero point, an int32 bias, a fused activation), TFLite's layouts
 // (FC weights [N, K]; conv input NHWC, filter OHWI), one GEMM with the output stages ./derive.ts derives
 // for the chosen kernel path. The FC weights are the GEMM's rhs as they lie ([N, K] is [K, N]
-// column-major). conv2d lowers to the same GEMM over im2col rows built on the host (padded positions
-// hold the input zero point, as in TFLite); the output is NHWC directly.
+// column-major). conv2d lowers to the same GEMM over the input's patches (padded positions hold the input
+// zero point, as in TFLite): on the GPU packed straight from the NHWC input (GpuContext.packPatches,
+// src/pack/patches.wgsl), on the CPU as im2col rows built on the host; the output is NHWC directly.
 
-import { gemm, type Backend } from '../api.ts';
-import { InputError } from '../errors.ts';
-import type { GemmProblem, OperandData, OutputStage } from '../types.ts';
+import { gemm, onBackend, type Backend } from '../api.ts';
+import { InputError, LimitExceededError } from '../errors.ts';
+import { type PatchGeometry, patchShape } from '../pack/patches.ts';
+import type { GpuContext, GpuGemmProblem, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
+import type { GemmProblem, Operand, OperandData, OutputStage } from '../types.ts';
 import {
   activationRange,
   deriveStages,
@@ -238,23 +241,67 @@ export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOpt
   const K = KH * KW * C;
   const M = B * gh.out * gw.out;
   checkQuant('params.input', params.input, dtypeOf(input.data, 'input.data'));
-  // im2col rows (b, oh, ow) x (kh, kw, c), the filter's OHWI order; padding holds the input zero point.
-  const cols = input.data instanceof Uint8Array ? new Uint8Array(M * K) : new Int8Array(M * K);
-  cols.fill(params.input.zeroPoint);
+  const geometry: PatchGeometry = {
+    batch: B,
+    height: H,
+    width: W,
+    channels: C,
+    filterHeight: KH,
+    filterWidth: KW,
+    strideHeight: sh,
+    strideWidth: sw,
+    dilationHeight: dh,
+    dilationWidth: dw,
+    padTop: gh.pad,
+    padLeft: gw.pad,
+    outHeight: gh.out,
+    outWidth: gw.out,
+  };
+  const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
+  const { post, ...common } = g;
+  const gemmOf = (lhs: GpuOperandInput): GpuGemmProblem => ({ ...common, lhs });
+  const hostPatches = (): Operand => ({ data: im2col(input.data, geometry, params.input.zeroPoint), rows: M, cols: K });
+  // On the GPU the patches are packed straight from the input; an input too large for one binding goes
+  // through host im2col rows, which the GEMM splits into bands.
+  const onGpu = async (ctx: GpuContext) => {
+    let lhs: PackedOperand;
+    try {
+      lhs = await ctx.packPatches(input.data, geometry, params.input.zeroPoint);
+    } catch (e) {
+      if (!(e instanceof LimitExceededError)) throw e;
+      return ctx.gemm(gemmOf(hostPatches()));
+    }
+    try {
+      return await ctx.gemm(gemmOf(lhs));
+    } finally {
+      lhs.destroy();
+    }
+  };
+  const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { backend: 'cpu' });
+  const result = await onBackend(onCpu, onGpu, opts.backend ?? 'auto', {});
+  const data = post ? post(result.data, M) : (result.data as Uint8Array | Int8Array);
+  return { data, shape: [B, gh.out, gw.out, O] };
+}
+
+/** The patch matrix on the host (the CPU path's im2col): rows (b, oh, ow) x (kh, kw, c); padding holds the input zero point. */
+function im2col(input: Uint8Array | Int8Array, g: PatchGeometry, zeroPoint: number): Uint8Array | Int8Array {
+  const { rows, cols: K } = patchShape(g);
+  const cols = input instanceof Uint8Array ? new Uint8Array(rows * K) : new Int8Array(rows * K);
+  cols.fill(zeroPoint);
+  const C = g.channels;
   let row = 0;
-  for (let b = 0; b < B; b++)
-    for (let oh = 0; oh < gh.out; oh++)
-      for (let ow = 0; ow < gw.out; ow++, row++)
-        for (let kh = 0; kh < KH; kh++) {
-          const ih = oh * sh - gh.pad + kh * dh;
-          if (ih < 0 || ih >= H) continue;
-          for (let kw = 0; kw < KW; kw++) {
-            const iw = ow * sw - gw.pad + kw * dw;
-            if (iw < 0 || iw >= W) continue;
-            const src = ((b * H + ih) * W + iw) * C;
-            cols.set(input.data.subarray(src, src + C), row * K + (kh * KW + kw) * C);
+  for (let b = 0; b < g.batch; b++)
+    for (let oh = 0; oh < g.outHeight; oh++)
+      for (let ow = 0; ow < g.outWidth; ow++, row++)
+        for (let kh = 0; kh < g.filterHeight; kh++) {
+          const ih = oh * g.strideHeight - g.padTop + kh * g.dilationHeight;
+          if (ih < 0 || ih >= g.height) continue;
+          for (let kw = 0; kw < g.filterWidth; kw++) {
+            const iw = ow * g.strideWidth - g.padLeft + kw * g.dilationWidth;
+            if (iw < 0 || iw >= g.width) continue;
+            const src = ((b * g.height + ih) * g.width + iw) * C;
+            cols.set(input.subarray(src, src + C), row * K + (kh * g.filterWidth + kw) * C);
           }
         }
-  const data = await runLayer('CONV_2D', cols, M, K, f, 'params.filter', O, params, opts);
-  return { data, shape: [B, gh.out, gw.out, O] };
+  return cols;
 }

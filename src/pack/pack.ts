@@ -17,7 +17,7 @@ import type { BufferPool } from '../gpu/pool.ts';
 import { ROUNDING_CODE, wgslCodes } from '../wgsl/codes.ts';
 import type { PackFormat } from './formats.ts';
 import pack from './pack.wgsl?raw';
-import { writeHostBytes } from '../gpu/write.ts';
+import { writeOperandBytes } from '../gpu/write.ts';
 
 const source = [wgslCodes, pack].join('\n');
 const WORKGROUP_SIZE = 64;
@@ -100,14 +100,7 @@ function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 
     bytes = x.data.byteLength;
     buffer = uploads.pool.acquire(Math.max(4, Math.ceil(bytes / 4) * 4), side);
     uploads.pooled.push(buffer);
-    // writeBuffer takes whole words: the body as it is, the last partial word padded with zeros.
-    const body = bytes & ~3;
-    if (body > 0) writeHostBytes(device.queue, buffer, 0, x.data.buffer, x.data.byteOffset, body);
-    if (body < bytes) {
-      const tail = new Uint8Array(4);
-      tail.set(new Uint8Array(x.data.buffer, x.data.byteOffset + body, bytes - body));
-      device.queue.writeBuffer(buffer, body, tail);
-    }
+    writeOperandBytes(device.queue, buffer, x.data);
   }
   return { buffer, bytes, signed, ...strides(x, side) };
 }

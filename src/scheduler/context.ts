@@ -24,7 +24,8 @@ import {
   isHandedOut,
   type PackedOperand,
 } from './operands.ts';
-import { prepackOperand } from './prepack.ts';
+import { prepackOperand, prepackPatches } from './prepack.ts';
+import type { PatchGeometry } from '../pack/patches.ts';
 import { DeviceResources } from './resources.ts';
 
 export type { GemmTiming, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
@@ -149,6 +150,15 @@ export class GpuContext {
    */
   prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
     return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth));
+  }
+
+  /**
+   * A convolution's lhs packed straight from its NHWC input (implicit im2col: no patch matrix in memory),
+   * padded positions holding `zeroPoint`: a PackedOperand of patchShape(geometry) rows x cols to multiply
+   * by the filter (OHWI [O, KH, KW, C] is the rhs [K, O] column-major) in `gemm`. src/pack/patches.wgsl.
+   */
+  packPatches(input: Uint8Array | Int8Array, geometry: PatchGeometry, zeroPoint: number): Promise<PackedOperand> {
+    return this.exclusive(() => prepackPatches(this.resources, input, geometry, zeroPoint));
   }
 
   /**

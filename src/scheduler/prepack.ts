@@ -5,6 +5,8 @@
 
 import { InputError } from '../errors.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
+import { writeOperandBytes } from '../gpu/write.ts';
+import { checkPatchGeometry, encodePatches, type PatchGeometry, patchPipeline, patchShape, planPatches } from '../pack/patches.ts';
 import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
@@ -81,6 +83,88 @@ export async function prepackOperand(
     packed,
     sums,
     ...requant,
+    bytes: packedBytes + sumsBytes,
+    get destroyed() {
+      return destroyed;
+    },
+    destroy: () => {
+      destroyed = true;
+      packed.destroy();
+      sums.destroy();
+    },
+  });
+}
+
+/**
+ * A convolution's lhs packed from its NHWC input (implicit im2col, src/pack/patches.wgsl): a PackedOperand
+ * of the patch matrix (rows = output pixels, cols = filter taps times channels), padded positions holding
+ * `zeroPoint`, with its row sums, for GEMMs against the filter as rhs. The caller holds the device.
+ */
+export async function prepackPatches(
+  r: DeviceResources,
+  input: Uint8Array | Int8Array,
+  geometry: PatchGeometry,
+  zeroPoint: number,
+): Promise<PackedOperand> {
+  r.checkAlive();
+  if (!(input instanceof Uint8Array || input instanceof Int8Array)) throw new InputError('input', 'expected a Uint8Array or an Int8Array');
+  checkPatchGeometry(geometry, input.length);
+  const type = input instanceof Int8Array ? 'int8' : 'uint8';
+  const [lo, hi] = type === 'int8' ? [-128, 127] : [0, 255];
+  if (!Number.isInteger(zeroPoint) || zeroPoint < lo || zeroPoint > hi) {
+    throw new InputError('zeroPoint', `expected an integer in ${lo}..${hi} (${type}), got ${zeroPoint}`);
+  }
+  const { rows, cols } = patchShape(geometry);
+  const format = PACK_FORMATS[prepackFormat(r.caps, 'lhs', 8)];
+  const packedBytes = roundUp(rows, format.rowAlign) * packedRowBytes(cols, format);
+  const sumsBytes = roundUp(rows, format.rowAlign) * 4;
+  r.checkBuffer(packedBytes, 'packed convolution patches');
+  const plan = planPatches(geometry, input.byteLength, format, r.limits);
+  const { device } = r;
+  const created: GPUBuffer[] = [];
+  const src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
+  try {
+    await runInErrorScope(
+      device,
+      async () => {
+        const make = (size: number, label: string) => {
+          const b = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${label}` });
+          created.push(b);
+          return b;
+        };
+        const packed = make(packedBytes, 'patches');
+        const sums = make(sumsBytes, 'patch sums');
+        writeOperandBytes(device.queue, src, input);
+        const pipeline = await patchPipeline(device);
+        const slab = r.uniforms.slab();
+        const encoder = device.createCommandEncoder({ label: 'qgemm pack patches' });
+        const pass = encoder.beginComputePass();
+        encodePatches(device, pass, pipeline, { geometry, src, signed: type === 'int8', zeroPoint, format, plan, packed, sums }, slab);
+        pass.end();
+        slab.upload(device.queue);
+        device.queue.submit([encoder.finish()]);
+      },
+      'pack patches',
+    );
+  } catch (e) {
+    for (const b of created) b.destroy();
+    throw r.lostOr(e);
+  } finally {
+    r.release(src);
+  }
+  r.checkAlive();
+  const [packed, sums] = created;
+  let destroyed = false;
+  return claimPacked(r, {
+    side: 'lhs',
+    rows,
+    cols,
+    type,
+    packFormat: format.id,
+    packed,
+    sums,
+    bits: 8,
+    rounding: 'nearest',
     bytes: packedBytes + sumsBytes,
     get destroyed() {
       return destroyed;

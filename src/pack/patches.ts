@@ -1,0 +1,169 @@
+// The host side of ./patches.wgsl, the PACK stage (PACK -> gemm -> output) of a convolution's lhs: its
+// geometry, its dispatches (whole input in one binding; packed-row chunks and grids as ./plan.ts cuts
+// them) and their encoding. The GEMM then reads the packed patches like any prepacked lhs
+// (src/scheduler/prepack.ts prepackPatches).
+
+import { InputError, LimitExceededError } from '../errors.ts';
+import type { PlanLimits } from '../gpu/caps.ts';
+import { getPipeline } from '../gpu/pipelines.ts';
+import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
+import type { UniformSlab } from '../gpu/uniforms.ts';
+import { type PackFormat, packedRowBytes } from './formats.ts';
+import patches from './patches.wgsl?raw';
+import { type PackDispatch, planPack } from './plan.ts';
+
+const WORKGROUP_SIZE = 64;
+
+/**
+ * A 2-D convolution's patches: input NHWC [batch, height, width, channels], a filter of
+ * filterHeight x filterWidth, strides, dilations, the leading padding and the output size, as TFLite
+ * computes them (src/layers/layers.ts convGeometry). Patch row (b, oh, ow) has filterHeight *
+ * filterWidth * channels values in the filter's OHWI order.
+ */
+export interface PatchGeometry {
+  batch: number;
+  height: number;
+  width: number;
+  channels: number;
+  filterHeight: number;
+  filterWidth: number;
+  strideHeight: number;
+  strideWidth: number;
+  dilationHeight: number;
+  dilationWidth: number;
+  padTop: number;
+  padLeft: number;
+  outHeight: number;
+  outWidth: number;
+}
+
+/** The patch matrix's shape: rows = output pixels, cols = filter taps times channels. */
+export function patchShape(g: PatchGeometry): { rows: number; cols: number } {
+  return { rows: g.batch * g.outHeight * g.outWidth, cols: g.filterHeight * g.filterWidth * g.channels };
+}
+
+const FIELDS = Object.keys({
+  batch: 0,
+  height: 0,
+  width: 0,
+  channels: 0,
+  filterHeight: 0,
+  filterWidth: 0,
+  strideHeight: 0,
+  strideWidth: 0,
+  dilationHeight: 0,
+  dilationWidth: 0,
+  padTop: 0,
+  padLeft: 0,
+  outHeight: 0,
+  outWidth: 0,
+} satisfies Record<keyof PatchGeometry, 0>) as (keyof PatchGeometry)[];
+
+/** Every field a non-negative integer (sizes positive), the padding within the filter, the last patch starting before the input's end. */
+export function checkPatchGeometry(g: PatchGeometry, inputLength: number): void {
+  if (!g || typeof g !== 'object') throw new InputError('geometry', 'expected a PatchGeometry');
+  for (const f of FIELDS) {
+    const v = g[f];
+    const min = f === 'padTop' || f === 'padLeft' ? 0 : 1;
+    if (!Number.isInteger(v) || v < min || v > 2 ** 24) throw new InputError(`geometry.${f}`, `expected an integer >= ${min}, got ${v}`);
+  }
+  if (inputLength !== g.batch * g.height * g.width * g.channels) {
+    throw new InputError('input', `expected ${g.batch * g.height * g.width * g.channels} values (NHWC), got ${inputLength}`);
+  }
+  for (const [pad, size, filter, stride, dilation, out, what] of [
+    [g.padTop, g.height, g.filterHeight, g.strideHeight, g.dilationHeight, g.outHeight, 'Height'],
+    [g.padLeft, g.width, g.filterWidth, g.strideWidth, g.dilationWidth, g.outWidth, 'Width'],
+  ] as const) {
+    const effective = (filter - 1) * dilation + 1;
+    if (pad >= effective)
+      throw new InputError(
+        `geometry.pad${what === 'Height' ? 'Top' : 'Left'}`,
+        `expected less than the filter's extent ${effective}, got ${pad}`,
+      );
+    if ((out - 1) * stride - pad >= size) {
+      throw new InputError(`geometry.out${what}`, `the last of ${out} outputs at stride ${stride} starts past the input (${size})`);
+    }
+  }
+}
+
+/** What one patch pack writes: the input's bytes on the GPU, into `packed` and `sums` in `format`. */
+export interface PatchJob {
+  geometry: PatchGeometry;
+  src: GPUBuffer;
+  signed: boolean;
+  /** The input zero point, as the input's type stores it. */
+  zeroPoint: number;
+  format: PackFormat;
+  plan: PackDispatch[];
+  packed: GPUBuffer;
+  sums: GPUBuffer;
+}
+
+/** The dispatches: the whole input in one binding (else LimitExceededError), packed rows chunked to fit. */
+export function planPatches(g: PatchGeometry, inputBytes: number, format: PackFormat, limits: PlanLimits): PackDispatch[] {
+  if (inputBytes > limits.maxStorageBufferBindingSize) {
+    throw new LimitExceededError(
+      'maxStorageBufferBindingSize',
+      `the convolution input needs ${inputBytes} bytes in one binding, above maxStorageBufferBindingSize ${limits.maxStorageBufferBindingSize}`,
+    );
+  }
+  const { rows, cols } = patchShape(g);
+  const bytes = Math.ceil(inputBytes / 4) * 4;
+  return planPack({ bytes, outerStride: 1, depthStride: 1 }, bytes, rows, cols, format, limits, 'convolution patches');
+}
+
+export function patchPipeline(device: GPUDevice): Promise<GPUComputePipeline> {
+  return getPipeline(device, { id: 'pack-patches', source: patches, entryPoint: 'packPatches', overrides: { WORKGROUP_SIZE } });
+}
+
+/** Records a patch job into `pass` (one uniform slot per dispatch). */
+export function encodePatches(
+  device: GPUDevice,
+  pass: GPUComputePassEncoder,
+  pipeline: GPUComputePipeline,
+  job: PatchJob,
+  slab: UniformSlab,
+): void {
+  const g = job.geometry;
+  const { rows, cols } = patchShape(g);
+  const rowBytes = packedRowBytes(cols, job.format);
+  const layout = uniformLayout(patches, 'PatchParams');
+  const bindGroupLayout = pipeline.getBindGroupLayout(0);
+  pass.setPipeline(pipeline);
+  for (const d of job.plan) {
+    const params = slab.alloc(layout, {
+      outerRows: d.rows,
+      outerBase: d.outerBase,
+      workgroupBase: d.base,
+      depth: cols,
+      depthWords: rowBytes / 4,
+      H: g.height,
+      W: g.width,
+      C: g.channels,
+      KW: g.filterWidth,
+      outH: g.outHeight,
+      outW: g.outWidth,
+      strideH: g.strideHeight,
+      strideW: g.strideWidth,
+      dilationH: g.dilationHeight,
+      dilationW: g.dilationWidth,
+      padTop: g.padTop,
+      padLeft: g.padLeft,
+      signFlip: job.signed ? 0x80 : 0,
+      padValue: (job.zeroPoint & 0xff) ^ (job.signed ? 0x80 : 0),
+    });
+    pass.setBindGroup(
+      0,
+      device.createBindGroup({
+        layout: bindGroupLayout,
+        entries: namedEntries(patches, {
+          params,
+          src: { buffer: job.src, offset: d.srcBase, size: d.srcSize },
+          packed: { buffer: job.packed, offset: d.outerBase * rowBytes, size: d.rows * rowBytes },
+          sums: { buffer: job.sums, offset: 0, size: Math.ceil(rows / job.format.rowAlign) * job.format.rowAlign * 4 },
+        }),
+      }),
+    );
+    pass.dispatchWorkgroups(d.x, d.y);
+  }
+}
