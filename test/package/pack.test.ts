@@ -7,7 +7,9 @@
 // The docs are code too: every ```ts snippet of README.md and docs/*.md is type-checked the same way
 // (strict, nodenext and bundler) against the installed package and run in Node (Dawn's `webgpu` linked
 // in from the repository, so GpuContext snippets run on SwiftShader); every ```json block parses as
-// strict JSON; every export the README's API table names is imported by name.
+// strict JSON; every export the README's API table names is imported by name, and every call it writes,
+// `f(a, b?, c = 1, { d?, e })`, is checked against the declarations: its parameters, which are optional,
+// the option keys.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -168,6 +170,45 @@ const DOCS = [
     .map((f) => `docs/${f}`),
 ];
 
+/** The first cells of the README's API table (the exports and their calls), without explanations in " (...)". */
+function apiTable(): string[] {
+  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('### API reference'), readme.indexOf('\n## ', readme.indexOf('### API reference')));
+  const rows = table.split('\n').filter((l) => l.startsWith('| `'));
+  // A call's own parentheses follow its name; an explanation's follow a space.
+  return rows.map((row) => row.split(' | ')[0].replace(/ \((?:[^()]|\([^()]*\))*\)/g, ''));
+}
+
+/** A list split at its commas outside brackets and braces: `a, { b, c }` is `a` and `{ b, c }`. */
+function splitTopLevel(list: string): string[] {
+  const parts = [''];
+  let depth = 0;
+  for (const c of list) {
+    if ('([{'.includes(c)) depth++;
+    if (')]}'.includes(c)) depth--;
+    if (c === ',' && depth === 0) parts.push('');
+    else parts[parts.length - 1] += c;
+  }
+  return parts.map((p) => p.trim()).filter((p) => p !== '');
+}
+
+/** Type-checks one file of the consumer project under strict nodenext; a failure says `what` and what tsc said. */
+function typeCheck(name: string, code: string, what: string): void {
+  writeFileSync(join(consumer, `${name}.ts`), code);
+  writeFileSync(
+    join(consumer, `tsconfig.${name}.json`),
+    JSON.stringify({
+      compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', noEmit: true },
+      files: [`${name}.ts`],
+    }),
+  );
+  try {
+    sh(process.execPath, [TSC, '-p', `tsconfig.${name}.json`], consumer);
+  } catch (e) {
+    throw new Error(`${what}: ${(e as { stdout?: string }).stdout ?? e}`);
+  }
+}
+
 describe('the docs', () => {
   const snippets = DOCS.flatMap((file) => fenced(file, 'ts').map((b) => ({ ...b, file, name: `${file.replace(/[/.]/g, '_')}_${b.line}` })));
   it('have TypeScript snippets (README.md and docs/tflite.md at least)', () => {
@@ -218,29 +259,56 @@ describe('the docs', () => {
     }
   });
   it("every function, class and error the README's API table names is an export of the package", () => {
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-    const table = readme.slice(readme.indexOf('### API reference'), readme.indexOf('\n## ', readme.indexOf('### API reference')));
-    const rows = table.split('\n').filter((l) => l.startsWith('| `'));
     const names = new Set<string>();
-    for (const row of rows) {
-      // The first cell, without its explanations in " (...)" (a call's own parentheses follow its name).
-      const first = row.split(' | ')[0].replace(/ \((?:[^()]|\([^()]*\))*\)/g, '');
+    for (const first of apiTable()) {
       for (const m of first.matchAll(/`([A-Za-z]+)(?:\.[A-Za-z]+)?(?:\(|`)/g)) names.add(m[1]);
     }
     const imported = [...names];
     expect(imported.length).toBeGreaterThan(20);
-    writeFileSync(join(consumer, 'api-table.ts'), `import type { ${imported.join(', ')} } from 'qgemm-webgpu';\nexport {};\n`);
-    writeFileSync(
-      join(consumer, 'tsconfig.api.json'),
-      JSON.stringify({
-        compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', noEmit: true },
-        files: ['api-table.ts'],
-      }),
+    typeCheck(
+      'api-table',
+      `import type { ${imported.join(', ')} } from 'qgemm-webgpu';\nexport {};\n`,
+      'the API table names what the package does not export',
     );
-    try {
-      sh(process.execPath, [TSC, '-p', 'tsconfig.api.json'], consumer);
-    } catch (e) {
-      throw new Error(`the API table names what the package does not export: ${(e as { stdout?: string }).stdout ?? e}`);
-    }
+  });
+  it("every call the README's API table writes matches the declarations: parameters, optional ones, option keys", () => {
+    // `f(a, b?, c = 1, { d?, e })`: f takes exactly these parameters, b and c optional, the fourth's type
+    // has d (optional) and e (required). Each check is a type that is 'ok' or the message tsc prints.
+    const calls = apiTable().flatMap((first) => [...first.matchAll(/`([A-Za-z]+(?:\.[A-Za-z]+)?)\(([^`]*)\)`/g)]);
+    expect(calls.length).toBeGreaterThan(15);
+    const checks: string[] = [];
+    const check = (actual: string, expected: number | boolean, message: string) =>
+      checks.push(`const check${checks.length}: Check<${actual}, ${expected}, ${JSON.stringify(message)}> = 'ok';`);
+    calls.forEach(([call, name, list], i) => {
+      const params = splitTopLevel(list);
+      checks.push(`type F${i} = typeof ${name};`);
+      check(
+        `Required<Parameters<F${i}>>['length']`,
+        params.length,
+        `README ${call}: the code does not take exactly ${params.length} parameters`,
+      );
+      params.forEach((param, j) => {
+        const [written, fallback] = param.split(' = ');
+        const optional = fallback !== undefined || written.endsWith('?');
+        const at = `README ${call}: parameter ${j + 1} (${written})`;
+        check(`Optional<Parameters<F${i}>, '${j}'>`, optional, `${at} is ${optional ? 'required' : 'optional'} in the code, or absent`);
+        const keys = written.startsWith('{') ? splitTopLevel(written.slice(1, -1)) : [];
+        for (const key of keys) {
+          const k = key.replace(/\?$/, '');
+          const why = `${key.endsWith('?') ? 'required' : 'optional'} in the code, or absent`;
+          check(`Optional<NonNullable<Parameters<F${i}>[${j}]>, '${k}'>`, key.endsWith('?'), `${at}: ${k} is ${why}`);
+        }
+      });
+    });
+    const imported = [...new Set(calls.map((c) => c[1].split('.')[0]))];
+    const code = [
+      `import type { ${imported.join(', ')} } from 'qgemm-webgpu';`,
+      "type Check<Actual, Expected, Message extends string> = [Actual] extends [Expected] ? 'ok' : Message;",
+      "/** Whether key K of T (an object's property, a tuple's element) is optional; 'missing' where T has none. */",
+      "type Optional<T, K extends PropertyKey> = K extends keyof T ? ({} extends Pick<T, K> ? true : false) : 'missing';",
+      ...checks,
+      'export {};',
+    ];
+    typeCheck('api-signatures', `${code.join('\n')}\n`, 'the API table writes calls that the declarations do not match');
   });
 });
