@@ -17,9 +17,10 @@ import type { BufferPool } from '../gpu/pool.ts';
 import { ROUNDING_CODE, wgslCodes } from '../wgsl/codes.ts';
 import type { PackFormat } from './formats.ts';
 import pack from './pack.wgsl?raw';
+import rowSum from './row-sum.wgsl?raw';
 import { writeOperandBytes } from '../gpu/write.ts';
 
-const source = [wgslCodes, pack].join('\n');
+const source = [wgslCodes, rowSum, pack].join('\n');
 const WORKGROUP_SIZE = 64;
 
 /** How an operand is requantized while packing; bits 8 is the identity. */

@@ -47,8 +47,6 @@ struct PackParams {
 @group(0) @binding(3) var<storage, read_write> sums: array<i32>;
 @group(0) @binding(4) var<storage, read> xorshiftOffsets: array<u32>; // XORSHIFT_OFFSETS, 255 values
 
-var<workgroup> partial: array<u32, WORKGROUP_SIZE>;
-
 /** The requantized value of v (uint8 domain) at (outer, k): src/quant/lowbit.ts requantize(). */
 fn requantize(v: u32, outer: u32, k: u32) -> u32 {
   // i mod 255 without forming i, which can pass 2^32 for large operands.
@@ -112,16 +110,8 @@ fn pack(
     }
     packed[row * params.depthWords + w] = word;
   }
-  partial[lid] = sum;
-  workgroupBarrier();
-  for (var half = WORKGROUP_SIZE / 2u; half > 0u; half /= 2u) {
-    if (lid < half) {
-      partial[lid] += partial[lid + half];
-    }
-    workgroupBarrier();
-  }
+  let total = bitcast<i32>(workgroupSum(lid, sum));
   if (lid == 0u) {
-    let total = bitcast<i32>(partial[0]);
     sums[outer] = select(total, sums[outer] + total, params.accumulate != 0u);
   }
 }

@@ -10,9 +10,11 @@ import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { type PackFormat, packedRowBytes } from './formats.ts';
 import patches from './patches.wgsl?raw';
+import rowSum from './row-sum.wgsl?raw';
 import { type PackDispatch, planPack } from './plan.ts';
 
 const WORKGROUP_SIZE = 64;
+const source = [rowSum, patches].join('\n');
 
 /**
  * A 2-D convolution's patches: input NHWC [batch, height, width, channels], a filter of
@@ -113,7 +115,7 @@ export function planPatches(g: PatchGeometry, inputBytes: number, format: PackFo
 }
 
 export function patchPipeline(device: GPUDevice): Promise<GPUComputePipeline> {
-  return getPipeline(device, { id: 'pack-patches', source: patches, entryPoint: 'packPatches', overrides: { WORKGROUP_SIZE } });
+  return getPipeline(device, { id: 'pack-patches', source, entryPoint: 'packPatches', overrides: { WORKGROUP_SIZE } });
 }
 
 /** Records a patch job into `pass` (one uniform slot per dispatch). */
@@ -127,7 +129,7 @@ export function encodePatches(
   const g = job.geometry;
   const { rows, cols } = patchShape(g);
   const rowBytes = packedRowBytes(cols, job.format);
-  const layout = uniformLayout(patches, 'PatchParams');
+  const layout = uniformLayout(source, 'PatchParams');
   const bindGroupLayout = pipeline.getBindGroupLayout(0);
   pass.setPipeline(pipeline);
   for (const d of job.plan) {
@@ -156,7 +158,7 @@ export function encodePatches(
       0,
       device.createBindGroup({
         layout: bindGroupLayout,
-        entries: namedEntries(patches, {
+        entries: namedEntries(source, {
           params,
           src: { buffer: job.src, offset: d.srcBase, size: d.srcSize },
           packed: { buffer: job.packed, offset: d.outerBase * rowBytes, size: d.rows * rowBytes },

@@ -5,7 +5,7 @@
 // or the input zero point where that lies in the padding (TFLite's convention, src/layers/layers.ts
 // conv2d). Written in the 'u8k4-*' formats of pack.wgsl (src/pack/formats.ts): 4 consecutive k per u32,
 // K zero-padded to depthWords * 4, int8 mapped into the uint8 domain (byte ^ 0x80), with the row sums of
-// the four-term expansion (src/types.ts) computed in the same pass. One workgroup per packed row.
+// the four-term expansion (src/types.ts) computed in the same pass (./row-sum.wgsl). One workgroup per packed row.
 
 override WORKGROUP_SIZE: u32 = 64u;
 
@@ -35,8 +35,6 @@ struct PatchParams {
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> packed: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sums: array<i32>;
-
-var<workgroup> partial: array<u32, WORKGROUP_SIZE>;
 
 /** The uint8-domain value at k of the patch of output pixel (b, oh, ow). */
 fn patchValue(b: u32, oh: u32, ow: u32, k: u32) -> u32 {
@@ -79,15 +77,8 @@ fn packPatches(
     }
     packed[row * params.depthWords + w] = word;
   }
-  partial[lid] = sum;
-  workgroupBarrier();
-  for (var half = WORKGROUP_SIZE / 2u; half > 0u; half /= 2u) {
-    if (lid < half) {
-      partial[lid] += partial[lid + half];
-    }
-    workgroupBarrier();
-  }
+  let total = workgroupSum(lid, sum);
   if (lid == 0u) {
-    sums[m] = bitcast<i32>(partial[0]);
+    sums[m] = bitcast<i32>(total);
   }
 }

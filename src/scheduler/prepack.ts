@@ -5,6 +5,7 @@
 
 import { InputError } from '../errors.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
+import type { UniformSlab } from '../gpu/uniforms.ts';
 import { writeOperandBytes } from '../gpu/write.ts';
 import { checkPatchGeometry, encodePatches, type PatchGeometry, patchPipeline, patchShape, planPatches } from '../pack/patches.ts';
 import { roundUp } from '../gpu/plan.ts';
@@ -39,59 +40,11 @@ export async function prepackOperand(
   const packedBytes = roundUp(outer, format.rowAlign) * packedRowBytes(depth, format);
   const sumsBytes = roundUp(outer, format.rowAlign) * 4;
   r.checkBuffer(packedBytes, `prepacked ${side}`);
-  const { device } = r;
-  const created: GPUBuffer[] = [];
-  const pooled: GPUBuffer[] = [];
-  try {
-    await runInErrorScope(
-      device,
-      async () => {
-        const make = (size: number, label: string) => {
-          const b = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${label}` });
-          created.push(b);
-          return b;
-        };
-        const packed = make(packedBytes, side);
-        const sums = make(sumsBytes, `${side} sums`);
-        const job = packOperand(device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled });
-        const pipelines = await packPipelines(device, [packEntry(operand, side, format)]);
-        const slab = r.uniforms.slab();
-        const encoder = device.createCommandEncoder({ label: 'qgemm prepack' });
-        const pass = encoder.beginComputePass();
-        encodePack(device, pass, pipelines, job, r.xorshiftBuffer(), slab);
-        pass.end();
-        slab.upload(device.queue);
-        device.queue.submit([encoder.finish()]);
-      },
-      'prepack',
-    );
-  } catch (e) {
-    for (const b of created) b.destroy();
-    throw r.lostOr(e);
-  } finally {
-    for (const b of pooled) r.release(b); // not back to a pool that destroy() emptied
-  }
-  r.checkAlive();
-  const [packed, sums] = created;
-  let destroyed = false;
-  return claimPacked(r, {
-    side,
-    rows,
-    cols,
-    type,
-    packFormat: format.id,
-    packed,
-    sums,
-    ...requant,
-    bytes: packedBytes + sumsBytes,
-    get destroyed() {
-      return destroyed;
-    },
-    destroy: () => {
-      destroyed = true;
-      packed.destroy();
-      sums.destroy();
-    },
+  const what: PackedShape = { side, rows, cols, type, packFormat: format.id, ...requant };
+  return prepacked(r, what, packedBytes, sumsBytes, 'prepack', async (packed, sums, pooled) => {
+    const job = packOperand(r.device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled });
+    const pipelines = await packPipelines(r.device, [packEntry(operand, side, format)]);
+    return (pass, slab) => encodePack(r.device, pass, pipelines, job, r.xorshiftBuffer(), slab);
   });
 }
 
@@ -120,51 +73,69 @@ export async function prepackPatches(
   const sumsBytes = roundUp(rows, format.rowAlign) * 4;
   r.checkBuffer(packedBytes, 'packed convolution patches');
   const plan = planPatches(geometry, input.byteLength, format, r.limits);
+  const what: PackedShape = { side: 'lhs', rows, cols, type, packFormat: format.id, bits: 8, rounding: 'nearest' };
+  return prepacked(r, what, packedBytes, sumsBytes, 'pack patches', async (packed, sums, pooled) => {
+    const src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
+    pooled.push(src);
+    writeOperandBytes(r.device.queue, src, input);
+    const pipeline = await patchPipeline(r.device);
+    const job = { geometry, src, signed: type === 'int8', zeroPoint, format, plan, packed, sums };
+    return (pass, slab) => encodePatches(r.device, pass, pipeline, job, slab);
+  });
+}
+
+/** What a prepacked operand is, besides its buffers. */
+type PackedShape = Pick<PackedOperand, 'side' | 'rows' | 'cols' | 'type' | 'packFormat' | 'bits' | 'rounding'>;
+
+/**
+ * The one way a prepacked operand is made: two new buffers (packed rows, sums) that `pack` fills in one
+ * submission inside an error scope (it uploads into pooled buffers listed in `pooled`, released after, and
+ * returns the encoding of its dispatches), then the PackedOperand that owns them. On a failure they are freed.
+ */
+async function prepacked(
+  r: DeviceResources,
+  what: PackedShape,
+  packedBytes: number,
+  sumsBytes: number,
+  label: string,
+  pack: (packed: GPUBuffer, sums: GPUBuffer, pooled: GPUBuffer[]) => Promise<(pass: GPUComputePassEncoder, slab: UniformSlab) => void>,
+): Promise<PackedOperand> {
   const { device } = r;
   const created: GPUBuffer[] = [];
-  const src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
+  const pooled: GPUBuffer[] = [];
   try {
     await runInErrorScope(
       device,
       async () => {
-        const make = (size: number, label: string) => {
-          const b = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${label}` });
+        const make = (size: number, name: string) => {
+          const b = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${name}` });
           created.push(b);
           return b;
         };
-        const packed = make(packedBytes, 'patches');
-        const sums = make(sumsBytes, 'patch sums');
-        writeOperandBytes(device.queue, src, input);
-        const pipeline = await patchPipeline(device);
+        const encode = await pack(make(packedBytes, what.side), make(sumsBytes, `${what.side} sums`), pooled);
         const slab = r.uniforms.slab();
-        const encoder = device.createCommandEncoder({ label: 'qgemm pack patches' });
+        const encoder = device.createCommandEncoder({ label: `qgemm ${label}` });
         const pass = encoder.beginComputePass();
-        encodePatches(device, pass, pipeline, { geometry, src, signed: type === 'int8', zeroPoint, format, plan, packed, sums }, slab);
+        encode(pass, slab);
         pass.end();
         slab.upload(device.queue);
         device.queue.submit([encoder.finish()]);
       },
-      'pack patches',
+      label,
     );
   } catch (e) {
     for (const b of created) b.destroy();
     throw r.lostOr(e);
   } finally {
-    r.release(src);
+    for (const b of pooled) r.release(b); // not back to a pool that destroy() emptied
   }
   r.checkAlive();
   const [packed, sums] = created;
   let destroyed = false;
   return claimPacked(r, {
-    side: 'lhs',
-    rows,
-    cols,
-    type,
-    packFormat: format.id,
+    ...what,
     packed,
     sums,
-    bits: 8,
-    rounding: 'nearest',
     bytes: packedBytes + sumsBytes,
     get destroyed() {
       return destroyed;
