@@ -13,7 +13,6 @@
 
 import { quantizeMultiplier } from '../src/quant/quantize.ts';
 import type { BitDepth, GemmProblem, OutputStage } from '../src/types.ts';
-import type { RhsBits } from './impls/types.ts';
 import type { Shape } from './shapes.ts';
 
 export type PipelineKind = 'uint8' | 'int32';
@@ -109,6 +108,10 @@ export function describePipeline(kind: PipelineKind): string {
     ? 'int32 -> uint8: bias (per column) + scaleInt32ByFixedPointAndExponent (per column, double rounding) + 128, saturatingCast uint8'
     : 'raw int32 accumulators (empty pipeline)';
 }
+
+/** Bit widths of the weights (rhs) that `--rhs-bits` runs: 8 (as given) or 4 (two values per byte). */
+export const RHS_BITS = [8, 4] as const;
+export type RhsBits = (typeof RHS_BITS)[number];
 
 /**
  * The bitDepth of qgemm's rows with `rhsBits`-bit weights (--rhs-bits): none for 8 (the operands as

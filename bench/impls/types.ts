@@ -5,7 +5,7 @@
 // verification (bench/verify.ts), and the id of the kernel that ran.
 
 import type { DstData, DstType } from '../../src/types.ts';
-import type { ShapeData } from '../problems.ts';
+import type { RhsBits, ShapeData } from '../problems.ts';
 import type { RepeatPolicy, Stats } from '../timing.ts';
 
 export const IMPLS = [
@@ -34,9 +34,7 @@ export type BackendName = (typeof BACKENDS)[number];
 export const MODES = ['call', 'resident', 'device'] as const;
 export type Mode = (typeof MODES)[number];
 
-/** Bit widths of the weights (rhs) that `--rhs-bits` runs: 8 (as given) or 4 (two values per byte). */
-export const RHS_BITS = [8, 4] as const;
-export type RhsBits = (typeof RHS_BITS)[number];
+export { RHS_BITS, type RhsBits } from '../problems.ts';
 
 export interface RowId {
   impl: ImplName;
