@@ -63,14 +63,19 @@ function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStride: nu
   return { outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
 }
 
-/** The entry point that packs x as `side` into `format`: packTranspose where k is strided in x's storage. */
-export function packEntry(x: Operand | GpuMatrix, side: 'lhs' | 'rhs', format: PackFormat): PackEntry {
-  // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
-  return strides(x, side).depthStride !== 1 && format.valueBits === 8 ? 'packTranspose' : 'pack';
-}
-
 /** Rows one packTranspose workgroup packs (TRANSPOSE_ROWS in pack.wgsl). */
 const TRANSPOSE_ROWS = 64;
+
+/**
+ * The entry point that packs x as `side` into `format`: packTranspose where k is strided in x's storage
+ * and x has at least TRANSPOSE_ROWS packed rows (one of its workgroups packs that many; below that `pack`,
+ * one row per workgroup, reads as well and a small GEMM compiles one pipeline fewer).
+ */
+export function packEntry(x: Operand | GpuMatrix, side: 'lhs' | 'rhs', format: PackFormat): PackEntry {
+  const outer = side === 'lhs' ? x.rows : x.cols;
+  // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
+  return strides(x, side).depthStride !== 1 && format.valueBits === 8 && outer >= TRANSPOSE_ROWS ? 'packTranspose' : 'pack';
+}
 
 export interface PackJob {
   /** k strided in the source: packTranspose, TRANSPOSE_ROWS rows per workgroup; else pack, one row each. */

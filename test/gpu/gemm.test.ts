@@ -322,7 +322,7 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
           const q: GemmProblem = { ...p, lhs: { ...p.lhs, order: lhsOrder }, rhs: { ...p.rhs, order: rhsOrder }, dstOrder };
           await expectGpuMatches(small, q, 'lowered limits');
           // The plan really split: several gemm dispatches for one GEMM, and pack dispatches for both operands
-          // (a transposing pack handles 64 rows per workgroup, so small strided operands fit one dispatch;
+          // (a transposing pack handles 64 rows per workgroup, so strided operands of 64 rows or more may fit one dispatch;
           // test/unit/plan.test.ts covers pack splitting over many limit sets).
           expect(small.lastRun.packDispatches).toBeGreaterThanOrEqual(2);
           expect(small.lastRun.gemmDispatches).toBeGreaterThan(1);
