@@ -87,9 +87,7 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
     );
   }
   if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
-  if (!(BACKENDS as readonly unknown[]).includes(backend)) {
-    throw new InputError('backend', `expected one of ${BACKENDS.map((b) => `"${b}"`).join(', ')}, got ${brief(backend)}`);
-  }
+  checkBackend(backend);
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
     return onBackend(
@@ -136,6 +134,12 @@ async function runPackedOnCpu(
   return { ...(await runPrepacked(problem, packed, validate)), backend: 'cpu' };
 }
 
+function checkBackend(backend: unknown): asserts backend is Backend {
+  if (!(BACKENDS as readonly unknown[]).includes(backend)) {
+    throw new InputError('backend', `expected one of ${BACKENDS.map((b) => `"${b}"`).join(', ')}, got ${brief(backend)}`);
+  }
+}
+
 /** Runs `cpu` or `gpu` (on the shared context) as `backend` says, with 'auto''s fallbacks and one retry on a lost device. */
 export async function onBackend<R>(
   cpu: () => Promise<R>,
@@ -143,6 +147,7 @@ export async function onBackend<R>(
   backend: Backend,
   opts: RunOptions,
 ): Promise<Ran<R>> {
+  checkBackend(backend);
   const onCpu = async () => ({ ...(await cpu()), backend: 'cpu' as const });
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';

@@ -6,7 +6,7 @@
 // activation, strides 1 and 2, dilation, on the CPU backend (the WebGPU backend: test/gpu/layers.test.ts).
 
 import { describe, expect, test } from 'vitest';
-import { fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
+import { type Conv2dParams, conv2d, fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
 import { activationRange } from '../../src/layers/derive.ts';
 import type { InputError } from '../../src/errors.ts';
 import { CASES, PATHS, checkConv, checkFc } from '../support/layer-oracle.ts';
@@ -43,5 +43,15 @@ describe('TFLite layers on the CPU == the oracle of each kernel path', () => {
     expect((await field({ ...base, output: { scale: 0.1, zeroPoint: 200 } })).field).toBe('params.output.zeroPoint');
     expect((await field({ ...base, kernelPath: 'fast' as KernelPath })).field).toBe('params.kernelPath');
     expect((await field({ ...base, bias: new Int32Array(3) })).field).toBe('params.bias');
+    // An unknown backend is refused by name, by fullyConnected (through gemm) and by conv2d alike.
+    expect(((await fullyConnected(input, base, { backend: 'gpu' as 'cpu' }).catch((e) => e)) as InputError).field).toBe('backend');
+    const conv: Conv2dParams = {
+      input: { scale: 0.1, zeroPoint: 0 },
+      filter: { data: new Int8Array(3), shape: [1, 1, 1, 3], scale: 0.1 },
+      padding: 'VALID',
+      output: { scale: 0.1, zeroPoint: 0 },
+    };
+    const image = { data: new Int8Array(12), shape: [1, 2, 2, 3] };
+    expect(((await conv2d(image, conv, { backend: 'gpu' as 'cpu' }).catch((e) => e)) as InputError).field).toBe('backend');
   });
 });
