@@ -25,7 +25,7 @@ import type { GemmProblem, Operand } from '../../src/types.ts';
 import { arbOperand, arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 import { expectExact, kernelProperties } from '../support/kernel-harness.ts';
-import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
+import { expectResolvedOrDeviceLost, getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
 
 const gpu = await getGpu();
 afterAll(releaseGpu);
@@ -371,14 +371,8 @@ describe.skipIf(!gpu)('device loss', () => {
     const calls = [own.gemm(p), own.gemm(p), own.gemmOnGpu(p)];
     await new Promise((r) => setTimeout(r, 0));
     own.destroy();
-    for (const c of calls) {
-      const outcome = await c.then(
-        () => 'resolved',
-        (e) => e,
-      );
-      // A call that finished before destroy() may resolve; one that did not must be a DeviceLostError.
-      if (outcome !== 'resolved') expect(outcome).toBeInstanceOf(DeviceLostError);
-    }
+    // A call that finished before destroy() may resolve; one that did not must be a DeviceLostError.
+    await expectResolvedOrDeviceLost(calls);
     await expect(own.gemm(p)).rejects.toThrow(DeviceLostError);
   });
   it('a released matrix or a destroyed prepacked operand is refused, never read', async () => {

@@ -14,7 +14,8 @@ import { acquireDevice, type AcquiredDevice } from '../../src/gpu/acquire.ts';
 import { describeAdapter } from '../../src/gpu/adapter.ts';
 import { INSTALL_HINT } from '../../src/gpu/dawn.ts';
 import { runInErrorScope } from '../../src/gpu/scopes.ts';
-import { GpuValidationError, NoAdapterError } from '../../src/errors.ts';
+import { expect } from 'vitest';
+import { DeviceLostError, GpuValidationError, NoAdapterError } from '../../src/errors.ts';
 
 export { runInErrorScope };
 
@@ -63,6 +64,20 @@ export async function releaseGpu(): Promise<void> {
   const gpu = await acquired?.catch(() => null);
   gpu?.device.destroy();
   acquired = undefined;
+}
+
+/**
+ * Each call of a context destroyed while they ran: resolved (it finished first) or rejected with a
+ * DeviceLostError (it did not), never another error.
+ */
+export async function expectResolvedOrDeviceLost(calls: Promise<unknown>[]): Promise<void> {
+  for (const c of calls) {
+    const outcome = await c.then(
+      () => 'resolved',
+      (e) => e,
+    );
+    if (outcome !== 'resolved') expect(outcome).toBeInstanceOf(DeviceLostError);
+  }
 }
 
 export type IntArray = Int32Array | Uint32Array;
