@@ -48,7 +48,15 @@ export {
 } from './layers/layers.ts';
 export { activationRange, deriveStages } from './layers/derive.ts';
 export { type PatchGeometry, patchShape } from './pack/patches.ts';
-export { Sequential, type SequentialFullyConnected } from './layers/sequential.ts';
+export {
+  runLayers,
+  Sequential,
+  type ElementwiseLayerParams,
+  type SequentialFullyConnected,
+  type SequentialInputs,
+  type SequentialLayer,
+  type SequentialOptions,
+} from './layers/sequential.ts';
 export {
   GpuContext,
   type GpuContextOptions,

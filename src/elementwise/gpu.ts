@@ -87,6 +87,75 @@ function padded(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
+/** Where an input's bytes are: a CPU array (uploaded) or a GPU buffer (read where it is, at the plan's strides). */
+export type ElementwiseSource = ArrayBufferView | GPUBuffer;
+
+/**
+ * Records one plan into a new command encoder: the inputs bound (CPU ones uploaded into temporary
+ * buffers pushed on `temps`), every band dispatched into `out` (dense, C order, 4 per u32).
+ */
+async function encodeElementwise(
+  target: ElementwiseGpuTarget,
+  p: ElementwisePlan,
+  inputs: [ElementwiseSource, ElementwiseSource],
+  out: GPUBuffer,
+  temps: GPUBuffer[],
+): Promise<GPUCommandEncoder> {
+  const { device, limits } = target;
+  const buffer = (size: number, usage: number, label: string) => {
+    const b = device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
+    temps.push(b);
+    return b;
+  };
+  const storage = (data: ArrayBufferView, label: string) => {
+    const bytes = padded(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    const b = buffer(bytes.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label);
+    writeHostBytes(device.queue, b, 0, bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return b;
+  };
+  const [a, b] = inputs.map((x, i) => (ArrayBuffer.isView(x) ? storage(x, 'ab'[i]) : x));
+  const channels = channelData(p);
+  const plan = planElementwise(Math.ceil(p.count / 4), [a.size, b.size, channels.byteLength], WORKGROUP_SIZE, limits);
+  const layout = uniformLayout(source, 'ElementwiseParams');
+  const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
+  const slotSize = Math.ceil(layout.size / 256) * 256;
+  const uniforms = buffer(plan.length * slotSize, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
+  const ch = storage(channels, 'channels');
+  const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  const base = elementwiseUniforms(p);
+  const slab = new ArrayBuffer(plan.length * slotSize);
+  plan.forEach((d, i) => {
+    const values = { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base };
+    packUniforms(layout, values, new DataView(slab, i * slotSize, layout.size));
+    pass.setBindGroup(
+      0,
+      device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: namedEntries(source, {
+          params: { buffer: uniforms, offset: i * slotSize, size: layout.size },
+          aData: { buffer: a },
+          bData: { buffer: b },
+          channels: { buffer: ch },
+          outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
+        }),
+      }),
+    );
+    pass.dispatchWorkgroups(d.x, d.y);
+  });
+  device.queue.writeBuffer(uniforms, 0, slab);
+  pass.end();
+  return encoder;
+}
+
+/** The lost-device error of an elementwise op, whatever the failure looked like. */
+function lostOr(target: ElementwiseGpuTarget, p: ElementwisePlan, e: unknown): unknown {
+  if (target.lost && !(e instanceof DeviceLostError))
+    return new DeviceLostError(`the GPU device was lost during elementwise ${p.op}: ${(e as Error).message}`, 'lost');
+  return e;
+}
+
 /** Runs a prepared elementwise plan on the target's device and reads the result back. */
 export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: ElementwisePlan): Promise<ElementwiseResult> {
   const lostCheck = () => {
@@ -96,62 +165,21 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
   const dataOut = p.dtype === 'uint8' ? new Uint8Array(p.count) : new Int8Array(p.count);
   if (p.count === 0) return { data: dataOut, shape: [...p.shape], dtype: p.dtype };
 
-  const { device, limits } = target;
-  const words = Math.ceil(p.count / 4);
-  const outBytes = words * 4;
-  const inputs = [p.a, p.b].map((d) => padded(new Uint8Array(d.buffer, d.byteOffset, d.byteLength)));
-  const channels = channelData(p);
-  const plan = planElementwise(words, [inputs[0].byteLength, inputs[1].byteLength, channels.byteLength], WORKGROUP_SIZE, limits);
-
-  const layout = uniformLayout(source, 'ElementwiseParams');
+  const { device } = target;
+  const outBytes = Math.ceil(p.count / 4) * 4;
   const temps: GPUBuffer[] = [];
   const buffer = (size: number, usage: number, label: string) => {
     const b = device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
     temps.push(b);
     return b;
   };
-  const storage = (data: ArrayBufferView, label: string) => {
-    const b = buffer(data.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label);
-    writeHostBytes(device.queue, b, 0, data.buffer, data.byteOffset, data.byteLength);
-    return b;
-  };
   try {
     const result = await runInErrorScope(
       device,
       async () => {
-        const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
-        const slotSize = Math.ceil(layout.size / 256) * 256;
-        const uniforms = buffer(plan.length * slotSize, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
-        const a = storage(inputs[0], 'a');
-        const b = storage(inputs[1], 'b');
-        const ch = storage(channels, 'channels');
         const out = buffer(outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, 'out');
         const staging = buffer(outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
-        const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
-        const pass = encoder.beginComputePass();
-        pass.setPipeline(pipeline);
-        const base = elementwiseUniforms(p);
-        const slab = new ArrayBuffer(plan.length * slotSize);
-        plan.forEach((d, i) => {
-          const values = { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base };
-          packUniforms(layout, values, new DataView(slab, i * slotSize, layout.size));
-          pass.setBindGroup(
-            0,
-            device.createBindGroup({
-              layout: pipeline.getBindGroupLayout(0),
-              entries: namedEntries(source, {
-                params: { buffer: uniforms, offset: i * slotSize, size: layout.size },
-                aData: { buffer: a },
-                bData: { buffer: b },
-                channels: { buffer: ch },
-                outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
-              }),
-            }),
-          );
-          pass.dispatchWorkgroups(d.x, d.y);
-        });
-        device.queue.writeBuffer(uniforms, 0, slab);
-        pass.end();
+        const encoder = await encodeElementwise(target, p, [p.a, p.b], out, temps);
         encoder.copyBufferToBuffer(out, 0, staging, 0, outBytes);
         device.queue.submit([encoder.finish()]);
         await staging.mapAsync(GPUMapMode.READ);
@@ -165,9 +193,36 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
     dataOut.set(p.dtype === 'uint8' ? result : new Int8Array(result.buffer, result.byteOffset, result.byteLength));
     return { data: dataOut, shape: [...p.shape], dtype: p.dtype };
   } catch (e) {
-    if (target.lost && !(e instanceof DeviceLostError))
-      throw new DeviceLostError(`the GPU device was lost during elementwise ${p.op}: ${(e as Error).message}`, 'lost');
-    throw e;
+    throw lostOr(target, p, e);
+  } finally {
+    for (const t of temps) t.destroy();
+  }
+}
+
+/**
+ * Runs a prepared plan between GPU buffers, with no read-back: each input is a CPU array or a GPU buffer
+ * whose element (i0..i3) lies at byte sum(i·stride) of the plan's a/bStrides4; `out` (STORAGE, at least
+ * the count rounded up to 4 bytes) receives the result dense in C order. Resolves once the submission
+ * is known valid. The caller holds the device.
+ */
+export async function elementwiseBetweenBuffers(
+  target: ElementwiseGpuTarget,
+  p: ElementwisePlan,
+  inputs: [ElementwiseSource, ElementwiseSource],
+  out: GPUBuffer,
+): Promise<void> {
+  if (target.lost) throw new DeviceLostError('the GPU device was lost', 'lost');
+  if (p.count === 0) return;
+  const temps: GPUBuffer[] = [];
+  try {
+    await runInErrorScope(
+      target.device,
+      async () => target.device.queue.submit([(await encodeElementwise(target, p, inputs, out, temps)).finish()]),
+      `elementwise ${p.op} (${p.shape.join('x')})`,
+    );
+    if (target.lost) throw new DeviceLostError('the GPU device was lost', 'lost');
+  } catch (e) {
+    throw lostOr(target, p, e);
   } finally {
     for (const t of temps) t.destroy();
   }

@@ -185,17 +185,30 @@ async function runLayer(
   return g.post ? g.post(result.data, M) : (result.data as Uint8Array | Int8Array);
 }
 
-/** TFLite FULLY_CONNECTED: input [..., K] (flattened to [M, K]), weights [N, K]; output [M, N], the input's dtype. */
+/** M of a FULLY_CONNECTED over an input of `shape` holding `length` values: TFLite flattens it to [size / K, K]. */
+export function fcRows(shape: readonly number[], length: number, K: number): number {
+  if (!Array.isArray(shape) || shape.length < 1 || !shape.every((d) => Number.isInteger(d) && d >= 0))
+    throw new InputError('input.shape', 'expected [..., K]: a list of sizes');
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (length !== size || size % K !== 0) {
+    throw new InputError(
+      'input.shape',
+      `expected ${length} values in a whole number of rows of K = ${K} (TFLite flattens the input to [size / K, K]), got [${shape}]`,
+    );
+  }
+  return size / K;
+}
+
+/**
+ * TFLite FULLY_CONNECTED: input of any shape whose size is a multiple of K, flattened to [M, K] (usually
+ * [..., K]); weights [N, K]; output [M, N], the input's dtype.
+ */
 export async function fullyConnected(input: Tensor, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
   const w = params?.weights;
   if (!w || !Array.isArray(w.shape) || w.shape.length !== 2) throw new InputError('params.weights.shape', 'expected [N, K]');
   const [N, K] = w.shape;
-  if (!input || !Array.isArray(input.shape) || input.shape.length < 1) throw new InputError('input.shape', 'expected [..., K]');
-  const size = input.shape.reduce((a, b) => a * b, 1);
-  if (input.shape[input.shape.length - 1] !== K || input.data.length !== size) {
-    throw new InputError('input.shape', `expected [..., ${K}] matching ${input.data.length} values, got [${input.shape}]`);
-  }
-  const M = size / K;
+  if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
+  const M = fcRows(input.shape, input.data?.length, K);
   const data = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
   return { data, shape: [M, N] };
 }
@@ -214,15 +227,20 @@ export function convGeometry(
   return { out, pad: padding === 'SAME' ? Math.floor(total / 2) : 0 };
 }
 
-/** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
-export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
+/**
+ * A CONV_2D's GEMM shape for an NHWC input of `inputShape`: its patch geometry (TFLite's padding
+ * arithmetic), M = output pixels, K = filter taps x channels, and the NHWC output shape.
+ */
+export function convShape(
+  inputShape: readonly number[],
+  params: Conv2dParams,
+): { geometry: PatchGeometry; M: number; K: number; outShape: [number, number, number, number] } {
   const f = params?.filter;
   if (!f || !Array.isArray(f.shape) || f.shape.length !== 4) throw new InputError('params.filter.shape', 'expected OHWI [O, KH, KW, C]');
-  if (!input || !Array.isArray(input.shape) || input.shape.length !== 4) throw new InputError('input.shape', 'expected NHWC [B, H, W, C]');
-  const [B, H, W, C] = input.shape;
+  if (!Array.isArray(inputShape) || inputShape.length !== 4) throw new InputError('input.shape', 'expected NHWC [B, H, W, C]');
+  const [B, H, W, C] = inputShape;
   const [O, KH, KW, FC] = f.shape;
   if (FC !== C) throw new InputError('params.filter.shape', `filter depth ${FC} != input channels ${C}`);
-  if (input.data.length !== B * H * W * C) throw new InputError('input.data', `expected ${B * H * W * C} values, got ${input.data.length}`);
   const [sh, sw] = params.stride ?? [1, 1];
   const [dh, dw] = params.dilation ?? [1, 1];
   for (const [name, v] of [
@@ -238,9 +256,6 @@ export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOpt
   const gh = convGeometry(H, KH, sh, dh, params.padding);
   const gw = convGeometry(W, KW, sw, dw, params.padding);
   if (gh.out < 1 || gw.out < 1) throw new InputError('params.filter.shape', 'the filter is larger than the input (VALID padding)');
-  const K = KH * KW * C;
-  const M = B * gh.out * gw.out;
-  checkQuant('params.input', params.input, dtypeOf(input.data, 'input.data'));
   const geometry: PatchGeometry = {
     batch: B,
     height: H,
@@ -257,6 +272,18 @@ export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOpt
     outHeight: gh.out,
     outWidth: gw.out,
   };
+  return { geometry, M: B * gh.out * gw.out, K: KH * KW * C, outShape: [B, gh.out, gw.out, O] };
+}
+
+/** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
+export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
+  if (!input || !Array.isArray(input.shape) || input.shape.length !== 4) throw new InputError('input.shape', 'expected NHWC [B, H, W, C]');
+  const { geometry, M, K, outShape } = convShape(input.shape, params);
+  const O = outShape[3];
+  const size = input.shape.reduce((a, b) => a * b, 1);
+  if (input.data.length !== size) throw new InputError('input.data', `expected ${size} values, got ${input.data.length}`);
+  checkQuant('params.input', params.input, dtypeOf(input.data, 'input.data'));
+  const f = params.filter;
   const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
   const { post, ...common } = g;
   const gemmOf = (lhs: GpuOperandInput): GpuGemmProblem => ({ ...common, lhs });
@@ -280,11 +307,11 @@ export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOpt
   const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { backend: 'cpu' });
   const result = await onBackend(onCpu, onGpu, opts.backend ?? 'auto', {});
   const data = post ? post(result.data, M) : (result.data as Uint8Array | Int8Array);
-  return { data, shape: [B, gh.out, gw.out, O] };
+  return { data, shape: outShape };
 }
 
-/** The patch matrix on the host (the CPU path's im2col): rows (b, oh, ow) x (kh, kw, c); padding holds the input zero point. */
-function im2col(input: Uint8Array | Int8Array, g: PatchGeometry, zeroPoint: number): Uint8Array | Int8Array {
+/** The patch matrix on the host (the CPU path's im2col, and the GPU path's for an input above one binding): rows (b, oh, ow) x (kh, kw, c); padding holds the input zero point. */
+export function im2col(input: Uint8Array | Int8Array, g: PatchGeometry, zeroPoint: number): Uint8Array | Int8Array {
   const { rows, cols: K } = patchShape(g);
   const cols = input instanceof Uint8Array ? new Uint8Array(rows * K) : new Int8Array(rows * K);
   cols.fill(zeroPoint);

@@ -61,7 +61,10 @@ const FIELDS = Object.keys({
   outWidth: 0,
 } satisfies Record<keyof PatchGeometry, 0>) as (keyof PatchGeometry)[];
 
-/** Every field a non-negative integer (sizes positive), the padding within the filter, the last patch starting before the input's end. */
+/**
+ * Every field a non-negative integer (sizes positive), the padding within the filter, the last patch
+ * starting before the input's end; the input holds `inputLength` values.
+ */
 export function checkPatchGeometry(g: PatchGeometry, inputLength: number): void {
   if (!g || typeof g !== 'object') throw new InputError('geometry', 'expected a PatchGeometry');
   for (const f of FIELDS) {
@@ -92,6 +95,8 @@ export function checkPatchGeometry(g: PatchGeometry, inputLength: number): void 
 export interface PatchJob {
   geometry: PatchGeometry;
   src: GPUBuffer;
+  /** Bytes from one input pixel to the next in `src`: the channels, or a GPU matrix's row stride. */
+  pixelStride: number;
   signed: boolean;
   /** The input zero point, as the input's type stores it. */
   zeroPoint: number;
@@ -153,6 +158,7 @@ export function encodePatches(
       padLeft: g.padLeft,
       signFlip: job.signed ? 0x80 : 0,
       padValue: (job.zeroPoint & 0xff) ^ (job.signed ? 0x80 : 0),
+      pixelStride: job.pixelStride,
     });
     pass.setBindGroup(
       0,

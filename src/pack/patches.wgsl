@@ -1,7 +1,8 @@
 // patches.wgsl: the PACK stage (PACK -> gemm -> output) of a convolution's lhs, read straight from the
 // NHWC input: implicit im2col, with no patch matrix in memory. Packed row m is the patch of output pixel
 // (b, oh, ow), m = (b * outH + oh) * outW + ow, and its k = (kh * KW + kw) * C + c, the filter's OHWI
-// order, holds input[b, oh * strideH - padTop + kh * dilationH, ow * strideW - padLeft + kw * dilationW, c],
+// order, holds input[b, oh * strideH - padTop + kh * dilationH, ow * strideW - padLeft + kw * dilationW, c]
+// (pixels pixelStride bytes apart: C for a dense input, the row stride of a GPU matrix [B*H*W, C]),
 // or the input zero point where that lies in the padding (TFLite's convention, src/layers/layers.ts
 // conv2d). Written in the 'u8k4-*' formats of pack.wgsl (src/pack/formats.ts): 4 consecutive k per u32,
 // K zero-padded to depthWords * 4, int8 mapped into the uint8 domain (byte ^ 0x80), with the row sums of
@@ -29,6 +30,7 @@ struct PatchParams {
   padLeft: u32,
   signFlip: u32,        // 0x80 for int8 input, 0 for uint8
   padValue: u32,        // the input zero point in the uint8 domain: what a padded position holds
+  pixelStride: u32,     // bytes from one input pixel to the next: C, or a GPU matrix's row stride
 }
 
 @group(0) @binding(0) var<uniform> params: PatchParams;
@@ -46,7 +48,7 @@ fn patchValue(b: u32, oh: u32, ow: u32, k: u32) -> u32 {
   if (ih < 0 || ih >= i32(params.H) || iw < 0 || iw >= i32(params.W)) {
     return params.padValue;
   }
-  let index = ((b * params.H + u32(ih)) * params.W + u32(iw)) * params.C + c;
+  let index = ((b * params.H + u32(ih)) * params.W + u32(iw)) * params.pixelStride + c;
   return ((src[index >> 2u] >> ((index & 3u) * 8u)) & 0xffu) ^ params.signFlip;
 }
 

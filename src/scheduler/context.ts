@@ -156,8 +156,9 @@ export class GpuContext {
    * A convolution's lhs packed straight from its NHWC input (implicit im2col: no patch matrix in memory),
    * padded positions holding `zeroPoint`: a PackedOperand of patchShape(geometry) rows x cols to multiply
    * by the filter (OHWI [O, KH, KW, C] is the rhs [K, O] column-major) in `gemm`. src/pack/patches.wgsl.
+   * The input may be a GpuMatrix [batch * height * width, channels] (row-major), e.g. a previous GEMM's dst.
    */
-  packPatches(input: Uint8Array | Int8Array, geometry: PatchGeometry, zeroPoint: number): Promise<PackedOperand> {
+  packPatches(input: Uint8Array | Int8Array | GpuMatrix, geometry: PatchGeometry, zeroPoint: number): Promise<PackedOperand> {
     return this.exclusive(() => prepackPatches(this.resources, input, geometry, zeroPoint));
   }
 

@@ -14,7 +14,7 @@ import { encodePack, packEntry, packOperand, packPipelines, requantizationOf } f
 import { brief } from '../spec/echo.ts';
 import { checkBitDepth } from '../spec/problem.ts';
 import type { BitDepth, Operand } from '../types.ts';
-import { claimPacked, type GpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
+import { claimPacked, type GpuMatrix, isGpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
 import type { DeviceResources } from './resources.ts';
 
 /**
@@ -51,18 +51,41 @@ export async function prepackOperand(
 /**
  * A convolution's lhs packed from its NHWC input (implicit im2col, src/pack/patches.wgsl): a PackedOperand
  * of the patch matrix (rows = output pixels, cols = filter taps times channels), padded positions holding
- * `zeroPoint`, with its row sums, for GEMMs against the filter as rhs. The caller holds the device.
+ * `zeroPoint`, with its row sums, for GEMMs against the filter as rhs. The input is a CPU array, or a
+ * GpuMatrix [batch * height * width, channels] in row-major order (a previous layer's output, read where
+ * it is). The caller holds the device.
  */
 export async function prepackPatches(
   r: DeviceResources,
-  input: Uint8Array | Int8Array,
+  input: Uint8Array | Int8Array | GpuMatrix,
   geometry: PatchGeometry,
   zeroPoint: number,
 ): Promise<PackedOperand> {
   r.checkAlive();
-  if (!(input instanceof Uint8Array || input instanceof Int8Array)) throw new InputError('input', 'expected a Uint8Array or an Int8Array');
-  checkPatchGeometry(geometry, input.length);
-  const type = input instanceof Int8Array ? 'int8' : 'uint8';
+  const onGpu = !!input && typeof input === 'object' && !ArrayBuffer.isView(input) && isGpuMatrix(input);
+  if (!onGpu && !(input instanceof Uint8Array || input instanceof Int8Array)) {
+    throw new InputError('input', 'expected a Uint8Array, an Int8Array or a GpuMatrix');
+  }
+  let type: 'uint8' | 'int8';
+  let inputBytes: number;
+  if (onGpu) {
+    shapeOf(input, 'input', r); // this context's live uint8/int8 matrix, its stride within its buffer
+    if (input.order !== 'row-major') throw new InputError('input.order', 'expected a row-major [pixels, channels] matrix');
+    const pixels = geometry?.batch * geometry?.height * geometry?.width;
+    if (input.rows !== pixels || input.cols !== geometry?.channels) {
+      throw new InputError(
+        'input',
+        `expected a [${pixels}, ${geometry?.channels}] matrix (NHWC pixels, channels), got [${input.rows}, ${input.cols}]`,
+      );
+    }
+    checkPatchGeometry(geometry, input.rows * input.cols);
+    type = input.dtype as 'uint8' | 'int8';
+    inputBytes = (input.rows - 1) * input.stride + input.cols;
+  } else {
+    checkPatchGeometry(geometry, input.length);
+    type = input instanceof Int8Array ? 'int8' : 'uint8';
+    inputBytes = input.byteLength;
+  }
   const [lo, hi] = type === 'int8' ? [-128, 127] : [0, 255];
   if (!Number.isInteger(zeroPoint) || zeroPoint < lo || zeroPoint > hi) {
     throw new InputError('zeroPoint', `expected an integer in ${lo}..${hi} (${type}), got ${zeroPoint}`);
@@ -72,14 +95,19 @@ export async function prepackPatches(
   const packedBytes = roundUp(rows, format.rowAlign) * packedRowBytes(cols, format);
   const sumsBytes = roundUp(rows, format.rowAlign) * 4;
   r.checkBuffer(packedBytes, 'packed convolution patches');
-  const plan = planPatches(geometry, input.byteLength, format, r.limits);
+  const plan = planPatches(geometry, onGpu ? Math.min(roundUp(inputBytes, 4), input.buffer.size) : inputBytes, format, r.limits);
   const what: PackedShape = { side: 'lhs', rows, cols, type, packFormat: format.id, bits: 8, rounding: 'nearest' };
   return prepacked(r, what, packedBytes, sumsBytes, 'pack patches', async (packed, sums, pooled) => {
-    const src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
-    pooled.push(src);
-    writeOperandBytes(r.device.queue, src, input);
+    let src: GPUBuffer;
+    if (onGpu) src = input.buffer;
+    else {
+      src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
+      pooled.push(src);
+      writeOperandBytes(r.device.queue, src, input);
+    }
     const pipeline = await patchPipeline(r.device);
-    const job = { geometry, src, signed: type === 'int8', zeroPoint, format, plan, packed, sums };
+    const pixelStride = onGpu ? input.stride : geometry.channels;
+    const job = { geometry, src, pixelStride, signed: type === 'int8', zeroPoint, format, plan, packed, sums };
     return (pass, slab) => encodePatches(r.device, pass, pipeline, job, slab);
   });
 }
