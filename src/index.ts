@@ -49,6 +49,7 @@ export {
 export { activationRange, deriveStages } from './layers/derive.ts';
 export { type PatchGeometry, patchShape } from './pack/patches.ts';
 export {
+  checkLayers,
   runLayers,
   Sequential,
   type ElementwiseLayerParams,

@@ -15,8 +15,8 @@ import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } 
 import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
 import { LAYER_OPS, isLayerOp, parseLayerSpec, parseSequentialSpec } from './layer-spec.ts';
 import { conv2d, fullyConnected, type Tensor } from '../layers/layers.ts';
-import { Sequential } from '../layers/sequential.ts';
-import { sharedContext } from '../api.ts';
+import { checkLayers, runLayers, Sequential } from '../layers/sequential.ts';
+import { onBackend } from '../api.ts';
 import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules } from './files.ts';
 import { brief, parseStrictJson } from './json.ts';
 import { isObject, parseGemmSpec, ROUNDINGS, type SpecIo } from './spec.ts';
@@ -97,27 +97,29 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (op === 'sequential') {
     const spec = parseSequentialSpec(json, baseDir, io); // every layer read and checked here
-    const bytes = elementwiseWorkingBytes(spec.input.data.length * 2);
+    const inputBytes = Object.values(spec.inputs).reduce((sum, t) => sum + t.data.length, 0);
+    const bytes = elementwiseWorkingBytes(inputBytes * 2);
     budget.take('out', bytes, `the layers' working memory needs about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
-    let r: Tensor;
+    const graph = { inputs: spec.quant };
+    checkLayers(spec.layers, spec.inputs, graph); // names, quantizations and shapes, before any device
     const t0 = performance.now();
-    if (opts.backend === 'webgpu') {
-      // one context: weights prepacked once, intermediates kept on the GPU
-      const seq = await Sequential.create(
-        await sharedContext(true),
-        spec.layers.map((params) => ({ op: 'fullyConnected' as const, params })),
-      );
-      try {
-        r = await seq.run(spec.input);
-      } finally {
-        seq.destroy();
-      }
-    } else {
-      r = spec.input;
-      for (const params of spec.layers) r = await fullyConnected(r, params, { backend: opts.backend });
-    }
-    opts.verbose?.(`qgemm: sequential of ${spec.layers.length} fullyConnected layers ran with --backend ${opts.backend}, ${ms(t0)}`);
+    // on the GPU one context: weights prepacked once, intermediates kept on the GPU
+    const r = await onBackend(
+      () => runLayers(spec.layers, spec.inputs, { ...graph, backend: 'cpu' }),
+      async (ctx) => {
+        const seq = await Sequential.create(ctx, spec.layers, graph);
+        try {
+          return await seq.run(spec.inputs);
+        } finally {
+          seq.destroy();
+        }
+      },
+      opts.backend,
+      { warn: opts.warn },
+    );
+    const ops = spec.layers.map((l) => l.op).join(' -> ');
+    opts.verbose?.(`qgemm: sequential of ${spec.layers.length} layers (${ops}) ran on ${r.backend}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (isLayerOp(op)) {

@@ -10,11 +10,13 @@
 //    "out": "y.npy"}
 //   {"op": "conv2d", ... "filter" (OHWI) in place of "weights", input NHWC,
 //    "padding": "SAME"|"VALID", "stride": [h, w], "dilation": [h, w]}  (stride, dilation optional)
+//   {"op": "sequential", ...}: a graph of such layers and elementwise ops (parseSequentialSpec below).
 // Scales are JSON numbers rounded to float32, as a .tflite file stores them. Every bad field is an
 // InputError naming it.
 
 import { InputError } from '../errors.ts';
-import type { Conv2dParams, FullyConnectedParams, Tensor } from '../layers/layers.ts';
+import type { Conv2dParams, FullyConnectedParams, FusedActivation, QuantParams, Tensor } from '../layers/layers.ts';
+import type { SequentialLayer } from '../layers/sequential.ts';
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
@@ -29,50 +31,92 @@ export function isLayerOp(op: unknown): op is LayerOp {
   return op === 'fullyConnected' || op === 'conv2d' || op === 'sequential';
 }
 
+const GRAPH_ELEMENTWISE = ['add', 'sub', 'mul'] as const;
+
 /**
- * A chain of fullyConnected layers, each consuming the previous one's output:
- *   {"op": "sequential", "input": {"data": "x.npy", "scale": ..., "zeroPoint": ...},
- *    "layers": [{"op": "fullyConnected", "weights": {...}, "bias"?: ..., "output": {...},
- *                "activation"?: ..., "kernelPath"?: ...}, ...],
+ * A graph of layers (src/layers/sequential.ts), each reading earlier outputs or graph inputs by name:
+ *   {"op": "sequential",
+ *    "input": {"data": "x.npy", "scale": ..., "zeroPoint": ...},          the graph input "input"
+ *    "inputs": {"gain": {"data": "g.npy", "scale": ..., "zeroPoint": ...}},  optional: more, by name
+ *    "layers": [
+ *      {"op": "conv2d", "name": "conv", "filter": {...}, "padding": "SAME", "output": {...}, ...},
+ *      {"op": "add", "name": "sum", "inputs": ["conv", "input"], "output": {...}, "activation"?: ...},
+ *      {"op": "fullyConnected", "weights": {...}, "bias"?: ..., "output": {...}, ...}],
  *    "out": "y.npy"}
- * Layer i's input quantization is layer i-1's output. Every layer's data is read and checked here.
+ * A fullyConnected or conv2d layer takes the fields of its single-layer op but "input" and "out"; it reads
+ * the previous layer's output, or the value its optional "input" names. "add", "sub" and "mul" read the two
+ * values "inputs" names. "name" is optional (default "layers[i]"). Each layer's input quantization is its
+ * producer's output quantization, as in a TFLite graph. Every file is read and every field checked here.
  */
 export function parseSequentialSpec(
   spec: Record<string, unknown>,
   baseDir: string,
   readFile: ReadFile | SpecIo,
-): { input: Tensor; layers: FullyConnectedParams[]; out: string } {
+): { inputs: Record<string, Tensor>; quant: Record<string, QuantParams>; layers: SequentialLayer[]; out: string } {
   const io = asSpecIo(baseDir, readFile);
-  checkKeys('', spec, ['op', 'input', 'layers', 'out']);
+  checkKeys('', spec, ['op', 'input', 'inputs', 'layers', 'out']);
+  const graphInputs: [string, string, unknown][] = [['input', 'input', required('', spec, 'input')]];
+  if (spec.inputs !== undefined) {
+    if (!isObject(spec.inputs))
+      throw new InputError('inputs', `expected {"name": {"data": ..., "scale": ..., "zeroPoint": ...}}, got ${brief(spec.inputs)}`);
+    for (const [name, v] of Object.entries(spec.inputs)) {
+      if (name === 'input') throw new InputError('inputs.input', 'the graph input "input" is the spec\'s "input"');
+      graphInputs.push([name, `inputs.${brief(name).slice(1, -1)}`, v]);
+    }
+  }
+  const inputs: Record<string, Tensor> = {};
+  const quant: Record<string, QuantParams> = {};
+  for (const [name, field, v] of graphInputs) {
+    if (!isObject(v)) throw new InputError(field, `expected {"data": "x.npy", "scale": ..., "zeroPoint": ...}, got ${brief(v)}`);
+    checkKeys(field, v, ['data', 'scale', 'zeroPoint']);
+    inputs[name] = tensor(field, v, io);
+    quant[name] = quantParams(field, v);
+  }
   const layers = required('', spec, 'layers');
   if (!Array.isArray(layers) || layers.length === 0)
     throw new InputError('layers', `expected a non-empty array of layers, got ${brief(layers)}`);
-  let input: Tensor | undefined;
-  let prevOutput: unknown = required('', spec, 'input');
-  const params: FullyConnectedParams[] = [];
-  layers.forEach((l, i) => {
+  const parsed = layers.map((l, i): SequentialLayer => {
     const f = `layers[${i}]`;
     if (!isObject(l)) throw new InputError(f, `expected a layer object, got ${brief(l)}`);
-    if (l.op !== 'fullyConnected') throw new InputError(`${f}.op`, `expected "fullyConnected", got ${brief(l.op)}`);
-    checkKeys(f, l, ['op', 'weights', 'bias', 'output', 'activation', 'kernelPath']);
-    const inputJson =
-      i === 0 ? prevOutput : { data: (spec.input as Record<string, unknown>).data, ...(prevOutput as Record<string, unknown>) };
-    try {
-      const parsed = parseLayerSpec({ ...l, input: inputJson, out: spec.out } as Record<string, unknown>, baseDir, io);
-      if (parsed.op !== 'fullyConnected') throw new Error('unreachable');
-      if (i === 0) input = parsed.input;
-      params.push(parsed.params);
-    } catch (e) {
-      if (!(e instanceof InputError) || e.field === 'out' || (i === 0 && e.field.startsWith('input'))) throw e;
-      const message = e.message.slice(e.field.length + 2);
-      // a later layer's input is the previous layer's output (its data is the spec's input file)
-      if (e.field.startsWith('input.data')) throw e;
-      if (e.field.startsWith('input')) throw new InputError(`layers[${i - 1}].output${e.field.slice('input'.length)}`, message);
-      throw new InputError(`${f}.${e.field}`, message);
+    const name = l.name === undefined ? {} : { name: nameOf(`${f}.name`, l.name) };
+    if (l.op === 'fullyConnected' || l.op === 'conv2d') {
+      const input = l.input === undefined ? {} : { input: nameOf(`${f}.input`, l.input) };
+      const { name: _n, input: _i, ...body } = l;
+      const params = prefixed(f, () => layerParams(body, io, l.op as 'fullyConnected' | 'conv2d', false));
+      return { op: l.op, ...name, ...input, params } as SequentialLayer;
     }
-    prevOutput = l.output;
+    if (!(GRAPH_ELEMENTWISE as readonly unknown[]).includes(l.op)) {
+      throw new InputError(`${f}.op`, `expected "fullyConnected", "conv2d", "add", "sub" or "mul", got ${brief(l.op)}`);
+    }
+    checkKeys(f, l, ['op', 'name', 'inputs', 'output', 'activation']);
+    const ins = required(f, l, 'inputs');
+    if (!Array.isArray(ins) || ins.length !== 2) throw new InputError(`${f}.inputs`, `expected two names, got ${brief(ins)}`);
+    const outJson = required(f, l, 'output');
+    if (!isObject(outJson)) throw new InputError(`${f}.output`, `expected {"scale": ..., "zeroPoint": ...}, got ${brief(outJson)}`);
+    checkKeys(`${f}.output`, outJson, ['scale', 'zeroPoint']);
+    return {
+      op: l.op as (typeof GRAPH_ELEMENTWISE)[number],
+      ...name,
+      inputs: [nameOf(`${f}.inputs[0]`, ins[0]), nameOf(`${f}.inputs[1]`, ins[1])],
+      params: { output: quantParams(`${f}.output`, outJson), activation: activationOf(`${f}.activation`, l.activation) },
+    };
   });
-  return { input: input!, layers: params, out: io.resolve('out', required('', spec, 'out')) };
+  return { inputs, quant, layers: parsed, out: io.resolve('out', required('', spec, 'out')) };
+}
+
+function nameOf(field: string, v: unknown): string {
+  if (typeof v !== 'string' || v === '') throw new InputError(field, `expected a name (a non-empty string), got ${brief(v)}`);
+  return v;
+}
+
+/** Runs fn, naming its fields from the layer (`weights.scale` -> `layers[2].weights.scale`). */
+function prefixed<T>(field: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof InputError && e.field !== 'out') throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
+    throw e;
+  }
 }
 
 function required(field: string, obj: Record<string, unknown>, key: string): unknown {
@@ -104,14 +148,46 @@ function pair(field: string, v: unknown): [number, number] {
 export function parseLayerSpec(spec: Record<string, unknown>, baseDir: string, readFile: ReadFile | SpecIo): LayerSpec {
   const io = asSpecIo(baseDir, readFile);
   const op = spec.op as 'fullyConnected' | 'conv2d';
-  const wKey = op === 'conv2d' ? 'filter' : 'weights';
-  const common = ['op', 'input', wKey, 'bias', 'output', 'activation', 'kernelPath', 'out'];
-  checkKeys('', spec, op === 'conv2d' ? [...common, 'padding', 'stride', 'dilation'] : common);
   const inJson = required('', spec, 'input');
   if (!isObject(inJson)) throw new InputError('input', `expected {"data": "x.npy", "scale": ..., "zeroPoint": ...}, got ${brief(inJson)}`);
   checkKeys('input', inJson, ['data', 'scale', 'zeroPoint']);
+  const { input: _i, out: _o, ...body } = spec;
+  const params = layerParams(body, io, op, true, spec);
   const input = tensor('input', inJson, io);
-  const wJson = required('', spec, wKey);
+  const out = io.resolve('out', required('', spec, 'out'));
+  const withInput = { ...params, input: quantParams('input', inJson) };
+  return op === 'fullyConnected'
+    ? { op, input, params: withInput as FullyConnectedParams, out }
+    : { op, input, params: withInput as Conv2dParams, out };
+}
+
+function quantParams(field: string, v: Record<string, unknown>): QuantParams {
+  return {
+    scale: scale32(`${field}.scale`, required(field, v, 'scale')),
+    zeroPoint: int32(`${field}.zeroPoint`, required(field, v, 'zeroPoint')),
+  };
+}
+
+function activationOf(field: string, v: unknown): FusedActivation {
+  return v === undefined ? 'NONE' : oneOf(field, v, ['NONE', 'RELU', 'RELU6', 'RELU_N1_TO_1'] as const);
+}
+
+/**
+ * A FC or conv layer's parameters but its input quantization: the weights or filter, bias, output,
+ * activation, kernel path, and a conv's padding, stride and dilation. `single`: the fields of a
+ * single-layer op (with "input" and "out", checked by the caller) are allowed.
+ */
+function layerParams(
+  body: Record<string, unknown>,
+  io: SpecIo,
+  op: 'fullyConnected' | 'conv2d',
+  single: boolean,
+  whole: Record<string, unknown> = body,
+): Omit<FullyConnectedParams, 'input'> | Omit<Conv2dParams, 'input'> {
+  const wKey = op === 'conv2d' ? 'filter' : 'weights';
+  const common = ['op', wKey, 'bias', 'output', 'activation', 'kernelPath', ...(single ? ['input', 'out'] : [])];
+  checkKeys('', whole, op === 'conv2d' ? [...common, 'padding', 'stride', 'dilation'] : common);
+  const wJson = required('', body, wKey);
   if (!isObject(wJson)) throw new InputError(wKey, `expected {"data": "w.npy", "scale": ..., "zeroPoint"?: ...}, got ${brief(wJson)}`);
   checkKeys(wKey, wJson, ['data', 'scale', 'zeroPoint']);
   const w = tensor(wKey, wJson, io);
@@ -119,30 +195,21 @@ export function parseLayerSpec(spec: Record<string, unknown>, baseDir: string, r
   const scale = Array.isArray(rawScale)
     ? Float32Array.from(rawScale, (s, i) => scale32(`${wKey}.scale[${i}]`, s))
     : scale32(`${wKey}.scale`, rawScale);
-  const outJson = required('', spec, 'output');
+  const outJson = required('', body, 'output');
   if (!isObject(outJson)) throw new InputError('output', `expected {"scale": ..., "zeroPoint": ...}, got ${brief(outJson)}`);
   checkKeys('output', outJson, ['scale', 'zeroPoint']);
   let bias: Int32Array | undefined;
-  if (spec.bias !== undefined) {
-    bias = Array.isArray(spec.bias)
-      ? Int32Array.from(spec.bias, (v, i) => int32(`bias[${i}]`, v))
-      : int32Vector('bias', readNpyField('bias', spec.bias, io));
+  if (body.bias !== undefined) {
+    bias = Array.isArray(body.bias)
+      ? Int32Array.from(body.bias, (v, i) => int32(`bias[${i}]`, v))
+      : int32Vector('bias', readNpyField('bias', body.bias, io));
   }
-  const out = io.resolve('out', required('', spec, 'out'));
   const base = {
-    input: {
-      scale: scale32('input.scale', required('input', inJson, 'scale')),
-      zeroPoint: int32('input.zeroPoint', required('input', inJson, 'zeroPoint')),
-    },
     ...(bias ? { bias } : {}),
-    output: {
-      scale: scale32('output.scale', required('output', outJson, 'scale')),
-      zeroPoint: int32('output.zeroPoint', required('output', outJson, 'zeroPoint')),
-    },
-    activation:
-      spec.activation === undefined ? 'NONE' : oneOf('activation', spec.activation, ['NONE', 'RELU', 'RELU6', 'RELU_N1_TO_1'] as const),
+    output: quantParams('output', outJson),
+    activation: activationOf('activation', body.activation),
     kernelPath:
-      spec.kernelPath === undefined ? 'xnnpack' : oneOf('kernelPath', spec.kernelPath, ['xnnpack', 'optimized', 'reference'] as const),
+      body.kernelPath === undefined ? 'xnnpack' : oneOf('kernelPath', body.kernelPath, ['xnnpack', 'optimized', 'reference'] as const),
   };
   const weights = {
     data: w.data,
@@ -151,19 +218,14 @@ export function parseLayerSpec(spec: Record<string, unknown>, baseDir: string, r
   };
   if (op === 'fullyConnected') {
     if (w.shape.length !== 2) throw new InputError('weights.data', `expected [N, K], got shape (${w.shape.join(', ')})`);
-    return { op, input, params: { ...base, weights: { ...weights, shape: [w.shape[0], w.shape[1]] } }, out };
+    return { ...base, weights: { ...weights, shape: [w.shape[0], w.shape[1]] } };
   }
   if (w.shape.length !== 4) throw new InputError('filter.data', `expected OHWI [O, KH, KW, C], got shape (${w.shape.join(', ')})`);
   return {
-    op,
-    input,
-    params: {
-      ...base,
-      filter: { ...weights, shape: [w.shape[0], w.shape[1], w.shape[2], w.shape[3]] },
-      padding: oneOf('padding', required('', spec, 'padding'), ['SAME', 'VALID'] as const),
-      ...(spec.stride === undefined ? {} : { stride: pair('stride', spec.stride) }),
-      ...(spec.dilation === undefined ? {} : { dilation: pair('dilation', spec.dilation) }),
-    },
-    out,
+    ...base,
+    filter: { ...weights, shape: [w.shape[0], w.shape[1], w.shape[2], w.shape[3]] },
+    padding: oneOf('padding', required('', body, 'padding'), ['SAME', 'VALID'] as const),
+    ...(body.stride === undefined ? {} : { stride: pair('stride', body.stride) }),
+    ...(body.dilation === undefined ? {} : { dilation: pair('dilation', body.dilation) }),
   };
 }

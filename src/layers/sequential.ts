@@ -308,6 +308,16 @@ export async function runLayers(
   return values.get(g.nodes[g.nodes.length - 1].name)!;
 }
 
+/**
+ * Checks a graph for these inputs without running it: names, quantizations, dtypes and every layer's
+ * shape (what Sequential.create and run, and runLayers, check first). The CLI calls it before it
+ * acquires a device.
+ */
+export function checkLayers(layers: SequentialLayer[], inputs: SequentialInputs, opts: SequentialOptions = {}): void {
+  const g = planGraph(layers, opts);
+  inferShapes(g, namedInputs(g, inputs));
+}
+
 /** A tensor during a GPU run: on the host (a graph input), or a GPU matrix [size / last, last]. */
 interface Value {
   shape: number[];

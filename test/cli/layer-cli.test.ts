@@ -5,6 +5,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { elementwise } from '../../src/api.ts';
+import { activationRange } from '../../src/layers/derive.ts';
 import { conv2d, fullyConnected } from '../../src/layers/layers.ts';
 import { parseNpy } from '../../src/io/npy.ts';
 import { cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain } from './support.ts';
@@ -200,4 +202,123 @@ describe('qgemm run with a sequential spec (fullyConnected layers)', () => {
     expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, 'layers[1].activation');
     expectNothingWritten(dir, join(dir, 'y.npy'));
   });
+});
+
+describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> fullyConnected)', () => {
+  const graphFiles = () => ({
+    'x.npy': npy(
+      'int8',
+      [1, 6, 6, 4],
+      Int8Array.from({ length: 144 }, (_, i) => ((i * 41) % 255) - 127),
+    ),
+    'f.npy': npy(
+      'int8',
+      [4, 3, 3, 4],
+      Int8Array.from({ length: 144 }, (_, i) => ((i * 23) % 255) - 127),
+    ),
+    'g.npy': npy('int8', [4], Int8Array.of(5, -7, 90, -128)),
+    'w.npy': npy(
+      'int8',
+      [3, 144],
+      Int8Array.from({ length: 432 }, (_, i) => ((i * 31) % 255) - 127),
+    ),
+    'w5.npy': npy('int8', [3, 5], Int8Array.from({ length: 15 }, (_, i) => i - 7)),
+  });
+  const spec = {
+    op: 'sequential',
+    input: { data: 'x.npy', scale: 0.02, zeroPoint: -1 },
+    inputs: { shift: { data: 'g.npy', scale: 0.03, zeroPoint: 2 } },
+    layers: [
+      {
+        op: 'conv2d',
+        name: 'conv',
+        filter: { data: 'f.npy', scale: [0.004, 0.002, 0.003, 0.005] },
+        bias: [10, -20, 30, -40],
+        padding: 'SAME',
+        output: { scale: 0.05, zeroPoint: -10 },
+        activation: 'RELU',
+      },
+      { op: 'add', name: 'sum', inputs: ['conv', 'shift'], output: { scale: 0.06, zeroPoint: 1 }, activation: 'RELU6' },
+      { op: 'fullyConnected', weights: { data: 'w.npy', scale: 0.003 }, output: { scale: 0.1, zeroPoint: 3 }, kernelPath: 'optimized' },
+    ],
+    out: 'y.npy',
+  };
+  /** The same three layers through conv2d(), elementwise() and fullyConnected() on the CPU. */
+  async function layerByLayer(): Promise<Int8Array> {
+    const f = graphFiles();
+    const data = (k: keyof typeof f) => parseNpy(f[k]).data as Int8Array;
+    const c = await conv2d(
+      { data: data('x.npy'), shape: [1, 6, 6, 4] },
+      {
+        input: { scale: 0.02, zeroPoint: -1 },
+        filter: { data: data('f.npy'), shape: [4, 3, 3, 4], scale: Float32Array.of(0.004, 0.002, 0.003, 0.005) },
+        bias: Int32Array.of(10, -20, 30, -40),
+        padding: 'SAME',
+        output: { scale: 0.05, zeroPoint: -10 },
+        activation: 'RELU',
+      },
+      { backend: 'cpu' },
+    );
+    const [lo, hi] = activationRange('RELU6', { scale: Math.fround(0.06), zeroPoint: 1 }, 'int8');
+    const s = await elementwise(
+      {
+        op: 'add',
+        a: { data: c.data, shape: c.shape, scale: Math.fround(0.05), zeroPoint: -10 },
+        b: { data: data('g.npy'), shape: [4], scale: Math.fround(0.03), zeroPoint: 2 },
+        output: { scale: Math.fround(0.06), zeroPoint: 1, min: lo, max: hi },
+      },
+      { backend: 'cpu' },
+    );
+    const y = await fullyConnected(
+      { data: s.data, shape: s.shape },
+      {
+        input: { scale: 0.06, zeroPoint: 1 },
+        weights: { data: data('w.npy'), shape: [3, 144], scale: 0.003 },
+        output: { scale: 0.1, zeroPoint: 3 },
+        kernelPath: 'optimized',
+      },
+      { backend: 'cpu' },
+    );
+    expect(y.shape).toEqual([1, 3]);
+    return y.data as Int8Array;
+  }
+  for (const backend of ['cpu', 'webgpu'] as const)
+    it(`${backend}: == the layers one by one on the CPU${backend === 'webgpu' ? ', intermediates on the GPU' : ''}`, async () => {
+      const dir = freshDir(graphFiles());
+      const path = join(dir, 'spec.json');
+      writeFileSync(path, JSON.stringify(spec));
+      const r = await runMain(['run', path, '--backend', backend, '-v']);
+      expect(r.code, r.err).toBe(0);
+      expect(r.err).toContain(`conv2d -> add -> fullyConnected) ran on ${backend}`);
+      const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+      expect(got.shape).toEqual([1, 3]);
+      expect(Array.from(got.data as Int8Array)).toEqual(Array.from(await layerByLayer()));
+    });
+
+  for (const [what, layers, field] of [
+    [
+      'a name read before it is made',
+      [spec.layers[0], { ...spec.layers[1], inputs: ['conv', 'later'] }, { ...spec.layers[2], name: 'later' }],
+      'layers[1].inputs[1]',
+    ],
+    ['an elementwise op with one input', [spec.layers[0], { ...spec.layers[1], inputs: ['conv'] }, spec.layers[2]], 'layers[1].inputs'],
+    [
+      'FC weights that are not [N, K]',
+      [spec.layers[0], spec.layers[1], { ...spec.layers[2], weights: { data: 'f.npy', scale: 0.003 } }],
+      'layers[2].weights.data',
+    ],
+    [
+      'a FC whose K does not divide its input',
+      [spec.layers[0], spec.layers[1], { ...spec.layers[2], weights: { data: 'w5.npy', scale: 0.003 } }],
+      'layers[2].input.shape',
+    ],
+    ['a stray key', [spec.layers[0], { ...spec.layers[1], kernelPath: 'xnnpack' }, spec.layers[2]], 'layers[1].kernelPath'],
+  ] as const)
+    it(`${what}: exit 2 naming ${field}, nothing written`, async () => {
+      const dir = freshDir(graphFiles());
+      const path = join(dir, 'spec.json');
+      writeFileSync(path, JSON.stringify({ ...spec, layers }));
+      expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, field);
+      expectNothingWritten(dir, join(dir, 'y.npy'));
+    });
 });
