@@ -10,11 +10,13 @@
 //               float64Requantize below computes on the host (not an output stage: WGSL has no f64).
 // Where the effective scale is computed: FC optimized with one weight scale: the product in float32
 // (GetQuantizedConvolutionMultipler), otherwise in double; conv: double for int8, float32 for uint8;
-// FC reference: double; XNNPACK: float32. The activation clamp is CalculateActivationRangeQuantized's on
-// every path; XNNPACK quantizes the delegate's float output range itself, which could round an exact
-// half (6 / scale = k + 0.5) differently: that corner is not yet checked against the interpreter.
+// FC reference: double; XNNPACK: float32. The activation clamp is CalculateActivationRangeQuantized's
+// (ties away from zero) on the builtin paths; XNNPACK quantizes the delegate's float output range itself,
+// lrintf(f32(f32(v / scale) + zeroPoint)) with ties to even, so an exact half (6 / scale = k + 0.5) rounds
+// apart: checked against the interpreter (test/golden/tflite/, LiteRT's XNNPACK delegate).
 
 import { InputError } from '../errors.ts';
+import { roundTiesToEven } from '../quant/float32.ts';
 import { quantizeMultiplier } from '../quant/quantize.ts';
 import type { OutputStage } from '../types.ts';
 import { TYPE_RANGE } from '../types.ts';
@@ -28,23 +30,39 @@ export interface QuantParams {
   zeroPoint: number;
 }
 
-/** TFLite's CalculateActivationRangeQuantized: the clamp of a fused activation, in the output's quantized domain. */
-export function activationRange(activation: FusedActivation, output: QuantParams, dtype: 'uint8' | 'int8'): [number, number] {
+/**
+ * The clamp of a fused activation in the output's quantized domain, as `kernelPath` computes it:
+ * TFLite's CalculateActivationRangeQuantized on the builtin paths ('optimized', 'reference', the default):
+ * zeroPoint + round(f32(v / scale)), ties away from zero, within the type's range; XNNPACK's on
+ * 'xnnpack' (xnn_qs8_quantize / xnn_qu8_quantize of the delegate's float range):
+ * rint(f32(f32(v / scale) + zeroPoint)), ties to even, within the type's range.
+ */
+export function activationRange(
+  activation: FusedActivation,
+  output: QuantParams,
+  dtype: 'uint8' | 'int8',
+  kernelPath: KernelPath = 'optimized',
+): [number, number] {
   const [qmin, qmax] = TYPE_RANGE[dtype];
-  // quantize(f) = zero_point + int32(TfLiteRound(f / scale)): a float32 division, std::round (ties away)
-  const quantize = (f: number) => {
-    const v = Math.fround(f / Math.fround(output.scale));
-    return output.zeroPoint + Math.sign(v) * Math.floor(Math.abs(v) + 0.5);
-  };
+  const scale = Math.fround(output.scale);
+  const quantize =
+    kernelPath === 'xnnpack'
+      ? (f: number) => roundTiesToEven(Math.fround(Math.fround(f / scale) + output.zeroPoint))
+      : (f: number) => {
+          // quantize(f) = zero_point + int32(TfLiteRound(f / scale)): a float32 division, std::round (ties away)
+          const v = Math.fround(f / scale);
+          return output.zeroPoint + Math.sign(v) * Math.floor(Math.abs(v) + 0.5);
+        };
+  const within = (v: number) => Math.min(qmax, Math.max(qmin, v));
   switch (activation) {
     case 'NONE':
       return [qmin, qmax];
     case 'RELU':
-      return [Math.max(qmin, quantize(0)), qmax];
+      return [within(quantize(0)), qmax];
     case 'RELU6':
-      return [Math.max(qmin, quantize(0)), Math.min(qmax, quantize(6))];
+      return [within(quantize(0)), within(quantize(6))];
     case 'RELU_N1_TO_1':
-      return [Math.max(qmin, quantize(-1)), Math.min(qmax, quantize(1))];
+      return [within(quantize(-1)), within(quantize(1))];
     default:
       throw new InputError('activation', `expected NONE, RELU, RELU6 or RELU_N1_TO_1, got ${brief(activation)}`);
   }
@@ -67,7 +85,7 @@ interface DeriveOptions {
 
 /** The output stages after the bias: requantization, activation clamp, cast. Not for the FC reference path (see float64Requantize). */
 export function deriveStages(o: DeriveOptions): OutputStage[] {
-  const [lo, hi] = activationRange(o.activation, o.output, o.dtype);
+  const [lo, hi] = activationRange(o.activation, o.output, o.dtype, o.path);
   const tail: OutputStage[] = [
     { type: 'clamp', min: lo, max: hi },
     { type: 'saturatingCast', to: o.dtype },
