@@ -1,0 +1,116 @@
+/**
+ * Naive models of TFLite's three requantization paths (output stage only: acc -> quantized dst),
+ * used by test/golden/tflite.test.ts to check the golden files written from the real interpreter.
+ * They document the semantics of issue 19's table; they are not the library's implementation.
+ * acc is the int32 accumulator sum((in - inZp) * (w - wZp)) + bias, per output channel.
+ */
+
+export type KernelPath = 'xnnpack' | 'optimized' | 'reference';
+
+const f = Math.fround;
+
+/** TFLite's QuantizeMultiplier: multiplier in [2^30, 2^31) and a shift (left if positive), with the 2^31 edge. */
+export function quantizeMultiplier(m: number): { multiplier: number; shift: number } {
+  if (m === 0) return { multiplier: 0, shift: 0 };
+  let shift = Math.floor(Math.log2(Math.abs(m))) + 1;
+  let frac = m / 2 ** shift;
+  while (Math.abs(frac) >= 1) {
+    frac /= 2;
+    shift++;
+  }
+  while (Math.abs(frac) < 0.5) {
+    frac *= 2;
+    shift--;
+  }
+  let q = Math.round(frac * 2 ** 31); // std::round: ties away from zero for positive values
+  if (q === 2 ** 31) {
+    q /= 2;
+    shift++;
+  }
+  if (shift < -31) {
+    shift = 0;
+    q = 0;
+  }
+  return { multiplier: q, shift };
+}
+
+function srdhm(a: bigint, b: bigint): bigint {
+  if (a === b && a === -(2n ** 31n)) return 2n ** 31n - 1n;
+  const ab = a * b;
+  const nudge = ab >= 0n ? 1n << 30n : 1n - (1n << 30n);
+  const s = ab + nudge;
+  return s >= 0n ? s / (1n << 31n) : -(-s / (1n << 31n)); // C++ truncating division
+}
+
+function clampI32(x: bigint): bigint {
+  return x > 2147483647n ? 2147483647n : x < -2147483648n ? -2147483648n : x;
+}
+
+/** gemmlowp RoundingDivideByPOT: ties away from zero. */
+function rdbpotAway(x: bigint, e: number): bigint {
+  if (e === 0) return x;
+  const mask = (1n << BigInt(e)) - 1n;
+  const rem = x & mask;
+  const threshold = (mask >> 1n) + (x < 0n ? 1n : 0n);
+  return (x >> BigInt(e)) + (rem > threshold ? 1n : 0n);
+}
+
+/** Rounding right shift with ties up (NEON vrshl), the optimized kernels' last step per issue 19. */
+function rshiftTiesUp(x: bigint, e: number): bigint {
+  if (e === 0) return x;
+  return (x + (1n << BigInt(e - 1))) >> BigInt(e);
+}
+
+/** Round half away from zero in float64 (std::round). */
+function roundAway(x: number): number {
+  return x < 0 ? -Math.round(-x) : Math.round(x);
+}
+
+/** Round half to even (rint in the default rounding mode). */
+function rint(x: number): number {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/**
+ * Requantize one accumulator as `path` does for `op`, returning the value before zero point and clamp.
+ * inScale, wScale, outScale are the float32 values TFLite stores.
+ */
+export function requantize(
+  acc: number,
+  inScale: number,
+  wScale: number,
+  outScale: number,
+  path: KernelPath,
+  op: 'FULLY_CONNECTED' | 'CONV_2D',
+  dtype: 'int8' | 'uint8',
+  perChannel: boolean,
+): number {
+  if (path === 'xnnpack') return rint(f(f(acc) * f(f(inScale * wScale) / outScale)));
+  if (path === 'reference' && op === 'FULLY_CONNECTED') return roundAway((acc * (inScale * wScale)) / outScale);
+  // Where the scale product is computed, per issue 19.
+  let real: number;
+  if (op === 'FULLY_CONNECTED') real = perChannel ? (inScale * wScale) / outScale : f(f(inScale * wScale) / outScale);
+  else real = dtype === 'int8' ? (inScale * wScale) / outScale : f(f(inScale * wScale) / outScale);
+  const { multiplier, shift } = quantizeMultiplier(real);
+  const left = Math.max(shift, 0);
+  const right = shift > 0 ? 0 : -shift;
+  const x = srdhm(clampI32(BigInt(acc) << BigInt(left)), BigInt(multiplier));
+  return Number(path === 'reference' ? rdbpotAway(x, right) : rshiftTiesUp(x, right));
+}
+
+/** CalculateActivationRangeQuantized. */
+export function activationRange(
+  act: 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1',
+  scale: number,
+  zp: number,
+  dtype: 'int8' | 'uint8',
+): [number, number] {
+  const qmin = dtype === 'int8' ? -128 : 0;
+  const qmax = dtype === 'int8' ? 127 : 255;
+  const q = (v: number) => zp + roundAway(v / scale);
+  if (act === 'RELU') return [Math.max(qmin, q(0)), qmax];
+  if (act === 'RELU6') return [Math.max(qmin, q(0)), Math.min(qmax, q(6))];
+  if (act === 'RELU_N1_TO_1') return [Math.max(qmin, q(-1)), Math.min(qmax, q(1))];
+  return [qmin, qmax];
+}
