@@ -99,7 +99,27 @@ export function requantize(
   return Number(path === 'reference' ? rdbpotAway(x, right) : rshiftTiesUp(x, right));
 }
 
-/** CalculateActivationRangeQuantized. */
+/**
+ * XNNPACK's clamp of a fused activation: the delegate passes the float range (0, 6, -1, 1, or
+ * unbounded) and XNNPACK quantizes each end as lrintf(min(max(f32(f32(v / scale) + zp), qmin), qmax)),
+ * ties to even (xnn_qs8_quantize / xnn_qu8_quantize).
+ */
+export function xnnpackActivationRange(
+  act: 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1',
+  scale: number,
+  zp: number,
+  dtype: 'int8' | 'uint8',
+): [number, number] {
+  const qmin = dtype === 'int8' ? -128 : 0;
+  const qmax = dtype === 'int8' ? 127 : 255;
+  const q = (v: number) => Math.min(qmax, Math.max(qmin, rint(f(f(v / f(scale)) + zp))));
+  if (act === 'RELU') return [q(0), qmax];
+  if (act === 'RELU6') return [q(0), q(6)];
+  if (act === 'RELU_N1_TO_1') return [q(-1), q(1)];
+  return [qmin, qmax];
+}
+
+/** CalculateActivationRangeQuantized: zp + round(f32(v / scale)), ties away from zero. */
 export function activationRange(
   act: 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1',
   scale: number,
@@ -108,9 +128,83 @@ export function activationRange(
 ): [number, number] {
   const qmin = dtype === 'int8' ? -128 : 0;
   const qmax = dtype === 'int8' ? 127 : 255;
-  const q = (v: number) => zp + roundAway(v / scale);
+  const q = (v: number) => zp + roundAway(f(v / f(scale)));
   if (act === 'RELU') return [Math.max(qmin, q(0)), qmax];
   if (act === 'RELU6') return [Math.max(qmin, q(0)), Math.min(qmax, q(6))];
   if (act === 'RELU_N1_TO_1') return [Math.max(qmin, q(-1)), Math.min(qmax, q(1))];
   return [qmin, qmax];
+}
+
+/** One golden case as the layer API and the golden files hold it. */
+export interface NaiveCase {
+  op: 'FULLY_CONNECTED' | 'CONV_2D';
+  input: { dtype: 'int8' | 'uint8'; shape: number[]; data: number[]; scale: number; zeroPoint: number };
+  weights: { shape: number[]; data: number[]; scale: number | number[]; zeroPoint: number };
+  bias: number[] | null;
+  stride?: [number, number];
+  dilation?: [number, number];
+  padding?: 'SAME' | 'VALID';
+  output: { dtype: 'int8' | 'uint8'; scale: number; zeroPoint: number };
+  activation: 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1';
+  outputShape: number[];
+}
+
+/**
+ * The whole layer as `path` computes it: accumulators in TFLite's layouts (FC [N, K]; conv NHWC/OHWI,
+ * padded positions holding the input zero point, so they add 0), the path's requantization, the zero
+ * point, and the path's activation clamp (`clamp` overrides which: TFLite's or XNNPACK's).
+ */
+export function naiveLayer(
+  c: NaiveCase,
+  path: KernelPath,
+  clamp: 'tflite' | 'xnnpack' = path === 'xnnpack' ? 'xnnpack' : 'tflite',
+): number[] {
+  const inZp = c.input.zeroPoint;
+  const wZp = c.weights.zeroPoint ?? 0;
+  const ws = c.weights.scale;
+  const perChannel = Array.isArray(ws);
+  const range = clamp === 'xnnpack' ? xnnpackActivationRange : activationRange;
+  const [lo, hi] = range(c.activation, c.output.scale, c.output.zeroPoint, c.output.dtype);
+  const finish = (acc: number, o: number) => {
+    const s = Array.isArray(ws) ? ws[o] : ws;
+    const v = requantize(acc, c.input.scale, s, c.output.scale, path, c.op, c.input.dtype, perChannel) + c.output.zeroPoint;
+    return Math.min(hi, Math.max(lo, v));
+  };
+  const out: number[] = [];
+  if (c.op === 'FULLY_CONNECTED') {
+    const [n, k] = c.weights.shape;
+    const m = c.input.data.length / k;
+    for (let i = 0; i < m; i++)
+      for (let o = 0; o < n; o++) {
+        let acc = c.bias ? c.bias[o] : 0;
+        for (let j = 0; j < k; j++) acc += (c.input.data[i * k + j] - inZp) * (c.weights.data[o * k + j] - wZp);
+        out.push(finish(acc, o));
+      }
+    return out;
+  }
+  const [b, h, w, ci] = c.input.shape;
+  const [co, kh, kw] = c.weights.shape;
+  const [sh, sw] = c.stride ?? [1, 1];
+  const [dh, dw] = c.dilation ?? [1, 1];
+  const [, oh, ow] = c.outputShape;
+  const ekh = (kh - 1) * dh + 1;
+  const ekw = (kw - 1) * dw + 1;
+  const padH = c.padding === 'SAME' ? Math.max(0, Math.floor(((oh - 1) * sh + ekh - h) / 2)) : 0;
+  const padW = c.padding === 'SAME' ? Math.max(0, Math.floor(((ow - 1) * sw + ekw - w) / 2)) : 0;
+  for (let n = 0; n < b; n++)
+    for (let y = 0; y < oh; y++)
+      for (let x = 0; x < ow; x++)
+        for (let o = 0; o < co; o++) {
+          let acc = c.bias ? c.bias[o] : 0;
+          for (let ky = 0; ky < kh; ky++)
+            for (let kx = 0; kx < kw; kx++) {
+              const iy = y * sh - padH + ky * dh;
+              const ix = x * sw - padW + kx * dw;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              for (let q = 0; q < ci; q++)
+                acc += (c.input.data[((n * h + iy) * w + ix) * ci + q] - inZp) * (c.weights.data[((o * kh + ky) * kw + kx) * ci + q] - wZp);
+            }
+          out.push(finish(acc, o));
+        }
+  return out;
 }
