@@ -6,6 +6,12 @@
  */
 
 export type KernelPath = 'xnnpack' | 'optimized' | 'reference';
+/**
+ * A further model, no kernel path of the layers: the builtin kernels' fixed point with one rounding
+ * (TFLITE_SINGLE_ROUNDING's MultiplyByQuantizedMultiplier: (acc * multiplier + 2^(30 - shift)) >> (31 - shift),
+ * ties up), the scale product computed where the optimized kernels compute it.
+ */
+export type PathModel = KernelPath | 'single';
 
 const f = Math.fround;
 
@@ -81,7 +87,7 @@ export function requantize(
   inScale: number,
   wScale: number,
   outScale: number,
-  path: KernelPath,
+  path: PathModel,
   op: 'FULLY_CONNECTED' | 'CONV_2D',
   dtype: 'int8' | 'uint8',
   perChannel: boolean,
@@ -93,6 +99,10 @@ export function requantize(
   if (op === 'FULLY_CONNECTED') real = perChannel ? (inScale * wScale) / outScale : f(f(inScale * wScale) / outScale);
   else real = dtype === 'int8' ? (inScale * wScale) / outScale : f(f(inScale * wScale) / outScale);
   const { multiplier, shift } = quantizeMultiplier(real);
+  if (path === 'single') {
+    const total = BigInt(31 - shift);
+    return Number((BigInt(acc) * BigInt(multiplier) + (1n << (total - 1n))) >> total);
+  }
   const left = Math.max(shift, 0);
   const right = shift > 0 ? 0 : -shift;
   const x = srdhm(clampI32(BigInt(acc) << BigInt(left)), BigInt(multiplier));
@@ -156,7 +166,7 @@ export interface NaiveCase {
  */
 export function naiveLayer(
   c: NaiveCase,
-  path: KernelPath,
+  path: PathModel,
   clamp: 'tflite' | 'xnnpack' = path === 'xnnpack' ? 'xnnpack' : 'tflite',
 ): number[] {
   const inZp = c.input.zeroPoint;
