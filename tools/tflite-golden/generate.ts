@@ -1,0 +1,252 @@
+/**
+ * Writes test/golden/tflite/*.json: builds each case of ./cases.ts as a one-layer .tflite model
+ * (./model.ts) and runs it in the two TFLite interpreters compiled to WebAssembly that npm serves,
+ * LiteRT.js (@litertjs/core, page ./runner.html, both of its single-thread builds) and
+ * @tensorflow/tfjs-tflite (page ./runner-tfjs.html); their loaders need a browser, so they run in headless
+ * Chromium (tools/chromium.ts). It then identifies which kernel path produced each output by comparing it
+ * with the naive models of ./paths.ts, per interpreter and group of cases (op, weight kind, and whether
+ * the runtime logged the XNNPACK delegate falling back to the builtin kernels). A path's outputs are
+ * written under `outputs.<path>` only when exactly that model reproduces every element of the group,
+ * including elements on which the models differ; the evidence goes into each case's `producedBy`.
+ * Not run in CI: `cd tools/tflite-golden && npm ci --ignore-scripts && npm run generate` (README.md).
+ * Part of the golden tests of the layers (pack -> gemm -> output), not of the library.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launchChromium, serveStatic, watchPage } from '../chromium.ts';
+import { goldenCases } from './cases.ts';
+import { type LayerCase, writeModel } from './model.ts';
+import { type KernelPath, naiveLayer, type PathModel } from './paths.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const outDir = join(here, '../../test/golden/tflite');
+const PATHS: KernelPath[] = ['xnnpack', 'optimized', 'reference'];
+
+function pkgVersion(name: string): string {
+  return JSON.parse(readFileSync(join(here, 'node_modules', name, 'package.json'), 'utf8')).version;
+}
+
+/**
+ * LiteRT.js's JavaScript wrapper maps only float32, int32 and uint8 tensors to typed arrays; the
+ * runtime holds int8 (element type 9) too. The page loads a copy of the wrapper whose dtype table also
+ * maps int8 to Int8Array (host-memory input and output only; the interpreter is untouched).
+ */
+function patchedWrapper(): void {
+  const src = readFileSync(join(here, 'node_modules/@litertjs/core/dist/index.js'), 'utf8');
+  const anchor = 'var DATATYPES = Object.freeze([';
+  if (!src.includes(anchor)) throw new Error('@litertjs/core: dtype table not found; check the wrapper version');
+  const patched = src.replace(anchor, `${anchor}\n  { dtype: "int8", typedArrayConstructor: Int8Array, elementType: 9 },`);
+  mkdirSync(join(here, '.runner'), { recursive: true });
+  writeFileSync(join(here, '.runner/litert-core.js'), patched);
+}
+
+/** An interpreter on npm: its runner page, and the WebAssembly builds it runs (they must agree). */
+interface Interpreter {
+  pkg: string;
+  page: string;
+  builds: string[];
+  about: string;
+}
+
+const INTERPRETERS: Interpreter[] = [
+  {
+    pkg: '@litertjs/core',
+    page: 'runner.html',
+    builds: ['litert_wasm_internal.js', 'litert_wasm_compat_internal.js'],
+    about: "LiteRT compiled to WebAssembly, CompiledModel on accelerator 'wasm'",
+  },
+  {
+    pkg: '@tensorflow/tfjs-tflite',
+    page: 'runner-tfjs.html',
+    builds: ["(loader's choice)"],
+    about: 'TFLite compiled to WebAssembly, TFLiteWebModelRunner',
+  },
+];
+
+interface CaseRun {
+  output: number[];
+  /** What the runtime logged while this case was compiled and run. */
+  log: string[];
+}
+
+interface BuildRun {
+  runs: CaseRun[];
+  /** What loadRuntime reported (the build's features), and every distinct runtime line. */
+  info: unknown;
+  log: string[];
+  browser: string;
+}
+
+async function runBuild(cases: LayerCase[], it: Interpreter, build: string, server: { url: string }): Promise<BuildRun> {
+  const browser = await launchChromium({ swiftshader: true });
+  try {
+    const page = await browser.newPage();
+    const log = watchPage(page);
+    await page.goto(`${server.url}${it.page}`);
+    await page.waitForFunction('window.runnerReady', { timeout: 120_000 });
+    type W = { loadRuntime: (f: string) => Promise<unknown>; runModels: (x: unknown) => Promise<{ output: number[] }[]> };
+    const info = await page.evaluate((f) => (window as unknown as W).loadRuntime(f), build);
+    const runs: CaseRun[] = [];
+    for (const c of cases) {
+      const before = log.entries.length;
+      const model = {
+        tflite: Buffer.from(writeModel(c)).toString('base64'),
+        dtype: c.input.dtype,
+        input: c.input.data,
+        shape: c.input.shape,
+      };
+      const [r] = await page.evaluate((m) => (window as unknown as W).runModels([m]), model);
+      runs.push({ output: r.output, log: log.entries.slice(before).map((e) => e.text) });
+    }
+    return { runs, info, log: [...new Set(log.entries.map((e) => e.text))], browser: await browser.version() };
+  } finally {
+    await browser.close();
+  }
+}
+
+/** Runs every case in every build of `it`; the builds must agree element for element. */
+async function runInterpreter(cases: LayerCase[], it: Interpreter, server: { url: string }): Promise<BuildRun & { describe: string }> {
+  const builds: BuildRun[] = [];
+  for (const build of it.builds) builds.push(await runBuild(cases, it, build, server));
+  cases.forEach((c, i) => {
+    const [a, ...rest] = builds.map((b) => b.runs[i].output);
+    for (const b of rest)
+      if (a.length !== b.length || a.some((v, j) => v !== b[j]))
+        throw new Error(`${it.pkg}: ${c.name}: the builds ${it.builds.join(', ')} disagree`);
+  });
+  const created = builds[0].log.find((l) => /Created TensorFlow Lite XNNPACK delegate/.test(l));
+  const describe =
+    `${it.pkg} ${pkgVersion(it.pkg)} (${it.about}; build ${it.builds.join(' and ')}${it.builds.length > 1 ? ', identical outputs' : ''}; ` +
+    `features ${JSON.stringify(builds[0].info)}; 1 thread; runtime log: "${created ?? 'no XNNPACK line'}") in headless Chromium ${builds[0].browser}`;
+  return { ...builds[0], describe };
+}
+
+const kindOf = (c: LayerCase) =>
+  `${c.op} ${c.weights.dtype === 'uint8' ? 'uint8' : Array.isArray(c.weights.scale) ? 'int8 per-channel' : 'int8 per-tensor'}`;
+
+interface Tally {
+  elements: number;
+  /** Elements on which the three path models do not all agree. */
+  discriminating: number;
+  /** Per model: elements reproduced, and of the discriminating ones. */
+  match: Record<string, { all: number; disc: number }>;
+}
+
+const MODELS: { name: string; path: PathModel; clamp: 'tflite' | 'xnnpack' }[] = [
+  { name: 'xnnpack', path: 'xnnpack', clamp: 'xnnpack' },
+  { name: 'optimized', path: 'optimized', clamp: 'tflite' },
+  { name: 'reference', path: 'reference', clamp: 'tflite' },
+  { name: 'xnnpack-with-tflite-clamp', path: 'xnnpack', clamp: 'tflite' },
+  { name: 'single-rounding', path: 'single', clamp: 'tflite' },
+];
+
+/** The runtime said that the XNNPACK delegate failed to prepare and the builtin kernels run instead. */
+const fellBack = (log: string[]) => log.some((l) => /failed to prepare|Restored original execution plan/.test(l));
+
+interface Verdict {
+  path: KernelPath | null;
+  evidence: string;
+}
+
+/**
+ * Per interpreter, the cases fall into groups (op and weight kind, and whether the runtime reported the
+ * delegate's fallback); a group's path is identified when exactly one of MODELS reproduces every element
+ * of every case in it, that model is one of the kernel paths, and the models differ on some element.
+ */
+function identify(cases: LayerCase[], runs: CaseRun[], label: string): Verdict[] {
+  const groupOf = (i: number) =>
+    `${kindOf(cases[i])}${fellBack(runs[i].log) ? ', where the runtime logged the XNNPACK delegate failing to prepare' : ''}`;
+  const tallies = new Map<string, Tally>();
+  cases.forEach((c, i) => {
+    const got = runs[i].output;
+    const predicted = Object.fromEntries(MODELS.map((m) => [m.name, naiveLayer(c, m.path, m.clamp)]));
+    const key = groupOf(i);
+    const t = tallies.get(key) ?? {
+      elements: 0,
+      discriminating: 0,
+      match: Object.fromEntries(MODELS.map((m) => [m.name, { all: 0, disc: 0 }])),
+    };
+    tallies.set(key, t);
+    got.forEach((v, j) => {
+      const disc = new Set(MODELS.map((m) => predicted[m.name][j])).size > 1;
+      t.elements++;
+      if (disc) t.discriminating++;
+      for (const m of MODELS)
+        if (predicted[m.name][j] === v) {
+          t.match[m.name].all++;
+          if (disc) t.match[m.name].disc++;
+        }
+    });
+  });
+  const verdicts = new Map<string, Verdict>();
+  console.log(label);
+  for (const [key, t] of tallies) {
+    const full = MODELS.filter((m) => t.match[m.name].all === t.elements);
+    const path =
+      full.length === 1 && PATHS.includes(full[0].name as KernelPath) && t.discriminating > 0 ? (full[0].name as KernelPath) : null;
+    const other = full.length === 1 && !path ? `; reproduced only by '${full[0].name}', no kernel path of the layers` : '';
+    const stats = MODELS.map((m) => `${m.name} ${t.match[m.name].all}/${t.elements} (${t.match[m.name].disc}/${t.discriminating})`).join(
+      ', ',
+    );
+    const evidence =
+      `${path ? `path '${path}'` : 'path NOT identified'} from all ${key} cases; elements reproduced by each naive model ` +
+      `(of them where the models differ): ${stats}${other}`;
+    verdicts.set(key, { path, evidence });
+    console.log(`  ${evidence}`);
+  }
+  return cases.map((_, i) => verdicts.get(groupOf(i))!);
+}
+
+async function main(): Promise<void> {
+  const cases = goldenCases();
+  patchedWrapper();
+  const server = await serveStatic(here);
+  const results: { it: Interpreter; describe: string; runs: CaseRun[]; verdicts: Verdict[] }[] = [];
+  try {
+    for (const it of INTERPRETERS) {
+      const r = await runInterpreter(cases, it, server);
+      results.push({ it, describe: r.describe, runs: r.runs, verdicts: identify(cases, r.runs, r.describe) });
+    }
+  } finally {
+    server.close();
+  }
+
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  const files = new Map<string, object[]>();
+  cases.forEach((c, i) => {
+    const outputs: Partial<Record<KernelPath, number[]>> = {};
+    const notes: string[] = [];
+    for (const r of results) {
+      const { path, evidence } = r.verdicts[i];
+      const got = r.runs[i].output;
+      const fb = fellBack(r.runs[i].log)
+        ? ' The runtime logged, for this case: XNNPACK delegate failed to prepare, original execution plan restored.'
+        : '';
+      const exact = MODELS.filter((m) => naiveLayer(c, m.path, m.clamp).every((v, j) => v === got[j])).map((m) => m.name);
+      notes.push(`${r.describe}: ${evidence}.${fb} This case reproduced exactly by: ${exact.join(', ') || 'none'}.`);
+      if (!path) continue;
+      const had = outputs[path];
+      if (had?.some((v, j) => v !== got[j])) throw new Error(`${c.name}: two interpreters identified as '${path}' disagree`);
+      outputs[path] = got;
+    }
+    const { outputShape, ...layer } = c;
+    const golden = { ...layer, outputs, outputShape, producedBy: notes.join(' | ') };
+    const file = `${c.op === 'FULLY_CONNECTED' ? 'fc' : 'conv'}-${c.weights.dtype === 'uint8' ? 'uint8' : Array.isArray(c.weights.scale) ? 'int8-perchannel' : 'int8-pertensor'}.json`;
+    files.set(file, [...(files.get(file) ?? []), golden]);
+  });
+  for (const [file, list] of files) writeFileSync(join(outDir, file), `${JSON.stringify(list, null, 1)}\n`);
+  // The repository's formatter, so that a regeneration from the same interpreters gives the same bytes.
+  execFileSync(join(here, '../../node_modules/.bin/biome'), ['format', '--write', outDir], { stdio: 'inherit' });
+
+  for (const c of cases) {
+    const hit = results.flatMap((r) => (r.verdicts[cases.indexOf(c)].path ? [`${r.it.pkg}: ${r.verdicts[cases.indexOf(c)].path}`] : []));
+    if (!hit.length) console.log(`case ${c.name}: no path identified by any interpreter`);
+  }
+  console.log(`wrote ${[...files.keys()].join(', ')} to ${outDir}`);
+}
+
+await main();
+process.exit(0);
