@@ -90,7 +90,7 @@ export async function checkFc(c: Case, path: KernelPath, backend: Backend, seed:
   };
   const got = await fullyConnected(input, params, { backend });
   expect(got.shape).toEqual([M, N]);
-  const [lo, hi] = activationRange(c.activation, params.output, c.type);
+  const [lo, hi] = activationRange(c.activation, params.output, c.type, path);
   const want: number[] = [];
   for (let m = 0; m < M; m++)
     for (let n = 0; n < N; n++) {
@@ -153,7 +153,7 @@ export async function checkConv(
   if (OH < 1 || OW < 1) return;
   const got = await conv2d(input, params, { backend });
   expect(got.shape).toEqual([B, OH, OW, O]);
-  const [lo, hi] = activationRange(c.activation, params.output, c.type);
+  const [lo, hi] = activationRange(c.activation, params.output, c.type, path);
   const want: number[] = [];
   for (let b = 0; b < B; b++)
     for (let oh = 0; oh < OH; oh++)

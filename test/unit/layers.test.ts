@@ -55,3 +55,18 @@ describe('TFLite layers on the CPU == the oracle of each kernel path', () => {
     expect(((await conv2d(image, conv, { backend: 'gpu' as 'cpu' }).catch((e) => e)) as InputError).field).toBe('backend');
   });
 });
+
+describe('activationRange per kernel path: a bound on an exact half', () => {
+  // RELU6 at output scale 4: 6 / 4 = 1.5; RELU_N1_TO_1 at scale 2: +-1 / 2 = +-0.5 (also in test/golden/tflite/)
+  test('builtin paths round ties away from zero, XNNPACK to even', () => {
+    for (const path of ['optimized', 'reference'] as const) {
+      expect(activationRange('RELU6', { scale: 4, zeroPoint: 1 }, 'int8', path)).toEqual([1, 3]);
+      expect(activationRange('RELU_N1_TO_1', { scale: 2, zeroPoint: 0 }, 'int8', path)).toEqual([-1, 1]);
+    }
+    expect(activationRange('RELU6', { scale: 4, zeroPoint: 1 }, 'int8', 'xnnpack')).toEqual([1, 2]);
+    expect(activationRange('RELU6', { scale: 4, zeroPoint: 129 }, 'uint8', 'xnnpack')).toEqual([129, 130]);
+    expect(activationRange('RELU_N1_TO_1', { scale: 2, zeroPoint: 0 }, 'int8', 'xnnpack')).toEqual([0, 0]);
+    expect(activationRange('RELU6', { scale: 0.001, zeroPoint: 100 }, 'int8', 'xnnpack')).toEqual([100, 127]);
+    expect(activationRange('NONE', { scale: 1, zeroPoint: 0 }, 'uint8', 'xnnpack')).toEqual([0, 255]);
+  });
+});
