@@ -393,7 +393,10 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       : null,
     pipeline: {
       kind: opts.pipeline,
-      description: describePipeline(opts.pipeline),
+      description: describePipeline(
+        opts.pipeline,
+        opts.shapes.some((s) => s.conv),
+      ),
       appliesTo: "this project's rows (qgemm); onnxruntime and naive-js return raw int32, tfjs f32",
     },
     timing: {

@@ -110,9 +110,13 @@ export function pipelineToJson(stages: OutputStage[]): StageJson[] {
   });
 }
 
-export function describePipeline(kind: PipelineKind): string {
+/** The pipeline in words; `conv`: the run has convolution layers, whose uint8 rows run conv2d's stages. */
+export function describePipeline(kind: PipelineKind, conv = false): string {
   return kind === 'uint8'
-    ? 'int32 -> uint8: bias (per column) + scaleInt32ByFixedPointAndExponent (per column, double rounding) + 128, saturatingCast uint8'
+    ? 'int32 -> uint8: bias (per column) + scaleInt32ByFixedPointAndExponent (per column, double rounding) + 128, saturatingCast uint8' +
+        (conv
+          ? "; convolution layers: conv2d's stages from TFLite-like scales (kernel path 'xnnpack'): bias + requantizeFloat32 (per tensor) + 128, clamp, saturatingCast uint8"
+          : '')
     : 'raw int32 accumulators (empty pipeline)';
 }
 

@@ -5,7 +5,8 @@
 // (comparisons, rooflines, onnxruntime profile parsing) and the CLI's flags.
 // No timing thresholds: only the shape of the results. The Chrome runtime runs once, on one small shape:
 // every Chrome row (qgemm in three modes on WebGPU, 4-bit weights resident, two modes on the CPU, tfjs, onnxruntime-web's WebGPU and
-// WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons.
+// WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons; and a tiny
+// convolution layer (qgemm packPatches + gemm, tfjs conv2d), in Node and in Chrome.
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
 
 import { describe, expect, it } from 'vitest';
@@ -141,7 +142,7 @@ describe('benchmark harness', () => {
   it.skipIf(!chromiumPath() && process.env.CI !== 'true')(
     'runs every Chrome row in headless Chromium with the same JSON contract, every qgemm row verified',
     async () => {
-      const shapes = parseShapes('24x40x64');
+      const shapes = parseShapes('24x40x64,conv9x7x5-k3x3-s2-o6');
       const report = await runBenchmark({
         shapes,
         impls: IMPLS,
@@ -186,6 +187,11 @@ describe('benchmark harness', () => {
         expect(nbits8.gpuGeomean).not.toBeNull(); // both sides have GPU time: timestamps and onnxruntime-web's profile
       }
       expect(htmlReport(report)).toContain('ort-web');
+      // The convolution layer: qgemm WebGPU call and resident (verified by checkContract), tfjs conv2d in every mode.
+      const conv = json.runs.filter((r: { conv?: object }) => r.conv).map((r: RowId) => rowKey(r));
+      expect(conv.sort()).toEqual(
+        ['qgemm/webgpu/chrome/call', 'qgemm/webgpu/chrome/resident', ...MODES.map((m) => `tfjs-webgpu-f32/webgpu/chrome/${m}`)].sort(),
+      );
     },
     180_000,
   );
