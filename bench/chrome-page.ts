@@ -279,12 +279,13 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
             patches.destroy();
           }
         };
+        // As in Node (bench/impls/qgemm-node.ts convCell): the patch pack is untimed, the GEMM's pass alone is given.
         result.gpuNote = ctx.device.features.has('timestamp-query')
-          ? 'the patch pack (ctx.packPatches) is a submission of its own, without timestamps: no GPU time for the whole layer'
+          ? 'packPatches untimed (own submission)'
           : 'the device has no timestamp-query';
         afterRuns = () => {
           if (gemmGpu.length)
-            result.gpuNote += `; the GEMM's pass alone (gemm + output${packed ? '' : ', the filter packed in it'}) ${[...gemmGpu].sort((a, b) => a - b)[gemmGpu.length >> 1].toPrecision(4)} ms median`;
+            result.gpuNote += `; GEMM pass alone ${[...gemmGpu].sort((a, b) => a - b)[gemmGpu.length >> 1].toPrecision(3)} ms`;
         };
       } else {
         const ctx = w.__ctx;

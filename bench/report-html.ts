@@ -262,7 +262,7 @@ export function htmlReport(report: BenchReport): string {
     ['qgemm computes', `uint8 × uint8, zero points 119 / 131, ${report.pipeline.description}`],
     [
       'peers compute',
-      'tfjs: f32 matMul of (q − zeroPoint); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32',
+      'tfjs: f32 matMul of (q − zeroPoint), at convolution layers tf.conv2d f32 (NHWC, HWIO filter); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32',
     ],
     [
       'modes',

@@ -97,7 +97,7 @@ function convolutionIn(mode: Mode, rhsBits: RhsBits): true | string {
  * A convolution layer, as the library's conv2d runs it on a GpuContext: per call, the patches packed from
  * the input (ctx.packPatches), then ctx.gemm with the filter (prepacked once for `resident`). The GPU time
  * of the whole layer is not known: the patch pack is a submission of its own without timestamps, so the
- * row has none, and gpuNote gives the GEMM pass's own (gemm + output).
+ * row has none, and gpuNote gives the GEMM pass's own median (gemm + output; in `call` the filter's pack too).
  */
 async function convCell(ctx: GpuContext, conv: ConvData, mode: 'call' | 'resident', policy: RepeatPolicy): Promise<CellOutcome> {
   const packed = mode === 'resident' ? await ctx.prepack('rhs', conv.gemm.rhs) : null;
@@ -124,7 +124,7 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: 'call' | 'residen
       gpuNote:
         gemmMs === null
           ? 'the device has no timestamp-query'
-          : `the patch pack (ctx.packPatches) is a submission of its own, without timestamps: no GPU time for the whole layer; the GEMM's pass alone (gemm + output${packed ? '' : ', the filter packed in it'}) ${gemmMs.toPrecision(4)} ms median`,
+          : `packPatches untimed (own submission); GEMM pass alone ${gemmMs.toPrecision(3)} ms`,
     };
   } finally {
     packed?.destroy();
