@@ -53,7 +53,7 @@ export interface PageCellArgs {
   k: number;
   lhsZeroPoint: number;
   rhsZeroPoint: number;
-  /** bench/problems.ts pipelineToJson: Int32Arrays as {int32: number[]}. */
+  /** bench/problems.ts pipelineToJson: Int32Arrays as {int32: number[]}, Float32Arrays as {float32: number[]}. */
   pipeline: Record<string, unknown>[];
   policy: RepeatPolicy;
   /** onnxruntime rows: the model's URL on the page's server (bench/onnx-model.ts bytes). */
@@ -229,7 +229,9 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           s[key] =
             value && typeof value === 'object' && 'int32' in (value as object)
               ? Int32Array.from((value as { int32: number[] }).int32)
-              : value;
+              : value && typeof value === 'object' && 'float32' in (value as object)
+                ? Float32Array.from((value as { float32: number[] }).float32)
+                : value;
         }
         return s;
       });

@@ -69,7 +69,7 @@ export function hashBytes(bytes: Uint8Array): string {
   return (h1 >>> 0).toString(16).padStart(8, '0') + (h2 >>> 0).toString(16).padStart(8, '0');
 }
 
-/** The pipeline as plain JSON (Int32Array -> number[]), for the page. */
+/** The pipeline as plain JSON (Int32Array -> {int32: number[]}, Float32Array -> {float32: number[]}), for the page. */
 export type StageJson = Record<string, unknown>;
 
 /** The output pipeline of this project's rows for a shape (deterministic). */
@@ -105,7 +105,9 @@ export function makePipeline(kind: PipelineKind, shape: Pick<Shape, 'n' | 'k'>):
 export function pipelineToJson(stages: OutputStage[]): StageJson[] {
   return stages.map((s) => {
     const out: StageJson = {};
-    for (const [key, value] of Object.entries(s)) out[key] = value instanceof Int32Array ? { int32: Array.from(value) } : value;
+    for (const [key, value] of Object.entries(s))
+      out[key] =
+        value instanceof Int32Array ? { int32: Array.from(value) } : value instanceof Float32Array ? { float32: Array.from(value) } : value;
     return out;
   });
 }
