@@ -286,8 +286,8 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           ? 'packPatches untimed (own submission)'
           : 'the device has no timestamp-query';
         afterRuns = () => {
-          if (gemmGpu.length)
-            result.gpuNote += `; GEMM pass alone ${[...gemmGpu].sort((a, b) => a - b)[gemmGpu.length >> 1].toPrecision(3)} ms`;
+          const ms = [...gemmGpu].sort((a, b) => a - b)[gemmGpu.length >> 1];
+          if (gemmGpu.length) result.gpuNote += `; GEMM pass alone ${ms >= 100 ? ms.toFixed(0) : ms.toPrecision(3)} ms`;
         };
       } else {
         const ctx = w.__ctx;

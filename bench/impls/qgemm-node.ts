@@ -124,7 +124,7 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: 'call' | 'residen
       gpuNote:
         gemmMs === null
           ? 'the device has no timestamp-query'
-          : `packPatches untimed (own submission); GEMM pass alone ${gemmMs.toPrecision(3)} ms`,
+          : `packPatches untimed (own submission); GEMM pass alone ${gemmMs >= 100 ? gemmMs.toFixed(0) : gemmMs.toPrecision(3)} ms`,
     };
   } finally {
     packed?.destroy();
