@@ -21,6 +21,10 @@
 //                 build, ort.min.mjs, takes 2 and 4 bits only): weights as initializers (resident), each
 //                 call feeds A and reads Y; GPU time from its profiler in a second, profiled session;
 //   onnxruntime-web WASM EP MatMulInteger: call (A and B fed) and resident (B an initializer).
+// A convolution layer (args.conv) runs as in Node: qgemm packs the patches from the NHWC input per call
+// (ctx.packPatches) and runs ctx.gemm against the OHWI filter (the rhs [K, O] column-major; resident:
+// prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
+// The input and the filter are __gen(seed, H*W, O*KH*KW, C)'s lhs and rhs (bench/problems.ts convOperands).
 
 import type { RepeatPolicy } from './timing.ts';
 
@@ -49,7 +53,7 @@ export interface PageCellArgs {
   k: number;
   lhsZeroPoint: number;
   rhsZeroPoint: number;
-  /** bench/problems.ts pipelineToJson: Int32Arrays as {int32: number[]}. */
+  /** bench/problems.ts pipelineToJson: Int32Arrays as {int32: number[]}, Float32Arrays as {float32: number[]}. */
   pipeline: Record<string, unknown>[];
   policy: RepeatPolicy;
   /** onnxruntime rows: the model's URL on the page's server (bench/onnx-model.ts bytes). */
@@ -58,6 +62,23 @@ export interface PageCellArgs {
   profiledRuns?: number;
   /** qgemm WebGPU resident: 4 = the weights requantized to 4 bits in ctx.prepack (bench/problems.ts bitDepthFor). */
   rhsBits?: 4;
+  /**
+   * A convolution layer (bench/shapes.ts ConvLayer, batch 1) and its patch geometry (bench/problems.ts
+   * convPatchGeometry); m x n x k is its GEMM, lhsZeroPoint the input's, rhsZeroPoint the filter's.
+   */
+  conv?: {
+    layer: {
+      height: number;
+      width: number;
+      channels: number;
+      filterHeight: number;
+      filterWidth: number;
+      stride: number;
+      padding: 'SAME' | 'VALID';
+      outChannels: number;
+    };
+    geometry: Record<string, number>;
+  };
 }
 
 export interface PageCellResult {
@@ -179,7 +200,18 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
   const w = window as any;
   const { m, n, k, policy, mode } = args;
-  const { lhs, rhs } = w.__gen(args.seed, m, n, k) as { lhs: Uint8Array; rhs: Uint8Array };
+  const conv = args.conv;
+  // A convolution layer: lhs = the NHWC input, rhs = the OHWI filter (convOperands); else the GEMM's operands.
+  const { lhs, rhs } = (
+    conv
+      ? w.__gen(
+          args.seed,
+          conv.layer.height * conv.layer.width,
+          conv.layer.outChannels * conv.layer.filterHeight * conv.layer.filterWidth,
+          conv.layer.channels,
+        )
+      : w.__gen(args.seed, m, n, k)
+  ) as { lhs: Uint8Array; rhs: Uint8Array };
   const walls: number[] = [];
   const gpus: (number | null)[] = [];
   const hashes: string[] = [];
@@ -187,6 +219,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   type Once = () => Promise<{ wallMs: number; gpuMs: number | null; bytes: Uint8Array | null; dtype?: string }>;
   let once: Once;
   const cleanups: (() => unknown)[] = [];
+  let afterRuns: (() => void) | null = null;
   const asBytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   try {
     if (args.impl === 'qgemm' || args.impl === 'qgemm-cpu') {
@@ -196,7 +229,9 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           s[key] =
             value && typeof value === 'object' && 'int32' in (value as object)
               ? Int32Array.from((value as { int32: number[] }).int32)
-              : value;
+              : value && typeof value === 'object' && 'float32' in (value as object)
+                ? Float32Array.from((value as { float32: number[] }).float32)
+                : value;
         }
         return s;
       });
@@ -223,6 +258,37 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           return { wallMs, gpuMs: null, bytes: asBytes(r.data), dtype: r.dtype };
         };
         result.gpuNote = 'CPU row';
+      } else if (conv) {
+        const ctx = w.__ctx;
+        if (mode === 'device' || bitDepth) throw new Error('convolution layers run in call and resident modes with 8-bit filters');
+        const filter = { data: rhs, rows: k, cols: n, order: 'col-major' };
+        const packed = mode === 'resident' ? await ctx.prepack('rhs', filter) : null;
+        if (packed) {
+          cleanups.push(() => packed.destroy());
+          result.rhsBytes = packed.bytes;
+        }
+        const gemmGpu: number[] = [];
+        once = async () => {
+          const timing = { gpuMs: null as number | null };
+          const t0 = performance.now();
+          const patches = await ctx.packPatches(lhs, conv.geometry, args.lhsZeroPoint);
+          try {
+            const r = await ctx.gemm({ ...problem, lhs: patches, rhs: packed ?? filter }, timing);
+            const wallMs = performance.now() - t0;
+            if (timing.gpuMs !== null) gemmGpu.push(timing.gpuMs);
+            return { wallMs, gpuMs: null, bytes: asBytes(r.data), dtype: r.dtype };
+          } finally {
+            patches.destroy();
+          }
+        };
+        // As in Node (bench/impls/qgemm-node.ts convCell): the patch pack is untimed, the GEMM's pass alone is given.
+        result.gpuNote = ctx.device.features.has('timestamp-query')
+          ? 'packPatches untimed (own submission)'
+          : 'the device has no timestamp-query';
+        afterRuns = () => {
+          const ms = [...gemmGpu].sort((a, b) => a - b)[gemmGpu.length >> 1];
+          if (gemmGpu.length) result.gpuNote += `; GEMM pass alone ${ms >= 100 ? ms.toFixed(0) : ms.toPrecision(3)} ms`;
+        };
       } else {
         const ctx = w.__ctx;
         if (bitDepth && mode === 'call') throw new Error('4-bit weights need a prepacked rhs: mode resident or device, not call');
@@ -264,6 +330,39 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           }
         };
       }
+    } else if (args.impl === 'tfjs-webgpu-f32' && conv) {
+      const tf = w.tf;
+      const c = conv.layer;
+      const x32 = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+      // OHWI [O, K] -> HWIO [K, O], less the zero point.
+      const f32 = new Float32Array(k * n);
+      for (let kk = 0; kk < k; kk++) for (let o = 0; o < n; o++) f32[kk * n + o] = rhs[o * k + kk] - args.rhsZeroPoint;
+      const xShape = [1, c.height, c.width, c.channels];
+      const fShape = [c.filterHeight, c.filterWidth, c.channels, c.outChannels];
+      const backend = tf.backend();
+      const timestamps = (backend.device as GPUDevice).features.has('timestamp-query');
+      if (!timestamps) result.gpuNote = 'the device has no timestamp-query';
+      const keptF = mode === 'call' ? null : tf.tensor4d(f32, fShape);
+      const keptX = mode === 'device' ? tf.tensor4d(x32, xShape) : null;
+      cleanups.push(() => tf.dispose([...(keptX ? [keptX] : []), ...(keptF ? [keptF] : [])]));
+      once = async () => {
+        const t0 = performance.now();
+        const x = keptX ?? tf.tensor4d(x32, xShape);
+        const f = keptF ?? tf.tensor4d(f32, fShape);
+        let y: { data(): Promise<Float32Array> } | undefined;
+        const timing = await tf.time(() => {
+          y = tf.conv2d(x, f, c.stride, c.padding === 'SAME' ? 'same' : 'valid');
+        });
+        if (mode === 'device') {
+          if (backend.commandEncoder) backend.submitQueue?.();
+          await (backend.device as GPUDevice).queue.onSubmittedWorkDone();
+        } else {
+          await y!.data();
+        }
+        const wallMs = performance.now() - t0;
+        tf.dispose([y, ...(keptX ? [] : [x]), ...(keptF ? [] : [f])]);
+        return { wallMs, gpuMs: timestamps && typeof timing.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
+      };
     } else if (args.impl === 'tfjs-webgpu-f32') {
       const tf = w.tf;
       const a32 = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
@@ -332,6 +431,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       last = r;
     }
     if (args.impl === 'qgemm') result.kernel = w.__ctx.lastRun?.kernel ?? null;
+    afterRuns?.();
     if (last.bytes) {
       let text = '';
       for (let i = 0; i < last.bytes.length; i += 0x8000) text += String.fromCharCode(...last.bytes.subarray(i, i + 0x8000));

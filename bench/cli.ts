@@ -37,12 +37,15 @@ qgemm result verified against the CPU reference, beside the adapter's own ceilin
 
 Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
 
-  --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576,
-                        modes resident and call (under 4 minutes on a 2-core machine with SwiftShader)
+  --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576 and the
+                        two convolution layers, modes resident and call
   --shapes LIST         MxNxK list, e.g. 256x256x256,1x4096x4096 (default: the full suite: squares
-                        64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576),
+                        64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576,
+                        the convolution layers), convolution layers by name (conv{H}x{W}x{C}-k{KH}x{KW}-s{S}[-valid]-o{O},
+                        SAME padding unless -valid: conv56x56x64-k3x3-s1-o64, conv112x112x32-k3x3-s2-o64),
                         or a named set among the items: ${Object.keys(NAMED_SHAPES).join(', ')}; skinny =
-                        M in {1,4,16,64,128} x N=K in {4096,11008} (meant for a GPU: far too slow on SwiftShader)
+                        M in {1,4,16,64,128} x N=K in {4096,11008} (meant for a GPU: far too slow on SwiftShader);
+                        conv = 3136x64x576 and the two convolution layers (qgemm WebGPU and tfjs run the layers)
   --impls LIST          ${IMPLS.join(',')} (default: all)
   --runtimes LIST       ${RUNTIMES.join(',')} (default: both; chrome = headless Chromium via puppeteer-core)
   --backends LIST       ${BACKENDS.join(',')} (default: both; qgemm runs on each)

@@ -5,11 +5,13 @@
 
 import { rowKey, type RowId } from './impls/types.ts';
 import type { AdapterKind } from './environment.ts';
+import { shapeKey, type ConvLayer } from './shapes.ts';
 
 export interface Comparison {
   ours: RowId;
   peer: RowId;
-  shapes: { m: number; n: number; k: number; speedup: number; gpuSpeedup: number | null }[];
+  /** Per shape; a convolution layer's entry carries its `conv`. */
+  shapes: { m: number; n: number; k: number; conv?: ConvLayer; speedup: number; gpuSpeedup: number | null }[];
   /** Geometric mean of the wall-time speed-ups. */
   geomean: number | null;
   /** Geometric mean of the GPU-time speed-ups over the shapes where both sides have GPU time; null where none has. */
@@ -21,6 +23,7 @@ export interface ComparableRow extends RowId {
   m: number;
   n: number;
   k: number;
+  conv?: ConvLayer;
   medianMs: number | null;
   gpuMedianMs: number | null;
   verified: boolean | null;
@@ -91,8 +94,8 @@ const round = (x: number) => Number(x.toPrecision(3));
 const geomean = (xs: number[]) => (xs.length ? round(Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length)) : null);
 
 export function compare(rows: ComparableRow[], adapterKind: AdapterKind): Comparison[] {
-  const find = (who: RowId, s: Pick<ComparableRow, 'm' | 'n' | 'k'>) =>
-    rows.find((r) => rowKey(r) === rowKey(who) && r.m === s.m && r.n === s.n && r.k === s.k && r.medianMs !== null && r.verified !== false);
+  const find = (who: RowId, s: Pick<ComparableRow, 'm' | 'n' | 'k' | 'conv'>) =>
+    rows.find((r) => rowKey(r) === rowKey(who) && shapeKey(r) === shapeKey(s) && r.medianMs !== null && r.verified !== false);
   const out: Comparison[] = [];
   for (const { ours, peer } of adapterKind === 'hardware' ? [...PAIRS, ...HARDWARE_PAIRS] : PAIRS) {
     const shapes: Comparison['shapes'] = [];
@@ -101,7 +104,14 @@ export function compare(rows: ComparableRow[], adapterKind: AdapterKind): Compar
       const theirs = find(peer, o);
       if (!mine || !theirs) continue;
       const gpuSpeedup = mine.gpuMedianMs && theirs.gpuMedianMs ? round(theirs.gpuMedianMs / mine.gpuMedianMs) : null;
-      shapes.push({ m: o.m, n: o.n, k: o.k, speedup: round(theirs.medianMs! / mine.medianMs!), gpuSpeedup });
+      shapes.push({
+        m: o.m,
+        n: o.n,
+        k: o.k,
+        ...(o.conv ? { conv: o.conv } : {}),
+        speedup: round(theirs.medianMs! / mine.medianMs!),
+        gpuSpeedup,
+      });
     }
     if (shapes.length === 0) continue;
     const gpu = shapes.map((s) => s.gpuSpeedup).filter((x): x is number => x !== null);

@@ -26,7 +26,7 @@ import {
 } from './impls/types.ts';
 import { startRunners } from './runners.ts';
 import { describePipeline, makeShapeData, problemFor, type PipelineKind, type ShapeData } from './problems.ts';
-import { ops, shapeKey, sortShapes, type Shape } from './shapes.ts';
+import { ops, shapeKey, sortShapes, type ConvLayer, type Shape } from './shapes.ts';
 import { gops, type RepeatPolicy, type Stats } from './timing.ts';
 import { checkResult, computeExpected, type Expected, type Verification } from './verify.ts';
 
@@ -60,6 +60,8 @@ export interface Row {
   m: number;
   n: number;
   k: number;
+  /** A convolution layer's rows (shape family 'conv2d'): the layer; m x n x k is its GEMM. Absent on GEMM rows. */
+  conv?: ConvLayer;
   /** Bit width of the weights (rhs) read: qgemm 8 or 4 (--rhs-bits), MatMulNBits-8/-4 8/4, other peers null. */
   rhsBits: RhsBits | null;
   /** Wall time: upload + compute + readback (null only when the row failed to run). */
@@ -95,6 +97,7 @@ export interface Skipped extends RowId {
   m: number;
   n: number;
   k: number;
+  conv?: ConvLayer;
   reason: string;
 }
 
@@ -129,6 +132,17 @@ export interface BenchReport {
 }
 
 const round = (x: number, digits = 4): number => Number(x.toPrecision(digits));
+
+/** The `conv` field of a convolution layer's rows (none on GEMM rows). */
+const convOf = (s: Shape): { conv?: ConvLayer } => (s.conv ? { conv: s.conv } : {});
+
+const rowIdOf = (r: RowId): RowId & { rhsBits: RhsBits | null } => ({
+  impl: r.impl,
+  backend: r.backend,
+  runtime: r.runtime,
+  mode: r.mode,
+  rhsBits: rhsBitsOf(r),
+});
 
 function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape) {
   return {
@@ -180,8 +194,10 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const started = await startRunners(opts, choice, slug, computes, progress);
   const { runners, chrome } = started;
   notes.push(...started.notes);
-  const skipped: Skipped[] = started.unavailable.flatMap(({ reason, ...id }) =>
-    opts.shapes.map((s) => ({ ...id, rhsBits: rhsBitsOf(id), m: s.m, n: s.n, k: s.k, reason })),
+  const skipped: Skipped[] = started.unavailable.flatMap(({ reason, convolution, ...id }) =>
+    opts.shapes
+      .filter((s) => !s.conv || convolution)
+      .map((s) => ({ ...id, rhsBits: rhsBitsOf(id), m: s.m, n: s.n, k: s.k, ...convOf(s), reason })),
   );
   if (chrome) progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
   if (runners.length === 0) throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
@@ -200,23 +216,20 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     const expected = new Map<RhsBits, Expected>(); // per weight bit width: the GEMM each row series ran
     for (const runner of runners) {
       const id = rowKey(runner);
+      const convSkip = shape.conv && runner.convolution !== true ? runner.convolution : undefined;
+      if (shape.conv && runner.convolution === undefined) continue; // a GEMM implementation: no convolution rows
+      if (convSkip) {
+        skipped.push({ ...rowIdOf(runner), m: shape.m, n: shape.n, k: shape.k, ...convOf(shape), reason: convSkip });
+        progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} skipped (${convSkip})`);
+        continue;
+      }
       if (opts.budgetS !== null) {
         const tput = throughput.get(id);
         const estimateS = tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0;
         const left = opts.budgetS - elapsed();
         if (estimateS > left) {
           const reason = `time budget: about ${estimateS.toFixed(0)} s estimated, ${Math.max(0, left).toFixed(0)} s left`;
-          skipped.push({
-            impl: runner.impl,
-            backend: runner.backend,
-            runtime: runner.runtime,
-            mode: runner.mode,
-            rhsBits: rhsBitsOf(runner),
-            m: shape.m,
-            n: shape.n,
-            k: shape.k,
-            reason,
-          });
+          skipped.push({ ...rowIdOf(runner), m: shape.m, n: shape.n, k: shape.k, ...convOf(shape), reason });
           progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} skipped (${reason})`);
           continue;
         }
@@ -231,6 +244,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         m: shape.m,
         n: shape.n,
         k: shape.k,
+        ...convOf(shape),
         rhsBits: rhsBitsOf(runner),
       };
       try {
@@ -303,7 +317,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
 
   // A peer that could not start says why in its rows (qgemm's missing rows stay in `skipped` only).
   for (const u of started.unavailable.filter((x) => x.impl !== 'qgemm')) {
-    for (const shape of opts.shapes) {
+    for (const shape of opts.shapes.filter((s) => !s.conv || u.convolution)) {
       const { medianMs, gops: rowGops, ...spread } = statsFields(null, null, shape);
       const adapter = u.backend === 'cpu' ? 'cpu' : slug;
       rows.push({
@@ -315,6 +329,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         m: shape.m,
         n: shape.n,
         k: shape.k,
+        ...convOf(shape),
         rhsBits: rhsBitsOf(u),
         medianMs,
         gops: rowGops,
@@ -334,7 +349,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   choice.ctx?.destroy();
 
   const sortedRows = sortShapes(
-    rows.map((r) => ({ ...r, family: opts.shapes.find((s) => s.m === r.m && s.n === r.n && s.k === r.k)?.family ?? 'custom' })),
+    rows.map((r) => ({ ...r, family: opts.shapes.find((s) => shapeKey(s) === shapeKey(r))?.family ?? 'custom' })),
   ).map(({ family: _family, ...r }) => r as Row);
   const finalRows: Row[] = [];
   const seen = new Set<string>();
@@ -378,7 +393,10 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       : null,
     pipeline: {
       kind: opts.pipeline,
-      description: describePipeline(opts.pipeline),
+      description: describePipeline(
+        opts.pipeline,
+        opts.shapes.some((s) => s.conv),
+      ),
       appliesTo: "this project's rows (qgemm); onnxruntime and naive-js return raw int32, tfjs f32",
     },
     timing: {

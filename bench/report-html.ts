@@ -59,12 +59,16 @@ function logAxis(min: number, max: number, left: number, right: number) {
   return { ticks, lo, hi, width, plotW, x };
 }
 
+/** The width left of a chart for its shape names (150 px; more for a convolution layer's longer name). */
+const labelColumn = (shapes: Parameters<typeof shapeKey>[0][]): number =>
+  Math.max(150, ...shapes.map((s) => Math.ceil(shapeKey(s).length * 7.6) + 24));
+
 function gopsChart(report: BenchReport): string {
   const cols = columns(report);
   const shapes = shapesOf(report);
   const values = report.runs.map((r) => r.gops).filter((g): g is number => g !== null && g > 0);
   if (!values.length) return '<p>No timed rows.</p>';
-  const left = 150;
+  const left = labelColumn(shapes);
   const { ticks, width, plotW, x } = logAxis(Math.min(...values), Math.max(...values), left, 90);
   const bar = 13;
   const gap = 3;
@@ -73,7 +77,7 @@ function gopsChart(report: BenchReport): string {
   let y = top;
   const parts: string[] = [];
   for (const s of shapes) {
-    const rows = cols.map((c) => report.runs.find((r) => rowKey(r) === c && r.m === s.m && r.n === s.n && r.k === s.k));
+    const rows = cols.map((c) => report.runs.find((r) => rowKey(r) === c && shapeKey(r) === shapeKey(s)));
     const present = rows.filter((r): r is Row => !!r);
     const groupH = present.length * (bar + gap) - gap;
     parts.push(`<text x="${left - 12}" y="${y + groupH / 2 + 5}" text-anchor="end" class="shape">${esc(shapeKey(s))}</text>`);
@@ -116,7 +120,7 @@ function speedupChart(report: BenchReport): string {
   const comps = ordered(report);
   if (!comps.length) return '<p>No pair of this project and a peer was measured on a common shape.</p>';
   const all = comps.flatMap((c) => c.shapes.map((s) => s.speedup));
-  const left = 150;
+  const left = labelColumn(comps.flatMap((c) => c.shapes));
   const { ticks, width, plotW, x } = logAxis(Math.min(0.1, ...all), Math.max(10, ...all), left, 70);
   const bar = 13;
   const gap = 3;
@@ -258,7 +262,7 @@ export function htmlReport(report: BenchReport): string {
     ['qgemm computes', `uint8 × uint8, zero points 119 / 131, ${report.pipeline.description}`],
     [
       'peers compute',
-      'tfjs: f32 matMul of (q − zeroPoint); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32',
+      'tfjs: f32 matMul of (q − zeroPoint), at convolution layers tf.conv2d f32 (NHWC, HWIO filter); onnxruntime WebGPU: MatMul f32 and MatMulNBits 8/4-bit (f32 A, int8 dot4 inside), weights as initializers; onnxruntime MatMulInteger (CPU) and naive-js: uint8 × uint8 → raw int32',
     ],
     [
       'modes',

@@ -6,7 +6,7 @@
 import type { Comparison } from './compare.ts';
 import type { BenchReport, Row } from './harness.ts';
 import { baseKey, rowKey, rowRank, type RowId } from './impls/types.ts';
-import { shapeKey } from './shapes.ts';
+import { shapeKey, type ConvLayer } from './shapes.ts';
 
 export const SHORT: Record<string, string> = {
   'qgemm/webgpu/node': 'qgemm webgpu node',
@@ -62,9 +62,10 @@ export const idOf = (key: string): RowId => {
   return { impl, backend, runtime, mode, ...(bits === 'rhs4' ? { rhsBits: 4 } : {}) } as RowId;
 };
 
-export function shapesOf(report: BenchReport): { m: number; n: number; k: number }[] {
-  const seen = new Map<string, { m: number; n: number; k: number }>();
-  for (const r of report.runs) if (!seen.has(shapeKey(r))) seen.set(shapeKey(r), { m: r.m, n: r.n, k: r.k });
+export function shapesOf(report: BenchReport): { m: number; n: number; k: number; conv?: ConvLayer }[] {
+  const seen = new Map<string, { m: number; n: number; k: number; conv?: ConvLayer }>();
+  for (const r of report.runs)
+    if (!seen.has(shapeKey(r))) seen.set(shapeKey(r), { m: r.m, n: r.n, k: r.k, ...(r.conv ? { conv: r.conv } : {}) });
   return [...seen.values()];
 }
 
@@ -106,10 +107,10 @@ export function terminalReport(report: BenchReport): string {
   lines.push(
     'wall = median of one call; GPU = timestamp queries; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time',
   );
-  const header = ['shape (MxNxK)', 'implementation', 'wall', 'GPU', 'GOPS (wall)', 'GOPS (GPU)', 'kernel', 'roofline', ''];
+  const header = ['shape (MxNxK or conv layer)', 'implementation', 'wall', 'GPU', 'GOPS (wall)', 'GOPS (GPU)', 'kernel', 'roofline', ''];
   const table: string[][] = [];
   for (const s of shapesOf(report)) {
-    const rows = report.runs.filter((r) => r.m === s.m && r.n === s.n && r.k === s.k).sort((a, b) => rowRank(a) - rowRank(b));
+    const rows = report.runs.filter((r) => shapeKey(r) === shapeKey(s)).sort((a, b) => rowRank(a) - rowRank(b));
     for (const r of rows) {
       const gpu = r.gpuMedianMs !== null ? fmtMs(r.gpuMedianMs) : r.medianMs === null ? '—' : 'no GPU time';
       table.push([

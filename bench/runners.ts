@@ -13,6 +13,7 @@ import { onnxruntimeWebgpu } from './impls/onnxruntime-webgpu.ts';
 import { qgemmCpuNode, qgemmWebgpuNode } from './impls/qgemm-node.ts';
 import { tfjsWebgpuNode } from './impls/tfjs-node.ts';
 import {
+  convolutionRows,
   ORT_WEBGPU_IMPLS,
   rowKey,
   type BackendName,
@@ -39,6 +40,8 @@ export interface StartOptions {
 
 export interface Unavailable extends RowId {
   reason: string;
+  /** It would have run the convolution layers too (convolutionRows), so their cells are skipped with the reason. */
+  convolution?: boolean;
 }
 
 export interface Started {
@@ -64,7 +67,7 @@ export async function startRunners(
   const missing = (id: RowId, reason: string) => {
     notes.push(`${rowKey(id)}: ${reason}`);
     progress(`skipping ${rowKey(id)}: ${reason}`);
-    unavailable.push({ ...id, reason });
+    unavailable.push({ ...id, reason, ...(convolutionRows(id) ? { convolution: true } : {}) });
   };
   const start = async (ids: RowId[], make: () => Promise<Runner | Runner[]> | Runner | Runner[]) => {
     try {

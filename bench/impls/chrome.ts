@@ -11,6 +11,8 @@
 //                                 resident (weights as initializers; models from bench/onnx-model.ts,
 //                                 served to the page as files);
 //   onnxruntime-web-matmulinteger / cpu / chrome   MatMulInteger on its WASM EP, call and resident.
+// Convolution layers (shape.conv): qgemm WebGPU in call and resident (packPatches + gemm, verified) and
+// tfjs's conv2d f32 in every mode, as in Node; the other rows are GEMMs and do not run them.
 // The in-page code is bench/chrome-page.ts.
 
 import { execFileSync } from 'node:child_process';
@@ -27,7 +29,16 @@ import { moreReps, stats, type RepeatPolicy } from '../timing.ts';
 import { fromBytes } from '../verify.ts';
 import { gpuMsPerRun, modelFor, ortWebgpuUnsupported } from './onnxruntime-webgpu.ts';
 import { kernelOf } from './qgemm-node.ts';
-import { ORT_WEBGPU_IMPLS, rowKey, type CellOutcome, type Mode, type OrtWebgpuImpl, type RowId, type Runner } from './types.ts';
+import {
+  convolutionRows,
+  ORT_WEBGPU_IMPLS,
+  rowKey,
+  type CellOutcome,
+  type Mode,
+  type OrtWebgpuImpl,
+  type RowId,
+  type Runner,
+} from './types.ts';
 
 export interface ChromeSession {
   runners: Runner[];
@@ -108,6 +119,15 @@ const QGEMM_MODE_DETAILS: Record<Mode, string> = {
   device:
     'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
 };
+
+/** Convolution layers in the page: qgemm WebGPU in call and resident with 8-bit filters (as in Node), tfjs in every mode. */
+function convolutionOf(id: RowId): true | string {
+  if (id.impl !== 'qgemm') return true;
+  if (id.mode === 'device')
+    return 'convolution layers: no device mode (ctx.packPatches takes the NHWC input from the host, not a GPU buffer)';
+  if (id.rhsBits === 4) return 'convolution layers run with 8-bit filters only';
+  return true;
+}
 
 /** The page-side name of a row's implementation. */
 function pageImpl(id: RowId): PageImpl {
@@ -206,6 +226,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
             ...(model ? { model: `/${model}` } : {}),
             ...(impl === 'ort-webgpu' ? { profiledRuns: policy.minReps } : {}),
             ...(id.rhsBits === 4 ? { rhsBits: 4 as const } : {}),
+            ...(data.shape.conv ? { conv: { layer: data.shape.conv, geometry: { ...data.conv!.geometry } } } : {}),
           });
           // The console events travel before evaluate's answer; a short wait covers their handling.
           if (profileLines) await new Promise((ok) => setTimeout(ok, 200));
@@ -243,6 +264,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     const row = (id: RowId, computes: string, details: string): Runner => ({
       ...id,
       ...(id.impl === 'qgemm' ? { rhsBits: id.rhsBits ?? 8 } : {}),
+      ...(convolutionRows(id) ? { convolution: convolutionOf(id) } : {}),
       adapter: id.backend === 'cpu' ? 'cpu' : slug(),
       computes,
       details: `Chromium ${version}; ${details}`,

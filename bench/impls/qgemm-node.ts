@@ -7,6 +7,11 @@
 //             uploads lhs, packs it, runs gemm + output and reads dst back: the inference call;
 //   device:   lhs also uploaded once (a GpuMatrix) and dst left on the GPU (ctx.gemmOnGpu): GPU work
 //             plus submission. Each run's dst is read back after its timing, for verification.
+// A convolution layer (ShapeData.conv) runs as the library's conv2d does on WebGPU: each call packs the
+// lhs straight from the NHWC input (ctx.packPatches: implicit im2col, no patch matrix in memory), then
+// ctx.gemm against the filter (OHWI = the rhs [K, O] column-major) with the output stages conv2d derives;
+// call: the filter packed inside the GEMM on every call (conv2d's own path); resident: the filter
+// prepacked once outside the timing. No device mode: packPatches reads the input from the host.
 // The kernel that ran comes from the context (kernelOf, the one place that asks).
 
 import { gemm } from '../../src/api.ts';
@@ -17,7 +22,7 @@ import { normalizeProblem } from '../../src/spec/problem.ts';
 import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/scheduler/context.ts';
 import { roundUp } from '../../src/gpu/plan.ts';
 import type { GemmResult, Operand } from '../../src/types.ts';
-import { bitDepthFor, hashBytes, problemFor, type ShapeData } from '../problems.ts';
+import { bitDepthFor, hashBytes, problemFor, type ConvData, type ShapeData } from '../problems.ts';
 import { measure, type RepeatPolicy } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
 import type { CellOutcome, Mode, RhsBits, Runner } from './types.ts';
@@ -74,6 +79,58 @@ const MODE_DETAILS: Record<Mode, string> = {
     'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
 };
 
+const CONV_MODE_DETAILS: Record<Mode, string> = {
+  call: 'each call packs the patches from the NHWC input (ctx.packPatches) and the filter inside ctx.gemm, as conv2d does',
+  resident:
+    'the filter prepacked once (ctx.prepack), outside the timing; each call packs the patches (ctx.packPatches), runs gemm + output, reads dst back',
+  device: 'not run (ctx.packPatches takes the input from the host)',
+};
+
+/** Why a runner in `mode` with `rhsBits`-bit weights runs no convolution layer, or true where it runs them. */
+function convolutionIn(mode: Mode, rhsBits: RhsBits): true | string {
+  if (mode === 'device') return 'convolution layers: no device mode (ctx.packPatches takes the NHWC input from the host, not a GPU buffer)';
+  if (rhsBits !== 8) return 'convolution layers run with 8-bit filters only';
+  return true;
+}
+
+/**
+ * A convolution layer, as the library's conv2d runs it on a GpuContext: per call, the patches packed from
+ * the input (ctx.packPatches), then ctx.gemm with the filter (prepacked once for `resident`). The GPU time
+ * of the whole layer is not known: the patch pack is a submission of its own without timestamps, so the
+ * row has none, and gpuNote gives the GEMM pass's own median (gemm + output; in `call` the filter's pack too).
+ */
+async function convCell(ctx: GpuContext, conv: ConvData, mode: 'call' | 'resident', policy: RepeatPolicy): Promise<CellOutcome> {
+  const packed = mode === 'resident' ? await ctx.prepack('rhs', conv.gemm.rhs) : null;
+  const gemmGpuMs: number[] = [];
+  try {
+    const outcome = await qgemmCell(policy, async () => {
+      const timing = { gpuMs: null as number | null };
+      const t0 = performance.now();
+      const lhs = await ctx.packPatches(conv.input, conv.geometry, conv.params.input.zeroPoint);
+      try {
+        const result = await ctx.gemm({ ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs }, timing);
+        const wallMs = performance.now() - t0;
+        if (timing.gpuMs !== null) gemmGpuMs.push(timing.gpuMs);
+        return { result, wallMs, gpuMs: null };
+      } finally {
+        lhs.destroy();
+      }
+    });
+    const gemmMs = gemmGpuMs.length ? [...gemmGpuMs].sort((a, b) => a - b)[gemmGpuMs.length >> 1] : null;
+    return {
+      ...outcome,
+      kernel: kernelOf(ctx),
+      ...(packed ? { rhsBytes: packed.bytes } : {}),
+      gpuNote:
+        gemmMs === null
+          ? 'the device has no timestamp-query'
+          : `packPatches untimed (own submission); GEMM pass alone ${gemmMs >= 100 ? gemmMs.toFixed(0) : gemmMs.toPrecision(3)} ms`,
+    };
+  } finally {
+    packed?.destroy();
+  }
+}
+
 /**
  * rhsBits 4 (--rhs-bits): the GEMM runs with bitDepth {lhs: 8, rhs: 4} (bench/problems.ts bitDepthFor),
  * the rhs prepacked with that bitDepth (two values per byte where the adapter has dot4); `resident` and
@@ -91,8 +148,13 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
     rhsBits,
     adapter,
     computes: rhsBits === 8 ? computes : `${computes}, ${rhsBits}-bit weights`,
-    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}${bits}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
+    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}${bits}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}; convolution layers: ${CONV_MODE_DETAILS[mode]}`,
+    convolution: convolutionIn(mode, rhsBits),
     run: async (data: ShapeData, policy) => {
+      if (data.conv) {
+        if (mode === 'device' || rhsBits !== 8) throw new Error(String(convolutionIn(mode, rhsBits)));
+        return convCell(ctx, data.conv, mode, policy);
+      }
       const problem = problemFor(data.problem, rhsBits);
       let packed: PackedOperand | null = null;
       let lhs: GpuMatrix | null = null;

@@ -6,13 +6,16 @@
 // resident = the weights (rhs) a kept tf.Tensor, made outside the timing; device = lhs kept too and no
 // readback: matMul, then the backend's queue is flushed and awaited. The GPU time is tf.time()'s
 // kernelMs, from the backend's timestamp queries where the device offers them.
+// A convolution layer (ShapeData.conv) runs as tf.conv2d in f32: input NHWC [1, H, W, C] and filter HWIO
+// (tfjs's layout), (q - zeroPoint) as floats, the same stride and SAME/VALID padding; the modes as above
+// with the filter as the weights (resident: a kept tensor) and the input as the lhs.
 
 import * as tf from '@tensorflow/tfjs-core';
 import { WebGPUBackend } from '@tensorflow/tfjs-backend-webgpu';
 import { acquireDevice } from '../../src/gpu/acquire.ts';
 import type { ShapeData } from '../problems.ts';
-import { measure } from '../timing.ts';
-import type { Mode, Runner } from './types.ts';
+import { measure, type RepeatPolicy } from '../timing.ts';
+import type { CellOutcome, Mode, Runner } from './types.ts';
 
 let registered = false;
 
@@ -21,6 +24,47 @@ interface BackendQueue {
   commandEncoder?: GPUCommandEncoder | null;
   submitQueue?(): void;
   device: GPUDevice;
+}
+
+/** One cell of tf.conv2d (f32) on a convolution layer, in `mode` (the filter is the weights, the input the lhs). */
+async function convCell(data: ShapeData, mode: Mode, policy: RepeatPolicy, timestamps: boolean): Promise<CellOutcome> {
+  const c = data.shape.conv!;
+  const floats = data.conv!.floats();
+  const filterShape: [number, number, number, number] = [c.filterHeight, c.filterWidth, c.channels, c.outChannels];
+  const inputShape: [number, number, number, number] = [1, c.height, c.width, c.channels];
+  const pad = c.padding === 'SAME' ? 'same' : 'valid';
+  const keptW = mode === 'call' ? null : tf.tensor4d(floats.filter, filterShape);
+  const keptX = mode === 'device' ? tf.tensor4d(floats.input, inputShape) : null;
+  try {
+    const r = await measure(policy, async () => {
+      const t0 = performance.now();
+      const x = keptX ?? tf.tensor4d(floats.input, inputShape);
+      const w = keptW ?? tf.tensor4d(floats.filter, filterShape);
+      let y: tf.Tensor | undefined;
+      const timing = await tf.time(() => {
+        y = tf.conv2d(x, w, c.stride, pad);
+      });
+      await finish(y!, mode);
+      const wallMs = performance.now() - t0;
+      tf.dispose([y!, ...(keptX ? [] : [x]), ...(keptW ? [] : [w])]);
+      const kernelMs = typeof timing.kernelMs === 'number' && timestamps ? timing.kernelMs : null;
+      return { timing: { wallMs, gpuMs: kernelMs }, output: null };
+    });
+    return { wall: r.wall, gpu: r.gpu, ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
+  } finally {
+    tf.dispose([...(keptX ? [keptX] : []), ...(keptW ? [keptW] : [])]);
+  }
+}
+
+/** The end of a call: device mode waits for the GPU (the backend's queue flushed and awaited), the others read the result back. */
+async function finish(result: tf.Tensor, mode: Mode): Promise<void> {
+  if (mode === 'device') {
+    const backend = tf.backend() as unknown as BackendQueue;
+    if (backend.commandEncoder) backend.submitQueue?.(); // tf.time() has usually flushed it already
+    await backend.device.queue.onSubmittedWorkDone();
+  } else {
+    await result.data();
+  }
 }
 
 /** Registers tfjs-backend-webgpu on a Dawn device of the adapter; one runner per mode shares it. */
@@ -50,8 +94,10 @@ export async function tfjsWebgpuNode(opts: {
       mode,
       adapter: opts.adapter,
       computes: 'f32 matMul of (q - zeroPoint)',
-      details: `@tensorflow/tfjs-backend-webgpu ${tf.version_core}, Dawn device on the same adapter, ${mode === 'call' ? 'both tensors made per call' : mode === 'resident' ? 'rhs a kept tf.Tensor' : 'both operands kept tensors, no readback'}, kernel time from timestamp queries: ${timestamps ? 'yes' : 'no'}`,
+      details: `@tensorflow/tfjs-backend-webgpu ${tf.version_core}, Dawn device on the same adapter, ${mode === 'call' ? 'both tensors made per call' : mode === 'resident' ? 'rhs a kept tf.Tensor' : 'both operands kept tensors, no readback'}, kernel time from timestamp queries: ${timestamps ? 'yes' : 'no'}; convolution layers: tf.conv2d f32, NHWC input, HWIO filter (${mode === 'call' ? 'both made per call' : mode === 'resident' ? 'the filter a kept tensor' : 'both kept, no readback'})`,
+      convolution: true,
       run: async (data: ShapeData, policy) => {
+        if (data.conv) return convCell(data, mode, policy, timestamps);
         const { m, n, k } = data.shape;
         const floats = data.floats();
         const keptB = mode === 'call' ? null : tf.tensor2d(floats.rhs, [k, n]);
@@ -65,13 +111,7 @@ export async function tfjsWebgpuNode(opts: {
             const timing = await tf.time(() => {
               c = tf.matMul(a, b);
             });
-            if (mode === 'device') {
-              const backend = tf.backend() as unknown as BackendQueue;
-              if (backend.commandEncoder) backend.submitQueue?.(); // tf.time() has usually flushed it already
-              await backend.device.queue.onSubmittedWorkDone();
-            } else {
-              await c!.data();
-            }
+            await finish(c!, mode);
             const wallMs = performance.now() - t0;
             tf.dispose([c!, ...(keptA ? [] : [a]), ...(keptB ? [] : [b])]);
             const kernelMs = typeof timing.kernelMs === 'number' && timestamps ? timing.kernelMs : null;

@@ -57,6 +57,9 @@ export function rhsBitsOf(r: Pick<RowId, 'impl' | 'rhsBits'>): RhsBits | null {
   return null;
 }
 
+/** The row series that run convolution layers (shape.conv), in Node and in Chrome: qgemm on WebGPU (packPatches + gemm) and tfjs's conv2d. */
+export const convolutionRows = (r: RowId): boolean => (r.impl === 'qgemm' && r.backend === 'webgpu') || r.impl === 'tfjs-webgpu-f32';
+
 /** impl/backend/runtime: the implementation, whatever the mode (colors, short names). */
 export const baseKey = (r: Omit<RowId, 'mode'>): string => `${r.impl}/${r.backend}/${r.runtime}`;
 /**
@@ -111,6 +114,12 @@ export interface Runner extends RowId {
   computes: string;
   /** Extra facts for the report (threads, versions, kernel notes). */
   details: string;
+  /**
+   * Convolution layers (shapes with `conv`, ShapeData.conv): true = the runner runs them as convolutions;
+   * a string = not in this mode, and why (the cells go to `skipped`); absent = a GEMM implementation, not
+   * run on convolution layers at all.
+   */
+  convolution?: true | string;
   run(data: ShapeData, policy: RepeatPolicy): Promise<CellOutcome>;
   close(): Promise<void>;
 }

@@ -5,7 +5,8 @@
 // (comparisons, rooflines, onnxruntime profile parsing) and the CLI's flags.
 // No timing thresholds: only the shape of the results. The Chrome runtime runs once, on one small shape:
 // every Chrome row (qgemm in three modes on WebGPU, 4-bit weights resident, two modes on the CPU, tfjs, onnxruntime-web's WebGPU and
-// WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons.
+// WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons; and a tiny
+// convolution layer (qgemm packPatches + gemm, tfjs conv2d), in Node and in Chrome.
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
 
 import { describe, expect, it } from 'vitest';
@@ -28,7 +29,8 @@ import { naiveGemm } from '../../bench/impls/naive.ts';
 import { makeShapeData, problemFor } from '../../bench/problems.ts';
 import { htmlReport } from '../../bench/report-html.ts';
 import { terminalReport } from '../../bench/report-terminal.ts';
-import { parseShapes, QUICK_SHAPES, SKINNY_SHAPES } from '../../bench/shapes.ts';
+import { CONV_LAYERS, convKey, parseShapes, QUICK_SHAPES, shapeKey, SKINNY_SHAPES } from '../../bench/shapes.ts';
+import { conv2d } from '../../src/layers/layers.ts';
 import { computeExpected, checkResult } from '../../bench/verify.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 
@@ -140,7 +142,7 @@ describe('benchmark harness', () => {
   it.skipIf(!chromiumPath() && process.env.CI !== 'true')(
     'runs every Chrome row in headless Chromium with the same JSON contract, every qgemm row verified',
     async () => {
-      const shapes = parseShapes('24x40x64');
+      const shapes = parseShapes('24x40x64,conv9x7x5-k3x3-s2-o6');
       const report = await runBenchmark({
         shapes,
         impls: IMPLS,
@@ -185,9 +187,80 @@ describe('benchmark harness', () => {
         expect(nbits8.gpuGeomean).not.toBeNull(); // both sides have GPU time: timestamps and onnxruntime-web's profile
       }
       expect(htmlReport(report)).toContain('ort-web');
+      // The convolution layer: qgemm WebGPU call and resident (verified by checkContract), tfjs conv2d in every mode.
+      const conv = json.runs.filter((r: { conv?: object }) => r.conv).map((r: RowId) => rowKey(r));
+      expect(conv.sort()).toEqual(
+        ['qgemm/webgpu/chrome/call', 'qgemm/webgpu/chrome/resident', ...MODES.map((m) => `tfjs-webgpu-f32/webgpu/chrome/${m}`)].sort(),
+      );
     },
     180_000,
   );
+
+  it('runs convolution layers as convolutions: qgemm packPatches + gemm verified in call and resident, tfjs conv2d f32 beside it', async () => {
+    // SAME at stride 1 and 2 (uneven padding), VALID; one beside the GEMM of the same M x N x K.
+    const shapes = parseShapes('conv9x7x5-k3x3-s1-o6,conv10x9x4-k3x3-s2-o5,conv6x6x3-k3x3-s1-valid-o4,63x6x45');
+    const report = await runBenchmark({
+      shapes,
+      impls: ['qgemm', 'tfjs-webgpu-f32', 'naive-js'],
+      runtimes: ['node'],
+      backends: ['webgpu', 'cpu'],
+      modes: MODES,
+      policy: POLICY,
+      budgetS: null,
+      pipeline: 'uint8',
+      seed: 7,
+      suite: 'custom',
+    });
+    const json = checkContract(report);
+    if (report.adapterKind === 'none' && process.env.CI !== 'true') return; // no WebGPU here: nothing more to see
+    const convRows = json.runs.filter((r: { conv?: object }) => r.conv);
+    // Only the convolution implementations run the layers: qgemm WebGPU in call and resident (each verified,
+    // a GEMM kernel named), tfjs in every mode; qgemm's device mode is skipped with its reason.
+    const series = (key: string) => convRows.filter((r: RowId) => rowKey(r) === key);
+    for (const s of shapes.filter((x) => x.conv)) {
+      const at = convRows.filter((r: { conv: object }) => shapeKey(r as never) === shapeKey(s));
+      expect(at.map((r: RowId) => rowKey(r)).sort()).toEqual(
+        ['qgemm/webgpu/node/call', 'qgemm/webgpu/node/resident', ...MODES.map((m) => `tfjs-webgpu-f32/webgpu/node/${m}`)].sort(),
+      );
+      for (const r of at.filter((x: RowId) => x.impl === 'qgemm')) {
+        expect(r.verified, JSON.stringify(r.verification)).toBe(true);
+        expect(r.verification.method).toBe('full');
+        expect([r.m, r.n, r.k]).toEqual([s.m, s.n, s.k]);
+        expect(r.gpuNote).toMatch(/packPatches/);
+      }
+    }
+    expect(series('qgemm/webgpu/node/call').length).toBe(3);
+    const skippedDevice = report.skipped.filter((x) => x.conv && x.impl === 'qgemm');
+    expect(skippedDevice.map((x) => x.mode)).toEqual(['device', 'device', 'device']);
+    expect(skippedDevice[0].reason).toMatch(/packPatches/);
+    // The GEMM of the same M x N x K stays a row of its own, and the comparisons pair conv rows by layer.
+    expect(json.runs.filter((r: { m: number; conv?: object }) => r.m === 63 && !r.conv).length).toBeGreaterThan(0);
+    const resident = report.comparisons.find((c) => c.ours.mode === 'resident' && c.peer.impl === 'tfjs-webgpu-f32');
+    expect(resident?.shapes.filter((x) => x.conv).map((x) => shapeKey(x))).toEqual(shapes.filter((x) => x.conv).map((x) => shapeKey(x)));
+    const text = terminalReport(report);
+    expect(text).toContain('conv10x9x4-k3x3-s2-o5');
+    expect(htmlReport(report)).not.toMatch(/NaN|undefined/);
+  });
+
+  it("verifies a convolution layer against the reference GEMM over its im2col rows, which equals the library's conv2d on the CPU", async () => {
+    for (const shape of parseShapes('conv9x7x5-k3x3-s1-o6,conv10x9x4-k3x3-s2-o5,conv6x6x3-k3x3-s1-valid-o4,conv12x12x8-k1x1-s2-o3')) {
+      const data = makeShapeData(shape, 5, 'uint8');
+      const c = data.conv!;
+      const lib = await conv2d({ data: c.input, shape: [1, c.geometry.height, c.geometry.width, c.geometry.channels] }, c.params, {
+        backend: 'cpu',
+      });
+      expect(lib.shape).toEqual([1, c.geometry.outHeight, c.geometry.outWidth, shape.n]);
+      const want = referenceGemm(data.problem);
+      expect(Array.from(lib.data)).toEqual(Array.from(want.data));
+      for (const method of ['full', 'sampled'] as const) {
+        const expected = computeExpected(data.problem, shape, 5, method);
+        expect(checkResult(expected, shape, want, ['a', 'a']).verified).toBe(true);
+      }
+      // The pipeline is conv2d's (kernel path 'xnnpack': requantizeFloat32), and the int32 rows run no stage.
+      expect(data.problem.pipeline?.map((st) => st.type)).toEqual(['bias', 'requantizeFloat32', 'clamp', 'saturatingCast']);
+      expect(makeShapeData(shape, 5, 'int32').problem.pipeline).toEqual([]);
+    }
+  });
 
   it('verifies raw int32 output too', async () => {
     const report = await run('int32', TINY.slice(0, 1), ['qgemm']);
@@ -415,6 +488,18 @@ describe('benchmark harness', () => {
     expect(SKINNY_SHAPES.every((s) => s.n === s.k && [4096, 11008].includes(s.n))).toBe(true);
     expect(SKINNY_SHAPES.length).toBe(10);
     expect(parseShapes('1x4096x4096,skinny').length).toBe(10); // named sets mix with MxNxK items, repeats dropped
+    // The convolution layers: in --quick and full, by name, and the `conv` set beside the im2col GEMM.
+    for (const set of [QUICK_SHAPES, parseShapes('full')])
+      expect(set.filter((s) => s.conv).map((s) => shapeKey(s))).toEqual(CONV_LAYERS.map(shapeKey));
+    expect(CONV_LAYERS.map((s) => [s.m, s.n, s.k])).toEqual([
+      [3136, 64, 576],
+      [3136, 64, 288],
+    ]);
+    expect(CONV_LAYERS.map(shapeKey)).toEqual(['conv56x56x64-k3x3-s1-o64', 'conv112x112x32-k3x3-s2-o64']);
+    expect(parseShapes('conv').map(shapeKey)).toEqual(['3136x64x576', ...CONV_LAYERS.map(shapeKey)]);
+    expect(parseShapes('conv6x6x3-k3x3-s1-valid-o4')[0]).toMatchObject({ m: 16, n: 4, k: 27, family: 'conv2d' });
+    expect(convKey(parseShapes('conv6x6x3-k3x3-s1-valid-o4')[0].conv!)).toBe('conv6x6x3-k3x3-s1-valid-o4');
+    expect(() => parseShapes('conv2x2x3-k3x3-s1-valid-o4')).toThrow(/filter fits/);
     expect(() => parseCli(['--rhs-bits', '3'])).toThrow(/unknown "3"/);
     expect(() => parseCli(['--rhs-bits', '4', '--modes', 'call'])).toThrow(/resident/);
   });
