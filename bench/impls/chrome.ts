@@ -120,11 +120,11 @@ const QGEMM_MODE_DETAILS: Record<Mode, string> = {
     'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
 };
 
-/** Convolution layers in the page: qgemm WebGPU in call and resident with 8-bit filters (as in Node), tfjs in every mode. */
+/** Convolution layers in the page: qgemm WebGPU in call and resident with 8-bit filters (Node also runs device), tfjs in every mode. */
 function convolutionOf(id: RowId): true | string {
   if (id.impl !== 'qgemm') return true;
   if (id.mode === 'device')
-    return 'convolution layers: no device mode (ctx.packPatches takes the NHWC input from the host, not a GPU buffer)';
+    return 'convolution layers: no device mode in the page yet (Node runs it: the input kept on the GPU as a GpuMatrix)';
   if (id.rhsBits === 4) return 'convolution layers run with 8-bit filters only';
   return true;
 }

@@ -11,7 +11,8 @@
 // lhs straight from the NHWC input (ctx.packPatches: implicit im2col, no patch matrix in memory), then
 // ctx.gemm against the filter (OHWI = the rhs [K, O] column-major) with the output stages conv2d derives;
 // call: the filter packed inside the GEMM on every call (conv2d's own path); resident: the filter
-// prepacked once outside the timing. No device mode: packPatches reads the input from the host.
+// prepacked once outside the timing; device: the filter prepacked and the NHWC input uploaded once (a
+// GpuMatrix [H * W, C] that packPatches reads where it is), dst left on the GPU (ctx.gemmOnGpu).
 // The kernel that ran comes from the context (kernelOf, the one place that asks).
 
 import { gemm } from '../../src/api.ts';
@@ -83,12 +84,12 @@ const CONV_MODE_DETAILS: Record<Mode, string> = {
   call: 'each call packs the patches from the NHWC input (ctx.packPatches) and the filter inside ctx.gemm, as conv2d does',
   resident:
     'the filter prepacked once (ctx.prepack), outside the timing; each call packs the patches (ctx.packPatches), runs gemm + output, reads dst back',
-  device: 'not run (ctx.packPatches takes the input from the host)',
+  device:
+    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call packs the patches from it on the GPU and ctx.gemmOnGpu leaves dst there (read back after the timing, for verification)',
 };
 
-/** Why a runner in `mode` with `rhsBits`-bit weights runs no convolution layer, or true where it runs them. */
-function convolutionIn(mode: Mode, rhsBits: RhsBits): true | string {
-  if (mode === 'device') return 'convolution layers: no device mode (ctx.packPatches takes the NHWC input from the host, not a GPU buffer)';
+/** Why a runner with `rhsBits`-bit weights runs no convolution layer, or true where it runs them. */
+function convolutionIn(rhsBits: RhsBits): true | string {
   if (rhsBits !== 8) return 'convolution layers run with 8-bit filters only';
   return true;
 }
@@ -99,17 +100,35 @@ function convolutionIn(mode: Mode, rhsBits: RhsBits): true | string {
  * of the whole layer is not known: the patch pack is a submission of its own without timestamps, so the
  * row has none, and gpuNote gives the GEMM pass's own median (gemm + output; in `call` the filter's pack too).
  */
-async function convCell(ctx: GpuContext, conv: ConvData, mode: 'call' | 'resident', policy: RepeatPolicy): Promise<CellOutcome> {
-  const packed = mode === 'resident' ? await ctx.prepack('rhs', conv.gemm.rhs) : null;
+async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: RepeatPolicy): Promise<CellOutcome> {
+  const packed = mode !== 'call' ? await ctx.prepack('rhs', conv.gemm.rhs) : null;
+  const g = conv.geometry;
+  const input =
+    mode === 'device'
+      ? uploadMatrix(ctx, { data: conv.input, rows: g.batch * g.height * g.width, cols: g.channels, order: 'row-major' })
+      : conv.input;
   const gemmGpuMs: number[] = [];
   try {
     const outcome = await qgemmCell(policy, async () => {
       const timing = { gpuMs: null as number | null };
       const t0 = performance.now();
-      const lhs = await ctx.packPatches(conv.input, conv.geometry, conv.params.input.zeroPoint);
+      const lhs = await ctx.packPatches(input, conv.geometry, conv.params.input.zeroPoint);
       try {
-        const result = await ctx.gemm({ ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs }, timing);
-        const wallMs = performance.now() - t0;
+        const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
+        let result: GemmResult;
+        let wallMs: number;
+        if (mode === 'device') {
+          const dst = await ctx.gemmOnGpu(problem, timing);
+          wallMs = performance.now() - t0;
+          try {
+            result = await ctx.read(dst);
+          } finally {
+            ctx.releaseMatrix(dst);
+          }
+        } else {
+          result = await ctx.gemm(problem, timing);
+          wallMs = performance.now() - t0;
+        }
         if (timing.gpuMs !== null) gemmGpuMs.push(timing.gpuMs);
         return { result, wallMs, gpuMs: null };
       } finally {
@@ -128,6 +147,7 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: 'call' | 'residen
     };
   } finally {
     packed?.destroy();
+    if (!(input instanceof Uint8Array)) input.buffer.destroy();
   }
 }
 
@@ -149,10 +169,10 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
     adapter,
     computes: rhsBits === 8 ? computes : `${computes}, ${rhsBits}-bit weights`,
     details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}${bits}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}; convolution layers: ${CONV_MODE_DETAILS[mode]}`,
-    convolution: convolutionIn(mode, rhsBits),
+    convolution: convolutionIn(rhsBits),
     run: async (data: ShapeData, policy) => {
       if (data.conv) {
-        if (mode === 'device' || rhsBits !== 8) throw new Error(String(convolutionIn(mode, rhsBits)));
+        if (rhsBits !== 8) throw new Error(String(convolutionIn(rhsBits)));
         return convCell(ctx, data.conv, mode, policy);
       }
       const problem = problemFor(data.problem, rhsBits);
