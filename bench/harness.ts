@@ -265,7 +265,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         }
         const { medianMs, gops: rowGops, ...spread } = statsFields(outcome.wall, outcome.gpu, shape);
         const kernel = runner.impl === 'qgemm' ? (outcome.kernel ?? null) : null;
-        const gpuNote = outcome.gpu ? {} : { gpuNote: outcome.gpuNote ?? 'no GPU time' };
+        const gpuNote = outcome.gpu ? (outcome.gpuNote ? { gpuNote: outcome.gpuNote } : {}) : { gpuNote: outcome.gpuNote ?? 'no GPU time' };
         const row: Row = {
           ...base,
           medianMs,
@@ -280,7 +280,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         };
         // 4-bit weights: the memory floor counts the packed rhs as stored (PackedOperand.bytes), not K*N.
         const rhsBytes = row.rhsBits !== 8 && outcome.rhsBytes !== undefined ? outcome.rhsBytes : undefined;
-        if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings) row.roofline = roofline(row, ceilings, dstBytes, rhsBytes);
+        // a convolution layer reads its NHWC input, not the M x K patch matrix the GEMM floor counts: no roofline
+        if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings && !shape.conv)
+          row.roofline = roofline(row, ceilings, dstBytes, rhsBytes);
         rows.push(row);
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
         const gpuPart =

@@ -96,9 +96,9 @@ function convolutionIn(rhsBits: RhsBits): true | string {
 
 /**
  * A convolution layer, as the library's conv2d runs it on a GpuContext: per call, the patches packed from
- * the input (ctx.packPatches), then ctx.gemm with the filter (prepacked once for `resident`). The GPU time
- * of the whole layer is not known: the patch pack is a submission of its own without timestamps, so the
- * row has none, and gpuNote gives the GEMM pass's own median (gemm + output; in `call` the filter's pack too).
+ * the input (ctx.packPatches), then ctx.gemm with the filter (prepacked once for `resident` and `device`).
+ * Its GPU time is the sum of the two submissions' passes (timestamp queries): the patch pack, and the
+ * GEMM (gemm + output; in `call` the filter's pack too); gpuNote gives the patch pack's share.
  */
 async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: RepeatPolicy): Promise<CellOutcome> {
   const packed = mode !== 'call' ? await ctx.prepack('rhs', conv.gemm.rhs) : null;
@@ -107,12 +107,13 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
     mode === 'device'
       ? uploadMatrix(ctx, { data: conv.input, rows: g.batch * g.height * g.width, cols: g.channels, order: 'row-major' })
       : conv.input;
-  const gemmGpuMs: number[] = [];
+  const patchShare: number[] = [];
   try {
     const outcome = await qgemmCell(policy, async () => {
       const timing = { gpuMs: null as number | null };
+      const patchTiming = { gpuMs: null as number | null };
       const t0 = performance.now();
-      const lhs = await ctx.packPatches(input, conv.geometry, conv.params.input.zeroPoint);
+      const lhs = await ctx.packPatches(input, conv.geometry, conv.params.input.zeroPoint, patchTiming);
       try {
         const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
         let result: GemmResult;
@@ -129,21 +130,22 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
           result = await ctx.gemm(problem, timing);
           wallMs = performance.now() - t0;
         }
-        if (timing.gpuMs !== null) gemmGpuMs.push(timing.gpuMs);
-        return { result, wallMs, gpuMs: null };
+        const gpuMs = timing.gpuMs !== null && patchTiming.gpuMs !== null ? timing.gpuMs + patchTiming.gpuMs : null;
+        if (gpuMs) patchShare.push(patchTiming.gpuMs! / gpuMs);
+        return { result, wallMs, gpuMs };
       } finally {
         lhs.destroy();
       }
     });
-    const gemmMs = gemmGpuMs.length ? [...gemmGpuMs].sort((a, b) => a - b)[gemmGpuMs.length >> 1] : null;
+    const share = patchShare.length ? [...patchShare].sort((a, b) => a - b)[patchShare.length >> 1] : null;
     return {
       ...outcome,
       kernel: kernelOf(ctx),
       ...(packed ? { rhsBytes: packed.bytes } : {}),
       gpuNote:
-        gemmMs === null
+        share === null
           ? 'the device has no timestamp-query'
-          : `packPatches untimed (own submission); GEMM pass alone ${gemmMs >= 100 ? gemmMs.toFixed(0) : gemmMs.toPrecision(3)} ms`,
+          : `GPU time = the patch pack's pass (packPatches, median ${(share * 100).toFixed(0)}% of it) + the GEMM's pass`,
     };
   } finally {
     packed?.destroy();

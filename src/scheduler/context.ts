@@ -157,9 +157,15 @@ export class GpuContext {
    * padded positions holding `zeroPoint`: a PackedOperand of patchShape(geometry) rows x cols to multiply
    * by the filter (OHWI [O, KH, KW, C] is the rhs [K, O] column-major) in `gemm`. src/pack/patches.wgsl.
    * The input may be a GpuMatrix [batch * height * width, channels] (row-major), e.g. a previous GEMM's dst.
+   * `timing` receives the GPU time of the pack's pass, as gemm's does.
    */
-  packPatches(input: Uint8Array | Int8Array | GpuMatrix, geometry: PatchGeometry, zeroPoint: number): Promise<PackedOperand> {
-    return this.exclusive(() => prepackPatches(this.resources, input, geometry, zeroPoint));
+  packPatches(
+    input: Uint8Array | Int8Array | GpuMatrix,
+    geometry: PatchGeometry,
+    zeroPoint: number,
+    timing?: GemmTiming,
+  ): Promise<PackedOperand> {
+    return this.exclusive(() => prepackPatches(this.resources, input, geometry, zeroPoint, timing));
   }
 
   /**

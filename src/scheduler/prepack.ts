@@ -15,6 +15,7 @@ import { brief } from '../spec/echo.ts';
 import { checkBitDepth } from '../spec/problem.ts';
 import type { BitDepth, Operand } from '../types.ts';
 import { claimPacked, type GpuMatrix, isGpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
+import type { GemmTiming } from './gemm.ts';
 import type { DeviceResources } from './resources.ts';
 
 /**
@@ -60,6 +61,7 @@ export async function prepackPatches(
   input: Uint8Array | Int8Array | GpuMatrix,
   geometry: PatchGeometry,
   zeroPoint: number,
+  timing?: GemmTiming,
 ): Promise<PackedOperand> {
   r.checkAlive();
   const onGpu = !!input && typeof input === 'object' && !ArrayBuffer.isView(input) && isGpuMatrix(input);
@@ -97,19 +99,27 @@ export async function prepackPatches(
   r.checkBuffer(packedBytes, 'packed convolution patches');
   const plan = planPatches(geometry, onGpu ? Math.min(roundUp(inputBytes, 4), input.buffer.size) : inputBytes, format, r.limits);
   const what: PackedShape = { side: 'lhs', rows, cols, type, packFormat: format.id, bits: 8, rounding: 'nearest' };
-  return prepacked(r, what, packedBytes, sumsBytes, 'pack patches', async (packed, sums, pooled) => {
-    let src: GPUBuffer;
-    if (onGpu) src = input.buffer;
-    else {
-      src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
-      pooled.push(src);
-      writeOperandBytes(r.device.queue, src, input);
-    }
-    const pipeline = await patchPipeline(r.device);
-    const pixelStride = onGpu ? input.stride : geometry.channels;
-    const job = { geometry, src, pixelStride, signed: type === 'int8', zeroPoint, format, plan, packed, sums };
-    return (pass, slab) => encodePatches(r.device, pass, pipeline, job, slab);
-  });
+  return prepacked(
+    r,
+    what,
+    packedBytes,
+    sumsBytes,
+    'pack patches',
+    async (packed, sums, pooled) => {
+      let src: GPUBuffer;
+      if (onGpu) src = input.buffer;
+      else {
+        src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
+        pooled.push(src);
+        writeOperandBytes(r.device.queue, src, input);
+      }
+      const pipeline = await patchPipeline(r.device);
+      const pixelStride = onGpu ? input.stride : geometry.channels;
+      const job = { geometry, src, pixelStride, signed: type === 'int8', zeroPoint, format, plan, packed, sums };
+      return (pass, slab) => encodePatches(r.device, pass, pipeline, job, slab);
+    },
+    timing,
+  );
 }
 
 /** What a prepacked operand is, besides its buffers. */
@@ -119,6 +129,7 @@ type PackedShape = Pick<PackedOperand, 'side' | 'rows' | 'cols' | 'type' | 'pack
  * The one way a prepacked operand is made: two new buffers (packed rows, sums) that `pack` fills in one
  * submission inside an error scope (it uploads into pooled buffers listed in `pooled`, released after, and
  * returns the encoding of its dispatches), then the PackedOperand that owns them. On a failure they are freed.
+ * With `timing`, the GPU time of the pass (timestamp queries where the context records them, else null).
  */
 async function prepacked(
   r: DeviceResources,
@@ -127,6 +138,7 @@ async function prepacked(
   sumsBytes: number,
   label: string,
   pack: (packed: GPUBuffer, sums: GPUBuffer, pooled: GPUBuffer[]) => Promise<(pass: GPUComputePassEncoder, slab: UniformSlab) => void>,
+  timing?: GemmTiming,
 ): Promise<PackedOperand> {
   const { device } = r;
   const created: GPUBuffer[] = [];
@@ -143,11 +155,17 @@ async function prepacked(
         const encode = await pack(make(packedBytes, what.side), make(sumsBytes, `${what.side} sums`), pooled);
         const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: `qgemm ${label}` });
-        const pass = encoder.beginComputePass();
+        const querySet = timing && r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+        const pass = encoder.beginComputePass(
+          querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
+        );
         encode(pass, slab);
         pass.end();
+        const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
         slab.upload(device.queue);
         device.queue.submit([encoder.finish()]);
+        querySet?.destroy();
+        if (timing) timing.gpuMs = times ? await times() : null;
       },
       label,
     );
