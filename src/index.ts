@@ -53,6 +53,7 @@ export {
   runLayers,
   Sequential,
   type ElementwiseLayerParams,
+  type RequantizeLayerParams,
   type SequentialFullyConnected,
   type SequentialInputs,
   type SequentialLayer,

@@ -41,12 +41,14 @@ const GRAPH_ELEMENTWISE = ['add', 'sub', 'mul'] as const;
  *    "layers": [
  *      {"op": "conv2d", "name": "conv", "filter": {...}, "padding": "SAME", "output": {...}, ...},
  *      {"op": "add", "name": "sum", "inputs": ["conv", "input"], "output": {...}, "activation"?: ...},
+ *      {"op": "requantize", "output": {"scale": ..., "zeroPoint": ...}},     TFLite QUANTIZE, 8-bit to 8-bit
  *      {"op": "fullyConnected", "weights": {...}, "bias"?: ..., "output": {...}, ...}],
  *    "out": "y.npy"}
  * A fullyConnected or conv2d layer takes the fields of its single-layer op but "input" and "out"; it reads
- * the previous layer's output, or the value its optional "input" names. "add", "sub" and "mul" read the two
- * values "inputs" names. "name" is optional (default "layers[i]"). Each layer's input quantization is its
- * producer's output quantization, as in a TFLite graph. Every file is read and every field checked here.
+ * the previous layer's output, or the value its optional "input" names, as "requantize" does. "add",
+ * "sub" and "mul" read the two values "inputs" names. "name" is optional (default "layers[i]"). Each
+ * layer's input quantization is its producer's output quantization, as in a TFLite graph. Every file is
+ * read and every field checked here.
  */
 export function parseSequentialSpec(
   spec: Record<string, unknown>,
@@ -85,8 +87,16 @@ export function parseSequentialSpec(
       const params = prefixed(f, () => layerParams(body, io, l.op as 'fullyConnected' | 'conv2d', false));
       return { op: l.op, ...name, ...input, params } as SequentialLayer;
     }
+    if (l.op === 'requantize') {
+      checkKeys(f, l, ['op', 'name', 'input', 'output']);
+      const outJson = required(f, l, 'output');
+      if (!isObject(outJson)) throw new InputError(`${f}.output`, `expected {"scale": ..., "zeroPoint": ...}, got ${brief(outJson)}`);
+      checkKeys(`${f}.output`, outJson, ['scale', 'zeroPoint']);
+      const input = l.input === undefined ? {} : { input: nameOf(`${f}.input`, l.input) };
+      return { op: 'requantize', ...name, ...input, params: { output: quantParams(`${f}.output`, outJson) } };
+    }
     if (!(GRAPH_ELEMENTWISE as readonly unknown[]).includes(l.op)) {
-      throw new InputError(`${f}.op`, `expected "fullyConnected", "conv2d", "add", "sub" or "mul", got ${brief(l.op)}`);
+      throw new InputError(`${f}.op`, `expected "fullyConnected", "conv2d", "add", "sub", "mul" or "requantize", got ${brief(l.op)}`);
     }
     checkKeys(f, l, ['op', 'name', 'inputs', 'output', 'activation']);
     const ins = required(f, l, 'inputs');

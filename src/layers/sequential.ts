@@ -17,7 +17,7 @@ import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem, GpuMatrix, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
-import { broadcastShapes, prepareElementwise, type ElementwisePlan } from '../spec/elementwise.ts';
+import { broadcastShapes, prepareElementwise, type ElementwiseProblem } from '../spec/elementwise.ts';
 import { brief } from '../spec/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
@@ -53,7 +53,18 @@ export interface ElementwiseLayerParams {
 export type SequentialLayer =
   | { op: 'fullyConnected'; name?: string; input?: string; params: InputOptional<FullyConnectedParams> }
   | { op: 'conv2d'; name?: string; input?: string; params: InputOptional<Conv2dParams> }
-  | { op: 'add' | 'sub' | 'mul'; name?: string; inputs: [string, string]; params: ElementwiseLayerParams };
+  | { op: 'add' | 'sub' | 'mul'; name?: string; inputs: [string, string]; params: ElementwiseLayerParams }
+  | { op: 'requantize'; name?: string; input?: string; params: RequantizeLayerParams };
+
+/**
+ * TFLite's QUANTIZE of an 8-bit tensor to a new scale and zero point (same dtype): zeroPoint' +
+ * MultiplyByQuantizedMultiplier(q - zeroPoint, QuantizeMultiplier(scale / scale')), clamped to the type.
+ * That is MUL's arithmetic with a second operand of real value 1 (scale 1, zero point 0), which runs it.
+ */
+export interface RequantizeLayerParams {
+  input?: QuantParams;
+  output: QuantParams;
+}
 
 /** A FULLY_CONNECTED layer of a graph (the first form Sequential took). */
 export type SequentialFullyConnected = Extract<SequentialLayer, { op: 'fullyConnected' }>;
@@ -88,7 +99,7 @@ interface Graph {
   lastUse: Map<string, number>;
 }
 
-const ELEMENTWISE = ['add', 'sub', 'mul'] as const;
+const ELEMENTWISE = ['add', 'sub', 'mul', 'requantize'] as const;
 const sameQuant = (a: QuantParams, b: QuantParams) => Math.fround(a.scale) === Math.fround(b.scale) && a.zeroPoint === b.zeroPoint;
 
 function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Graph {
@@ -106,7 +117,7 @@ function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Gra
     const { op } = layer;
     const gemmLayer = op === 'fullyConnected' || op === 'conv2d';
     if (!gemmLayer && !(ELEMENTWISE as readonly string[]).includes(op)) {
-      throw new InputError(`${field}.op`, `expected "fullyConnected", "conv2d", "add", "sub" or "mul", got ${brief(op)}`);
+      throw new InputError(`${field}.op`, `expected "fullyConnected", "conv2d", "add", "sub", "mul" or "requantize", got ${brief(op)}`);
     }
     const name = layer.name ?? field;
     if (typeof name !== 'string' || name === '') throw new InputError(`${field}.name`, `expected a non-empty string, got ${brief(name)}`);
@@ -118,7 +129,8 @@ function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Gra
     let refs: string[];
     let given: (QuantParams | undefined)[];
     let refFields: string[];
-    if (gemmLayer) {
+    const single = gemmLayer || op === 'requantize';
+    if (single) {
       const ref = 'input' in layer && layer.input !== undefined ? layer.input : i === 0 ? 'input' : nodes[i - 1].name;
       refs = [ref];
       given = [(params as { input?: QuantParams }).input];
@@ -132,7 +144,7 @@ function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Gra
       refFields = [`${field}.inputs[0]`, `${field}.inputs[1]`];
     }
     const quant = refs.map((ref, j) => {
-      const qField = gemmLayer ? `${field}.params.input` : `${field}.params.${'ab'[j]}`;
+      const qField = single ? `${field}.params.input` : `${field}.params.${'ab'[j]}`;
       if (typeof ref !== 'string' || ref === '') throw new InputError(refFields[j], `expected a name, got ${brief(ref)}`);
       if (layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
         throw new InputError(refFields[j], `"${ref}" is this or a later layer: a layer reads earlier layers only`);
@@ -245,6 +257,7 @@ function inferShapes(g: Graph, inputs: Map<string, Tensor>): Step[] {
         const c = convShape(ins[0], n.params as Conv2dParams);
         return { outShape: c.outShape, conv: c };
       }
+      if (op === 'requantize') return { outShape: [...ins[0]] };
       return { outShape: broadcastShapes([...ins[0]], [...ins[1]], 'inputs') };
     });
     shapes.set(n.name, step.outShape);
@@ -252,14 +265,20 @@ function inferShapes(g: Graph, inputs: Map<string, Tensor>): Step[] {
   });
 }
 
-/** The elementwise problem of a layer; `data` gives each input's values (dummies for GPU-resident ones). */
-function elementwisePlan(n: Node, dtype: 'uint8' | 'int8', shapes: number[][], data: (Uint8Array | Int8Array)[]): ElementwisePlan {
+/**
+ * The elementwise problem of an add/sub/mul/requantize layer over `ins` (a requantize is MUL by the
+ * scalar 1 of scale 1 and zero point 0); the fused activation's clamp is TFLite's, as its builtin ops'.
+ */
+function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor[]): ElementwiseProblem {
   const p = n.layer.params as ElementwiseLayerParams;
   const [min, max] = prefixed(n.field, () => activationRange(p.activation ?? 'NONE', p.output, dtype));
-  const tensor = (j: number) => ({ data: data[j], shape: shapes[j], scale: n.quant[j].scale, zeroPoint: n.quant[j].zeroPoint });
-  return prefixed(`${n.field}.params`, () =>
-    prepareElementwise({ op: n.layer.op as 'add', a: tensor(0), b: tensor(1), output: { ...p.output, min, max } }),
-  );
+  const tensor = (j: number) => ({ data: ins[j].data, shape: ins[j].shape, scale: n.quant[j].scale, zeroPoint: n.quant[j].zeroPoint });
+  const output = { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min, max };
+  if (n.layer.op === 'requantize') {
+    const one = { data: dtype === 'int8' ? Int8Array.of(1) : Uint8Array.of(1), shape: [], scale: 1, zeroPoint: 0 };
+    return { op: 'mul', a: tensor(0), b: one, output };
+  }
+  return { op: n.layer.op as 'add' | 'sub' | 'mul', a: tensor(0), b: tensor(1), output };
 }
 
 const sizeOf = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
@@ -284,23 +303,9 @@ export async function runLayers(
     if (n.layer.op === 'fullyConnected') out = await fullyConnected(ins[0], n.params as FullyConnectedParams, backend);
     else if (n.layer.op === 'conv2d') out = await conv2d(ins[0], n.params as Conv2dParams, backend);
     else {
-      const dtype = dtypeOf(ins[0].data, `${n.field}.inputs[0]`);
-      const plan = elementwisePlan(
-        n,
-        dtype,
-        ins.map((t) => [...t.shape]),
-        ins.map((t) => t.data),
-      );
-      const p = n.layer.params as ElementwiseLayerParams;
-      const r = await elementwise(
-        {
-          op: plan.op,
-          a: { data: ins[0].data, shape: ins[0].shape, scale: n.quant[0].scale, zeroPoint: n.quant[0].zeroPoint },
-          b: { data: ins[1].data, shape: ins[1].shape, scale: n.quant[1].scale, zeroPoint: n.quant[1].zeroPoint },
-          output: { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min: plan.min, max: plan.max },
-        },
-        backend,
-      );
+      const problem = elementwiseProblem(n, dtypeOf(ins[0].data, `${n.field}.inputs[0]`), ins);
+      prefixed(`${n.field}.params`, () => prepareElementwise(problem)); // its fields named from the layer
+      const r = await elementwise(problem, backend);
       out = { data: r.data, shape: r.shape };
     }
     values.set(n.name, { data: out.data, shape: steps[i].outShape });
@@ -439,16 +444,17 @@ export class Sequential {
   private async elementwiseLayer(n: Node, step: Step, ins: Value[], last: boolean): Promise<Value> {
     const dtype = this.graph.dtype ?? (ins[0].gpu?.dtype as 'uint8' | 'int8' | undefined) ?? dtypeOf(ins[0].host!, `${n.field}.inputs[0]`);
     const placeholder = (v: Value) => v.host ?? (dtype === 'int8' ? new Int8Array(sizeOf(v.shape)) : new Uint8Array(sizeOf(v.shape)));
-    const plan = elementwisePlan(
+    const problem = elementwiseProblem(
       n,
       dtype,
-      ins.map((v) => v.shape),
-      ins.map(placeholder),
+      ins.map((v) => ({ data: placeholder(v), shape: v.shape })),
     );
+    const plan = prefixed(`${n.field}.params`, () => prepareElementwise(problem));
+    const [a, b] = n.layer.op === 'requantize' ? [ins[0], { shape: [], host: problem.b.data }] : ins;
     // a GPU input's rows lie `stride` apart: scale the plan's dense strides (multiples of the last size) by stride / last
     const strided = (s4: number[], v: Value) =>
       v.gpu && v.gpu.stride !== v.gpu.cols ? s4.map((s, k) => (k === 3 || s === 0 ? s : (s / v.gpu!.cols) * v.gpu!.stride)) : s4;
-    const resident = { ...plan, aStrides4: strided(plan.aStrides4, ins[0]), bStrides4: strided(plan.bStrides4, ins[1]) };
+    const resident = { ...plan, aStrides4: strided(plan.aStrides4, a), bStrides4: strided(plan.bStrides4, b) };
     const cols = step.outShape.length ? step.outShape[step.outShape.length - 1] : 1;
     const count = sizeOf(step.outShape);
     const buffer = this.ctx.device.createBuffer({
@@ -463,7 +469,7 @@ export class Sequential {
     };
     let kept = false;
     try {
-      const sources = ins.map((v) => v.gpu?.buffer ?? v.host!) as [GPUBuffer | Uint8Array, GPUBuffer | Uint8Array];
+      const sources = [a, b].map((v) => v.gpu?.buffer ?? v.host!) as [GPUBuffer | Uint8Array, GPUBuffer | Uint8Array];
       await this.ctx.exclusive(() => elementwiseBetweenBuffers(this.ctx, resident, sources, buffer));
       if (!last) {
         kept = true;

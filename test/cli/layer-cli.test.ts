@@ -8,6 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { elementwise } from '../../src/api.ts';
 import { activationRange } from '../../src/layers/derive.ts';
 import { conv2d, fullyConnected } from '../../src/layers/layers.ts';
+import { runLayers } from '../../src/layers/sequential.ts';
+import { parseSequentialSpec } from '../../src/cli/layer-spec.ts';
 import { parseNpy } from '../../src/io/npy.ts';
 import { cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain } from './support.ts';
 
@@ -222,7 +224,11 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
       [3, 144],
       Int8Array.from({ length: 432 }, (_, i) => ((i * 31) % 255) - 127),
     ),
-    'w5.npy': npy('int8', [3, 5], Int8Array.from({ length: 15 }, (_, i) => i - 7)),
+    'w5.npy': npy(
+      'int8',
+      [3, 5],
+      Int8Array.from({ length: 15 }, (_, i) => i - 7),
+    ),
   });
   const spec = {
     op: 'sequential',
@@ -294,6 +300,21 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
       expect(got.shape).toEqual([1, 3]);
       expect(Array.from(got.data as Int8Array)).toEqual(Array.from(await layerByLayer()));
     });
+
+  it('a requantize layer between them: == the library graph on the CPU', async () => {
+    const dir = freshDir(graphFiles());
+    const path = join(dir, 'spec.json');
+    const rq = { op: 'requantize', name: 'rq', output: { scale: 0.045, zeroPoint: -2 } };
+    const fc = { ...spec.layers[2], input: 'rq' };
+    writeFileSync(path, JSON.stringify({ ...spec, layers: [spec.layers[0], spec.layers[1], rq, fc] }));
+    const r = await runMain(['run', path, '--backend', 'webgpu']);
+    expect(r.code, r.err).toBe(0);
+    const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+    const parsed = parseSequentialSpec(JSON.parse(readFileSync(path, 'utf8')), dir, (p) => readFileSync(p));
+    expect(parsed.layers[2]).toEqual({ op: 'requantize', name: 'rq', params: { output: { scale: Math.fround(0.045), zeroPoint: -2 } } });
+    const want = await runLayers(parsed.layers, parsed.inputs, { inputs: parsed.quant, backend: 'cpu' });
+    expect(Array.from(got.data as Int8Array)).toEqual(Array.from(want.data));
+  });
 
   for (const [what, layers, field] of [
     [

@@ -3,7 +3,7 @@
 // intermediate tensors kept on the GPU, equal runLayers() (the layers one by one on the CPU) bit for bit.
 // The graphs cover a residual add of the graph input, a flatten into a FULLY_CONNECTED, a convolution
 // reading a GPU matrix whose rows are padded (5 channels, stride 8), a broadcast elementwise op with a
-// second graph input, an elementwise op as the last layer, int8 and uint8, the xnnpack and optimized
+// second graph input, a requantize, an elementwise op as the last layer, int8 and uint8, the xnnpack and optimized
 // paths. Read-backs are counted: one per run, of the last layer. Bad graphs are InputErrors naming the field.
 
 import { afterAll, describe, expect, test, vi } from 'vitest';
@@ -70,7 +70,7 @@ function residualGraph(r: Rng, dtype: Dtype, path: KernelPath, [B, H, W, C]: num
   return { layers, input, inputs: { input: inQ } };
 }
 
-/** conv (5 channels: GPU rows padded to 8) -> conv stride 2 VALID -> mul by a per-channel graph input -> sub(that, itself). */
+/** conv (5 channels: GPU rows padded to 8) -> conv stride 2 VALID -> mul by a per-channel graph input -> requantize -> sub(that, c2). */
 function paddedRowsGraph(r: Rng, dtype: Dtype, path: KernelPath) {
   const m = maker(r, dtype);
   const layers: SequentialLayer[] = [
@@ -98,7 +98,8 @@ function paddedRowsGraph(r: Rng, dtype: Dtype, path: KernelPath) {
       },
     },
     { op: 'mul', name: 'scaled', inputs: ['c2', 'gain'], params: { output: m.quant() } },
-    { op: 'sub', inputs: ['scaled', 'c2'], params: { output: m.quant(), activation: 'RELU_N1_TO_1' } },
+    { op: 'requantize', name: 'rescaled', params: { output: m.quant() } },
+    { op: 'sub', inputs: ['rescaled', 'c2'], params: { output: m.quant(), activation: 'RELU_N1_TO_1' } },
   ];
   const inputs = { input: m.quant(), gain: m.quant() };
   const tensors = { input: { data: m.values(2 * 9 * 7 * 3), shape: [2, 9, 7, 3] }, gain: { data: m.values(6), shape: [6] } };
@@ -149,7 +150,7 @@ describe.skipIf(!gpu)('Sequential graphs on WebGPU == runLayers on the CPU', () 
       ctx.destroy();
     });
 
-    test(`conv (rows padded on the GPU) -> conv -> mul by a graph input -> sub, ${dtype}, ${path}`, async () => {
+    test(`conv (rows padded on the GPU) -> conv -> mul by a graph input -> requantize -> sub, ${dtype}, ${path}`, async () => {
       const r = new Rng(dtype === 'int8' ? 43 : 44);
       const { layers, tensors, inputs } = paddedRowsGraph(r, dtype, path);
       const want = await runLayers(layers, tensors, { inputs, backend: 'cpu' });

@@ -8,6 +8,9 @@
 import { describe, expect, test } from 'vitest';
 import { type Conv2dParams, conv2d, fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
 import { activationRange } from '../../src/layers/derive.ts';
+import { runLayers } from '../../src/layers/sequential.ts';
+import { multiplyByQuantizedMultiplier } from '../../src/quant/fixedpoint.ts';
+import { quantizeMultiplier } from '../../src/quant/quantize.ts';
 import type { InputError } from '../../src/errors.ts';
 import { CASES, PATHS, checkConv, checkFc } from '../support/layer-oracle.ts';
 
@@ -69,4 +72,34 @@ describe('activationRange per kernel path: a bound on an exact half', () => {
     expect(activationRange('RELU6', { scale: 0.001, zeroPoint: 100 }, 'int8', 'xnnpack')).toEqual([100, 127]);
     expect(activationRange('NONE', { scale: 1, zeroPoint: 0 }, 'uint8', 'xnnpack')).toEqual([0, 255]);
   });
+});
+
+describe('a requantize layer is TFLite QUANTIZE (8-bit to 8-bit): MultiplyByQuantizedMultiplier of q - zeroPoint', () => {
+  for (const dtype of ['int8', 'uint8'] as const)
+    test(`${dtype}, every input value, scales below and above 1`, async () => {
+      const [lo, hi] = dtype === 'int8' ? [-128, 127] : [0, 255];
+      const data = dtype === 'int8' ? Int8Array.from({ length: 256 }, (_, i) => i - 128) : Uint8Array.from({ length: 256 }, (_, i) => i);
+      for (const [input, output] of [
+        [
+          { scale: Math.fround(0.05), zeroPoint: dtype === 'int8' ? -3 : 125 },
+          { scale: Math.fround(0.07), zeroPoint: dtype === 'int8' ? 9 : 130 },
+        ],
+        [
+          { scale: Math.fround(0.3), zeroPoint: dtype === 'int8' ? 0 : 128 },
+          { scale: Math.fround(0.125), zeroPoint: dtype === 'int8' ? -5 : 100 },
+        ],
+      ]) {
+        const y = await runLayers(
+          [{ op: 'requantize', params: { output } }],
+          { data, shape: [16, 16] },
+          { inputs: { input }, backend: 'cpu' },
+        );
+        const { multiplier, shift } = quantizeMultiplier(input.scale / output.scale);
+        const want = Array.from(data, (q) =>
+          Math.min(hi, Math.max(lo, output.zeroPoint + multiplyByQuantizedMultiplier(q - input.zeroPoint, multiplier, shift))),
+        );
+        expect(y.shape).toEqual([16, 16]);
+        expect(Array.from(y.data)).toEqual(want);
+      }
+    });
 });
