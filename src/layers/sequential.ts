@@ -17,7 +17,14 @@ import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem, GpuMatrix, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
-import { broadcastShapes, prepareElementwise, type ElementwisePlan } from '../spec/elementwise.ts';
+import {
+  broadcastShapes,
+  ELEMENTWISE_KERNEL_PATHS,
+  prepareElementwise,
+  xnnpackTakesElementwise,
+  type ElementwiseKernelPath,
+  type ElementwisePlan,
+} from '../spec/elementwise.ts';
 import { brief } from '../spec/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
@@ -37,12 +44,19 @@ import {
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
 type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
 
-/** An elementwise layer's quantization: a and b (optional, as the producers' outputs), the output, the fused activation. */
+/**
+ * An elementwise layer's quantization: a and b (optional, as the producers' outputs), the output, the
+ * fused activation, and whose arithmetic: 'xnnpack' (default), XNNPACK's, which TFLite's default
+ * interpreter delegates quantized ADD/SUB/MUL to (with XNNPACK's activation clamp; where the delegate
+ * would not take the node for its scales, TFLite's builtin kernel and clamp, as the interpreter does),
+ * or 'builtin', TFLite's builtin kernels' (src/spec/elementwise.ts).
+ */
 export interface ElementwiseLayerParams {
   a?: QuantParams;
   b?: QuantParams;
   output: QuantParams;
   activation?: FusedActivation;
+  kernelPath?: ElementwiseKernelPath;
 }
 
 /**
@@ -255,10 +269,16 @@ function inferShapes(g: Graph, inputs: Map<string, Tensor>): Step[] {
 /** The elementwise problem of a layer; `data` gives each input's values (dummies for GPU-resident ones). */
 function elementwisePlan(n: Node, dtype: 'uint8' | 'int8', shapes: number[][], data: (Uint8Array | Int8Array)[]): ElementwisePlan {
   const p = n.layer.params as ElementwiseLayerParams;
-  const [min, max] = prefixed(n.field, () => activationRange(p.activation ?? 'NONE', p.output, dtype));
+  const op = n.layer.op as 'add' | 'sub' | 'mul';
+  const asked = p.kernelPath ?? 'xnnpack';
+  if (!ELEMENTWISE_KERNEL_PATHS.includes(asked))
+    throw new InputError(`${n.field}.params.kernelPath`, `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(asked)}`);
+  // The delegate leaves a node whose scales XNNPACK cannot take to the builtin kernel, clamp included.
+  const xnnpack = asked === 'xnnpack' && xnnpackTakesElementwise(op, n.quant[0].scale, n.quant[1].scale, p.output?.scale);
+  const [min, max] = prefixed(n.field, () => activationRange(p.activation ?? 'NONE', p.output, dtype, xnnpack ? 'xnnpack' : 'optimized'));
   const tensor = (j: number) => ({ data: data[j], shape: shapes[j], scale: n.quant[j].scale, zeroPoint: n.quant[j].zeroPoint });
   return prefixed(`${n.field}.params`, () =>
-    prepareElementwise({ op: n.layer.op as 'add', a: tensor(0), b: tensor(1), output: { ...p.output, min, max } }),
+    prepareElementwise({ op, a: tensor(0), b: tensor(1), output: { ...p.output, min, max }, kernelPath: xnnpack ? 'xnnpack' : 'builtin' }),
   );
 }
 
@@ -298,6 +318,7 @@ export async function runLayers(
           a: { data: ins[0].data, shape: ins[0].shape, scale: n.quant[0].scale, zeroPoint: n.quant[0].zeroPoint },
           b: { data: ins[1].data, shape: ins[1].shape, scale: n.quant[1].scale, zeroPoint: n.quant[1].zeroPoint },
           output: { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min: plan.min, max: plan.max },
+          kernelPath: plan.kernelPath,
         },
         backend,
       );
