@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { elementwise } from '../../src/api.ts';
 import { activationRange } from '../../src/layers/derive.ts';
 import { conv2d, fullyConnected, type KernelPath, type Tensor } from '../../src/layers/layers.ts';
+import { runLayers } from '../../src/layers/sequential.ts';
 import {
   libraryBuiltinElementwise,
   type NaiveCase,
@@ -150,5 +151,25 @@ for (const backend of ['cpu', 'webgpu'] as const)
         const out = await runElementwise(c, path, backend);
         expect(out.shape).toEqual(c.outputShape);
         expect(mismatch(want, out.data), `${c.name}, kernelPath '${path}', backend ${backend} vs the interpreter`).toBe('');
+      });
+    // A graph layer on its default path equals TFLite's default interpreter (LiteRT): XNNPACK's outputs
+    // where the delegate took the node, the builtin kernel's where its scales kept it out.
+    for (const c of ewCases)
+      it(`${c.name}: the ${c.op.toLowerCase()} graph layer's default path`, async () => {
+        const arr = (t: { dtype: 'int8' | 'uint8'; data: number[] }) =>
+          t.dtype === 'int8' ? Int8Array.from(t.data) : Uint8Array.from(t.data);
+        const op = c.op === 'ADD' ? 'add' : c.op === 'SUB' ? 'sub' : 'mul';
+        const out = await runLayers(
+          [
+            {
+              op,
+              inputs: ['a', 'b'],
+              params: { output: { scale: c.output.scale, zeroPoint: c.output.zeroPoint }, activation: c.activation },
+            },
+          ],
+          { a: { data: arr(c.a), shape: c.a.shape }, b: { data: arr(c.b), shape: c.b.shape } },
+          { inputs: { a: c.a, b: c.b }, backend },
+        );
+        expect(mismatch((c.outputs.xnnpack ?? c.outputs.builtin)!, out.data), `${c.name}, layer default, backend ${backend}`).toBe('');
       });
   });

@@ -308,7 +308,8 @@ const elementwiseDisagreements = (c: ElementwiseCase) => {
  * - crafted: every pair of 16 x 16 small values around the zero points (a [16, 1] against b [1, 16])
  *   with dyadic scales (exact ties: x.5 and x.25 on both signs), with searched scales over 16 x 16 values of the whole range (the ones, of 300
  *   tries, on which XNNPACK's arithmetic and TFLite's builtin one disagree most), and with activation
- *   bounds on a tie (RELU6 at output scale 4, RELU_N1_TO_1 at output scale 2; output zero point 0 or 1).
+ *   bounds on a tie (RELU6 at output scale 4, RELU_N1_TO_1 at output scale 2; output zero point 0 or 1),
+ *   and (ADD, SUB) scales outside the range the delegate takes.
  */
 export function elementwiseCases(): ElementwiseCase[] {
   const rng = new Rng(2619);
@@ -367,6 +368,11 @@ export function elementwiseCases(): ElementwiseCase[] {
         if (!best || d > best.d) best = { c, d };
       }
       out.push(best!.c);
+      // ADD/SUB outside the scales TFLite's delegate takes (a's ratio 2^8): the builtin kernel runs the node.
+      // b's ratio 1/2 puts the rows where a is at its zero point on ties, which the two arithmetics round
+      // apart. (A MUL outside the range, scale >= 2^8 or < 2^-16, has no ties to tell them apart.)
+      if (op !== 'MUL')
+        out.push(elementwiseCase(`${tag}-outside-delegate-range`, op, dtype, pairShapes, [xs, xs], [1024, 2, 4], [z0, z0, z0], 'NONE'));
       for (const [activation, outScale] of [
         ['RELU6', 4],
         ['RELU_N1_TO_1', 2],

@@ -1,11 +1,12 @@
 /**
  * Writes test/golden/tflite/*.json: builds each case of ./cases.ts as a one-layer .tflite model
- * (./model.ts) and runs it in the two TFLite interpreters compiled to WebAssembly that npm serves,
- * LiteRT.js (@litertjs/core, page ./runner.html, both of its single-thread builds) and
+ * (./model.ts; FULLY_CONNECTED and CONV_2D, and ADD, SUB and MUL of two graph inputs) and runs it in the
+ * two TFLite interpreters compiled to WebAssembly that npm serves, LiteRT.js (@litertjs/core, page ./runner.html, both of its single-thread builds) and
  * @tensorflow/tfjs-tflite (page ./runner-tfjs.html); their loaders need a browser, so they run in headless
  * Chromium (tools/chromium.ts). It then identifies which kernel path produced each output by comparing it
- * with the naive models of ./paths.ts, per interpreter and group of cases (op, weight kind, and whether
- * the runtime logged the XNNPACK delegate falling back to the builtin kernels). A path's outputs are
+ * with the naive models of ./paths.ts, per interpreter and group of cases (op, weight kind or dtype, and
+ * whether the runtime logged the XNNPACK delegate falling back to the builtin kernels; for ADD/SUB/MUL,
+ * whether the scales lie outside the range the delegate takes). A path's outputs are
  * written under `outputs.<path>` only when exactly that model reproduces every element of the group,
  * including elements on which the models differ; the evidence goes into each case's `producedBy`.
  * Not run in CI: `cd tools/tflite-golden && npm ci --ignore-scripts && npm run generate` (README.md).
@@ -18,7 +19,14 @@ import { fileURLToPath } from 'node:url';
 import { launchChromium, serveStatic, watchPage } from '../chromium.ts';
 import { elementwiseCases, goldenCases } from './cases.ts';
 import { type ElementwiseCase, type LayerCase, writeElementwiseModel, writeModel } from './model.ts';
-import { type KernelPath, libraryBuiltinElementwise, naiveLayer, naiveXnnpackElementwise, type PathModel } from './paths.ts';
+import {
+  type KernelPath,
+  libraryBuiltinElementwise,
+  naiveLayer,
+  naiveXnnpackElementwise,
+  type PathModel,
+  xnnpackTakesElementwise,
+} from './paths.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outDir = join(here, '../../test/golden/tflite');
@@ -217,7 +225,8 @@ const ELEMENTWISE_MODELS: { name: string; run: (c: ElementwiseCase) => number[] 
 ];
 
 /**
- * identify() for the elementwise cases: groups are op and dtype (and the delegate's fallback); a group's
+ * identify() for the elementwise cases: groups are op and dtype (and whether the scales lie outside the
+ * delegate's range, and the delegate's fallback); a group's
  * path is 'xnnpack' or 'builtin' when exactly that model reproduces every element and the models differ
  * on some element.
  */
@@ -226,8 +235,11 @@ function identifyElementwise(
   runs: CaseRun[],
   label: string,
 ): { path: ElementwisePath | null; evidence: string }[] {
-  const groupOf = (i: number) =>
-    `${cases[i].op} ${cases[i].a.dtype}${fellBack(runs[i].log) ? ', where the runtime logged the XNNPACK delegate failing to prepare' : ''}`;
+  const groupOf = (i: number) => {
+    const c = cases[i];
+    const outside = xnnpackTakesElementwise(c) ? '' : ", with scales outside the range TFLite's XNNPACK delegate takes";
+    return `${c.op} ${c.a.dtype}${outside}${fellBack(runs[i].log) ? ', where the runtime logged the XNNPACK delegate failing to prepare' : ''}`;
+  };
   const tallies = new Map<string, Tally>();
   cases.forEach((c, i) => {
     const got = runs[i].output;
