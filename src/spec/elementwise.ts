@@ -1,11 +1,13 @@
 // Elementwise quantized arithmetic, the integer-only work a network does between GEMMs:
-// TFLite's add, sub and mul reference kernels, and the integer-only alignment of inputs whose scales
-// differ (alignedAdd, alignedSub), for uint8 and int8 tensors of up to 4 dimensions with numpy
-// broadcasting. The math is specified once, here, beside the types that carry it, and prepareElementwise
-// turns a problem into a plan of integer parameters; src/reference/elementwise.ts evaluates a plan
-// naively (the normative reference, and the CPU backend), and elementwise.wgsl (run by ./gpu.ts)
-// computes the same bits on WebGPU. Doubles are used only while the integer parameters are prepared,
-// never per element. (Over ~350 lines because the specification below, written once beside its types,
+// TFLite's add, sub and mul (its builtin reference kernels' arithmetic, or on kernelPath 'xnnpack' that
+// of the XNNPACK delegate TFLite's default interpreter runs them on), and the integer-only alignment of
+// inputs whose scales differ (alignedAdd, alignedSub), for uint8 and int8 tensors of up to 4 dimensions
+// with numpy broadcasting. The math is specified once, here, beside the types that carry it, and
+// prepareElementwise turns a problem into a plan of integer parameters; src/reference/elementwise.ts
+// evaluates a plan naively (the normative reference, and the CPU backend), and elementwise.wgsl (run by
+// ./gpu.ts) computes the same bits on WebGPU. Doubles are used only while the parameters are prepared,
+// never per element; XNNPACK's mul rounds to float32 per element, exactly (Math.fround on the CPU,
+// integers in WGSL). (Over ~450 lines because the specification below, written once beside its types,
 // is a third of the file.)
 //
 // Quantization: real = scale · (q − zeroPoint). Both inputs and the output have the same dtype, uint8
