@@ -3,6 +3,9 @@
  * used by test/golden/tflite.test.ts to check the golden files written from the real interpreter.
  * They document the semantics of issue 19's table; they are not the library's implementation.
  * acc is the int32 accumulator sum((in - inZp) * (w - wZp)) + bias, per output channel.
+ * For the elementwise ADD, SUB and MUL: a naive model of XNNPACK's qs8/qu8 vadd and vmul
+ * (naiveXnnpackElementwise), and, to compare with, the library's own builtin arithmetic
+ * (libraryBuiltinElementwise, which is the library's implementation, not a model).
  */
 
 import { activationRange as libraryActivationRange } from '../../src/layers/derive.ts';
