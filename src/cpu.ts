@@ -14,7 +14,9 @@ export {
   type ElementwiseProblem,
   type ElementwiseResult,
   type ElementwiseOutput,
+  type ElementwiseKernelPath,
   type QuantizedTensor,
+  xnnpackTakesElementwise,
 } from './spec/elementwise.ts';
 export { saturatingRoundingDoublingHighMul, roundingDivideByPOT, multiplyByQuantizedMultiplier } from './quant/fixedpoint.ts';
 export {

@@ -14,7 +14,7 @@ import type { GemmProblem } from '../types.ts';
 import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
 import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
 import { LAYER_OPS, isLayerOp, parseLayerSpec, parseSequentialSpec } from './layer-spec.ts';
-import { conv2d, fullyConnected, type Tensor } from '../layers/layers.ts';
+import { conv2d, fullyConnected } from '../layers/layers.ts';
 import { checkLayers, runLayers, Sequential } from '../layers/sequential.ts';
 import { onBackend } from '../api.ts';
 import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules } from './files.ts';

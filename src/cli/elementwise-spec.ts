@@ -4,6 +4,7 @@
 //    "a": {"data": "a.npy", "scale": 0.05, "zeroPoint": 100},      aligned ops: "scale": [...], "axis": k
 //    "b": {"data": "b.npy", "scale": 0.1,  "zeroPoint": 120},
 //    "output": {"scale": 0.15, "zeroPoint": 110, "min": 0, "max": 255},   min/max optional
+//    "kernelPath": "builtin"|"xnnpack",                             add/sub/mul, optional, default builtin
 //    "out": "c.npy"}
 // The .npy inputs are uint8 or int8 (the same dtype), 0..4 dimensions, C or Fortran order; the output is
 // written in C order with the inputs' dtype and the broadcast shape. Every bad field is an InputError
@@ -31,7 +32,7 @@ interface ElementwiseSpec {
   out: string;
 }
 
-const ELEMENTWISE_SPEC_KEYS = ['op', 'a', 'b', 'output', 'out'] as const;
+const ELEMENTWISE_SPEC_KEYS = ['op', 'a', 'b', 'output', 'kernelPath', 'out'] as const;
 const INPUT_KEYS = ['data', 'scale', 'zeroPoint', 'axis'] as const;
 const OUTPUT_KEYS = ['scale', 'zeroPoint', 'min', 'max'] as const;
 
@@ -111,7 +112,8 @@ export function parseElementwiseSpec(spec: Record<string, unknown>, baseDir: str
     a: parseInput('a', spec.a, aligned, io),
     b: parseInput('b', spec.b, aligned, io),
     output,
+    ...(spec.kernelPath === undefined ? {} : { kernelPath: spec.kernelPath as ElementwiseProblem['kernelPath'] }),
   };
-  prepareElementwise(problem); // every value check, before any backend
+  prepareElementwise(problem); // every value check (kernelPath's too), before any backend
   return { op, problem, out };
 }

@@ -40,15 +40,17 @@ const GRAPH_ELEMENTWISE = ['add', 'sub', 'mul'] as const;
  *    "inputs": {"gain": {"data": "g.npy", "scale": ..., "zeroPoint": ...}},  optional: more, by name
  *    "layers": [
  *      {"op": "conv2d", "name": "conv", "filter": {...}, "padding": "SAME", "output": {...}, ...},
- *      {"op": "add", "name": "sum", "inputs": ["conv", "input"], "output": {...}, "activation"?: ...},
+ *      {"op": "add", "name": "sum", "inputs": ["conv", "input"], "output": {...}, "activation"?: ...,
+ *       "kernelPath"?: "xnnpack" (default) | "builtin"},
  *      {"op": "requantize", "output": {"scale": ..., "zeroPoint": ...}},     TFLite QUANTIZE, 8-bit to 8-bit
  *      {"op": "fullyConnected", "weights": {...}, "bias"?: ..., "output": {...}, ...}],
  *    "out": "y.npy"}
  * A fullyConnected or conv2d layer takes the fields of its single-layer op but "input" and "out"; it reads
  * the previous layer's output, or the value its optional "input" names, as "requantize" does. "add",
- * "sub" and "mul" read the two values "inputs" names. "name" is optional (default "layers[i]"). Each
- * layer's input quantization is its producer's output quantization, as in a TFLite graph. Every file is
- * read and every field checked here.
+ * "sub" and "mul" read the two values "inputs" names, with XNNPACK's arithmetic (TFLite's default
+ * delegate) or TFLite's builtin one. "name" is optional (default "layers[i]"). Each layer's input
+ * quantization is its producer's output quantization, as in a TFLite graph. Every file is read and
+ * every field checked here.
  */
 export function parseSequentialSpec(
   spec: Record<string, unknown>,
@@ -98,7 +100,7 @@ export function parseSequentialSpec(
     if (!(GRAPH_ELEMENTWISE as readonly unknown[]).includes(l.op)) {
       throw new InputError(`${f}.op`, `expected "fullyConnected", "conv2d", "add", "sub", "mul" or "requantize", got ${brief(l.op)}`);
     }
-    checkKeys(f, l, ['op', 'name', 'inputs', 'output', 'activation']);
+    checkKeys(f, l, ['op', 'name', 'inputs', 'output', 'activation', 'kernelPath']);
     const ins = required(f, l, 'inputs');
     if (!Array.isArray(ins) || ins.length !== 2) throw new InputError(`${f}.inputs`, `expected two names, got ${brief(ins)}`);
     const outJson = required(f, l, 'output');
@@ -108,7 +110,11 @@ export function parseSequentialSpec(
       op: l.op as (typeof GRAPH_ELEMENTWISE)[number],
       ...name,
       inputs: [nameOf(`${f}.inputs[0]`, ins[0]), nameOf(`${f}.inputs[1]`, ins[1])],
-      params: { output: quantParams(`${f}.output`, outJson), activation: activationOf(`${f}.activation`, l.activation) },
+      params: {
+        output: quantParams(`${f}.output`, outJson),
+        activation: activationOf(`${f}.activation`, l.activation),
+        kernelPath: l.kernelPath === undefined ? 'xnnpack' : oneOf(`${f}.kernelPath`, l.kernelPath, ['xnnpack', 'builtin'] as const),
+      },
     };
   });
   return { inputs, quant, layers: parsed, out: io.resolve('out', required('', spec, 'out')) };

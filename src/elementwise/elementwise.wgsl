@@ -1,8 +1,9 @@
 // elementwise.wgsl: the elementwise ops on WebGPU, one kernel for all of them: TFLite's
-// quantized add, sub and mul, and the integer-only alignment of different scales (alignedAdd,
-// alignedSub), for uint8 and int8 data with numpy broadcasting up to 4-D. The math is specified in
-// src/spec/elementwise.ts (src/reference/elementwise.ts is the CPU reference); this computes the same bits, element by element,
-// with the functions of fixedpoint.wgsl (concatenated in front of this file by ./gpu.ts).
+// quantized add, sub and mul (the builtin kernels' arithmetic, or XNNPACK's on kernel path 'xnnpack'),
+// and the integer-only alignment of different scales (alignedAdd, alignedSub), for uint8 and int8 data
+// with numpy broadcasting up to 4-D. The math is specified in src/spec/elementwise.ts
+// (src/reference/elementwise.ts is the CPU reference); this computes the same bits, element by element,
+// with the functions of fixedpoint.wgsl and float32.wgsl (concatenated in front of this file by ./gpu.ts).
 // Per-call values come through the uniform struct ElementwiseParams, whose layout ./gpu.ts reads by
 // reflection (one per band of the output, src/gpu/plan.ts); per-channel alignment data through a storage
 // buffer. 8-bit data is packed 4 per u32, little-endian, in and out: each invocation computes 4
@@ -14,7 +15,7 @@
 
 struct ElementwiseParams {
   count: u32,          // output elements
-  kind: u32,           // an ELEMENTWISE_* code: add/sub (TFLite), mul, aligned (alignedAdd/alignedSub)
+  kind: u32,           // an ELEMENTWISE_* code: add/sub (TFLite), mul, aligned (alignedAdd/alignedSub), xnnpackAdd/xnnpackMul
   subtract: u32,       // 1 for sub and alignedSub
   signedData: u32,     // 1: int8, 0: uint8
   dim1: u32,           // 4-D output sizes (dim0 is implied by count)
@@ -43,6 +44,10 @@ struct ElementwiseParams {
   input2Shift: i32,
   outputMultiplier: i32,
   outputShift: i32,
+  xnnpackAMultiplier: i32, // xnnpackAdd: XNNPACK's multipliers (b's negated for sub) and shift (12..30)
+  xnnpackBMultiplier: i32,
+  xnnpackShift: u32,
+  xnnpackScaleBits: i32,   // xnnpackMul: the float32 bits of f32(f32(sa * sb) / so)
   wordBegin: u32,      // first output word of this band (outData is bound from it)
   bandWords: u32,      // output words of this band
   workgroupBase: u32,  // first workgroup of this dispatch's flattened grid
@@ -79,6 +84,16 @@ fn channelOf(dim: i32, c: vec4<u32>) -> u32 {
 /** One output element from its inputs (src/reference/elementwise.ts evalElement). */
 fn evalElement(qa: i32, qb: i32, channelA: u32, channelB: u32) -> i32 {
   var raw: i32;
+  if (params.kind == ELEMENTWISE_XNNPACK_ADD) {
+    // XNNPACK's qs8/qu8 vadd: |sum| < 2^31, and >> on i32 is arithmetic (floor): ties toward +infinity.
+    let sum = (1 << (params.xnnpackShift - 1u)) + params.xnnpackAMultiplier * (qa - params.zeroA) + params.xnnpackBMultiplier * (qb - params.zeroB);
+    return clamp((sum >> params.xnnpackShift) + params.zeroOut, params.actMin, params.actMax);
+  }
+  if (params.kind == ELEMENTWISE_XNNPACK_MUL) {
+    // XNNPACK's fp32 vmul: rint(f32(f32(product) * scale)) + zo, in integers (float32.wgsl).
+    let product = (qa - params.zeroA) * (qb - params.zeroB);
+    return clamp(requantizeFloat32(product, params.xnnpackScaleBits, params.zeroOut), params.actMin, params.actMax);
+  }
   if (params.kind == ELEMENTWISE_ADD) {
     // TFLite add.h / sub.h: inputs scaled to 2^20 and rescaled to a common scale, then the output multiplier.
     let x = (qa - params.zeroA) * (1 << params.leftShift);

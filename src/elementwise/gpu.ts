@@ -1,4 +1,5 @@
-// The WebGPU side of the elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub): runs a plan made
+// The WebGPU side of the elementwise ops (TFLite add/sub/mul, builtin or XNNPACK's arithmetic,
+// alignedAdd/alignedSub): runs a plan made
 // by prepareElementwise (./plan.ts, where the math is specified) through ./elementwise.wgsl, bit-exact
 // with the CPU reference (src/reference/elementwise.ts), in bands and dispatches planned by
 // src/gpu/plan.ts (outputs larger than a binding and grids larger than the workgroup limit split).
@@ -9,13 +10,14 @@
 // device is reported as DeviceLostError (src/api.ts then retries once on a fresh device).
 
 import { DeviceLostError } from '../errors.ts';
+import { float32Bits } from '../quant/float32.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
 import { getPipeline } from '../gpu/pipelines.ts';
 import { planElementwise, roundUp } from '../gpu/plan.ts';
 import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { ELEMENTWISE_KIND_CODE } from '../wgsl/codes.ts';
-import { fixedpointLibrary } from '../wgsl/source.ts';
+import { float32Library } from '../wgsl/source.ts';
 import type { ElementwisePlan, ElementwiseResult } from '../spec/elementwise.ts';
 import elementwiseWgsl from './elementwise.wgsl?raw';
 import { writeHostBytes } from '../gpu/write.ts';
@@ -28,16 +30,17 @@ export interface ElementwiseGpuTarget {
 }
 
 const WORKGROUP_SIZE = 64;
-/** The kernel path of each op (add and sub share one, as do the aligned ops). */
+/** The kernel path of each op (add and sub share one, as do the aligned ops), on TFLite's builtin arithmetic and on XNNPACK's. */
 const KIND = { add: 'add', sub: 'add', mul: 'mul', alignedAdd: 'aligned', alignedSub: 'aligned' } as const;
-const source = [fixedpointLibrary, elementwiseWgsl].join('\n');
+const XNNPACK_KIND = { add: 'xnnpackAdd', sub: 'xnnpackAdd', mul: 'xnnpackMul' } as const;
+const source = [float32Library, elementwiseWgsl].join('\n');
 
 /** The uniform values of ElementwiseParams for a plan (every member, by name). */
 function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {
   const channelsA = p.alignA ? p.alignA.mantissa.length : 0;
   return {
     count: p.count,
-    kind: ELEMENTWISE_KIND_CODE[KIND[p.op]],
+    kind: ELEMENTWISE_KIND_CODE[p.xnnpack ? XNNPACK_KIND[p.op as 'add' | 'sub' | 'mul'] : KIND[p.op]],
     subtract: p.sign < 0 ? 1 : 0,
     signedData: p.dtype === 'int8' ? 1 : 0,
     dim1: p.dims4[1],
@@ -66,6 +69,10 @@ function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {
     input2Shift: p.input2.shift,
     outputMultiplier: p.output.multiplier,
     outputShift: p.output.shift,
+    xnnpackAMultiplier: p.xnnpack?.aMultiplier ?? 0,
+    xnnpackBMultiplier: p.xnnpack?.bMultiplier ?? 0,
+    xnnpackShift: p.xnnpack?.shift ?? 1,
+    xnnpackScaleBits: float32Bits(p.xnnpack?.scale ?? 0),
   };
 }
 

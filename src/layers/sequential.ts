@@ -17,7 +17,14 @@ import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem, GpuMatrix, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
-import { broadcastShapes, prepareElementwise, type ElementwiseProblem } from '../spec/elementwise.ts';
+import {
+  broadcastShapes,
+  ELEMENTWISE_KERNEL_PATHS,
+  prepareElementwise,
+  xnnpackTakesElementwise,
+  type ElementwiseKernelPath,
+  type ElementwiseProblem,
+} from '../spec/elementwise.ts';
 import { brief } from '../spec/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
@@ -37,12 +44,19 @@ import {
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
 type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
 
-/** An elementwise layer's quantization: a and b (optional, as the producers' outputs), the output, the fused activation. */
+/**
+ * An elementwise layer's quantization: a and b (optional, as the producers' outputs), the output, the
+ * fused activation, and whose arithmetic: 'xnnpack' (default), XNNPACK's, which TFLite's default
+ * interpreter delegates quantized ADD/SUB/MUL to (with XNNPACK's activation clamp; where the delegate
+ * would not take the node for its scales, TFLite's builtin kernel and clamp, as the interpreter does),
+ * or 'builtin', TFLite's builtin kernels' (src/spec/elementwise.ts).
+ */
 export interface ElementwiseLayerParams {
   a?: QuantParams;
   b?: QuantParams;
   output: QuantParams;
   activation?: FusedActivation;
+  kernelPath?: ElementwiseKernelPath;
 }
 
 /**
@@ -266,19 +280,28 @@ function inferShapes(g: Graph, inputs: Map<string, Tensor>): Step[] {
 }
 
 /**
- * The elementwise problem of an add/sub/mul/requantize layer over `ins` (a requantize is MUL by the
- * scalar 1 of scale 1 and zero point 0); the fused activation's clamp is TFLite's, as its builtin ops'.
+ * The elementwise problem of an add/sub/mul/requantize layer over `ins`: add/sub/mul on the layer's kernel
+ * path (XNNPACK's arithmetic and clamp where the delegate takes the node, else the builtin kernels'); a
+ * requantize is the builtin MUL by the scalar 1 of scale 1 and zero point 0.
  */
 function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor[]): ElementwiseProblem {
   const p = n.layer.params as ElementwiseLayerParams;
-  const [min, max] = prefixed(n.field, () => activationRange(p.activation ?? 'NONE', p.output, dtype));
   const tensor = (j: number) => ({ data: ins[j].data, shape: ins[j].shape, scale: n.quant[j].scale, zeroPoint: n.quant[j].zeroPoint });
-  const output = { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min, max };
   if (n.layer.op === 'requantize') {
+    // TFLite's builtin QUANTIZE: no fused activation, the type's whole range
+    const [min, max] = activationRange('NONE', p.output, dtype);
     const one = { data: dtype === 'int8' ? Int8Array.of(1) : Uint8Array.of(1), shape: [], scale: 1, zeroPoint: 0 };
-    return { op: 'mul', a: tensor(0), b: one, output };
+    return { op: 'mul', a: tensor(0), b: one, output: { ...p.output, min, max }, kernelPath: 'builtin' };
   }
-  return { op: n.layer.op as 'add' | 'sub' | 'mul', a: tensor(0), b: tensor(1), output };
+  const op = n.layer.op as 'add' | 'sub' | 'mul';
+  const asked = p.kernelPath ?? 'xnnpack';
+  if (!ELEMENTWISE_KERNEL_PATHS.includes(asked))
+    throw new InputError(`${n.field}.params.kernelPath`, `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(asked)}`);
+  // The delegate leaves a node whose scales XNNPACK cannot take to the builtin kernel, clamp included.
+  const xnnpack = asked === 'xnnpack' && xnnpackTakesElementwise(op, n.quant[0].scale, n.quant[1].scale, p.output?.scale);
+  const [min, max] = prefixed(n.field, () => activationRange(p.activation ?? 'NONE', p.output, dtype, xnnpack ? 'xnnpack' : 'optimized'));
+  const output = { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min, max };
+  return { op, a: tensor(0), b: tensor(1), output, kernelPath: xnnpack ? 'xnnpack' : 'builtin' };
 }
 
 const sizeOf = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);

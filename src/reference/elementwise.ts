@@ -1,8 +1,9 @@
-// The normative CPU evaluation of the elementwise ops (TFLite add/sub/mul, alignedAdd/alignedSub): the
-// per-element formulas specified in src/spec/elementwise.ts, applied naively to every output element of
+// The normative CPU evaluation of the elementwise ops (TFLite add/sub/mul, on the builtin or the XNNPACK
+// kernel path, and alignedAdd/alignedSub): the per-element formulas specified in src/spec/elementwise.ts, applied naively to every output element of
 // a prepared plan. It is also the CPU backend of the elementwise ops (there is no faster CPU path), and
 // the reference that the WebGPU kernel (src/elementwise/gpu.ts) is checked against bit for bit.
 
+import { requantizeFloat32 } from '../quant/float32.ts';
 import { multiplyByQuantizedMultiplier } from '../quant/fixedpoint.ts';
 import type { QuantizedMultiplier } from '../quant/quantize.ts';
 import { prepareElementwise, type ElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../spec/elementwise.ts';
@@ -11,6 +12,15 @@ import { prepareElementwise, type ElementwisePlan, type ElementwiseProblem, type
 function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: number, channelB: number): number {
   const mbqm = (x: number, m: QuantizedMultiplier) => multiplyByQuantizedMultiplier(x, m.multiplier, m.shift, 'double');
   let raw: number;
+  const x = p.xnnpack;
+  if (x) {
+    // XNNPACK: add/sub in integers, floor shift (|sum| < 2^31, exact); mul through float32, ties to even.
+    const out =
+      p.op === 'mul'
+        ? requantizeFloat32((qa - p.zeroA) * (qb - p.zeroB), x.scale, p.zeroOut)
+        : Math.floor((2 ** (x.shift - 1) + x.aMultiplier * (qa - p.zeroA) + x.bMultiplier * (qb - p.zeroB)) / 2 ** x.shift) + p.zeroOut;
+    return out < p.min ? p.min : Math.min(out, p.max);
+  }
   switch (p.op) {
     case 'add':
     case 'sub': {

@@ -1,11 +1,13 @@
 // Elementwise quantized arithmetic, the integer-only work a network does between GEMMs:
-// TFLite's add, sub and mul reference kernels, and the integer-only alignment of inputs whose scales
-// differ (alignedAdd, alignedSub), for uint8 and int8 tensors of up to 4 dimensions with numpy
-// broadcasting. The math is specified once, here, beside the types that carry it, and prepareElementwise
-// turns a problem into a plan of integer parameters; src/reference/elementwise.ts evaluates a plan
-// naively (the normative reference, and the CPU backend), and elementwise.wgsl (run by ./gpu.ts)
-// computes the same bits on WebGPU. Doubles are used only while the integer parameters are prepared,
-// never per element. (Over ~350 lines because the specification below, written once beside its types,
+// TFLite's add, sub and mul (its builtin reference kernels' arithmetic, or on kernelPath 'xnnpack' that
+// of the XNNPACK delegate TFLite's default interpreter runs them on), and the integer-only alignment of
+// inputs whose scales differ (alignedAdd, alignedSub), for uint8 and int8 tensors of up to 4 dimensions
+// with numpy broadcasting. The math is specified once, here, beside the types that carry it, and
+// prepareElementwise turns a problem into a plan of integer parameters; src/reference/elementwise.ts
+// evaluates a plan naively (the normative reference, and the CPU backend), and elementwise.wgsl (run by
+// ./gpu.ts) computes the same bits on WebGPU. Doubles are used only while the parameters are prepared,
+// never per element; XNNPACK's mul rounds to float32 per element, exactly (Math.fround on the CPU,
+// integers in WGSL). (Over ~450 lines because the specification below, written once beside its types,
 // is a third of the file.)
 //
 // Quantization: real = scale · (q − zeroPoint). Both inputs and the output have the same dtype, uint8
@@ -55,6 +57,25 @@
 //   different (M, S) than the double computation specified here (see test/unit/elementwise.test.ts).
 //   TFLite's tensors store float32 scales: pass Math.fround(scale) to reproduce TFLite bit for bit.
 //
+// ---- kernelPath 'xnnpack' (add, sub, mul): XNNPACK's qs8/qu8 vadd and vmul, TFLite's default delegate -----
+//   TFLite's default interpreter hands quantized ADD, SUB and MUL to XNNPACK, whose arithmetic differs
+//   from the builtin kernels above (checked against LiteRT's XNNPACK delegate: test/golden/tflite/).
+//   The scales are float32 (Math.fround of the given ones) and each step below is one float32 operation.
+//   add, sub (xnn_init_qs8_add_minmax_scalar_params; SUB is vadd with b's scale negated):
+//     ra = f32(sa / so),  rb = f32(sb / so)
+//     shift = 20 − floor(log2(max(ra, rb)))                       (12..30)
+//     Ma = rint(ra · 2^shift),  Mb = ±rint(rb · 2^shift)            (ties to even; − for sub; |M| <= 2^21)
+//     out = clamp(((2^(shift−1) + Ma·(qa − za) + Mb·(qb − zb)) >> shift) + zo)
+//   with >> arithmetic (floor), so ties round toward +infinity; the sum is below 2^31 in magnitude.
+//   mul (xnn_init_qs8_mul_minmax_scalar_params, the fp32 vmul kernels):
+//     scale = f32(f32(sa · sb) / so)
+//     out = clamp(rint(f32(f32((qa − za)·(qb − zb)) · scale)) + zo)   (ties to even; the requantizeFloat32
+//     of src/quant/float32.ts, |(qa − za)·(qb − zb)| <= 65025 exact in float32)
+//   TFLite's delegate takes the node only when XNNPACK can: add/sub with ra and rb in [2^−10, 2^8), mul
+//   with scale in [2^−16, 2^8) (xnnpack_delegate.cc); otherwise the builtin kernel runs it, and so does
+//   this path (xnnpackTakesElementwise). The activation clamp's bounds are the caller's (output.min/max):
+//   XNNPACK's own are those of activationRange(..., 'xnnpack') of src/layers/derive.ts.
+//
 // ---- alignedAdd, alignedSub: integer-only alignment of different scales (docs/scale-alignment.md) -----
 //   Each input scale s (the tensor's one scale, or each channel's along `axis` when `scale` is an array)
 //   becomes an 8-bit mantissa and a number of fractional bits:
@@ -83,6 +104,7 @@ import {
   roundHalfAwayFromZero,
   type QuantizedMultiplier,
 } from '../quant/quantize.ts';
+import { roundTiesToEven } from '../quant/float32.ts';
 import { TYPE_RANGE, type OperandType } from '../types.ts';
 import { operandType } from './problem.ts';
 import { brief } from './echo.ts';
@@ -99,6 +121,13 @@ const MAX_ALIGNMENT_SHIFT = 15;
 const ADD_LEFT_SHIFT = 20;
 
 export type ElementData = Uint8Array | Int8Array;
+
+/**
+ * Whose arithmetic add, sub and mul compute: 'builtin', TFLite's builtin kernels (the default of a bare
+ * ElementwiseProblem), or 'xnnpack', XNNPACK's, which TFLite's default interpreter delegates them to.
+ */
+export type ElementwiseKernelPath = 'builtin' | 'xnnpack';
+export const ELEMENTWISE_KERNEL_PATHS: readonly ElementwiseKernelPath[] = ['builtin', 'xnnpack'];
 
 /** A quantized input tensor: real = scale · (q − zeroPoint). The dtype is the array's type. */
 export interface QuantizedTensor {
@@ -129,6 +158,18 @@ export interface ElementwiseProblem {
   a: QuantizedTensor;
   b: QuantizedTensor;
   output: ElementwiseOutput;
+  /** add, sub, mul: whose arithmetic, TFLite's builtin kernels' (default) or XNNPACK's. */
+  kernelPath?: ElementwiseKernelPath;
+}
+
+/** XNNPACK's parameters (kernelPath 'xnnpack', see the header): add/sub multipliers and shift, mul scale. */
+export interface XnnpackElementwiseParams {
+  aMultiplier: number;
+  /** Negated for sub. */
+  bMultiplier: number;
+  shift: number;
+  /** mul: f32(f32(sa · sb) / so); 0 for add/sub. */
+  scale: number;
 }
 
 /** The result: C order, the broadcast shape, the inputs' dtype. */
@@ -177,6 +218,12 @@ export interface ElementwisePlan {
   leftShift: number;
   /** The output multiplier (Mo, So) of every op. */
   output: QuantizedMultiplier;
+  /**
+   * The arithmetic add/sub/mul compute: 'xnnpack' with its parameters, or 'builtin' (also where the
+   * problem asked for 'xnnpack' but TFLite's delegate would leave the node to the builtin kernel).
+   */
+  kernelPath: ElementwiseKernelPath;
+  xnnpack: XnnpackElementwiseParams | null;
   /** alignedAdd/alignedSub: per-channel alignment of a and b, and F. */
   alignA: AlignedScales | null;
   alignB: AlignedScales | null;
@@ -293,12 +340,47 @@ function quantizeFor(field: string, what: string, fn: (real: number) => Quantize
 const IDENTITY: QuantizedMultiplier = { multiplier: 0, shift: 0 };
 
 /**
+ * Whether TFLite's XNNPACK delegate takes a quantized ADD/SUB/MUL with these (float32) scales:
+ * add/sub: f32(sa / so) and f32(sb / so) in [2^−10, 2^8); mul: f32(f32(sa · sb) / so) in [2^−16, 2^8).
+ */
+export function xnnpackTakesElementwise(op: 'add' | 'sub' | 'mul', aScale: number, bScale: number, outScale: number): boolean {
+  const f = Math.fround;
+  const so = f(outScale);
+  if (op === 'mul') {
+    const s = f(f(f(aScale) * f(bScale)) / so);
+    return s >= 2 ** -16 && s < 2 ** 8;
+  }
+  return [aScale, bScale].every((s) => {
+    const r = f(f(s) / so);
+    return r >= 2 ** -10 && r < 2 ** 8;
+  });
+}
+
+/** XNNPACK's parameters of a taken add/sub/mul (the header's 'xnnpack' formulas). */
+function xnnpackParams(op: 'add' | 'sub' | 'mul', aScale: number, bScale: number, outScale: number): XnnpackElementwiseParams {
+  const f = Math.fround;
+  const so = f(outScale);
+  if (op === 'mul') return { aMultiplier: 0, bMultiplier: 0, shift: 0, scale: f(f(f(aScale) * f(bScale)) / so) };
+  const ra = f(f(aScale) / so);
+  const rb = f(f(bScale) / so);
+  const shift = 20 - (frexp(Math.max(ra, rb))[1] - 1); // floor(log2) of a normal float32: its exponent
+  const aMultiplier = roundTiesToEven(ra * 2 ** shift); // exact: a float32 times a power of two
+  const bMultiplier = roundTiesToEven(rb * 2 ** shift) * (op === 'sub' ? -1 : 1);
+  return { aMultiplier, bMultiplier, shift, scale: 0 };
+}
+
+/**
  * Validates a problem (InputError naming the field: `a.scale`, `b.data`, `output.min`...) and derives
  * its integer parameters as specified at the top of this file.
  */
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
   const { op, a, b, output } = problem;
   if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${brief(op)}`);
+  const askedPath = problem.kernelPath ?? 'builtin';
+  if (!ELEMENTWISE_KERNEL_PATHS.includes(askedPath)) {
+    throw new InputError('kernelPath', `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(askedPath)}`);
+  }
+  if (askedPath === 'xnnpack' && isAlignedOp(op)) throw new InputError('kernelPath', `'xnnpack' is for add, sub and mul, not ${op}`);
   for (const [field, t] of [
     ['a', a],
     ['b', b],
@@ -325,6 +407,10 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
   if (min > max) throw new InputError('output.max', `activation maximum ${max} is below the minimum ${min}`);
 
   const sign = op === 'sub' || op === 'alignedSub' ? -1 : 1;
+  const simple = op as 'add' | 'sub' | 'mul';
+  const kernelPath: ElementwiseKernelPath =
+    askedPath === 'xnnpack' && xnnpackTakesElementwise(simple, sa.scales[0], sb.scales[0], so) ? 'xnnpack' : 'builtin';
+  const xnnpack = kernelPath === 'xnnpack' ? xnnpackParams(simple, sa.scales[0], sb.scales[0], so) : null;
   let input1 = IDENTITY;
   let input2 = IDENTITY;
   let out: QuantizedMultiplier;
@@ -394,6 +480,8 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
     input2,
     leftShift: ADD_LEFT_SHIFT,
     output: out,
+    kernelPath,
+    xnnpack,
     alignA,
     alignB,
     fracBits,

@@ -17,8 +17,11 @@ export const STAGE_WORDS = 12;
 /** PackParams.rounding: how the pack stage requantizes less-than-8-bit operands (src/quant/lowbit.ts). */
 export const ROUNDING_CODE: Record<ConcreteRounding, number> = { nearest: 0, 'probabilistic-addmod': 1, 'probabilistic-xorshift': 2 };
 
-/** ElementwiseParams.kind: the kernel's three paths (add and sub share one, as do the aligned ops). */
-export const ELEMENTWISE_KIND_CODE = { add: 0, mul: 1, aligned: 2 } as const;
+/**
+ * ElementwiseParams.kind: the kernel's paths (add and sub share one, as do the aligned ops; xnnpackAdd and
+ * xnnpackMul are add/sub and mul on kernel path 'xnnpack').
+ */
+export const ELEMENTWISE_KIND_CODE = { add: 0, mul: 1, aligned: 2, xnnpackAdd: 3, xnnpackMul: 4 } as const;
 
 // The epilogue's STAGE_KINDS override holds one bit per op (src/epilogue/epilogue.wgsl stageIn).
 if (Object.values(STAGE_OP).some((code) => code < 0 || code > 31)) throw new Error('internal: an output stage op code outside 0..31');

@@ -16,6 +16,9 @@ import tanh from './tanh.wgsl?raw';
 /** The codes and the exact fixed-point arithmetic (no bindings). */
 export const fixedpointLibrary = [wgslCodes, fixedpoint].join('\n');
 
+/** The fixed-point arithmetic with the float32 requantization (the elementwise kernel's XNNPACK mul). */
+export const float32Library = [fixedpointLibrary, float32].join('\n');
+
 /** The fixed-point arithmetic with the float32 requantization, tanh and the less-than-8-bit corrections: what the epilogue runs on. */
 export const outputMathLibrary = [fixedpointLibrary, float32, tanh, lowbit].join('\n');
 

@@ -10,12 +10,13 @@
 //
 // Knobs: QGEMM_ELEMENTWISE_SPECS (random specs per backend, default 300), QGEMM_ELEMENTWISE_SEED.
 
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { parseNpy } from '../../src/io/npy.ts';
+import { parseNpy, serializeNpy } from '../../src/io/npy.ts';
+import { elementwiseReference } from '../../src/reference/elementwise.ts';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
 import { loadElementwiseSpec, oracleElementwise, type ElementwiseOracleResult } from '../oracle/elementwise-oracle.ts';
 import { writeRandomElementwiseSpec, type RandomElementwiseOptions } from '../oracle/elementwise-random-spec.ts';
@@ -130,4 +131,51 @@ describe.skipIf(!gpu)(`qgemm run (elementwise ops) --backend webgpu == BigInt or
 
   it('spoiled specs exit 2 before any GPU work (20 specs)', () =>
     runBatch(FIRST_SEED + 0x9000, FIRST_SEED + 0x9000 + 20, 'webgpu', { invalid: true }));
+});
+
+describe('qgemm run (elementwise ops) with "kernelPath"', () => {
+  // every int8 pair of -8..7 at scales 1/2 and 1/4: exact ties, which the two arithmetics round apart
+  const values = Int8Array.from({ length: 16 }, (_, i) => i - 8);
+  const problem = (kernelPath: 'xnnpack' | 'builtin') =>
+    elementwiseReference({
+      op: 'add',
+      a: { data: values, shape: [16, 1], scale: 0.5, zeroPoint: 0 },
+      b: { data: values, shape: [1, 16], scale: 0.25, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+      kernelPath,
+    });
+  function writeSpec(name: string, kernelPath: unknown): string {
+    const dir = join(root, `kernel-path-${name}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'a.npy'), serializeNpy({ dtype: 'int8', shape: [16, 1], fortranOrder: false, data: values }));
+    writeFileSync(join(dir, 'b.npy'), serializeNpy({ dtype: 'int8', shape: [1, 16], fortranOrder: false, data: values }));
+    const spec = {
+      op: 'add',
+      a: { data: 'a.npy', scale: 0.5, zeroPoint: 0 },
+      b: { data: 'b.npy', scale: 0.25, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+      ...(kernelPath === undefined ? {} : { kernelPath }),
+      out: 'c.npy',
+    };
+    writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
+    return dir;
+  }
+  it("the two arithmetics differ on these ties (the test's premise)", () => {
+    expect(Array.from(problem('xnnpack').data)).not.toEqual(Array.from(problem('builtin').data));
+  });
+  for (const kernelPath of [undefined, 'builtin', 'xnnpack'] as const)
+    it(`kernelPath ${kernelPath ?? 'absent (builtin)'}: == elementwiseReference on that path`, async () => {
+      const dir = writeSpec(kernelPath ?? 'absent', kernelPath);
+      const r = await captureStderr(() => main(['run', join(dir, 'spec.json'), '--backend', 'cpu']));
+      expect(r.code, r.stderr).toBe(0);
+      const got = parseNpy(new Uint8Array(readFileSync(join(dir, 'c.npy'))));
+      expect(Array.from(got.data as Int8Array)).toEqual(Array.from(problem(kernelPath ?? 'builtin').data));
+    });
+  it('an unknown kernelPath exits 2 naming it, nothing written', async () => {
+    const dir = writeSpec('bad', 'optimized');
+    const r = await captureStderr(() => main(['run', join(dir, 'spec.json'), '--backend', 'cpu']));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('kernelPath');
+    expect(existsSync(join(dir, 'c.npy'))).toBe(false);
+  });
 });

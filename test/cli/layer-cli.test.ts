@@ -218,7 +218,7 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
       [4, 3, 3, 4],
       Int8Array.from({ length: 144 }, (_, i) => ((i * 23) % 255) - 127),
     ),
-    'g.npy': npy('int8', [4], Int8Array.of(5, -7, 90, -128)),
+    'g.npy': npy('int8', [4], Int8Array.of(5, -7, 0, -128)),
     'w.npy': npy(
       'int8',
       [3, 144],
@@ -233,7 +233,7 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
   const spec = {
     op: 'sequential',
     input: { data: 'x.npy', scale: 0.02, zeroPoint: -1 },
-    inputs: { shift: { data: 'g.npy', scale: 0.03, zeroPoint: 2 } },
+    inputs: { shift: { data: 'g.npy', scale: 0.025, zeroPoint: 2 } },
     layers: [
       {
         op: 'conv2d',
@@ -244,13 +244,13 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
         output: { scale: 0.05, zeroPoint: -10 },
         activation: 'RELU',
       },
-      { op: 'add', name: 'sum', inputs: ['conv', 'shift'], output: { scale: 0.06, zeroPoint: 1 }, activation: 'RELU6' },
+      { op: 'add', name: 'sum', inputs: ['conv', 'shift'], output: { scale: 0.1, zeroPoint: 1 }, activation: 'RELU_N1_TO_1' },
       { op: 'fullyConnected', weights: { data: 'w.npy', scale: 0.003 }, output: { scale: 0.1, zeroPoint: 3 }, kernelPath: 'optimized' },
     ],
     out: 'y.npy',
   };
-  /** The same three layers through conv2d(), elementwise() and fullyConnected() on the CPU. */
-  async function layerByLayer(): Promise<Int8Array> {
+  /** The same three layers through conv2d(), elementwise() (the add on `addPath`) and fullyConnected() on the CPU. */
+  async function layerByLayer(addPath: 'xnnpack' | 'builtin'): Promise<Int8Array> {
     const f = graphFiles();
     const data = (k: keyof typeof f) => parseNpy(f[k]).data as Int8Array;
     const c = await conv2d(
@@ -265,20 +265,22 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
       },
       { backend: 'cpu' },
     );
-    const [lo, hi] = activationRange('RELU6', { scale: Math.fround(0.06), zeroPoint: 1 }, 'int8');
+    const clampPath = addPath === 'xnnpack' ? 'xnnpack' : 'optimized';
+    const [lo, hi] = activationRange('RELU_N1_TO_1', { scale: Math.fround(0.1), zeroPoint: 1 }, 'int8', clampPath);
     const s = await elementwise(
       {
         op: 'add',
         a: { data: c.data, shape: c.shape, scale: Math.fround(0.05), zeroPoint: -10 },
-        b: { data: data('g.npy'), shape: [4], scale: Math.fround(0.03), zeroPoint: 2 },
-        output: { scale: Math.fround(0.06), zeroPoint: 1, min: lo, max: hi },
+        b: { data: data('g.npy'), shape: [4], scale: Math.fround(0.025), zeroPoint: 2 },
+        output: { scale: Math.fround(0.1), zeroPoint: 1, min: lo, max: hi },
+        kernelPath: addPath,
       },
       { backend: 'cpu' },
     );
     const y = await fullyConnected(
       { data: s.data, shape: s.shape },
       {
-        input: { scale: 0.06, zeroPoint: 1 },
+        input: { scale: 0.1, zeroPoint: 1 },
         weights: { data: data('w.npy'), shape: [3, 144], scale: 0.003 },
         output: { scale: 0.1, zeroPoint: 3 },
         kernelPath: 'optimized',
@@ -288,18 +290,23 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
     expect(y.shape).toEqual([1, 3]);
     return y.data as Int8Array;
   }
+  it("the add's kernel paths give different outputs on this graph (a tie at -0.5 wherever the conv clamps to 0)", async () => {
+    expect(Array.from(await layerByLayer('xnnpack'))).not.toEqual(Array.from(await layerByLayer('builtin')));
+  });
   for (const backend of ['cpu', 'webgpu'] as const)
-    it(`${backend}: == the layers one by one on the CPU${backend === 'webgpu' ? ', intermediates on the GPU' : ''}`, async () => {
-      const dir = freshDir(graphFiles());
-      const path = join(dir, 'spec.json');
-      writeFileSync(path, JSON.stringify(spec));
-      const r = await runMain(['run', path, '--backend', backend, '-v']);
-      expect(r.code, r.err).toBe(0);
-      expect(r.err).toContain(`conv2d -> add -> fullyConnected) ran on ${backend}`);
-      const got = parseNpy(readFileSync(join(dir, 'y.npy')));
-      expect(got.shape).toEqual([1, 3]);
-      expect(Array.from(got.data as Int8Array)).toEqual(Array.from(await layerByLayer()));
-    });
+    for (const addPath of [undefined, 'builtin'] as const)
+      it(`${backend}: == the layers one by one on the CPU${backend === 'webgpu' ? ', intermediates on the GPU' : ''}, add kernelPath ${addPath ?? 'xnnpack (default)'}`, async () => {
+        const dir = freshDir(graphFiles());
+        const path = join(dir, 'spec.json');
+        const layers = addPath ? [spec.layers[0], { ...spec.layers[1], kernelPath: addPath }, spec.layers[2]] : spec.layers;
+        writeFileSync(path, JSON.stringify({ ...spec, layers }));
+        const r = await runMain(['run', path, '--backend', backend, '-v']);
+        expect(r.code, r.err).toBe(0);
+        expect(r.err).toContain(`conv2d -> add -> fullyConnected) ran on ${backend}`);
+        const got = parseNpy(readFileSync(join(dir, 'y.npy')));
+        expect(got.shape).toEqual([1, 3]);
+        expect(Array.from(got.data as Int8Array)).toEqual(Array.from(await layerByLayer(addPath ?? 'xnnpack')));
+      });
 
   it('a requantize layer between them: == the library graph on the CPU', async () => {
     const dir = freshDir(graphFiles());
@@ -333,7 +340,12 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
       [spec.layers[0], spec.layers[1], { ...spec.layers[2], weights: { data: 'w5.npy', scale: 0.003 } }],
       'layers[2].input.shape',
     ],
-    ['a stray key', [spec.layers[0], { ...spec.layers[1], kernelPath: 'xnnpack' }, spec.layers[2]], 'layers[1].kernelPath'],
+    ['a stray key', [spec.layers[0], { ...spec.layers[1], rounding: 'double' }, spec.layers[2]], 'layers[1].rounding'],
+    [
+      "a GEMM layer's kernel path on an add",
+      [spec.layers[0], { ...spec.layers[1], kernelPath: 'optimized' }, spec.layers[2]],
+      'layers[1].kernelPath',
+    ],
   ] as const)
     it(`${what}: exit 2 naming ${field}, nothing written`, async () => {
       const dir = freshDir(graphFiles());

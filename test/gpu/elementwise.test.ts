@@ -3,8 +3,9 @@
 // bit, every submission inside validation/out-of-memory error scopes: every pair of 8-bit input values
 // (a (256,1) tensor against a (1,256) one) under parameter sets that reach each path — TFLite add/sub with
 // equal, distant and flushed scales, sub's GreaterThanOne multiplier, mul multipliers far below and above
-// 1 (saturating), per-tensor and per-axis alignment with shifts up to 15 and the int32 wrap, clamps —
-// for uint8 and int8; random broadcast problems in C and Fortran order; grids split over two dimensions;
+// 1 (saturating), per-tensor and per-axis alignment with shifts up to 15 and the int32 wrap, clamps,
+// and kernel path 'xnnpack' (XNNPACK's add/sub multipliers at both ends of the delegate's scale range, its
+// float32 mul at both ends, exact ties) — for uint8 and int8; random broadcast problems in C and Fortran order; grids split over two dimensions;
 // odd element counts (the last packed word); an empty result; and the typed errors (exceeded limits, a
 // lost device).
 
@@ -42,6 +43,7 @@ function diff(got: ElementwiseResult, want: ElementwiseResult): string | null {
 
 async function expectGpuMatches(target: ElementwiseGpuTarget, p: ElementwiseProblem, what: string): Promise<void> {
   const plan = prepareElementwise(p);
+  expect(plan.kernelPath, `${what}: the path taken`).toBe(p.kernelPath ?? 'builtin');
   const d = diff(await elementwiseOnGpu(target, plan), runElementwisePlan(plan));
   if (d) expect.fail(`${what}: ${d}`);
 }
@@ -60,7 +62,14 @@ function allPairs(
   ];
 }
 
-type Params = { op: ElementwiseProblem['op']; sa: number | number[]; sb: number; so: number; clamp?: [number, number] };
+type Params = {
+  op: ElementwiseProblem['op'];
+  sa: number | number[];
+  sb: number;
+  so: number;
+  clamp?: [number, number];
+  kernelPath?: 'xnnpack';
+};
 const PARAMETER_SETS: Array<[string, Params]> = [
   ['add, equal scales', { op: 'add', sa: 2 / 255, sb: 2 / 255, so: 4 / 255 }],
   ['add, scales 1000x apart', { op: 'add', sa: 0.5, sb: 0.0005, so: 0.7 }],
@@ -81,6 +90,17 @@ const PARAMETER_SETS: Array<[string, Params]> = [
     'alignedAdd, shifts of 15 and the int32 wrap',
     { op: 'alignedAdd', sa: Array.from({ length: 256 }, (_, i) => (i === 7 ? 2 ** -15 : 255 / 128)), sb: 255 / 128, so: 1 },
   ],
+  ['xnnpack add, dyadic scales (exact ties)', { op: 'add', sa: 0.5, sb: 0.25, so: 1, kernelPath: 'xnnpack' }],
+  ['xnnpack add, float32 scales and a clamp', { op: 'add', sa: 0.1, sb: 0.3, so: 0.25, clamp: [20, 90], kernelPath: 'xnnpack' }],
+  [
+    'xnnpack add, ratios 255.9 and 2^-10 (shift 13, multipliers 2^21 apart)',
+    { op: 'add', sa: 255.9, sb: 2 ** -10, so: 1, kernelPath: 'xnnpack' },
+  ],
+  ['xnnpack add, ratios just below 2^-9 (shift 30)', { op: 'add', sa: 2 ** -9 * 0.999, sb: 2 ** -10, so: 1, kernelPath: 'xnnpack' }],
+  ['xnnpack sub, typical', { op: 'sub', sa: 0.02, sb: 0.03, so: 0.05, kernelPath: 'xnnpack' }],
+  ['xnnpack mul, scale 3/8 (ties)', { op: 'mul', sa: 0.75, sb: 0.5, so: 1, kernelPath: 'xnnpack' }],
+  ['xnnpack mul, scale 2^-16', { op: 'mul', sa: 2 ** -8, sb: 2 ** -8, so: 1, kernelPath: 'xnnpack' }],
+  ['xnnpack mul, scale just below 2^8 (saturates)', { op: 'mul', sa: 0.9, sb: 0.7, so: (0.7 * 0.9) / 255.99, kernelPath: 'xnnpack' }],
 ];
 
 describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
@@ -105,7 +125,7 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
         b.zeroPoint = lo;
       }
       const output = { scale: s.so, zeroPoint: mid + 1, ...(s.clamp ? { min: lo + s.clamp[0], max: Math.min(hi, lo + s.clamp[1]) } : {}) };
-      await expectGpuMatches(ctx, { op: s.op, a, b, output }, `${dtype} ${s.op}`);
+      await expectGpuMatches(ctx, { op: s.op, a, b, output, kernelPath: s.kernelPath }, `${dtype} ${s.op}`);
     });
   }
 

@@ -3,8 +3,9 @@
 // intermediate tensors kept on the GPU, equal runLayers() (the layers one by one on the CPU) bit for bit.
 // The graphs cover a residual add of the graph input, a flatten into a FULLY_CONNECTED, a convolution
 // reading a GPU matrix whose rows are padded (5 channels, stride 8), a broadcast elementwise op with a
-// second graph input, a requantize, an elementwise op as the last layer, int8 and uint8, the xnnpack and optimized
-// paths. Read-backs are counted: one per run, of the last layer. Bad graphs are InputErrors naming the field.
+// second graph input, a requantize, an elementwise op as the last layer, int8 and uint8, the xnnpack and
+// optimized paths, and add/sub/mul on both elementwise kernel paths. Read-backs are counted: one per run,
+// of the last layer. Bad graphs are InputErrors naming the field.
 
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { InputError } from '../../src/errors.ts';
@@ -164,6 +165,29 @@ describe.skipIf(!gpu)('Sequential graphs on WebGPU == runLayers on the CPU', () 
       ctx.destroy();
     });
   }
+
+  test('add -> sub -> mul on each elementwise kernelPath, on ties: GPU == CPU, and the paths differ', async () => {
+    // a [16, 1] and b [1, 16], values -8..7 at scales 1/2 and 1/4: exact ties at every op
+    const values = Int8Array.from({ length: 16 }, (_, i) => i - 8);
+    const tensors = { a: { data: values, shape: [16, 1] }, b: { data: values, shape: [1, 16] } };
+    const inputs = { a: { scale: 0.5, zeroPoint: 0 }, b: { scale: 0.25, zeroPoint: 0 } };
+    const graph = (kernelPath?: 'builtin'): SequentialLayer[] => [
+      { op: 'add', name: 's', inputs: ['a', 'b'], params: { output: { scale: 1, zeroPoint: 0 }, kernelPath } },
+      { op: 'sub', name: 'd', inputs: ['s', 'b'], params: { output: { scale: 2, zeroPoint: 1 }, kernelPath } },
+      { op: 'mul', inputs: ['d', 'a'], params: { output: { scale: 0.5, zeroPoint: -1 }, activation: 'RELU6', kernelPath } },
+    ];
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const outs: number[][] = [];
+    for (const kernelPath of [undefined, 'builtin'] as const) {
+      const want = await runLayers(graph(kernelPath), tensors, { inputs, backend: 'cpu' });
+      const seq = await Sequential.create(ctx, graph(kernelPath), { inputs });
+      expectSame(await seq.run(tensors), want);
+      seq.destroy();
+      outs.push(Array.from(want.data));
+    }
+    expect(outs[0]).not.toEqual(outs[1]);
+    ctx.destroy();
+  });
 
   test('bad graphs are InputErrors naming the field, before any GPU work', async () => {
     const r = new Rng(45);

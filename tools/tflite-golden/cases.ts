@@ -10,8 +10,8 @@
  * (tools/tflite-golden/), which runs them in TFLite; the layers compute the same through pack -> gemm -> output.
  */
 import { Rng } from '../random.ts';
-import type { Activation, Dtype, LayerCase } from './model.ts';
-import { type KernelPath, requantize } from './paths.ts';
+import type { Activation, Dtype, ElementwiseCase, LayerCase } from './model.ts';
+import { type KernelPath, broadcastPairs, libraryBuiltinElementwise, naiveXnnpackElementwise, requantize } from './paths.ts';
 
 const f = Math.fround;
 const ACTIVATIONS: Activation[] = ['NONE', 'RELU', 'RELU6', 'RELU_N1_TO_1'];
@@ -251,6 +251,149 @@ function craftedCases(): LayerCase[] {
         }
     }
   }
+  return out;
+}
+
+type ElementwiseOp = ElementwiseCase['op'];
+const ELEMENTWISE_OPS: ElementwiseOp[] = ['ADD', 'SUB', 'MUL'];
+/** Shapes of a and b: same shape, [1,4,5,3] and [3], [2,3] and [1,3], a one-element a, both sides broadcast. */
+const ELEMENTWISE_SHAPES: [number[], number[]][] = [
+  [
+    [2, 3, 4],
+    [2, 3, 4],
+  ],
+  [[1, 4, 5, 3], [3]],
+  [
+    [2, 3],
+    [1, 3],
+  ],
+  [[1], [2, 3, 4]],
+  [
+    [3, 1, 5],
+    [1, 4, 1],
+  ],
+];
+
+function elementwiseCase(
+  name: string,
+  op: ElementwiseOp,
+  dtype: Dtype,
+  shapes: [number[], number[]],
+  data: [number[], number[]],
+  scales: [number, number, number],
+  zps: [number, number, number],
+  activation: Activation,
+): ElementwiseCase {
+  return {
+    name,
+    op,
+    a: { dtype, shape: shapes[0], data: data[0], scale: f(scales[0]), zeroPoint: zps[0] },
+    b: { dtype, shape: shapes[1], data: data[1], scale: f(scales[1]), zeroPoint: zps[1] },
+    output: { dtype, scale: f(scales[2]), zeroPoint: zps[2] },
+    activation,
+    outputShape: broadcastPairs(shapes[0], shapes[1]).shape,
+  };
+}
+
+/** Elements on which XNNPACK's arithmetic and the library's builtin one differ. */
+const elementwiseDisagreements = (c: ElementwiseCase) => {
+  const x = naiveXnnpackElementwise(c);
+  return libraryBuiltinElementwise(c).filter((v, i) => v !== x[i]).length;
+};
+
+/**
+ * ADD, SUB and MUL, int8 and uint8:
+ * - a grid: each op x dtype x fused activation, random data, random scales inside the range the XNNPACK
+ *   delegate takes, the shapes of ELEMENTWISE_SHAPES in turn;
+ * - crafted: every pair of 16 x 16 small values around the zero points (a [16, 1] against b [1, 16])
+ *   with dyadic scales (exact ties: x.5 and x.25 on both signs), with searched scales over 16 x 16 values of the whole range (the ones, of 300
+ *   tries, on which XNNPACK's arithmetic and TFLite's builtin one disagree most), and with activation
+ *   bounds on a tie (RELU6 at output scale 4, RELU_N1_TO_1 at output scale 2; output zero point 0 or 1),
+ *   and (ADD, SUB) scales outside the range the delegate takes.
+ */
+export function elementwiseCases(): ElementwiseCase[] {
+  const rng = new Rng(2619);
+  const out: ElementwiseCase[] = [];
+  let shapeIndex = 0;
+  for (const op of ELEMENTWISE_OPS)
+    for (const dtype of ['int8', 'uint8'] as Dtype[]) {
+      const [lo, hi] = dtype === 'int8' ? [-128, 127] : [0, 255];
+      const zp = () => (dtype === 'int8' ? rng.int(-20, 20) : rng.int(100, 150));
+      const tag = `${op.toLowerCase()}-${dtype}`;
+      for (const activation of ACTIVATIONS) {
+        const shapes = ELEMENTWISE_SHAPES[shapeIndex++ % ELEMENTWISE_SHAPES.length];
+        const size = (s: number[]) => s.reduce((p, d) => p * d, 1);
+        const sa = 0.01 + 0.04 * rng.float();
+        const sb = 0.01 + 0.04 * rng.float();
+        const so =
+          op === 'MUL'
+            ? sa * sb * (activation === 'RELU_N1_TO_1' ? 200 : 40) * (0.5 + rng.float())
+            : (activation === 'RELU_N1_TO_1' ? 0.4 : 2) * Math.max(sa, sb) * (0.5 + rng.float());
+        out.push(
+          elementwiseCase(
+            `${tag}-${activation.toLowerCase()}-${shapes.map((s) => s.join('x') || 'scalar').join('-')}`,
+            op,
+            dtype,
+            shapes,
+            [ints(rng, size(shapes[0]), lo, hi), ints(rng, size(shapes[1]), lo, hi)],
+            [sa, sb, so],
+            [zp(), zp(), zp()],
+            activation,
+          ),
+        );
+      }
+      // Crafted: all 16 x 16 pairs of values (q - z) in -8..7.
+      const z0 = dtype === 'int8' ? 0 : 128;
+      const xs = Array.from({ length: 16 }, (_, i) => i - 8 + z0);
+      const pairShapes: [number[], number[]] = [
+        [16, 1],
+        [1, 16],
+      ];
+      const dyadic: [number, number, number] = op === 'MUL' ? [0.5, 0.25, 1] : [0.5, 0.25, 1];
+      out.push(elementwiseCase(`${tag}-ties-dyadic`, op, dtype, pairShapes, [xs, xs], dyadic, [z0, z0, z0], 'NONE'));
+      if (op === 'MUL') {
+        // (q - z) products times 1/8 and 3/8: more ties, of odd products too.
+        out.push(elementwiseCase(`${tag}-ties-dyadic-eighths`, op, dtype, pairShapes, [xs, xs], [0.375, 0.125, 1], [z0, z0, z0], 'NONE'));
+      }
+      // Searched: 16 x 16 values over the whole range.
+      const ys = ints(rng, 16, lo, hi);
+      const ws = ints(rng, 16, lo, hi);
+      let best: { c: ElementwiseCase; d: number } | null = null;
+      for (let t = 0; t < 300; t++) {
+        const sa = f(0.002 + 0.05 * rng.float());
+        const sb = f(op === 'MUL' ? 0.002 + 0.05 * rng.float() : sa * (0.01 + 2 * rng.float()));
+        const so = op === 'MUL' ? f(sa * sb * (0.05 + 4 * rng.float())) : f(Math.max(sa, sb) * (0.05 + 4 * rng.float()));
+        const c = elementwiseCase(`${tag}-searched`, op, dtype, pairShapes, [ys, ws], [sa, sb, so], [z0, z0, z0], 'NONE');
+        const d = elementwiseDisagreements(c);
+        if (!best || d > best.d) best = { c, d };
+      }
+      out.push(best!.c);
+      // ADD/SUB outside the scales TFLite's delegate takes (a's ratio 2^8): the builtin kernel runs the node.
+      // b's ratio 1/2 puts the rows where a is at its zero point on ties, which the two arithmetics round
+      // apart. (A MUL outside the range, scale >= 2^8 or < 2^-16, has no ties to tell them apart.)
+      if (op !== 'MUL')
+        out.push(elementwiseCase(`${tag}-outside-delegate-range`, op, dtype, pairShapes, [xs, xs], [1024, 2, 4], [z0, z0, z0], 'NONE'));
+      for (const [activation, outScale] of [
+        ['RELU6', 4],
+        ['RELU_N1_TO_1', 2],
+      ] as const)
+        for (const dz of [0, 1]) {
+          // Values (q - z) -8..7 at scale 1 (MUL: products at scale 1/4), all of them around the bounds.
+          const scales: [number, number, number] = op === 'MUL' ? [0.5, 0.5, outScale] : [1, 1, outScale];
+          out.push(
+            elementwiseCase(
+              `${tag}-${activation.toLowerCase()}-bound-tie-zp${dz}`,
+              op,
+              dtype,
+              pairShapes,
+              [xs, xs],
+              scales,
+              [z0, z0, z0 + dz],
+              activation,
+            ),
+          );
+        }
+    }
   return out;
 }
 

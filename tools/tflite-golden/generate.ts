@@ -1,11 +1,12 @@
 /**
  * Writes test/golden/tflite/*.json: builds each case of ./cases.ts as a one-layer .tflite model
- * (./model.ts) and runs it in the two TFLite interpreters compiled to WebAssembly that npm serves,
- * LiteRT.js (@litertjs/core, page ./runner.html, both of its single-thread builds) and
+ * (./model.ts; FULLY_CONNECTED and CONV_2D, and ADD, SUB and MUL of two graph inputs) and runs it in the
+ * two TFLite interpreters compiled to WebAssembly that npm serves, LiteRT.js (@litertjs/core, page ./runner.html, both of its single-thread builds) and
  * @tensorflow/tfjs-tflite (page ./runner-tfjs.html); their loaders need a browser, so they run in headless
  * Chromium (tools/chromium.ts). It then identifies which kernel path produced each output by comparing it
- * with the naive models of ./paths.ts, per interpreter and group of cases (op, weight kind, and whether
- * the runtime logged the XNNPACK delegate falling back to the builtin kernels). A path's outputs are
+ * with the naive models of ./paths.ts, per interpreter and group of cases (op, weight kind or dtype, and
+ * whether the runtime logged the XNNPACK delegate falling back to the builtin kernels; for ADD/SUB/MUL,
+ * whether the scales lie outside the range the delegate takes). A path's outputs are
  * written under `outputs.<path>` only when exactly that model reproduces every element of the group,
  * including elements on which the models differ; the evidence goes into each case's `producedBy`.
  * Not run in CI: `cd tools/tflite-golden && npm ci --ignore-scripts && npm run generate` (README.md).
@@ -16,9 +17,16 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchChromium, serveStatic, watchPage } from '../chromium.ts';
-import { goldenCases } from './cases.ts';
-import { type LayerCase, writeModel } from './model.ts';
-import { type KernelPath, naiveLayer, type PathModel } from './paths.ts';
+import { elementwiseCases, goldenCases } from './cases.ts';
+import { type ElementwiseCase, type LayerCase, writeElementwiseModel, writeModel } from './model.ts';
+import {
+  type KernelPath,
+  libraryBuiltinElementwise,
+  naiveLayer,
+  naiveXnnpackElementwise,
+  type PathModel,
+  xnnpackTakesElementwise,
+} from './paths.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outDir = join(here, '../../test/golden/tflite');
@@ -79,7 +87,16 @@ interface BuildRun {
   browser: string;
 }
 
-async function runBuild(cases: LayerCase[], it: Interpreter, build: string, server: { url: string }): Promise<BuildRun> {
+/** What a runner page runs for one case: the model and its inputs in order. */
+interface RunSpec {
+  tflite: Uint8Array;
+  inputs: { dtype: string; data: number[]; shape: number[] }[];
+}
+
+const layerSpec = (c: LayerCase): RunSpec => ({ tflite: writeModel(c), inputs: [c.input] });
+const elementwiseSpec = (c: ElementwiseCase): RunSpec => ({ tflite: writeElementwiseModel(c), inputs: [c.a, c.b] });
+
+async function runBuild(cases: RunSpec[], it: Interpreter, build: string, server: { url: string }): Promise<BuildRun> {
   const browser = await launchChromium({ swiftshader: true });
   try {
     const page = await browser.newPage();
@@ -91,12 +108,7 @@ async function runBuild(cases: LayerCase[], it: Interpreter, build: string, serv
     const runs: CaseRun[] = [];
     for (const c of cases) {
       const before = log.entries.length;
-      const model = {
-        tflite: Buffer.from(writeModel(c)).toString('base64'),
-        dtype: c.input.dtype,
-        input: c.input.data,
-        shape: c.input.shape,
-      };
+      const model = { tflite: Buffer.from(c.tflite).toString('base64'), inputs: c.inputs };
       const [r] = await page.evaluate((m) => (window as unknown as W).runModels([m]), model);
       runs.push({ output: r.output, log: log.entries.slice(before).map((e) => e.text) });
     }
@@ -107,9 +119,14 @@ async function runBuild(cases: LayerCase[], it: Interpreter, build: string, serv
 }
 
 /** Runs every case in every build of `it`; the builds must agree element for element. */
-async function runInterpreter(cases: LayerCase[], it: Interpreter, server: { url: string }): Promise<BuildRun & { describe: string }> {
+async function runInterpreter(
+  cases: { name: string }[],
+  specs: RunSpec[],
+  it: Interpreter,
+  server: { url: string },
+): Promise<BuildRun & { describe: string }> {
   const builds: BuildRun[] = [];
-  for (const build of it.builds) builds.push(await runBuild(cases, it, build, server));
+  for (const build of it.builds) builds.push(await runBuild(specs, it, build, server));
   cases.forEach((c, i) => {
     const [a, ...rest] = builds.map((b) => b.runs[i].output);
     for (const b of rest)
@@ -199,15 +216,90 @@ function identify(cases: LayerCase[], runs: CaseRun[], label: string): Verdict[]
   return cases.map((_, i) => verdicts.get(groupOf(i))!);
 }
 
+/** The elementwise models: XNNPACK's arithmetic (paths.ts) with either clamp, and the library's TFLite builtin arithmetic. */
+type ElementwisePath = 'xnnpack' | 'builtin';
+const ELEMENTWISE_MODELS: { name: string; run: (c: ElementwiseCase) => number[] }[] = [
+  { name: 'xnnpack', run: (c) => naiveXnnpackElementwise(c, 'xnnpack') },
+  { name: 'builtin', run: libraryBuiltinElementwise },
+  { name: 'xnnpack-with-tflite-clamp', run: (c) => naiveXnnpackElementwise(c, 'tflite') },
+];
+
+/**
+ * identify() for the elementwise cases: groups are op and dtype (and whether the scales lie outside the
+ * delegate's range, and the delegate's fallback); a group's
+ * path is 'xnnpack' or 'builtin' when exactly that model reproduces every element and the models differ
+ * on some element.
+ */
+function identifyElementwise(
+  cases: ElementwiseCase[],
+  runs: CaseRun[],
+  label: string,
+): { path: ElementwisePath | null; evidence: string }[] {
+  const groupOf = (i: number) => {
+    const c = cases[i];
+    const outside = xnnpackTakesElementwise(c) ? '' : ", with scales outside the range TFLite's XNNPACK delegate takes";
+    return `${c.op} ${c.a.dtype}${outside}${fellBack(runs[i].log) ? ', where the runtime logged the XNNPACK delegate failing to prepare' : ''}`;
+  };
+  const tallies = new Map<string, Tally>();
+  cases.forEach((c, i) => {
+    const got = runs[i].output;
+    const predicted = Object.fromEntries(ELEMENTWISE_MODELS.map((m) => [m.name, m.run(c)]));
+    const key = groupOf(i);
+    const t = tallies.get(key) ?? {
+      elements: 0,
+      discriminating: 0,
+      match: Object.fromEntries(ELEMENTWISE_MODELS.map((m) => [m.name, { all: 0, disc: 0 }])),
+    };
+    tallies.set(key, t);
+    got.forEach((v, j) => {
+      const disc = new Set(ELEMENTWISE_MODELS.map((m) => predicted[m.name][j])).size > 1;
+      t.elements++;
+      if (disc) t.discriminating++;
+      for (const m of ELEMENTWISE_MODELS)
+        if (predicted[m.name][j] === v) {
+          t.match[m.name].all++;
+          if (disc) t.match[m.name].disc++;
+        }
+    });
+  });
+  const verdicts = new Map<string, { path: ElementwisePath | null; evidence: string }>();
+  console.log(label);
+  for (const [key, t] of tallies) {
+    const full = ELEMENTWISE_MODELS.filter((m) => t.match[m.name].all === t.elements);
+    const path =
+      full.length === 1 && (full[0].name === 'xnnpack' || full[0].name === 'builtin') && t.discriminating > 0
+        ? (full[0].name as ElementwisePath)
+        : null;
+    const stats = ELEMENTWISE_MODELS.map(
+      (m) => `${m.name} ${t.match[m.name].all}/${t.elements} (${t.match[m.name].disc}/${t.discriminating})`,
+    ).join(', ');
+    const evidence =
+      `${path ? `path '${path}'` : 'path NOT identified'} from all ${key} cases; elements reproduced by each model ` +
+      `('builtin' is the library's TFLite builtin arithmetic; of them where the models differ): ${stats}`;
+    verdicts.set(key, { path, evidence });
+    console.log(`  ${evidence}`);
+  }
+  return cases.map((_, i) => verdicts.get(groupOf(i))!);
+}
+
 async function main(): Promise<void> {
   const cases = goldenCases();
+  const ewCases = elementwiseCases();
   patchedWrapper();
   const server = await serveStatic(here);
   const results: { it: Interpreter; describe: string; runs: CaseRun[]; verdicts: Verdict[] }[] = [];
+  const ewResults: {
+    it: Interpreter;
+    describe: string;
+    runs: CaseRun[];
+    verdicts: { path: ElementwisePath | null; evidence: string }[];
+  }[] = [];
   try {
     for (const it of INTERPRETERS) {
-      const r = await runInterpreter(cases, it, server);
+      const r = await runInterpreter(cases, cases.map(layerSpec), it, server);
       results.push({ it, describe: r.describe, runs: r.runs, verdicts: identify(cases, r.runs, r.describe) });
+      const e = await runInterpreter(ewCases, ewCases.map(elementwiseSpec), it, server);
+      ewResults.push({ it, describe: e.describe, runs: e.runs, verdicts: identifyElementwise(ewCases, e.runs, e.describe) });
     }
   } finally {
     server.close();
@@ -235,6 +327,27 @@ async function main(): Promise<void> {
     const { outputShape, ...layer } = c;
     const golden = { ...layer, outputs, outputShape, producedBy: notes.join(' | ') };
     const file = `${c.op === 'FULLY_CONNECTED' ? 'fc' : 'conv'}-${c.weights.dtype === 'uint8' ? 'uint8' : Array.isArray(c.weights.scale) ? 'int8-perchannel' : 'int8-pertensor'}.json`;
+    files.set(file, [...(files.get(file) ?? []), golden]);
+  });
+  ewCases.forEach((c, i) => {
+    const outputs: Partial<Record<ElementwisePath, number[]>> = {};
+    const notes: string[] = [];
+    for (const r of ewResults) {
+      const { path, evidence } = r.verdicts[i];
+      const got = r.runs[i].output;
+      const fb = fellBack(r.runs[i].log)
+        ? ' The runtime logged, for this case: XNNPACK delegate failed to prepare, original execution plan restored.'
+        : '';
+      const exact = ELEMENTWISE_MODELS.filter((m) => m.run(c).every((v, j) => v === got[j])).map((m) => m.name);
+      notes.push(`${r.describe}: ${evidence}.${fb} This case reproduced exactly by: ${exact.join(', ') || 'none'}.`);
+      if (!path) continue;
+      const had = outputs[path];
+      if (had?.some((v, j) => v !== got[j])) throw new Error(`${c.name}: two interpreters identified as '${path}' disagree`);
+      outputs[path] = got;
+    }
+    const { outputShape, ...rest } = c;
+    const golden = { ...rest, outputs, outputShape, producedBy: notes.join(' | ') };
+    const file = `${c.op.toLowerCase()}-${c.a.dtype}.json`;
     files.set(file, [...(files.get(file) ?? []), golden]);
   });
   for (const [file, list] of files) writeFileSync(join(outDir, file), `${JSON.stringify(list, null, 1)}\n`);

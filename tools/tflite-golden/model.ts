@@ -2,7 +2,7 @@
  * Writes a one-operator .tflite model (schema version 3, file identifier "TFL3") for a golden case:
  * a FULLY_CONNECTED or CONV_2D with a quantized input, constant weights (per-tensor or per-channel
  * scales with quantized_dimension 0), an int32 bias and a quantized output, as TFLite's converter lays
- * them out. Field ids follow tensorflow/lite/schema/schema.fbs. Used only by the golden generator; the
+ * them out; or an elementwise ADD, SUB or MUL of two quantized graph inputs (writeElementwiseModel). Field ids follow tensorflow/lite/schema/schema.fbs. Used only by the golden generator; the
  * library's layers (pack -> gemm -> output) take the same numbers directly.
  */
 import { Builder, type Offset } from './flatbuffer.ts';
@@ -154,6 +154,85 @@ export function writeModel(c: LayerCase): Uint8Array {
   b.fieldInt32(3, BUILTIN[c.op]);
   b.fieldInt32(2, version);
   b.fieldInt8(0, BUILTIN[c.op]);
+  const opcode = b.endTable();
+
+  const codes = b.vectorOffsets([opcode]);
+  const subgraphs = b.vectorOffsets([subgraph]);
+  const description = b.string('qgemm-webgpu TFLite golden');
+  const bufferVec = b.vectorOffsets(buffers);
+  b.startTable(5);
+  b.fieldUint32(0, 3); // version
+  b.fieldOffset(1, codes);
+  b.fieldOffset(2, subgraphs);
+  b.fieldOffset(3, description);
+  b.fieldOffset(4, bufferVec);
+  const model = b.endTable();
+  return b.finish(model, 'TFL3');
+}
+
+/** One elementwise golden case: TFLite's ADD, SUB or MUL of two graph inputs, as the golden file stores it. */
+export interface ElementwiseCase {
+  name: string;
+  op: 'ADD' | 'SUB' | 'MUL';
+  a: { dtype: Dtype; shape: number[]; data: number[]; scale: number; zeroPoint: number };
+  b: { dtype: Dtype; shape: number[]; data: number[]; scale: number; zeroPoint: number };
+  output: { dtype: Dtype; scale: number; zeroPoint: number };
+  activation: Activation;
+  outputShape: number[];
+}
+
+/** BuiltinOperator codes and BuiltinOptions union tags of the elementwise ops (schema.fbs). */
+const ELEMENTWISE_OP = { ADD: { code: 0, options: 11 }, MUL: { code: 18, options: 21 }, SUB: { code: 41, options: 28 } } as const;
+
+/**
+ * The .tflite bytes of one elementwise case: tensors a (0) and b (1) are the subgraph's inputs, the output
+ * (2) its output; the options table holds fused_activation_function (field 0) only.
+ */
+export function writeElementwiseModel(c: ElementwiseCase): Uint8Array {
+  const b = new Builder();
+  const tensors: TensorSpec[] = [
+    { name: 'a', type: c.a.dtype, shape: c.a.shape, buffer: 1, scale: [c.a.scale], zeroPoint: [c.a.zeroPoint] },
+    { name: 'b', type: c.b.dtype, shape: c.b.shape, buffer: 2, scale: [c.b.scale], zeroPoint: [c.b.zeroPoint] },
+    { name: 'output', type: c.output.dtype, shape: c.outputShape, buffer: 3, scale: [c.output.scale], zeroPoint: [c.output.zeroPoint] },
+  ];
+  // Buffers: 0 the empty sentinel, then one empty buffer per tensor.
+  const buffers = [0, 1, 2, 3].map(() => {
+    b.startTable(3);
+    return b.endTable();
+  });
+  const tensorOffsets = tensors.map((t) => tensor(b, t));
+  b.startTable(2);
+  b.fieldInt8(0, ACTIVATION[c.activation]); // fused_activation_function
+  const options = b.endTable();
+  const opInputs = b.vectorInt32([0, 1]);
+  const opOutputs = b.vectorInt32([2]);
+  b.startTable(5);
+  b.fieldUint32(0, 0); // opcode_index
+  b.fieldOffset(1, opInputs);
+  b.fieldOffset(2, opOutputs);
+  b.fieldOffset(4, options); // builtin_options
+  b.fieldUint8(3, ELEMENTWISE_OP[c.op].options); // builtin_options_type
+  const operator = b.endTable();
+
+  const sgTensors = b.vectorOffsets(tensorOffsets);
+  const sgInputs = b.vectorInt32([0, 1]);
+  const sgOutputs = b.vectorInt32([2]);
+  const sgOperators = b.vectorOffsets([operator]);
+  const sgName = b.string('main');
+  b.startTable(5);
+  b.fieldOffset(0, sgTensors);
+  b.fieldOffset(1, sgInputs);
+  b.fieldOffset(2, sgOutputs);
+  b.fieldOffset(3, sgOperators);
+  b.fieldOffset(4, sgName);
+  const subgraph = b.endTable();
+
+  // Versions: uint8 is version 1 of the three ops, int8 version 2.
+  const version = c.a.dtype === 'uint8' ? 1 : 2;
+  b.startTable(4);
+  b.fieldInt32(3, ELEMENTWISE_OP[c.op].code);
+  b.fieldInt32(2, version);
+  b.fieldInt8(0, ELEMENTWISE_OP[c.op].code);
   const opcode = b.endTable();
 
   const codes = b.vectorOffsets([opcode]);

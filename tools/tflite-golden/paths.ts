@@ -3,7 +3,13 @@
  * used by test/golden/tflite.test.ts to check the golden files written from the real interpreter.
  * They document the semantics of issue 19's table; they are not the library's implementation.
  * acc is the int32 accumulator sum((in - inZp) * (w - wZp)) + bias, per output channel.
+ * For the elementwise ADD, SUB and MUL: a naive model of XNNPACK's qs8/qu8 vadd and vmul
+ * (naiveXnnpackElementwise), and, to compare with, the library's own builtin arithmetic
+ * (libraryBuiltinElementwise, which is the library's implementation, not a model).
  */
+
+import { activationRange as libraryActivationRange } from '../../src/layers/derive.ts';
+import { elementwiseReference } from '../../src/reference/elementwise.ts';
 
 export type KernelPath = 'xnnpack' | 'optimized' | 'reference';
 /**
@@ -217,4 +223,126 @@ export function naiveLayer(
           out.push(finish(acc, o));
         }
   return out;
+}
+
+/** One elementwise golden case (ADD, SUB, MUL of two quantized tensors) as the golden files hold it. */
+export interface NaiveElementwiseCase {
+  op: 'ADD' | 'SUB' | 'MUL';
+  a: { dtype: 'int8' | 'uint8'; shape: number[]; data: number[]; scale: number; zeroPoint: number };
+  b: { dtype: 'int8' | 'uint8'; shape: number[]; data: number[]; scale: number; zeroPoint: number };
+  output: { dtype: 'int8' | 'uint8'; scale: number; zeroPoint: number };
+  activation: 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1';
+  outputShape: number[];
+}
+
+/** numpy broadcasting of a and b (right-aligned shapes), C order: the pairs of input indices per output element. */
+export function broadcastPairs(aShape: number[], bShape: number[]): { shape: number[]; pairs: [number, number][] } {
+  const rank = Math.max(aShape.length, bShape.length);
+  const pad = (s: number[]) => [...new Array<number>(rank - s.length).fill(1), ...s];
+  const [as, bs] = [pad(aShape), pad(bShape)];
+  const shape = as.map((d, k) => (d === 1 ? bs[k] : d));
+  const strides = (s: number[]) => {
+    const st = new Array<number>(rank).fill(0);
+    let acc = 1;
+    for (let k = rank - 1; k >= 0; k--) {
+      st[k] = s[k] === 1 ? 0 : acc;
+      acc *= s[k];
+    }
+    return st;
+  };
+  const [sa, sb] = [strides(as), strides(bs)];
+  const count = shape.reduce((p, d) => p * d, 1);
+  const pairs: [number, number][] = [];
+  for (let o = 0; o < count; o++) {
+    let t = o;
+    let ia = 0;
+    let ib = 0;
+    for (let k = rank - 1; k >= 0; k--) {
+      const c = t % shape[k];
+      t = Math.floor(t / shape[k]);
+      ia += c * sa[k];
+      ib += c * sb[k];
+    }
+    pairs.push([ia, ib]);
+  }
+  return { shape, pairs };
+}
+
+/** floor(log2 x) of a positive normal float32: its biased exponent field minus 127. */
+function f32Exponent(x: number): number {
+  const v = new DataView(new ArrayBuffer(4));
+  v.setFloat32(0, x);
+  return ((v.getUint32(0) >>> 23) & 0xff) - 127;
+}
+
+/**
+ * Whether TFLite's XNNPACK delegate takes this node (xnnpack_delegate.cc): ADD/SUB need each input's
+ * f32(input scale / output scale) in [2^-10, 2^8), MUL needs f32(f32(a scale * b scale) / output scale)
+ * in [2^-16, 2^8); otherwise the node stays with TFLite's builtin kernel.
+ */
+export function xnnpackTakesElementwise(c: NaiveElementwiseCase): boolean {
+  const so = f(c.output.scale);
+  if (c.op === 'MUL') {
+    const s = f(f(f(c.a.scale) * f(c.b.scale)) / so);
+    return s >= 2 ** -16 && s < 2 ** 8;
+  }
+  return [c.a.scale, c.b.scale].every((s) => {
+    const r = f(f(s) / so);
+    return r >= 2 ** -10 && r < 2 ** 8;
+  });
+}
+
+/**
+ * XNNPACK's quantized ADD/SUB/MUL (qs8/qu8 vadd, vmul; SUB is vadd with b's scale negated), before the
+ * activation clamp, for one element (qa, qb raw stored values):
+ * - ADD/SUB (xnn_init_q{s,u}8_add_minmax_scalar_params): ra = f32(sa / so), rb = ±f32(sb / so);
+ *   shift = 20 − floor(log2(max(|ra|, |rb|))) (12..30); multipliers m = ±lrintf(|r| · 2^shift) (ties to
+ *   even); out = (2^(shift−1) + ma·(qa − za) + mb·(qb − zb)) >> shift (arithmetic: ties toward +inf) + zo;
+ * - MUL (xnn_init_q{s,u}8_mul_minmax_scalar_params, fp32 vmul): scale = f32(f32(sa · sb) / so);
+ *   out = rint(f32(f32((qa − za)(qb − zb)) · scale)) (ties to even) + zo.
+ */
+export function xnnpackElementwiseParams(c: NaiveElementwiseCase): (qa: number, qb: number) => number {
+  const so = f(c.output.scale);
+  const [za, zb, zo] = [c.a.zeroPoint, c.b.zeroPoint, c.output.zeroPoint];
+  if (c.op === 'MUL') {
+    const scale = f(f(f(c.a.scale) * f(c.b.scale)) / so);
+    return (qa, qb) => rint(f(f((qa - za) * (qb - zb)) * scale)) + zo;
+  }
+  const ra = f(f(c.a.scale) / so);
+  const rb = f(f(c.b.scale) / so);
+  const shift = 20 - f32Exponent(Math.max(ra, rb));
+  const ma = rint(f(ra * 2 ** shift));
+  const mb = rint(f(rb * 2 ** shift)) * (c.op === 'SUB' ? -1 : 1);
+  const rounding = 2 ** (shift - 1);
+  return (qa, qb) => Math.floor((rounding + ma * (qa - za) + mb * (qb - zb)) / 2 ** shift) + zo;
+}
+
+/**
+ * The elementwise op as XNNPACK computes it (xnnpackElementwiseParams), then XNNPACK's activation clamp
+ * (or TFLite's, with clamp 'tflite'); elements in C order of the broadcast shape.
+ */
+export function naiveXnnpackElementwise(c: NaiveElementwiseCase, clamp: 'tflite' | 'xnnpack' = 'xnnpack'): number[] {
+  const range = clamp === 'xnnpack' ? xnnpackActivationRange : activationRange;
+  const [lo, hi] = range(c.activation, c.output.scale, c.output.zeroPoint, c.output.dtype);
+  const one = xnnpackElementwiseParams(c);
+  return broadcastPairs(c.a.shape, c.b.shape).pairs.map(([ia, ib]) => Math.min(hi, Math.max(lo, one(c.a.data[ia], c.b.data[ib]))));
+}
+
+/**
+ * Not a naive model: the library's TFLite builtin arithmetic (prepareElementwise's add/sub/mul, run by
+ * elementwiseReference on the CPU) with the builtin activation clamp (activationRange of
+ * src/layers/derive.ts, CalculateActivationRangeQuantized), what the generator compares the
+ * interpreter's outputs with.
+ */
+export function libraryBuiltinElementwise(c: NaiveElementwiseCase): number[] {
+  const arr = (t: { dtype: 'int8' | 'uint8'; data: number[] }) => (t.dtype === 'int8' ? Int8Array.from(t.data) : Uint8Array.from(t.data));
+  const [min, max] = libraryActivationRange(c.activation, c.output, c.output.dtype);
+  const op = c.op === 'ADD' ? 'add' : c.op === 'SUB' ? 'sub' : 'mul';
+  const r = elementwiseReference({
+    op,
+    a: { data: arr(c.a), shape: c.a.shape, scale: c.a.scale, zeroPoint: c.a.zeroPoint },
+    b: { data: arr(c.b), shape: c.b.shape, scale: c.b.scale, zeroPoint: c.b.zeroPoint },
+    output: { scale: c.output.scale, zeroPoint: c.output.zeroPoint, min, max },
+  });
+  return Array.from(r.data);
 }

@@ -1,7 +1,7 @@
 // Runs in runner.html: window.loadRuntime(file) loads one of LiteRT's WebAssembly builds
 // (litert_wasm_internal.js, relaxed SIMD; litert_wasm_compat_internal.js, without), then
-// window.runModels(models) compiles and runs each .tflite model (base64) on the CPU ('wasm' accelerator,
-// one thread) and returns the output tensor's values. Part of the golden generator (tools/tflite-golden/),
+// window.runModels(models) compiles and runs each .tflite model (base64, with its inputs in order) on
+// the CPU ('wasm' accelerator, one thread) and returns the output tensor's values. Part of the golden generator (tools/tflite-golden/),
 // not of the library.
 import { loadAndCompile, loadLiteRt, supportsFeature, Tensor } from '@litertjs/core';
 
@@ -16,12 +16,11 @@ window.runModels = async (models) => {
   const results = [];
   for (const m of models) {
     const model = await loadAndCompile(fromBase64(m.tflite), { accelerator: 'wasm', cpuOptions: { numThreads: 1 } });
-    const data = m.dtype === 'int8' ? Int8Array.from(m.input) : Uint8Array.from(m.input);
-    const input = new Tensor(data, m.shape);
-    const outputs = await model.run([input]);
+    const inputs = m.inputs.map((t) => new Tensor(t.dtype === 'int8' ? Int8Array.from(t.data) : Uint8Array.from(t.data), t.shape));
+    const outputs = await model.run(inputs);
     const out = outputs[0].toTypedArray();
     results.push({ output: Array.from(out), dtype: out.constructor.name });
-    input.delete();
+    for (const t of inputs) t.delete();
     for (const t of outputs) t.delete();
     model.delete();
   }
