@@ -1,18 +1,21 @@
 /**
  * Writes test/golden/tflite/*.json: builds each case of ./cases.ts as a one-layer .tflite model
- * (./model.ts; FULLY_CONNECTED and CONV_2D, and ADD, SUB and MUL of two graph inputs) and runs it in the
- * two TFLite interpreters compiled to WebAssembly that npm serves, LiteRT.js (@litertjs/core, page ./runner.html, both of its single-thread builds) and
- * @tensorflow/tfjs-tflite (page ./runner-tfjs.html); their loaders need a browser, so they run in headless
- * Chromium (tools/chromium.ts). It then identifies which kernel path produced each output by comparing it
- * with the naive models of ./paths.ts, per interpreter and group of cases (op, weight kind or dtype, and
- * whether the runtime logged the XNNPACK delegate falling back to the builtin kernels; for ADD/SUB/MUL,
- * whether the scales lie outside the range the delegate takes). A path's outputs are
- * written under `outputs.<path>` only when exactly that model reproduces every element of the group,
- * including elements on which the models differ; the evidence goes into each case's `producedBy`.
- * Not run in CI: `cd tools/tflite-golden && npm ci --ignore-scripts && npm run generate` (README.md).
+ * (./model.ts; FULLY_CONNECTED and CONV_2D, and ADD, SUB and MUL of two graph inputs) and runs it in
+ * TFLite's interpreters: the two compiled to WebAssembly that npm serves, LiteRT.js (@litertjs/core, page
+ * ./runner.html, both of its single-thread builds) and @tensorflow/tfjs-tflite (page
+ * ./runner-tfjs.html), whose loaders need a browser, so they run in headless Chromium
+ * (tools/chromium.ts); and TFLite's C++ interpreter through TensorFlow's Python package (./run_tflite.py)
+ * with each op resolver: the default (XNNPACK delegate), the builtin kernels without delegates, and the
+ * reference kernels. It then identifies which kernel path produced each output by comparing it with the
+ * naive models of ./paths.ts, per interpreter and group of cases (op, weight kind or dtype, and whether
+ * the runtime logged the XNNPACK delegate falling back to the builtin kernels; for ADD/SUB/MUL, whether
+ * the scales lie outside the range the delegate takes). A path's outputs are written under
+ * `outputs.<path>` only when exactly that model reproduces every element of the group, including
+ * elements on which the models differ; the evidence goes into each case's `producedBy`.
+ * Not run in CI: `cd tools/tflite-golden && npm ci --ignore-scripts && TFLITE_PYTHON=... npm run generate` (README.md).
  * Part of the golden tests of the layers (pack -> gemm -> output), not of the library.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,13 +53,27 @@ function patchedWrapper(): void {
   writeFileSync(join(here, '.runner/litert-core.js'), patched);
 }
 
-/** An interpreter on npm: its runner page, and the WebAssembly builds it runs (they must agree). */
+/**
+ * An interpreter: one on npm (its runner page, and the WebAssembly builds it runs, which must agree), or
+ * TFLite's C++ interpreter through TensorFlow's Python package with one op resolver (./run_tflite.py,
+ * the Python of TFLITE_PYTHON, default python3).
+ */
 interface Interpreter {
   pkg: string;
   page: string;
   builds: string[];
   about: string;
+  /** The op resolver of a Python run (tf.lite.experimental.OpResolverType). */
+  resolver?: 'AUTO' | 'BUILTIN_WITHOUT_DEFAULT_DELEGATES' | 'BUILTIN_REF';
 }
+
+const python = (resolver: Interpreter['resolver'], about: string): Interpreter => ({
+  pkg: 'tensorflow',
+  page: '',
+  builds: [],
+  about: `TFLite's interpreter in TensorFlow's Python package (tf.lite.Interpreter), op resolver ${resolver}: ${about}`,
+  resolver,
+});
 
 const INTERPRETERS: Interpreter[] = [
   {
@@ -71,6 +88,9 @@ const INTERPRETERS: Interpreter[] = [
     builds: ["(loader's choice)"],
     about: 'TFLite compiled to WebAssembly, TFLiteWebModelRunner',
   },
+  python('AUTO', 'the default, with the XNNPACK delegate'),
+  python('BUILTIN_WITHOUT_DEFAULT_DELEGATES', 'the builtin (optimized) kernels, no delegate'),
+  python('BUILTIN_REF', 'the reference kernels'),
 ];
 
 interface CaseRun {
@@ -118,6 +138,21 @@ async function runBuild(cases: RunSpec[], it: Interpreter, build: string, server
   }
 }
 
+/** Runs every case through ./run_tflite.py with the interpreter's op resolver, one thread. */
+function runPython(specs: RunSpec[], it: Interpreter): BuildRun & { describe: string } {
+  const bin = process.env.TFLITE_PYTHON ?? 'python3';
+  const models = specs.map((c) => ({ tflite: Buffer.from(c.tflite).toString('base64'), inputs: c.inputs }));
+  const r = spawnSync(bin, [join(here, 'run_tflite.py'), it.resolver!], {
+    input: JSON.stringify(models),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
+  if (r.status !== 0) throw new Error(`${bin} run_tflite.py ${it.resolver}: exit ${r.status}: ${r.stderr.slice(-2000)}`);
+  const out = JSON.parse(r.stdout) as { tensorflow: string; runs: CaseRun[] };
+  const describe = `tensorflow ${out.tensorflow} (${it.about}; 1 thread) in Python ${execFileSync(bin, ['--version']).toString().trim()}`;
+  return { runs: out.runs, info: { tensorflow: out.tensorflow }, log: [], browser: '', describe };
+}
+
 /** Runs every case in every build of `it`; the builds must agree element for element. */
 async function runInterpreter(
   cases: { name: string }[],
@@ -125,6 +160,7 @@ async function runInterpreter(
   it: Interpreter,
   server: { url: string },
 ): Promise<BuildRun & { describe: string }> {
+  if (it.resolver) return runPython(specs, it);
   const builds: BuildRun[] = [];
   for (const build of it.builds) builds.push(await runBuild(specs, it, build, server));
   cases.forEach((c, i) => {
