@@ -1,8 +1,9 @@
 /**
  * Golden tests against the real TFLite interpreter: every case in test/golden/tflite/*.json (written by
  * tools/tflite-golden/ from TFLite 2.21's interpreter with each op resolver and from TFLite compiled to
- * WebAssembly, in the format of the layer contract) is checked bit for bit through the library's `fullyConnected`/`conv2d` (FULLY_CONNECTED, CONV_2D) and
- * `elementwise` (ADD, SUB, MUL) on the CPU and on WebGPU (SwiftShader where there is no GPU), with
+ * WebAssembly, in the format of the layer contract) is checked bit for bit through the library's
+ * `fullyConnected`/`conv2d` (FULLY_CONNECTED, CONV_2D) and `elementwise` (ADD, SUB, MUL) on the CPU and
+ * on WebGPU (SwiftShader where there is no GPU), with
  * `kernelPath` set to each path whose output the file holds. A self-check recomputes each case with the
  * naive path models of tools/tflite-golden/paths.ts, the evidence by which the generator named the path.
  * Layers sit on top of pack -> gemm -> output; the elementwise ops run between GEMMs.
