@@ -26,6 +26,7 @@
 // prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
 // The input and the filter are __gen(seed, H*W, O*KH*KW, C)'s lhs and rhs (bench/problems.ts convOperands).
 
+import type { ConvLayer } from './shapes.ts';
 import type { RepeatPolicy } from './timing.ts';
 
 /** The page's HTML: the tfjs UMD bundles and onnxruntime-web's module (when available) and qgemm's ES module as window globals. */
@@ -67,16 +68,7 @@ export interface PageCellArgs {
    * convPatchGeometry); m x n x k is its GEMM, lhsZeroPoint the input's, rhsZeroPoint the filter's.
    */
   conv?: {
-    layer: {
-      height: number;
-      width: number;
-      channels: number;
-      filterHeight: number;
-      filterWidth: number;
-      stride: number;
-      padding: 'SAME' | 'VALID';
-      outChannels: number;
-    };
+    layer: ConvLayer;
     geometry: Record<string, number>;
   };
 }
