@@ -213,6 +213,12 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   const cleanups: (() => unknown)[] = [];
   let afterRuns: (() => void) | null = null;
   const asBytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  // q - zeroPoint as f32 in a loop: Float32Array.from(q, fn) collects into a JS array first (out of heap at 11008^2).
+  const centered = (q: Uint8Array, zeroPoint: number) => {
+    const out = new Float32Array(q.length);
+    for (let i = 0; i < q.length; i++) out[i] = q[i] - zeroPoint;
+    return out;
+  };
   try {
     if (args.impl === 'qgemm' || args.impl === 'qgemm-cpu') {
       const pipeline = args.pipeline.map((stage) => {
@@ -327,7 +333,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
     } else if (args.impl === 'tfjs-webgpu-f32' && conv) {
       const tf = w.tf;
       const c = conv.layer;
-      const x32 = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+      const x32 = centered(lhs, args.lhsZeroPoint);
       // OHWI [O, K] -> HWIO [K, O], less the zero point.
       const f32 = new Float32Array(k * n);
       for (let kk = 0; kk < k; kk++) for (let o = 0; o < n; o++) f32[kk * n + o] = rhs[o * k + kk] - args.rhsZeroPoint;
@@ -359,8 +365,8 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       };
     } else if (args.impl === 'tfjs-webgpu-f32') {
       const tf = w.tf;
-      const a32 = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
-      const b32 = Float32Array.from(rhs, (v) => v - args.rhsZeroPoint);
+      const a32 = centered(lhs, args.lhsZeroPoint);
+      const b32 = centered(rhs, args.rhsZeroPoint);
       const backend = tf.backend();
       const timestamps = (backend.device as GPUDevice).features.has('timestamp-query');
       if (!timestamps) result.gpuNote = 'the device has no timestamp-query';
@@ -397,7 +403,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
             ...(mode === 'call' ? { b_zero_point: new ort.Tensor('uint8', Uint8Array.of(args.rhsZeroPoint), []) } : {}),
           })
         : (() => {
-            const a = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+            const a = centered(lhs, args.lhsZeroPoint);
             return () => ({ A: new ort.Tensor('float32', a, [m, k]) });
           })();
       const session = await ort.InferenceSession.create(args.model, options);
@@ -438,7 +444,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
     // catches those lines (bench/impls/chrome.ts) and reads them as it reads onnxruntime-node's profile.
     if (args.impl === 'ort-webgpu' && args.profiledRuns) {
       const ort = w.ort;
-      const a = Float32Array.from(lhs, (v) => v - args.lhsZeroPoint);
+      const a = centered(lhs, args.lhsZeroPoint);
       const profiled = await ort.InferenceSession.create(args.model, {
         executionProviders: ['webgpu'],
         graphOptimizationLevel: 'all',
