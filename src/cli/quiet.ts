@@ -1,22 +1,28 @@
 // Keeps native noise off the user's stderr. Dawn (the `webgpu` package) writes driver-probe warnings
 // from C++ straight to file descriptor 2 ("Warning: vkCreateInstance: Found no drivers!" and a source
 // frame) while it looks for an adapter; no environment variable silences them and Node cannot
-// redirect its own fd 2. So a command that may open a GPU runs in a child process: the child's fd 2 is
-// a pipe that the parent drains and drops, and the child writes qgemm's own messages to fd 3, a second
-// pipe that the parent copies to its stderr. stdout is shared. If the child fails without a message of
-// its own (a native crash, a broken install), the parent says so in one line with the last native
-// line; QGEMM_DEBUG=1 runs everything in one process with the native output visible.
+// redirect its own fd 2. Dawn also prints each shader's compilation warnings to fd 1 (on an NVIDIA GPU,
+// "use of deprecated builtin" for every subgroup-matrix pipeline), which would corrupt `--json` output.
+// So a command that may open a GPU runs in a child process: the child's fds 1 and 2 are pipes that the
+// parent drains and drops, and the child writes qgemm's own results to fd 4 and its messages to fd 3,
+// pipes that the parent copies to its stdout and stderr. If the child fails without a message of its
+// own (a native crash, a broken install), the parent says so in one line with the last native line;
+// QGEMM_DEBUG=1 runs everything in one process with the native output visible.
 
 import { spawn } from 'node:child_process';
 import { writeSync } from 'node:fs';
 
 const MESSAGES_FD_ENV = 'QGEMM_MESSAGES_FD';
+const OUTPUT_FD_ENV = 'QGEMM_OUTPUT_FD';
 
-/** In the quiet child: the fd for qgemm's own messages; otherwise null. */
-export function messagesFd(): number | null {
-  const v = process.env[MESSAGES_FD_ENV];
+const fdFrom = (name: string): number | null => {
+  const v = process.env[name];
   return v && /^\d+$/.test(v) ? Number(v) : null;
-}
+};
+/** In the quiet child: the fd for qgemm's own messages; otherwise null. */
+export const messagesFd = (): number | null => fdFrom(MESSAGES_FD_ENV);
+/** In the quiet child: the fd for qgemm's own results (what it would print on stdout); otherwise null. */
+export const outputFd = (): number | null => fdFrom(OUTPUT_FD_ENV);
 
 export function writeFd(fd: number, text: string): void {
   const bytes = Buffer.from(text, 'utf8');
@@ -47,8 +53,8 @@ export function needsDevice(argv: string[]): boolean {
 export function runQuietChild(binPath: string, argv: string[]): Promise<number> {
   return new Promise((resolvePromise) => {
     const child = spawn(process.execPath, [...process.execArgv, binPath, ...argv], {
-      stdio: ['inherit', 'inherit', 'pipe', 'pipe'],
-      env: { ...process.env, [MESSAGES_FD_ENV]: '3' },
+      stdio: ['inherit', 'pipe', 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, [MESSAGES_FD_ENV]: '3', [OUTPUT_FD_ENV]: '4' },
     });
     let tail = '';
     let said = false;
@@ -56,9 +62,12 @@ export function runQuietChild(binPath: string, argv: string[]): Promise<number> 
       said = true;
       process.stderr.write(chunk);
     });
-    child.stderr!.on('data', (chunk: Buffer) => {
+    (child.stdio[4] as NodeJS.ReadableStream).pipe(process.stdout, { end: false });
+    const keepTail = (chunk: Buffer) => {
       tail = (tail + chunk.toString('utf8')).slice(-4000);
-    });
+    };
+    child.stdout!.on('data', keepTail);
+    child.stderr!.on('data', keepTail);
     // Ctrl-C reaches the child too (same process group); the parent waits for it to end.
     const ignore = () => {};
     process.on('SIGINT', ignore);
