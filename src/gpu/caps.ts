@@ -30,6 +30,12 @@ export interface AdapterCaps {
   architecture: string;
   /** A CPU emulation (SwiftShader...): correct, but slower than the CPU path. */
   isSoftware: boolean;
+  /**
+   * Compiling a pipeline takes most of a first call (a software adapter: SwiftShader spends seconds on a
+   * kernel whose loops hold barriers), so kernels and packs take configurations that compile fast. Equal
+   * to isSoftware; tests set it false on SwiftShader to run the configurations of hardware adapters.
+   */
+  slowCompiler: boolean;
   /** WGSL's packed_4x8_integer_dot_product (dot4U8Packed); else kernels unpack bytes by hand. */
   dot4: boolean;
   /** The 'subgroups' feature, with the adapter's subgroup sizes (0 when unknown). */
@@ -98,6 +104,7 @@ export function adapterCaps(
     vendor: summary.vendor,
     architecture: summary.architecture,
     isSoftware: summary.isSoftware,
+    slowCompiler: summary.isSoftware,
     dot4: hasDot4,
     subgroups: features.has('subgroups' as GPUFeatureName),
     subgroupMinSize: info.subgroupMinSize ?? 0,

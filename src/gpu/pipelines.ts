@@ -3,6 +3,7 @@
 // LRU-bounded. Every kernel of pack -> gemm -> output (and the elementwise ops) gets its pipeline here.
 
 import { GpuValidationError } from '../errors.ts';
+import { warmReflection } from './reflect.ts';
 
 export type Overrides = Record<string, number>;
 
@@ -24,6 +25,12 @@ interface PipelineSpec {
   source: string;
   entryPoint: string;
   overrides: Overrides;
+  /**
+   * The WGSL the host code will reflect for this pipeline's layouts and bindings (./reflect.ts). On a
+   * cache miss it is parsed while the pipeline compiles on Dawn's threads: a cold parse of a kernel's
+   * source takes about 0.1 s, which a first call would otherwise wait for after the compile.
+   */
+  reflect?: readonly string[];
 }
 
 /** A compute pipeline, compiled once per device and key (LRU-bounded). */
@@ -37,10 +44,12 @@ export function getPipeline(device: GPUDevice, spec: PipelineSpec): Promise<GPUC
     cache.set(key, hit);
     return hit;
   }
-  const created = createPipeline(device, spec, key);
+  const created = createPipeline(device, spec, key); // the compile is under way once this returns
   created.catch(() => cache!.delete(key)); // never cache a failure
   cache.set(key, created);
   if (cache.size > MAX_PIPELINES) cache.delete(cache.keys().next().value!);
+  // After the caller's synchronous part, which may start other compiles first (a GEMM's packs).
+  if (spec.reflect) queueMicrotask(() => spec.reflect!.forEach(warmReflection));
   return created;
 }
 

@@ -36,6 +36,18 @@ function reflect(source: string): Reflected {
   return r;
 }
 
+/**
+ * Parses `source` now, so that later lookups hit the cache (./pipelines.ts calls it while a pipeline
+ * compiles). A source the parser rejects is left for the lookup that needs it to report.
+ */
+export function warmReflection(source: string): void {
+  try {
+    reflect(source);
+  } catch {
+    // reported by uniformLayout or namedEntries, where the source is used
+  }
+}
+
 /** The layout of `structName` in `source`. */
 export function uniformLayout(source: string, structName: string): UniformLayout {
   const layout = reflect(source).layouts.get(structName);

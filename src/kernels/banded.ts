@@ -10,6 +10,7 @@ import { type GemmDispatch, type GemmShape, planGemm } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
 import { epilogueEntries, epilogueOverrides } from '../epilogue/epilogue.ts';
+import { epilogueLibrary } from '../epilogue/source.ts';
 import dot4TileWgsl from './dot4-tile.wgsl?raw';
 import tileWgsl from './tile.wgsl?raw';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
@@ -69,6 +70,11 @@ interface BandedKernelSpec {
   reflect?: string;
   entryPoint: string;
   overrides: Overrides;
+  /**
+   * Overrides that replace some of `overrides` where compiling is slow (AdapterCaps.slowCompiler: a software
+   * adapter, where a pipeline's compile time, not its speed, is what a user waits for; docs/gpu.md).
+   */
+  slowCompilerOverrides?: Overrides;
   /** The dst block one workgroup (or tile index) computes. */
   tileM: number;
   tileN: number;
@@ -86,12 +92,13 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     packFormat: format.id,
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
-    prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
+    prepare: async (device: GPUDevice, caps: AdapterCaps, stageKinds: number) => {
       const pipeline = await getPipeline(device, {
         id: spec.id,
         source: spec.source,
         entryPoint: spec.entryPoint,
-        overrides: { ...spec.overrides, ...epilogueOverrides(stageKinds) },
+        overrides: { ...spec.overrides, ...(caps.slowCompiler ? spec.slowCompilerOverrides : {}), ...epilogueOverrides(stageKinds) },
+        reflect: [spec.reflect ?? spec.source, epilogueLibrary],
       });
       return { encode: (e) => encodeBanded(e, { pipeline, source: spec.reflect ?? spec.source, lhsFormat: format, rhsFormat: format }) };
     },

@@ -118,7 +118,8 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // where both sides are large, on the tensor cores (subgroup matrices) where the adapter has them and
   // they passed their self-test; without them, 128-tiles of 8 x 8 register blocks (dot4-128x128) where
   // both sides fill at least two such tiles (less padding than that would eat the gain of twice the
-  // arithmetic per loaded byte). 4-bit rhs (bitDepth.rhs <= 4, or prepacked so) is read two values
+  // arithmetic per loaded byte), except where compiling is slow (a software adapter: it compiles in
+  // over 2 s on SwiftShader and runs no faster there than dot4-64x64). 4-bit rhs (bitDepth.rhs <= 4, or prepacked so) is read two values
   // per byte by the gemv and split-K kernels ('-u4') for M <= 128, where the rhs bytes dominate;
   // above, it is packed in 8-bit lanes for the tiled kernels, unless it was prepacked in nibbles
   // (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
@@ -132,7 +133,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     [nibbles && opts.rhsPackFormat === 'u4k8-r64', SPLITK_ID[4]],
     [small, DOT4_TILED_ID[32][dot4]],
     [true, SGMAT_ID],
-    [shape.M >= 256 && shape.N >= 256, DOT4_WIDE_ID[dot4]],
+    [shape.M >= 256 && shape.N >= 256 && !caps.slowCompiler, DOT4_WIDE_ID[dot4]],
     [true, DOT4_TILED_ID[64][dot4]],
   ];
   for (const [when, id] of table) {

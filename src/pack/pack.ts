@@ -49,7 +49,10 @@ export async function packPipelines(device: GPUDevice, entries: readonly PackEnt
   const compiled = await Promise.all(
     [...new Set(entries)].map(async (entry) => {
       const id = entry === 'pack' ? 'pack' : 'pack-transpose';
-      return [entry, await getPipeline(device, { id, source, entryPoint: entry, overrides: { WORKGROUP_SIZE } })] as const;
+      return [
+        entry,
+        await getPipeline(device, { id, source, entryPoint: entry, overrides: { WORKGROUP_SIZE }, reflect: [source] }),
+      ] as const;
     }),
   );
   return Object.fromEntries(compiled);
@@ -69,12 +72,16 @@ const TRANSPOSE_ROWS = 64;
 /**
  * The entry point that packs x as `side` into `format`: packTranspose where k is strided in x's storage
  * and x has at least TRANSPOSE_ROWS packed rows (one of its workgroups packs that many; below that `pack`,
- * one row per workgroup, reads as well and a small GEMM compiles one pipeline fewer).
+ * one row per workgroup, reads as well and a small GEMM compiles one pipeline fewer). Never where compiling
+ * is slow (AdapterCaps.slowCompiler: a software adapter, where coalescing buys nothing, since its "GPU
+ * memory" is the CPU's): SwiftShader takes about 0.6 s to compile packTranspose (barriers inside its
+ * loop), against 0.05 to 0.1 s for `pack`.
  */
-export function packEntry(x: Operand | GpuMatrix, side: 'lhs' | 'rhs', format: PackFormat): PackEntry {
+export function packEntry(x: Operand | GpuMatrix, side: 'lhs' | 'rhs', format: PackFormat, adapter: { slowCompiler: boolean }): PackEntry {
   const outer = side === 'lhs' ? x.rows : x.cols;
   // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
-  return strides(x, side).depthStride !== 1 && format.valueBits === 8 && outer >= TRANSPOSE_ROWS ? 'packTranspose' : 'pack';
+  const strided = strides(x, side).depthStride !== 1;
+  return strided && format.valueBits === 8 && outer >= TRANSPOSE_ROWS && !adapter.slowCompiler ? 'packTranspose' : 'pack';
 }
 
 export interface PackJob {
@@ -131,12 +138,13 @@ export function packOperand(
   limits: PlanLimits,
   target: { packed: GPUBuffer; sums: GPUBuffer },
   uploads: Uploads,
+  adapter: { slowCompiler: boolean },
 ): PackJob {
   const outer = side === 'lhs' ? x.rows : x.cols;
   const depth = side === 'lhs' ? x.cols : x.rows;
   const src = operandSource(device, x, side, uploads);
   const { packed, sums } = target;
-  const transpose = packEntry(x, side, format) === 'packTranspose';
+  const transpose = packEntry(x, side, format, adapter) === 'packTranspose';
   const plan = planPack(src, src.buffer.size, outer, depth, format, limits, side, transpose ? TRANSPOSE_ROWS : 1);
   return { transpose, side, src, outer, depth, format, requant, plan, packed, sums };
 }

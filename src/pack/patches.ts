@@ -120,7 +120,7 @@ export function planPatches(g: PatchGeometry, inputBytes: number, format: PackFo
 }
 
 export function patchPipeline(device: GPUDevice): Promise<GPUComputePipeline> {
-  return getPipeline(device, { id: 'pack-patches', source, entryPoint: 'packPatches', overrides: { WORKGROUP_SIZE } });
+  return getPipeline(device, { id: 'pack-patches', source, entryPoint: 'packPatches', overrides: { WORKGROUP_SIZE }, reflect: [source] });
 }
 
 /** Records a patch job into `pass` (one uniform slot per dispatch). */

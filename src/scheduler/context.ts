@@ -43,7 +43,9 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
 
 /** Where createGpuContextWith hands its kernel list in (not a public option). */
 const KERNELS = Symbol('kernels');
-type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[] };
+/** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
+const AS_HARDWARE = Symbol('as hardware');
+type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[]; [AS_HARDWARE]?: boolean };
 
 export class GpuContext {
   readonly device: GPUDevice;
@@ -68,6 +70,7 @@ export class GpuContext {
     const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
     const info = acquired.adapter?.info ?? (acquired.device as { adapterInfo?: unknown }).adapterInfo;
     const caps = adapterCaps(acquired.device, acquired.summary, acquired.hasDot4, info, opts.limits);
+    if ((opts as InternalOptions)[AS_HARDWARE]) caps.slowCompiler = false;
     return new GpuContext(acquired.device, acquired.summary, caps, acquired.source !== 'user', opts);
   }
 
@@ -204,4 +207,13 @@ export { isGpuMatrix };
  */
 export function createGpuContextWith(kernels: readonly GpuGemmKernel[], opts: GpuContextOptions = {}): Promise<GpuContext> {
   return GpuContext.create({ ...opts, [KERNELS]: kernels } as InternalOptions);
+}
+
+/**
+ * A context that compiles and packs as on a hardware adapter (AdapterCaps.slowCompiler false) even on a
+ * software one: for the tests, so that SwiftShader runs the configurations GPUs run (the transposing
+ * pack, the dot4 kernels' full k step). Internal: not exported by the package.
+ */
+export function createGpuContextAsHardware(opts: GpuContextOptions = {}): Promise<GpuContext> {
+  return GpuContext.create({ ...opts, [AS_HARDWARE]: true } as InternalOptions);
 }

@@ -146,7 +146,7 @@ export async function runGemm(
     // Only the pipelines this call runs: the kernel for its stage kinds, the pack entry of each unpacked operand.
     const packEntries = (['lhs', 'rhs'] as const).flatMap((side) => {
       const x = problem[side];
-      return isPacked(x) ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side])];
+      return isPacked(x) ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
     });
     const [prepared, pipelinesForPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries)]);
     await runInErrorScope(
@@ -175,7 +175,17 @@ export async function runGemm(
           const sums = r.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
           pooled.push(packed, sums);
           jobs.push(
-            packOperand(device, x as Operand | GpuMatrix, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled }),
+            packOperand(
+              device,
+              x as Operand | GpuMatrix,
+              side,
+              format,
+              requant,
+              r.limits,
+              { packed, sums },
+              { pool: r.pool, pooled },
+              r.caps,
+            ),
           );
           return { packed, sums };
         };

@@ -43,8 +43,8 @@ export async function prepackOperand(
   r.checkBuffer(packedBytes, `prepacked ${side}`);
   const what: PackedShape = { side, rows, cols, type, packFormat: format.id, ...requant };
   return prepacked(r, what, packedBytes, sumsBytes, 'prepack', async (packed, sums, pooled) => {
-    const job = packOperand(r.device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled });
-    const pipelines = await packPipelines(r.device, [packEntry(operand, side, format)]);
+    const job = packOperand(r.device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled }, r.caps);
+    const pipelines = await packPipelines(r.device, [packEntry(operand, side, format, r.caps)]);
     return (pass, slab) => encodePack(r.device, pass, pipelines, job, r.xorshiftBuffer(), slab);
   });
 }

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } from '../../src/errors.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
+import { createGpuContextAsHardware, GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { adapterCaps } from '../../src/gpu/caps.ts';
 import { describeAdapter } from '../../src/gpu/adapter.ts';
@@ -213,6 +213,40 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
   });
 });
 
+// Where compiling is slow (AdapterCaps.slowCompiler: SwiftShader here) the dot4-tiled kernels take a
+// shorter k step and strided operands the plain pack; above, the registry's kernels ran so. Here the
+// configurations of hardware adapters run on this one: the full k step (TILE_KW 16) and the transposing
+// pack (strided operands of 64 rows or more: a row-major rhs, a column-major lhs), every storage order.
+describe.each(['dot4-32x32', 'dot4-64x64'])('%s with the configurations of a hardware adapter == CPU reference', (id) => {
+  const kernel = GPU_KERNELS.find((k) => k.id === id)!;
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    if (runnable(kernel)) ctx = await createGpuContextAsHardware({ device: gpu!.device, kernel: id });
+  });
+  it.skipIf(!runnable(kernel))('shapes across tile boundaries and 64 packed rows, in every operand storage order', async () => {
+    expect(ctx.caps.slowCompiler).toBe(false);
+    let seed = 500;
+    for (const [M, N, K] of [
+      [65, 70, 130],
+      [7, 64, 65],
+      [64, 5, 200],
+      [129, 127, 64],
+    ] as const) {
+      for (const lhsOrder of ['row-major', 'col-major'] as const) {
+        for (const rhsOrder of ['row-major', 'col-major'] as const) {
+          const p = sample(arbProblemOfShape(M, N, K), seed++);
+          await expectGpuMatches(
+            ctx,
+            { ...p, lhs: { ...p.lhs, order: lhsOrder }, rhs: { ...p.rhs, order: rhsOrder } },
+            `${id} as hardware`,
+          );
+          expect(ctx.lastRun.kernel).toBe(id);
+        }
+      }
+    }
+  });
+});
+
 describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   let ctx: GpuContext;
   beforeAll(async () => {
@@ -299,7 +333,8 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   describe('limits lowered so operands, bands and grids must split', () => {
     let small: GpuContext;
     beforeAll(async () => {
-      small = await GpuContext.create({
+      // As on a hardware adapter, so that strided operands of 64 rows or more take the transposing pack.
+      small = await createGpuContextAsHardware({
         device: gpu!.device,
         limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
       });

@@ -20,6 +20,7 @@ export const testCaps = (over: Partial<AdapterCaps> = {}): AdapterCaps => ({
   vendor: 'test',
   architecture: 'test',
   isSoftware: false,
+  slowCompiler: false,
   dot4: true,
   subgroups: false,
   subgroupMinSize: 0,

@@ -4,7 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
-import { formatServes, prepackFormat } from '../../src/pack/formats.ts';
+import { formatServes, PACK_FORMATS, prepackFormat } from '../../src/pack/formats.ts';
+import { packEntry } from '../../src/pack/pack.ts';
 import { testCaps, testShape } from '../support/caps.ts';
 
 const caps = testCaps;
@@ -28,6 +29,10 @@ describe('the wide dot4 kernel in the choice table', () => {
     expect(selectGemmKernel(caps(), shape(255, 4096, 64)).id).toBe('dot4-64x64');
     expect(selectGemmKernel(caps(), shape(100, 4096, 64)).id).toBe('dot4-64x64');
   });
+  it('is passed over where compiling is slow (a software adapter), unless forced', () => {
+    expect(selectGemmKernel(caps({ isSoftware: true, slowCompiler: true }), shape(4096, 4096, 4096)).id).toBe('dot4-64x64');
+    expect(selectGemmKernel(caps({ slowCompiler: true }), shape(512, 512, 64), { force: 'dot4-128x128' }).id).toBe('dot4-128x128');
+  });
   it('is refused with operands prepacked as u8k4-r64, chosen with u8k4-r128 ones', () => {
     expect(selectGemmKernel(caps(), shape(4096, 4096, 64), { lhsPackFormat: 'u8k4-r64', rhsPackFormat: 'u8k4-r64' }).id).toBe('dot4-64x64');
     expect(selectGemmKernel(caps(), shape(4096, 4096, 64), { lhsPackFormat: 'u8k4-r128', rhsPackFormat: 'u8k4-r128' }).id).toBe(
@@ -39,5 +44,21 @@ describe('the wide dot4 kernel in the choice table', () => {
   it('needs 16 KiB of workgroup memory and 256 invocations', () => {
     const small = caps({ limits: { ...caps().limits, maxComputeWorkgroupStorageSize: 8192 } });
     expect(selectGemmKernel(small, shape(4096, 4096, 64)).id).toBe('dot4-64x64');
+  });
+});
+
+describe('the pack entry point', () => {
+  const rowMajor = (rows: number, cols: number) => ({ data: new Uint8Array(rows * cols), rows, cols });
+  const [u8, u4] = [PACK_FORMATS['u8k4-r64'], PACK_FORMATS['u4k8-r64']];
+  const hardware = { slowCompiler: false };
+  it('transposes strided operands of 64 rows or more, in 8-bit lanes, where compiling is cheap', () => {
+    expect(packEntry(rowMajor(32, 64), 'rhs', u8, hardware)).toBe('packTranspose'); // k strided, 64 columns
+    expect(packEntry(rowMajor(32, 63), 'rhs', u8, hardware)).toBe('pack');
+    expect(packEntry(rowMajor(64, 32), 'lhs', u8, hardware)).toBe('pack'); // k contiguous
+    expect(packEntry({ ...rowMajor(32, 64), order: 'col-major' as const }, 'rhs', u8, hardware)).toBe('pack');
+    expect(packEntry(rowMajor(32, 64), 'rhs', u4, hardware)).toBe('pack'); // nibbles: the strided path
+  });
+  it('never where compiling is slow (a software adapter)', () => {
+    expect(packEntry(rowMajor(32, 64), 'rhs', u8, { slowCompiler: true })).toBe('pack');
   });
 });

@@ -48,6 +48,7 @@ describe('sgmat-64x64 source', () => {
       vendor: 'nvidia',
       architecture: 'hopper',
       isSoftware: false,
+      slowCompiler: false,
       dot4: true,
       subgroups: true,
       subgroupMinSize: 32,

@@ -25,6 +25,9 @@ export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated'): Gpu
     source: sources[dot4],
     entryPoint: 'gemm',
     overrides: { TILE_M: tile, TILE_N: tile, TILE_KW: 16 },
+    // SwiftShader compiles the unrolled k step (TILE_KW x 16 dot4 per invocation, between barriers) in
+    // most of a first call's time: 4 words compile in about half of it, and run as fast there.
+    slowCompilerOverrides: { TILE_KW: 4 },
     tileM: tile,
     tileN: tile,
     supports: (caps) => dot4 === 'emulated' || caps.dot4,

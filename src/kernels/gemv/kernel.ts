@@ -80,6 +80,7 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
         source,
         entryPoint: 'gemv',
         overrides: { ...overrides, ...epilogueOverrides(stageKinds) },
+        reflect: [source, epilogueLibrary],
       });
       // TileParams.bandRows: the band's dst rows (gemv runs row groups of 4 up to them).
       const bandRows = (d: GemmDispatch, shape: GemmShape) => Math.min(d.rows, shape.M - d.m0);

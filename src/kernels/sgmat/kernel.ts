@@ -64,6 +64,7 @@ export function sgmatVariant(id: string, choose: ConfigChoice, source: (c: Sgmat
         source: source(c),
         entryPoint: 'sgmat',
         overrides: epilogueOverrides(stageKinds),
+        reflect: [sgmatDeclarations, epilogueLibrary],
       });
       return { encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat: format }) };
     },

@@ -41,12 +41,13 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
     plan: (shape, limits, caps) => planSplitK(shape, lhsFormat, limits, workgroupTarget(caps ?? { isSoftware: false })),
     prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
       const [partial, reduce] = await Promise.all([
-        getPipeline(device, { id, source: partialSource, entryPoint: 'partial', overrides: partialOverrides }),
+        getPipeline(device, { id, source: partialSource, entryPoint: 'partial', overrides: partialOverrides, reflect: [partialSource] }),
         getPipeline(device, {
           id: 'splitk-reduce',
           source: reduceSource,
           entryPoint: 'reduceSplits',
           overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds) },
+          reflect: [reduceSource, epilogueLibrary],
         }),
       ]);
       return { encode: (e) => encodeSplitK(e, partial, reduce) };
