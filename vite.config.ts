@@ -71,10 +71,9 @@ export default defineConfig(({ mode }) => {
       emptyOutDir: !bench, // the bench build runs second and adds bench.js
       target: 'node20',
       rollupOptions: {
-        input: (bench ? { bench: 'bench/main.ts' } : { index: 'src/index.ts', cpu: 'src/cpu.ts', cli: 'src/cli/main.ts' }) as Record<
-          string,
-          string
-        >,
+        input: (bench
+          ? { bench: 'bench/main.ts' }
+          : { index: 'src/index.ts', cpu: 'src/cpu.ts', cli: 'src/cli/main.ts', launch: 'src/cli/launch.ts' }) as Record<string, string>,
         external: ['webgpu'],
         output: {
           format: 'es' as const,

@@ -56,7 +56,7 @@ describe('the packed file list', () => {
     const paths = packed.files.map((f) => f.path);
     const allowed = [
       /^bin\/qgemm\.mjs$/,
-      /^dist\/node\/(index|cpu|cli)\.js$/,
+      /^dist\/node\/(index|cpu|cli|launch)\.js$/,
       /^dist\/node\/chunks\/[\w-]+\.js$/,
       /^dist\/browser\/(qgemm|cpu)\.js$/,
       /^dist\/types\/[\w/.-]+\.d\.ts$/,
@@ -70,6 +70,7 @@ describe('the packed file list', () => {
       'dist/types/cpu.d.ts',
       'dist/browser/cpu.js',
       'dist/node/cli.js',
+      'dist/node/launch.js',
     ]) {
       expect(paths).toContain(p);
     }
