@@ -119,10 +119,10 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // they passed their self-test; without them, 128-tiles of 8 x 8 register blocks (dot4-128x128) where
   // both sides fill at least two such tiles (less padding than that would eat the gain of twice the
   // arithmetic per loaded byte), except where compiling is slow (a software adapter: it compiles in
-  // over 2 s on SwiftShader and runs no faster there than dot4-64x64). 4-bit rhs (bitDepth.rhs <= 4, or prepacked so) is read two values
-  // per byte by the gemv and split-K kernels ('-u4') for M <= 128, where the rhs bytes dominate;
-  // above, it is packed in 8-bit lanes for the tiled kernels, unless it was prepacked in nibbles
-  // (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
+  // over 2 s on SwiftShader and runs no faster there than dot4-64x64). 4-bit rhs (bitDepth.rhs <= 4,
+  // or prepacked so) is read two values per byte by the gemv and split-K kernels ('-u4') for M <= 128,
+  // where the rhs bytes dominate; above, it is packed in 8-bit lanes for the tiled kernels, unless it
+  // was prepacked in nibbles (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
   const nibbles = caps.dot4 && (opts.rhsPackFormat === 'u4k8-r64' || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
   const rhsBits = nibbles ? 4 : 8;
   const small = shape.M <= 32 || shape.N <= 32;
