@@ -10,12 +10,12 @@ import { messagesFd, needsDevice, runQuietChild } from './quiet.ts';
 export async function launch(
   argv: string[],
   binPath: string,
-  loadCli: () => Promise<{ cli(argv: string[], binPath: string): Promise<number> }>,
+  loadCli: () => Promise<{ cli(argv: string[]): Promise<number> }>,
 ): Promise<number> {
   const child = messagesFd() !== null;
   if (!child && needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);
   const { cli } = await loadCli();
-  const code = await cli(argv, binPath);
+  const code = await cli(argv);
   // The quiet child ends as soon as its command has: everything it says went out through synchronous
   // writes (./quiet.ts writeFd) and its files are complete; what is left is Dawn's teardown (up to 0.1 s).
   if (child) process.exit(code);

@@ -17,7 +17,7 @@ import { cmdGemm, cmdRun, type CommonOptions } from './commands.ts';
 import { describeDevice } from '../api.ts';
 import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
-import { messagesFd, needsDevice, outputFd, runQuietChild, writeFd } from './quiet.ts';
+import { messagesFd, outputFd, writeFd } from './quiet.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
 interface CliIo {
@@ -173,15 +173,12 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 }
 
 /**
- * bin/qgemm.mjs's entry. In the quiet child (see quiet.ts) results and messages go to the inherited fds;
- * commands that may open a GPU run in that child unless QGEMM_DEBUG asks to see everything.
+ * The CLI bundle's entry, run by ./launch.ts (bin/qgemm.mjs), which decides where a command runs. In the
+ * quiet child (see quiet.ts) results and messages go to the inherited fds, elsewhere to stdout and stderr.
  */
-export async function cli(argv: string[], binPath: string): Promise<number> {
+export async function cli(argv: string[]): Promise<number> {
   const fd = messagesFd();
   const outFd = outputFd();
-  if (fd !== null) {
-    return main(argv, { out: outFd === null ? processIo.out : (text) => writeFd(outFd, text), err: (text) => writeFd(fd, text) });
-  }
-  if (needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);
-  return main(argv);
+  if (fd === null) return main(argv);
+  return main(argv, { out: outFd === null ? processIo.out : (text) => writeFd(outFd, text), err: (text) => writeFd(fd, text) });
 }
