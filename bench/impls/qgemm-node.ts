@@ -280,7 +280,7 @@ export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' =
           gpuNote:
             k === null
               ? 'CPU row'
-              : `CPU row; kernel ${k.toFixed(4)} ms median (WebAssembly calls on ${wasmRunStats.lastThreads} thread(s)), call overhead (wall - kernel, per call) ${(median(overheadMs) * 1000).toFixed(1)} µs median`,
+              : `CPU row; kernel ${k.toFixed(4)} ms median (WebAssembly calls on ${wasmRunStats.lastThreads} thread(s), driver ${wasmRunStats.lastDriver}), call overhead (wall - kernel, per call) ${(median(overheadMs) * 1000).toFixed(1)} µs median`,
         };
       } finally {
         packed?.destroy();

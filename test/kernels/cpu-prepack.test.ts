@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
-import { CPU_WASM_KERNELS, configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { CPU_WASM_KERNELS, configureWasm, prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem } from '../../src/types.ts';
@@ -41,6 +41,35 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
       fc.asyncProperty(arbProblem(), (p) => expectSame({ ...p, bitDepth: undefined }, threads)),
       { numRuns: 80 },
     );
+  });
+
+  // One or two lhs rows read a prepacked 8-bit rhs as its byte lanes (gen-nibble.ts, lhs - zL in 16
+  // bits; three rows on, the packed panels): every k past a multiple of 4, both rhs types and orders,
+  // lhs zero points at the 16-bit bound and past it (the panels), on 1, 2 and 3 threads.
+  it.each([1, 2, 3])('the byte lanes: one and two rows, k mod 4, both rhs types, zero-point bounds, threads %i', async (threads) => {
+    let seed = 11 + threads;
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
+    const data = (n: number, signed: boolean) => (signed ? Int8Array.from({ length: n }, next) : Uint8Array.from({ length: n }, next));
+    for (const M of [1, 2, 3])
+      for (const [N, K] of [
+        [1, 1],
+        [33, 6],
+        [70, 67],
+        [31, 129],
+        [257, 300],
+      ])
+        for (const signed of [false, true])
+          for (const zL of [0, -32512, 32512, 32513]) {
+            const order = (N + K) % 2 ? 'row-major' : 'col-major';
+            const problem: GemmProblem = {
+              lhs: { data: data(M * K, signed), rows: M, cols: K },
+              rhs: { data: data(K * N, signed), rows: K, cols: N, order },
+              lhsZeroPoint: M === 2 ? Int32Array.of(zL, -zL) : zL,
+              rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => n - 9),
+            };
+            await expectSame(problem, threads);
+            if (M < 3 && Math.abs(zL) <= 32512) expect(wasmRunStats.lastDriver).toMatch(/^gemm_lane_/);
+          }
   });
 
   it('one packed rhs serves many lhs; several stay alive and are freed in any order', async () => {

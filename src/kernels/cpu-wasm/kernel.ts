@@ -22,7 +22,7 @@ import {
   type WasmEngine,
   type WasmOptions,
 } from './engine.ts';
-import { DIRECT_NP_ALIGN, KERNELS, NIBBLE_NP_ALIGN, NR, type WasmKernelKind } from './layout.ts';
+import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, QUAD_SHAPES, type WasmKernelKind } from './layout.ts';
 import {
   bytes,
   forgetPlan,
@@ -48,7 +48,9 @@ export type CpuRunStats = Readonly<typeof wasmRunStats>;
 /**
  * A snapshot of the WebAssembly CPU kernel's runs in this thread: how many ran on one thread and on
  * several, and the last run's kernel time in ms (its pack, gemm and output calls on every thread,
- * hand-off included; the call's overhead is its wall time minus this) and thread count.
+ * hand-off included; the call's overhead is its wall time minus this), thread count and driver (the
+ * WebAssembly function of its gemm stage: 'gemm_i16' the packed panels, 'gemm_direct_*' a row-major
+ * rhs read where it lies, 'gemm_lane_*' a prepacked 8-bit rhs's byte lanes, 'gemm_nibble_*' 4-bit).
  */
 export function cpuRunStats(): CpuRunStats {
   return { ...wasmRunStats };
@@ -144,9 +146,10 @@ let callPathWarm = false;
 
 /**
  * Runs the per-call path of a prepacked rhs (runPrepacked: the comparison, the plan, the lhs pack, the
- * few-row kernels, the copy out) on small problems, 8-bit and 4-bit, 200 times each, when the first
- * operand is prepacked: V8 runs JavaScript in its interpreter until a function has run a while, and a
- * caller's first GEMMs would otherwise pay for it (~100 µs a call).
+ * few-row kernels, the copy out) on small problems, 8-bit and 4-bit, at each quad kernel shape's rows
+ * (layout.ts QUAD_SHAPES), 100 times each, when the first operand is prepacked: V8 runs JavaScript in its
+ * interpreter and WebAssembly in its baseline compiler until a function has run a while, and a caller's
+ * first GEMMs would otherwise pay for it (~100 µs a call).
  */
 async function warmCallPath(): Promise<void> {
   const K = 64;
@@ -157,20 +160,22 @@ async function warmCallPath(): Promise<void> {
   for (const bitDepth of bitDepths) {
     const x = await prepackOnce(rhs, bitDepth);
     const values = Int32Array.from({ length: N }, (_, n) => n - 32);
-    const problem = {
-      lhs: { data: new Uint8Array(K).fill(5), rows: 1, cols: K },
-      lhsZeroPoint: 1,
-      rhsZeroPoint: 2,
-      pipeline: [
-        { type: 'bias' as const, axis: 'col' as const, values },
-        { type: 'quantizeDownInt32ByFixedPoint' as const, multiplier: 1 << 30, shift: 5, offsetAfterShift: 3 },
-        { type: 'saturatingCast' as const, to: 'uint8' as const },
-      ],
-      ...(bitDepth ? { bitDepth } : {}),
-    };
-    const validate = async () => normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
     try {
-      for (let i = 0; i < 200; i++) await runPrepacked(problem, x, validate);
+      for (const { mr: M } of QUAD_SHAPES) {
+        const problem = {
+          lhs: { data: new Uint8Array(M * K).fill(5), rows: M, cols: K },
+          lhsZeroPoint: 1,
+          rhsZeroPoint: 2,
+          pipeline: [
+            { type: 'bias' as const, axis: 'col' as const, values },
+            { type: 'quantizeDownInt32ByFixedPoint' as const, multiplier: 1 << 30, shift: 5, offsetAfterShift: 3 },
+            { type: 'saturatingCast' as const, to: 'uint8' as const },
+          ],
+          ...(bitDepth ? { bitDepth } : {}),
+        };
+        const validate = async () => normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
+        for (let i = 0; i < 100; i++) await runPrepacked(problem, x, validate);
+      }
     } finally {
       x.destroy();
     }
@@ -195,12 +200,12 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     const { kstep, elem } = KERNELS[kind];
     const Kp = Math.ceil(K / kstep) * kstep;
     const Np = Math.ceil(N / NR) * NR;
-    // The 16-bit kernel also keeps the bytes for its direct variant, which serves a few lhs rows without
-    // the packed panels: in blocks of DIRECT_NP_ALIGN columns x Kp rows, each contiguous (zero past K
-    // and N), which its micro-kernels stream (gen-direct.ts).
+    // The 16-bit kernel also keeps the bytes for its few-row kernels, which serve a few lhs rows without
+    // the packed panels: the byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN).
     const panelBytes = Np * Kp * elem;
     const packedBytes = panelBytes + 4 * Np;
-    const rawBytes = kind === 'i16' ? Math.ceil(N / DIRECT_NP_ALIGN) * DIRECT_NP_ALIGN * Kp : 0;
+    const K4 = Math.ceil(K / 4) * 4;
+    const rawBytes = kind === 'i16' ? Math.ceil(N / QUAD_NP_ALIGN) * QUAD_NP_ALIGN * K4 : 0;
     const size = packedBytes + rawBytes;
     if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
     const at = allocateBlock(e, size);
@@ -229,11 +234,11 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     e.exports[`pack_rhs_${kind}`](0, Np / NR);
     const raw = rawBytes ? at + packedBytes : null;
     if (raw !== null) {
+      // Column n's quad q at panel (n >> 3), quad q, half ((n & 7) >> 2), lane (n & 3): 32 bytes a quad.
       const out = new Uint8Array(buf, raw, rawBytes).fill(0);
-      const W = DIRECT_NP_ALIGN;
       for (let n = 0; n < N; n++) {
-        const block = Math.floor(n / W) * Kp * W + (n % W);
-        for (let k = 0; k < K; k++) out[block + k * W] = data[rowMajor ? k * N + n : n * K + k];
+        const column = (n >> 3) * K4 * 8 + ((n & 7) >> 2) * 16 + (n & 3) * 4;
+        for (let k = 0; k < K; k++) out[column + (k >> 2) * 32 + QUAD_BYTE_ORDER[k & 3]] = data[rowMajor ? k * N + n : n * K + k];
       }
     }
     const packed = packedOperand(e, at, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
@@ -276,7 +281,7 @@ function packedOperand(
  * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
  * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, byte j holding element j of
  * the (4q, 4q+1) pairs in its low nibble and of the (4q+2, 4q+3) pairs in its high one; then the column
- * sums of the requantized values. Columns are padded to NIBBLE_NP_ALIGN, k to 4, with zeros.
+ * sums of the requantized values. Columns are padded to QUAD_NP_ALIGN, k to 4, with zeros.
  */
 async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const e = await engine();
@@ -284,7 +289,7 @@ async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const { K, N, rhs: op } = p;
   const bitDepth = p.bitDepth!;
   const Kp = Math.ceil(K / 4) * 4;
-  const Np = Math.ceil(N / NIBBLE_NP_ALIGN) * NIBBLE_NP_ALIGN;
+  const Np = Math.ceil(N / QUAD_NP_ALIGN) * QUAD_NP_ALIGN;
   const panelBytes = (Np * Kp) / 2;
   const size = panelBytes + 4 * Np;
   if (size > MAX_BYTES / 2) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);

@@ -55,14 +55,8 @@ export const CTX = {
   dstSn: 37,
   /** rhs panels per cache block of the driver loop. */
   nBlock: 38,
-  /**
-   * The direct kernel's rhs (gen-direct.ts) in blocks of DIRECT_NP_ALIGN columns: block j starts at
-   * rhsSrc + j*rhsBlockStride, and its rows are rhsSk apart (a row-major rhs: stride DIRECT_NP_ALIGN and
-   * N; a prepacked one: Kp*DIRECT_NP_ALIGN and DIRECT_NP_ALIGN, each block contiguous).
-   */
-  rhsBlockStride: 39,
   /** The next column group a thread takes, for the few-row kernels' dynamic split (gen-nibble.ts dyn_*). */
-  chunkNext: 40,
+  chunkNext: 39,
 } as const;
 
 export const CTX_WORDS = 48;
@@ -94,13 +88,16 @@ export const DIRECT = [
 export const DIRECT_NP_ALIGN = 32;
 
 /**
- * The shapes of the 4-bit kernel (gen-nibble.ts), rows x panels of 8 columns per micro-kernel, eight
- * int32x4 accumulators each; the runtime takes the first whose rows cover M (or the last). A 4-bit
- * prepacked rhs has its columns padded to a multiple of NIBBLE_NP_ALIGN (every shape's column group).
+ * The shapes of the quad kernels over a prepacked rhs (gen-nibble.ts: 4-bit, or 8-bit byte lanes), rows x
+ * panels of 8 columns per micro-kernel, eight int32x4 accumulators each; the runtime takes the first
+ * whose rows cover M (or the last). Their prepacked rhs has its columns padded to a multiple of
+ * QUAD_NP_ALIGN (every shape's column group) and k to a multiple of 4.
  */
-export const NIBBLE_SHAPES = [
+export const QUAD_SHAPES = [
   { mr: 1, w: 4 },
   { mr: 2, w: 2 },
   { mr: 4, w: 1 },
 ] as const;
-export const NIBBLE_NP_ALIGN = 32;
+export const QUAD_NP_ALIGN = 32;
+/** The 8-bit byte lanes: element k of a quad lies at byte QUAD_BYTE_ORDER[k & 3] of its column's four. */
+export const QUAD_BYTE_ORDER = [0, 2, 1, 3] as const;

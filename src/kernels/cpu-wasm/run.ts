@@ -20,8 +20,8 @@ import {
   DIRECT,
   DIRECT_NP_ALIGN,
   KERNELS,
-  NIBBLE_NP_ALIGN,
-  NIBBLE_SHAPES,
+  QUAD_NP_ALIGN,
+  QUAD_SHAPES,
   NR,
   type WasmKernelKind,
 } from './layout.ts';
@@ -35,6 +35,13 @@ const MIN_MACS_PER_THREAD = 1 << 20;
 const L2_BLOCK_BYTES = 256 * 1024;
 /** Up to this many lhs rows a row-major rhs is read where it lies (gen-direct.ts) rather than packed. */
 const DIRECT_MAX_M = 8;
+/**
+ * Up to this many lhs rows a prepacked 8-bit rhs is read as its byte lanes (gen-nibble.ts), not as its
+ * packed panels: the lanes need no widening shuffle, which bounds one or two rows (about 1.4x the direct
+ * variant's speed at one row); from three rows on, the panels' 16-bit values are read with no widening
+ * at all, which is faster (measured on an AMD EPYC, Zen 4, in Node 20).
+ */
+const LANE_MAX_M = 2;
 /** The direct kernel's C block (rows x panels of int32), kept in L1 for its output stage. */
 const DIRECT_BLOCK_BYTES = 16 * 1024;
 /** lhs - zL fits in 16 bits for 8-bit lhs values when |zL| is at most this. */
@@ -86,8 +93,8 @@ export interface RhsBlock {
   packed: number;
   sums: number;
   /**
-   * The 16-bit kernel's: the rhs bytes for the direct variant, in blocks of DIRECT_NP_ALIGN columns, each
-   * Kp rows x DIRECT_NP_ALIGN contiguous (zero past K and N); else null.
+   * The 16-bit kernel's: the rhs bytes for its few-row kernels, the 8-bit byte lanes of gen-nibble.ts
+   * (panels of 8 columns, k in quads, QUAD_BYTE_ORDER; zero past K and N); else null.
    */
   raw: number | null;
   /**
@@ -97,16 +104,21 @@ export interface RhsBlock {
   nibble: { bits: number; rounding: string } | null;
 }
 
-type NibbleShape = (typeof NIBBLE_SHAPES)[number];
+type QuadShape = (typeof QUAD_SHAPES)[number];
 
-/** The 4-bit kernel's shape for M rows: the first whose rows cover M, else the last (tiles of its rows). */
-const nibbleShape = (M: number): NibbleShape => NIBBLE_SHAPES.find((s) => s.mr >= M) ?? NIBBLE_SHAPES[NIBBLE_SHAPES.length - 1];
+/** The quad kernels' shape for M rows: the first whose rows cover M, else the last (tiles of its rows). */
+const quadShape = (M: number): QuadShape => QUAD_SHAPES.find((s) => s.mr >= M) ?? QUAD_SHAPES[QUAD_SHAPES.length - 1];
 
 interface Prepared {
   /** The shape of the direct variant of the 16-bit kernel (gen-direct.ts; the rhs is not packed), or null. */
   direct: DirectShape | null;
   /** The shape of the 4-bit kernel (gen-nibble.ts; the rhs was prepacked at 4 bits), or null. */
-  nibble: NibbleShape | null;
+  nibble: QuadShape | null;
+  /**
+   * The shape of the 8-bit byte-lane kernel (gen-nibble.ts), or null: where the direct variant would
+   * serve and the rhs was prepacked (with `direct` set too: the lhs is packed as for the direct variant).
+   */
+  lane: QuadShape | null;
   /** The rhs was packed before (an RhsBlock): only the lhs is packed. */
   rhsReady: boolean;
   tiles: number;
@@ -123,11 +135,13 @@ interface Prepared {
 
 /**
  * The direct variant's shape for p (gen-direct.ts), or null where kernel `kind` packs the rhs: it takes
- * the 16-bit kernel with 8-bit operands, a row-major rhs, few rows, and lhs zero points small enough
- * for lhs - zL to fit in 16 bits.
+ * the 16-bit kernel with 8-bit operands, a row-major rhs, up to DIRECT_MAX_M rows, and lhs zero points
+ * small enough for lhs - zL to fit in 16 bits. With a prepacked rhs (`prepacked`: its order is gone) a
+ * shape here, up to LANE_MAX_M rows, means the byte lanes, the lhs packed the same way (prepare).
  */
-function directShape(p: NormalizedProblem, kind: WasmKernelKind): DirectShape | null {
-  if (kind !== 'i16' || p.bitDepth || p.rhs.order !== 'row-major' || p.M > DIRECT_MAX_M) return null;
+function directShape(p: NormalizedProblem, kind: WasmKernelKind, prepacked: boolean): DirectShape | null {
+  if (kind !== 'i16' || p.bitDepth || p.M > (prepacked ? LANE_MAX_M : DIRECT_MAX_M)) return null;
+  if (!prepacked && p.rhs.order !== 'row-major') return null;
   for (let m = 0; m < p.M; m++) if (Math.abs(channel(p.lhsZeroPoint, m)) > DIRECT_MAX_ZERO_POINT) return null;
   return DIRECT.find((d) => d.mr >= p.M) ?? DIRECT[DIRECT.length - 1];
 }
@@ -145,16 +159,18 @@ export function prepare(
   kind: WasmKernelKind,
   mode: RelaxedMode | null,
   rhsBlock: RhsBlock | null = null,
-  direct = rhsBlock && rhsBlock.raw === null ? null : directShape(p, kind),
+  direct = rhsBlock && rhsBlock.raw === null ? null : directShape(p, kind, !!rhsBlock),
   encoded: OutputProgram | null = null,
 ): Prepared {
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
-  const nibble = rhsBlock?.nibble ? nibbleShape(M) : null;
-  const mr = nibble?.mr ?? direct?.mr ?? KERNELS[kind].mr;
+  const nibble = rhsBlock?.nibble ? quadShape(M) : null;
+  const lane = direct && rhsBlock ? quadShape(M) : null;
+  const quad = nibble ?? lane;
+  const mr = quad?.mr ?? direct?.mr ?? KERNELS[kind].mr;
   const Mp = roundUp(M, mr);
-  const Np = roundUp(N, nibble ? NIBBLE_NP_ALIGN : direct ? DIRECT_NP_ALIGN : NR);
-  const Kp = roundUp(K, nibble ? 4 : kstep);
+  const Np = roundUp(N, quad ? QUAD_NP_ALIGN : direct ? DIRECT_NP_ALIGN : NR);
+  const Kp = roundUp(K, quad ? 4 : kstep);
   const lowbit = !!p.bitDepth;
   const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
@@ -169,7 +185,7 @@ export function prepare(
   };
   const r = {
     lhsSrc: region(M * K),
-    // the direct kernel reads rows up to Kp (zero past K)
+    // the direct kernel reads rows up to Kp (zero past K); a prepacked rhs's byte lanes
     rhsSrc: rhsBlock ? (rhsBlock.raw ?? 0) : region(Kp * N),
     lhsPacked: region(Mp * Kp * elem),
     rhsPacked: rhsBlock ? rhsBlock.packed : region(direct ? 0 : Np * Kp * elem),
@@ -210,7 +226,7 @@ export function prepare(
     new Int16Array(b, r.lhsPacked, Mp * Kp).fill(0);
     new Int32Array(b, r.rowSums, Mp).fill(0);
     const [so, sk] = q.lhs.order === 'row-major' ? [K, 1] : [1, M];
-    e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, Math.log2(mr), nibble ? 2 : 1, r.lhsPacked, r.rowSums, r.sub);
+    e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, Math.log2(mr), quad ? 2 : 1, r.lhsPacked, r.rowSums, r.sub);
   };
   if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
   loadLhs(buf, p);
@@ -256,9 +272,7 @@ export function prepare(
     lhsSh,
     rhsSrc: r.rhsSrc,
     rhsSo: rhsRowMajor ? 1 : K,
-    // a prepacked rhs's direct bytes: blocks of DIRECT_NP_ALIGN columns, rows DIRECT_NP_ALIGN apart
-    rhsSk: direct && rhsBlock ? DIRECT_NP_ALIGN : rhsRowMajor ? N : 1,
-    rhsBlockStride: direct && rhsBlock ? Kp * DIRECT_NP_ALIGN : DIRECT_NP_ALIGN,
+    rhsSk: rhsRowMajor ? N : 1,
     rhsXor,
     rhsSh,
     rowSums: r.rowSums,
@@ -280,8 +294,8 @@ export function prepare(
     dstSize,
     dstSm: dstRowMajor ? N : 1,
     dstSn: dstRowMajor ? 1 : M,
-    nBlock: nibble
-      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * 8 * nibble.w)))
+    nBlock: quad
+      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * 8 * quad.w)))
       : direct
         ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
         : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
@@ -290,9 +304,10 @@ export function prepare(
   return {
     direct,
     nibble,
+    lane,
     rhsReady: !!rhsBlock && !direct,
     tiles: Mp / mr,
-    panels: nibble ? Np / (8 * nibble.w) : Np / (direct?.nc ?? NR),
+    panels: quad ? Np / (8 * quad.w) : Np / (direct?.nc ?? NR),
     dst,
     covered: program.covered,
     program,
@@ -304,12 +319,20 @@ export function prepare(
 /** [start, end) of part i of n items split T ways. */
 const part = (n: number, T: number, i: number): [number, number] => [Math.floor((n * i) / T), Math.floor((n * (i + 1)) / T)];
 
+/** The exported driver of a few-row kernel (direct, byte lanes, 4-bit) that t takes, or null where it takes the packed panels. */
+function fewRowsKernel(t: Prepared): string | null {
+  if (t.nibble) return `gemm_nibble_${t.nibble.mr}x${t.nibble.w}`;
+  if (t.lane) return `gemm_lane_${t.lane.mr}x${t.lane.w}`;
+  if (t.direct) return `gemm_direct_${t.direct.mr}x${t.direct.nc}`;
+  return null;
+}
+
 /** The calls of each thread, phase by phase: pack (lhs tiles, rhs panels), then gemm + output. */
 export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[]; pack: Call[][]; gemm: Call[][] } {
   const pre: Call[] = [];
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
-  const few = t.nibble ? `gemm_nibble_${t.nibble.mr}x${t.nibble.w}` : t.direct ? `gemm_direct_${t.direct.mr}x${t.direct.nc}` : null;
+  const few = fewRowsKernel(t);
   if (few) {
     // The few-row kernels pack nothing here (prepare packed the lhs; the rhs is read where it lies, or
     // was prepacked). One thread runs every column group; several take chunks of about an eighth of a
@@ -351,9 +374,10 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[
 /**
  * How many runs went to one thread and to several (diagnostics: the browser test checks that threads
  * ran), and the last run's kernel time: its pack, gemm and output calls on every thread, hand-off
- * included, in ms (the call's overhead is its wall time minus this).
+ * included, in ms (the call's overhead is its wall time minus this); its driver, the WebAssembly
+ * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_nibble_2x2').
  */
-export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0 };
+export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0, lastDriver: '' };
 
 /**
  * A GEMM's plan on an engine: its regions and context written by prepare, every thread's calls. A
@@ -473,6 +497,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
   }
   wasmRunStats.lastKernelMs = performance.now() - t0;
   wasmRunStats.lastThreads = T;
+  wasmRunStats.lastDriver = fewRowsKernel(t) ?? `gemm_${pl.kind}`;
   if (single) {
     const times = single.times[choice];
     times.push(wasmRunStats.lastKernelMs);

@@ -7,13 +7,12 @@
 // columns of each, widened to 16 bits as it loads (`v128.load8x8_u` or `_s`), interleaves them into
 // (k, k+1) pairs (i8x16.shuffle) and accumulates `i32x4.dot_i16x8_s` with each lhs row's splatted
 // pair. Three shapes keep eight accumulators in registers: 1 row x 32 columns, 2 x 16 and 4 x 8
-// (layout.ts DIRECT). The rhs is read in blocks of 32 columns (CTX rhsBlockStride): the caller's
-// row-major bytes, or a prepacked rhs's blocks, each 32 columns x Kp rows contiguous, which the kernel
-// then streams. The rhs source has Kp rows (the last one zero where K is odd, run.ts); columns read past
-// N land in C's padding columns, which are never stored.
+// (layout.ts DIRECT). The rhs is the caller's row-major bytes, rows CTX rhsSk apart (a prepacked rhs has
+// its own few-row kernels, gen-nibble.ts). The rhs source has Kp rows (the last one zero where K is odd,
+// run.ts); columns read past N land in C's padding columns, which are never stored.
 
 import { ctx, get, locals, panelLoops, set } from './wat.ts';
-import { DIRECT, DIRECT_NP_ALIGN } from '../layout.ts';
+import { DIRECT } from '../layout.ts';
 
 /** The mr x nc micro-kernel over `steps` k pairs: a = lhs tile [Kp/2][mr][2] i16, b = rhs at (0, n0) with row stride ldb; c = C at (m0, n0). */
 function microKernel(mr: number, nc: number, signed: boolean): string {
@@ -60,7 +59,7 @@ function driver(mr: number, nc: number): string {
     `(call $mkd_${mr}x${nc}_${signed ? 's' : 'u'} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('steps')} ${get('ldb')})`;
   return `
   (func $gemm_direct_${mr}x${nc} (export "gemm_direct_${mr}x${nc}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
-    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'steps', 'ldb', 'signed', 'M', 'N', 'a', 'b', 'c', 'm1', 'col'])}
+    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'steps', 'ldb', 'signed', 'M', 'N', 'a', 'b', 'c', 'm1'])}
     (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
     ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
     ${set('steps', `(i32.shr_u ${ctx('Kp')} (i32.const 1))`)} ${set('ldb', ctx('rhsSk'))}
@@ -69,8 +68,7 @@ function driver(mr: number, nc: number): string {
     ${panelLoops(
       mr,
       nc,
-      `${set('col', `(i32.mul ${get('p')} (i32.const ${nc}))`)}
-        ${set('b', `(i32.add (i32.add ${ctx('rhsSrc')} (i32.mul (i32.shr_u ${get('col')} (i32.const ${Math.log2(DIRECT_NP_ALIGN)})) ${ctx('rhsBlockStride')})) (i32.and ${get('col')} (i32.const ${DIRECT_NP_ALIGN - 1})))`)}`,
+      set('b', `(i32.add ${ctx('rhsSrc')} (i32.mul ${get('p')} (i32.const ${nc})))`),
       `(if ${get('signed')} (then ${call(true)}) (else ${call(false)}))`,
     )})`;
 }

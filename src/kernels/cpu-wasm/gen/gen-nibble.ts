@@ -1,38 +1,65 @@
-// WAT generator for the GEMM stage over a prepacked rhs of at most 4 bits, two values per byte
-// (pack -> GEMM -> output; the rhs was packed once by kernel.ts prepackCpu, the lhs is packed per call by
-// run.ts). Half the bytes of an 8-bit rhs are read, which is what a few-row GEMM waits for.
+// WAT generator for the GEMM stage over a prepacked rhs in k-quads (pack -> GEMM -> output; the rhs was
+// packed once by kernel.ts prepackCpu, the lhs is packed per call by run.ts): the few-row kernels of a
+// prepacked rhs, at most 4 bits two values per byte, or 8 bits one per byte. A few-row GEMM waits for
+// the rhs bytes and for the instructions that widen them, so both layouts are made for both.
 //
-// Layout (layout.ts NIBBLE_*): the rhs in panels of 8 columns; per panel, per quad of k (4q..4q+3),
-// 16 bytes. Byte j holds, in its low nibble, element j of [b0 | b1] and, in its high nibble, element j of
-// [b2 | b3], where b0 = the (k, k+1) = (4q, 4q+1) pairs of columns 0..3 as i16x8
+// Layouts (layout.ts QUAD_SHAPES): the rhs in panels of 8 columns; per panel, per quad of k (4q..4q+3),
+// the vectors b0 = the (k, k+1) = (4q, 4q+1) pairs of columns 0..3 as i16x8
 // [c0k0 c0k1 c1k0 c1k1 c2k0 c2k1 c3k0 c3k1], b1 the same for columns 4..7, and b2, b3 the same for
-// (4q+2, 4q+3). So one v128.load, two masks and four widenings (i16x8.extend_*_i8x16_u) give four
-// vectors of pairs, each met by a splatted lhs pair in `i32x4.dot_i16x8_s` (exact: |l'| <= 255,
-// r' <= 15). The lhs tile is [Kp/4][mr][4] i16: the requantized lhs values l' (no zero point
-// subtracted: the output stage's lowbit expansion takes the raw sum of l'r', the row sums of l' and the
-// prepacked column sums of r'). Micro-kernels of mr rows x w panels keep 2*mr*w = 8 accumulators; the
-// driver walks C in column groups of w panels, the row tiles inside (so a group's panels are read from
-// memory once and from cache for the next tiles), and runs the output stage per cache block.
+// (4q+2, 4q+3). Each is met by a splatted lhs pair in `i32x4.dot_i16x8_s`.
+// - 4 bits, 16 bytes a quad: byte j holds element j of [b0 | b1] in its low nibble and of [b2 | b3] in
+//   its high one. One v128.load, two masks and four widenings (i16x8.extend_*_i8x16_u) give the four
+//   vectors (exact: |l'| <= 255, r' <= 15).
+// - 8 bits (the byte lanes), 32 bytes a quad: columns 0..3 then 4..7, column c's four bytes
+//   [k0 k2 k1 k3] (QUAD_BYTE_ORDER). Read as i16 lanes, a column holds (k0 | k2 << 8, k1 | k3 << 8): the
+//   low bytes are b0 (b1) and the high bytes b2 (b3), taken with a mask or shifts only, no shuffle
+//   (which the widening of a row-major rhs needs, gen-direct.ts). The lhs is the direct variant's, lhs -
+//   zL, so that |l'| <= 32767 and a pair's dot stays below 2^31.
+// The lhs tile is [Kp/4][mr][4] i16 (for 4 bits the requantized lhs l', no zero point subtracted: the
+// output stage's lowbit expansion takes the raw sum of l'r', the row sums of l' and the prepacked column
+// sums of r'). Micro-kernels of mr rows x w panels keep 2*mr*w = 8 accumulators; the driver walks C in
+// column groups of w panels, the row tiles inside (so a group's panels are read from memory once and
+// from cache for the next tiles), and runs the output stage per cache block.
 
 import { ctx, get, locals, panelLoops, set } from './wat.ts';
-import { CTX, DIRECT, NIBBLE_SHAPES } from '../layout.ts';
+import { CTX, DIRECT, QUAD_SHAPES } from '../layout.ts';
+
+/** How a micro-kernel gets b0..b3 from the rhs: 4-bit nibbles, or 8-bit byte lanes read unsigned or signed. */
+type Unpack = 'nibble' | 'u8' | 's8';
+/** Bytes of one quad of one panel. */
+const quadBytes = (u: Unpack) => (u === 'nibble' ? 16 : 32);
+const kernelName = (mr: number, w: number, u: Unpack) => (u === 'nibble' ? `mkn_${mr}x${w}` : `mkl_${mr}x${w}_${u === 'u8' ? 'u' : 's'}`);
 
 /** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = the first panel (panels `stride` bytes apart), c = C. */
-function microKernel(mr: number, w: number): string {
+function microKernel(mr: number, w: number, unpack: Unpack): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
   const step: string[] = [];
-  const mask = '(v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)';
+  const nibbleMask = '(v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)';
+  const byteMask = '(v128.const i16x8 255 255 255 255 255 255 255 255)';
+  const low = (v: string) =>
+    unpack === 'u8' ? `(v128.and ${v} ${byteMask})` : `(i16x8.shr_s (i16x8.shl ${v} (i32.const 8)) (i32.const 8))`;
+  const high = (v: string) => `(i16x8.shr_${unpack === 'u8' ? 'u' : 's'} ${v} (i32.const 8))`;
   for (let j = 0; j < w; j++) {
     const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
-    step.push(
-      set('v', `(v128.load ${at})`),
-      set('lo', `(v128.and ${get('v')} ${mask})`),
-      set('hi', `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${mask})`),
-      set(`p${j}0`, `(i16x8.extend_low_i8x16_u ${get('lo')})`),
-      set(`p${j}1`, `(i16x8.extend_high_i8x16_u ${get('lo')})`),
-      set(`p${j}2`, `(i16x8.extend_low_i8x16_u ${get('hi')})`),
-      set(`p${j}3`, `(i16x8.extend_high_i8x16_u ${get('hi')})`),
-    );
+    if (unpack === 'nibble')
+      step.push(
+        set('v', `(v128.load ${at})`),
+        set('lo', `(v128.and ${get('v')} ${nibbleMask})`),
+        set('hi', `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})`),
+        set(`p${j}0`, `(i16x8.extend_low_i8x16_u ${get('lo')})`),
+        set(`p${j}1`, `(i16x8.extend_high_i8x16_u ${get('lo')})`),
+        set(`p${j}2`, `(i16x8.extend_low_i8x16_u ${get('hi')})`),
+        set(`p${j}3`, `(i16x8.extend_high_i8x16_u ${get('hi')})`),
+      );
+    else
+      step.push(
+        set('v', `(v128.load ${at})`),
+        set('lo', `(v128.load offset=16 ${at})`),
+        set(`p${j}0`, low(get('v'))),
+        set(`p${j}1`, low(get('lo'))),
+        set(`p${j}2`, high(get('v'))),
+        set(`p${j}3`, high(get('lo'))),
+      );
   }
   for (let r = 0; r < mr; r++) {
     step.push(
@@ -60,44 +87,58 @@ function microKernel(mr: number, w: number): string {
   const pairs = Array.from({ length: w }, (_, j) => [0, 1, 2, 3].map((h) => `p${j}${h}`)).flat();
   const strides = Array.from({ length: w - 1 }, (_, j) => `s${j + 1}`);
   return `
-  (func $mkn_${mr}x${w} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $stride i32)
+  (func $${kernelName(mr, w, unpack)} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $stride i32)
     ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo', 'hi'], 'v128')} ${locals(strides)}
     ${strides.map((s, j) => set(s, `(i32.mul ${get('stride')} (i32.const ${j + 1}))`)).join(' ')}
     (loop $K
       ${step.join('\n      ')}
       ${set('a', `(i32.add ${get('a')} (i32.const ${8 * mr}))`)}
-      ${set('b', `(i32.add ${get('b')} (i32.const 16))`)}
+      ${set('b', `(i32.add ${get('b')} (i32.const ${quadBytes(unpack)}))`)}
       (br_if $K (local.tee $quads (i32.sub ${get('quads')} (i32.const 1)))))
     ${stores.join('\n    ')})`;
 }
 
-/** The driver of one shape: lhs tiles [mt0, mt1) x column groups [g0, g1) of 8 w columns, in blocks of nBlock groups, each block's output stage right after it. */
-function driver(mr: number, w: number): string {
+/**
+ * The driver of one shape: lhs tiles [mt0, mt1) x column groups [g0, g1) of 8 w columns, in blocks of
+ * nBlock groups, each block's output stage right after it. 4 bits: the panels at CTX rhsPacked; 8 bits
+ * (`lane`): the byte lanes at CTX rhsSrc, read signed where CTX rhsSh is 24.
+ */
+function driver(mr: number, w: number, lane: boolean): string {
   const nc = 8 * w;
+  const call = (u: Unpack) =>
+    `(call $${kernelName(mr, w, u)} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')} ${get('stride')})`;
+  const name = `gemm_${lane ? 'lane' : 'nibble'}_${mr}x${w}`;
   return `
-  (func $gemm_nibble_${mr}x${w} (export "gemm_nibble_${mr}x${w}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
-    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'stride', 'M', 'N', 'a', 'b', 'c', 'm1'])}
+  (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
+    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'stride', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed'])}
     (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
     ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
-    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('stride', `(i32.shl ${ctx('Kp')} (i32.const 2))`)}
-    ${set('M', ctx('M'))} ${set('N', ctx('N'))}
+    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('stride', `(i32.shl ${ctx('Kp')} (i32.const ${lane ? 3 : 2}))`)}
+    ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
     ${panelLoops(
       mr,
       nc,
-      set('b', `(i32.add ${ctx('rhsPacked')} (i32.mul (i32.mul ${get('p')} (i32.const ${w})) ${get('stride')}))`),
-      `(call $mkn_${mr}x${w} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')} ${get('stride')})`,
+      set('b', `(i32.add ${lane ? ctx('rhsSrc') : ctx('rhsPacked')} (i32.mul (i32.mul ${get('p')} (i32.const ${w})) ${get('stride')}))`),
+      lane ? `(if ${get('signed')} (then ${call('s8')}) (else ${call('u8')}))` : call('nibble'),
     )})`;
 }
 
-/** The 4-bit micro-kernels and their drivers, one per shape of NIBBLE_SHAPES, and the few-row lhs pack. */
+/** The quad micro-kernels (4-bit; 8-bit unsigned and signed) and their drivers, one per shape of QUAD_SHAPES, and the few-row lhs pack. */
 export function nibbleFunctions(): string {
   const drivers = [
     ...DIRECT.map(({ mr, nc }) => `gemm_direct_${mr}x${nc}`),
-    ...NIBBLE_SHAPES.map(({ mr, w }) => `gemm_nibble_${mr}x${w}`),
+    ...QUAD_SHAPES.flatMap(({ mr, w }) => [`gemm_nibble_${mr}x${w}`, `gemm_lane_${mr}x${w}`]),
     'gemm_i16',
   ];
-  return [...NIBBLE_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w), driver(mr, w)]), PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
+  const kernels = QUAD_SHAPES.flatMap(({ mr, w }) => [
+    microKernel(mr, w, 'nibble'),
+    driver(mr, w, false),
+    microKernel(mr, w, 'u8'),
+    microKernel(mr, w, 's8'),
+    driver(mr, w, true),
+  ]);
+  return [...kernels, PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
 }
 
 /**
