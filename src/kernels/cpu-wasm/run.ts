@@ -468,8 +468,9 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
   }
   const { t, single } = pl;
   // A repeated problem (pl.single): its first 8 calls alternate between its threads (0) and one (1); then
-  // it runs the one whose median kernel time of its last calls is lower, and every 64th call the other,
-  // so that the choice follows the machine (a core busy with other work makes threads a loss).
+  // it runs the one whose fastest kernel time of its last calls is lower, and every 64th call the other,
+  // so that the choice follows the machine (a core busy with other work makes threads a loss). The
+  // fastest, not the median: other work only ever slows a call down, and four calls of each are few.
   let choice: 0 | 1 = 0;
   if (single) {
     choice = single.calls < 8 ? ((single.calls % 2) as 0 | 1) : single.calls % 64 === 0 ? ((1 - single.pick) as 0 | 1) : single.pick;
@@ -502,8 +503,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     const times = single.times[choice];
     times.push(wasmRunStats.lastKernelMs);
     if (times.length > 5) times.shift();
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-    if (single.calls >= 8) single.pick = median(single.times[1]) < median(single.times[0]) ? 1 : 0;
+    if (single.calls >= 8) single.pick = Math.min(...single.times[1]) < Math.min(...single.times[0]) ? 1 : 0;
   }
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);
