@@ -279,9 +279,10 @@ function packedOperand(
 
 /**
  * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
- * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, byte j holding element j of
- * the (4q, 4q+1) pairs in its low nibble and of the (4q+2, 4q+3) pairs in its high one; then the column
- * sums of the requantized values. Columns are padded to QUAD_NP_ALIGN, k to 4, with zeros.
+ * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, 32-bit lane j holding
+ * columns j and j + 4 (k & 1 picks the i16 half, k & 2 the nibble within a byte, the column the byte
+ * within the half); then the column sums of the requantized values. Columns are padded to
+ * QUAD_NP_ALIGN, k to 4, with zeros.
  */
 async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const e = await engine();
@@ -301,13 +302,11 @@ async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const sums = new Int32Array(buf, at + panelBytes, Np).fill(0);
   const rowMajor = op.order === 'row-major';
   for (let n = 0; n < N; n++) {
-    const panel = (n >> 3) * Kp * 4;
-    const half = (n & 7) >> 2; // columns 0..3 or 4..7 of the panel
+    const column = (n >> 3) * Kp * 4 + (n & 3) * 4 + ((n & 7) >> 2); // lane n & 3, byte 0 or 1 of its low half
     let sum = 0;
     for (let k = 0; k < K; k++) {
       const v = values[rowMajor ? k * N + n : n * K + k];
-      const j = half * 8 + (n & 3) * 2 + (k & 1);
-      out[panel + (k >> 2) * 16 + j] |= k & 2 ? v << 4 : v;
+      out[column + (k >> 2) * 16 + (k & 1) * 2] |= k & 2 ? v << 4 : v;
       sum += v;
     }
     sums[n] = sum;

@@ -7,9 +7,10 @@
 // the vectors b0 = the (k, k+1) = (4q, 4q+1) pairs of columns 0..3 as i16x8
 // [c0k0 c0k1 c1k0 c1k1 c2k0 c2k1 c3k0 c3k1], b1 the same for columns 4..7, and b2, b3 the same for
 // (4q+2, 4q+3). Each is met by a splatted lhs pair in `i32x4.dot_i16x8_s`.
-// - 4 bits, 16 bytes a quad: byte j holds element j of [b0 | b1] in its low nibble and of [b2 | b3] in
-//   its high one. One v128.load, two masks and four widenings (i16x8.extend_*_i8x16_u) give the four
-//   vectors (exact: |l'| <= 255, r' <= 15).
+// - 4 bits, 16 bytes a quad: 32-bit lane j holds columns j and j + 4, as i16 lanes of four nibbles,
+//   (c_j k0, c_j k2, c_j+4 k0, c_j+4 k2) then (c_j k1, c_j k3, c_j+4 k1, c_j+4 k3), lowest first. So
+//   each vector is the whole vector shifted right by 0, 4, 8 or 12 bits per i16 lane and masked to 4
+//   bits: three shifts and three masks, no widening shuffle (exact: |l'| <= 255, r' <= 15).
 // - 8 bits (the byte lanes), 32 bytes a quad: columns 0..3 then 4..7, column c's four bytes
 //   [k0 k2 k1 k3] (QUAD_BYTE_ORDER). Read as i16 lanes, a column holds (k0 | k2 << 8, k1 | k3 << 8): the
 //   low bytes are b0 (b1) and the high bytes b2 (b3), taken with a mask or shifts only, no shuffle
@@ -34,7 +35,7 @@ const kernelName = (mr: number, w: number, u: Unpack) => (u === 'nibble' ? `mkn_
 function microKernel(mr: number, w: number, unpack: Unpack): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
   const step: string[] = [];
-  const nibbleMask = '(v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)';
+  const nibbleMask = '(v128.const i16x8 15 15 15 15 15 15 15 15)';
   const byteMask = '(v128.const i16x8 255 255 255 255 255 255 255 255)';
   const low = (v: string) =>
     unpack === 'u8' ? `(v128.and ${v} ${byteMask})` : `(i16x8.shr_s (i16x8.shl ${v} (i32.const 8)) (i32.const 8))`;
@@ -44,12 +45,10 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
     if (unpack === 'nibble')
       step.push(
         set('v', `(v128.load ${at})`),
-        set('lo', `(v128.and ${get('v')} ${nibbleMask})`),
-        set('hi', `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})`),
-        set(`p${j}0`, `(i16x8.extend_low_i8x16_u ${get('lo')})`),
-        set(`p${j}1`, `(i16x8.extend_high_i8x16_u ${get('lo')})`),
-        set(`p${j}2`, `(i16x8.extend_low_i8x16_u ${get('hi')})`),
-        set(`p${j}3`, `(i16x8.extend_high_i8x16_u ${get('hi')})`),
+        set(`p${j}0`, `(v128.and ${get('v')} ${nibbleMask})`),
+        set(`p${j}2`, `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})`),
+        set(`p${j}1`, `(v128.and (i16x8.shr_u ${get('v')} (i32.const 8)) ${nibbleMask})`),
+        set(`p${j}3`, `(i16x8.shr_u ${get('v')} (i32.const 12))`),
       );
     else
       step.push(
@@ -88,7 +87,7 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
   const strides = Array.from({ length: w - 1 }, (_, j) => `s${j + 1}`);
   return `
   (func $${kernelName(mr, w, unpack)} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $stride i32)
-    ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo', 'hi'], 'v128')} ${locals(strides)}
+    ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo'], 'v128')} ${locals(strides)}
     ${strides.map((s, j) => set(s, `(i32.mul ${get('stride')} (i32.const ${j + 1}))`)).join(' ')}
     (loop $K
       ${step.join('\n      ')}
