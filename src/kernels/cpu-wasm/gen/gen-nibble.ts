@@ -34,49 +34,66 @@ const kernelName = (mr: number, w: number, u: Unpack) => (u === 'nibble' ? `mkn_
 /** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = the first panel (panels `stride` bytes apart), c = C. */
 function microKernel(mr: number, w: number, unpack: Unpack): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
-  const step: string[] = [];
   const nibbleMask = '(v128.const i16x8 15 15 15 15 15 15 15 15)';
   const byteMask = '(v128.const i16x8 255 255 255 255 255 255 255 255)';
   const low = (v: string) =>
     unpack === 'u8' ? `(v128.and ${v} ${byteMask})` : `(i16x8.shr_s (i16x8.shl ${v} (i32.const 8)) (i32.const 8))`;
   const high = (v: string) => `(i16x8.shr_${unpack === 'u8' ? 'u' : 's'} ${v} (i32.const 8))`;
-  for (let j = 0; j < w; j++) {
+  const unpackPanel = (j: number): string[] => {
     const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
     if (unpack === 'nibble')
-      step.push(
+      return [
         set('v', `(v128.load ${at})`),
         set(`p${j}0`, `(v128.and ${get('v')} ${nibbleMask})`),
         set(`p${j}2`, `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})`),
         set(`p${j}1`, `(v128.and (i16x8.shr_u ${get('v')} (i32.const 8)) ${nibbleMask})`),
         set(`p${j}3`, `(i16x8.shr_u ${get('v')} (i32.const 12))`),
+      ];
+    return [
+      set('v', `(v128.load ${at})`),
+      set('lo', `(v128.load offset=16 ${at})`),
+      set(`p${j}0`, low(get('v'))),
+      set(`p${j}1`, low(get('lo'))),
+      set(`p${j}2`, high(get('v'))),
+      set(`p${j}3`, high(get('lo'))),
+    ];
+  };
+  const splats = (r: number) => [
+    set('a0', `(v128.load32_splat offset=${8 * r} ${get('a')})`),
+    set('a1', `(v128.load32_splat offset=${8 * r + 4} ${get('a')})`),
+  ];
+  const accumulate = (r: number, j: number) =>
+    [0, 1].map((h) => {
+      const c = acc[(r * w + j) * 2 + h];
+      return set(
+        c,
+        `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get(`p${j}${h}`)}) (i32x4.dot_i16x8_s ${get('a1')} ${get(`p${j}${h + 2}`)})))`,
       );
-    else
-      step.push(
-        set('v', `(v128.load ${at})`),
-        set('lo', `(v128.load offset=16 ${at})`),
-        set(`p${j}0`, low(get('v'))),
-        set(`p${j}1`, low(get('lo'))),
-        set(`p${j}2`, high(get('v'))),
-        set(`p${j}3`, high(get('lo'))),
-      );
-  }
-  for (let r = 0; r < mr; r++) {
-    step.push(
-      set('a0', `(v128.load32_splat offset=${8 * r} ${get('a')})`),
-      set('a1', `(v128.load32_splat offset=${8 * r + 4} ${get('a')})`),
-    );
-    for (let j = 0; j < w; j++) {
-      for (const h of [0, 1]) {
-        const c = acc[(r * w + j) * 2 + h];
-        step.push(
-          set(
-            c,
-            `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get(`p${j}${h}`)}) (i32x4.dot_i16x8_s ${get('a1')} ${get(`p${j}${h + 2}`)})))`,
-          ),
-        );
-      }
-    }
-  }
+    });
+  /** One row: columns 0..3 (h 0) or 4..7 (h 1) of panel j unpacked into two vectors and used at once. */
+  const halfPanel = (j: number, h: number): string[] => {
+    const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
+    const c = acc[j * 2 + h];
+    const pair =
+      unpack === 'nibble'
+        ? [
+            h === 0 ? set('v', `(v128.load ${at})`) : '',
+            set('lo', h === 0 ? `(v128.and ${get('v')} ${nibbleMask})` : `(v128.and (i16x8.shr_u ${get('v')} (i32.const 8)) ${nibbleMask})`),
+            set(`p${j}0`, h === 0 ? `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})` : `(i16x8.shr_u ${get('v')} (i32.const 12))`),
+          ]
+        : [set('v', `(v128.load offset=${16 * h} ${at})`), set('lo', low(get('v'))), set(`p${j}0`, high(get('v')))];
+    return [
+      ...pair.filter((x) => x),
+      set(c, `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get('lo')}) (i32x4.dot_i16x8_s ${get('a1')} ${get(`p${j}0`)})))`),
+    ];
+  };
+  const panels = Array.from({ length: w }, (_, j) => j);
+  // One row: each half panel is used as soon as it is unpacked (fewer vectors live at once, which some
+  // engines' register allocators need); several rows: every panel first, then each row over them.
+  const step =
+    mr === 1
+      ? [...splats(0), ...panels.flatMap((j) => [...halfPanel(j, 0), ...halfPanel(j, 1)])]
+      : [...panels.flatMap(unpackPanel), ...Array.from({ length: mr }, (_, r) => [...splats(r), ...panels.flatMap((j) => accumulate(r, j))]).flat()];
   const stores = acc.map((c, i) => {
     const h = i & 1;
     const j = (i >> 1) % w;
