@@ -39,15 +39,22 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
   const low = (v: string) =>
     unpack === 'u8' ? `(v128.and ${v} ${byteMask})` : `(i16x8.shr_s (i16x8.shl ${v} (i32.const 8)) (i32.const 8))`;
   const high = (v: string) => `(i16x8.shr_${unpack === 'u8' ? 'u' : 's'} ${v} (i32.const 8))`;
+  /** Nibbles `shift` bits up in each i16 lane of v, as i16 values (the top ones need no mask). */
+  const nibbles = (shift: number) => {
+    const shifted = shift ? `(i16x8.shr_u ${get('v')} (i32.const ${shift}))` : get('v');
+    return shift === 12 ? shifted : `(v128.and ${shifted} ${nibbleMask})`;
+  };
+  /** Panel j's address this quad. */
+  const panelAt = (j: number) => (j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`);
   const unpackPanel = (j: number): string[] => {
-    const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
+    const at = panelAt(j);
     if (unpack === 'nibble')
       return [
         set('v', `(v128.load ${at})`),
-        set(`p${j}0`, `(v128.and ${get('v')} ${nibbleMask})`),
-        set(`p${j}2`, `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})`),
-        set(`p${j}1`, `(v128.and (i16x8.shr_u ${get('v')} (i32.const 8)) ${nibbleMask})`),
-        set(`p${j}3`, `(i16x8.shr_u ${get('v')} (i32.const 12))`),
+        set(`p${j}0`, nibbles(0)),
+        set(`p${j}2`, nibbles(4)),
+        set(`p${j}1`, nibbles(8)),
+        set(`p${j}3`, nibbles(12)),
       ];
     return [
       set('v', `(v128.load ${at})`),
@@ -70,22 +77,16 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
         `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get(`p${j}${h}`)}) (i32x4.dot_i16x8_s ${get('a1')} ${get(`p${j}${h + 2}`)})))`,
       );
     });
-  /** One row: columns 0..3 (h 0) or 4..7 (h 1) of panel j unpacked into two vectors and used at once. */
+  /** One row: half h of panel j (columns 0..3 or 4..7) unpacked into lo, its (k0, k1) pairs, and hi, its (k2, k3) pairs, and used at once. */
   const halfPanel = (j: number, h: number): string[] => {
-    const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
+    const at = panelAt(j);
     const c = acc[j * 2 + h];
-    const pair =
+    const unpacked =
       unpack === 'nibble'
-        ? [
-            h === 0 ? set('v', `(v128.load ${at})`) : '',
-            set('lo', h === 0 ? `(v128.and ${get('v')} ${nibbleMask})` : `(v128.and (i16x8.shr_u ${get('v')} (i32.const 8)) ${nibbleMask})`),
-            set(`p${j}0`, h === 0 ? `(v128.and (i16x8.shr_u ${get('v')} (i32.const 4)) ${nibbleMask})` : `(i16x8.shr_u ${get('v')} (i32.const 12))`),
-          ]
-        : [set('v', `(v128.load offset=${16 * h} ${at})`), set('lo', low(get('v'))), set(`p${j}0`, high(get('v')))];
-    return [
-      ...pair.filter((x) => x),
-      set(c, `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get('lo')}) (i32x4.dot_i16x8_s ${get('a1')} ${get(`p${j}0`)})))`),
-    ];
+        ? [...(h === 0 ? [set('v', `(v128.load ${at})`)] : []), set('lo', nibbles(8 * h)), set('hi', nibbles(8 * h + 4))]
+        : [set('v', `(v128.load offset=${16 * h} ${at})`), set('lo', low(get('v'))), set('hi', high(get('v')))];
+    const dots = `(i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get('lo')}) (i32x4.dot_i16x8_s ${get('a1')} ${get('hi')}))`;
+    return [...unpacked, set(c, `(i32x4.add ${get(c)} ${dots})`)];
   };
   const panels = Array.from({ length: w }, (_, j) => j);
   // One row: each half panel is used as soon as it is unpacked (fewer vectors live at once, which some
@@ -93,7 +94,10 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
   const step =
     mr === 1
       ? [...splats(0), ...panels.flatMap((j) => [...halfPanel(j, 0), ...halfPanel(j, 1)])]
-      : [...panels.flatMap(unpackPanel), ...Array.from({ length: mr }, (_, r) => [...splats(r), ...panels.flatMap((j) => accumulate(r, j))]).flat()];
+      : [
+          ...panels.flatMap(unpackPanel),
+          ...Array.from({ length: mr }, (_, r) => [...splats(r), ...panels.flatMap((j) => accumulate(r, j))]).flat(),
+        ];
   const stores = acc.map((c, i) => {
     const h = i & 1;
     const j = (i >> 1) % w;
@@ -104,7 +108,7 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
   const strides = Array.from({ length: w - 1 }, (_, j) => `s${j + 1}`);
   return `
   (func $${kernelName(mr, w, unpack)} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $stride i32)
-    ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo'], 'v128')} ${locals(strides)}
+    ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo', 'hi'], 'v128')} ${locals(strides)}
     ${strides.map((s, j) => set(s, `(i32.mul ${get('stride')} (i32.const ${j + 1}))`)).join(' ')}
     (loop $K
       ${step.join('\n      ')}
