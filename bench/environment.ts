@@ -22,6 +22,25 @@ export interface Machine {
   os: string;
   node: string;
   hostname: string;
+  /**
+   * Linux: the CPU's family/model and the vector extensions that decide the CPU peers' kernels (AVX2,
+   * AVX-512, VNNI), from /proc/cpuinfo; null elsewhere. A host without VNNI and one with it give
+   * onnxruntime's integer GEMMs speeds 2-3x apart, while WebAssembly SIMD stays 128-bit.
+   */
+  isa: string | null;
+}
+
+const ISA_FLAGS = ['avx2', 'avx512f', 'avx512_vnni', 'avx_vnni', 'avx512_bf16', 'amx_int8'];
+
+function isaInfo(): string | null {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const field = (name: string) => new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1]?.trim() ?? '?';
+    const flags = new Set(field('flags').split(/\s+/));
+    return `family ${field('cpu family')} model ${field('model')}; ${ISA_FLAGS.map((f) => `${f} ${flags.has(f) ? 'yes' : 'no'}`).join(', ')}`;
+  } catch {
+    return null;
+  }
 }
 
 export function machineInfo(): Machine {
@@ -33,10 +52,11 @@ export function machineInfo(): Machine {
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
     hostname: os.hostname(),
+    isa: isaInfo(),
   };
 }
 
-export const describeMachine = (m: Machine): string => `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB`;
+export const describeMachine = (m: Machine): string => `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB${m.isa ? ` (${m.isa})` : ''}`;
 
 /** The repository root: the nearest folder up from this file (or the cwd) whose package.json is qgemm-webgpu's. */
 export function repoRoot(): string {
