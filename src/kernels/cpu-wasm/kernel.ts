@@ -200,8 +200,8 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     const { kstep, elem } = KERNELS[kind];
     const Kp = Math.ceil(K / kstep) * kstep;
     const Np = Math.ceil(N / NR) * NR;
-    // The 16-bit kernel also keeps the bytes for its few-row kernels, which serve a few lhs rows without
-    // the packed panels: the byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN).
+    // The 16-bit kernel also keeps the bytes for its one- and two-row kernels, which read no packed
+    // panels: the byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN).
     const panelBytes = Np * Kp * elem;
     const packedBytes = panelBytes + 4 * Np;
     const K4 = Math.ceil(K / 4) * 4;
@@ -280,9 +280,9 @@ function packedOperand(
 /**
  * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
  * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, 32-bit lane j holding
- * columns j and j + 4 (k & 1 picks the i16 half, k & 2 the nibble within a byte, the column the byte
- * within the half); then the column sums of the requantized values. Columns are padded to
- * QUAD_NP_ALIGN, k to 4, with zeros.
+ * columns j and j + 4 (within the lane, k & 1 picks the i16 half, column j or j + 4 the byte of that
+ * half, k & 2 the nibble of that byte); then the column sums of the requantized values. Columns are
+ * padded to QUAD_NP_ALIGN, k to 4, with zeros.
  */
 async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const e = await engine();
