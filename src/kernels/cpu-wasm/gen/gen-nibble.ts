@@ -35,62 +35,38 @@ const kernelName = (mr: number, w: number, u: Unpack) => (u === 'nibble' ? `mkn_
 function microKernel(mr: number, w: number, unpack: Unpack): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
   // The mask lives in a local set before the loop: an engine may rebuild a v128.const at every use
-  // (Node 24 did: 21.5 against 34.3 GMAC/s for the one-row byte lanes, measured).
+  // (Node 24 did: 21.5 against 34.3 GMAC/s for the one-row byte lanes, measured). Signed bytes need none.
   const maskValue =
     unpack === 'nibble' ? '(v128.const i16x8 15 15 15 15 15 15 15 15)' : '(v128.const i16x8 255 255 255 255 255 255 255 255)';
-  const nibbleMask = get('mask');
   const low = (v: string) =>
     unpack === 'u8' ? `(v128.and ${v} ${get('mask')})` : `(i16x8.shr_s (i16x8.shl ${v} (i32.const 8)) (i32.const 8))`;
   const high = (v: string) => `(i16x8.shr_${unpack === 'u8' ? 'u' : 's'} ${v} (i32.const 8))`;
   /** Nibbles `shift` bits up in each i16 lane of v, as i16 values (the top ones need no mask). */
   const nibbles = (shift: number) => {
     const shifted = shift ? `(i16x8.shr_u ${get('v')} (i32.const ${shift}))` : get('v');
-    return shift === 12 ? shifted : `(v128.and ${shifted} ${nibbleMask})`;
+    return shift === 12 ? shifted : `(v128.and ${shifted} ${get('mask')})`;
   };
-  /** Panel j's address this quad. */
-  const panelAt = (j: number) => (j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`);
-  const unpackPanel = (j: number): string[] => {
-    const at = panelAt(j);
+  /**
+   * Half h of panel j this quad (columns 0..3 or 4..7) into locals `lo`, its (k0, k1) pairs, and `hi`,
+   * its (k2, k3) pairs. 4 bits: one load serves both halves; 8 bits: 16 bytes a half.
+   */
+  const unpackHalf = (j: number, h: number, lo: string, hi: string): string[] => {
+    const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
     if (unpack === 'nibble')
-      return [
-        set('v', `(v128.load ${at})`),
-        set(`p${j}0`, nibbles(0)),
-        set(`p${j}2`, nibbles(4)),
-        set(`p${j}1`, nibbles(8)),
-        set(`p${j}3`, nibbles(12)),
-      ];
-    return [
-      set('v', `(v128.load ${at})`),
-      set('lo', `(v128.load offset=16 ${at})`),
-      set(`p${j}0`, low(get('v'))),
-      set(`p${j}1`, low(get('lo'))),
-      set(`p${j}2`, high(get('v'))),
-      set(`p${j}3`, high(get('lo'))),
-    ];
+      return [...(h === 0 ? [set('v', `(v128.load ${at})`)] : []), set(lo, nibbles(8 * h)), set(hi, nibbles(8 * h + 4))];
+    return [set('v', `(v128.load offset=${16 * h} ${at})`), set(lo, low(get('v'))), set(hi, high(get('v')))];
   };
+  const unpackPanel = (j: number) => [...unpackHalf(j, 0, `p${j}0`, `p${j}2`), ...unpackHalf(j, 1, `p${j}1`, `p${j}3`)];
   const splats = (r: number) => [
     set('a0', `(v128.load32_splat offset=${8 * r} ${get('a')})`),
     set('a1', `(v128.load32_splat offset=${8 * r + 4} ${get('a')})`),
   ];
-  const accumulate = (r: number, j: number) =>
-    [0, 1].map((h) => {
-      const c = acc[(r * w + j) * 2 + h];
-      return set(
-        c,
-        `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get(`p${j}${h}`)}) (i32x4.dot_i16x8_s ${get('a1')} ${get(`p${j}${h + 2}`)})))`,
-      );
-    });
-  /** One row: half h of panel j (columns 0..3 or 4..7) unpacked into lo, its (k0, k1) pairs, and hi, its (k2, k3) pairs, and used at once. */
-  const halfPanel = (j: number, h: number): string[] => {
-    const at = panelAt(j);
-    const c = acc[j * 2 + h];
-    const unpacked =
-      unpack === 'nibble'
-        ? [...(h === 0 ? [set('v', `(v128.load ${at})`)] : []), set('lo', nibbles(8 * h)), set('hi', nibbles(8 * h + 4))]
-        : [set('v', `(v128.load offset=${16 * h} ${at})`), set('lo', low(get('v'))), set('hi', high(get('v')))];
-    const dots = `(i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get('lo')}) (i32x4.dot_i16x8_s ${get('a1')} ${get('hi')}))`;
-    return [...unpacked, set(c, `(i32x4.add ${get(c)} ${dots})`)];
-  };
+  /** Accumulator c += the row's (k0, k1) pair dotted with `lo` + its (k2, k3) pair dotted with `hi`. */
+  const add = (c: string, lo: string, hi: string) =>
+    set(c, `(i32x4.add ${get(c)} (i32x4.add (i32x4.dot_i16x8_s ${get('a0')} ${get(lo)}) (i32x4.dot_i16x8_s ${get('a1')} ${get(hi)})))`);
+  const accumulate = (r: number, j: number) => [0, 1].map((h) => add(acc[(r * w + j) * 2 + h], `p${j}${h}`, `p${j}${h + 2}`));
+  /** One row: half h of panel j unpacked and used at once. */
+  const halfPanel = (j: number, h: number) => [...unpackHalf(j, h, 'lo', 'hi'), add(acc[j * 2 + h], 'lo', 'hi')];
   const panels = Array.from({ length: w }, (_, j) => j);
   // One row: each half panel is used as soon as it is unpacked (fewer vectors live at once, which some
   // engines' register allocators need); several rows: every panel first, then each row over them.
@@ -113,7 +89,7 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
   (func $${kernelName(mr, w, unpack)} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $stride i32)
     ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo', 'hi', 'mask'], 'v128')} ${locals(strides)}
     ${strides.map((s, j) => set(s, `(i32.mul ${get('stride')} (i32.const ${j + 1}))`)).join(' ')}
-    ${set('mask', maskValue)}
+    ${unpack === 's8' ? '' : set('mask', maskValue)}
     (loop $K
       ${step.join('\n      ')}
       ${set('a', `(i32.add ${get('a')} (i32.const ${8 * mr}))`)}
