@@ -43,14 +43,16 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     );
   });
 
-  // One or two lhs rows read a prepacked 8-bit rhs as its byte lanes (gen-nibble.ts, lhs - zL in 16
-  // bits; three rows on, the packed panels): every k past a multiple of 4, both rhs types and orders,
-  // lhs zero points at the 16-bit bound and past it (the panels), on 1, 2 and 3 threads.
-  it.each([1, 2, 3])('the byte lanes: one and two rows, k mod 4, both rhs types, zero-point bounds, threads %i', async (threads) => {
+  // A few lhs rows read a prepacked 8-bit rhs as its byte lanes (gen-nibble.ts, lhs - zL in 16 bits):
+  // split for one and two rows, widened in 3-row tiles for 3, 5, 6 and 9 (whole and partial tiles); 4
+  // and 10 rows, the packed panels. Every k past a multiple of 4, both rhs types and orders, lhs zero
+  // points at the 16-bit bound and past it (the panels), on 1, 2 and 3 threads.
+  it.each([1, 2, 3])('the byte lanes: 1 to 10 rows, k mod 4, both rhs types, zero-point bounds, threads %i', async (threads) => {
     let seed = 11 + threads;
     const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
     const data = (n: number, signed: boolean) => (signed ? Int8Array.from({ length: n }, next) : Uint8Array.from({ length: n }, next));
-    for (const M of [1, 2, 3])
+    const driver = (M: number) => (M <= 2 ? /^gemm_lane_/ : [3, 5, 6, 9].includes(M) ? /^gemm_wide_/ : /^gemm_i16$/);
+    for (const M of [1, 2, 3, 4, 5, 6, 9, 10])
       for (const [N, K] of [
         [1, 1],
         [33, 6],
@@ -64,11 +66,11 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
             const problem: GemmProblem = {
               lhs: { data: data(M * K, signed), rows: M, cols: K },
               rhs: { data: data(K * N, signed), rows: K, cols: N, order },
-              lhsZeroPoint: M === 2 ? Int32Array.of(zL, -zL) : zL,
+              lhsZeroPoint: M === 1 ? zL : Int32Array.from({ length: M }, (_, m) => (m % 2 ? -zL : zL)),
               rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => n - 9),
             };
             await expectSame(problem, threads);
-            if (M < 3 && Math.abs(zL) <= 32512) expect(wasmRunStats.lastDriver).toMatch(/^gemm_lane_/);
+            expect(wasmRunStats.lastDriver).toMatch(Math.abs(zL) <= 32512 ? driver(M) : /^gemm_i16$/);
           }
   });
 

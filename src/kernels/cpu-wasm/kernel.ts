@@ -22,7 +22,7 @@ import {
   type WasmEngine,
   type WasmOptions,
 } from './engine.ts';
-import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, QUAD_SHAPES, type WasmKernelKind } from './layout.ts';
+import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, QUAD_SHAPES, WIDE, type WasmKernelKind } from './layout.ts';
 import {
   bytes,
   forgetPlan,
@@ -50,7 +50,7 @@ export type CpuRunStats = Readonly<typeof wasmRunStats>;
  * several, and the last run's kernel time in ms (its pack, gemm and output calls on every thread,
  * hand-off included; the call's overhead is its wall time minus this), thread count and driver (the
  * WebAssembly function of its gemm stage: 'gemm_i16' the packed panels, 'gemm_direct_*' a row-major
- * rhs read where it lies, 'gemm_lane_*' a prepacked 8-bit rhs's byte lanes, 'gemm_nibble_*' 4-bit).
+ * rhs read where it lies, 'gemm_lane_*' and 'gemm_wide_*' a prepacked 8-bit rhs's byte lanes, 'gemm_nibble_*' 4-bit).
  */
 export function cpuRunStats(): CpuRunStats {
   return { ...wasmRunStats };
@@ -147,7 +147,7 @@ let callPathWarm = false;
 /**
  * Runs the per-call path of a prepacked rhs (runPrepacked: the comparison, the plan, the lhs pack, the
  * few-row kernels, the copy out) on small problems, 8-bit and 4-bit, at each quad kernel shape's rows
- * (layout.ts QUAD_SHAPES), 100 times each, when the first operand is prepacked: V8 runs JavaScript in its
+ * and the widening kernel's (layout.ts QUAD_SHAPES, WIDE), 100 times each, when the first operand is prepacked: V8 runs JavaScript in its
  * interpreter and WebAssembly in its baseline compiler until a function has run a while, and a caller's
  * first GEMMs would otherwise pay for it (~100 µs a call).
  */
@@ -161,7 +161,7 @@ async function warmCallPath(): Promise<void> {
     const x = await prepackOnce(rhs, bitDepth);
     const values = Int32Array.from({ length: N }, (_, n) => n - 32);
     try {
-      for (const { mr: M } of QUAD_SHAPES) {
+      for (const M of [...QUAD_SHAPES.map((s) => s.mr), WIDE.mr]) {
         const problem = {
           lhs: { data: new Uint8Array(M * K).fill(5), rows: M, cols: K },
           lhsZeroPoint: 1,

@@ -101,3 +101,9 @@ export const QUAD_SHAPES = [
 export const QUAD_NP_ALIGN = 32;
 /** The 8-bit byte lanes: element k of a quad lies at byte QUAD_BYTE_ORDER[k & 3] of its column's four. */
 export const QUAD_BYTE_ORDER = [0, 2, 1, 3] as const;
+/**
+ * The shape of the widening byte-lane kernel (gen-nibble.ts), which reads the same lanes for a few rows
+ * more: 3 rows x 4 columns (half a panel) of C per micro-kernel, six int32x4 accumulators. It serves
+ * the row counts that 3-row tiles pad less than the 16-bit kernel's 4-row ones (run.ts).
+ */
+export const WIDE = { mr: 3, nc: 4 } as const;

@@ -22,6 +22,7 @@ import {
   KERNELS,
   QUAD_NP_ALIGN,
   QUAD_SHAPES,
+  WIDE,
   NR,
   type WasmKernelKind,
 } from './layout.ts';
@@ -36,12 +37,16 @@ const L2_BLOCK_BYTES = 256 * 1024;
 /** Up to this many lhs rows a row-major rhs is read where it lies (gen-direct.ts) rather than packed. */
 const DIRECT_MAX_M = 8;
 /**
- * Up to this many lhs rows a prepacked 8-bit rhs is read as its byte lanes (gen-nibble.ts), not as its
- * packed panels: the lanes need no widening shuffle, which bounds one or two rows (about 1.4x the direct
- * variant's speed at one row); from three rows on, the panels' 16-bit values are read with no widening
- * at all, which is faster (measured on an AMD EPYC, Zen 4, in Node 20).
+ * A prepacked 8-bit rhs is read as its byte lanes (gen-nibble.ts) by up to LANE_MAX_M lhs rows, split
+ * with a mask and shifts, no widening shuffle (about 1.4x the direct variant's speed at one row); from
+ * there on as its 16-bit panels, except where the widening kernel's 3-row tiles (layout.ts WIDE) pad M
+ * less than the panels' 4-row ones, up to WIDE_MAX_M rows: 3, 5, 6 and 9 rows, 10-25% faster than the
+ * panels (13 and 14 rows even, 4 and 8 rows as fast or slower; measured on an AMD EPYC, Zen 4, in Node
+ * 20 and 24).
  */
 const LANE_MAX_M = 2;
+const WIDE_MAX_M = 9;
+const widens = (M: number) => M > LANE_MAX_M && M <= WIDE_MAX_M && roundUp(M, WIDE.mr) < roundUp(M, KERNELS.i16.mr);
 /** The direct kernel's C block (rows x panels of int32), kept in L1 for its output stage. */
 const DIRECT_BLOCK_BYTES = 16 * 1024;
 /** lhs - zL fits in 16 bits for 8-bit lhs values when |zL| is at most this. */
@@ -119,6 +124,8 @@ interface Prepared {
    * serve and the rhs was prepacked (with `direct` set too: the lhs is packed as for the direct variant).
    */
   lane: QuadShape | null;
+  /** The widening byte-lane kernel (gen-nibble.ts) serves: as `lane`, for the rows `widens` takes. */
+  wide: boolean;
   /** The rhs was packed before (an RhsBlock): only the lhs is packed. */
   rhsReady: boolean;
   tiles: number;
@@ -137,10 +144,10 @@ interface Prepared {
  * The direct variant's shape for p (gen-direct.ts), or null where kernel `kind` packs the rhs: it takes
  * the 16-bit kernel with 8-bit operands, a row-major rhs, up to DIRECT_MAX_M rows, and lhs zero points
  * small enough for lhs - zL to fit in 16 bits. With a prepacked rhs (`prepacked`: its order is gone) a
- * shape here, up to LANE_MAX_M rows, means the byte lanes, the lhs packed the same way (prepare).
+ * shape here, up to LANE_MAX_M rows or where `widens`, means the byte lanes, the lhs packed the same way (prepare).
  */
 function directShape(p: NormalizedProblem, kind: WasmKernelKind, prepacked: boolean): DirectShape | null {
-  if (kind !== 'i16' || p.bitDepth || p.M > (prepacked ? LANE_MAX_M : DIRECT_MAX_M)) return null;
+  if (kind !== 'i16' || p.bitDepth || !(prepacked ? p.M <= LANE_MAX_M || widens(p.M) : p.M <= DIRECT_MAX_M)) return null;
   if (!prepacked && p.rhs.order !== 'row-major') return null;
   for (let m = 0; m < p.M; m++) if (Math.abs(channel(p.lhsZeroPoint, m)) > DIRECT_MAX_ZERO_POINT) return null;
   return DIRECT.find((d) => d.mr >= p.M) ?? DIRECT[DIRECT.length - 1];
@@ -165,12 +172,15 @@ export function prepare(
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
   const nibble = rhsBlock?.nibble ? quadShape(M) : null;
-  const lane = direct && rhsBlock ? quadShape(M) : null;
+  const lane = direct && rhsBlock && M <= LANE_MAX_M ? quadShape(M) : null;
+  const wide = !!direct && !!rhsBlock && !lane;
   const quad = nibble ?? lane;
-  const mr = quad?.mr ?? direct?.mr ?? KERNELS[kind].mr;
+  /** Columns per column group of the few-row kernel over a prepacked rhs, or 0. */
+  const nc = quad ? 8 * quad.w : wide ? WIDE.nc : 0;
+  const mr = quad?.mr ?? (wide ? WIDE.mr : (direct?.mr ?? KERNELS[kind].mr));
   const Mp = roundUp(M, mr);
-  const Np = roundUp(N, quad ? QUAD_NP_ALIGN : direct ? DIRECT_NP_ALIGN : NR);
-  const Kp = roundUp(K, quad ? 4 : kstep);
+  const Np = roundUp(N, nc ? QUAD_NP_ALIGN : direct ? DIRECT_NP_ALIGN : NR);
+  const Kp = roundUp(K, nc ? 4 : kstep);
   const lowbit = !!p.bitDepth;
   const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
@@ -223,10 +233,10 @@ export function prepare(
     new Uint8Array(b, r.lhsSrc, M * K).set(requantize ? requantized(q, 'lhs') : bytes(q.lhs.data));
     const sub = new Int32Array(b, r.sub, M);
     for (let m = 0; m < M; m++) sub[m] = direct ? channel(q.lhsZeroPoint, m) : signed ? -UINT8_DOMAIN_SHIFT : 0;
-    new Int16Array(b, r.lhsPacked, Mp * Kp).fill(0);
+    if (Mp > M || Kp > K) new Int16Array(b, r.lhsPacked, Mp * Kp).fill(0); // else the pack writes every value
     new Int32Array(b, r.rowSums, Mp).fill(0);
     const [so, sk] = q.lhs.order === 'row-major' ? [K, 1] : [1, M];
-    e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, Math.log2(mr), quad ? 2 : 1, r.lhsPacked, r.rowSums, r.sub);
+    e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, mr, nc ? 2 : 1, wide ? 1 : 0, r.lhsPacked, r.rowSums, r.sub);
   };
   if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
   loadLhs(buf, p);
@@ -294,8 +304,8 @@ export function prepare(
     dstSize,
     dstSm: dstRowMajor ? N : 1,
     dstSn: dstRowMajor ? 1 : M,
-    nBlock: quad
-      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * 8 * quad.w)))
+    nBlock: nc
+      ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * nc)))
       : direct
         ? Math.max(1, Math.floor(DIRECT_BLOCK_BYTES / (4 * Mp * direct.nc)))
         : Math.max(1, Math.floor(L2_BLOCK_BYTES / (Kp * NR * elem))),
@@ -305,9 +315,10 @@ export function prepare(
     direct,
     nibble,
     lane,
+    wide,
     rhsReady: !!rhsBlock && !direct,
     tiles: Mp / mr,
-    panels: quad ? Np / (8 * quad.w) : Np / (direct?.nc ?? NR),
+    panels: Np / (nc || direct?.nc || NR),
     dst,
     covered: program.covered,
     program,
@@ -323,6 +334,7 @@ const part = (n: number, T: number, i: number): [number, number] => [Math.floor(
 function fewRowsKernel(t: Prepared): string | null {
   if (t.nibble) return `gemm_nibble_${t.nibble.mr}x${t.nibble.w}`;
   if (t.lane) return `gemm_lane_${t.lane.mr}x${t.lane.w}`;
+  if (t.wide) return `gemm_wide_${WIDE.mr}x${WIDE.nc}`;
   if (t.direct) return `gemm_direct_${t.direct.mr}x${t.direct.nc}`;
   return null;
 }
@@ -375,7 +387,7 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[
  * How many runs went to one thread and to several (diagnostics: the browser test checks that threads
  * ran), and the last run's kernel time: its pack, gemm and output calls on every thread, hand-off
  * included, in ms (the call's overhead is its wall time minus this); its driver, the WebAssembly
- * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_nibble_2x2').
+ * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_wide_3x4', 'gemm_nibble_2x2').
  */
 export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0, lastDriver: '' };
 

@@ -16,14 +16,19 @@
 //   low bytes are b0 (b1) and the high bytes b2 (b3), taken with a mask or shifts only, no shuffle
 //   (which the widening of a row-major rhs needs, gen-direct.ts). The lhs is the direct variant's, lhs -
 //   zL, so that |l'| <= 32767 and a pair's dot stays below 2^31.
-// The lhs tile is [Kp/4][mr][4] i16 (for 4 bits the requantized lhs l', no zero point subtracted: the
+// - The same byte lanes, widened (layout.ts WIDE, from three rows): `v128.load8x8_u` (or _s)
+//   of 8 bytes gives two columns' quads as i16 [c k0, c k2, c k1, c k3, c' k0, ...], which a row's quad
+//   packed in the same order (l0 l2 l1 l3, splatted twice) meets in one `i32x4.dot_i16x8_s`: lanes
+//   (c, k0 k2), (c, k1 k3), (c', k0 k2), (c', k1 k3), added pairwise once at the end. The widening is
+//   part of the load, one a column pair and quad whatever the rows, so it is spread over them.
+// The lhs tile is [Kp/4][mr][4] i16 (in QUAD_BYTE_ORDER for the widening kernels; for 4 bits the requantized lhs l', no zero point subtracted: the
 // output stage's lowbit expansion takes the raw sum of l'r', the row sums of l' and the prepacked column
 // sums of r'). Micro-kernels of mr rows x w panels keep 2*mr*w = 8 accumulators; the driver walks C in
 // column groups of w panels, the row tiles inside (so a group's panels are read from memory once and
 // from cache for the next tiles), and runs the output stage per cache block.
 
 import { ctx, get, locals, panelLoops, set } from './wat.ts';
-import { CTX, DIRECT, QUAD_SHAPES } from '../layout.ts';
+import { CTX, DIRECT, QUAD_SHAPES, WIDE } from '../layout.ts';
 
 /** How a micro-kernel gets b0..b3 from the rhs: 4-bit nibbles, or 8-bit byte lanes read unsigned or signed. */
 type Unpack = 'nibble' | 'u8' | 's8';
@@ -124,11 +129,69 @@ function driver(mr: number, w: number, lane: boolean): string {
     )})`;
 }
 
-/** The quad micro-kernels (4-bit; 8-bit unsigned and signed) and their drivers, one per shape of QUAD_SHAPES, and the few-row lhs pack. */
+/**
+ * The widening micro-kernel: mr rows x 4 columns (half a panel, at b) over `quads` k-quads of the byte
+ * lanes, read unsigned or signed; a = the lhs tile in QUAD_BYTE_ORDER, c = C.
+ */
+function wideKernel(mr: number, signed: boolean): string {
+  const load = `v128.load8x8_${signed ? 's' : 'u'}`;
+  const acc = Array.from({ length: 2 * mr }, (_, i) => `c${i}`); // acc[2r + h]: columns 2h and 2h + 1, two lanes each
+  const step = [set('b0', `(${load} ${get('b')})`), set('b1', `(${load} offset=8 ${get('b')})`)];
+  for (let r = 0; r < mr; r++) {
+    step.push(set('a0', `(v128.load64_splat offset=${8 * r} ${get('a')})`));
+    for (const h of [0, 1]) {
+      const c = acc[2 * r + h];
+      step.push(set(c, `(i32x4.add ${get(c)} (i32x4.dot_i16x8_s ${get('a0')} ${get(`b${h}`)}))`));
+    }
+  }
+  // Lanes (c0, c0, c1, c1) and (c2, c2, c3, c3) -> c0..c3: the even lanes of both plus the odd ones.
+  const even = '0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27';
+  const odd = '4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31';
+  const stores = Array.from({ length: mr }, (_, r) => {
+    const [x, y] = [get(acc[2 * r]), get(acc[2 * r + 1])];
+    return `(v128.store (i32.add ${get('c')} (i32.mul ${get('ldc')} (i32.const ${r})))
+      (i32x4.add (i8x16.shuffle ${even} ${x} ${y}) (i8x16.shuffle ${odd} ${x} ${y})))`;
+  });
+  return `
+  (func $mkw_${mr}x4_${signed ? 's' : 'u'} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32)
+    ${locals([...acc, 'a0', 'b0', 'b1'], 'v128')}
+    (loop $K
+      ${step.join('\n      ')}
+      ${set('a', `(i32.add ${get('a')} (i32.const ${8 * mr}))`)}
+      ${set('b', `(i32.add ${get('b')} (i32.const 32))`)}
+      (br_if $K (local.tee $quads (i32.sub ${get('quads')} (i32.const 1)))))
+    ${stores.join('\n    ')})`;
+}
+
+/** The driver of the widening kernel: lhs tiles [mt0, mt1) x column groups [g0, g1) of 4 columns (half panels of the byte lanes at CTX rhsSrc). */
+function wideDriver(mr: number): string {
+  const call = (u: 'u' | 's') => `(call $mkw_${mr}x4_${u} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')})`;
+  const name = `gemm_wide_${mr}x4`;
+  return `
+  (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
+    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'stride', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed'])}
+    (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
+    ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
+    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('stride', `(i32.shl ${ctx('Kp')} (i32.const 3))`)}
+    ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
+    ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
+    ${panelLoops(
+      mr,
+      4,
+      set(
+        'b',
+        `(i32.add ${ctx('rhsSrc')} (i32.add (i32.mul (i32.shr_u ${get('p')} (i32.const 1)) ${get('stride')}) (i32.shl (i32.and ${get('p')} (i32.const 1)) (i32.const 4))))`,
+      ),
+      `(if ${get('signed')} (then ${call('s')}) (else ${call('u')}))`,
+    )})`;
+}
+
+/** The quad micro-kernels (4-bit; 8-bit unsigned and signed) and their drivers, one per shape of QUAD_SHAPES; the widening kernels and their driver; the few-row lhs pack. */
 export function nibbleFunctions(): string {
   const drivers = [
     ...DIRECT.map(({ mr, nc }) => `gemm_direct_${mr}x${nc}`),
     ...QUAD_SHAPES.flatMap(({ mr, w }) => [`gemm_nibble_${mr}x${w}`, `gemm_lane_${mr}x${w}`]),
+    `gemm_wide_${WIDE.mr}x${WIDE.nc}`,
     'gemm_i16',
   ];
   const kernels = QUAD_SHAPES.flatMap(({ mr, w }) => [
@@ -138,7 +201,8 @@ export function nibbleFunctions(): string {
     microKernel(mr, w, 's8'),
     driver(mr, w, true),
   ]);
-  return [...kernels, PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
+  const wide = [wideKernel(WIDE.mr, false), wideKernel(WIDE.mr, true), wideDriver(WIDE.mr)];
+  return [...kernels, ...wide, PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
 }
 
 /**
@@ -160,27 +224,52 @@ function dynamic(name: string): string {
 /**
  * The lhs pack of the few-row kernels (the direct variant of gen-direct.ts and the 4-bit kernel above):
  * rows [0, M) of the bytes at `src` (element (m, k) at src + m*so + k*sk, read signed or not) minus a
- * per-row `sub` (i32 at sub + 4m), as i16 in tiles of 2^mrl rows, [Kp/g][mr][g] with g = 2^gl; each
- * row's sum of them at sums + 4m. The caller zeroes the tiles first (padding past M and K stays zero).
- * Run on the calling thread (a few rows): in WebAssembly, so that it runs compiled from the first call.
+ * per-row `sub` (i32 at sub + 4m), as i16 in tiles of mr rows, [Kp/g][mr][g] with g = 2^gl, 2 or 4
+ * (`order` 1: a group of 4 in QUAD_BYTE_ORDER, for the widening kernels); each row's sum of them at
+ * sums + 4m. The values fit in 16 bits (the callers' bound on sub). The caller zeroes the tiles first
+ * (padding past M and K stays zero). Run on the calling thread (a few rows): in WebAssembly, so that it
+ * runs compiled from the first call; eight values at a time where k is contiguous (sk = 1), the rest
+ * one by one.
  */
 const PACK_LHS_FEW = `
   (func $pack_lhs_few (export "pack_lhs_few") (param $src i32) (param $so i32) (param $sk i32) (param $signed i32) (param $M i32)
-    (param $K i32) (param $Kp i32) (param $mrl i32) (param $gl i32) (param $out i32) (param $sums i32) (param $sub i32)
-    ${locals(['m', 'k', 'v', 'sum', 'base', 's', 'at', 'z', 'mr', 'g'])}
+    (param $K i32) (param $Kp i32) (param $mr i32) (param $gl i32) (param $order i32) (param $out i32) (param $sums i32) (param $sub i32)
+    ${locals(['m', 'k', 'v', 'sum', 'base', 's', 'at', 'z', 'g', 'gm', 'j', 'gs'])} ${locals(['x', 'zv', 'acc'], 'v128')}
     (if (i32.or (i32.eqz ${get('M')}) (i32.eqz ${get('K')})) (then (return)))
-    ${set('mr', `(i32.shl (i32.const 1) ${get('mrl')})`)} ${set('g', `(i32.shl (i32.const 1) ${get('gl')})`)}
+    ${set('g', `(i32.shl (i32.const 1) ${get('gl')})`)} ${set('gm', `(i32.mul ${get('g')} ${get('mr')})`)}
+    ${set('gs', `(i32.shl ${get('gm')} (i32.const 1))`)}
     (loop $M
-      ${set('base', `(i32.add ${get('out')} (i32.shl (i32.add (i32.mul (i32.shr_u ${get('m')} ${get('mrl')}) (i32.mul ${get('Kp')} ${get('mr')})) (i32.shl (i32.and ${get('m')} (i32.sub ${get('mr')} (i32.const 1))) ${get('gl')})) (i32.const 1)))`)}
+      ${set('base', `(i32.add ${get('out')} (i32.shl (i32.add (i32.mul (i32.div_u ${get('m')} ${get('mr')}) (i32.mul ${get('Kp')} ${get('mr')})) (i32.shl (i32.rem_u ${get('m')} ${get('mr')}) ${get('gl')})) (i32.const 1)))`)}
       ${set('z', `(i32.load (i32.add ${get('sub')} (i32.shl ${get('m')} (i32.const 2))))`)}
       ${set('s', `(i32.add ${get('src')} (i32.mul ${get('m')} ${get('so')}))`)}
       ${set('sum', '(i32.const 0)')} ${set('k', '(i32.const 0)')}
-      (loop $K
-        ${set('v', `(i32.sub (if (result i32) ${get('signed')} (then (i32.load8_s ${get('s')})) (else (i32.load8_u ${get('s')}))) ${get('z')})`)}
-        ${set('at', `(i32.add ${get('base')} (i32.shl (i32.add (i32.shl (i32.shr_u ${get('k')} ${get('gl')}) (i32.add ${get('gl')} ${get('mrl')})) (i32.and ${get('k')} (i32.sub ${get('g')} (i32.const 1)))) (i32.const 1)))`)}
-        (i32.store16 ${get('at')} ${get('v')})
-        ${set('sum', `(i32.add ${get('sum')} ${get('v')})`)}
-        ${set('s', `(i32.add ${get('s')} ${get('sk')})`)}
-        (br_if $K (i32.lt_u (local.tee $k (i32.add ${get('k')} (i32.const 1))) ${get('K')})))
+      (if (i32.eq ${get('sk')} (i32.const 1)) (then
+        ${set('zv', `(i16x8.splat ${get('z')})`)} ${set('acc', '(v128.const i32x4 0 0 0 0)')}
+        (block $done (loop $V
+          (br_if $done (i32.gt_u (i32.add ${get('k')} (i32.const 8)) ${get('K')}))
+          ${set('x', `(i16x8.sub (if (result v128) ${get('signed')} (then (v128.load8x8_s ${get('s')})) (else (v128.load8x8_u ${get('s')}))) ${get('zv')})`)}
+          (if ${get('order')} (then ${set('x', `(i8x16.shuffle 0 1 4 5 2 3 6 7 8 9 12 13 10 11 14 15 ${get('x')} ${get('x')})`)}))
+          ${set('acc', `(i32x4.add ${get('acc')} (i32x4.extadd_pairwise_i16x8_s ${get('x')}))`)}
+          ${set('at', `(i32.add ${get('base')} (i32.mul (i32.shr_u ${get('k')} ${get('gl')}) ${get('gs')}))`)}
+          (if (i32.eq ${get('gl')} (i32.const 2))
+            (then (v128.store64_lane 0 ${get('at')} ${get('x')}) (v128.store64_lane 1 (i32.add ${get('at')} ${get('gs')}) ${get('x')}))
+            (else
+              (v128.store32_lane 0 ${get('at')} ${get('x')})
+              (v128.store32_lane 1 (i32.add ${get('at')} ${get('gs')}) ${get('x')})
+              (v128.store32_lane 2 (i32.add ${get('at')} (i32.mul ${get('gs')} (i32.const 2))) ${get('x')})
+              (v128.store32_lane 3 (i32.add ${get('at')} (i32.mul ${get('gs')} (i32.const 3))) ${get('x')})))
+          ${set('s', `(i32.add ${get('s')} (i32.const 8))`)} ${set('k', `(i32.add ${get('k')} (i32.const 8))`)}
+          (br $V)))
+        ${set('sum', `(i32.add (i32.add (i32x4.extract_lane 0 ${get('acc')}) (i32x4.extract_lane 1 ${get('acc')})) (i32.add (i32x4.extract_lane 2 ${get('acc')}) (i32x4.extract_lane 3 ${get('acc')})))`)}))
+      (if (i32.lt_u ${get('k')} ${get('K')}) (then
+        (loop $K
+          ${set('v', `(i32.sub (if (result i32) ${get('signed')} (then (i32.load8_s ${get('s')})) (else (i32.load8_u ${get('s')}))) ${get('z')})`)}
+          ${set('j', `(i32.and ${get('k')} (i32.sub ${get('g')} (i32.const 1)))`)}
+          (if ${get('order')} (then ${set('j', `(i32.or (i32.shl (i32.and ${get('j')} (i32.const 1)) (i32.const 1)) (i32.shr_u ${get('j')} (i32.const 1)))`)}))
+          ${set('at', `(i32.add ${get('base')} (i32.shl (i32.add (i32.mul (i32.shr_u ${get('k')} ${get('gl')}) ${get('gm')}) ${get('j')}) (i32.const 1)))`)}
+          (i32.store16 ${get('at')} ${get('v')})
+          ${set('sum', `(i32.add ${get('sum')} ${get('v')})`)}
+          ${set('s', `(i32.add ${get('s')} ${get('sk')})`)}
+          (br_if $K (i32.lt_u (local.tee $k (i32.add ${get('k')} (i32.const 1))) ${get('K')})))))
       (i32.store (i32.add ${get('sums')} (i32.shl ${get('m')} (i32.const 2))) ${get('sum')})
       (br_if $M (i32.lt_u (local.tee $m (i32.add ${get('m')} (i32.const 1))) ${get('M')}))))`;
