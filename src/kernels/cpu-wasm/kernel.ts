@@ -22,7 +22,7 @@ import {
   type WasmEngine,
   type WasmOptions,
 } from './engine.ts';
-import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, QUAD_SHAPES, WIDE, type WasmKernelKind } from './layout.ts';
+import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, QUAD_SHAPES, STRIP_PANELS, WIDE, type WasmKernelKind } from './layout.ts';
 import {
   bytes,
   forgetPlan,
@@ -200,8 +200,8 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     const { kstep, elem } = KERNELS[kind];
     const Kp = Math.ceil(K / kstep) * kstep;
     const Np = Math.ceil(N / NR) * NR;
-    // The 16-bit kernel also keeps the bytes for its one- and two-row kernels, which read no packed
-    // panels: the byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN).
+    // The 16-bit kernel also keeps the bytes for its few-row kernels, which read no packed panels: the
+    // byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN, in strips).
     const panelBytes = Np * Kp * elem;
     const packedBytes = panelBytes + 4 * Np;
     const K4 = Math.ceil(K / 4) * 4;
@@ -234,11 +234,14 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     e.exports[`pack_rhs_${kind}`](0, Np / NR);
     const raw = rawBytes ? at + packedBytes : null;
     if (raw !== null) {
-      // Column n's quad q at panel (n >> 3), quad q, half ((n & 7) >> 2), lane (n & 3): 32 bytes a quad.
+      // Column n's quad q in strip n >> 5 (K4 * 32 bytes), quad q (128 bytes), panel (n >> 3) & 3 (32
+      // bytes), half (n & 7) >> 2, lane n & 3.
       const out = new Uint8Array(buf, raw, rawBytes).fill(0);
+      const stripBytes = K4 * 8 * STRIP_PANELS;
       for (let n = 0; n < N; n++) {
-        const column = (n >> 3) * K4 * 8 + ((n & 7) >> 2) * 16 + (n & 3) * 4;
-        for (let k = 0; k < K; k++) out[column + (k >> 2) * 32 + QUAD_BYTE_ORDER[k & 3]] = data[rowMajor ? k * N + n : n * K + k];
+        const column = (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4;
+        for (let k = 0; k < K; k++)
+          out[column + (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]] = data[rowMajor ? k * N + n : n * K + k];
       }
     }
     const packed = packedOperand(e, at, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
@@ -281,8 +284,8 @@ function packedOperand(
  * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
  * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, 32-bit lane j holding
  * columns j and j + 4 (within the lane, k & 1 picks the i16 half, column j or j + 4 the byte of that
- * half, k & 2 the nibble of that byte); then the column sums of the requantized values. Columns are
- * padded to QUAD_NP_ALIGN, k to 4, with zeros.
+ * half, k & 2 the nibble of that byte), the panels in strips of STRIP_PANELS (layout.ts); then the
+ * column sums of the requantized values. Columns are padded to QUAD_NP_ALIGN, k to 4, with zeros.
  */
 async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const e = await engine();
@@ -302,11 +305,13 @@ async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const sums = new Int32Array(buf, at + panelBytes, Np).fill(0);
   const rowMajor = op.order === 'row-major';
   for (let n = 0; n < N; n++) {
-    const column = (n >> 3) * Kp * 4 + (n & 3) * 4 + ((n & 7) >> 2); // lane n & 3, byte 0 or 1 of its low half
+    // strip n >> 5 (Kp * 4 * STRIP_PANELS bytes), panel (n >> 3) & 3 (16 bytes of each 64-byte quad),
+    // lane n & 3, byte 0 or 1 of its low half
+    const column = (n >> 5) * Kp * 4 * STRIP_PANELS + ((n >> 3) & 3) * 16 + (n & 3) * 4 + ((n & 7) >> 2);
     let sum = 0;
     for (let k = 0; k < K; k++) {
       const v = values[rowMajor ? k * N + n : n * K + k];
-      out[column + (k >> 2) * 16 + (k & 1) * 2] |= k & 2 ? v << 4 : v;
+      out[column + (k >> 2) * 16 * STRIP_PANELS + (k & 1) * 2] |= k & 2 ? v << 4 : v;
       sum += v;
     }
     sums[n] = sum;

@@ -20,6 +20,8 @@ import {
   DIRECT,
   DIRECT_NP_ALIGN,
   KERNELS,
+  LANE,
+  LANE_MAX_M,
   QUAD_NP_ALIGN,
   QUAD_SHAPES,
   WIDE,
@@ -44,7 +46,6 @@ const DIRECT_MAX_M = 8;
  * panels (13 and 14 rows even, 4 and 8 rows as fast or slower; measured on an AMD EPYC, Zen 4, in Node
  * 20 and 24).
  */
-const LANE_MAX_M = 2;
 const WIDE_MAX_M = 9;
 const widens = (M: number) => M > LANE_MAX_M && M <= WIDE_MAX_M && roundUp(M, WIDE.mr) < roundUp(M, KERNELS.i16.mr);
 /** The direct kernel's C block (rows x panels of int32), kept in L1 for its output stage. */
@@ -172,7 +173,7 @@ export function prepare(
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
   const nibble = rhsBlock?.nibble ? quadShape(M) : null;
-  const lane = direct && rhsBlock && M <= LANE_MAX_M ? quadShape(M) : null;
+  const lane = direct && rhsBlock && M <= LANE_MAX_M ? LANE : null;
   const wide = !!direct && !!rhsBlock && !lane;
   const quad = nibble ?? lane;
   /** Columns per column group of the few-row kernel over a prepacked rhs, or 0. */

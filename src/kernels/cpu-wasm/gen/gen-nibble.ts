@@ -3,32 +3,35 @@
 // prepacked rhs, at most 4 bits two values per byte, or 8 bits one per byte. A few-row GEMM waits for
 // the rhs bytes and for the instructions that widen them, so both layouts are made for both.
 //
-// Layouts (layout.ts QUAD_SHAPES): the rhs in panels of 8 columns; per panel, per quad of k (4q..4q+3),
-// the vectors b0 = the (k, k+1) = (4q, 4q+1) pairs of columns 0..3 as i16x8
-// [c0k0 c0k1 c1k0 c1k1 c2k0 c2k1 c3k0 c3k1], b1 the same for columns 4..7, and b2, b3 the same for
-// (4q+2, 4q+3). Each is met by a splatted lhs pair in `i32x4.dot_i16x8_s`.
-// - 4 bits, 16 bytes a quad: 32-bit lane j holds columns j and j + 4, as i16 lanes of four nibbles,
-//   (c_j k0, c_j k2, c_j+4 k0, c_j+4 k2) then (c_j k1, c_j k3, c_j+4 k1, c_j+4 k3), lowest first. So
-//   each vector is the whole vector shifted right by 0, 4, 8 or 12 bits per i16 lane and masked to 4
-//   bits: three shifts and three masks, no widening shuffle (exact: |l'| <= 255, r' <= 15).
-// - 8 bits (the byte lanes), 32 bytes a quad: columns 0..3 then 4..7, column c's four bytes
+// Layouts (layout.ts QUAD_SHAPES): the rhs in panels of 8 columns, in strips of STRIP_PANELS panels
+// whose quads lie one after the other, each quad the strip's panels side by side (so a micro-kernel
+// over w panels reads one stream). Per panel, per quad of k (4q..4q+3), the vectors b0 = the (k, k+1) =
+// (4q, 4q+1) pairs of columns 0..3 as i16x8 [c0k0 c0k1 c1k0 c1k1 c2k0 c2k1 c3k0 c3k1], b1 the same for
+// columns 4..7, and b2, b3 the same for (4q+2, 4q+3). Each is met by a splatted lhs pair in
+// `i32x4.dot_i16x8_s`.
+// - 4 bits, 16 bytes a panel's quad: 32-bit lane j holds columns j and j + 4, as i16 lanes of four
+//   nibbles, (c_j k0, c_j k2, c_j+4 k0, c_j+4 k2) then (c_j k1, c_j k3, c_j+4 k1, c_j+4 k3), lowest
+//   first. So each vector is the whole vector shifted right by 0, 4, 8 or 12 bits per i16 lane and
+//   masked to 4 bits: three shifts and three masks, no widening shuffle (exact: |l'| <= 255, r' <= 15).
+// - 8 bits (the byte lanes), 32 bytes a panel's quad: columns 0..3 then 4..7, column c's four bytes
 //   [k0 k2 k1 k3] (QUAD_BYTE_ORDER). Read as i16 lanes, a column holds (k0 | k2 << 8, k1 | k3 << 8): the
 //   low bytes are b0 (b1) and the high bytes b2 (b3), taken with a mask or shifts only, no shuffle
 //   (which the widening of a row-major rhs needs, gen-direct.ts). The lhs is the direct variant's, lhs -
 //   zL, so that |l'| <= 32767 and a pair's dot stays below 2^31.
-// - The same byte lanes, widened (layout.ts WIDE, from three rows): `v128.load8x8_u` (or _s)
-//   of 8 bytes gives two columns' quads as i16 [c k0, c k2, c k1, c k3, c' k0, ...], which a row's quad
-//   packed in the same order (l0 l2 l1 l3, splatted twice) meets in one `i32x4.dot_i16x8_s`: lanes
-//   (c, k0 k2), (c, k1 k3), (c', k0 k2), (c', k1 k3), added pairwise once at the end. The widening is
-//   part of the load, one a column pair and quad whatever the rows, so it is spread over them.
-// The lhs tile is [Kp/4][mr][4] i16 (in QUAD_BYTE_ORDER for the widening kernels; for 4 bits the requantized lhs l', no zero point subtracted: the
-// output stage's lowbit expansion takes the raw sum of l'r', the row sums of l' and the prepacked column
-// sums of r'). Micro-kernels of mr rows x w panels keep 2*mr*w = 8 accumulators; the driver walks C in
-// column groups of w panels, the row tiles inside (so a group's panels are read from memory once and
-// from cache for the next tiles), and runs the output stage per cache block.
+// - The same byte lanes, widened (layout.ts WIDE, from three rows): `v128.load8x8_u` (or _s) of 8 bytes
+//   gives two columns' quads as i16 [c k0, c k2, c k1, c k3, c' k0, ...], which a row's quad packed in
+//   the same order (l0 l2 l1 l3, splatted twice) meets in one `i32x4.dot_i16x8_s`: lanes (c, k0 k2),
+//   (c, k1 k3), (c', k0 k2), (c', k1 k3), added pairwise once at the end. The widening is part of the
+//   load, one a column pair and quad whatever the rows, so it is spread over them.
+// The lhs tile is [Kp/4][mr][4] i16 (in QUAD_BYTE_ORDER for the widening kernels; for 4 bits the
+// requantized lhs l', no zero point subtracted: the output stage's lowbit expansion takes the raw sum
+// of l'r', the row sums of l' and the prepacked column sums of r'). Micro-kernels of mr rows x w panels
+// keep 2*mr*w = 8 accumulators; the driver walks C in column groups of w panels, the row tiles inside
+// (so a group's panels are read from memory once and from cache for the next tiles), and runs the
+// output stage per cache block.
 
 import { ctx, get, locals, panelLoops, set } from './wat.ts';
-import { CTX, DIRECT, QUAD_SHAPES, WIDE } from '../layout.ts';
+import { CTX, DIRECT, LANE, QUAD_SHAPES, STRIP_PANELS, WIDE } from '../layout.ts';
 
 /** How a micro-kernel gets b0..b3 from the rhs: 4-bit nibbles, or 8-bit byte lanes read unsigned or signed. */
 type Unpack = 'nibble' | 'u8' | 's8';
@@ -36,7 +39,7 @@ type Unpack = 'nibble' | 'u8' | 's8';
 const quadBytes = (u: Unpack) => (u === 'nibble' ? 16 : 32);
 const kernelName = (mr: number, w: number, u: Unpack) => (u === 'nibble' ? `mkn_${mr}x${w}` : `mkl_${mr}x${w}_${u === 'u8' ? 'u' : 's'}`);
 
-/** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = the first panel (panels `stride` bytes apart), c = C. */
+/** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = its first panel in the strip's first quad, c = C. */
 function microKernel(mr: number, w: number, unpack: Unpack): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
   // The mask lives in a local set before the loop: an engine may rebuild a v128.const at every use
@@ -56,10 +59,10 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
    * its (k2, k3) pairs. 4 bits: one load serves both halves; 8 bits: 16 bytes a half.
    */
   const unpackHalf = (j: number, h: number, lo: string, hi: string): string[] => {
-    const at = j === 0 ? get('b') : `(i32.add ${get('b')} ${get(`s${j}`)})`;
+    const at = j * quadBytes(unpack);
     if (unpack === 'nibble')
-      return [...(h === 0 ? [set('v', `(v128.load ${at})`)] : []), set(lo, nibbles(8 * h)), set(hi, nibbles(8 * h + 4))];
-    return [set('v', `(v128.load offset=${16 * h} ${at})`), set(lo, low(get('v'))), set(hi, high(get('v')))];
+      return [...(h === 0 ? [set('v', `(v128.load offset=${at} ${get('b')})`)] : []), set(lo, nibbles(8 * h)), set(hi, nibbles(8 * h + 4))];
+    return [set('v', `(v128.load offset=${at + 16 * h} ${get('b')})`), set(lo, low(get('v'))), set(hi, high(get('v')))];
   };
   const unpackPanel = (j: number) => [...unpackHalf(j, 0, `p${j}0`, `p${j}2`), ...unpackHalf(j, 1, `p${j}1`, `p${j}3`)];
   const splats = (r: number) => [
@@ -89,16 +92,14 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
     return `(v128.store offset=${32 * j + 16 * h} (i32.add ${get('c')} (i32.mul ${get('ldc')} (i32.const ${r}))) ${get(c)})`;
   });
   const pairs = Array.from({ length: w }, (_, j) => [0, 1, 2, 3].map((h) => `p${j}${h}`)).flat();
-  const strides = Array.from({ length: w - 1 }, (_, j) => `s${j + 1}`);
   return `
-  (func $${kernelName(mr, w, unpack)} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $stride i32)
-    ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo', 'hi', 'mask'], 'v128')} ${locals(strides)}
-    ${strides.map((s, j) => set(s, `(i32.mul ${get('stride')} (i32.const ${j + 1}))`)).join(' ')}
+  (func $${kernelName(mr, w, unpack)} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32)
+    ${locals([...acc, ...pairs, 'a0', 'a1', 'v', 'lo', 'hi', 'mask'], 'v128')}
     ${unpack === 's8' ? '' : set('mask', maskValue)}
     (loop $K
       ${step.join('\n      ')}
       ${set('a', `(i32.add ${get('a')} (i32.const ${8 * mr}))`)}
-      ${set('b', `(i32.add ${get('b')} (i32.const ${quadBytes(unpack)}))`)}
+      ${set('b', `(i32.add ${get('b')} (i32.const ${STRIP_PANELS * quadBytes(unpack)}))`)}
       (br_if $K (local.tee $quads (i32.sub ${get('quads')} (i32.const 1)))))
     ${stores.join('\n    ')})`;
 }
@@ -110,21 +111,23 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
  */
 function driver(mr: number, w: number, lane: boolean): string {
   const nc = 8 * w;
-  const call = (u: Unpack) =>
-    `(call $${kernelName(mr, w, u)} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')} ${get('stride')})`;
+  const call = (u: Unpack) => `(call $${kernelName(mr, w, u)} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')})`;
   const name = `gemm_${lane ? 'lane' : 'nibble'}_${mr}x${w}`;
   return `
   (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
-    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'stride', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed'])}
+    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'strip', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed', 'P'])}
     (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
     ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
-    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('stride', `(i32.shl ${ctx('Kp')} (i32.const ${lane ? 3 : 2}))`)}
+    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('strip', `(i32.mul ${get('quads')} (i32.const ${STRIP_PANELS * quadBytes(lane ? 'u8' : 'nibble')}))`)}
     ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
     ${panelLoops(
       mr,
       nc,
-      set('b', `(i32.add ${lane ? ctx('rhsSrc') : ctx('rhsPacked')} (i32.mul (i32.mul ${get('p')} (i32.const ${w})) ${get('stride')}))`),
+      [
+        set('P', `(i32.mul ${get('p')} (i32.const ${w}))`),
+        set('b', stripAt(lane ? ctx('rhsSrc') : ctx('rhsPacked'), get('P'), quadBytes(lane ? 'u8' : 'nibble'))),
+      ].join(' '),
       lane ? `(if ${get('signed')} (then ${call('s8')}) (else ${call('u8')}))` : call('nibble'),
     )})`;
 }
@@ -158,10 +161,14 @@ function wideKernel(mr: number, signed: boolean): string {
     (loop $K
       ${step.join('\n      ')}
       ${set('a', `(i32.add ${get('a')} (i32.const ${8 * mr}))`)}
-      ${set('b', `(i32.add ${get('b')} (i32.const 32))`)}
+      ${set('b', `(i32.add ${get('b')} (i32.const ${STRIP_PANELS * 32}))`)}
       (br_if $K (local.tee $quads (i32.sub ${get('quads')} (i32.const 1)))))
     ${stores.join('\n    ')})`;
 }
+
+/** The address of panel P's first quad in the strips at `base` (`strip` bytes each, `quadBytes` a panel's quad). */
+const stripAt = (base: string, P: string, quadBytes: number) =>
+  `(i32.add ${base} (i32.add (i32.mul (i32.shr_u ${P} (i32.const 2)) ${get('strip')}) (i32.mul (i32.and ${P} (i32.const ${STRIP_PANELS - 1})) (i32.const ${quadBytes}))))`;
 
 /** The driver of the widening kernel: lhs tiles [mt0, mt1) x column groups [g0, g1) of 4 columns (half panels of the byte lanes at CTX rhsSrc). */
 function wideDriver(mr: number): string {
@@ -169,38 +176,36 @@ function wideDriver(mr: number): string {
   const name = `gemm_wide_${mr}x4`;
   return `
   (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
-    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'stride', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed'])}
+    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'strip', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed', 'P'])}
     (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
     ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
-    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('stride', `(i32.shl ${ctx('Kp')} (i32.const 3))`)}
+    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('strip', `(i32.mul ${get('quads')} (i32.const ${STRIP_PANELS * 32}))`)}
     ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
     ${panelLoops(
       mr,
       4,
-      set(
-        'b',
-        `(i32.add ${ctx('rhsSrc')} (i32.add (i32.mul (i32.shr_u ${get('p')} (i32.const 1)) ${get('stride')}) (i32.shl (i32.and ${get('p')} (i32.const 1)) (i32.const 4))))`,
-      ),
+      [
+        set('P', `(i32.shr_u ${get('p')} (i32.const 1))`),
+        set('b', `(i32.add ${stripAt(ctx('rhsSrc'), get('P'), 32)} (i32.shl (i32.and ${get('p')} (i32.const 1)) (i32.const 4)))`),
+      ].join(' '),
       `(if ${get('signed')} (then ${call('s')}) (else ${call('u')}))`,
     )})`;
 }
 
-/** The quad micro-kernels (4-bit; 8-bit unsigned and signed) and their drivers, one per shape of QUAD_SHAPES; the widening kernels and their driver; the few-row lhs pack. */
+/** The quad micro-kernels (4-bit, one per shape of QUAD_SHAPES; 8-bit unsigned and signed, the LANE shape) and their drivers; the widening kernels and their driver; the few-row lhs pack. */
 export function nibbleFunctions(): string {
   const drivers = [
     ...DIRECT.map(({ mr, nc }) => `gemm_direct_${mr}x${nc}`),
-    ...QUAD_SHAPES.flatMap(({ mr, w }) => [`gemm_nibble_${mr}x${w}`, `gemm_lane_${mr}x${w}`]),
+    ...QUAD_SHAPES.map(({ mr, w }) => `gemm_nibble_${mr}x${w}`),
+    `gemm_lane_${LANE.mr}x${LANE.w}`,
     `gemm_wide_${WIDE.mr}x${WIDE.nc}`,
     'gemm_i16',
   ];
-  const kernels = QUAD_SHAPES.flatMap(({ mr, w }) => [
-    microKernel(mr, w, 'nibble'),
-    driver(mr, w, false),
-    microKernel(mr, w, 'u8'),
-    microKernel(mr, w, 's8'),
-    driver(mr, w, true),
-  ]);
+  const kernels = [
+    ...QUAD_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w, 'nibble'), driver(mr, w, false)]),
+    ...[microKernel(LANE.mr, LANE.w, 'u8'), microKernel(LANE.mr, LANE.w, 's8'), driver(LANE.mr, LANE.w, true)],
+  ];
   const wide = [wideKernel(WIDE.mr, false), wideKernel(WIDE.mr, true), wideDriver(WIDE.mr)];
   return [...kernels, ...wide, PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
 }
