@@ -1,7 +1,8 @@
 // A dead worker of the WebAssembly CPU kernels' thread pool (src/kernels/cpu-wasm/pool.ts): one that
 // died as a job starts, or while idle, fails the call at once with a WorkerLostError (the calling thread
-// waits for the workers to take the job without blocking the event loop, so the worker's `exit` is
-// heard), and the next GEMM recovers on a new pool, exact against the reference.
+// waits for the workers to take the job, or with no barrier in the job to be done, without blocking the
+// event loop, so the worker's `exit` is heard), and the next GEMM recovers on a new pool, exact against
+// the reference.
 
 import { describe, expect, it } from 'vitest';
 import { WorkerLostError } from '../../src/errors.ts';
@@ -22,6 +23,22 @@ describe.skipIf(!e?.shared)('a lost worker', () => {
       await pool.run([[['barrier']], [['barrier']], [['barrier']]]);
       kill(pool, 1); // no await: the job is handed over before the exit can be heard
       const err = await pool.run([[['barrier']], [['barrier']], [['barrier']]]).then(
+        () => null,
+        (x) => x,
+      );
+      expect(err).toBeInstanceOf(WorkerLostError);
+      expect(pool.isLost).toBe(true);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('dies as a job with no barrier starts (the few-row kernels, which do not wait for the workers): WorkerLostError', async () => {
+    const pool = new WorkerPool(e!.module, e!.memory, e!.exports);
+    try {
+      await pool.run([[], [], []]);
+      kill(pool, 1);
+      const err = await pool.run([[], [], []]).then(
         () => null,
         (x) => x,
       );

@@ -148,8 +148,10 @@ export class WorkerPool {
     Atomics.add(ctl, CONTROL.gen, 1);
     Atomics.notify(ctl, CONTROL.gen);
     // Every worker must take the job before this thread may block at a barrier: one that died would
-    // never come, and a blocked thread never hears its exit.
-    await this.waitFor(CONTROL.taken, lists.length - 1);
+    // never come, and a blocked thread never hears its exit. A job with no barrier (the few-row kernels'
+    // column chunks) starts here at once: the workers join as they wake, and the wait for them to be
+    // done hears an exit.
+    if (lists.some((calls) => calls.some(([name]) => name === BARRIER_CALL))) await this.waitFor(CONTROL.taken, lists.length - 1);
     if (runJob(ctl, 0, this.fns, this.canBlock, CONTROL, STALL_MS) === 'stalled') {
       // A worker stopped mid-job and may still write to the memory: none of them may run again.
       this.lost = `qgemm wasm: ${this.error()}`;
