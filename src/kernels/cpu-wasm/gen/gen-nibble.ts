@@ -204,7 +204,9 @@ export function nibbleFunctions(): string {
   ];
   const kernels = [
     ...QUAD_SHAPES.flatMap(({ mr, w }) => [microKernel(mr, w, 'nibble'), driver(mr, w, false)]),
-    ...[microKernel(LANE.mr, LANE.w, 'u8'), microKernel(LANE.mr, LANE.w, 's8'), driver(LANE.mr, LANE.w, true)],
+    microKernel(LANE.mr, LANE.w, 'u8'),
+    microKernel(LANE.mr, LANE.w, 's8'),
+    driver(LANE.mr, LANE.w, true),
   ];
   const wide = [wideKernel(WIDE.mr, false), wideKernel(WIDE.mr, true), wideDriver(WIDE.mr)];
   return [...kernels, ...wide, PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
