@@ -102,7 +102,7 @@ export const QUAD_SHAPES = [
  * Panels of 8 columns per strip of a prepacked quad rhs: a strip's quads lie one after the other, each
  * with its STRIP_PANELS panels' bytes for that quad side by side, so that a micro-kernel over several
  * panels reads one stream of memory, not one per panel (which the prefetcher follows worse: the one-row
- * byte-lane kernel read 4096^2 weights about 15-25% faster so, measured on an AMD EPYC, Zen 4).
+ * byte-lane kernel takes 0.75-0.78x the time at 4096^2 on one thread so, measured on an AMD EPYC, Zen 4).
  */
 export const STRIP_PANELS = 4;
 export const QUAD_NP_ALIGN = 8 * STRIP_PANELS;
@@ -110,7 +110,7 @@ export const QUAD_NP_ALIGN = 8 * STRIP_PANELS;
  * The quad shape that reads the 8-bit byte lanes (gen-nibble.ts gemm_lane_1x4), for up to LANE_MAX_M
  * rows in tiles of one (run.ts): over the strips, one row twice reads faster than a 2x2 tile, which
  * takes half of each strip's quad per pass (measured on an AMD EPYC, Zen 4: 1.09-1.32 against
- * 1.22-1.72 ms at 2x4096^2).
+ * 1.72-2.14 ms at 2x4096^2, one thread).
  */
 export const LANE = QUAD_SHAPES[0];
 export const LANE_MAX_M = 2;
