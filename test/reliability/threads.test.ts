@@ -1,11 +1,16 @@
 // The CPU path's thread count (src/kernels/cpu-wasm/engine.ts), as configureCpu and QGEMM_THREADS give it:
 // anything but an integer in 1..MAX_CPU_THREADS is an InputError naming `threads` (or `QGEMM_THREADS`),
-// never a silently wrong GEMM (a NaN thread count once made a 1x2 by 2x1 product return 84215045).
+// never a silently wrong GEMM (a NaN thread count once made a 1x2 by 2x1 product return 84215045). The
+// workers' spin after a job (`spinMs`): refused outside 0..100, and GEMMs back to back while the workers
+// spin are exact.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
-import { configureWasm, MAX_CPU_THREADS, parseThreadsEnv } from '../../src/kernels/cpu-wasm/engine.ts';
+import { configureWasm, MAX_CPU_THREADS, parseThreadsEnv, wasmSpinUs } from '../../src/kernels/cpu-wasm/engine.ts';
+import { prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { gemm } from '../../src/api.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import { diffResults } from '../support/compare.ts';
 
 const problem = () => ({
   lhs: { data: new Uint8Array([1, 2]), rows: 1, cols: 2 },
@@ -59,5 +64,54 @@ describe('QGEMM_THREADS', () => {
     expect(parseThreadsEnv('')).toBeUndefined();
     expect(parseThreadsEnv('3')).toBe(3);
     expect(parseThreadsEnv(String(MAX_CPU_THREADS))).toBe(MAX_CPU_THREADS);
+  });
+});
+
+const shared = (await wasmCpuCaps()).sharedMemory;
+
+describe('configureCpu({ spinMs })', () => {
+  afterEach(() => configureWasm({ threads: 1, spinMs: 1 }));
+
+  it.each([Number.NaN, 'x', -1, 101, Number.POSITIVE_INFINITY, null])('refuses %s, naming spinMs', (spinMs) => {
+    expect(() => configureWasm({ spinMs: spinMs as number })).toThrow(InputError);
+    try {
+      configureWasm({ spinMs: spinMs as number });
+    } catch (e) {
+      expect((e as InputError).field).toBe('spinMs');
+    }
+  });
+
+  it('defaults to 1 ms; takes 0..100', () => {
+    expect(wasmSpinUs()).toBe(1000);
+    for (const ms of [0, 0.25, 100]) {
+      configureWasm({ spinMs: ms });
+      expect(wasmSpinUs()).toBe(1000 * ms);
+    }
+  });
+
+  it.skipIf(!shared)('GEMMs back to back on two threads while the workers spin are exact', async () => {
+    configureWasm({ threads: 2, spinMs: 20 });
+    const K = 300;
+    const N = 4000;
+    const rhs = { data: Uint8Array.from({ length: K * N }, (_, i) => (i * 2654435761) >>> 24), rows: K, cols: N };
+    const packed = await prepackCpu(rhs);
+    try {
+      let multi = 0;
+      for (let i = 0; i < 12; i++) {
+        const M = 1 + (i % 3);
+        const problem = {
+          lhs: { data: Uint8Array.from({ length: M * K }, (_, j) => (j * 31 + i) & 255), rows: M, cols: K },
+          rhs,
+          lhsZeroPoint: i,
+          rhsZeroPoint: 3,
+        };
+        const got = await gemm({ ...problem, rhs: packed }, { backend: 'cpu' });
+        expect(diffResults(got, referenceGemm(problem))).toBeNull();
+        if (wasmRunStats.lastThreads === 2) multi++;
+      }
+      expect(multi).toBeGreaterThan(0);
+    } finally {
+      packed.destroy();
+    }
   });
 });

@@ -12,7 +12,8 @@ export const BARRIER_CALL = 'barrier';
 /**
  * The control block: word `gen` counts jobs, `done` the workers finished with this one, `failed` is set
  * by the first failure, `barrier` counts barrier arrivals, `threads` is the job's thread count, `taken`
- * the workers that took this job (the caller waits for them before it may block at a barrier). From
+ * the workers that took this job (the caller waits for them before it may block at a barrier), `spinUs`
+ * how long a worker spins for the next job before it sleeps (pool.ts). From
  * `jobAt`, `jobWords` words per thread: a call count, then per call its function index (-1: barrier),
  * its argument count and arguments. From `errorAt`, the first failure's message: a length, then UTF-16
  * code units.
@@ -30,6 +31,7 @@ export const CONTROL = (() => {
     barrier: 3,
     threads: 4,
     taken: 5,
+    spinUs: 6,
     jobAt,
     jobWords,
     maxThreads,

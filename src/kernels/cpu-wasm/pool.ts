@@ -127,8 +127,8 @@ export class WorkerPool {
     this.ports.push(...(await Promise.all(started)));
   }
 
-  /** Runs lists[0] on this thread and lists[i] on worker i, all at once; resolves when all are done. */
-  async run(lists: Call[][]): Promise<void> {
+  /** Runs lists[0] on this thread and lists[i] on worker i, all at once; resolves when all are done. After it the workers spin for the next job for spinUs µs (worker-source.ts), then sleep. */
+  async run(lists: Call[][], spinUs = 0): Promise<void> {
     if (lists.length > CONTROL.maxThreads) throw new Error(`qgemm: at most ${CONTROL.maxThreads} threads`);
     await this.ensure(lists.length - 1);
     this.checkLost();
@@ -144,6 +144,7 @@ export class WorkerPool {
       }
     });
     for (const w of [CONTROL.done, CONTROL.failed, CONTROL.barrier, CONTROL.taken]) ctl[w] = 0;
+    Atomics.store(ctl, CONTROL.spinUs, spinUs);
     Atomics.store(ctl, CONTROL.threads, lists.length);
     Atomics.add(ctl, CONTROL.gen, 1);
     Atomics.notify(ctl, CONTROL.gen);

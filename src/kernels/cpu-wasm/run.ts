@@ -12,7 +12,7 @@ import { applyOutputPipeline } from '../../reference/pipeline.ts';
 import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
-import { ensureMemory, heapEnd, type RelaxedMode, type WasmEngine } from './engine.ts';
+import { ensureMemory, heapEnd, type RelaxedMode, wasmSpinUs, type WasmEngine } from './engine.ts';
 import {
   CTX,
   CTX_WORDS,
@@ -501,7 +501,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     wasmRunStats.multiThreaded++;
     e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
     try {
-      await e.pool.run(lists);
+      await e.pool.run(lists, wasmSpinUs());
     } finally {
       if (e.pool.isLost) {
         e.pool.close();

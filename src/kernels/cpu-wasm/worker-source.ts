@@ -3,7 +3,8 @@
 // `new Worker(source, { eval: true })`, browsers from a Blob URL. It instantiates the module the pool
 // sends over the shared memory, answers 'ready', and from then on sleeps on the control block's job
 // counter and runs its part of each job (job.ts runJob, whose own source text is spliced in here:
-// pack -> barrier -> gemm + output), counting itself done.
+// pack -> barrier -> gemm + output), counting itself done. After a job it first spins for the next one
+// for CONTROL.spinUs (with Atomics.pause where it exists), since a sleeping worker is slow to wake.
 
 import { CONTROL, runJob } from './job.ts';
 
@@ -14,8 +15,14 @@ const port = isNode ? require('node:worker_threads').parentPort : null;
 const send = (m) => (isNode ? port.postMessage(m) : self.postMessage(m));
 const runJob = ${runJob.toString()};
 const CONTROL = ${JSON.stringify(CONTROL)};
+const pause = typeof Atomics.pause === 'function' ? () => { for (let i = 0; i < 64; i++) Atomics.pause(); } : () => {};
 function serve(ctl, slot, fns, gen) {
   for (;;) {
+    const spinUs = Atomics.load(ctl, CONTROL.spinUs);
+    if (spinUs > 0) {
+      const until = performance.now() + spinUs / 1000;
+      while (Atomics.load(ctl, CONTROL.gen) === gen && performance.now() < until) pause();
+    }
     Atomics.wait(ctl, CONTROL.gen, gen);
     gen = Atomics.load(ctl, CONTROL.gen);
     const threads = Atomics.load(ctl, CONTROL.threads);
