@@ -105,31 +105,40 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
 }
 
 /**
- * The driver of one shape: lhs tiles [mt0, mt1) x column groups [g0, g1) of 8 w columns, in blocks of
- * nBlock groups, each block's output stage right after it. 4 bits: the panels at CTX rhsPacked; 8 bits
- * (`lane`): the byte lanes at CTX rhsSrc, read signed where CTX rhsSh is 24.
+ * A few-row driver over a prepacked quad rhs at `base` (strips of STRIP_PANELS panels, `quadBytes` a
+ * panel's quad): lhs tiles [mt0, mt1) x column groups [p0, p1) of nc columns, in blocks of nBlock
+ * groups, each block's output stage right after it. `at` sets b for group p (locals P and strip may
+ * help); `tile` runs the micro-kernel, with locals a, b, c, ldc, quads and signed (CTX rhsSh is 24) set.
  */
-function driver(mr: number, w: number, lane: boolean): string {
-  const nc = 8 * w;
-  const call = (u: Unpack) => `(call $${kernelName(mr, w, u)} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')})`;
-  const name = `gemm_${lane ? 'lane' : 'nibble'}_${mr}x${w}`;
+function stripDriver(name: string, mr: number, nc: number, quadBytes: number, at: string, tile: string): string {
   return `
   (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
     ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'strip', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed', 'P'])}
     (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
     ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
-    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('strip', `(i32.mul ${get('quads')} (i32.const ${STRIP_PANELS * quadBytes(lane ? 'u8' : 'nibble')}))`)}
+    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('strip', `(i32.mul ${get('quads')} (i32.const ${STRIP_PANELS * quadBytes}))`)}
     ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
-    ${panelLoops(
-      mr,
-      nc,
-      [
-        set('P', `(i32.mul ${get('p')} (i32.const ${w}))`),
-        set('b', stripAt(lane ? ctx('rhsSrc') : ctx('rhsPacked'), get('P'), quadBytes(lane ? 'u8' : 'nibble'))),
-      ].join(' '),
-      lane ? `(if ${get('signed')} (then ${call('s8')}) (else ${call('u8')}))` : call('nibble'),
-    )})`;
+    ${panelLoops(mr, nc, at, tile)})`;
+}
+
+/** The address of panel P's first quad in the strips at `base` (`strip` bytes each, `quadBytes` a panel's quad). */
+const stripAt = (base: string, P: string, quadBytes: number) =>
+  `(i32.add ${base} (i32.add (i32.mul (i32.shr_u ${P} (i32.const 2)) ${get('strip')}) (i32.mul (i32.and ${P} (i32.const ${STRIP_PANELS - 1})) (i32.const ${quadBytes}))))`;
+
+/**
+ * The driver of one quad shape: column groups of w panels. 4 bits: the panels at CTX rhsPacked; 8 bits
+ * (`lane`): the byte lanes at CTX rhsSrc, read signed where CTX rhsSh is 24.
+ */
+function driver(mr: number, w: number, lane: boolean): string {
+  const unpack: Unpack = lane ? 'u8' : 'nibble';
+  const call = (u: Unpack) => `(call $${kernelName(mr, w, u)} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')})`;
+  const at = [
+    set('P', `(i32.mul ${get('p')} (i32.const ${w}))`),
+    set('b', stripAt(lane ? ctx('rhsSrc') : ctx('rhsPacked'), get('P'), quadBytes(unpack))),
+  ].join(' ');
+  const tile = lane ? `(if ${get('signed')} (then ${call('s8')}) (else ${call('u8')}))` : call('nibble');
+  return stripDriver(`gemm_${lane ? 'lane' : 'nibble'}_${mr}x${w}`, mr, 8 * w, quadBytes(unpack), at, tile);
 }
 
 /**
@@ -166,31 +175,14 @@ function wideKernel(mr: number, signed: boolean): string {
     ${stores.join('\n    ')})`;
 }
 
-/** The address of panel P's first quad in the strips at `base` (`strip` bytes each, `quadBytes` a panel's quad). */
-const stripAt = (base: string, P: string, quadBytes: number) =>
-  `(i32.add ${base} (i32.add (i32.mul (i32.shr_u ${P} (i32.const 2)) ${get('strip')}) (i32.mul (i32.and ${P} (i32.const ${STRIP_PANELS - 1})) (i32.const ${quadBytes}))))`;
-
-/** The driver of the widening kernel: lhs tiles [mt0, mt1) x column groups [g0, g1) of 4 columns (half panels of the byte lanes at CTX rhsSrc). */
+/** The driver of the widening kernel: column groups of 4 columns (half panels of the byte lanes at CTX rhsSrc). */
 function wideDriver(mr: number): string {
   const call = (u: 'u' | 's') => `(call $mkw_${mr}x4_${u} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')})`;
-  const name = `gemm_wide_${mr}x4`;
-  return `
-  (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
-    ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'strip', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed', 'P'])}
-    (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
-    ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
-    ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('strip', `(i32.mul ${get('quads')} (i32.const ${STRIP_PANELS * 32}))`)}
-    ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
-    ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
-    ${panelLoops(
-      mr,
-      4,
-      [
-        set('P', `(i32.shr_u ${get('p')} (i32.const 1))`),
-        set('b', `(i32.add ${stripAt(ctx('rhsSrc'), get('P'), 32)} (i32.shl (i32.and ${get('p')} (i32.const 1)) (i32.const 4)))`),
-      ].join(' '),
-      `(if ${get('signed')} (then ${call('s')}) (else ${call('u')}))`,
-    )})`;
+  const at = [
+    set('P', `(i32.shr_u ${get('p')} (i32.const 1))`),
+    set('b', `(i32.add ${stripAt(ctx('rhsSrc'), get('P'), 32)} (i32.shl (i32.and ${get('p')} (i32.const 1)) (i32.const 4)))`),
+  ].join(' ');
+  return stripDriver(`gemm_wide_${mr}x4`, mr, 4, 32, at, `(if ${get('signed')} (then ${call('s')}) (else ${call('u')}))`);
 }
 
 /** The quad micro-kernels (4-bit, one per shape of QUAD_SHAPES; 8-bit unsigned and signed, the LANE shape) and their drivers; the widening kernels and their driver; the few-row lhs pack. */
