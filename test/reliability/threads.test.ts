@@ -17,18 +17,23 @@ const problem = () => ({
   rhs: { data: new Uint8Array([3, 4]), rows: 2, cols: 1 },
 });
 
+/** What f throws, or undefined. */
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 describe('configureCpu({ threads })', () => {
   afterEach(() => configureWasm({ threads: 1 }));
 
   it.each([Number.NaN, 'x', -1, 0, 2.5, 1e6, Number.POSITIVE_INFINITY, null, MAX_CPU_THREADS + 1])(
     'refuses %s, naming threads',
     (threads) => {
-      let err: unknown;
-      try {
-        configureWasm({ threads: threads as number });
-      } catch (e) {
-        err = e;
-      }
+      const err = thrown(() => configureWasm({ threads: threads as number }));
       expect(err).toBeInstanceOf(InputError);
       expect((err as InputError).field).toBe('threads');
       expect((err as InputError).message).toContain(`1..${MAX_CPU_THREADS}`);
@@ -49,12 +54,7 @@ describe('configureCpu({ threads })', () => {
 
 describe('QGEMM_THREADS', () => {
   it.each(['x', 'NaN', '-1', '0', '2.5', '1e6', '0x2', ' 3'])('refuses %j, naming QGEMM_THREADS', (text) => {
-    let err: unknown;
-    try {
-      parseThreadsEnv(text);
-    } catch (e) {
-      err = e;
-    }
+    const err = thrown(() => parseThreadsEnv(text));
     expect(err).toBeInstanceOf(InputError);
     expect((err as InputError).field).toBe('QGEMM_THREADS');
   });
@@ -73,12 +73,9 @@ describe('configureCpu({ spinMs })', () => {
   afterEach(() => configureWasm({ threads: 1, spinMs: 1 }));
 
   it.each([Number.NaN, 'x', -1, 101, Number.POSITIVE_INFINITY, null])('refuses %s, naming spinMs', (spinMs) => {
-    expect(() => configureWasm({ spinMs: spinMs as number })).toThrow(InputError);
-    try {
-      configureWasm({ spinMs: spinMs as number });
-    } catch (e) {
-      expect((e as InputError).field).toBe('spinMs');
-    }
+    const err = thrown(() => configureWasm({ spinMs: spinMs as number }));
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as InputError).field).toBe('spinMs');
   });
 
   it('defaults to 1 ms; takes 0..100', () => {
