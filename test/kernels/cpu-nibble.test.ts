@@ -3,13 +3,15 @@
 // requantized per call. Bit for bit against the normative referenceGemm (src/quant/lowbit.ts's scheme)
 // for every rounding, rhs bits 1..4 with lhs bits 8 and fewer, both operand types and orders, per-channel
 // zero points and stages, on 1, 2 and 3 threads, over the sweep's odd shapes; a repeated call (its
-// plan); and each mismatch of bitDepth between the prepack and the GEMM as an InputError.
+// plan); and each mismatch of bitDepth between the prepack and the GEMM as an InputError. Where the
+// runtime's relaxed dot is exact on 7-bit operands (Node 22+), the relaxed-SIMD kernels (dot7) run, and
+// the 16-bit ones are checked too with relaxed SIMD turned off; elsewhere only the 16-bit ones exist.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
-import { CPU_WASM_SIMD, configureWasm, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { CPU_WASM_SIMD, configureWasm, cpuRunStats, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';
@@ -17,6 +19,8 @@ import { arbProblem, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 
 const caps = await wasmCpuCaps();
+/** The engine runs 4-bit weights on relaxed SIMD (engine.ts dot7). */
+const dot7 = caps.relaxedNote.includes('7-bit dot exact');
 const ROUNDINGS: BitDepthRounding[] = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 'default'];
 
 describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
@@ -74,6 +78,38 @@ describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
       };
       for (const threads of [1, 2, 3])
         for (const rounding of ROUNDINGS) await expectSame(problem, { lhs: 8, rhs: 4, rounding }, `${M}x${N}x${K}`, threads);
+    }
+  });
+
+  // The dot7 kernels keep pair sums in i16 for 8 quads: l' - 128 at -128 and 127 against r' = 15 meet
+  // that bound (8 * 2 * 128 * 15 = 30720); K spans many blocks and a partial one. The driver that ran is
+  // asserted, and with relaxed SIMD off the 16-bit kernels take the same problems.
+  it.each([true, false])("l' and r' at their extremes, every quad shape, 1-3 threads, relaxed SIMD %s", async (relaxedSimd) => {
+    configureWasm({ relaxedSimd });
+    try {
+      for (const [M, fill] of [
+        [1, 0],
+        [2, 255],
+        [3, 0],
+        [5, 255],
+        [9, -1],
+      ]) {
+        const [N, K] = [45, 1027];
+        let seed = M;
+        const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) >>> 24;
+        const problem: GemmProblem = {
+          lhs: { data: Uint8Array.from({ length: M * K }, () => (fill < 0 ? (next() & 1) * 255 : fill)), rows: M, cols: K },
+          rhs: { data: Uint8Array.from({ length: K * N }, (_, i) => (i % 7 ? 255 : next())), rows: K, cols: N },
+          lhsZeroPoint: 3,
+          rhsZeroPoint: 250,
+        };
+        for (const threads of [1, 2, 3]) {
+          await expectSame(problem, { lhs: 8, rhs: 4, rounding: 'nearest' }, `${M}x${N}x${K} lhs ${fill}`, threads);
+          expect(cpuRunStats().lastDriver).toMatch(dot7 && relaxedSimd ? /^gemm_nibble7_/ : /^gemm_nibble_/);
+        }
+      }
+    } finally {
+      configureWasm({ relaxedSimd: true });
     }
   });
 

@@ -8,6 +8,10 @@
 //     pmaddubsw), and
 //   - the relaxed GEMM, warmed up, equals the exact 16-bit kernel bit for bit on random problems;
 // and not when the caller opts out (configureWasm({ relaxedSimd: false }) or QGEMM_RELAXED_SIMD=0).
+// Where the 7-bit operand stays in 0..127, every lowering (usdot, sdot, the saturating pmaddubsw, whose
+// pair sums then stay below 2^15) gives the same exact result: the 4-bit kernels use relaxed SIMD so
+// (`dot7`, gen-nibble.ts) wherever the runtime validates it, its own probe agrees and the caller has not
+// opted out, even where the 8-bit relaxed kernel is refused.
 
 import { InputError } from '../../errors.ts';
 import { WASM_BINARIES } from './binary.gen.ts';
@@ -29,6 +33,8 @@ export interface WasmEngine {
   relaxed: RelaxedMode | null;
   /** Why relaxed SIMD is off, or how it was proven. */
   relaxedNote: string;
+  /** Relaxed dot products with the 7-bit operand in 0..127 are exact here (the 4-bit kernels: gen-nibble.ts dot7). */
+  dot7: boolean;
   cores: number;
   /** Worker threads; made on the first multi-threaded run. */
   pool: WorkerPool | null;
@@ -142,21 +148,40 @@ const PROBE_CASES: [number, number][] = [
   [-1, 254],
 ];
 
-/** Runs the probe in rounds (letting the engine tier up between them); the mode every run agreed on. */
-async function probeRelaxed(exports: WasmExports): Promise<RelaxedMode | null> {
+/** The dot7 probe's cases: b (the 7-bit operand) in 0..127, a the full signed range. */
+const DOT7_CASES: [number, number][] = [
+  [-128, 127],
+  [127, 127],
+  [-128, 15],
+  [127, 15],
+  [-1, 1],
+  [-77, 9],
+  [5, 0],
+];
+
+/**
+ * Runs both probes in rounds (letting the engine tier up between them): the relaxed mode every run of
+ * the full-range probe agreed on, or null; whether every run of the 7-bit probe was exact.
+ */
+async function probeRelaxed(exports: WasmExports): Promise<{ mode: RelaxedMode | null; dot7: boolean }> {
   let seen: RelaxedMode | null | undefined;
-  for (let round = 0; round < 12; round++) {
-    for (const [a, b] of PROBE_CASES) {
-      const iters = round < 6 ? 3000 : 1;
+  let dot7 = true;
+  for (let round = 0; round < 12 && (seen !== null || dot7); round++) {
+    const iters = round < 6 ? 3000 : 1;
+    for (const [a, b] of seen === null ? [] : PROBE_CASES) {
       const got = exports.probe(a, b, iters) | 0;
       const mode: RelaxedMode | null =
         got === Math.imul(4 * iters, a * b) ? 'usdot' : got === Math.imul(4 * iters, a * ((b << 24) >> 24)) ? 'sdot' : null;
-      if (mode === null || (seen !== undefined && seen !== mode)) return null;
+      if (mode === null || (seen !== undefined && seen !== mode)) {
+        seen = null;
+        break;
+      }
       seen = mode;
     }
+    for (const [a, b] of dot7 ? DOT7_CASES : []) if ((exports.probe7(a, b, iters) | 0) !== Math.imul(4 * iters, a * b)) dot7 = false;
     await new Promise((r) => setTimeout(r, 1));
   }
-  return seen ?? null;
+  return { mode: seen ?? null, dot7 };
 }
 
 /** Checks the relaxed kernel against the 16-bit one on this engine (run.ts); true when bit-exact. */
@@ -180,13 +205,15 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
     exports: instance.exports as unknown as WasmExports,
     shared,
     relaxed: null,
+    dot7: false,
     relaxedNote: !relaxedValid ? 'relaxed SIMD not validated by this runtime' : 'opted out',
     cores: await coreCount(),
     pool: null,
     blocks: [],
   };
   if (relaxedValid && wantRelaxed) {
-    const mode = await probeRelaxed(e.exports);
+    const { mode, dot7 } = await probeRelaxed(e.exports);
+    e.dot7 = dot7;
     if (!mode) e.relaxedNote = 'probe: relaxed dot is saturating or inconsistent here';
     else {
       const ok = await selfCheck(e, mode);
@@ -195,6 +222,7 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
         ? `${mode}, exact (probe and self-check against the 16-bit kernel)`
         : 'self-check against the 16-bit kernel failed';
     }
+    e.relaxedNote += dot7 ? '; 7-bit dot exact: 4-bit weights use it' : '; 7-bit dot probe failed';
   }
   await warmUp(e);
   return e;

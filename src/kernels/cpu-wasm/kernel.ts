@@ -50,7 +50,8 @@ export type CpuRunStats = Readonly<typeof wasmRunStats>;
  * several, and the last run's kernel time in ms (its pack, gemm and output calls on every thread,
  * hand-off included; the call's overhead is its wall time minus this), thread count and driver (the
  * WebAssembly function of its gemm stage: 'gemm_i16' the packed panels, 'gemm_direct_*' a row-major
- * rhs read where it lies, 'gemm_lane_*' and 'gemm_wide_*' a prepacked 8-bit rhs's byte lanes, 'gemm_nibble_*' 4-bit).
+ * rhs read where it lies, 'gemm_lane_*' and 'gemm_wide_*' a prepacked 8-bit rhs's byte lanes, 'gemm_nibble_*' 4-bit,
+ * 'gemm_nibble7_*' 4-bit on relaxed SIMD).
  */
 export function cpuRunStats(): CpuRunStats {
   return { ...wasmRunStats };
@@ -282,10 +283,12 @@ function packedOperand(
 
 /**
  * prepackCpu with at most 4 rhs bits: the rhs requantized (src/quant/lowbit.ts) and stored for the 4-bit
- * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, 32-bit lane j holding
- * columns j and j + 4 (within the lane, k & 1 picks the i16 half, column j or j + 4 the byte of that
- * half, k & 2 the nibble of that byte), the panels in strips of STRIP_PANELS (layout.ts); then the
- * column sums of the requantized values. Columns are padded to QUAD_NP_ALIGN, k to 4, with zeros.
+ * kernel (gen-nibble.ts): per panel of 8 columns, per quad of k, 16 bytes, the panels in strips of
+ * STRIP_PANELS (layout.ts); then the column sums of the requantized values. Columns are padded to
+ * QUAD_NP_ALIGN, k to 4, with zeros. In a panel's 16 bytes, column c (0..7), k & 3:
+ * - the 16-bit kernel's layout: 32-bit lane c & 3, byte 2 * (k & 1) + (c >> 2), nibble k >> 1 of it;
+ * - where the engine's relaxed dot is exact on 7-bit operands (dot7): byte 4 * (c & 3) + (k & 3),
+ *   nibble c >> 2 of it.
  */
 async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const e = await engine();
@@ -304,20 +307,23 @@ async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const out = new Uint8Array(buf, at, panelBytes).fill(0);
   const sums = new Int32Array(buf, at + panelBytes, Np).fill(0);
   const rowMajor = op.order === 'row-major';
+  const { dot7 } = e;
   for (let n = 0; n < N; n++) {
-    // strip n >> 5 (Kp * 4 * STRIP_PANELS bytes), panel (n >> 3) & 3 (16 bytes of each 64-byte quad),
-    // lane n & 3, byte 0 or 1 of its low half
-    const column = (n >> 5) * Kp * 4 * STRIP_PANELS + ((n >> 3) & 3) * 16 + (n & 3) * 4 + ((n & 7) >> 2);
+    // strip n >> 5 (Kp * 4 * STRIP_PANELS bytes), panel (n >> 3) & 3 (16 bytes of each 64-byte quad), lane n & 3
+    const column = (n >> 5) * Kp * 4 * STRIP_PANELS + ((n >> 3) & 3) * 16 + (n & 3) * 4 + (dot7 ? 0 : (n & 7) >> 2);
+    const high = dot7 ? (n & 7) >> 2 : 0;
     let sum = 0;
     for (let k = 0; k < K; k++) {
       const v = values[rowMajor ? k * N + n : n * K + k];
-      out[column + (k >> 2) * 16 * STRIP_PANELS + (k & 1) * 2] |= k & 2 ? v << 4 : v;
+      const quad = column + (k >> 2) * 16 * STRIP_PANELS;
+      if (dot7) out[quad + (k & 3)] |= high ? v << 4 : v;
+      else out[quad + (k & 1) * 2] |= k & 2 ? v << 4 : v;
       sum += v;
     }
     sums[n] = sum;
   }
   const packed = packedOperand(e, at, K, N, p.rhsType, CPU_WASM_SIMD.id, size);
-  const nibble = { bits: bitDepth.rhs, rounding: resolveRounding(bitDepth.rounding, K) };
+  const nibble = { bits: bitDepth.rhs, rounding: resolveRounding(bitDepth.rounding, K), dot7 };
   blocks.set(packed, { kind: 'i16', packed: at, sums: at + panelBytes, raw: null, nibble, engine: e, plan: null });
   return packed;
 }

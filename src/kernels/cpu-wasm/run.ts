@@ -105,9 +105,10 @@ export interface RhsBlock {
   raw: number | null;
   /**
    * A rhs of at most 4 bits (gen-nibble.ts): `packed` holds its panels two values per byte, `sums` the
-   * column sums of the requantized values; it was requantized at `bits` with `rounding`. Else null.
+   * column sums of the requantized values; it was requantized at `bits` with `rounding`, in the dot7
+   * layout where `dot7` (gen-nibble.ts: the engine's relaxed dot is exact on 7-bit operands). Else null.
    */
-  nibble: { bits: number; rounding: string } | null;
+  nibble: { bits: number; rounding: string; dot7: boolean } | null;
 }
 
 type QuadShape = (typeof QUAD_SHAPES)[number];
@@ -120,6 +121,8 @@ interface Prepared {
   direct: DirectShape | null;
   /** The shape of the 4-bit kernel (gen-nibble.ts; the rhs was prepacked at 4 bits), or null. */
   nibble: QuadShape | null;
+  /** The 4-bit kernel is the relaxed-SIMD one (gen-nibble.ts dot7): its lhs tiles are bytes. */
+  dot7: boolean;
   /**
    * The shape of the 8-bit byte-lane kernel (gen-nibble.ts), or null: where the direct variant would
    * serve and the rhs was prepacked (with `direct` set too: the lhs is packed as for the direct variant).
@@ -173,6 +176,7 @@ export function prepare(
   const { M, N, K } = p;
   const { kstep, elem } = KERNELS[kind];
   const nibble = rhsBlock?.nibble ? quadShape(M) : null;
+  const dot7 = !!rhsBlock?.nibble?.dot7;
   const lane = direct && rhsBlock && M <= LANE_MAX_M ? LANE : null;
   const wide = !!direct && !!rhsBlock && !lane;
   const quad = nibble ?? lane;
@@ -238,6 +242,7 @@ export function prepare(
     new Int32Array(b, r.rowSums, Mp).fill(0);
     const [so, sk] = q.lhs.order === 'row-major' ? [K, 1] : [1, M];
     e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, mr, nc ? 2 : 1, wide ? 1 : 0, r.lhsPacked, r.rowSums, r.sub);
+    if (dot7) e.exports.narrow_lhs7(r.lhsPacked, Mp * Kp); // l' - 128 as bytes, the row sums kept of l'
   };
   if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
   loadLhs(buf, p);
@@ -315,6 +320,7 @@ export function prepare(
   return {
     direct,
     nibble,
+    dot7,
     lane,
     wide,
     rhsReady: !!rhsBlock && !direct,
@@ -333,7 +339,7 @@ const part = (n: number, T: number, i: number): [number, number] => [Math.floor(
 
 /** The exported driver of a few-row kernel (direct, byte lanes, 4-bit) that t takes, or null where it takes the packed panels. */
 function fewRowsKernel(t: Prepared): string | null {
-  if (t.nibble) return `gemm_nibble_${t.nibble.mr}x${t.nibble.w}`;
+  if (t.nibble) return `gemm_nibble${t.dot7 ? '7' : ''}_${t.nibble.mr}x${t.nibble.w}`;
   if (t.lane) return `gemm_lane_${t.lane.mr}x${t.lane.w}`;
   if (t.wide) return `gemm_wide_${WIDE.mr}x${WIDE.nc}`;
   if (t.direct) return `gemm_direct_${t.direct.mr}x${t.direct.nc}`;
@@ -388,7 +394,7 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[
  * How many runs went to one thread and to several (diagnostics: the browser test checks that threads
  * ran), and the last run's kernel time: its pack, gemm and output calls on every thread, hand-off
  * included, in ms (the call's overhead is its wall time minus this); its driver, the WebAssembly
- * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_wide_3x4', 'gemm_nibble_2x2').
+ * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_wide_3x4', 'gemm_nibble_2x2', 'gemm_nibble7_1x4').
  */
 export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0, lastDriver: '' };
 

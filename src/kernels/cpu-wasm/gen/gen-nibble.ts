@@ -110,12 +110,12 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
  * groups, each block's output stage right after it. `at` sets b for group p (locals P and strip may
  * help); `tile` runs the micro-kernel, with locals a, b, c, ldc, quads and signed (CTX rhsSh is 24) set.
  */
-function stripDriver(name: string, mr: number, nc: number, quadBytes: number, at: string, tile: string): string {
+function stripDriver(name: string, mr: number, nc: number, quadBytes: number, at: string, tile: string, lhsElem = 2): string {
   return `
   (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
     ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'strip', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed', 'P'])}
     (if (i32.or (i32.ge_u ${get('mt0')} ${get('mt1')}) (i32.ge_u ${get('p0')} ${get('p1')})) (then (return)))
-    ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * 2}))`)}
+    ${set('ldc', `(i32.shl ${ctx('Np')} (i32.const 2))`)} ${set('tileBytes', `(i32.mul ${ctx('Kp')} (i32.const ${mr * lhsElem}))`)}
     ${set('quads', `(i32.shr_u ${ctx('Kp')} (i32.const 2))`)} ${set('strip', `(i32.mul ${get('quads')} (i32.const ${STRIP_PANELS * quadBytes}))`)}
     ${set('M', ctx('M'))} ${set('N', ctx('N'))} ${set('signed', `(i32.eq ${ctx('rhsSh')} (i32.const 24))`)}
     ${set('m1', `(select (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')} (i32.lt_u (i32.mul ${get('mt1')} (i32.const ${mr})) ${get('M')}))`)}
@@ -202,6 +202,118 @@ export function nibbleFunctions(): string {
   ];
   const wide = [wideKernel(WIDE.mr, false), wideKernel(WIDE.mr, true), wideDriver(WIDE.mr)];
   return [...kernels, ...wide, PACK_LHS_FEW, ...drivers.map(dynamic)].join('\n');
+}
+
+/**
+ * The 4-bit micro-kernel on relaxed SIMD (`dot7`): mr rows x w panels over `quads` k-quads of the dot7
+ * layout at b (a panel's quad: 16 bytes, byte 4i + k holding column i in its low nibble and column
+ * i + 4 in its high one); a = the lhs tile [Kp/4][mr][4] of signed bytes l' - 128 (narrow_lhs7), c = C,
+ * s = the column sums of r' for the group's first column. `i16x8.relaxed_dot_i8x16_i7x16_s` of a
+ * splatted lhs quad and a nibble vector gives each column's (k0, k1) and (k2, k3) pair sums as i16; its
+ * 7-bit operand is r' <= 15, where every lowering agrees (engine.ts dot7). The sums stay in i16 for
+ * DOT7_BLOCK quads (|pair| <= 2 * 128 * 15 = 3840, eight of them 30720 < 2^15), then widen pairwise
+ * into C, which starts at 128 * colSum: sum (l' - 128) r' + 128 sum r' = sum l' r'.
+ */
+function microKernel7(mr: number, w: number): string {
+  const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
+  const lo = (v: string) => `(v128.and ${v} ${get('mask')})`;
+  const hi = (v: string) => `(v128.and (i16x8.shr_u ${v} (i32.const 4)) ${get('mask')})`;
+  const dot = (c: string, x: string) => set(c, `(i16x8.add ${get(c)} (i16x8.relaxed_dot_i8x16_i7x16_s ${get('a0')} ${x}))`);
+  const splat = (r: number) => set('a0', `(v128.load32_splat offset=${4 * r} ${get('a')})`);
+  const panels = Array.from({ length: w }, (_, j) => j);
+  const load = (j: number) => set('v', `(v128.load offset=${16 * j} ${get('b')})`);
+  // One row: each panel used as soon as it is loaded; several: every panel unpacked, then each row over them.
+  const step =
+    mr === 1
+      ? [splat(0), ...panels.flatMap((j) => [load(j), dot(acc[2 * j], lo(get('v'))), dot(acc[2 * j + 1], hi(get('v')))])]
+      : [
+          ...panels.flatMap((j) => [load(j), set(`p${j}0`, lo(get('v'))), set(`p${j}1`, hi(get('v')))]),
+          ...Array.from({ length: mr }, (_, r) => [
+            splat(r),
+            ...panels.flatMap((j) => [0, 1].map((h) => dot(acc[(r * w + j) * 2 + h], get(`p${j}${h}`)))),
+          ]).flat(),
+        ];
+  /** C's vector of accumulator i: row r, panel j, half h. */
+  const cAt = (i: number) => {
+    const h = i & 1;
+    const j = (i >> 1) % w;
+    const r = Math.floor(i / (2 * w));
+    return [`offset=${32 * j + 16 * h}`, `(i32.add ${get('c')} (i32.mul ${get('ldc')} (i32.const ${r})))`, 32 * j + 16 * h] as const;
+  };
+  const init = acc.map((_, i) => {
+    const [offset, at, col] = cAt(i);
+    return `(v128.store ${offset} ${at} (i32x4.shl (v128.load offset=${col} ${get('s')}) (i32.const 7)))`;
+  });
+  const flush = acc.map((c, i) => {
+    const [offset, at] = cAt(i);
+    return `(v128.store ${offset} ${at} (i32x4.add (v128.load ${offset} ${at}) (i32x4.extadd_pairwise_i16x8_s ${get(c)}))) ${set(c, '(v128.const i32x4 0 0 0 0)')}`;
+  });
+  const pairs = panels.flatMap((j) => [`p${j}0`, `p${j}1`]);
+  return `
+  (func $mkr_${mr}x${w} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $s i32) (local $n i32)
+    ${locals([...acc, ...(mr === 1 ? [] : pairs), 'a0', 'v', 'mask'], 'v128')}
+    ${set('mask', '(v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)')}
+    ${init.join('\n    ')}
+    (loop $O
+      ${set('n', `(select ${get('quads')} (i32.const ${DOT7_BLOCK}) (i32.lt_u ${get('quads')} (i32.const ${DOT7_BLOCK})))`)}
+      ${set('quads', `(i32.sub ${get('quads')} ${get('n')})`)}
+      (loop $K
+        ${step.join('\n        ')}
+        ${set('a', `(i32.add ${get('a')} (i32.const ${4 * mr}))`)}
+        ${set('b', `(i32.add ${get('b')} (i32.const ${STRIP_PANELS * 16}))`)}
+        (br_if $K (local.tee $n (i32.sub ${get('n')} (i32.const 1)))))
+      ${flush.join('\n      ')}
+      (br_if $O ${get('quads')}))
+  )`;
+}
+
+/** Quads whose relaxed pair sums a dot7 micro-kernel keeps in i16 before it widens them. */
+const DOT7_BLOCK = 8;
+
+/** The driver of one dot7 quad shape: column groups of w panels of the dot7 layout at CTX rhsPacked. */
+function driver7(mr: number, w: number): string {
+  const at = [set('P', `(i32.mul ${get('p')} (i32.const ${w}))`), set('b', stripAt(ctx('rhsPacked'), get('P'), 16))].join(' ');
+  const sums = `(i32.add ${ctx('colSums')} (i32.mul ${get('p')} (i32.const ${32 * w})))`;
+  const tile = `(call $mkr_${mr}x${w} ${get('a')} ${get('b')} ${get('c')} ${get('ldc')} ${get('quads')} ${sums})`;
+  return stripDriver(`gemm_nibble7_${mr}x${w}`, mr, 8 * w, 16, at, tile, 1);
+}
+
+/**
+ * The dot7 lhs: the n i16 values l' at `at` (pack_lhs_few's tiles) as signed bytes l' - 128, in place
+ * (byte i is written after i16 i and i16 i + 8 are read). l' <= 255, so the bytes are exact.
+ */
+const NARROW_LHS7 = `
+  (func $narrow_lhs7 (export "narrow_lhs7") (param $at i32) (param $n i32) (local $i i32) (local $x v128)
+    ${set('x', '(v128.const i16x8 128 128 128 128 128 128 128 128)')}
+    (block $done (loop $L
+      (br_if $done (i32.ge_u ${get('i')} ${get('n')}))
+      (v128.store (i32.add ${get('at')} ${get('i')})
+        (i8x16.narrow_i16x8_s
+          (i16x8.sub (v128.load (i32.add ${get('at')} (i32.shl ${get('i')} (i32.const 1)))) ${get('x')})
+          (i16x8.sub (v128.load offset=16 (i32.add ${get('at')} (i32.shl ${get('i')} (i32.const 1)))) ${get('x')})))
+      ${set('i', `(i32.add ${get('i')} (i32.const 16))`)}
+      (br $L))))`;
+
+/**
+ * The probe of engine.ts dot7: `iters` times i16x8.relaxed_dot_i8x16_i7x16_s(splat8(a), splat8(b)),
+ * widened pairwise and summed as the dot7 kernels do; lane 0 (4 * iters * a * b where exact).
+ */
+const PROBE7 = `
+  (func $probe7 (export "probe7") (param $a i32) (param $b i32) (param $iters i32) (result i32)
+    (local $acc v128) (local $x v128) (local $y v128)
+    ${set('x', `(i8x16.splat ${get('a')})`)} ${set('y', `(i8x16.splat ${get('b')})`)}
+    (loop $L
+      ${set('acc', `(i32x4.add ${get('acc')} (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s ${get('x')} ${get('y')})))`)}
+      (br_if $L (local.tee $iters (i32.sub ${get('iters')} (i32.const 1)))))
+    (i32x4.extract_lane 0 ${get('acc')}))`;
+
+/** The relaxed-SIMD functions of 4-bit weights (dot7; the relaxed variant of the module only): per QUAD_SHAPES shape a micro-kernel and its drivers, the lhs narrowing, the probe. */
+export function dot7Functions(): string {
+  return [
+    ...QUAD_SHAPES.flatMap(({ mr, w }) => [microKernel7(mr, w), driver7(mr, w), dynamic(`gemm_nibble7_${mr}x${w}`)]),
+    NARROW_LHS7,
+    PROBE7,
+  ].join('\n');
 }
 
 /**

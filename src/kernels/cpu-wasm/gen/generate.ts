@@ -4,13 +4,13 @@
 // test/unit/wasm-binary.test.ts assembles them again and compares byte for byte. The library never
 // imports this file at run time.
 //
-// Variants: `relaxed` adds the relaxed-SIMD kernel and its probe (a module that only validates where
+// Variants: `relaxed` adds the relaxed-SIMD kernels (8-bit, and 4-bit weights: dot7) and their probes (a module that only validates where
 // the engine has relaxed SIMD); `shared` imports a shared memory (for worker threads) rather than a
 // plain one (a plain page cannot make a shared memory without cross-origin isolation).
 
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
-import { nibbleFunctions } from './gen-nibble.ts';
+import { dot7Functions, nibbleFunctions } from './gen-nibble.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
 import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
 
@@ -24,6 +24,7 @@ ${directFunctions()}
 ${nibbleFunctions()}
 ${v.relaxed ? gemmFunctions('relaxed') : ''}
 ${v.relaxed ? PROBE : ''}
+${v.relaxed ? dot7Functions() : ''}
 ${OUTPUT_FUNCTIONS})
 `;
 }
