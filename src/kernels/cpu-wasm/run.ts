@@ -475,6 +475,9 @@ export function runOnEngine(
   return runPlan(e, makePlan(e, p, kind, threads, defaultThreads, mode, rhsBlock), p, true);
 }
 
+/** The calls in which a repeated problem tries both its thread count and one thread before it picks (runPlan). */
+const SINGLE_TRIAL_CALLS = 16;
+
 /** Runs plan `pl` for p (its problem, with this call's lhs); `fresh`: prepare just wrote it. */
 export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fresh = false): Promise<GemmResult> {
   const { M, N } = p;
@@ -486,14 +489,21 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     }
   }
   const { t, single } = pl;
-  // A repeated problem (pl.single): its first 8 calls alternate between its threads (0) and one (1); then
-  // it runs the one whose fastest kernel time of its last calls is lower, and every 64th call the other,
-  // so that the choice follows the machine (a core busy with other work makes threads a loss). The
-  // fastest, not the median: other work only ever slows a call down, and four calls of each are few.
+  // A repeated problem (pl.single) weighs its threads (0) against one thread (1) by kernel time, in pairs
+  // of calls of which only the second is timed: the first wakes the workers (asleep once their spin has
+  // run out: 60-200 us on a virtual machine) and, early on, lets the engine optimize the code. Its first
+  // 16 calls alternate pairs; then it runs the one whose fastest timed call of the last five is faster,
+  // and every 64 calls a pair of the other, so that the choice follows the machine (a core busy with
+  // other work makes threads a loss). Timing single calls of the other choice would find its workers
+  // asleep every time and keep a process on one thread for good (measured: 0.38-0.45 ms against 0.18
+  // ms at 1x4096^2, 4-bit, two threads). The fastest, not the median: other work only slows calls down.
   let choice: 0 | 1 = 0;
+  let timed = true;
   if (single) {
-    choice = single.calls < 8 ? ((single.calls % 2) as 0 | 1) : single.calls % 64 === 0 ? ((1 - single.pick) as 0 | 1) : single.pick;
-    single.calls++;
+    const n = single.calls++;
+    if (n < SINGLE_TRIAL_CALLS) [choice, timed] = [((n >> 1) & 1) as 0 | 1, (n & 1) === 1];
+    else if (n % 64 < 2) [choice, timed] = [(1 - single.pick) as 0 | 1, n % 64 === 1];
+    else choice = single.pick;
   }
   const { pre, lists } = choice === 1 && single ? single : pl;
   const T = lists.length;
@@ -518,11 +528,11 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
   wasmRunStats.lastKernelMs = performance.now() - t0;
   wasmRunStats.lastThreads = T;
   wasmRunStats.lastDriver = fewRowsKernel(t) ?? `gemm_${pl.kind}`;
-  if (single) {
+  if (single && timed) {
     const times = single.times[choice];
     times.push(wasmRunStats.lastKernelMs);
     if (times.length > 5) times.shift();
-    if (single.calls >= 8) single.pick = Math.min(...single.times[1]) < Math.min(...single.times[0]) ? 1 : 0;
+    if (single.calls >= SINGLE_TRIAL_CALLS) single.pick = Math.min(...single.times[1]) < Math.min(...single.times[0]) ? 1 : 0;
   }
   const finalType = t.covered === p.pipeline.length ? p.dstType : 'int32';
   const out = allocateDst(finalType, M * N);
