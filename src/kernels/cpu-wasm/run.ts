@@ -35,6 +35,13 @@ import { encodeProgram, type OutputProgram } from './stages.ts';
 const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 /** Below this many multiply-adds per thread, fewer threads are faster (the hand-off and the wait cost more). */
 const MIN_MACS_PER_THREAD = 1 << 20;
+/**
+ * Up to this many multiply-adds a repeated problem weighs its threads against one thread (runPlan): a
+ * millisecond or less of kernel on one thread here, where waking a worker (60-200 us) is a sizable part.
+ * Above, threads pay whatever the wake costs, and the trial calls on one thread would only cost time
+ * (1024^3 on one thread: twice as long).
+ */
+const ADAPTIVE_MAX_MACS = 1 << 26;
 const L2_BLOCK_BYTES = 256 * 1024;
 /** Up to this many lhs rows a row-major rhs is read where it lies (gen-direct.ts) rather than packed. */
 const DIRECT_MAX_M = 8;
@@ -453,7 +460,10 @@ export function makePlan(
     const barrier: Call[] = n > 1 && pack.some((c) => c.length) ? [[BARRIER_CALL]] : [];
     return { pre, lists: pack.map((c, i) => [...c, ...barrier, ...gemm[i]]) };
   };
-  const single = adaptive && T > 1 ? { ...calls(1), times: [[], []] as [number[], number[]], calls: 0, pick: 0 as const } : null;
+  const single =
+    adaptive && T > 1 && M * N * K <= ADAPTIVE_MAX_MACS
+      ? { ...calls(1), times: [[], []] as [number[], number[]], calls: 0, pick: 0 as const }
+      : null;
   const result: Plan = { kind, mode, rhsBlock, t, T, ...calls(T), single };
   written.set(e, result);
   return result;
