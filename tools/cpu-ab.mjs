@@ -5,8 +5,10 @@
 // changes; alternating in one process cancels that. Each build has its own WebAssembly engine, memory
 // and workers. Usage (build each tree first: `npx vite build`):
 //   node tools/cpu-ab.mjs --a OLD/dist/node/index.js --b dist/node/index.js --shapes 1x4096x4096,16x1024x1024
-//     [--threads N] [--bits 8|4] [--rounds 15]
+//     [--threads N] [--bits 8|4] [--rounds 15] [--spin-ms S]
 // --threads N forces N threads and keeps only calls that ran on N; without it each build picks its own.
+// --spin-ms S sets both builds' workers' spin after a job (configureCpu({ spinMs })): 0 keeps one build's
+// workers from spinning while the other runs, which two-thread comparisons need.
 
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
@@ -20,11 +22,12 @@ const { values } = parseArgs({
     threads: { type: 'string' },
     bits: { type: 'string', default: '8' },
     rounds: { type: 'string', default: '15' },
+    'spin-ms': { type: 'string' },
   },
 });
 if (!values.a) {
   console.error(
-    'usage: node tools/cpu-ab.mjs --a OLD/dist/node/index.js [--b dist/node/index.js] --shapes MxNxK,... [--threads N] [--bits 8|4] [--rounds R]',
+    'usage: node tools/cpu-ab.mjs --a OLD/dist/node/index.js [--b dist/node/index.js] --shapes MxNxK,... [--threads N] [--bits 8|4] [--rounds R] [--spin-ms S]',
   );
   process.exit(2);
 }
@@ -43,7 +46,7 @@ const bytes = (n, seed) => {
 const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 
 console.log(
-  `Node ${process.version}; a = ${values.a}, b = ${values.b}; threads ${threads ?? 'default'}; ${bits}-bit weights; ${rounds} rounds`,
+  `Node ${process.version}; a = ${values.a}, b = ${values.b}; threads ${threads ?? 'default'}; ${bits}-bit weights; ${rounds} rounds; spin ${values['spin-ms'] ?? 'default'}`,
 );
 for (const [M, N, K] of shapes) {
   const rhs = { data: bytes(K * N, 7), rows: K, cols: N };
@@ -51,6 +54,7 @@ for (const [M, N, K] of shapes) {
   const state = {};
   for (const [name, q] of Object.entries(builds)) {
     if (threads !== null) q.configureCpu({ threads });
+    if (values['spin-ms'] !== undefined) q.configureCpu({ spinMs: Number(values['spin-ms']) });
     state[name] = { q, packed: await q.prepackCpu(rhs, bitDepth), wall: [], kernel: [], overhead: [], ran: '' };
   }
   const calls = Math.max(4, Math.min(12, Math.round(2e8 / (M * N * K))));
