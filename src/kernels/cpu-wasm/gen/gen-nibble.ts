@@ -23,6 +23,8 @@
 //   the same order (l0 l2 l1 l3, splatted twice) meets in one `i32x4.dot_i16x8_s`: lanes (c, k0 k2),
 //   (c, k1 k3), (c', k0 k2), (c', k1 k3), added pairwise once at the end. The widening is part of the
 //   load, one a column pair and quad whatever the rows, so it is spread over them.
+// - 4 bits on relaxed SIMD (dot7, the relaxed variant of the module only; engine.ts decides): another
+//   layout, a nibble per (column, k), met by `i16x8.relaxed_dot_i8x16_i7x16_s` (microKernel7 below).
 // The lhs tile is [Kp/4][mr][4] i16 (in QUAD_BYTE_ORDER for the widening kernels; for 4 bits the
 // requantized lhs l', no zero point subtracted: the output stage's lowbit expansion takes the raw sum
 // of l'r', the row sums of l' and the prepacked column sums of r'). Micro-kernels of mr rows x w panels

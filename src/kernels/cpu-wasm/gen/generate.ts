@@ -4,9 +4,10 @@
 // test/unit/wasm-binary.test.ts assembles them again and compares byte for byte. The library never
 // imports this file at run time.
 //
-// Variants: `relaxed` adds the relaxed-SIMD kernels (8-bit, and 4-bit weights: dot7) and their probes (a module that only validates where
-// the engine has relaxed SIMD); `shared` imports a shared memory (for worker threads) rather than a
-// plain one (a plain page cannot make a shared memory without cross-origin isolation).
+// Variants: `relaxed` adds the relaxed-SIMD kernels (8-bit, and 4-bit weights: dot7) and their probes
+// (a module that only validates where the engine has relaxed SIMD); `shared` imports a shared memory
+// (for worker threads) rather than a plain one (a plain page cannot make a shared memory without
+// cross-origin isolation).
 
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
