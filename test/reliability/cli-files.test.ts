@@ -108,6 +108,12 @@ describe('reads and writes in chunks (item 4)', () => {
       Uint8Array.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, h.length & 0xff, h.length >> 8, ...Buffer.from(h, 'latin1')]),
     );
     const line = expectOneLine(await run(dir, { lhs: 'big.npy' }, ['--max-memory', '16G']), 2, 'lhs');
-    expect(line).toMatch(new RegExp(`${rows * 65536} bytes.*at most ${MAX_NPY_DATA_BYTES}`));
+    // Where the largest typed array is 2^53 - 1 bytes (Node 22+), a larger shape already has more
+    // elements than a double counts exactly, and the header check names that instead.
+    expect(line).toMatch(
+      Number.isSafeInteger(rows * 65536)
+        ? new RegExp(`${rows * 65536} bytes.*at most ${MAX_NPY_DATA_BYTES}`)
+        : new RegExp(`shape \\(${rows}, 65536\\) has too many elements`),
+    );
   });
 });
