@@ -3,8 +3,11 @@
 // through gemm(p, { backend: 'cpu', kernel: 'cpu-wasm-simd' }) in the page and compares each with
 // referenceGemm in the same page, bit for bit, twice: from a plain page (no cross-origin isolation, so
 // no SharedArrayBuffer: one thread) and from a cross-origin isolated one (COOP/COEP headers: worker
-// threads over a shared memory). The bundle is copied (or rebuilt when stale) as in gemm.browser.test.ts.
-// No GPU is needed. In CI a missing Chromium fails; locally it skips with a notice.
+// threads over a shared memory). Then weights prepacked once (prepackCpu, 8-bit and 1-4 bits, every
+// rounding) over few-row shapes in the isolated page: Chromium validates relaxed SIMD, so 4-bit weights
+// run on the dot7 kernels there where its 7-bit probe passes, and the test asserts which ran. The bundle
+// is copied (or rebuilt when stale) as in gemm.browser.test.ts. No GPU is needed. In CI a missing
+// Chromium fails; locally it skips with a notice.
 
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -97,6 +100,42 @@ describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => 
         expect(stats.caps.threads).toBe(1);
         expect(stats.runs.multiThreaded).toBe(0);
       }
+      expect(log.errors).toEqual([]);
+      await page.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('prepacked weights, 8-bit and 1-4 bits, few rows, cross-origin isolated', async () => {
+    const server = await serveStatic(site, { isolated: true });
+    try {
+      const page = await browser.newPage();
+      const log = watchPage(page);
+      await page.goto(`${server.url}test/browser/page/cpu-wasm.html`, { waitUntil: 'load' });
+      await page.waitForFunction(() => !!(window as unknown as { qgemmPage?: { ready: boolean } }).qgemmPage?.ready, { timeout: 30_000 });
+      const stats = (await page.evaluate(
+        (seed, count) => (window as unknown as { runPrepackedBatch(o: object): Promise<unknown> }).runPrepackedBatch({ seed, count }),
+        SEED + 1,
+        COUNT,
+      )) as { problems: number; mismatches: number; firstMismatch: unknown; drivers: string[]; error: string | null };
+      const caps = (await page.evaluate(() =>
+        (window as unknown as { qgemmPage: unknown; runCpuBatch(o: object): Promise<{ caps: { relaxedNote: string } }> })
+          .runCpuBatch({ seed: 1, count: 0 })
+          .then((r) => r.caps),
+      )) as { relaxedNote: string };
+      console.log(
+        `[browser test] prepacked in Chromium: ${stats.problems} problems, ${stats.mismatches} mismatching, drivers ${stats.drivers.join(' ')}`,
+      );
+      expect(stats.error, log.errors.join('\n')).toBeNull();
+      expect(stats.problems).toBe(COUNT);
+      expect(stats.firstMismatch, JSON.stringify(stats.firstMismatch)).toBeNull();
+      const dot7 = caps.relaxedNote.includes('7-bit dot exact');
+      expect(
+        stats.drivers.some((d) => d.startsWith(dot7 ? 'gemm_nibble7_' : 'gemm_nibble_')),
+        caps.relaxedNote,
+      ).toBe(true);
+      expect(stats.drivers.some((d) => d.startsWith(dot7 ? 'gemm_nibble_' : 'gemm_nibble7_'))).toBe(false);
       expect(log.errors).toEqual([]);
       await page.close();
     } finally {
