@@ -41,6 +41,17 @@ type Unpack = 'nibble' | 'u8' | 's8';
 const quadBytes = (u: Unpack) => (u === 'nibble' ? 16 : 32);
 const kernelName = (mr: number, w: number, u: Unpack) => (u === 'nibble' ? `mkn_${mr}x${w}` : `mkl_${mr}x${w}_${u === 'u8' ? 'u' : 's'}`);
 
+/**
+ * Where accumulator i of an mr x (8 w) quad micro-kernel, acc[(r * w + j) * 2 + h], lies in C: row r's
+ * address (c + r * ldc) and the byte offset of panel j's half h (columns 8j + 4h .. 8j + 4h + 3).
+ */
+function accAt(i: number, w: number): { offset: number; row: string } {
+  const h = i & 1;
+  const j = (i >> 1) % w;
+  const r = Math.floor(i / (2 * w));
+  return { offset: 32 * j + 16 * h, row: `(i32.add ${get('c')} (i32.mul ${get('ldc')} (i32.const ${r})))` };
+}
+
 /** The mr x (8 w) micro-kernel over `quads` k-quads: a = lhs tile, b = its first panel in the strip's first quad, c = C. */
 function microKernel(mr: number, w: number, unpack: Unpack): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
@@ -88,10 +99,8 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
           ...Array.from({ length: mr }, (_, r) => [...splats(r), ...panels.flatMap((j) => accumulate(r, j))]).flat(),
         ];
   const stores = acc.map((c, i) => {
-    const h = i & 1;
-    const j = (i >> 1) % w;
-    const r = Math.floor(i / (2 * w));
-    return `(v128.store offset=${32 * j + 16 * h} (i32.add ${get('c')} (i32.mul ${get('ldc')} (i32.const ${r}))) ${get(c)})`;
+    const { offset, row } = accAt(i, w);
+    return `(v128.store offset=${offset} ${row} ${get(c)})`;
   });
   const pairs = Array.from({ length: w }, (_, j) => [0, 1, 2, 3].map((h) => `p${j}${h}`)).flat();
   return `
@@ -235,20 +244,14 @@ function microKernel7(mr: number, w: number): string {
             ...panels.flatMap((j) => [0, 1].map((h) => dot(acc[(r * w + j) * 2 + h], get(`p${j}${h}`)))),
           ]).flat(),
         ];
-  /** C's vector of accumulator i: row r, panel j, half h. */
-  const cAt = (i: number) => {
-    const h = i & 1;
-    const j = (i >> 1) % w;
-    const r = Math.floor(i / (2 * w));
-    return [`offset=${32 * j + 16 * h}`, `(i32.add ${get('c')} (i32.mul ${get('ldc')} (i32.const ${r})))`, 32 * j + 16 * h] as const;
-  };
   const init = acc.map((_, i) => {
-    const [offset, at, col] = cAt(i);
-    return `(v128.store ${offset} ${at} (i32x4.shl (v128.load offset=${col} ${get('s')}) (i32.const 7)))`;
+    const { offset, row } = accAt(i, w);
+    return `(v128.store offset=${offset} ${row} (i32x4.shl (v128.load offset=${offset} ${get('s')}) (i32.const 7)))`;
   });
   const flush = acc.map((c, i) => {
-    const [offset, at] = cAt(i);
-    return `(v128.store ${offset} ${at} (i32x4.add (v128.load ${offset} ${at}) (i32x4.extadd_pairwise_i16x8_s ${get(c)}))) ${set(c, '(v128.const i32x4 0 0 0 0)')}`;
+    const { offset, row } = accAt(i, w);
+    const sum = `(i32x4.add (v128.load offset=${offset} ${row}) (i32x4.extadd_pairwise_i16x8_s ${get(c)}))`;
+    return `(v128.store offset=${offset} ${row} ${sum}) ${set(c, '(v128.const i32x4 0 0 0 0)')}`;
   });
   const pairs = panels.flatMap((j) => [`p${j}0`, `p${j}1`]);
   return `
