@@ -113,6 +113,24 @@ describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
     }
   });
 
+  // The dot7 micro-kernels run whole blocks of 8 quads unrolled, then the last quads one at a time: every
+  // depth from 1 to 70 (1-18 quads: no block, one, two, with every remainder) on every quad shape, the
+  // operands at their extremes.
+  it('every depth around the 8-quad blocks, every quad shape', async () => {
+    configureWasm({ threads: 1 });
+    for (const M of [1, 2, 4, 5])
+      for (let K = 1; K <= 70; K++) {
+        const N = 40;
+        const problem: GemmProblem = {
+          lhs: { data: Uint8Array.from({ length: M * K }, (_, i) => (i % 5 ? 0 : 255)), rows: M, cols: K },
+          rhs: { data: Uint8Array.from({ length: K * N }, (_, i) => (i % 3 ? 255 : i & 255)), rows: K, cols: N },
+          lhsZeroPoint: 7,
+          rhsZeroPoint: 240,
+        };
+        await expectSame(problem, { lhs: 8, rhs: 4, rounding: 'nearest' }, `${M}x${N}x${K}`);
+      }
+  });
+
   it('refuses a bitDepth that differs from the prepacked one, and more than 4 bits, naming bitDepth', async () => {
     const rhs = { data: new Uint8Array(12).fill(7), rows: 3, cols: 4 };
     const lhs = { data: new Uint8Array(6).fill(9), rows: 2, cols: 3 };

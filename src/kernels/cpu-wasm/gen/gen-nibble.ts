@@ -223,52 +223,78 @@ export function nibbleFunctions(): string {
  * splatted lhs quad and a nibble vector gives each column's (k0, k1) and (k2, k3) pair sums as i16; its
  * 7-bit operand is r' <= 15, where every lowering agrees (engine.ts dot7). The sums stay in i16 for
  * DOT7_BLOCK quads (|pair| <= 2 * 128 * 15 = 3840, eight of them 30720 < 2^15), then widen pairwise
- * into C, which starts at 128 * colSum: sum (l' - 128) r' + 128 sum r' = sum l' r'.
+ * into C, which starts at 128 * colSum: sum (l' - 128) r' + 128 sum r' = sum l' r'. A whole block is
+ * unrolled, its first quad setting the accumulators (no zeroing, no loop counter between its quads):
+ * 0.92x the one-row kernel's time of the rolled loop at 1x4096^2, 0.96-1.00x for the other shapes
+ * (bench/results/2026-11-27-cpu-dot7-unroll-ab.txt). The 16-bit kernels unrolled by two were slower.
  */
 function microKernel7(mr: number, w: number): string {
   const acc = Array.from({ length: 2 * mr * w }, (_, i) => `c${i}`); // acc[(r * w + j) * 2 + h]
   const lo = (v: string) => `(v128.and ${v} ${get('mask')})`;
   const hi = (v: string) => `(v128.and (i16x8.shr_u ${v} (i32.const 4)) ${get('mask')})`;
-  const dot = (c: string, x: string) => set(c, `(i16x8.add ${get(c)} (i16x8.relaxed_dot_i8x16_i7x16_s ${get('a0')} ${x}))`);
-  const splat = (r: number) => set('a0', `(v128.load32_splat offset=${4 * r} ${get('a')})`);
   const panels = Array.from({ length: w }, (_, j) => j);
-  const load = (j: number) => set('v', `(v128.load offset=${16 * j} ${get('b')})`);
-  // One row: each panel used as soon as it is loaded; several: every panel unpacked, then each row over them.
-  const step =
-    mr === 1
-      ? [splat(0), ...panels.flatMap((j) => [load(j), dot(acc[2 * j], lo(get('v'))), dot(acc[2 * j + 1], hi(get('v')))])]
-      : [
-          ...panels.flatMap((j) => [load(j), set(`p${j}0`, lo(get('v'))), set(`p${j}1`, hi(get('v')))]),
-          ...Array.from({ length: mr }, (_, r) => [
-            splat(r),
-            ...panels.flatMap((j) => [0, 1].map((h) => dot(acc[(r * w + j) * 2 + h], get(`p${j}${h}`)))),
-          ]).flat(),
-        ];
+  /**
+   * Quad q of a block (a and b at the block's first): the accumulators set by its dots where `first`
+   * (a block's first quad, so no zeroing after a flush), else added to.
+   */
+  const step = (q: number, first: boolean) => {
+    const dot = (c: string, x: string, r: number) => {
+      const d = `(i16x8.relaxed_dot_i8x16_i7x16_s ${get(`a${r}`)} ${x})`;
+      return set(c, first ? d : `(i16x8.add ${get(c)} ${d})`);
+    };
+    const splat = (r: number) => set(`a${r}`, `(v128.load32_splat offset=${4 * (q * mr + r)} ${get('a')})`);
+    const load = (j: number) => set('v', `(v128.load offset=${16 * j + q * STRIP_PANELS * 16} ${get('b')})`);
+    // Each panel used as soon as it is unpacked, by every row (the rows' splats first): fewer vectors
+    // live at once than with every panel unpacked first.
+    return [
+      ...Array.from({ length: mr }, (_, r) => splat(r)),
+      ...panels.flatMap((j) => [
+        load(j),
+        set('lo', lo(get('v'))),
+        set('hi', hi(get('v'))),
+        ...Array.from({ length: mr }, (_, r) => [
+          dot(acc[(r * w + j) * 2], get('lo'), r),
+          dot(acc[(r * w + j) * 2 + 1], get('hi'), r),
+        ]).flat(),
+      ]),
+    ];
+  };
+  const advance = (quads: number) => [
+    set('a', `(i32.add ${get('a')} (i32.const ${4 * mr * quads}))`),
+    set('b', `(i32.add ${get('b')} (i32.const ${STRIP_PANELS * 16 * quads}))`),
+  ];
   const init = acc.map((_, i) => {
     const { offset, row } = accAt(i, w);
     return `(v128.store offset=${offset} ${row} (i32x4.shl (v128.load offset=${offset} ${get('s')}) (i32.const 7)))`;
   });
   const flush = acc.map((c, i) => {
     const { offset, row } = accAt(i, w);
-    const sum = `(i32x4.add (v128.load offset=${offset} ${row}) (i32x4.extadd_pairwise_i16x8_s ${get(c)}))`;
-    return `(v128.store offset=${offset} ${row} ${sum}) ${set(c, '(v128.const i32x4 0 0 0 0)')}`;
+    return `(v128.store offset=${offset} ${row} (i32x4.add (v128.load offset=${offset} ${row}) (i32x4.extadd_pairwise_i16x8_s ${get(c)})))`;
   });
-  const pairs = panels.flatMap((j) => [`p${j}0`, `p${j}1`]);
+  const block = Array.from({ length: DOT7_BLOCK }, (_, q) => step(q, q === 0)).flat();
+  // Whole blocks unrolled (the quads' offsets immediate, a block's first quad setting the accumulators),
+  // then the last quads of a partial block one at a time.
   return `
-  (func $mkr_${mr}x${w} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $s i32) (local $n i32)
-    ${locals([...acc, ...(mr === 1 ? [] : pairs), 'a0', 'v', 'mask'], 'v128')}
+  (func $mkr_${mr}x${w} (param $a i32) (param $b i32) (param $c i32) (param $ldc i32) (param $quads i32) (param $s i32)
+    ${locals([...acc, ...Array.from({ length: mr }, (_, r) => `a${r}`), 'v', 'lo', 'hi', 'mask'], 'v128')}
     ${set('mask', '(v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)')}
     ${init.join('\n    ')}
-    (loop $O
-      ${set('n', `(select ${get('quads')} (i32.const ${DOT7_BLOCK}) (i32.lt_u ${get('quads')} (i32.const ${DOT7_BLOCK})))`)}
-      ${set('quads', `(i32.sub ${get('quads')} ${get('n')})`)}
-      (loop $K
-        ${step.join('\n        ')}
-        ${set('a', `(i32.add ${get('a')} (i32.const ${4 * mr}))`)}
-        ${set('b', `(i32.add ${get('b')} (i32.const ${STRIP_PANELS * 16}))`)}
-        (br_if $K (local.tee $n (i32.sub ${get('n')} (i32.const 1)))))
+    (block $blocks (loop $O
+      (br_if $blocks (i32.lt_u ${get('quads')} (i32.const ${DOT7_BLOCK})))
+      ${block.join('\n      ')}
+      ${advance(DOT7_BLOCK).join(' ')}
       ${flush.join('\n      ')}
-      (br_if $O ${get('quads')}))
+      ${set('quads', `(i32.sub ${get('quads')} (i32.const ${DOT7_BLOCK}))`)}
+      (br $O)))
+    (if ${get('quads')} (then
+      ${step(0, true).join('\n      ')}
+      ${advance(1).join(' ')}
+      (block $done (loop $K
+        (br_if $done (i32.eqz (local.tee $quads (i32.sub ${get('quads')} (i32.const 1)))))
+        ${step(0, false).join('\n        ')}
+        ${advance(1).join(' ')}
+        (br $K)))
+      ${flush.join('\n      ')}))
   )`;
 }
 
