@@ -32,6 +32,7 @@ import {
   runOnEngine,
   runPlan,
   selfCheck,
+  startWorkers,
   warmUp,
   wasmBytesNeeded,
   wasmRunStats,
@@ -135,12 +136,19 @@ function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, i
  * Where WebAssembly SIMD is missing there is nothing to pack for: InputError.
  */
 export async function prepackCpu(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPackedOperand> {
-  const packed = await prepackOnce(rhs, bitDepth);
-  if (!callPathWarm) {
+  if (callPathWarm) return prepackOnce(rhs, bitDepth);
+  // The first prepack also starts the workers, while it packs and warms the call path up: a worker's
+  // start (~35 ms here) would otherwise fall on the first GEMM that takes threads.
+  const e = await engine();
+  const workers = e ? startWorkers(e, wasmThreads(e)) : null;
+  try {
+    const packed = await prepackOnce(rhs, bitDepth);
     callPathWarm = true;
     await warmCallPath();
+    return packed;
+  } finally {
+    await workers;
   }
-  return packed;
 }
 
 let callPathWarm = false;

@@ -100,8 +100,16 @@ export class WorkerPool {
     return this.lost !== null;
   }
 
+  /** The last growth (ensure): growths run one after another, so that two at once start no extra workers. */
+  private growing: Promise<void> = Promise.resolve();
+
   /** Grows the pool to at least n workers, each waiting for the job after the current one. */
-  async ensure(n: number): Promise<void> {
+  ensure(n: number): Promise<void> {
+    this.growing = this.growing.then(() => this.grow(n));
+    return this.growing;
+  }
+
+  private async grow(n: number): Promise<void> {
     const started: Promise<Port>[] = [];
     for (let i = this.ports.length; i < n; i++) {
       const slot = i + 1;

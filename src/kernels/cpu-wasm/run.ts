@@ -488,6 +488,16 @@ export function runOnEngine(
 /** The calls in which a repeated problem tries both its thread count and one thread before it picks (runPlan). */
 const SINGLE_TRIAL_CALLS = 16;
 
+/**
+ * Starts the engine's workers for `threads` threads (pool.ts), where it has a shared memory, and resolves
+ * once they are ready; a worker that fails to start is reported by the next GEMM that needs it.
+ */
+export async function startWorkers(e: WasmEngine, threads: number): Promise<void> {
+  if (!e.shared || threads < 2) return;
+  e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
+  await e.pool.ensure(threads - 1).catch(() => undefined);
+}
+
 /** Runs plan `pl` for p (its problem, with this call's lhs); `fresh`: prepare just wrote it. */
 export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fresh = false): Promise<GemmResult> {
   const { M, N } = p;
