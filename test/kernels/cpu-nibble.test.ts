@@ -12,6 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { CPU_WASM_SIMD, configureWasm, cpuRunStats, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
+import { requantized } from '../../src/kernels/cpu-wasm/run.ts';
+import { requantize, resolveRounding, roundingOffset } from '../../src/quant/lowbit.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';
@@ -55,6 +57,43 @@ describe.skipIf(!caps.wasmSimd)('4-bit weights on the CPU', () => {
       fc.asyncProperty(arbProblem(), arbBitDepth, (p, b) => expectSame({ ...p, bitDepth: undefined }, b, `threads ${threads}`, threads)),
       { numRuns: 60 },
     );
+  });
+
+  // The CPU path's requantization (run.ts requantized: a table lookup, the offset's period as a counter)
+  // against the normative requantize and roundingOffset of src/quant/lowbit.ts, element by element.
+  it('requantized operands equal the normative requantization: 1-8 bits, every rounding, both types and orders', () => {
+    let seed = 5;
+    const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) >>> 24;
+    for (const [rows, cols] of [
+      [1, 1],
+      [3, 255],
+      [17, 31],
+      [256, 2],
+      [64, 65],
+    ])
+      for (const type of ['uint8', 'int8'] as const)
+        for (const order of ['row-major', 'col-major'] as const) {
+          const data =
+            type === 'int8' ? Int8Array.from({ length: rows * cols }, () => next() - 128) : Uint8Array.from({ length: rows * cols }, next);
+          for (let bits = 1; bits <= 8; bits++)
+            for (const rounding of ROUNDINGS) {
+              const p = normalizeProblem({
+                lhs: { data: new Uint8Array(rows), rows: 1, cols: rows },
+                rhs: { data, rows, cols, order },
+                bitDepth: { lhs: 8, rhs: bits, rounding },
+              });
+              const got = requantized(p, 'rhs');
+              const concrete = resolveRounding(rounding, rows);
+              const shift = type === 'int8' ? 128 : 0;
+              for (let r = 0; r < rows; r++)
+                for (let c = 0; c < cols; c++) {
+                  const s = order === 'row-major' ? r * cols + c : c * rows + r;
+                  const want = requantize(data[s] + shift, bits, roundingOffset(concrete, r * cols + c));
+                  if (got[s] !== want)
+                    expect.fail(`${rows}x${cols} ${type} ${order} ${bits} bits ${rounding}: (${r}, ${c}) ${got[s]} != ${want}`);
+                }
+            }
+        }
   });
 
   it('every rounding at 4 bits on a few-row shape with K past the default rounding switch (384)', async () => {

@@ -314,21 +314,43 @@ async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const buf = e.memory.buffer;
   const out = new Uint8Array(buf, at, panelBytes).fill(0);
   const sums = new Int32Array(buf, at + panelBytes, Np).fill(0);
-  const rowMajor = op.order === 'row-major';
   const { dot7 } = e;
+  // Element (k, n) goes to byte column[n] + quad[k], shifted by shift[n] + kShift[k]: column n's first
+  // byte (strip n >> 5 of Kp * 4 * STRIP_PANELS bytes, panel (n >> 3) & 3: 16 bytes of each 64-byte quad,
+  // lane n & 3) and nibble; quad k >> 2's offset and k's byte and nibble in it.
+  const column = new Int32Array(N);
+  const shift = new Uint8Array(N);
   for (let n = 0; n < N; n++) {
-    // strip n >> 5 (Kp * 4 * STRIP_PANELS bytes), panel (n >> 3) & 3 (16 bytes of each 64-byte quad), lane n & 3
-    const column = (n >> 5) * Kp * 4 * STRIP_PANELS + ((n >> 3) & 3) * 16 + (n & 3) * 4 + (dot7 ? 0 : (n & 7) >> 2);
-    const high = dot7 ? (n & 7) >> 2 : 0;
-    let sum = 0;
-    for (let k = 0; k < K; k++) {
-      const v = values[rowMajor ? k * N + n : n * K + k];
-      const quad = column + (k >> 2) * 16 * STRIP_PANELS;
-      if (dot7) out[quad + (k & 3)] |= high ? v << 4 : v;
-      else out[quad + (k & 1) * 2] |= k & 2 ? v << 4 : v;
-      sum += v;
+    column[n] = (n >> 5) * Kp * 4 * STRIP_PANELS + ((n >> 3) & 3) * 16 + (n & 3) * 4 + (dot7 ? 0 : (n & 7) >> 2);
+    shift[n] = dot7 ? ((n & 7) >> 2) * 4 : 0;
+  }
+  const quad = new Int32Array(K);
+  const kShift = new Uint8Array(K);
+  for (let k = 0; k < K; k++) {
+    quad[k] = (k >> 2) * 16 * STRIP_PANELS + (dot7 ? k & 3 : (k & 1) * 2);
+    kShift[k] = dot7 ? 0 : (k & 2) * 2;
+  }
+  // In the values' storage order, so that they are read once, in sequence.
+  if (op.order === 'row-major') {
+    for (let k = 0, i = 0; k < K; k++) {
+      const [q, sk] = [quad[k], kShift[k]];
+      for (let n = 0; n < N; n++, i++) {
+        const v = values[i];
+        out[column[n] + q] |= v << (shift[n] + sk);
+        sums[n] += v;
+      }
     }
-    sums[n] = sum;
+  } else {
+    for (let n = 0, i = 0; n < N; n++) {
+      const [c, sn] = [column[n], shift[n]];
+      let sum = 0;
+      for (let k = 0; k < K; k++, i++) {
+        const v = values[i];
+        out[c + quad[k]] |= v << (sn + kShift[k]);
+        sum += v;
+      }
+      sums[n] = sum;
+    }
   }
   const packed = packedOperand(e, at, K, N, p.rhsType, CPU_WASM_SIMD.id, size);
   const nibble = { bits: bitDepth.rhs, rounding: resolveRounding(bitDepth.rounding, K), dot7 };
