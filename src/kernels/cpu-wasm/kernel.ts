@@ -245,12 +245,24 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     if (raw !== null) {
       // Column n's quad q in strip n >> 5 (K4 * 32 bytes), quad q (128 bytes), panel (n >> 3) & 3 (32
       // bytes), half (n & 7) >> 2, lane n & 3.
+      // Walked in the operand's storage order, so that it is read once, in sequence.
       const out = new Uint8Array(buf, raw, rawBytes).fill(0);
       const stripBytes = K4 * 8 * STRIP_PANELS;
-      for (let n = 0; n < N; n++) {
-        const column = (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4;
-        for (let k = 0; k < K; k++)
-          out[column + (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]] = data[rowMajor ? k * N + n : n * K + k];
+      const column = Int32Array.from(
+        { length: N },
+        (_, n) => (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4,
+      );
+      const quad = Int32Array.from({ length: K }, (_, k) => (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]);
+      if (rowMajor) {
+        for (let k = 0, i = 0; k < K; k++) {
+          const q = quad[k];
+          for (let n = 0; n < N; n++, i++) out[column[n] + q] = data[i];
+        }
+      } else {
+        for (let n = 0, i = 0; n < N; n++) {
+          const c = column[n];
+          for (let k = 0; k < K; k++, i++) out[c + quad[k]] = data[i];
+        }
       }
     }
     const packed = packedOperand(e, at, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
