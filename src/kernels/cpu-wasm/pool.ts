@@ -100,13 +100,17 @@ export class WorkerPool {
     return this.lost !== null;
   }
 
-  /** The last growth (ensure): growths run one after another, so that two at once start no extra workers. */
+  /**
+   * The last growth (ensure): growths run one after another, each once the one before has settled, so
+   * that two asked for at once start no extra workers and a failed one does not fail the next.
+   */
   private growing: Promise<void> = Promise.resolve();
 
   /** Grows the pool to at least n workers, each waiting for the job after the current one. */
   ensure(n: number): Promise<void> {
-    this.growing = this.growing.then(() => this.grow(n));
-    return this.growing;
+    const growth = this.growing.then(() => this.grow(n));
+    this.growing = growth.catch(() => undefined);
+    return growth;
   }
 
   private async grow(n: number): Promise<void> {
