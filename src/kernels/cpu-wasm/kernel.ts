@@ -133,7 +133,8 @@ function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, i
  * rhs bits, the rhs is requantized once (src/quant/lowbit.ts, its rounding resolved for its K) and
  * stored two values per byte for the 4-bit kernel (gen-nibble.ts): a GEMM then gives the same bitDepth
  * (its lhs bits may differ). 5 to 7 rhs bits are not stored (a GEMM with them takes the plain rhs).
- * Where WebAssembly SIMD is missing there is nothing to pack for: InputError.
+ * Where WebAssembly SIMD is missing there is nothing to pack for: InputError. The first prepack also
+ * warms the per-call path up and starts the worker threads (warmCallPath, startWorkers).
  */
 export async function prepackCpu(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPackedOperand> {
   if (callPathWarm) return prepackOnce(rhs, bitDepth);
