@@ -16,7 +16,9 @@ import { InputError, QgemmError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
 import { describeAdapter } from './gpu/adapter.ts';
 import { createGpuContextWith, GpuContext } from './scheduler/context.ts';
+import { gemm } from './api.ts';
 import { readyCpuCaps } from './kernels/cpu-caps.ts';
+import { cpuRunStats, prepackCpu } from './kernels/cpu-wasm/kernel.ts';
 import { CPU_KERNELS, GPU_KERNELS } from './kernels/registry.ts';
 import { bestConfig, configLabel, type SgmatConfig } from './kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from './kernels/sgmat/emulation.ts';
@@ -154,6 +156,55 @@ export function verifyProblems(): GemmProblem[] {
   return [...selfTestProblems(), ...sweep, ...lowBit];
 }
 
+/**
+ * The prepacked suite (the CPU's few-row path, `prepackCpu` + `gemm`): every problem of the fixed suite
+ * whose rhs prepackCpu stores (8 bits, or at most 4), then a few lhs rows against prepacked 8-bit and
+ * 4-bit weights, for the few-row kernels (byte lanes, widening, 4-bit and dot7 shapes): 1, 2, 3, 5 and
+ * 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points and
+ * a per-channel stage.
+ */
+export function verifyPrepackedProblems(): GemmProblem[] {
+  const [N, K] = [130, 275];
+  const fewRows = [1, 2, 3, 5, 9].flatMap((M, i): GemmProblem[] =>
+    [undefined, { lhs: 8, rhs: 4, rounding: 'probabilistic-addmod' } as const].map((bitDepth, b) => ({
+      lhs: operand(M, K, (i + b) % 2 === 1, i % 2 ? 'col-major' : 'row-major', 101 + 2 * i + b),
+      rhs: operand(K, N, i % 3 === 2, b ? 'row-major' : 'col-major', 201 + 2 * i + b),
+      lhsZeroPoint: b ? 7 - i : ramp(M, (j) => j * 5 - 9),
+      rhsZeroPoint: ramp(N, (j) => (j % 11) - 5 + (b ? 8 : 128)),
+      pipeline: pipeline(5, M, N),
+      ...(bitDepth ? { bitDepth } : {}),
+    })),
+  );
+  return [...verifyProblems().filter((p) => !p.bitDepth || p.bitDepth.rhs <= 4), ...fewRows];
+}
+
+/**
+ * The prepacked suite on the CPU (`prepackCpu`, then `gemm` twice: its plan made, then run again), as
+ * kernel `kernel`'s row (the one prepackCpu packs 8-bit weights for), naming the drivers that ran.
+ */
+async function verifyPrepacked(kernel: string): Promise<VerifyRow> {
+  const drivers = new Set<string>();
+  const row = await verifyProblemsWith(
+    verifyPrepackedProblems(),
+    () => true,
+    async (p) => {
+      const packed = await prepackCpu(p.rhs, p.bitDepth);
+      try {
+        const first = await gemm({ ...p, rhs: packed }, { backend: 'cpu' });
+        drivers.add(cpuRunStats().lastDriver);
+        const again = await gemm({ ...p, rhs: packed }, { backend: 'cpu' });
+        const differs = compare(again, first);
+        if (differs) throw new Error(`the plan run again differs from its first call: ${differs}`);
+        return { result: first };
+      } finally {
+        packed.destroy();
+      }
+    },
+    null,
+  );
+  return { kernel, configuration: `prepacked rhs: ${[...drivers].sort().join(', ')}`, ...row };
+}
+
 /** The reference result of each problem, computed once (several kernels check the same problems). */
 const references = new WeakMap<GemmProblem, GemmResult>();
 function reference(p: GemmProblem): GemmResult {
@@ -283,6 +334,10 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
       );
       push({ kernel: k.id, configuration: '', ...row });
     }
+    // The few-row path of a prepacked rhs (its own kernels: byte lanes, 4-bit, dot7), on the kernel
+    // prepackCpu packs for.
+    const packedFor = caps.relaxedSimd ? 'cpu-wasm-relaxed' : 'cpu-wasm-simd';
+    if (caps.wasmSimd && wanted(packedFor)) push(await verifyPrepacked(packedFor));
     const features = [caps.wasmSimd && 'wasm-simd', caps.relaxedSimd && 'relaxed-simd', caps.sharedMemory && `${caps.threads} threads`];
     return {
       backend,

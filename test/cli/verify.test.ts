@@ -1,5 +1,5 @@
 // `qgemm verify` and verifyDevice() (src/verify.ts, src/cli/verify.ts): the CPU kernels over the fixed
-// suite through the CLI (table, --json, exit codes), and on WebGPU (SwiftShader in CI) a kernel of the
+// suite through the CLI (table, --json, exit codes), the prepacked few-row path as a row of its own, and on WebGPU (SwiftShader in CI) a kernel of the
 // registry with the emulated subgroup-matrix kernel, which must be listed, labelled and exact; a kernel
 // whose text carries a planted bug must make verify report mismatches and fail.
 
@@ -9,7 +9,7 @@ import { needsDevice } from '../../src/cli/quiet.ts';
 import { cmdVerify } from '../../src/cli/verify.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
-import { VerifyMismatchError, verifyDevice, verifyProblems, type VerifyReport } from '../../src/verify.ts';
+import { VerifyMismatchError, verifyDevice, verifyPrepackedProblems, verifyProblems, type VerifyReport } from '../../src/verify.ts';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
 
 function capture() {
@@ -27,8 +27,17 @@ describe('qgemm verify --backend cpu', () => {
     expect(report.ok).toBe(true);
     expect(report.rows.map((r) => r.kernel)).toContain('cpu-js');
     for (const r of report.rows) {
-      expect(r).toMatchObject({ mismatches: 0, detail: '', problems: verifyProblems().length });
+      const prepacked = r.configuration.startsWith('prepacked rhs: ');
+      expect(r).toMatchObject({ mismatches: 0, detail: '', problems: (prepacked ? verifyPrepackedProblems() : verifyProblems()).length });
       expect(r.ms).toBeGreaterThan(0);
+    }
+    // Where WebAssembly SIMD runs, the prepacked path's row names the few-row drivers it ran: the byte
+    // lanes, the widening kernel and every 4-bit shape (dot7 or the 16-bit one).
+    if (report.device.includes('wasm-simd')) {
+      const row = report.rows.find((r) => r.configuration.startsWith('prepacked rhs: '));
+      expect(row?.configuration).toMatch(/gemm_lane_1x4/);
+      expect(row?.configuration).toMatch(/gemm_wide_3x4/);
+      for (const shape of ['1x4', '2x2', '4x1']) expect(row?.configuration).toMatch(new RegExp(`gemm_nibble7?_${shape}`));
     }
   });
   it('prints the table kernel | configuration | problems | mismatches | time', async () => {
