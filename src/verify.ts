@@ -160,8 +160,9 @@ export function verifyProblems(): GemmProblem[] {
  * The prepacked suite (the CPU's few-row path, `prepackCpu` + `gemm`): every problem of the fixed suite
  * whose rhs prepackCpu stores (8 bits, or at most 4), then a few lhs rows against prepacked 8-bit and
  * 4-bit weights, for the few-row kernels (byte lanes, widening, 4-bit and dot7 shapes): 1, 2, 3, 5 and
- * 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points and
- * a per-channel stage.
+ * 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points,
+ * the sweep's non-empty pipelines in turn (per-column bias, per-row offsets, a fixed-point scale, per-column
+ * exponents).
  */
 export function verifyPrepackedProblems(): GemmProblem[] {
   const [N, K] = [130, 275];
@@ -171,7 +172,7 @@ export function verifyPrepackedProblems(): GemmProblem[] {
       rhs: operand(K, N, i % 3 === 2, b ? 'row-major' : 'col-major', 201 + 2 * i + b),
       lhsZeroPoint: b ? 7 - i : ramp(M, (j) => j * 5 - 9),
       rhsZeroPoint: ramp(N, (j) => (j % 11) - 5 + (b ? 8 : 128)),
-      pipeline: pipeline(5, M, N),
+      pipeline: pipeline(1 + 2 * ((2 * i + b) % 4), M, N),
       ...(bitDepth ? { bitDepth } : {}),
     })),
   );
