@@ -158,13 +158,13 @@ export function verifyProblems(): GemmProblem[] {
 
 /**
  * The prepacked suite (the CPU's few-row path, `prepackCpu` + `gemm`): every problem of the fixed suite
- * whose rhs prepackCpu stores (8 bits, or at most 4), then a few lhs rows against prepacked 8-bit and
+ * (`suite`) whose rhs prepackCpu stores (8 bits, or at most 4), then a few lhs rows against prepacked 8-bit and
  * 4-bit weights, for the few-row kernels (byte lanes, widening, 4-bit and dot7 shapes): 1, 2, 3, 5 and
  * 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points,
  * the sweep's non-empty pipelines in turn (per-column bias, per-row offsets, a fixed-point scale, per-column
  * exponents).
  */
-export function verifyPrepackedProblems(): GemmProblem[] {
+export function verifyPrepackedProblems(suite: readonly GemmProblem[] = verifyProblems()): GemmProblem[] {
   const [N, K] = [130, 275];
   const fewRows = [1, 2, 3, 5, 9].flatMap((M, i): GemmProblem[] =>
     [undefined, { lhs: 8, rhs: 4, rounding: 'probabilistic-addmod' } as const].map((bitDepth, b) => ({
@@ -176,17 +176,18 @@ export function verifyPrepackedProblems(): GemmProblem[] {
       ...(bitDepth ? { bitDepth } : {}),
     })),
   );
-  return [...verifyProblems().filter((p) => !p.bitDepth || p.bitDepth.rhs <= 4), ...fewRows];
+  return [...suite.filter((p) => !p.bitDepth || p.bitDepth.rhs <= 4), ...fewRows];
 }
 
 /**
  * The prepacked suite on the CPU (`prepackCpu`, then `gemm` twice: its plan made, then run again), as
- * kernel `kernel`'s row (the one prepackCpu packs 8-bit weights for), naming the drivers that ran.
+ * kernel `kernel`'s row (the one prepackCpu packs 8-bit weights for), naming the drivers that ran. It
+ * takes the fixed suite's own problem objects, whose references the other rows computed already.
  */
-async function verifyPrepacked(kernel: string): Promise<VerifyRow> {
+async function verifyPrepacked(kernel: string, suite: readonly GemmProblem[]): Promise<VerifyRow> {
   const drivers = new Set<string>();
   const row = await verifyProblemsWith(
-    verifyPrepackedProblems(),
+    verifyPrepackedProblems(suite),
     () => true,
     async (p) => {
       const packed = await prepackCpu(p.rhs, p.bitDepth);
@@ -338,7 +339,7 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
     // The few-row path of a prepacked rhs (its own kernels: byte lanes, 4-bit, dot7), on the kernel
     // prepackCpu packs for.
     const packedFor = caps.relaxedSimd ? 'cpu-wasm-relaxed' : 'cpu-wasm-simd';
-    if (caps.wasmSimd && wanted(packedFor)) push(await verifyPrepacked(packedFor));
+    if (caps.wasmSimd && wanted(packedFor)) push(await verifyPrepacked(packedFor, problems));
     const features = [caps.wasmSimd && 'wasm-simd', caps.relaxedSimd && 'relaxed-simd', caps.sharedMemory && `${caps.threads} threads`];
     return {
       backend,

@@ -36,7 +36,7 @@ export interface WasmEngine {
   /** Relaxed dot products with the 7-bit operand in 0..127 are exact here (the 4-bit kernels: gen-nibble.ts dot7). */
   dot7: boolean;
   cores: number;
-  /** Worker threads; made on the first multi-threaded run. */
+  /** Worker threads; made by the first prepackCpu or the first multi-threaded run (run.ts poolOf). */
   pool: WorkerPool | null;
   /**
    * Blocks of linear memory that outlive a GEMM (prepacked operands: kernel.ts prepackCpu), from DATA_START up,

@@ -528,9 +528,13 @@ const SINGLE_TRIAL_CALLS = 16;
  */
 export async function startWorkers(e: WasmEngine, threads: number): Promise<void> {
   if (!e.shared || threads < 2) return;
-  e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
-  await e.pool.ensure(threads - 1).catch(() => undefined);
+  await poolOf(e)
+    .ensure(threads - 1)
+    .catch(() => undefined);
 }
+
+/** The engine's worker pool, made on first use (by the first prepackCpu, or the first multi-threaded run). */
+const poolOf = (e: WasmEngine): WorkerPool => (e.pool ??= new WorkerPool(e.module, e.memory, e.exports));
 
 /** Runs plan `pl` for p (its problem, with this call's lhs); `fresh`: prepare just wrote it. */
 export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fresh = false): Promise<GemmResult> {
@@ -569,12 +573,12 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     for (const [name, ...args] of lists[0]) e.exports[name](...args);
   } else {
     wasmRunStats.multiThreaded++;
-    e.pool ??= new WorkerPool(e.module, e.memory, e.exports);
+    const pool = poolOf(e);
     try {
-      await e.pool.run(lists, wasmSpinUs());
+      await pool.run(lists, wasmSpinUs());
     } finally {
-      if (e.pool.isLost) {
-        e.pool.close();
+      if (pool.isLost) {
+        pool.close();
         e.pool = null; // the next GEMM starts a new pool
       }
     }
