@@ -12,8 +12,9 @@ export const BARRIER_CALL = 'barrier';
 /**
  * The control block: word `gen` counts jobs, `done` the workers finished with this one, `failed` is set
  * by the first failure, `barrier` counts barrier arrivals, `threads` is the job's thread count, `taken`
- * the workers that took this job (the caller waits for them before it may block at a barrier), `spinUs`
- * how long a worker spins for the next job before it sleeps (pool.ts). From
+ * the workers that joined this job (joinJob: the caller waits for all of them before it may block at a
+ * barrier; an open job it closes instead), `spinUs` how long a worker spins for the next job before it
+ * sleeps (pool.ts). From
  * `jobAt`, `jobWords` words per thread: a call count, then per call its function index (-1: barrier),
  * its argument count and arguments. From `errorAt`, the first failure's message: a length, then UTF-16
  * code units.
@@ -38,9 +39,32 @@ export const CONTROL = (() => {
     errorAt,
     errorChars,
     words: errorAt + 1 + errorChars,
+    /** Word `taken`: the job's tag (its gen, low 15 bits) from bit 16, CLOSED, and the count of workers that joined. */
+    tagShift: 16,
+    tagMask: 0x7fff,
+    closed: 0x8000,
+    countMask: 0x7fff,
   };
 })();
 export type Control = typeof CONTROL;
+
+/** The value of word `taken` when job `gen` is handed out: its tag, not closed, nobody joined. */
+export const openTaken = (gen: number, c: Control): number => (gen & c.tagMask) << c.tagShift;
+
+/**
+ * A worker joins job `gen` (the value it read in word `gen`): counts itself in word `taken`, unless the
+ * job there is no longer `gen` (the caller has moved on) or is closed (an open job whose work the
+ * threads already present finished: pool.ts). Returns how many workers have joined with it, or 0 where
+ * it may not join; it then must not touch the job. Self-contained, like runJob.
+ */
+export function joinJob(ctl: Int32Array, gen: number, c: Control): number {
+  const tag = (gen & c.tagMask) << c.tagShift;
+  for (;;) {
+    const v = Atomics.load(ctl, c.taken);
+    if ((v & ~(c.closed | c.countMask)) !== tag || v & c.closed) return 0;
+    if (Atomics.compareExchange(ctl, c.taken, v, v + 1) === v) return (v & c.countMask) + 1;
+  }
+}
 
 /**
  * Runs thread `slot`'s calls of the current job; a thread that throws skips its remaining calls but

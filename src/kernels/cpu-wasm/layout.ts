@@ -55,12 +55,15 @@ export const CTX = {
   dstSn: 37,
   /** rhs panels per cache block of the driver loop. */
   nBlock: 38,
-  /** The next column group a thread takes, for the few-row kernels' dynamic split (gen-nibble.ts dyn_*). */
-  chunkNext: 39,
 } as const;
 
 export const CTX_WORDS = 48;
-export const DATA_START = 4096;
+/**
+ * The counters of the few-row kernels' split over threads (gen-nibble.ts dyn_*): one per thread, the
+ * next column group of its range, each in a cache line of its own (`stride` bytes) from byte `at`.
+ */
+export const CHUNK_COUNTERS = { at: 4096, stride: 64, count: 256 } as const;
+export const DATA_START = CHUNK_COUNTERS.at + CHUNK_COUNTERS.stride * CHUNK_COUNTERS.count;
 export const NR = 8;
 
 /** One output-program record: [op, mode, a, b, c, d, e, f], op a STAGE_OP code (src/spec/stages/stage.ts); a-f by op (stages.ts). */

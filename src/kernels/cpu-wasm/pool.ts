@@ -9,7 +9,7 @@
 // Created once per engine, grown on demand, never shrunk.
 
 import { WorkerLostError } from '../../errors.ts';
-import { BARRIER_CALL, CONTROL, runJob, type Call } from './job.ts';
+import { BARRIER_CALL, CONTROL, openTaken, runJob, type Call } from './job.ts';
 import { WORKER_SOURCE } from './worker-source.ts';
 
 interface Port {
@@ -139,8 +139,16 @@ export class WorkerPool {
     this.ports.push(...(await Promise.all(started)));
   }
 
-  /** Runs lists[0] on this thread and lists[i] on worker i, all at once; resolves when all are done. After it the workers spin for the next job for spinUs µs (worker-source.ts), then sleep. */
-  async run(lists: Call[][], spinUs = 0): Promise<void> {
+  /**
+   * Runs lists[0] on this thread and lists[i] on worker i, all at once; resolves when all are done. After
+   * it the workers spin for the next job for spinUs µs (worker-source.ts), then sleep.
+   * `open`: the lists take their work from shared counters (run.ts ranges, the dyn_* drivers), so that
+   * each, lists[0] included, ends only once all the work is taken. This thread then closes the job once
+   * its own list is done, and waits only for the workers that joined before: one the OS wakes late
+   * (60-200 us on a virtual machine, a millisecond and more for the last of 15) finds it closed and
+   * stays out.
+   */
+  async run(lists: Call[][], spinUs = 0, open = false): Promise<void> {
     if (lists.length > CONTROL.maxThreads) throw new Error(`qgemm: at most ${CONTROL.maxThreads} threads`);
     await this.ensure(lists.length - 1);
     this.checkLost();
@@ -155,24 +163,37 @@ export class WorkerPool {
         for (const a of args) ctl[at++] = a;
       }
     });
-    for (const w of [CONTROL.done, CONTROL.failed, CONTROL.barrier, CONTROL.taken]) ctl[w] = 0;
+    for (const w of [CONTROL.done, CONTROL.failed, CONTROL.barrier]) ctl[w] = 0;
+    const gen = Atomics.load(ctl, CONTROL.gen) + 1;
+    Atomics.store(ctl, CONTROL.taken, openTaken(gen, CONTROL));
     Atomics.store(ctl, CONTROL.spinUs, spinUs);
     Atomics.store(ctl, CONTROL.threads, lists.length);
-    Atomics.add(ctl, CONTROL.gen, 1);
+    Atomics.store(ctl, CONTROL.gen, gen);
     Atomics.notify(ctl, CONTROL.gen);
-    // Every worker must take the job before this thread may block at a barrier: one that died would
+    // Every worker must join the job before this thread may block at a barrier: one that died would
     // never come, and a blocked thread never hears its exit. A job with no barrier (the few-row kernels'
     // column chunks) starts here at once: the workers join as they wake, and the wait for them to be
     // done hears an exit.
-    if (lists.some((calls) => calls.some(([name]) => name === BARRIER_CALL))) await this.waitFor(CONTROL.taken, lists.length - 1);
+    const hasBarrier = lists.some((calls) => calls.some(([name]) => name === BARRIER_CALL));
+    if (hasBarrier) await this.waitFor(CONTROL.taken, lists.length - 1);
     if (runJob(ctl, 0, this.fns, this.canBlock, CONTROL, STALL_MS) === 'stalled') {
       // A worker stopped mid-job and may still write to the memory: none of them may run again.
       this.lost = `qgemm wasm: ${this.error()}`;
       this.close();
     }
-    if (!this.lost) await this.waitFor(CONTROL.done, lists.length - 1);
+    const joined = open && !hasBarrier ? this.closeJob() : lists.length - 1;
+    if (!this.lost) await this.waitFor(CONTROL.done, joined);
     this.checkLost();
     if (Atomics.load(ctl, CONTROL.failed)) throw new Error(`qgemm wasm: ${this.error()}`);
+  }
+
+  /** Closes the open job in word `taken` (joinJob): no worker joins it any more; returns how many did. */
+  private closeJob(): number {
+    const { ctl } = this;
+    for (;;) {
+      const v = Atomics.load(ctl, CONTROL.taken);
+      if (Atomics.compareExchange(ctl, CONTROL.taken, v, v | CONTROL.closed) === v) return v & CONTROL.countMask;
+    }
   }
 
   /** A worker stopped: no worker of this pool may run again (one may be mid-job); a typed error. */
@@ -196,9 +217,10 @@ export class WorkerPool {
   private async waitFor(at: number, workers: number): Promise<void> {
     const { ctl } = this;
     const giveUp = performance.now() + STALL_MS;
-    for (let spins = 0, n = Atomics.load(ctl, at); n < workers; n = Atomics.load(ctl, at)) {
+    // Word `taken` holds the job's tag above its count (job.ts): compare the count, sleep on the word.
+    for (let spins = 0, v = Atomics.load(ctl, at); (v & CONTROL.countMask) < workers; v = Atomics.load(ctl, at)) {
       if (++spins % 4096 !== 0) continue;
-      if (this.canBlock) Atomics.wait(ctl, at, n, 1);
+      if (this.canBlock) Atomics.wait(ctl, at, v, 1);
       if (spins % (4096 * 16) === 0) {
         await pause(); // lets a worker's exit be heard
         if (!this.lost && performance.now() > giveUp) this.lost = `qgemm wasm: a worker did not answer within ${STALL_MS} ms`;

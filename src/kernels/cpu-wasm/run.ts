@@ -14,6 +14,7 @@ import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../
 import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
 import { ensureMemory, heapEnd, type RelaxedMode, wasmSpinUs, type WasmEngine } from './engine.ts';
 import {
+  CHUNK_COUNTERS,
   CTX,
   CTX_WORDS,
   DATA_START,
@@ -387,23 +388,41 @@ function fewRowsKernel(t: Prepared): string | null {
   return null;
 }
 
-/** The calls of each thread, phase by phase: pack (lhs tiles, rhs panels), then gemm + output. */
-export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[]; pack: Call[][]; gemm: Call[][] } {
+/**
+ * The split of a dyn_* driver over T threads (gen-nibble.ts): thread i runs range i of the panels, then
+ * what is left of the others; `ranges` are the ranges' starts, which each call writes to the counters.
+ */
+function ranges(driver: string, t: Prepared, T: number): { pack: Call[][]; gemm: Call[][]; ranges: number[] } {
+  const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
+  const chunks = Math.ceil(t.panels / chunk);
+  return {
+    pack: Array.from({ length: T }, () => []),
+    gemm: Array.from({ length: T }, (_, i) => [[driver, 0, t.tiles, t.panels, chunk, i, T]]),
+    ranges: Array.from({ length: T }, (_, j) => Math.floor((chunks * j) / T) * chunk),
+  };
+}
+
+/**
+ * The calls of each thread, phase by phase: pack (lhs tiles, rhs panels), then gemm + output; `ranges`
+ * where every thread takes its work from the range counters (dyn_*), so that the threads present can
+ * finish the job without the others (pool.ts run: an open job).
+ */
+export function plan(
+  kind: WasmKernelKind,
+  t: Prepared,
+  T: number,
+): { pre: Call[]; pack: Call[][]; gemm: Call[][]; ranges: number[] | null } {
   const pre: Call[] = [];
   const pack: Call[][] = [];
   const gemm: Call[][] = [];
   const few = fewRowsKernel(t);
   if (few) {
     // The few-row kernels pack nothing here (prepare packed the lhs; the rhs is read where it lies, or
-    // was prepacked). One thread runs every column group; several take chunks of about an eighth of a
-    // thread's share from a shared counter (dyn_*, gen-nibble.ts), so that one the OS runs late holds
-    // the others up by at most a chunk.
-    const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
-    for (let i = 0; i < T; i++) {
-      pack.push([]);
-      gemm.push([T === 1 ? [few, 0, t.tiles, 0, t.panels] : [`dyn_${few}`, 0, t.tiles, t.panels, chunk]]);
-    }
-    return { pre, pack, gemm };
+    // was prepacked). One thread runs every panel; several run their own range of panels in chunks of
+    // about an eighth of it, then take what is left of the others' (dyn_*, gen-nibble.ts), so that one
+    // the OS runs late holds the others up by at most a chunk.
+    if (T === 1) return { pre, pack: [[]], gemm: [[[few, 0, t.tiles, 0, t.panels]]], ranges: null };
+    return { pre, ...ranges(`dyn_${few}`, t, T) };
   }
   // Split C along its longer side, so that each thread reads only its share of the larger operand (by
   // rows every thread reads the whole rhs: at 16x4096^2 twice 32 MiB of packed panels per call), unless
@@ -412,23 +431,18 @@ export function plan(kind: WasmKernelKind, t: Prepared, T: number): { pre: Call[
   const rowsLonger = t.tiles * KERNELS[kind].mr >= t.panels * NR;
   const [prefer, other] = rowsLonger ? [t.tiles, t.panels] : [t.panels, t.tiles];
   const byRows = waste(prefer) <= 1.25 * waste(other) ? rowsLonger : !rowsLonger;
-  if (T > 1 && t.rhsReady && !byRows && kind === 'i16') {
+  if (T > 1 && t.rhsReady && !byRows) {
     // A prepacked rhs split by panels: the calling thread packs the lhs before the job (a few rows: a
-    // barrier would cost more), and the threads take chunks of panels from the shared counter (dyn_*).
+    // barrier would cost more), and the threads run their ranges of panels, then the rest (dyn_*).
     pre.push([`pack_lhs_${kind}`, 0, t.tiles]);
-    const chunk = Math.max(1, Math.ceil(t.panels / (8 * T)));
-    for (let i = 0; i < T; i++) {
-      pack.push([]);
-      gemm.push([[`dyn_gemm_${kind}`, 0, t.tiles, t.panels, chunk]]);
-    }
-    return { pre, pack, gemm };
+    return { pre, ...ranges(`dyn_gemm_${kind}`, t, T) };
   }
   for (let i = 0; i < T; i++) {
     pack.push([[`pack_lhs_${kind}`, ...part(t.tiles, T, i)]]);
     if (!t.rhsReady) pack[i].push([`pack_rhs_${kind}`, ...part(t.panels, T, i)]);
     gemm.push([byRows ? [`gemm_${kind}`, ...part(t.tiles, T, i), 0, t.panels] : [`gemm_${kind}`, 0, t.tiles, ...part(t.panels, T, i)]]);
   }
-  return { pre, pack, gemm };
+  return { pre, pack, gemm, ranges: null };
 }
 
 /**
@@ -456,10 +470,15 @@ export interface Plan {
   /** Calls the calling thread runs before the others start (the lhs pack of a prepacked GEMM split by panels). */
   pre: Call[];
   /**
+   * The starts of the threads' ranges of panels (dyn_*), written to the counters before each run; the
+   * job is then open: a worker that wakes after the others have done it stays out (pool.ts run).
+   */
+  ranges: number[] | null;
+  /**
    * A repeated problem's choice between its thread count and one thread, by measurement (runPlan): the
    * one-thread calls, and the kernel times of the last calls of each; null where the plan runs as made.
    */
-  single: { lists: Call[][]; pre: Call[]; times: [number[], number[]]; calls: number; pick: 0 | 1 } | null;
+  single: { lists: Call[][]; pre: Call[]; ranges: number[] | null; times: [number[], number[]]; calls: number; pick: 0 | 1 } | null;
 }
 
 /** The plan whose problem each engine's memory holds now (written by prepare), or none. */
@@ -489,16 +508,19 @@ export function makePlan(
   const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
   const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
   const calls = (n: number) => {
-    const { pre, pack, gemm } = plan(kind, t, n);
+    const { pre, pack, gemm, ranges } = plan(kind, t, n);
     // Threads meet once between the pack and gemm phases; not where nothing is packed (the few-row kernels).
     const barrier: Call[] = n > 1 && pack.some((c) => c.length) ? [[BARRIER_CALL]] : [];
-    return { pre, lists: pack.map((c, i) => [...c, ...barrier, ...gemm[i]]) };
+    return { pre, lists: pack.map((c, i) => [...c, ...barrier, ...gemm[i]]), ranges };
   };
+  // An open job (ranges) never waits for a worker that is late: the calling thread starts at once and
+  // does what the others do not, so it is not weighed against one thread.
+  const threaded = calls(T);
   const single =
-    adaptive && T > 1 && M * N * K <= ADAPTIVE_MAX_MACS
+    adaptive && T > 1 && !threaded.ranges && M * N * K <= ADAPTIVE_MAX_MACS
       ? { ...calls(1), times: [[], []] as [number[], number[]], calls: 0, pick: 0 as const }
       : null;
-  const result: Plan = { kind, mode, rhsBlock, t, T, ...calls(T), single };
+  const result: Plan = { kind, mode, rhsBlock, t, T, ...threaded, single };
   written.set(e, result);
   return result;
 }
@@ -563,9 +585,12 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     else if (n % 64 < 2) [choice, timed] = [(1 - single.pick) as 0 | 1, n % 64 === 1];
     else choice = single.pick;
   }
-  const { pre, lists } = choice === 1 && single ? single : pl;
+  const { pre, lists, ranges } = choice === 1 && single ? single : pl;
   const T = lists.length;
-  if (T > 1) Atomics.store(new Int32Array(e.memory.buffer, 4 * CTX.chunkNext, 1), 0, 0); // the dyn_* counter
+  if (ranges) {
+    const counters = new Int32Array(e.memory.buffer, CHUNK_COUNTERS.at, (CHUNK_COUNTERS.stride / 4) * ranges.length);
+    for (const [j, start] of ranges.entries()) Atomics.store(counters, (CHUNK_COUNTERS.stride / 4) * j, start);
+  }
   const t0 = performance.now();
   for (const [name, ...args] of pre) e.exports[name](...args);
   if (T === 1) {
@@ -575,7 +600,7 @@ export async function runPlan(e: WasmEngine, pl: Plan, p: NormalizedProblem, fre
     wasmRunStats.multiThreaded++;
     const pool = poolOf(e);
     try {
-      await pool.run(lists, wasmSpinUs());
+      await pool.run(lists, wasmSpinUs(), ranges !== null);
     } finally {
       if (pool.isLost) {
         pool.close();

@@ -2,11 +2,12 @@
 // inside every bundle (dist/node, dist/browser) without a separate file: Node runs it with
 // `new Worker(source, { eval: true })`, browsers from a Blob URL. It instantiates the module the pool
 // sends over the shared memory, answers 'ready', and from then on sleeps on the control block's job
-// counter and runs its part of each job (job.ts runJob, whose own source text is spliced in here:
-// pack -> barrier -> gemm + output), counting itself done. After a job it first spins for the next one
+// counter, joins each job it is part of (job.ts joinJob: not one the caller has closed or moved past)
+// and runs its part (job.ts runJob, whose own source text is spliced in here: pack -> barrier -> gemm +
+// output), counting itself done. After a job it first spins for the next one
 // for CONTROL.spinUs (with Atomics.pause where it exists), since a sleeping worker is slow to wake.
 
-import { CONTROL, runJob } from './job.ts';
+import { CONTROL, joinJob, runJob } from './job.ts';
 
 export const WORKER_SOURCE = `
 'use strict';
@@ -14,6 +15,7 @@ const isNode = typeof self === 'undefined' && typeof process !== 'undefined';
 const port = isNode ? require('node:worker_threads').parentPort : null;
 const send = (m) => (isNode ? port.postMessage(m) : self.postMessage(m));
 const runJob = ${runJob.toString()};
+const joinJob = ${joinJob.toString()};
 const CONTROL = ${JSON.stringify(CONTROL)};
 const pause = typeof Atomics.pause === 'function' ? () => { for (let i = 0; i < 64; i++) Atomics.pause(); } : () => {};
 function serve(ctl, slot, fns, gen) {
@@ -27,9 +29,12 @@ function serve(ctl, slot, fns, gen) {
     gen = Atomics.load(ctl, CONTROL.gen);
     const threads = Atomics.load(ctl, CONTROL.threads);
     if (slot >= threads) continue;
-    if (Atomics.add(ctl, CONTROL.taken, 1) + 1 === threads - 1) Atomics.notify(ctl, CONTROL.taken);
+    const joined = joinJob(ctl, gen, CONTROL);
+    if (joined === 0) continue;
+    if (joined === threads - 1) Atomics.notify(ctl, CONTROL.taken);
     runJob(ctl, slot, fns, true, CONTROL);
-    if (Atomics.add(ctl, CONTROL.done, 1) + 1 === threads - 1) Atomics.notify(ctl, CONTROL.done);
+    Atomics.add(ctl, CONTROL.done, 1);
+    Atomics.notify(ctl, CONTROL.done);
   }
 }
 function handle(msg) {

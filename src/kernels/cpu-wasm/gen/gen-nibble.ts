@@ -33,7 +33,7 @@
 // output stage per cache block.
 
 import { ctx, get, locals, panelLoops, set } from './wat.ts';
-import { CTX, DIRECT, LANE, QUAD_SHAPES, STRIP_PANELS, WIDE } from '../layout.ts';
+import { CHUNK_COUNTERS, DIRECT, LANE, QUAD_SHAPES, STRIP_PANELS, WIDE } from '../layout.ts';
 
 /** How a micro-kernel gets b0..b3 from the rhs: 4-bit nibbles, or 8-bit byte lanes read unsigned or signed. */
 type Unpack = 'nibble' | 'u8' | 's8';
@@ -348,19 +348,39 @@ export function dot7Functions(): string {
 }
 
 /**
- * The dynamic split of a few-row driver (or of the 16-bit kernel over a prepacked rhs) over threads: each thread takes `chunk` column groups at a time
- * from the shared counter CTX chunkNext (zeroed by the runtime before the job) until all `total` are
- * taken, so that a thread the OS runs late leaves its share to the others instead of holding them up.
+ * The split of a few-row driver (or of a packed-panel kernel over a prepacked rhs) over threads, as
+ * pthreadpool splits a range: thread `slot` of T owns range `slot` of the `total` panels, T ranges
+ * of whole chunks (range j starts at floor(nch j / T) chunk, nch = ceil(total / chunk)), and takes
+ * `chunk` panels at a time from that range's counter (CHUNK_COUNTERS, which the runtime sets to the
+ * starts before the job); then it takes what is left in the ranges after its own, in turn. So a thread
+ * reads the same columns call after call (they stay in its core's cache where the weights fit in the
+ * caches together), and one the OS runs late, or that never comes (pool.ts: an open job), leaves its
+ * range to the others instead of holding them up.
  */
-function dynamic(name: string): string {
+export function dynamic(name: string): string {
+  const counter = (j: string) => `(i32.add (i32.const ${CHUNK_COUNTERS.at}) (i32.mul ${j} (i32.const ${CHUNK_COUNTERS.stride})))`;
+  const rangeEnd = `(i32.mul (i32.wrap_i64 (i64.div_u (i64.mul (i64.extend_i32_u ${get('nch')}) (i64.extend_i32_u (i32.add ${get('j')} (i32.const 1)))) (i64.extend_i32_u ${get('T')}))) ${get('chunk')})`;
   return `
-  (func $dyn_${name} (export "dyn_${name}") (param $mt0 i32) (param $mt1 i32) (param $total i32) (param $chunk i32) (local $p i32) (local $e i32)
-    (loop $L
-      ${set('p', `(i32.atomic.rmw.add (i32.const ${4 * CTX.chunkNext}) ${get('chunk')})`)}
-      (if (i32.lt_u ${get('p')} ${get('total')}) (then
+  (func $dyn_${name} (export "dyn_${name}") (param $mt0 i32) (param $mt1 i32) (param $total i32) (param $chunk i32) (param $slot i32) (param $T i32)
+    ${locals(['nch', 'j', 'left', 'end', 'at', 'p', 'e'])}
+    ${set('nch', `(i32.div_u (i32.sub (i32.add ${get('total')} ${get('chunk')}) (i32.const 1)) ${get('chunk')})`)}
+    ${set('j', get('slot'))}
+    ${set('left', get('T'))}
+    (loop $R
+      ${set('end', rangeEnd)}
+      ${set('end', `(select ${get('end')} ${get('total')} (i32.lt_u ${get('end')} ${get('total')}))`)}
+      ${set('at', counter(get('j')))}
+      (block $taken (loop $C
+        (br_if $taken (i32.ge_u (i32.atomic.load ${get('at')}) ${get('end')}))
+        ${set('p', `(i32.atomic.rmw.add ${get('at')} ${get('chunk')})`)}
+        (br_if $taken (i32.ge_u ${get('p')} ${get('end')}))
         ${set('e', `(i32.add ${get('p')} ${get('chunk')})`)}
-        (call $${name} ${get('mt0')} ${get('mt1')} ${get('p')} (select ${get('e')} ${get('total')} (i32.lt_u ${get('e')} ${get('total')})))
-        (br $L)))))`;
+        (call $${name} ${get('mt0')} ${get('mt1')} ${get('p')} (select ${get('e')} ${get('end')} (i32.lt_u ${get('e')} ${get('end')})))
+        (br $C)))
+      ${set('j', `(i32.add ${get('j')} (i32.const 1))`)}
+      (if (i32.eq ${get('j')} ${get('T')}) (then ${set('j', '(i32.const 0)')}))
+      ${set('left', `(i32.sub ${get('left')} (i32.const 1))`)}
+      (br_if $R ${get('left')})))`;
 }
 
 /**

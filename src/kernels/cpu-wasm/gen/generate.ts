@@ -11,7 +11,7 @@
 
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
-import { dot7Functions, nibbleFunctions } from './gen-nibble.ts';
+import { dot7Functions, dynamic, nibbleFunctions } from './gen-nibble.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
 import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
 
@@ -24,6 +24,7 @@ ${gemmFunctions('i16')}
 ${directFunctions()}
 ${nibbleFunctions()}
 ${v.relaxed ? gemmFunctions('relaxed') : ''}
+${v.relaxed ? dynamic('gemm_relaxed') : ''}
 ${v.relaxed ? PROBE : ''}
 ${v.relaxed ? dot7Functions() : ''}
 ${OUTPUT_FUNCTIONS})
