@@ -59,8 +59,8 @@ export const CTX = {
 
 export const CTX_WORDS = 48;
 /**
- * The counters of the few-row kernels' split over threads (gen-nibble.ts dyn_*): one per thread, the
- * next column group of its range, each in a cache line of its own (`stride` bytes) from byte `at`.
+ * The counters of a split by panels over threads (gen-nibble.ts dyn_*): one per thread, the next panel
+ * of its range, each in a cache line of its own (`stride` bytes) from byte `at`, below DATA_START.
  */
 export const CHUNK_COUNTERS = { at: 4096, stride: 64, count: 256 } as const;
 export const DATA_START = CHUNK_COUNTERS.at + CHUNK_COUNTERS.stride * CHUNK_COUNTERS.count;

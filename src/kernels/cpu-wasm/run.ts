@@ -37,8 +37,9 @@ const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 /** Below this many multiply-adds per thread, fewer threads are faster (the hand-off and the wait cost more). */
 const MIN_MACS_PER_THREAD = 1 << 20;
 /**
- * Up to this many multiply-adds a repeated problem weighs its threads against one thread (runPlan): a
- * millisecond or less of kernel on one thread here, where waking a worker (60-200 us) is a sizable part.
+ * Up to this many multiply-adds a repeated problem whose job is closed (makePlan) weighs its threads
+ * against one thread (runPlan): a millisecond or less of kernel on one thread here, where waking a worker
+ * (60-200 us) is a sizable part.
  * Above, threads pay whatever the wake costs, and the trial calls on one thread would only cost time
  * (1024^3 on one thread: twice as long).
  */
