@@ -11,6 +11,7 @@ import { configureWasm, wasmEngine } from '../../src/kernels/cpu-wasm/engine.ts'
 import { prepackCpu, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { WorkerPool } from '../../src/kernels/cpu-wasm/pool.ts';
 import { CONTROL, joinJob, openTaken } from '../../src/kernels/cpu-wasm/job.ts';
+import { CHUNK_COUNTERS, DATA_START } from '../../src/kernels/cpu-wasm/layout.ts';
 import { makePlan, runPlan, selfCheck } from '../../src/kernels/cpu-wasm/run.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
@@ -70,6 +71,11 @@ describe.skipIf(!e?.shared)('the CPU workers start', () => {
       const got = await runPlan(e!, pl, p, true);
       expect(diffResults(got, want), `thread ${alone} alone`).toBeNull();
     }
+  });
+
+  it('every thread a plan can have has a range counter of its own', () => {
+    expect(CHUNK_COUNTERS.count).toBeGreaterThanOrEqual(CONTROL.maxThreads);
+    expect(CHUNK_COUNTERS.at + CHUNK_COUNTERS.stride * CHUNK_COUNTERS.count).toBeLessThanOrEqual(DATA_START);
   });
 
   it('a worker joins only the job it woke for, and only before it is closed', () => {

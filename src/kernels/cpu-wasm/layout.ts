@@ -60,7 +60,8 @@ export const CTX = {
 export const CTX_WORDS = 48;
 /**
  * The counters of a split by panels over threads (gen-nibble.ts dyn_*): one per thread, the next panel
- * of its range, each in a cache line of its own (`stride` bytes) from byte `at`, below DATA_START.
+ * of its range, each in a cache line of its own (`stride` bytes) from byte `at`, below DATA_START;
+ * `count` covers the pool's most threads (job.ts CONTROL.maxThreads, which makePlan caps T at).
  */
 export const CHUNK_COUNTERS = { at: 4096, stride: 64, count: 256 } as const;
 export const DATA_START = CHUNK_COUNTERS.at + CHUNK_COUNTERS.stride * CHUNK_COUNTERS.count;

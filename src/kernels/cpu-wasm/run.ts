@@ -29,7 +29,7 @@ import {
   NR,
   type WasmKernelKind,
 } from './layout.ts';
-import { BARRIER_CALL, type Call } from './job.ts';
+import { BARRIER_CALL, CONTROL, type Call } from './job.ts';
 import { WorkerPool } from './pool.ts';
 import { encodeProgram, type OutputProgram } from './stages.ts';
 
@@ -507,7 +507,7 @@ export function makePlan(
   const { M, N, K } = p;
   const t = prepare(e, p, kind, mode, rhsBlock);
   const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
-  const T = e.shared ? Math.max(1, Math.min(wanted, 256)) : 1;
+  const T = e.shared ? Math.max(1, Math.min(wanted, CONTROL.maxThreads)) : 1;
   const calls = (n: number) => {
     const { pre, pack, gemm, ranges } = plan(kind, t, n);
     // Threads meet once between the pack and gemm phases; not where nothing is packed (the few-row kernels).
