@@ -159,14 +159,14 @@ export function verifyProblems(): GemmProblem[] {
 /**
  * The prepacked suite (the CPU's few-row path, `prepackCpu` + `gemm`): every problem of the fixed suite
  * (`suite`) whose rhs prepackCpu stores (8 bits, or at most 4), then a few lhs rows against prepacked 8-bit and
- * 4-bit weights, for the few-row kernels (byte lanes, widening, 4-bit and dot7 shapes): 1, 2, 3, 5 and
- * 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points,
+ * 4-bit weights, for the few-row kernels (byte lanes, widening, 4-bit, dot7 and relaxed 8-bit shapes):
+ * 1, 2, 3, 5, 7 and 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points,
  * the sweep's non-empty pipelines in turn (per-column bias, per-row offsets, a fixed-point scale, per-column
  * exponents).
  */
 export function verifyPrepackedProblems(suite: readonly GemmProblem[] = verifyProblems()): GemmProblem[] {
   const [N, K] = [130, 275];
-  const fewRows = [1, 2, 3, 5, 9].flatMap((M, i): GemmProblem[] =>
+  const fewRows = [1, 2, 3, 5, 7, 9].flatMap((M, i): GemmProblem[] =>
     [undefined, { lhs: 8, rhs: 4, rounding: 'probabilistic-addmod' } as const].map((bitDepth, b) => ({
       lhs: operand(M, K, (i + b) % 2 === 1, i % 2 ? 'col-major' : 'row-major', 101 + 2 * i + b),
       rhs: operand(K, N, i % 3 === 2, b ? 'row-major' : 'col-major', 201 + 2 * i + b),

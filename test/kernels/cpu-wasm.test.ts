@@ -12,7 +12,7 @@ import { CPU_WASM_KERNELS, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
 import type { GemmProblem } from '../../src/types.ts';
-import { arbProblem, describeProblem } from '../support/arbitraries.ts';
+import { arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 
 const caps = await wasmCpuCaps();
@@ -116,7 +116,9 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
 // (the packed lhs) confined to 0..127 every lowering is exact, so each mode can be forced and checked.
 describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
   const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
-  const { runOnEngine, selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+  const { runOnEngine, selfCheck, makePlan, runPlan, wasmRunStats } = await import('../../src/kernels/cpu-wasm/run.ts');
+  const { packRhsBlock } = await import('../../src/kernels/cpu-wasm/kernel.ts');
+  const { freeBlock } = await import('../../src/kernels/cpu-wasm/engine.ts');
   const e = await wasmEngine(selfCheck);
   const hasRelaxed = !!e && 'pack_lhs_relaxed' in e.exports;
   describe.skipIf(!hasRelaxed).each(['usdot', 'sdot'] as const)('%s', (mode) => {
@@ -138,6 +140,33 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
           if (d) expect.fail(formatMismatch(d, `relaxed ${mode} threads=${threads} ${describeProblem(p)}`));
         }),
         { numRuns: 120 },
+      );
+    });
+    // A prepacked rhs (kernel.ts packRhsBlock): 1 to 4 rows, and 7, 8, 13 to 16, take the few-row
+    // kernels (gen-relaxed-few.ts: 1x4, 2x2 and 4x1 panels, in tiles of 4 rows from 3 rows on, partial
+    // ones too), the rest the 6x8; N past a column group of 32 (the padding panels), k past a quad.
+    const fewShape = (M: number) => (M === 1 ? '1x4' : M === 2 ? '2x2' : M <= 4 || [7, 8, 13, 14, 15, 16].includes(M) ? '4x1' : null);
+    it.each([1, 2, 3])('a prepacked rhs, 1 to 17 rows, the few-row kernels, threads %i', async (threads) => {
+      const dims = fc.tuple(fc.integer({ min: 1, max: 17 }), fc.constantFrom(1, 7, 33, 64, 70), fc.constantFrom(1, 5, 64, 67, 129));
+      await fc.assert(
+        fc.asyncProperty(
+          dims.chain(([M, N, K]) => arbProblemOfShape(M, N, K)),
+          async (p0) => {
+            const p = confine(p0);
+            const q = normalizeProblem(p);
+            const { block } = packRhsBlock(e!, q, 'relaxed');
+            try {
+              const got = await runPlan(e!, makePlan(e!, q, 'relaxed', threads, 1, mode, block), q, true);
+              const shape = fewShape(q.M);
+              expect(wasmRunStats.lastDriver).toBe(shape ? `gemm_relaxed_${shape}` : 'gemm_relaxed');
+              const d = diffResults(got, referenceGemm(p));
+              if (d) expect.fail(formatMismatch(d, `relaxed ${mode} prepacked threads=${threads} ${describeProblem(p)}`));
+            } finally {
+              freeBlock(e!, block.packed);
+            }
+          },
+        ),
+        { numRuns: 60 },
       );
     });
   });

@@ -1,6 +1,6 @@
 // The WebAssembly CPU kernels as CpuGemmKernel (src/kernels/types.ts), the whole pack -> gemm -> output
 // chain of each in WebAssembly (run.ts): 'cpu-wasm-relaxed' (relaxed-SIMD 8-bit dot products, 6x8
-// micro-kernel, only where engine.ts proved them exact) and 'cpu-wasm-simd' (operands widened to 16 bits,
+// micro-kernel or few-row ones over a prepacked rhs, only where engine.ts proved them exact) and 'cpu-wasm-simd' (operands widened to 16 bits,
 // `i32x4.dot_i16x8_s`, 4x8 micro-kernel or, for a few rows, the direct variant of gen-direct.ts; exact
 // everywhere WebAssembly SIMD exists). Both run on the calling thread plus worker threads over a shared
 // memory where there is one. Runs on one engine are serialized (they share its memory). prepackCpu packs
@@ -52,7 +52,8 @@ export type CpuRunStats = Readonly<typeof wasmRunStats>;
  * hand-off included; the call's overhead is its wall time minus this), thread count and driver (the
  * WebAssembly function of its gemm stage: 'gemm_i16' the packed panels, 'gemm_direct_*' a row-major
  * rhs read where it lies, 'gemm_lane_*' and 'gemm_wide_*' a prepacked 8-bit rhs's byte lanes, 'gemm_nibble_*' 4-bit,
- * 'gemm_nibble7_*' 4-bit on relaxed SIMD).
+ * 'gemm_nibble7_*' 4-bit on relaxed SIMD, 'gemm_relaxed' the relaxed 6x8 kernel, 'gemm_relaxed_*' its few-row
+ * kernels over a prepacked rhs).
  */
 export function cpuRunStats(): CpuRunStats {
   return { ...wasmRunStats };
@@ -196,7 +197,7 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
   const K0 = Number.isInteger(rhs?.rows) && rhs.rows > 0 ? rhs.rows : 1;
   const row = { data: new Uint8Array(K0), rows: 1, cols: K0 }; // a one-row lhs, to validate rhs as a GEMM does
   const p = normalizeProblem({ lhs: row, rhs, ...(bitDepth === undefined ? {} : { bitDepth }) });
-  const { rhs: op, rhsType: type, K, N } = p;
+  const { rhsType: type, K, N } = p;
   if (p.bitDepth && p.bitDepth.rhs > 4)
     throw new InputError(
       'bitDepth',
@@ -207,69 +208,82 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     const e = await engine();
     if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
     const kind: WasmKernelKind = e.relaxed ? 'relaxed' : 'i16';
-    const { kstep, elem } = KERNELS[kind];
-    const Kp = Math.ceil(K / kstep) * kstep;
-    const Np = Math.ceil(N / NR) * NR;
-    // The 16-bit kernel also keeps the bytes for its few-row kernels, which read no packed panels: the
-    // byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN, in strips).
-    const panelBytes = Np * Kp * elem;
-    const packedBytes = panelBytes + 4 * Np;
-    const K4 = Math.ceil(K / 4) * 4;
-    const rawBytes = kind === 'i16' ? Math.ceil(N / QUAD_NP_ALIGN) * QUAD_NP_ALIGN * K4 : 0;
-    const size = packedBytes + rawBytes;
-    if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
-    const at = allocateBlock(e, size);
-    // The operand's bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
-    const src = heapEnd(e);
-    ensureMemory(e, src + K * N);
-    const buf = e.memory.buffer;
-    const data = bytes(op.data);
-    new Uint8Array(buf, src, K * N).set(data);
-    const { xor, sh } = rhsEncoding(kind, type === 'int8');
-    const rowMajor = op.order === 'row-major';
-    forgetPlan(e);
-    writeContext(buf, {
-      N,
-      K,
-      Kp,
-      Np,
-      rhsSrc: src,
-      rhsSo: rowMajor ? 1 : K,
-      rhsSk: rowMajor ? N : 1,
-      rhsXor: xor,
-      rhsSh: sh,
-      rhsPacked: at,
-      colSums: at + panelBytes,
-    });
-    e.exports[`pack_rhs_${kind}`](0, Np / NR);
-    const raw = rawBytes ? at + packedBytes : null;
-    if (raw !== null) {
-      // Column n's quad q in strip n >> 5 (K4 * 32 bytes), quad q (128 bytes), panel (n >> 3) & 3 (32
-      // bytes), half (n & 7) >> 2, lane n & 3.
-      // Walked in the operand's storage order, so that it is read once, in sequence.
-      const out = new Uint8Array(buf, raw, rawBytes).fill(0);
-      const stripBytes = K4 * 8 * STRIP_PANELS;
-      const column = Int32Array.from(
-        { length: N },
-        (_, n) => (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4,
-      );
-      const quad = Int32Array.from({ length: K }, (_, k) => (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]);
-      if (rowMajor) {
-        for (let k = 0, i = 0; k < K; k++) {
-          const q = quad[k];
-          for (let n = 0; n < N; n++, i++) out[column[n] + q] = data[i];
-        }
-      } else {
-        for (let n = 0, i = 0; n < N; n++) {
-          const c = column[n];
-          for (let k = 0; k < K; k++, i++) out[c + quad[k]] = data[i];
-        }
-      }
-    }
-    const packed = packedOperand(e, at, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
-    blocks.set(packed, { kind, packed: at, sums: at + panelBytes, raw, nibble: null, engine: e, plan: null });
+    const { block, size } = packRhsBlock(e, p, kind);
+    const packed = packedOperand(e, block.packed, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
+    blocks.set(packed, { ...block, engine: e, plan: null });
     return packed;
   });
+}
+
+/**
+ * Packs p's 8-bit rhs for kernel `kind` into a new block of e's memory (allocateBlock; its size in
+ * bytes): the panels (gen-pack.ts pack_rhs), then the column sums, then for the 16-bit kernel the byte
+ * lanes of its few-row kernels (gen-nibble.ts). The relaxed kernel's panels are padded to whole column
+ * groups of its few-row kernels (QUAD_NP_ALIGN columns, gen-relaxed-few.ts), which read no other layout.
+ */
+export function packRhsBlock(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind): { block: RhsBlock; size: number } {
+  const { rhs: op, rhsType: type, K, N } = p;
+  const { kstep, elem } = KERNELS[kind];
+  const Kp = Math.ceil(K / kstep) * kstep;
+  const align = kind === 'relaxed' ? QUAD_NP_ALIGN : NR;
+  const Np = Math.ceil(N / align) * align;
+  // The 16-bit kernel also keeps the bytes for its few-row kernels, which read no packed panels: the
+  // byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN, in strips).
+  const panelBytes = Np * Kp * elem;
+  const packedBytes = panelBytes + 4 * Np;
+  const K4 = Math.ceil(K / 4) * 4;
+  const rawBytes = kind === 'i16' ? Math.ceil(N / QUAD_NP_ALIGN) * QUAD_NP_ALIGN * K4 : 0;
+  const size = packedBytes + rawBytes;
+  if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
+  const at = allocateBlock(e, size);
+  // The operand's bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
+  const src = heapEnd(e);
+  ensureMemory(e, src + K * N);
+  const buf = e.memory.buffer;
+  const data = bytes(op.data);
+  new Uint8Array(buf, src, K * N).set(data);
+  const { xor, sh } = rhsEncoding(kind, type === 'int8');
+  const rowMajor = op.order === 'row-major';
+  forgetPlan(e);
+  writeContext(buf, {
+    N,
+    K,
+    Kp,
+    Np,
+    rhsSrc: src,
+    rhsSo: rowMajor ? 1 : K,
+    rhsSk: rowMajor ? N : 1,
+    rhsXor: xor,
+    rhsSh: sh,
+    rhsPacked: at,
+    colSums: at + panelBytes,
+  });
+  e.exports[`pack_rhs_${kind}`](0, Np / NR);
+  const raw = rawBytes ? at + packedBytes : null;
+  if (raw !== null) {
+    // Column n's quad q in strip n >> 5 (K4 * 32 bytes), quad q (128 bytes), panel (n >> 3) & 3 (32
+    // bytes), half (n & 7) >> 2, lane n & 3.
+    // Walked in the operand's storage order, so that it is read once, in sequence.
+    const out = new Uint8Array(buf, raw, rawBytes).fill(0);
+    const stripBytes = K4 * 8 * STRIP_PANELS;
+    const column = Int32Array.from(
+      { length: N },
+      (_, n) => (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4,
+    );
+    const quad = Int32Array.from({ length: K }, (_, k) => (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]);
+    if (rowMajor) {
+      for (let k = 0, i = 0; k < K; k++) {
+        const q = quad[k];
+        for (let n = 0; n < N; n++, i++) out[column[n] + q] = data[i];
+      }
+    } else {
+      for (let n = 0, i = 0; n < N; n++) {
+        const c = column[n];
+        for (let k = 0; k < K; k++, i++) out[c + quad[k]] = data[i];
+      }
+    }
+  }
+  return { block: { kind, packed: at, sums: at + panelBytes, raw, nibble: null }, size };
 }
 
 /** The CpuPackedOperand of a block at `at` of engine e (its destroy frees the block). */

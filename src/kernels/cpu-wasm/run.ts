@@ -61,6 +61,18 @@ const widens = (M: number) => M > LANE_MAX_M && M <= WIDE_MAX_M && roundUp(M, WI
 const DIRECT_BLOCK_BYTES = 16 * 1024;
 /** lhs - zL fits in 16 bits for 8-bit lhs values when |zL| is at most this. */
 const DIRECT_MAX_ZERO_POINT = 32512;
+/**
+ * A prepacked rhs of the relaxed kernel is read by its few-row kernels (gen-relaxed-few.ts, the shapes
+ * of QUAD_SHAPES, tiles of 4 rows from 3 rows on) rather than by the 6x8 micro-kernel up to 4 rows, and
+ * up to RELAXED_FEW_MAX_M rows where 4-row tiles pad M less than 6-row ones (7, 8, 13 to 16 rows). The
+ * 6x8 kernel spends its dot products on its padding rows too: at one row 10 of 12. Measured on an AMD
+ * EPYC (Zen 4) under Node 24, the mode forced on 7-bit data (there the dot lowers to pmaddubsw,
+ * pmaddwd, add), kernel time against the 6x8's: 1 row 0.18-0.23x, 2 rows 0.33-0.39x, 3 rows 0.63-0.87x,
+ * 4 rows 0.49-0.67x, 7 and 8 rows 0.62-1.04x, 16 rows 0.75-1.15x; 5 rows 1.06-1.30x and 12 rows
+ * 0.98-1.07x, which stay on the 6x8 (bench/results/2026-11-27-cpu-relaxed-few-ab.txt).
+ */
+const RELAXED_FEW_MAX_M = 16;
+const relaxedFewRows = (M: number) => M <= 4 || (M <= RELAXED_FEW_MAX_M && roundUp(M, 4) < roundUp(M, KERNELS.relaxed.mr));
 
 /** Bytes of linear memory one problem needs (the kernels refuse problems above 2 GiB). */
 export function wasmBytesNeeded(M: number, N: number, K: number): number {
@@ -173,6 +185,8 @@ interface Prepared {
   lane: QuadShape | null;
   /** The widening byte-lane kernel (gen-nibble.ts) serves: as `lane`, for the rows `widens` takes. */
   wide: boolean;
+  /** The shape of the relaxed few-row kernel (gen-relaxed-few.ts) over a prepacked relaxed rhs, or null. */
+  relaxedFew: QuadShape | null;
   /** The rhs was packed before (an RhsBlock): only the lhs is packed. */
   rhsReady: boolean;
   tiles: number;
@@ -222,7 +236,8 @@ export function prepare(
   const dot7 = !!rhsBlock?.nibble?.dot7;
   const lane = direct && rhsBlock && M <= LANE_MAX_M ? LANE : null;
   const wide = !!direct && !!rhsBlock && !lane;
-  const quad = nibble ?? lane;
+  const relaxedFew = kind === 'relaxed' && rhsBlock && !p.bitDepth && relaxedFewRows(M) ? quadShape(M) : null;
+  const quad = nibble ?? lane ?? relaxedFew;
   /** Columns per column group of the few-row kernel over a prepacked rhs, or 0. */
   const nc = quad ? 8 * quad.w : wide ? WIDE.nc : 0;
   const mr = quad?.mr ?? (wide ? WIDE.mr : (direct?.mr ?? KERNELS[kind].mr));
@@ -233,6 +248,22 @@ export function prepare(
   const rhsData = rhsBlock ? null : lowbit ? requantized(p, 'rhs') : bytes(p.rhs.data);
   const lhsSigned = !lowbit && p.lhsType === 'int8';
   const rhsSigned = !lowbit && p.rhsType === 'int8';
+  // Operand encodings (layout.ts): the 16-bit kernel widens each type as it is; relaxed SIMD wants the
+  // rhs signed and the lhs unsigned (usdot) or signed (sdot), so XOR 0x80 moves a byte across, and the
+  // 128 it moved by becomes cA/cB in the four-term expansion.
+  let lhsXor = 0,
+    lhsSh = lhsSigned ? 24 : 0,
+    cA = 0;
+  const { xor: rhsXor, sh: rhsSh, c: cB } = rhsEncoding(kind, rhsSigned);
+  if (kind === 'relaxed') {
+    if (mode === 'usdot') {
+      lhsSh = 0;
+      if (lhsSigned) [lhsXor, cA] = [0x80, -128];
+    } else {
+      lhsSh = 24;
+      if (!lhsSigned) [lhsXor, cA] = [0x80, 128];
+    }
+  }
 
   const heap = heapEnd(e);
   let at = heap; // past the prepacked operands' blocks
@@ -245,7 +276,8 @@ export function prepare(
     lhsSrc: region(M * K),
     // the direct kernel reads rows up to Kp (zero past K); a prepacked rhs's byte lanes
     rhsSrc: rhsBlock ? (rhsBlock.raw ?? 0) : region(Kp * N),
-    lhsPacked: region(Mp * Kp * elem),
+    // the few-row kernels' lhs is packed as i16 first, also where they then narrow it to bytes
+    lhsPacked: region(Mp * Kp * (relaxedFew ? 2 : elem)),
     rhsPacked: rhsBlock ? rhsBlock.packed : region(direct ? 0 : Np * Kp * elem),
     rowSums: region(4 * Mp),
     colSums: rhsBlock ? rhsBlock.sums : region(4 * Np),
@@ -270,22 +302,24 @@ export function prepare(
   const zL = new Int32Array(buf, r.zL, Mp).fill(0);
   // The direct variant packs the lhs here with its zero points subtracted (which then are 0); the rhs stays as it is.
   const loadLhs = (b: ArrayBufferLike, q: NormalizedProblem) => {
-    if (!direct && !nibble) {
+    if (!direct && !nibble && !relaxedFew) {
       new Uint8Array(b, r.lhsSrc, M * K).set(lowbit ? requantized(q, 'lhs') : bytes(q.lhs.data));
       return;
     }
     // The few-row kernels' lhs, packed here as i16 (pack_lhs_few): the direct variant's lhs - zL (its zL
-    // then 0), the 4-bit kernel's l' (requantized below 8 bits, else the value in the uint8 domain).
+    // then 0), the 4-bit kernel's l' (requantized below 8 bits, else the value in the uint8 domain), the
+    // relaxed few-row kernel's A' = A - cA (then bytes, as the 6x8 kernel's lhs: unsigned for usdot).
     const requantize = !!nibble && q.bitDepth!.lhs < 8;
     const signed = !requantize && q.lhsType === 'int8';
     new Uint8Array(b, r.lhsSrc, M * K).set(requantize ? requantized(q, 'lhs') : bytes(q.lhs.data));
     const sub = new Int32Array(b, r.sub, M);
-    for (let m = 0; m < M; m++) sub[m] = direct ? channel(q.lhsZeroPoint, m) : signed ? -UINT8_DOMAIN_SHIFT : 0;
+    for (let m = 0; m < M; m++) sub[m] = direct ? channel(q.lhsZeroPoint, m) : relaxedFew ? cA : signed ? -UINT8_DOMAIN_SHIFT : 0;
     if (Mp > M || Kp > K) new Int16Array(b, r.lhsPacked, Mp * Kp).fill(0); // else the pack writes every value
     new Int32Array(b, r.rowSums, Mp).fill(0);
     const [so, sk] = q.lhs.order === 'row-major' ? [K, 1] : [1, M];
     e.exports.pack_lhs_few(r.lhsSrc, so, sk, signed ? 1 : 0, M, K, Kp, mr, nc ? 2 : 1, wide ? 1 : 0, r.lhsPacked, r.rowSums, r.sub);
-    if (dot7) e.exports.narrow_lhs7(r.lhsPacked, Mp * Kp); // l' - 128 as bytes, the row sums kept of l'
+    if (dot7) e.exports.narrow_lhs(r.lhsPacked, Mp * Kp, 128, 0); // l' - 128 as bytes, the row sums kept of l'
+    if (relaxedFew) e.exports.narrow_lhs(r.lhsPacked, Mp * Kp, 0, mode === 'usdot' ? 1 : 0);
   };
   if (direct && rhsData) new Uint8Array(buf, r.rhsSrc + K * N, (Kp - K) * N).fill(0);
   loadLhs(buf, p);
@@ -294,22 +328,6 @@ export function prepare(
   for (let n = 0; n < N; n++) zR[n] = (channel(p.rhsZeroPoint, n) + shiftR) | 0;
   program.write(new Int32Array(buf, paramsAt, program.paramWords), paramsAt, new Int32Array(buf, programAt, program.recordWords));
 
-  // Operand encodings (layout.ts): the 16-bit kernel widens each type as it is; relaxed SIMD wants the
-  // rhs signed and the lhs unsigned (usdot) or signed (sdot), so XOR 0x80 moves a byte across, and the
-  // 128 it moved by becomes cA/cB in the four-term expansion.
-  let lhsXor = 0,
-    lhsSh = lhsSigned ? 24 : 0,
-    cA = 0;
-  const { xor: rhsXor, sh: rhsSh, c: cB } = rhsEncoding(kind, rhsSigned);
-  if (kind === 'relaxed') {
-    if (mode === 'usdot') {
-      lhsSh = 0;
-      if (lhsSigned) [lhsXor, cA] = [0x80, -128];
-    } else {
-      lhsSh = 24;
-      if (!lhsSigned) [lhsXor, cA] = [0x80, 128];
-    }
-  }
   const f = unpackFractions(p.bitDepth?.lhs ?? 8, p.bitDepth?.rhs ?? 8);
   const lhsRowMajor = p.lhs.order === 'row-major';
   const rhsRowMajor = p.rhs.order === 'row-major';
@@ -366,6 +384,7 @@ export function prepare(
     dot7,
     lane,
     wide,
+    relaxedFew,
     rhsReady: !!rhsBlock && !direct,
     tiles: Mp / mr,
     panels: Np / (nc || direct?.nc || NR),
@@ -380,11 +399,12 @@ export function prepare(
 /** [start, end) of part i of n items split T ways. */
 const part = (n: number, T: number, i: number): [number, number] => [Math.floor((n * i) / T), Math.floor((n * (i + 1)) / T)];
 
-/** The exported driver of a few-row kernel (direct, byte lanes, 4-bit) that t takes, or null where it takes the packed panels. */
+/** The exported driver of a few-row kernel (direct, byte lanes, 4-bit, relaxed few-row) that t takes, or null where it takes the packed panels. */
 function fewRowsKernel(t: Prepared): string | null {
   if (t.nibble) return `gemm_nibble${t.dot7 ? '7' : ''}_${t.nibble.mr}x${t.nibble.w}`;
   if (t.lane) return `gemm_lane_${t.lane.mr}x${t.lane.w}`;
   if (t.wide) return `gemm_wide_${WIDE.mr}x${WIDE.nc}`;
+  if (t.relaxedFew) return `gemm_relaxed_${t.relaxedFew.mr}x${t.relaxedFew.w}`;
   if (t.direct) return `gemm_direct_${t.direct.mr}x${t.direct.nc}`;
   return null;
 }
@@ -450,7 +470,7 @@ export function plan(
  * How many runs went to one thread and to several (diagnostics: the browser test checks that threads
  * ran), and the last run's kernel time: its pack, gemm and output calls on every thread, hand-off
  * included, in ms (the call's overhead is its wall time minus this); its driver, the WebAssembly
- * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_wide_3x4', 'gemm_nibble_2x2', 'gemm_nibble7_1x4').
+ * function of its gemm stage (e.g. 'gemm_i16', 'gemm_direct_4x8', 'gemm_lane_1x4', 'gemm_wide_3x4', 'gemm_nibble_2x2', 'gemm_nibble7_1x4', 'gemm_relaxed_1x4').
  */
 export const wasmRunStats = { singleThreaded: 0, multiThreaded: 0, lastKernelMs: 0, lastThreads: 0, lastDriver: '' };
 

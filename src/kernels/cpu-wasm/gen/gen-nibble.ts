@@ -121,7 +121,7 @@ function microKernel(mr: number, w: number, unpack: Unpack): string {
  * groups, each block's output stage right after it. `at` sets b for group p (locals P and strip may
  * help); `tile` runs the micro-kernel, with locals a, b, c, ldc, quads and signed (CTX rhsSh is 24) set.
  */
-function stripDriver(name: string, mr: number, nc: number, quadBytes: number, at: string, tile: string, lhsElem = 2): string {
+export function stripDriver(name: string, mr: number, nc: number, quadBytes: number, at: string, tile: string, lhsElem = 2): string {
   return `
   (func $${name} (export "${name}") (param $mt0 i32) (param $mt1 i32) (param $p0 i32) (param $p1 i32)
     ${locals(['pb', 'pe', 'mt', 'p', 'ldc', 'tileBytes', 'quads', 'strip', 'M', 'N', 'a', 'b', 'c', 'm1', 'signed', 'P'])}
@@ -218,7 +218,7 @@ export function nibbleFunctions(): string {
 /**
  * The 4-bit micro-kernel on relaxed SIMD (`dot7`): mr rows x w panels over `quads` k-quads of the dot7
  * layout at b (a panel's quad: 16 bytes, byte 4i + k holding column i in its low nibble and column
- * i + 4 in its high one); a = the lhs tile [Kp/4][mr][4] of signed bytes l' - 128 (narrow_lhs7), c = C,
+ * i + 4 in its high one); a = the lhs tile [Kp/4][mr][4] of signed bytes l' - 128 (narrow_lhs), c = C,
  * s = the column sums of r' for the group's first column. `i16x8.relaxed_dot_i8x16_i7x16_s` of a
  * splatted lhs quad and a nibble vector gives each column's (k0, k1) and (k2, k3) pair sums as i16; its
  * 7-bit operand is r' <= 15, where every lowering agrees (engine.ts dot7). The sums stay in i16 for
@@ -310,18 +310,24 @@ function driver7(mr: number, w: number): string {
 }
 
 /**
- * The dot7 lhs: the n i16 values l' at `at` (pack_lhs_few's tiles) as signed bytes l' - 128, in place
- * (byte i is written after i16 i and i16 i + 8 are read). l' <= 255, so the bytes are exact.
+ * The byte lhs of the relaxed few-row kernels: the n i16 values x at `at` (pack_lhs_few's tiles) as the
+ * bytes x - bias, in place (byte i is written after i16 i and i16 i + 8 are read), narrowed unsigned
+ * where `unsigned`, else signed. The dot7 kernels take l' - 128 (bias 128, signed: l' <= 255); the relaxed
+ * 8-bit few-row kernels (gen-relaxed-few.ts) A' = A - cA as it is (bias 0, unsigned for usdot). The
+ * callers' values fit, so the narrowing never saturates.
  */
-const NARROW_LHS7 = `
-  (func $narrow_lhs7 (export "narrow_lhs7") (param $at i32) (param $n i32) (local $i i32) (local $x v128)
-    ${set('x', '(v128.const i16x8 128 128 128 128 128 128 128 128)')}
+const NARROW_LHS = `
+  (func $narrow_lhs (export "narrow_lhs") (param $at i32) (param $n i32) (param $bias i32) (param $unsigned i32)
+    (local $i i32) (local $x v128) (local $lo v128) (local $hi v128)
+    ${set('x', `(i16x8.splat ${get('bias')})`)}
     (block $done (loop $L
       (br_if $done (i32.ge_u ${get('i')} ${get('n')}))
+      ${set('lo', `(i16x8.sub (v128.load (i32.add ${get('at')} (i32.shl ${get('i')} (i32.const 1)))) ${get('x')})`)}
+      ${set('hi', `(i16x8.sub (v128.load offset=16 (i32.add ${get('at')} (i32.shl ${get('i')} (i32.const 1)))) ${get('x')})`)}
       (v128.store (i32.add ${get('at')} ${get('i')})
-        (i8x16.narrow_i16x8_s
-          (i16x8.sub (v128.load (i32.add ${get('at')} (i32.shl ${get('i')} (i32.const 1)))) ${get('x')})
-          (i16x8.sub (v128.load offset=16 (i32.add ${get('at')} (i32.shl ${get('i')} (i32.const 1)))) ${get('x')})))
+        (if (result v128) ${get('unsigned')}
+          (then (i8x16.narrow_i16x8_u ${get('lo')} ${get('hi')}))
+          (else (i8x16.narrow_i16x8_s ${get('lo')} ${get('hi')}))))
       ${set('i', `(i32.add ${get('i')} (i32.const 16))`)}
       (br $L))))`;
 
@@ -338,11 +344,11 @@ const PROBE7 = `
       (br_if $L (local.tee $iters (i32.sub ${get('iters')} (i32.const 1)))))
     (i32x4.extract_lane 0 ${get('acc')}))`;
 
-/** The relaxed-SIMD functions of 4-bit weights (dot7; the relaxed variant of the module only): per QUAD_SHAPES shape a micro-kernel and its drivers, the lhs narrowing, the probe. */
+/** The relaxed-SIMD functions of 4-bit weights (dot7; the relaxed variant of the module only): per QUAD_SHAPES shape a micro-kernel and its drivers, the lhs narrowing (also the relaxed few-row kernels'), the probe. */
 export function dot7Functions(): string {
   return [
     ...QUAD_SHAPES.flatMap(({ mr, w }) => [microKernel7(mr, w), driver7(mr, w), dynamic(`gemm_nibble7_${mr}x${w}`)]),
-    NARROW_LHS7,
+    NARROW_LHS,
     PROBE7,
   ].join('\n');
 }

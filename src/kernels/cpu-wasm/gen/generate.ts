@@ -4,15 +4,16 @@
 // test/unit/wasm-binary.test.ts assembles them again and compares byte for byte. The library never
 // imports this file at run time.
 //
-// Variants: `relaxed` adds the relaxed-SIMD kernels (8-bit, and 4-bit weights: dot7) and their probes
-// (a module that only validates where the engine has relaxed SIMD); `shared` imports a shared memory
-// (for worker threads) rather than a plain one (a plain page cannot make a shared memory without
-// cross-origin isolation).
+// Variants: `relaxed` adds the relaxed-SIMD kernels (8-bit: the 6x8 and the few-row ones; 4-bit weights:
+// dot7) and their probes (a module that only validates where the engine has relaxed SIMD); `shared`
+// imports a shared memory (for worker threads) rather than a plain one (a plain page cannot make a
+// shared memory without cross-origin isolation).
 
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
 import { dot7Functions, dynamic, nibbleFunctions } from './gen-nibble.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
+import { relaxedFewFunctions } from './gen-relaxed-few.ts';
 import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
 
 export { MAX_PAGES, VARIANTS, variantName, type Variant } from '../generate-names.ts';
@@ -27,6 +28,7 @@ ${v.relaxed ? gemmFunctions('relaxed') : ''}
 ${v.relaxed ? dynamic('gemm_relaxed') : ''}
 ${v.relaxed ? PROBE : ''}
 ${v.relaxed ? dot7Functions() : ''}
+${v.relaxed ? relaxedFewFunctions() : ''}
 ${OUTPUT_FUNCTIONS})
 `;
 }
