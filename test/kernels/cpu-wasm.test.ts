@@ -116,8 +116,9 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
 // (the packed lhs) confined to 0..127 every lowering is exact, so each mode can be forced and checked.
 describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
   const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
-  const { runOnEngine, selfCheck, makePlan, runPlan, wasmRunStats } = await import('../../src/kernels/cpu-wasm/run.ts');
-  const { packRhsBlock } = await import('../../src/kernels/cpu-wasm/kernel.ts');
+  const { runOnEngine, selfCheck, makePlan, packRhsBlock, relaxedFewAgrees, runPlan, wasmRunStats } = await import(
+    '../../src/kernels/cpu-wasm/run.ts'
+  );
   const { freeBlock } = await import('../../src/kernels/cpu-wasm/engine.ts');
   const e = await wasmEngine(selfCheck);
   const hasRelaxed = !!e && 'pack_lhs_relaxed' in e.exports;
@@ -142,6 +143,23 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
         { numRuns: 120 },
       );
     });
+    // The engine's self-check of the few-row kernels (run.ts selfCheck), here on the confined data; where
+    // the engine refused the relaxed dot (its lowering saturates), full-range data must fail it.
+    it('the self-check of the few-row kernels agrees on such data', async () => {
+      let seed = 77;
+      const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) >>> 24;
+      const [N, K] = [40, 1000];
+      for (const signed of [false, true]) {
+        const rhs = { data: Int8Array.from({ length: K * N }, next), rows: K, cols: N, order: 'col-major' as const };
+        const input: GemmProblem = { lhs: u8(1, K, 0), rhs, lhsZeroPoint: 9, rhsZeroPoint: -3 };
+        const lhs = (rows: number, full = false) => {
+          const data = signed ? Int8Array.from({ length: rows * K }, next) : Uint8Array.from({ length: rows * K }, next);
+          return full ? { data, rows, cols: K } : confine({ ...input, lhs: { data, rows, cols: K } }).lhs;
+        };
+        expect(await relaxedFewAgrees(e!, mode, input, (rows) => lhs(rows))).toBe(true);
+        if (!e!.relaxed) expect(await relaxedFewAgrees(e!, mode, input, (rows) => lhs(rows, true))).toBe(false);
+      }
+    });
     // A prepacked rhs (kernel.ts packRhsBlock): 1 to 4 rows, and 7, 8, 13 to 16, take the few-row
     // kernels (gen-relaxed-few.ts: 1x4, 2x2 and 4x1 panels, in tiles of 4 rows from 3 rows on, partial
     // ones too), the rest the 6x8; N past a column group of 32 (the padding panels), k past a quad.
@@ -154,7 +172,7 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
           async (p0) => {
             const p = confine(p0);
             const q = normalizeProblem(p);
-            const { block } = packRhsBlock(e!, q, 'relaxed');
+            const block = packRhsBlock(e!, q, 'relaxed');
             try {
               const got = await runPlan(e!, makePlan(e!, q, 'relaxed', threads, 1, mode, block), q, true);
               const shape = fewShape(q.M);

@@ -11,24 +11,14 @@ import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts'
 import { resolveRounding } from '../../quant/lowbit.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
+import { allocateBlock, configureWasm, freeBlock, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
+import { QUAD_NP_ALIGN, QUAD_SHAPES, STRIP_PANELS, WIDE, type WasmKernelKind } from './layout.ts';
 import {
-  allocateBlock,
-  configureWasm,
-  ensureMemory,
-  freeBlock,
-  heapEnd,
-  wasmEngine,
-  wasmThreads,
-  type WasmEngine,
-  type WasmOptions,
-} from './engine.ts';
-import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, QUAD_SHAPES, STRIP_PANELS, WIDE, type WasmKernelKind } from './layout.ts';
-import {
-  bytes,
   forgetPlan,
   makePlan,
+  packRhsBlock,
   requantized,
-  rhsEncoding,
+  rhsBlockBytes,
   runOnEngine,
   runPlan,
   selfCheck,
@@ -36,7 +26,6 @@ import {
   warmUp,
   wasmBytesNeeded,
   wasmRunStats,
-  writeContext,
   type Plan,
   type RhsBlock,
 } from './run.ts';
@@ -208,82 +197,13 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
     const e = await engine();
     if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
     const kind: WasmKernelKind = e.relaxed ? 'relaxed' : 'i16';
-    const { block, size } = packRhsBlock(e, p, kind);
+    const size = rhsBlockBytes(K, N, kind);
+    if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
+    const block = packRhsBlock(e, p, kind);
     const packed = packedOperand(e, block.packed, K, N, type, kind === 'relaxed' ? CPU_WASM_RELAXED.id : CPU_WASM_SIMD.id, size);
     blocks.set(packed, { ...block, engine: e, plan: null });
     return packed;
   });
-}
-
-/**
- * Packs p's 8-bit rhs for kernel `kind` into a new block of e's memory (allocateBlock; its size in
- * bytes): the panels (gen-pack.ts pack_rhs), then the column sums, then for the 16-bit kernel the byte
- * lanes of its few-row kernels (gen-nibble.ts). The relaxed kernel's panels are padded to whole column
- * groups of its few-row kernels (QUAD_NP_ALIGN columns, gen-relaxed-few.ts), which read no other layout.
- */
-export function packRhsBlock(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind): { block: RhsBlock; size: number } {
-  const { rhs: op, rhsType: type, K, N } = p;
-  const { kstep, elem } = KERNELS[kind];
-  const Kp = Math.ceil(K / kstep) * kstep;
-  const align = kind === 'relaxed' ? QUAD_NP_ALIGN : NR;
-  const Np = Math.ceil(N / align) * align;
-  // The 16-bit kernel also keeps the bytes for its few-row kernels, which read no packed panels: the
-  // byte lanes of gen-nibble.ts (k padded to 4, columns to QUAD_NP_ALIGN, in strips).
-  const panelBytes = Np * Kp * elem;
-  const packedBytes = panelBytes + 4 * Np;
-  const K4 = Math.ceil(K / 4) * 4;
-  const rawBytes = kind === 'i16' ? Math.ceil(N / QUAD_NP_ALIGN) * QUAD_NP_ALIGN * K4 : 0;
-  const size = packedBytes + rawBytes;
-  if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
-  const at = allocateBlock(e, size);
-  // The operand's bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
-  const src = heapEnd(e);
-  ensureMemory(e, src + K * N);
-  const buf = e.memory.buffer;
-  const data = bytes(op.data);
-  new Uint8Array(buf, src, K * N).set(data);
-  const { xor, sh } = rhsEncoding(kind, type === 'int8');
-  const rowMajor = op.order === 'row-major';
-  forgetPlan(e);
-  writeContext(buf, {
-    N,
-    K,
-    Kp,
-    Np,
-    rhsSrc: src,
-    rhsSo: rowMajor ? 1 : K,
-    rhsSk: rowMajor ? N : 1,
-    rhsXor: xor,
-    rhsSh: sh,
-    rhsPacked: at,
-    colSums: at + panelBytes,
-  });
-  e.exports[`pack_rhs_${kind}`](0, Np / NR);
-  const raw = rawBytes ? at + packedBytes : null;
-  if (raw !== null) {
-    // Column n's quad q in strip n >> 5 (K4 * 32 bytes), quad q (128 bytes), panel (n >> 3) & 3 (32
-    // bytes), half (n & 7) >> 2, lane n & 3.
-    // Walked in the operand's storage order, so that it is read once, in sequence.
-    const out = new Uint8Array(buf, raw, rawBytes).fill(0);
-    const stripBytes = K4 * 8 * STRIP_PANELS;
-    const column = Int32Array.from(
-      { length: N },
-      (_, n) => (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4,
-    );
-    const quad = Int32Array.from({ length: K }, (_, k) => (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]);
-    if (rowMajor) {
-      for (let k = 0, i = 0; k < K; k++) {
-        const q = quad[k];
-        for (let n = 0; n < N; n++, i++) out[column[n] + q] = data[i];
-      }
-    } else {
-      for (let n = 0, i = 0; n < N; n++) {
-        const c = column[n];
-        for (let k = 0; k < K; k++, i++) out[c + quad[k]] = data[i];
-      }
-    }
-  }
-  return { block: { kind, packed: at, sums: at + panelBytes, raw, nibble: null }, size };
 }
 
 /** The CpuPackedOperand of a block at `at` of engine e (its destroy frees the block). */

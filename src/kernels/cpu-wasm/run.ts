@@ -11,8 +11,8 @@ import { type ConcreteRounding, requantize, resolveRounding, roundingOffset, unp
 import { applyOutputPipeline } from '../../reference/pipeline.ts';
 import { allocateDst, DTYPE_BYTES } from '../../spec/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
-import { UINT8_DOMAIN_SHIFT, type GemmResult, type OperandData } from '../../types.ts';
-import { ensureMemory, heapEnd, type RelaxedMode, wasmSpinUs, type WasmEngine } from './engine.ts';
+import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult, type OperandData } from '../../types.ts';
+import { allocateBlock, ensureMemory, freeBlock, heapEnd, type RelaxedMode, wasmSpinUs, type WasmEngine } from './engine.ts';
 import {
   CHUNK_COUNTERS,
   CTX,
@@ -23,8 +23,10 @@ import {
   KERNELS,
   LANE,
   LANE_MAX_M,
+  QUAD_BYTE_ORDER,
   QUAD_NP_ALIGN,
   QUAD_SHAPES,
+  STRIP_PANELS,
   WIDE,
   NR,
   type WasmKernelKind,
@@ -396,6 +398,85 @@ export function prepare(
   };
 }
 
+/**
+ * The block of a K x N 8-bit rhs packed for kernel `kind` (packRhsBlock): its panels' Kp and Np (the
+ * relaxed kernel's columns padded to whole column groups of its few-row kernels, QUAD_NP_ALIGN columns,
+ * gen-relaxed-few.ts), the bytes of the panels, of the panels and column sums, and in all (the 16-bit
+ * kernel also keeps the byte lanes of its few-row kernels, gen-nibble.ts: k padded to 4, columns to
+ * QUAD_NP_ALIGN, in strips).
+ */
+function rhsBlockLayout(K: number, N: number, kind: WasmKernelKind) {
+  const { kstep, elem } = KERNELS[kind];
+  const Kp = roundUp(K, kstep);
+  const Np = roundUp(N, kind === 'relaxed' ? QUAD_NP_ALIGN : NR);
+  const panelBytes = Np * Kp * elem;
+  const packedBytes = panelBytes + 4 * Np;
+  const rawBytes = kind === 'i16' ? roundUp(N, QUAD_NP_ALIGN) * roundUp(K, 4) : 0;
+  return { Kp, Np, panelBytes, packedBytes, rawBytes, size: packedBytes + rawBytes };
+}
+
+/** Bytes of the block packRhsBlock makes for a K x N rhs and kernel `kind`. */
+export const rhsBlockBytes = (K: number, N: number, kind: WasmKernelKind): number => rhsBlockLayout(K, N, kind).size;
+
+/**
+ * Packs p's 8-bit rhs for kernel `kind` into a new block of e's memory (engine.ts allocateBlock,
+ * rhsBlockBytes long; prepackCpu's weights, and the self-check's): the panels (gen-pack.ts pack_rhs),
+ * then the column sums, then for the 16-bit kernel the byte lanes.
+ */
+export function packRhsBlock(e: WasmEngine, p: NormalizedProblem, kind: WasmKernelKind): RhsBlock {
+  const { rhs: op, rhsType: type, K, N } = p;
+  const { Kp, Np, panelBytes, packedBytes, rawBytes, size } = rhsBlockLayout(K, N, kind);
+  const at = allocateBlock(e, size);
+  // The operand's bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
+  const src = heapEnd(e);
+  ensureMemory(e, src + K * N);
+  const buf = e.memory.buffer;
+  const data = bytes(op.data);
+  new Uint8Array(buf, src, K * N).set(data);
+  const { xor, sh } = rhsEncoding(kind, type === 'int8');
+  const rowMajor = op.order === 'row-major';
+  forgetPlan(e);
+  writeContext(buf, {
+    N,
+    K,
+    Kp,
+    Np,
+    rhsSrc: src,
+    rhsSo: rowMajor ? 1 : K,
+    rhsSk: rowMajor ? N : 1,
+    rhsXor: xor,
+    rhsSh: sh,
+    rhsPacked: at,
+    colSums: at + panelBytes,
+  });
+  e.exports[`pack_rhs_${kind}`](0, Np / NR);
+  const raw = rawBytes ? at + packedBytes : null;
+  if (raw !== null) {
+    // Column n's quad q in strip n >> 5 (K padded to 4, times 32 bytes), quad q (128 bytes), panel
+    // (n >> 3) & 3 (32 bytes), half (n & 7) >> 2, lane n & 3. Walked in the operand's storage order, so
+    // that it is read once, in sequence.
+    const out = new Uint8Array(buf, raw, rawBytes).fill(0);
+    const stripBytes = roundUp(K, 4) * 8 * STRIP_PANELS;
+    const column = Int32Array.from(
+      { length: N },
+      (_, n) => (n >> 5) * stripBytes + ((n >> 3) & 3) * 32 + ((n & 7) >> 2) * 16 + (n & 3) * 4,
+    );
+    const quad = Int32Array.from({ length: K }, (_, k) => (k >> 2) * 32 * STRIP_PANELS + QUAD_BYTE_ORDER[k & 3]);
+    if (rowMajor) {
+      for (let k = 0, i = 0; k < K; k++) {
+        const q = quad[k];
+        for (let n = 0; n < N; n++, i++) out[column[n] + q] = data[i];
+      }
+    } else {
+      for (let n = 0, i = 0; n < N; n++) {
+        const c = column[n];
+        for (let k = 0; k < K; k++, i++) out[c + quad[k]] = data[i];
+      }
+    }
+  }
+  return { kind, packed: at, sums: at + panelBytes, raw, nibble: null };
+}
+
 /** [start, end) of part i of n items split T ways. */
 const part = (n: number, T: number, i: number): [number, number] => [Math.floor((n * i) / T), Math.floor((n * (i + 1)) / T)];
 
@@ -693,7 +774,11 @@ export async function warmUp(e: WasmEngine, kind: WasmKernelKind): Promise<void>
   }
 }
 
-/** The relaxed kernel equals the 16-bit one on random problems, every time over warm-up rounds (engine.ts). */
+/**
+ * The relaxed kernel equals the 16-bit one on random problems, every time over warm-up rounds (engine.ts):
+ * the 6x8 kernel, and its few-row kernels over a prepacked rhs (gen-relaxed-few.ts: 1, 2, 3 and 7 rows),
+ * each a function of its own that the engine tiers up on its own.
+ */
 export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boolean> {
   let seed = 0x2545f491;
   const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
@@ -710,17 +795,44 @@ export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boole
   ];
   for (let round = 0; round < 8; round++) {
     for (const [M, N, K] of shapes) {
-      const problem = normalizeProblem({
+      const input = {
         lhs: operand(M, K, (next() & 1) === 1, 'row-major'),
         rhs: operand(K, N, (next() & 1) === 1, (next() & 1) === 1 ? 'row-major' : 'col-major'),
         lhsZeroPoint: (next() & 255) - 64,
         rhsZeroPoint: (next() & 255) - 64,
-      });
+      };
+      const problem = normalizeProblem(input);
       const want = (await runOnEngine(e, problem, 'i16', 1)).data;
       const got = (await runOnEngine(e, problem, 'relaxed', 1, 1, mode)).data;
       for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) return false;
+      const lhs = (rows: number) => operand(rows, K, (next() & 1) === 1, 'row-major');
+      if (M === 1 && !(await relaxedFewAgrees(e, mode, input, lhs))) return false;
     }
     await new Promise((r) => setTimeout(r, 1));
+  }
+  return true;
+}
+
+/**
+ * The relaxed few-row kernels (gen-relaxed-few.ts: 1x4, 2x2, 4x1, and 4x1 over two tiles, one partial)
+ * over `input`'s rhs, prepacked, equal the 16-bit kernel with lhs(rows) for 1, 2, 3 and 7 rows (selfCheck).
+ */
+export async function relaxedFewAgrees(
+  e: WasmEngine,
+  mode: RelaxedMode,
+  input: GemmProblem,
+  lhs: (rows: number) => GemmProblem['lhs'],
+): Promise<boolean> {
+  for (const rows of [1, 2, 3, 7]) {
+    const few = normalizeProblem({ ...input, lhs: lhs(rows) });
+    const want = (await runOnEngine(e, few, 'i16', 1)).data;
+    const block = packRhsBlock(e, few, 'relaxed');
+    try {
+      const got = (await runOnEngine(e, few, 'relaxed', 1, 1, mode, block)).data;
+      for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) return false;
+    } finally {
+      freeBlock(e, block.packed);
+    }
   }
   return true;
 }
