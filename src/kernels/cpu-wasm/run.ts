@@ -782,10 +782,11 @@ export async function warmUp(e: WasmEngine, kind: WasmKernelKind): Promise<void>
 /**
  * The relaxed kernel equals the 16-bit one on random problems, every time over warm-up rounds (engine.ts):
  * the 6x8 kernel, and its few-row kernels over a prepacked rhs (gen-relaxed-few.ts, relaxedFewAgrees),
- * each on problems large enough that the engine optimizes it within the rounds (V8 starts a function in
- * its baseline tier and optimizes it after about 32K iterations of its loop; measured under Node 24,
- * the 1x4 kernel reached the optimizing tier in round 3 of 8 at K x N = 1000 x 1024, and never at
- * 1000 x 40), so that both tiers' code is compared.
+ * each on problems large enough that the engine optimizes it within the rounds, so that both tiers'
+ * code is compared: V8 starts a function in its baseline tier and optimizes it once it has run a while,
+ * for these kernels about 32K iterations of their loop (measured under Node 24: the 1x4 kernel reached
+ * the optimizing tier in round 3 of 8 at K x N = 1000 x 1024, and never at 1000 x 40;
+ * bench/results/2026-11-27-cpu-relaxed-selfcheck-tiers.txt).
  */
 export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boolean> {
   let seed = 0x2545f491;
