@@ -153,8 +153,13 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
         const rhs = { data: Int8Array.from({ length: K * N }, next), rows: K, cols: N, order: 'col-major' as const };
         const data = signed ? Int8Array.from({ length: 3 * K }, next) : Uint8Array.from({ length: 3 * K }, next);
         const input: GemmProblem = { lhs: { data, rows: 3, cols: K }, rhs, lhsZeroPoint: 9, rhsZeroPoint: -3 };
-        expect(await relaxedFewAgrees(e!, mode, confine(input))).toBe(true);
-        if (!e!.relaxed) expect(await relaxedFewAgrees(e!, mode, input)).toBe(false);
+        const block = packRhsBlock(e!, normalizeProblem(input), 'relaxed');
+        try {
+          expect(await relaxedFewAgrees(e!, mode, confine(input), block)).toBe(true);
+          if (!e!.relaxed) expect(await relaxedFewAgrees(e!, mode, input, block)).toBe(false);
+        } finally {
+          freeBlock(e!, block.packed);
+        }
       }
     });
     // A prepacked rhs (kernel.ts packRhsBlock): 1 to 4 rows, and 7, 8, 13 to 16, take the few-row

@@ -1,7 +1,8 @@
 // The WebAssembly CPU kernels as CpuGemmKernel (src/kernels/types.ts), the whole pack -> gemm -> output
 // chain of each in WebAssembly (run.ts): 'cpu-wasm-relaxed' (relaxed-SIMD 8-bit dot products, 6x8
-// micro-kernel or few-row ones over a prepacked rhs, only where engine.ts proved them exact) and 'cpu-wasm-simd' (operands widened to 16 bits,
-// `i32x4.dot_i16x8_s`, 4x8 micro-kernel or, for a few rows, the direct variant of gen-direct.ts; exact
+// micro-kernel or few-row ones over a prepacked rhs, only where engine.ts proved them exact) and
+// 'cpu-wasm-simd' (operands widened to 16 bits, `i32x4.dot_i16x8_s`, 4x8 micro-kernel or, for a few
+// rows, the direct variant of gen-direct.ts; exact
 // everywhere WebAssembly SIMD exists). Both run on the calling thread plus worker threads over a shared
 // memory where there is one. Runs on one engine are serialized (they share its memory). prepackCpu packs
 // an rhs (the weights) once, the pack stage ahead of time, into a block of that memory that outlives a GEMM.

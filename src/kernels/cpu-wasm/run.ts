@@ -803,44 +803,53 @@ export async function selfCheck(e: WasmEngine, mode: RelaxedMode): Promise<boole
     [7, 33, 5],
     [1, 40, 1000],
   ];
-  const fewRhs = operand(1000, 1024, (next() & 1) === 1, 'col-major');
-  for (let round = 0; round < 8; round++) {
-    for (const [M, N, K] of shapes) {
-      const problem = normalizeProblem({
-        lhs: operand(M, K, (next() & 1) === 1, 'row-major'),
-        rhs: operand(K, N, (next() & 1) === 1, (next() & 1) === 1 ? 'row-major' : 'col-major'),
+  // The few-row kernels' rhs, packed once for every round: 64 of its rows drawn, then repeated (a draw for
+  // each of its 1M bytes took ~20 ms, in JavaScript the engine has not optimized yet).
+  const drawn = operand(64, 1024, (next() & 1) === 1, 'row-major').data;
+  const fewRhs = { data: drawn instanceof Int8Array ? new Int8Array(1000 * 1024) : new Uint8Array(1000 * 1024), rows: 1000, cols: 1024 };
+  for (let at = 0; at < fewRhs.data.length; at += drawn.length) fewRhs.data.set(drawn.subarray(0, fewRhs.data.length - at), at);
+  const fewBlock = packRhsBlock(e, normalizeProblem({ lhs: operand(1, 1000, false, 'row-major'), rhs: fewRhs }), 'relaxed');
+  try {
+    for (let round = 0; round < 8; round++) {
+      for (const [M, N, K] of shapes) {
+        const problem = normalizeProblem({
+          lhs: operand(M, K, (next() & 1) === 1, 'row-major'),
+          rhs: operand(K, N, (next() & 1) === 1, (next() & 1) === 1 ? 'row-major' : 'col-major'),
+          lhsZeroPoint: (next() & 255) - 64,
+          rhsZeroPoint: (next() & 255) - 64,
+        });
+        const want = (await runOnEngine(e, problem, 'i16', 1)).data;
+        const got = (await runOnEngine(e, problem, 'relaxed', 1, 1, mode)).data;
+        for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) return false;
+      }
+      const few = {
+        lhs: operand(3, 1000, (next() & 1) === 1, 'row-major'),
+        rhs: fewRhs,
         lhsZeroPoint: (next() & 255) - 64,
-        rhsZeroPoint: (next() & 255) - 64,
-      });
-      const want = (await runOnEngine(e, problem, 'i16', 1)).data;
-      const got = (await runOnEngine(e, problem, 'relaxed', 1, 1, mode)).data;
-      for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) return false;
+        rhsZeroPoint: 7,
+      };
+      if (!(await relaxedFewAgrees(e, mode, few, fewBlock))) return false;
+      await new Promise((r) => setTimeout(r, 1));
     }
-    const few = { lhs: operand(3, 1000, (next() & 1) === 1, 'row-major'), rhs: fewRhs, lhsZeroPoint: (next() & 255) - 64, rhsZeroPoint: 7 };
-    if (!(await relaxedFewAgrees(e, mode, few))) return false;
-    await new Promise((r) => setTimeout(r, 1));
+    return true;
+  } finally {
+    freeBlock(e, fewBlock.packed);
   }
-  return true;
 }
 
 /**
- * The relaxed few-row kernels (gen-relaxed-few.ts: 1x4, 2x2, and 4x1 over a partial tile) over `input`'s
- * rhs, prepacked, equal the 16-bit kernel with the first 1, 2, ..., M rows of its lhs (selfCheck). The
- * lhs is row-major and the problem has no pipeline, so that the first rows of the 16-bit kernel's result
- * are each one's.
+ * The relaxed few-row kernels (gen-relaxed-few.ts: 1x4, 2x2, and 4x1 over a partial tile) over `block`
+ * (`input`'s rhs packed by packRhsBlock for the relaxed kernel) equal the 16-bit kernel with the first
+ * 1, 2, ..., M rows of its lhs (selfCheck). The lhs is row-major and the problem has no pipeline, so that
+ * the first rows of the 16-bit kernel's result are each one's.
  */
-export async function relaxedFewAgrees(e: WasmEngine, mode: RelaxedMode, input: GemmProblem): Promise<boolean> {
+export async function relaxedFewAgrees(e: WasmEngine, mode: RelaxedMode, input: GemmProblem, block: RhsBlock): Promise<boolean> {
   const full = normalizeProblem(input);
   const want = (await runOnEngine(e, full, 'i16', 1)).data;
-  const block = packRhsBlock(e, full, 'relaxed');
-  try {
-    for (let rows = 1; rows <= full.M; rows++) {
-      const lhs = { ...input.lhs, data: input.lhs.data.subarray(0, rows * full.K), rows };
-      const got = (await runOnEngine(e, normalizeProblem({ ...input, lhs }), 'relaxed', 1, 1, mode, block)).data;
-      for (let i = 0; i < got.length; i++) if (got[i] !== want[i]) return false;
-    }
-  } finally {
-    freeBlock(e, block.packed);
+  for (let rows = 1; rows <= full.M; rows++) {
+    const lhs = { ...input.lhs, data: input.lhs.data.subarray(0, rows * full.K), rows };
+    const got = (await runOnEngine(e, normalizeProblem({ ...input, lhs }), 'relaxed', 1, 1, mode, block)).data;
+    for (let i = 0; i < got.length; i++) if (got[i] !== want[i]) return false;
   }
   return true;
 }
