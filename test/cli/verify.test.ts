@@ -11,6 +11,7 @@ import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/e
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
 import { VerifyMismatchError, verifyDevice, verifyPrepackedProblems, verifyProblems, type VerifyReport } from '../../src/verify.ts';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
+import { verifyPrepackedDrivers } from '../support/cpu-drivers.ts';
 
 function capture() {
   const out: string[] = [];
@@ -31,12 +32,14 @@ describe('qgemm verify --backend cpu', () => {
       expect(r).toMatchObject({ mismatches: 0, detail: '', problems: (prepacked ? verifyPrepackedProblems() : verifyProblems()).length });
       expect(r.ms).toBeGreaterThan(0);
     }
-    // Where WebAssembly SIMD runs, the prepacked path's row names the few-row drivers it ran: the byte
-    // lanes, the widening kernel and every 4-bit shape (dot7 or the 16-bit one).
+    // Where WebAssembly SIMD runs, the prepacked path's row names the few-row drivers it ran: those of the
+    // kernel prepackCpu packs for (the byte lanes and the widening kernel, or the relaxed few-row kernels
+    // where the engine proved its relaxed dot exact) and every 4-bit shape (dot7 or the 16-bit one).
     if (report.device.includes('wasm-simd')) {
       const row = report.rows.find((r) => r.configuration.startsWith('prepacked rhs: '));
-      expect(row?.configuration).toMatch(/gemm_lane_1x4/);
-      expect(row?.configuration).toMatch(/gemm_wide_3x4/);
+      expect(row?.kernel).toBe(report.device.includes('relaxed-simd') ? 'cpu-wasm-relaxed' : 'cpu-wasm-simd');
+      for (const driver of verifyPrepackedDrivers({ relaxedSimd: report.device.includes('relaxed-simd') }))
+        expect(row?.configuration).toMatch(driver);
       for (const shape of ['1x4', '2x2', '4x1']) expect(row?.configuration).toMatch(new RegExp(`gemm_nibble7?_${shape}`));
     }
   });

@@ -13,6 +13,7 @@ import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';
+import { prepackedDriver } from '../support/cpu-drivers.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 
 const caps = await wasmCpuCaps();
@@ -43,35 +44,50 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     );
   });
 
-  // A few lhs rows read a prepacked 8-bit rhs as its byte lanes (gen-nibble.ts, lhs - zL in 16 bits):
-  // split for one and two rows, widened in 3-row tiles for 3, 5, 6 and 9 (whole and partial tiles); 4
-  // and 10 rows, the packed panels. Every k past a multiple of 4, both rhs types and orders, lhs zero
-  // points at the 16-bit bound and past it (the panels), on 1, 2 and 3 threads.
-  it.each([1, 2, 3])('the byte lanes: 1 to 10 rows, k mod 4, both rhs types, zero-point bounds, threads %i', async (threads) => {
-    let seed = 11 + threads;
-    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
-    const data = (n: number, signed: boolean) => (signed ? Int8Array.from({ length: n }, next) : Uint8Array.from({ length: n }, next));
-    const driver = (M: number) => (M <= 2 ? /^gemm_lane_/ : [3, 5, 6, 9].includes(M) ? /^gemm_wide_/ : /^gemm_i16$/);
-    for (const M of [1, 2, 3, 4, 5, 6, 9, 10])
-      for (const [N, K] of [
-        [1, 1],
-        [33, 6],
-        [70, 67],
-        [31, 129],
-        [257, 300],
-      ])
-        for (const signed of [false, true])
-          for (const zL of [0, -32512, 32512, 32513]) {
-            const order = (N + K) % 2 ? 'row-major' : 'col-major';
-            const problem: GemmProblem = {
-              lhs: { data: data(M * K, signed), rows: M, cols: K },
-              rhs: { data: data(K * N, signed), rows: K, cols: N, order },
-              lhsZeroPoint: M === 1 ? zL : Int32Array.from({ length: M }, (_, m) => (m % 2 ? -zL : zL)),
-              rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => n - 9),
-            };
-            await expectSame(problem, threads);
-            expect(wasmRunStats.lastDriver).toMatch(Math.abs(zL) <= 32512 ? driver(M) : /^gemm_i16$/);
-          }
+  // A few lhs rows read a prepacked 8-bit rhs with few-row kernels. On the 16-bit kernel, its byte lanes
+  // (gen-nibble.ts, lhs - zL in 16 bits): split for one and two rows, widened in 3-row tiles for 3, 5, 6
+  // and 9 (whole and partial tiles); 4 and 10 rows, the packed panels. On the relaxed kernel (where the
+  // engine proved its dot exact), its few-row kernels (gen-relaxed-few.ts). Every k past a multiple of 4,
+  // both rhs types and orders, lhs zero points at the 16-bit bound and past it (the panels), on 1, 2 and
+  // 3 threads. The byte lanes are forced (relaxedSimd: false) so that every CPU tests them; the engine's
+  // own choice is tested on whichever kernel it packs for (test/support/cpu-drivers.ts).
+  const modes = [
+    ['the byte lanes (relaxed SIMD off)', false],
+    ["the engine's choice", true],
+  ] as const;
+  describe.each(modes)('%s', (_, relaxedSimd) => {
+    it.each([1, 2, 3])('1 to 10 rows, k mod 4, both rhs types, zero-point bounds, threads %i', async (threads) => {
+      configureWasm({ relaxedSimd });
+      try {
+        const engine = await wasmCpuCaps();
+        if (!relaxedSimd) expect(engine.relaxedSimd).toBe(false);
+        let seed = 11 + threads;
+        const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
+        const data = (n: number, signed: boolean) => (signed ? Int8Array.from({ length: n }, next) : Uint8Array.from({ length: n }, next));
+        for (const M of [1, 2, 3, 4, 5, 6, 9, 10])
+          for (const [N, K] of [
+            [1, 1],
+            [33, 6],
+            [70, 67],
+            [31, 129],
+            [257, 300],
+          ])
+            for (const signed of [false, true])
+              for (const zL of [0, -32512, 32512, 32513]) {
+                const order = (N + K) % 2 ? 'row-major' : 'col-major';
+                const problem: GemmProblem = {
+                  lhs: { data: data(M * K, signed), rows: M, cols: K },
+                  rhs: { data: data(K * N, signed), rows: K, cols: N, order },
+                  lhsZeroPoint: M === 1 ? zL : Int32Array.from({ length: M }, (_, m) => (m % 2 ? -zL : zL)),
+                  rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => n - 9),
+                };
+                await expectSame(problem, threads);
+                expect(wasmRunStats.lastDriver).toMatch(prepackedDriver(engine, M, zL));
+              }
+      } finally {
+        configureWasm({ relaxedSimd: true });
+      }
+    });
   });
 
   it('one packed rhs serves many lhs; several stay alive and are freed in any order', async () => {

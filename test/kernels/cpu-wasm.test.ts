@@ -14,6 +14,7 @@ import { normalizeProblem } from '../../src/spec/problem.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
+import { relaxedFewShape } from '../support/cpu-drivers.ts';
 
 const caps = await wasmCpuCaps();
 const u8 = (rows: number, cols: number, fill: number, order: 'row-major' | 'col-major' = 'row-major') => ({
@@ -165,7 +166,6 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
     // A prepacked rhs (kernel.ts packRhsBlock): 1 to 4 rows, and 7, 8, 13 to 16, take the few-row
     // kernels (gen-relaxed-few.ts: 1x4, 2x2 and 4x1 panels, in tiles of 4 rows from 3 rows on, partial
     // ones too), the rest the 6x8; N past a column group of 32 (the padding panels), k past a quad.
-    const fewShape = (M: number) => (M === 1 ? '1x4' : M === 2 ? '2x2' : M <= 4 || [7, 8, 13, 14, 15, 16].includes(M) ? '4x1' : null);
     it.each([1, 2, 3])('a prepacked rhs, 1 to 17 rows, the few-row kernels, threads %i', async (threads) => {
       const dims = fc.tuple(fc.integer({ min: 1, max: 17 }), fc.constantFrom(1, 7, 33, 64, 70), fc.constantFrom(1, 5, 64, 67, 129));
       await fc.assert(
@@ -177,7 +177,7 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
             const block = packRhsBlock(e!, q, 'relaxed');
             try {
               const got = await runPlan(e!, makePlan(e!, q, 'relaxed', threads, 1, mode, block), q, true);
-              const shape = fewShape(q.M);
+              const shape = relaxedFewShape(q.M);
               expect(wasmRunStats.lastDriver).toBe(shape ? `gemm_relaxed_${shape}` : 'gemm_relaxed');
               const d = diffResults(got, referenceGemm(p));
               if (d) expect.fail(formatMismatch(d, `relaxed ${mode} prepacked threads=${threads} ${describeProblem(p)}`));
