@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { CPU_WASM_SIMD, configureWasm, cpuRunStats, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
-import { requantized } from '../../src/kernels/cpu-wasm/run.ts';
+import { requantized } from '../../src/kernels/cpu-wasm/requantize.ts';
 import { requantize, resolveRounding, roundingOffset } from '../../src/quant/lowbit.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';

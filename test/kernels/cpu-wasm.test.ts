@@ -117,9 +117,9 @@ describe.each(CPU_WASM_KERNELS.map((k) => [k.id, k] as const))('%s', (id, kernel
 // (the packed lhs) confined to 0..127 every lowering is exact, so each mode can be forced and checked.
 describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
   const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
-  const { runOnEngine, selfCheck, makePlan, packRhsBlock, relaxedFewAgrees, runPlan, wasmRunStats } = await import(
-    '../../src/kernels/cpu-wasm/run.ts'
-  );
+  const { runOnEngine, makePlan, runPlan, wasmRunStats } = await import('../../src/kernels/cpu-wasm/run.ts');
+  const { selfCheck, relaxedFewAgrees } = await import('../../src/kernels/cpu-wasm/self-check.ts');
+  const { packRhsBlock } = await import('../../src/kernels/cpu-wasm/rhs-block.ts');
   const { freeBlock } = await import('../../src/kernels/cpu-wasm/engine.ts');
   const e = await wasmEngine(selfCheck);
   const hasRelaxed = !!e && 'pack_lhs_relaxed' in e.exports;
@@ -144,7 +144,7 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
         { numRuns: 120 },
       );
     });
-    // The engine's self-check of the few-row kernels (run.ts selfCheck), here on the confined data; where
+    // The engine's self-check of the few-row kernels (self-check.ts selfCheck), here on the confined data; where
     // the engine refused the relaxed dot (its lowering saturates), full-range data must fail it.
     it('the self-check of the few-row kernels agrees on such data', async () => {
       let seed = 77;
@@ -163,7 +163,7 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
         }
       }
     });
-    // A prepacked rhs (kernel.ts packRhsBlock): 1 to 4 rows, and 7, 8, 13 to 16, take the few-row
+    // A prepacked rhs (rhs-block.ts packRhsBlock): 1 to 4 rows, and 7, 8, 13 to 16, take the few-row
     // kernels (gen-relaxed-few.ts: 1x4, 2x2 and 4x1 panels, in tiles of 4 rows from 3 rows on, partial
     // ones too), the rest the 6x8; N past a column group of 32 (the padding panels), k past a quad.
     it.each([1, 2, 3])('a prepacked rhs, 1 to 17 rows, the few-row kernels, threads %i', async (threads) => {
@@ -195,7 +195,7 @@ describe('cpu-wasm relaxed kernel, mode forced, 7-bit packed lhs', async () => {
 describe('cpu-wasm thread pool', () => {
   it("a worker's trap comes back as an Error with its message, and the pool runs the next job", async () => {
     const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
-    const { selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+    const { selfCheck } = await import('../../src/kernels/cpu-wasm/self-check.ts');
     const { WorkerPool } = await import('../../src/kernels/cpu-wasm/pool.ts');
     const e = await wasmEngine(selfCheck);
     if (!e?.shared) return; // no shared memory: no workers
@@ -217,7 +217,7 @@ describe('cpu-wasm thread pool', () => {
 describe('relaxed SIMD gate', () => {
   it('the self-check accepts at most one mode, and only the one the engine chose', async () => {
     const { wasmEngine } = await import('../../src/kernels/cpu-wasm/engine.ts');
-    const { selfCheck } = await import('../../src/kernels/cpu-wasm/run.ts');
+    const { selfCheck } = await import('../../src/kernels/cpu-wasm/self-check.ts');
     const e = await wasmEngine(selfCheck);
     if (!e || !('pack_lhs_relaxed' in e.exports)) return; // this runtime does not validate relaxed SIMD
     const usdot = await selfCheck(e, 'usdot');

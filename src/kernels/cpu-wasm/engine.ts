@@ -10,7 +10,7 @@
 // and not when the caller opts out (configureWasm({ relaxedSimd: false }) or QGEMM_RELAXED_SIMD=0).
 // Where the 7-bit operand stays in 0..127, every lowering (usdot, sdot, the saturating pmaddubsw, whose
 // pair sums then stay below 2^15) gives the same exact result: the 4-bit kernels use relaxed SIMD so
-// (`dot7`, gen-nibble.ts) wherever the runtime validates it, its own probe agrees and the caller has not
+// (`dot7`, gen-dot7.ts) wherever the runtime validates it, its own probe agrees and the caller has not
 // opted out, even where the 8-bit relaxed kernel is refused.
 
 import { InputError } from '../../errors.ts';
@@ -33,7 +33,7 @@ export interface WasmEngine {
   relaxed: RelaxedMode | null;
   /** Why relaxed SIMD is off, or how it was proven. */
   relaxedNote: string;
-  /** Relaxed dot products with the 7-bit operand in 0..127 are exact here (the 4-bit kernels: gen-nibble.ts dot7). */
+  /** Relaxed dot products with the 7-bit operand in 0..127 are exact here (the 4-bit kernels: gen-dot7.ts). */
   dot7: boolean;
   cores: number;
   /** Worker threads; made by the first prepackCpu or the first multi-threaded run (run.ts poolOf). */
@@ -184,7 +184,7 @@ async function probeRelaxed(exports: WasmExports): Promise<{ mode: RelaxedMode |
   return { mode: seen ?? null, dot7 };
 }
 
-/** Checks the relaxed kernel against the 16-bit one on this engine (run.ts); true when bit-exact. */
+/** Checks the relaxed kernel against the 16-bit one on this engine (self-check.ts); true when bit-exact. */
 type SelfCheck = (e: WasmEngine, mode: RelaxedMode) => Promise<boolean>;
 /** Runs the fastest kernel of this engine until the engine has optimized it (run.ts). */
 type WarmUp = (e: WasmEngine) => Promise<void>;

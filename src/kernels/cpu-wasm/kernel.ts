@@ -1,5 +1,5 @@
 // The WebAssembly CPU kernels as CpuGemmKernel (src/kernels/types.ts), the whole pack -> gemm -> output
-// chain of each in WebAssembly (run.ts): 'cpu-wasm-relaxed' (relaxed-SIMD 8-bit dot products, 6x8
+// chain of each in WebAssembly (prepare.ts, run.ts): 'cpu-wasm-relaxed' (relaxed-SIMD 8-bit dot products, 6x8
 // micro-kernel or few-row ones over a prepacked rhs, only where engine.ts proved them exact) and
 // 'cpu-wasm-simd' (operands widened to 16 bits, `i32x4.dot_i16x8_s`, 4x8 micro-kernel or, for a few
 // rows, the direct variant of gen-direct.ts; exact
@@ -9,27 +9,17 @@
 
 import { InputError } from '../../errors.ts';
 import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
+import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../../spec/snapshot.ts';
 import { resolveRounding } from '../../quant/lowbit.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
 import { allocateBlock, configureWasm, freeBlock, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
 import { QUAD_NP_ALIGN, QUAD_SHAPES, STRIP_PANELS, WIDE, type WasmKernelKind } from './layout.ts';
-import {
-  forgetPlan,
-  makePlan,
-  packRhsBlock,
-  requantized,
-  rhsBlockBytes,
-  runOnEngine,
-  runPlan,
-  selfCheck,
-  startWorkers,
-  warmUp,
-  wasmBytesNeeded,
-  wasmRunStats,
-  type Plan,
-  type RhsBlock,
-} from './run.ts';
+import { forgetPlan, type RhsBlock, wasmBytesNeeded } from './prepare.ts';
+import { requantized } from './requantize.ts';
+import { packRhsBlock, rhsBlockBytes } from './rhs-block.ts';
+import { makePlan, runOnEngine, runPlan, startWorkers, warmUp, wasmRunStats, type Plan } from './run.ts';
+import { selfCheck } from './self-check.ts';
 
 export { configureWasm, wasmRunStats, type WasmOptions };
 
@@ -98,7 +88,7 @@ interface Remembered {
   p: NormalizedProblem;
   plan: Plan;
   threads: number;
-  input: Snapshot;
+  input: ProblemSnapshot;
 }
 
 /** What only this module knows of a CpuPackedOperand: where it lies, in which engine's memory, its last plan. */
@@ -336,59 +326,6 @@ export const CPU_WASM_SIMD = wasmKernel('cpu-wasm-simd', 'i16', (c) => c.wasmSim
 export const CPU_WASM_KERNELS: CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIMD];
 
 /**
- * The caller's problem minus the lhs data, deeply copied: what a repeated call must equal, element for
- * element (a per-channel vector edited in place is a different problem).
- */
-type Snapshot = unknown;
-
-function snapshot(v: unknown): Snapshot {
-  if (ArrayBuffer.isView(v)) return (v as Int32Array).slice();
-  if (Array.isArray(v)) return v.map(snapshot);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, snapshot(x)]));
-  return v;
-}
-
-/** Node's Buffer.compare (a native memcmp: ~0.1 µs for a 4096-channel vector, against ~10 µs for a JavaScript loop), else null. */
-const compareBytes = (globalThis as { Buffer?: { compare(a: Uint8Array, b: Uint8Array): number } }).Buffer?.compare ?? null;
-
-function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
-  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-  if (compareBytes) return compareBytes(x, y) === 0;
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
-
-function same(v: unknown, s: Snapshot): boolean {
-  if (ArrayBuffer.isView(v)) {
-    if (!ArrayBuffer.isView(s) || v.constructor !== s.constructor || v.byteLength !== s.byteLength) return false;
-    return sameBytes(v, s);
-  }
-  if (Array.isArray(v)) return Array.isArray(s) && v.length === s.length && v.every((x, i) => same(x, s[i]));
-  if (v && typeof v === 'object') {
-    if (!s || typeof s !== 'object' || Array.isArray(s) || ArrayBuffer.isView(s)) return false;
-    const keys = Object.keys(v);
-    if (keys.length !== Object.keys(s).length) return false;
-    for (const k of keys) if (!(k in s) || !same((v as Record<string, unknown>)[k], (s as Record<string, unknown>)[k])) return false;
-    return true;
-  }
-  return Object.is(v, s);
-}
-
-/** The fields of `problem` that normalizeProblem reads, but the operands' data: the lhs by its shape and type. */
-function key(problem: Omit<GemmProblem, 'rhs'>): Record<string, unknown> {
-  const { lhs } = problem;
-  return {
-    lhs: lhs && { rows: lhs.rows, cols: lhs.cols, order: lhs.order, type: lhs.data?.constructor, length: lhs.data?.length },
-    lhsZeroPoint: problem.lhsZeroPoint,
-    rhsZeroPoint: problem.rhsZeroPoint,
-    pipeline: problem.pipeline,
-    dstOrder: problem.dstOrder,
-    bitDepth: problem.bitDepth,
-  };
-}
-
-/**
  * A GEMM with a prepacked rhs (src/api.ts): the problem is validated and planned (the output program
  * encoded, the regions laid out, the threads' calls written) once; a later call whose problem equals it
  * in everything but the lhs data runs that plan again, with no validation but the lhs's shape and type
@@ -402,8 +339,8 @@ export async function runPrepacked(
 ): Promise<GemmResult> {
   const b = blocks.get(x);
   const last = b?.plan;
-  const hit = !!b && !!last && !x.destroyed && same(key(problem), last.input);
-  const input = hit ? null : snapshot(key(problem));
+  const hit = !!b && !!last && !x.destroyed && sameProblem(problem, last.input);
+  const input = hit ? null : snapshotProblem(problem);
   const p = hit ? null : await validate();
   return serialized(async () => {
     const e = await engine();
@@ -416,7 +353,7 @@ export async function runPrepacked(
     const q = p ?? (await validate());
     const block = rhsBlockFor(x, e, q, x.kernel);
     const plan = makePlan(e, q, block.kind, undefined, threads, e.relaxed, block, true);
-    block.plan = { p: q, plan, threads, input: input ?? snapshot(key(problem)) };
+    block.plan = { p: q, plan, threads, input: input ?? snapshotProblem(problem) };
     return runPlan(e, plan, q, true);
   });
 }

@@ -112,7 +112,7 @@ export const STRIP_PANELS = 4;
 export const QUAD_NP_ALIGN = 8 * STRIP_PANELS;
 /**
  * The quad shape that reads the 8-bit byte lanes (gen-nibble.ts gemm_lane_1x4), for up to LANE_MAX_M
- * rows in tiles of one (run.ts): over the strips, one row twice reads faster than a 2x2 tile, which
+ * rows in tiles of one (prepare.ts): over the strips, one row twice reads faster than a 2x2 tile, which
  * takes half of each strip's quad per pass (measured on an AMD EPYC, Zen 4: 1.09-1.32 against
  * 1.72-2.14 ms at 2x4096^2, one thread).
  */
@@ -123,6 +123,6 @@ export const QUAD_BYTE_ORDER = [0, 2, 1, 3] as const;
 /**
  * The shape of the widening byte-lane kernel (gen-nibble.ts), which reads the same lanes for a few rows
  * more: 3 rows x 4 columns (half a panel) of C per micro-kernel, six int32x4 accumulators. It serves
- * the row counts that 3-row tiles pad less than the 16-bit kernel's 4-row ones (run.ts).
+ * the row counts that 3-row tiles pad less than the 16-bit kernel's 4-row ones (prepare.ts).
  */
 export const WIDE = { mr: 3, nc: 4 } as const;

@@ -1,6 +1,6 @@
 // WAT generator for the DIRECT variant of the 16-bit kernel (pack -> gemm -> output, with no rhs pack):
 // for a few lhs rows the rhs packing costs more than the multiply (every rhs byte is read, widened and
-// written once, then read again), so a row-major rhs is read where it lies. The runtime (run.ts) packs
+// written once, then read again), so a row-major rhs is read where it lies. The runtime (prepare.ts) packs
 // the few lhs rows itself, with the lhs zero point already subtracted (lhs - zL fits in 16 bits for
 // every zero point it lets through), so that no column sums are needed: the four-term expansion
 // reduces to raw - zR * rowSum. For each pair of rhs rows k, k+1 the micro-kernel loads `nc` adjacent
@@ -9,7 +9,7 @@
 // pair. Three shapes keep eight accumulators in registers: 1 row x 32 columns, 2 x 16 and 4 x 8
 // (layout.ts DIRECT). The rhs is the caller's row-major bytes, rows CTX rhsSk apart (a prepacked rhs has
 // its own few-row kernels, gen-nibble.ts). The rhs source has Kp rows (the last one zero where K is odd,
-// run.ts); columns read past N land in C's padding columns, which are never stored.
+// prepare.ts); columns read past N land in C's padding columns, which are never stored.
 
 import { ctx, get, locals, panelLoops, set } from './wat.ts';
 import { DIRECT } from '../layout.ts';

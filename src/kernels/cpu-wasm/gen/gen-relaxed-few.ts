@@ -1,12 +1,12 @@
 // WAT generator for the few-row GEMM stage of the relaxed 8-bit kernel over a prepacked rhs (pack ->
 // GEMM -> output; the rhs was packed once by kernel.ts prepackCpu into the relaxed panels of gen-gemm.ts,
-// the lhs is packed per call by run.ts). The packed 6x8 micro-kernel wastes most of its dot products on a
+// the lhs is packed per call by prepare.ts). The packed 6x8 micro-kernel wastes most of its dot products on a
 // few rows (at one row, 10 of every 12), so up to RELAXED_FEW_MAX_M rows take these instead: the shapes
 // of layout.ts QUAD_SHAPES, mr rows x w panels, eight accumulators, over the same panels.
 //
 // Layout: a relaxed panel is [Kp/4][8][4] signed bytes (columns 0..3 of a quad, then 4..7, each column's
 // four k side by side), panels Kp * 8 bytes apart; the lhs tile is [Kp/4][mr][4] bytes, the packed lhs
-// A' = A - cA that run.ts makes with pack_lhs_few and narrow_lhs (unsigned for usdot, signed for sdot, as
+// A' = A - cA that prepare.ts makes with pack_lhs_few and narrow_lhs (unsigned for usdot, signed for sdot, as
 // the 6x8 kernel's). Per quad, each panel's two vectors meet each row's splatted quad in
 // `i32x4.relaxed_dot_i8x16_i7x16_add_s`, exactly as in the 6x8 kernel, so the engine's proof of that
 // kernel (engine.ts) covers these too. C and the output stage are the 6x8 kernel's.

@@ -11,7 +11,8 @@
 
 import { directFunctions } from './gen-direct.ts';
 import { gemmFunctions, PROBE } from './gen-gemm.ts';
-import { dot7Functions, dynamic, nibbleFunctions } from './gen-nibble.ts';
+import { dot7Functions } from './gen-dot7.ts';
+import { dynamic, nibbleFunctions } from './gen-nibble.ts';
 import { OUTPUT_FUNCTIONS } from './gen-output.ts';
 import { relaxedFewFunctions } from './gen-relaxed-few.ts';
 import { MAX_PAGES, variantName, type Variant } from '../generate-names.ts';
