@@ -27,7 +27,7 @@ import {
   type LayerGemm,
   type Tensor,
 } from './layers.ts';
-import { checkQuant } from './validate.ts';
+import { checkQuant, shown } from './validate.ts';
 
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
 type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
@@ -215,7 +215,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       const weights = w!;
       node.gemm = prefixed(field, () => {
         if (!shape.every((d) => Number.isInteger(d) && d >= 1))
-          throw new InputError(`params.${wKey}.shape`, `expected integers >= 1, got ${brief(shape)}`);
+          throw new InputError(`params.${wKey}.shape`, `expected integers >= 1, got ${shown(shape)}`);
         return layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, full);
       });
     } else if (!params.output || typeof params.output !== 'object') {

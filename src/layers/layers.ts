@@ -22,7 +22,7 @@ import {
   type QuantParams,
 } from './derive.ts';
 import { brief } from '../spec/echo.ts';
-import { checkDims, checkEffectiveScales, checkQuant, checkZeroPoint, weightScales } from './validate.ts';
+import { checkDims, checkEffectiveScales, checkQuant, checkZeroPoint, shown, weightScales } from './validate.ts';
 
 export type { FusedActivation, KernelPath, QuantParams } from './derive.ts';
 
@@ -233,7 +233,7 @@ export function convShape(
   const pairOf = (name: 'stride' | 'dilation'): [number, number] => {
     const v = params[name] ?? [1, 1];
     if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isInteger(x) && x >= 1 && x <= MAX_PATCH_POSITION))
-      throw new InputError(`params.${name}`, `expected [h, w] of integers in 1..${limit}, got ${brief(v)}`);
+      throw new InputError(`params.${name}`, `expected [h, w] of integers in 1..${limit}, got ${shown(v)}`);
     return [v[0], v[1]];
   };
   const [sh, sw] = pairOf('stride');

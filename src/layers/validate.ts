@@ -46,10 +46,15 @@ export function weightScales(field: string, scale: number | Float32Array, channe
   return scale;
 }
 
+/** A short list as written ([1, -1, 2.5]), anything else as brief() echoes it. */
+export function shown(v: unknown): string {
+  return Array.isArray(v) && v.length <= 8 && v.every((x) => typeof x === 'number') ? `[${v.join(', ')}]` : brief(v);
+}
+
 /** A shape of `rank` integers, each at least `min`. */
 export function checkDims(field: string, shape: unknown, rank: number, what: string, min = 1): number[] {
   if (!Array.isArray(shape) || shape.length !== rank || !shape.every((d) => Number.isInteger(d) && d >= min && d <= 2 ** 53))
-    throw new InputError(field, `expected ${what} of integers >= ${min}, got ${brief(shape)}`);
+    throw new InputError(field, `expected ${what} of integers >= ${min}, got ${shown(shape)}`);
   return shape;
 }
 

@@ -7,6 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { type Conv2dParams, conv2d, fullyConnected, type FullyConnectedParams, type Tensor } from '../../src/layers/layers.ts';
 import { checkLayers, runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
+import { checkPatchGeometry, type PatchGeometry } from '../../src/pack/patches.ts';
 
 const fcInput = (): Tensor => ({ data: Int8Array.of(1, -2, 3, 4, 5, -6), shape: [2, 3] });
 const fcParams = (): FullyConnectedParams => ({
@@ -181,6 +182,34 @@ describe('10: one limit on stride and dilation, stated in the message, on every 
   test('a stride of 1e9 over a small input runs (one output pixel)', async () => {
     const r = await conv({ ...convParams(), stride: [1e9, 1e9] });
     expect(r.shape).toEqual([1, 1, 1, 1]);
+  });
+  test('the GPU patch packing (ctx.packPatches) states the same limit', () => {
+    const g: PatchGeometry = {
+      batch: 1,
+      height: 2,
+      width: 2,
+      channels: 3,
+      filterHeight: 1,
+      filterWidth: 1,
+      strideHeight: 1e9,
+      strideWidth: 1,
+      dilationHeight: 1,
+      dilationWidth: 1,
+      padTop: 0,
+      padLeft: 0,
+      outHeight: 1,
+      outWidth: 2,
+    };
+    checkPatchGeometry(g, 12); // one output row: the stride moves no tap
+    const e = (() => {
+      try {
+        checkPatchGeometry({ ...g, strideHeight: 2 ** 31 }, 12);
+      } catch (x) {
+        return x as InputError;
+      }
+    })();
+    expect(e?.field).toBe('geometry.strideHeight');
+    expect(e?.message).toMatch(/2147483647/);
   });
   test('a stride or a dilated filter extent beyond 2^31 - 1 names the field and the limit', async () => {
     const e = await refusal(conv({ ...convParams(), stride: [2 ** 31, 1] }));
