@@ -242,7 +242,7 @@ export function prefixed<T>(field: string, fn: () => T): T {
 export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {
   if (!inputs || typeof inputs !== 'object') throw new InputError('input', 'expected a Tensor or tensors by name');
   // one tensor has typed-array data; tensors by name have tensors, even under the names "data" and "shape"
-  const one = !(inputs instanceof Map) && ArrayBuffer.isView((inputs as Tensor).data);
+  const one = !(inputs instanceof Map) && (ArrayBuffer.isView((inputs as Tensor).data) || Array.isArray((inputs as Tensor).shape));
   const map = new Map<string, Tensor>(one ? [['input', inputs as Tensor]] : entriesOf(inputs as Record<string, Tensor>));
   let dtype = g.dtype;
   let first = '';
