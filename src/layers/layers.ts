@@ -196,7 +196,8 @@ export async function fullyConnected(input: Tensor, params: FullyConnectedParams
   if (!w || typeof w !== 'object') throw new InputError('params.weights', `expected {data, shape, scale}, got ${brief(w)}`);
   const [N, K] = checkDims('params.weights.shape', w.shape, 2, '[N, K]');
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
-  const M = fcRows(input.shape, input.data?.length, K);
+  dtypeOf(input.data, 'input.data');
+  const M = fcRows(input.shape, input.data.length, K);
   const data = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
   return { data, shape: [M, N] };
 }
@@ -276,10 +277,11 @@ export function convShape(
 /** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
 export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
+  dtypeOf(input.data, 'input.data');
   const { geometry, M, K, outShape } = convShape(input.shape, params);
   const O = outShape[3];
   const size = input.shape.reduce((a, b) => a * b, 1);
-  if (input.data?.length !== size) throw new InputError('input.data', `expected ${size} values, got ${brief(input.data?.length)}`);
+  if (input.data.length !== size) throw new InputError('input.data', `expected ${size} values, got ${input.data.length}`);
   const f = params.filter;
   const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
   const { post, ...common } = g;
