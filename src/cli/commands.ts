@@ -13,7 +13,7 @@ import { runOp, type Backend } from '../api.ts';
 import type { GemmProblem } from '../types.ts';
 import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
 import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
-import { LAYER_OPS, isLayerOp, parseLayerSpec, parseSequentialSpec } from './layer-spec.ts';
+import { LAYER_OPS, inSpecTerms, isLayerOp, parseLayerSpec, parseSequentialSpec } from './layer-spec.ts';
 import { conv2d, fullyConnected } from '../layers/layers.ts';
 import { checkLayers, runLayers, Sequential } from '../layers/sequential.ts';
 import { onBackend } from '../api.ts';
@@ -102,21 +102,29 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     budget.take('out', bytes, `the layers' working memory needs about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
     const graph = { inputs: spec.quant };
-    checkLayers(spec.layers, spec.inputs, graph); // names, quantizations and shapes, before any device
+    await inSpecTerms(() => checkLayers(spec.layers, spec.inputs, graph)); // every layer and shape, before any device
+    // the FC reference path requantizes on the host in float64: the graph on the GPU does not take it
+    const hostOnly = spec.layers.findIndex((l) => l.op === 'fullyConnected' && l.params.kernelPath === 'reference');
+    if (hostOnly >= 0 && opts.backend === 'webgpu') {
+      const why = 'the FC reference path requantizes on the host in float64, which a graph on the GPU does not: run it with --backend cpu';
+      throw new InputError(`layers[${hostOnly}].kernelPath`, why);
+    }
     const t0 = performance.now();
     // on the GPU one context: weights prepacked once, intermediates kept on the GPU
-    const r = await onBackend(
-      () => runLayers(spec.layers, spec.inputs, { ...graph, backend: 'cpu' }),
-      async (ctx) => {
-        const seq = await Sequential.create(ctx, spec.layers, graph);
-        try {
-          return await seq.run(spec.inputs);
-        } finally {
-          seq.destroy();
-        }
-      },
-      opts.backend,
-      { warn: opts.warn },
+    const r = await inSpecTerms(() =>
+      onBackend(
+        () => runLayers(spec.layers, spec.inputs, { ...graph, backend: 'cpu' }),
+        async (ctx) => {
+          const seq = await Sequential.create(ctx, spec.layers, graph);
+          try {
+            return await seq.run(spec.inputs);
+          } finally {
+            seq.destroy();
+          }
+        },
+        hostOnly >= 0 ? 'cpu' : opts.backend, // 'auto' runs such a graph on the CPU
+        { warn: opts.warn },
+      ),
     );
     const ops = spec.layers.map((l) => l.op).join(' -> ');
     opts.verbose?.(`qgemm: sequential of ${spec.layers.length} layers (${ops}) ran on ${r.backend}, ${ms(t0)}`);
@@ -130,10 +138,9 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     checkOut('out', spec.out, files);
     const backend = { backend: opts.backend };
     const t0 = performance.now();
-    const r =
-      spec.op === 'fullyConnected'
-        ? await fullyConnected(spec.input, spec.params, backend)
-        : await conv2d(spec.input, spec.params, backend);
+    const r = await inSpecTerms(() =>
+      spec.op === 'fullyConnected' ? fullyConnected(spec.input, spec.params, backend) : conv2d(spec.input, spec.params, backend),
+    );
     opts.verbose?.(`qgemm: ${spec.op} ran with --backend ${opts.backend}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);

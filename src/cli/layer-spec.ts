@@ -12,11 +12,12 @@
 //    "padding": "SAME"|"VALID", "stride": [h, w], "dilation": [h, w]}  (stride, dilation optional)
 //   {"op": "sequential", ...}: a graph of such layers and elementwise ops (parseSequentialSpec below).
 // Scales are JSON numbers rounded to float32, as a .tflite file stores them. Every bad field is an
-// InputError naming it.
+// InputError naming it; what the library finds (src/layers/) is named in the spec's terms (specField).
 
 import { InputError } from '../errors.ts';
 import type { Conv2dParams, FullyConnectedParams, FusedActivation, QuantParams, Tensor } from '../layers/layers.ts';
 import type { SequentialLayer } from '../layers/sequential.ts';
+import { checkScale32 } from '../layers/validate.ts';
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
@@ -68,8 +69,9 @@ export function parseSequentialSpec(
       graphInputs.push([name, `inputs.${brief(name).slice(1, -1)}`, v]);
     }
   }
-  const inputs: Record<string, Tensor> = {};
-  const quant: Record<string, QuantParams> = {};
+  // names are data: no key (not even "__proto__") reaches a prototype
+  const inputs: Record<string, Tensor> = Object.create(null);
+  const quant: Record<string, QuantParams> = Object.create(null);
   for (const [name, field, v] of graphInputs) {
     if (!isObject(v)) throw new InputError(field, `expected {"data": "x.npy", "scale": ..., "zeroPoint": ...}, got ${brief(v)}`);
     checkKeys(field, v, ['data', 'scale', 'zeroPoint']);
@@ -140,9 +142,32 @@ function required(field: string, obj: Record<string, unknown>, key: string): unk
   return obj[key];
 }
 
-function scale32(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InputError(field, `expected a positive number, got ${brief(v)}`);
-  return Math.fround(v);
+const scale32 = checkScale32;
+
+/**
+ * A library field (src/layers/) as the spec writes it: no `params.` level (`params.input.scale` ->
+ * `input.scale`, `layers[2].params.bias` -> `layers[2].bias`), shapes as the .npy files that carry them
+ * (`params.filter.shape` -> `filter.data`), the graph input "input" as the spec's "input", an elementwise
+ * layer's operands as its "inputs".
+ */
+export function specField(field: string): string {
+  return field
+    .replace(/^(layers\[\d+\]\.)?params\./, '$1')
+    .replace(/^inputs\.input(?=\.|$)/, 'input')
+    .replace(/^(layers\[\d+\]\.)a(?=\.|$)/, '$1inputs[0]')
+    .replace(/^(layers\[\d+\]\.)b(?=\.|$)/, '$1inputs[1]')
+    .replace(/^((?:layers\[\d+\]\.)?(?:weights|filter)|input|inputs\..+)\.shape$/, '$1.data');
+}
+
+/** Runs fn (the library on a parsed spec), naming its InputErrors' fields in the spec's terms. */
+export async function inSpecTerms<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof InputError && specField(e.field) !== e.field)
+      throw new InputError(specField(e.field), e.message.slice(e.field.length + 2));
+    throw e;
+  }
 }
 
 function tensor(field: string, v: Record<string, unknown>, io: SpecIo): { data: Uint8Array | Int8Array; shape: number[] } {

@@ -9,7 +9,7 @@
 
 import { gemm, onBackend, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
-import { type PatchGeometry, patchShape } from '../pack/patches.ts';
+import { MAX_PATCH_POSITION, type PatchGeometry, patchShape } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
 import type { GemmProblem, Operand, OperandData, OutputStage } from '../types.ts';
 import {
@@ -22,6 +22,7 @@ import {
   type QuantParams,
 } from './derive.ts';
 import { brief } from '../spec/echo.ts';
+import { checkDims, checkEffectiveScales, checkQuant, checkZeroPoint, shown, weightScales } from './validate.ts';
 
 export type { FusedActivation, KernelPath, QuantParams } from './derive.ts';
 
@@ -77,26 +78,6 @@ export const dtypeOf = (d: OperandData, field: string): 'uint8' | 'int8' => {
   throw new InputError(field, 'expected a Uint8Array or an Int8Array');
 };
 
-function checkQuant(field: string, q: QuantParams, dtype: 'uint8' | 'int8'): void {
-  if (!q || typeof q !== 'object') throw new InputError(field, 'expected {scale, zeroPoint}');
-  if (!(Number.isFinite(q.scale) && q.scale > 0))
-    throw new InputError(`${field}.scale`, `expected a positive finite float32, got ${q.scale}`);
-  const [lo, hi] = dtype === 'uint8' ? [0, 255] : [-128, 127];
-  if (!Number.isInteger(q.zeroPoint) || q.zeroPoint < lo || q.zeroPoint > hi) {
-    throw new InputError(`${field}.zeroPoint`, `expected an integer in ${lo}..${hi} (${dtype}), got ${q.zeroPoint}`);
-  }
-}
-
-function weightScales(field: string, scale: number | Float32Array, channels: number): Float32Array {
-  const s = typeof scale === 'number' ? Float32Array.of(scale) : scale;
-  if (!(s instanceof Float32Array) || (s.length !== 1 && s.length !== channels)) {
-    throw new InputError(`${field}.scale`, `expected a number or a Float32Array of ${channels} (one per output channel)`);
-  }
-  const bad = s.findIndex((v) => !(Number.isFinite(v) && v > 0));
-  if (bad >= 0) throw new InputError(`${field}.scale[${bad}]`, `expected a positive finite scale, got ${s[bad]}`);
-  return s;
-}
-
 /** A layer's GEMM without its lhs: the weights as rhs, zero points, the derived stages; `post` for the FC reference path. */
 export interface LayerGemm {
   rhs: GemmProblem['rhs'];
@@ -106,6 +87,8 @@ export interface LayerGemm {
   /** FC reference path: the float64 requantization of the int32 result, on the host. */
   post?: (acc: ArrayLike<number>, M: number) => Uint8Array | Int8Array;
 }
+
+const ACTIVATIONS: readonly unknown[] = ['NONE', 'RELU', 'RELU6', 'RELU_N1_TO_1'];
 
 type LayerCommon = { input: QuantParams; bias?: Int32Array; output: QuantParams; activation?: FusedActivation; kernelPath?: KernelPath };
 
@@ -120,13 +103,14 @@ export function layerGemm(
   p: LayerCommon,
 ): LayerGemm {
   const weightType = dtypeOf(weights.data, `${weightsField}.data`);
+  // one dtype for activations and weights, as in TFLite's int8 and legacy uint8 models (and Sequential)
+  if (weightType !== dtype) throw new InputError('input.data', `expected ${weightType} data, as the weights (${weightsField}.data)`);
   checkQuant('params.input', p.input, dtype);
   checkQuant('params.output', p.output, dtype);
   if (weights.data.length !== N * K)
     throw new InputError(`${weightsField}.data`, `expected ${N * K} values (${N} x ${K}), got ${weights.data.length}`);
   const scales = weightScales(weightsField, weights.scale, N);
-  const wz = weights.zeroPoint ?? 0;
-  if (!Number.isInteger(wz)) throw new InputError(`${weightsField}.zeroPoint`, `expected an integer, got ${wz}`);
+  const wz = checkZeroPoint(`${weightsField}.zeroPoint`, weights.zeroPoint ?? 0, weightType);
   if (p.bias !== undefined && (!(p.bias instanceof Int32Array) || p.bias.length !== N)) {
     throw new InputError('params.bias', `expected an Int32Array of ${N} (one per output channel)`);
   }
@@ -135,6 +119,8 @@ export function layerGemm(
     throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${brief(path)}`);
   }
   const activation = p.activation ?? 'NONE';
+  if (!ACTIVATIONS.includes(activation))
+    throw new InputError('params.activation', `expected ${ACTIVATIONS.join(', ')}, got ${brief(activation)}`);
   const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: p.bias }] : [];
   const gemm: LayerGemm = {
     rhs: { data: weights.data, rows: K, cols: N, order: 'col-major' },
@@ -157,6 +143,7 @@ export function layerGemm(
       ...bias,
       ...deriveStages({ op, path, input: p.input, weightScales: scales, weightType, output: p.output, channels: N, dtype, activation }),
     ];
+    checkEffectiveScales(gemm.pipeline, weightsField, scales.length > 1);
   }
   return gemm;
 }
@@ -190,6 +177,7 @@ export function fcRows(shape: readonly number[], length: number, K: number): num
   if (!Array.isArray(shape) || shape.length < 1 || !shape.every((d) => Number.isInteger(d) && d >= 0))
     throw new InputError('input.shape', 'expected [..., K]: a list of sizes');
   const size = shape.reduce((a, b) => a * b, 1);
+  if (size < K) throw new InputError('input.shape', `expected at least one row of K = ${K} values, got [${shape}]`);
   if (length !== size || size % K !== 0) {
     throw new InputError(
       'input.shape',
@@ -205,10 +193,11 @@ export function fcRows(shape: readonly number[], length: number, K: number): num
  */
 export async function fullyConnected(input: Tensor, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
   const w = params?.weights;
-  if (!w || !Array.isArray(w.shape) || w.shape.length !== 2) throw new InputError('params.weights.shape', 'expected [N, K]');
-  const [N, K] = w.shape;
+  if (!w || typeof w !== 'object') throw new InputError('params.weights', `expected {data, shape, scale}, got ${brief(w)}`);
+  const [N, K] = checkDims('params.weights.shape', w.shape, 2, '[N, K]');
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
-  const M = fcRows(input.shape, input.data?.length, K);
+  dtypeOf(input.data, 'input.data');
+  const M = fcRows(input.shape, input.data.length, K);
   const data = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
   return { data, shape: [M, N] };
 }
@@ -235,27 +224,37 @@ export function convShape(
   inputShape: readonly number[],
   params: Conv2dParams,
 ): { geometry: PatchGeometry; M: number; K: number; outShape: [number, number, number, number] } {
+  // every dimension checked before any work that is proportional to one (0 channels: no im2col at all)
+  const [B, H, W, C] = checkDims('input.shape', inputShape, 4, 'NHWC [B, H, W, C]');
   const f = params?.filter;
-  if (!f || !Array.isArray(f.shape) || f.shape.length !== 4) throw new InputError('params.filter.shape', 'expected OHWI [O, KH, KW, C]');
-  if (!Array.isArray(inputShape) || inputShape.length !== 4) throw new InputError('input.shape', 'expected NHWC [B, H, W, C]');
-  const [B, H, W, C] = inputShape;
-  const [O, KH, KW, FC] = f.shape;
+  if (!f || typeof f !== 'object') throw new InputError('params.filter', `expected {data, shape, scale}, got ${brief(f)}`);
+  const [O, KH, KW, FC] = checkDims('params.filter.shape', f.shape, 4, 'OHWI [O, KH, KW, C]');
   if (FC !== C) throw new InputError('params.filter.shape', `filter depth ${FC} != input channels ${C}`);
-  const [sh, sw] = params.stride ?? [1, 1];
-  const [dh, dw] = params.dilation ?? [1, 1];
-  for (const [name, v] of [
-    ['stride', sh],
-    ['stride', sw],
-    ['dilation', dh],
-    ['dilation', dw],
-  ] as const) {
-    if (!Number.isInteger(v) || v < 1) throw new InputError(`params.${name}`, `expected positive integers, got ${v}`);
-  }
+  const limit = `${MAX_PATCH_POSITION} (2^31 - 1: patch positions are 32-bit integers on the GPU, and every backend takes the same limit)`;
+  const pairOf = (name: 'stride' | 'dilation'): [number, number] => {
+    const v = params[name] ?? [1, 1];
+    if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isInteger(x) && x >= 1 && x <= MAX_PATCH_POSITION))
+      throw new InputError(`params.${name}`, `expected [h, w] of integers in 1..${limit}, got ${shown(v)}`);
+    return [v[0], v[1]];
+  };
+  const [sh, sw] = pairOf('stride');
+  const [dh, dw] = pairOf('dilation');
   if (params.padding !== 'SAME' && params.padding !== 'VALID')
     throw new InputError('params.padding', `expected 'SAME' or 'VALID', got ${brief(params.padding)}`);
   const gh = convGeometry(H, KH, sh, dh, params.padding);
   const gw = convGeometry(W, KW, sw, dw, params.padding);
   if (gh.out < 1 || gw.out < 1) throw new InputError('params.filter.shape', 'the filter is larger than the input (VALID padding)');
+  for (const [g, k, s, d] of [
+    [gh, KH, sh, dh],
+    [gw, KW, sw, dw],
+  ] as const) {
+    // the last tap's position in the padded input, as the GPU's patch packing computes it
+    const last = (g.out - 1) * s + (k - 1) * d;
+    if (last > MAX_PATCH_POSITION) {
+      const field = (k - 1) * d > MAX_PATCH_POSITION ? (d > 1 ? 'params.dilation' : 'params.filter.shape') : 'input.shape';
+      throw new InputError(field, `the last filter tap lies at position ${last} of the padded input, above ${limit}`);
+    }
+  }
   const geometry: PatchGeometry = {
     batch: B,
     height: H,
@@ -277,12 +276,12 @@ export function convShape(
 
 /** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
 export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
-  if (!input || !Array.isArray(input.shape) || input.shape.length !== 4) throw new InputError('input.shape', 'expected NHWC [B, H, W, C]');
+  if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
+  dtypeOf(input.data, 'input.data');
   const { geometry, M, K, outShape } = convShape(input.shape, params);
   const O = outShape[3];
   const size = input.shape.reduce((a, b) => a * b, 1);
   if (input.data.length !== size) throw new InputError('input.data', `expected ${size} values, got ${input.data.length}`);
-  checkQuant('params.input', params.input, dtypeOf(input.data, 'input.data'));
   const f = params.filter;
   const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
   const { post, ...common } = g;

@@ -10,302 +10,38 @@
 // and conv2d(). Quantization flows as in a TFLite graph: a layer's input quantization is its producer's
 // output quantization (given again on the layer, it must agree), and a graph input's is declared in
 // `inputs` or on the layers that read it. The FC reference path requantizes on the host in float64, so a
-// Sequential refuses it (runLayers runs it). Shapes are checked for the whole graph before anything runs.
+// Sequential refuses it (runLayers runs it). Every layer's parameters and shapes are checked for the whole graph before anything runs (./graph.ts).
 
 import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
-import type { PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem, GpuMatrix, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
+import { prepareElementwise } from '../spec/elementwise.ts';
 import {
-  broadcastShapes,
-  ELEMENTWISE_KERNEL_PATHS,
-  prepareElementwise,
-  xnnpackTakesElementwise,
-  type ElementwiseKernelPath,
-  type ElementwiseProblem,
-} from '../spec/elementwise.ts';
-import { brief } from '../spec/echo.ts';
-import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
-import {
-  conv2d,
-  convShape,
-  dtypeOf,
-  fcRows,
-  fullyConnected,
-  im2col,
-  layerGemm,
-  type Conv2dParams,
-  type FullyConnectedParams,
-  type LayerGemm,
-  type Tensor,
-} from './layers.ts';
+  elementwiseProblem,
+  type Graph,
+  inferShapes,
+  namedInputs,
+  type Node,
+  planGraph,
+  prefixed,
+  type SequentialInputs,
+  type SequentialLayer,
+  type SequentialOptions,
+  sizeOf,
+  type Step,
+} from './graph.ts';
+import { conv2d, dtypeOf, fullyConnected, im2col, type Conv2dParams, type FullyConnectedParams, type Tensor } from './layers.ts';
 
-/** A layer's parameters with its input quantization optional: taken from the producer when left out. */
-type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
-
-/**
- * An elementwise layer's quantization: a and b (optional, as the producers' outputs), the output, the
- * fused activation, and whose arithmetic: 'xnnpack' (default), XNNPACK's, which TFLite's default
- * interpreter delegates quantized ADD/SUB/MUL to (with XNNPACK's activation clamp; where the delegate
- * would not take the node for its scales, TFLite's builtin kernel and clamp, as the interpreter does),
- * or 'builtin', TFLite's builtin kernels' (src/spec/elementwise.ts).
- */
-export interface ElementwiseLayerParams {
-  a?: QuantParams;
-  b?: QuantParams;
-  output: QuantParams;
-  activation?: FusedActivation;
-  kernelPath?: ElementwiseKernelPath;
-}
-
-/**
- * One layer of a graph. `name` (default `layers[i]`) is what later layers read it by; `input`/`inputs` name
- * an earlier layer or a graph input (default: the previous layer's output, and for the first layer the
- * graph input 'input').
- */
-export type SequentialLayer =
-  | { op: 'fullyConnected'; name?: string; input?: string; params: InputOptional<FullyConnectedParams> }
-  | { op: 'conv2d'; name?: string; input?: string; params: InputOptional<Conv2dParams> }
-  | { op: 'add' | 'sub' | 'mul'; name?: string; inputs: [string, string]; params: ElementwiseLayerParams }
-  | { op: 'requantize'; name?: string; input?: string; params: RequantizeLayerParams };
-
-/**
- * TFLite's QUANTIZE of an 8-bit tensor to a new scale and zero point (same dtype): zeroPoint' +
- * MultiplyByQuantizedMultiplier(q - zeroPoint, QuantizeMultiplier(scale / scale')), clamped to the type.
- * That is MUL's arithmetic with a second operand of real value 1 (scale 1, zero point 0), which runs it.
- */
-export interface RequantizeLayerParams {
-  input?: QuantParams;
-  output: QuantParams;
-}
-
-/** A FULLY_CONNECTED layer of a graph (the first form Sequential took). */
-export type SequentialFullyConnected = Extract<SequentialLayer, { op: 'fullyConnected' }>;
-
-export interface SequentialOptions {
-  /** The quantization of each graph input, by name (else taken from the layers that read it). */
-  inputs?: Record<string, QuantParams>;
-}
-
-/** The graph's inputs: one tensor (the graph input 'input'), or tensors by name. */
-export type SequentialInputs = Tensor | Record<string, Tensor>;
-
-/** A layer resolved: what it reads (by name, with their quantization), its GEMM for FC and conv. */
-interface Node {
-  layer: SequentialLayer;
-  field: string;
-  name: string;
-  inputs: string[];
-  quant: QuantParams[];
-  output: QuantParams;
-  gemm?: LayerGemm;
-  /** The layer's parameters with every quantization filled in (what fullyConnected/conv2d take). */
-  params?: FullyConnectedParams | Conv2dParams;
-}
-
-/** A graph checked once: its nodes, the graph inputs it reads, its activations' dtype (from the weights). */
-interface Graph {
-  nodes: Node[];
-  inputNames: string[];
-  dtype: 'uint8' | 'int8' | null;
-  /** Index of the last layer that reads each value. */
-  lastUse: Map<string, number>;
-}
-
-const ELEMENTWISE = ['add', 'sub', 'mul', 'requantize'] as const;
-const sameQuant = (a: QuantParams, b: QuantParams) => Math.fround(a.scale) === Math.fround(b.scale) && a.zeroPoint === b.zeroPoint;
-
-function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Graph {
-  if (!Array.isArray(layers) || layers.length === 0) throw new InputError('layers', 'expected at least one layer');
-  const produced = new Map<string, QuantParams>(); // layer name -> output quantization
-  const graphInputs = new Map<string, QuantParams | undefined>(Object.entries(opts.inputs ?? {}));
-  const declared = new Set(graphInputs.keys());
-  const used = new Set<string>();
-  const nodes: Node[] = [];
-  const lastUse = new Map<string, number>();
-  let dtype: 'uint8' | 'int8' | null = null;
-  layers.forEach((layer, i) => {
-    const field = `layers[${i}]`;
-    if (!layer || typeof layer !== 'object') throw new InputError(field, `expected a layer object, got ${brief(layer)}`);
-    const { op } = layer;
-    const gemmLayer = op === 'fullyConnected' || op === 'conv2d';
-    if (!gemmLayer && !(ELEMENTWISE as readonly string[]).includes(op)) {
-      throw new InputError(`${field}.op`, `expected "fullyConnected", "conv2d", "add", "sub", "mul" or "requantize", got ${brief(op)}`);
-    }
-    const name = layer.name ?? field;
-    if (typeof name !== 'string' || name === '') throw new InputError(`${field}.name`, `expected a non-empty string, got ${brief(name)}`);
-    if (produced.has(name) || declared.has(name) || used.has(name)) {
-      throw new InputError(`${field}.name`, `"${name}" names an earlier layer or a graph input already`);
-    }
-    const params = layer.params;
-    if (!params || typeof params !== 'object') throw new InputError(`${field}.params`, 'missing');
-    let refs: string[];
-    let given: (QuantParams | undefined)[];
-    let refFields: string[];
-    const single = gemmLayer || op === 'requantize';
-    if (single) {
-      const ref = 'input' in layer && layer.input !== undefined ? layer.input : i === 0 ? 'input' : nodes[i - 1].name;
-      refs = [ref];
-      given = [(params as { input?: QuantParams }).input];
-      refFields = [`${field}.input`];
-    } else {
-      const ins = (layer as { inputs?: unknown }).inputs;
-      if (!Array.isArray(ins) || ins.length !== 2) throw new InputError(`${field}.inputs`, `expected two names, got ${brief(ins)}`);
-      refs = ins;
-      const p = params as ElementwiseLayerParams;
-      given = [p.a, p.b];
-      refFields = [`${field}.inputs[0]`, `${field}.inputs[1]`];
-    }
-    const quant = refs.map((ref, j) => {
-      const qField = single ? `${field}.params.input` : `${field}.params.${'ab'[j]}`;
-      if (typeof ref !== 'string' || ref === '') throw new InputError(refFields[j], `expected a name, got ${brief(ref)}`);
-      if (layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
-        throw new InputError(refFields[j], `"${ref}" is this or a later layer: a layer reads earlier layers only`);
-      }
-      lastUse.set(ref, i);
-      const g = given[j];
-      const known = produced.get(ref) ?? graphInputs.get(ref);
-      if (!produced.has(ref)) {
-        used.add(ref);
-        if (known === undefined) {
-          if (!g) throw new InputError(qField, `missing: the quantization of graph input "${ref}" is declared nowhere`);
-          graphInputs.set(ref, g);
-          return g;
-        }
-      }
-      if (g && !sameQuant(g, known!)) {
-        const what = produced.has(ref) ? `layer "${ref}"'s output` : `graph input "${ref}"`;
-        throw new InputError(qField, `expected ${what} quantization (scale ${known!.scale}, zero point ${known!.zeroPoint})`);
-      }
-      return known!;
-    });
-    const node: Node = { layer, field, name, inputs: refs, quant, output: params.output };
-    if (op === 'fullyConnected' || op === 'conv2d') {
-      const wKey = op === 'conv2d' ? 'filter' : 'weights';
-      const w = op === 'conv2d' ? (params as Conv2dParams).filter : (params as FullyConnectedParams).weights;
-      const wDtype = dtypeOf(w?.data, `${field}.params.${wKey}.data`);
-      if (dtype && wDtype !== dtype)
-        throw new InputError(`${field}.params.${wKey}.data`, `expected ${dtype} weights, as the earlier layers'`);
-      dtype = wDtype; // activations take the weights' dtype, as in TFLite's int8 and legacy uint8 models
-      const full = { ...params, input: quant[0] } as FullyConnectedParams & Conv2dParams;
-      node.params = full;
-      const shape: number[] | undefined = w?.shape;
-      if (!shape || !Array.isArray(shape) || shape.length !== (op === 'conv2d' ? 4 : 2)) {
-        throw new InputError(`${field}.params.${wKey}.shape`, op === 'conv2d' ? 'expected OHWI [O, KH, KW, C]' : 'expected [N, K]');
-      }
-      const N = shape[0];
-      const K = op === 'conv2d' ? shape[1] * shape[2] * shape[3] : shape[1];
-      const weights = w!;
-      node.gemm = prefixed(field, () =>
-        layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, full),
-      );
-    } else if (!params.output || typeof params.output !== 'object') {
-      throw new InputError(`${field}.params.output`, 'expected {scale, zeroPoint}');
-    }
-    produced.set(name, params.output);
-    nodes.push(node);
-  });
-  return { nodes, inputNames: [...used], dtype, lastUse };
-}
-
-/** Runs fn, naming a layer's fields from the graph (`params.bias` -> `layers[2].params.bias`). */
-function prefixed<T>(field: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (e instanceof InputError && !e.field.startsWith('layers['))
-      throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
-    throw e;
-  }
-}
-
-/** The graph's input tensors by name, checked against what the graph reads. */
-function namedInputs(g: Graph, inputs: SequentialInputs): Map<string, Tensor> {
-  if (!inputs || typeof inputs !== 'object') throw new InputError('input', 'expected a Tensor or tensors by name');
-  const map = new Map<string, Tensor>(
-    'data' in inputs && 'shape' in inputs ? [['input', inputs as Tensor]] : Object.entries(inputs as Record<string, Tensor>),
-  );
-  for (const name of g.inputNames) {
-    const t = map.get(name);
-    const field = name === 'input' ? 'input' : `inputs.${name}`;
-    if (!t) throw new InputError(field, `missing: the graph reads "${name}"`);
-    const dtype = dtypeOf(t.data, `${field}.data`);
-    if (g.dtype && dtype !== g.dtype) throw new InputError(`${field}.data`, `expected ${g.dtype} activations, as the layers' weights`);
-    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isInteger(d) && d >= 0)) {
-      throw new InputError(`${field}.shape`, `expected a list of sizes, got ${brief(t.shape)}`);
-    }
-    if (t.shape.reduce((a, b) => a * b, 1) !== t.data.length)
-      throw new InputError(`${field}.shape`, `[${t.shape}] does not hold ${t.data.length} values`);
-  }
-  for (const name of map.keys()) if (!g.inputNames.includes(name)) throw new InputError(`inputs.${name}`, 'no layer reads this input');
-  return map;
-}
-
-/** What each layer computes for these input shapes (its output shape; conv: its patches), checked before anything runs. */
-interface Step {
-  outShape: number[];
-  conv?: { geometry: PatchGeometry; M: number; K: number };
-}
-
-function inferShapes(g: Graph, inputs: Map<string, Tensor>): Step[] {
-  const shapes = new Map<string, readonly number[]>([...inputs].map(([k, t]) => [k, t.shape]));
-  return g.nodes.map((n) => {
-    const ins = n.inputs.map((r) => shapes.get(r)!);
-    const step: Step = prefixed(n.field, () => {
-      const { op } = n.layer;
-      if (op === 'fullyConnected') {
-        const [N, K] = (n.params as FullyConnectedParams).weights.shape;
-        return {
-          outShape: [
-            fcRows(
-              ins[0],
-              ins[0].reduce((a, b) => a * b, 1),
-              K,
-            ),
-            N,
-          ],
-        };
-      }
-      if (op === 'conv2d') {
-        const c = convShape(ins[0], n.params as Conv2dParams);
-        return { outShape: c.outShape, conv: c };
-      }
-      if (op === 'requantize') return { outShape: [...ins[0]] };
-      return { outShape: broadcastShapes([...ins[0]], [...ins[1]], 'inputs') };
-    });
-    shapes.set(n.name, step.outShape);
-    return step;
-  });
-}
-
-/**
- * The elementwise problem of an add/sub/mul/requantize layer over `ins`: add/sub/mul on the layer's kernel
- * path (XNNPACK's arithmetic and clamp where the delegate takes the node, else the builtin kernels'); a
- * requantize is the builtin MUL by the scalar 1 of scale 1 and zero point 0.
- */
-function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor[]): ElementwiseProblem {
-  const p = n.layer.params as ElementwiseLayerParams;
-  const tensor = (j: number) => ({ data: ins[j].data, shape: ins[j].shape, scale: n.quant[j].scale, zeroPoint: n.quant[j].zeroPoint });
-  if (n.layer.op === 'requantize') {
-    // TFLite's builtin QUANTIZE: no fused activation, the type's whole range
-    const [min, max] = activationRange('NONE', p.output, dtype);
-    const one = { data: dtype === 'int8' ? Int8Array.of(1) : Uint8Array.of(1), shape: [], scale: 1, zeroPoint: 0 };
-    return { op: 'mul', a: tensor(0), b: one, output: { ...p.output, min, max }, kernelPath: 'builtin' };
-  }
-  const op = n.layer.op as 'add' | 'sub' | 'mul';
-  const asked = p.kernelPath ?? 'xnnpack';
-  if (!ELEMENTWISE_KERNEL_PATHS.includes(asked))
-    throw new InputError(`${n.field}.params.kernelPath`, `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(asked)}`);
-  // The delegate leaves a node whose scales XNNPACK cannot take to the builtin kernel, clamp included.
-  const xnnpack = asked === 'xnnpack' && xnnpackTakesElementwise(op, n.quant[0].scale, n.quant[1].scale, p.output?.scale);
-  const [min, max] = prefixed(n.field, () => activationRange(p.activation ?? 'NONE', p.output, dtype, xnnpack ? 'xnnpack' : 'optimized'));
-  const output = { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min, max };
-  return { op, a: tensor(0), b: tensor(1), output, kernelPath: xnnpack ? 'xnnpack' : 'builtin' };
-}
-
-const sizeOf = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
-
+export {
+  checkLayers,
+  type ElementwiseLayerParams,
+  type RequantizeLayerParams,
+  type SequentialFullyConnected,
+  type SequentialInputs,
+  type SequentialLayer,
+  type SequentialOptions,
+} from './graph.ts';
 /**
  * Runs the layers one by one through fullyConnected(), conv2d() and elementwise() on `backend` (every
  * intermediate on the host): the CLI's CPU path, and what Sequential is checked against.
@@ -318,7 +54,7 @@ export async function runLayers(
   const g = planGraph(layers, opts);
   const named = namedInputs(g, inputs);
   const steps = inferShapes(g, named);
-  const values = new Map(named);
+  const values = new Map(named.tensors);
   for (const [i, n] of g.nodes.entries()) {
     const ins = n.inputs.map((r) => values.get(r)!);
     const backend = { backend: opts.backend ?? 'auto' };
@@ -334,16 +70,6 @@ export async function runLayers(
     values.set(n.name, { data: out.data, shape: steps[i].outShape });
   }
   return values.get(g.nodes[g.nodes.length - 1].name)!;
-}
-
-/**
- * Checks a graph for these inputs without running it: names, quantizations, dtypes and every layer's
- * shape (what Sequential.create and run, and runLayers, check first). The CLI calls it before it
- * acquires a device.
- */
-export function checkLayers(layers: SequentialLayer[], inputs: SequentialInputs, opts: SequentialOptions = {}): void {
-  const g = planGraph(layers, opts);
-  inferShapes(g, namedInputs(g, inputs));
 }
 
 /** A tensor during a GPU run: on the host (a graph input), or a GPU matrix [size / last, last]. */
@@ -393,7 +119,7 @@ export class Sequential {
     const g = this.graph;
     const named = namedInputs(g, inputs);
     const steps = inferShapes(g, named);
-    const values = new Map<string, Value>([...named].map(([k, t]) => [k, { shape: [...t.shape], host: t.data }]));
+    const values = new Map<string, Value>([...named.tensors].map(([k, t]) => [k, { shape: [...t.shape], host: t.data }]));
     const free = (v: Value | undefined) => {
       if (!v?.gpu) return;
       if (v.own) v.gpu.buffer.destroy();

@@ -62,15 +62,24 @@ const FIELDS = Object.keys({
 } satisfies Record<keyof PatchGeometry, 0>) as (keyof PatchGeometry)[];
 
 /**
- * Every field a non-negative integer (sizes positive), the padding within the filter, the last patch
- * starting before the input's end; the input holds `inputLength` values.
+ * The largest patch position ./patches.wgsl computes: oh * stride + kh * dilation (and ow, kw alike) in
+ * 32-bit integers, read as i32 before the leading padding is taken off. Every geometry field and every
+ * such position is at most this, on every backend (src/layers/layers.ts convShape takes the same limit).
+ */
+export const MAX_PATCH_POSITION = 2 ** 31 - 1;
+
+/**
+ * Every field a non-negative integer (sizes positive) up to MAX_PATCH_POSITION, the padding within the
+ * filter, the last patch starting before the input's end, every tap position up to MAX_PATCH_POSITION;
+ * the input holds `inputLength` values.
  */
 export function checkPatchGeometry(g: PatchGeometry, inputLength: number): void {
   if (!g || typeof g !== 'object') throw new InputError('geometry', 'expected a PatchGeometry');
   for (const f of FIELDS) {
     const v = g[f];
     const min = f === 'padTop' || f === 'padLeft' ? 0 : 1;
-    if (!Number.isInteger(v) || v < min || v > 2 ** 24) throw new InputError(`geometry.${f}`, `expected an integer >= ${min}, got ${v}`);
+    if (!Number.isInteger(v) || v < min || v > MAX_PATCH_POSITION)
+      throw new InputError(`geometry.${f}`, `expected an integer in ${min}..${MAX_PATCH_POSITION} (2^31 - 1), got ${v}`);
   }
   if (inputLength !== g.batch * g.height * g.width * g.channels) {
     throw new InputError('input', `expected ${g.batch * g.height * g.width * g.channels} values (NHWC), got ${inputLength}`);
@@ -87,6 +96,13 @@ export function checkPatchGeometry(g: PatchGeometry, inputLength: number): void 
       );
     if ((out - 1) * stride - pad >= size) {
       throw new InputError(`geometry.out${what}`, `the last of ${out} outputs at stride ${stride} starts past the input (${size})`);
+    }
+    const last = (out - 1) * stride + (filter - 1) * dilation;
+    if (last > MAX_PATCH_POSITION) {
+      throw new InputError(
+        `geometry.stride${what}`,
+        `the last tap lies at position ${last} of the padded input, above ${MAX_PATCH_POSITION} (2^31 - 1, the 32-bit positions of the patch packing)`,
+      );
     }
   }
 }

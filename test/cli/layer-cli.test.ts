@@ -338,7 +338,7 @@ describe('qgemm run with a sequential spec of mixed layers (conv2d -> add -> ful
     [
       'a FC whose K does not divide its input',
       [spec.layers[0], spec.layers[1], { ...spec.layers[2], weights: { data: 'w5.npy', scale: 0.003 } }],
-      'layers[2].input.shape',
+      'layers[2].weights.data', // the weights that do not fit the output it reads (the spec has no layers[2].input.shape)
     ],
     ['a stray key', [spec.layers[0], { ...spec.layers[1], rounding: 'double' }, spec.layers[2]], 'layers[1].rounding'],
     [
