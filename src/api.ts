@@ -12,7 +12,8 @@
 import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
-import { prepareElementwise, type ElementwiseProblem, type ElementwiseResult } from './spec/elementwise.ts';
+import type { ElementwiseProblem, ElementwiseResult } from './spec/elementwise.ts';
+import { prepareElementwise } from './spec/elementwise-plan.ts';
 import { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
 import type { AdapterSummary } from './gpu/adapter.ts';
 import type { AdapterCaps, PlanLimits } from './gpu/caps.ts';

@@ -16,12 +16,12 @@ import {
   ELEMENTWISE_OPS,
   MAX_RANK,
   isAlignedOp,
-  prepareElementwise,
   type ElementwiseOp,
   type ElementwiseOutput,
   type ElementwiseProblem,
   type QuantizedTensor,
 } from '../spec/elementwise.ts';
+import { prepareElementwise } from '../spec/elementwise-plan.ts';
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 

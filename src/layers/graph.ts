@@ -7,14 +7,8 @@
 
 import { InputError } from '../errors.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
-import {
-  broadcastShapes,
-  ELEMENTWISE_KERNEL_PATHS,
-  prepareElementwise,
-  xnnpackTakesElementwise,
-  type ElementwiseKernelPath,
-  type ElementwiseProblem,
-} from '../spec/elementwise.ts';
+import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem } from '../spec/elementwise.ts';
+import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../spec/elementwise-plan.ts';
 import { brief } from '../spec/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {

@@ -6,7 +6,8 @@
 import { requantizeFloat32 } from '../quant/float32.ts';
 import { multiplyByQuantizedMultiplier } from '../quant/fixedpoint.ts';
 import type { QuantizedMultiplier } from '../quant/quantize.ts';
-import { prepareElementwise, type ElementwisePlan, type ElementwiseProblem, type ElementwiseResult } from '../spec/elementwise.ts';
+import type { ElementwisePlan, ElementwiseProblem, ElementwiseResult } from '../spec/elementwise.ts';
+import { prepareElementwise } from '../spec/elementwise-plan.ts';
 
 /** The value of one output element from its two inputs and their channels (the per-element formulas above). */
 function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: number, channelB: number): number {

@@ -12,7 +12,8 @@ import { InputError } from '../../src/errors.ts';
 import { activationRange } from '../../src/layers/derive.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
 import { elementwiseReference, runElementwisePlan } from '../../src/reference/elementwise.ts';
-import { prepareElementwise, type ElementwiseProblem, xnnpackTakesElementwise } from '../../src/spec/elementwise.ts';
+import type { ElementwiseProblem } from '../../src/spec/elementwise.ts';
+import { prepareElementwise, xnnpackTakesElementwise } from '../../src/spec/elementwise-plan.ts';
 
 /** An exact fraction n / d, d > 0. */
 interface Q {

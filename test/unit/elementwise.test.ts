@@ -16,14 +16,8 @@ import { InputError } from '../../src/errors.ts';
 import { serializeNpy, type NpyArray } from '../../src/io/npy.ts';
 import { quantizeMultiplier } from '../../src/quant/quantize.ts';
 import { elementwiseReference } from '../../src/reference/elementwise.ts';
-import {
-  broadcastShapes,
-  prepareElementwise,
-  scaleToFixedPoint,
-  type ElementwiseOp,
-  type ElementwiseProblem,
-  type QuantizedTensor,
-} from '../../src/spec/elementwise.ts';
+import type { ElementwiseOp, ElementwiseProblem, QuantizedTensor } from '../../src/spec/elementwise.ts';
+import { broadcastShapes, prepareElementwise, scaleToFixedPoint } from '../../src/spec/elementwise-plan.ts';
 import { elementwise } from '../../src/api.ts';
 import { alignedFixedPoint } from '../oracle/elementwise-oracle.ts';
 import { Rng } from '../oracle/random-spec.ts';
