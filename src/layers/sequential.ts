@@ -27,6 +27,7 @@ import {
 } from '../spec/elementwise.ts';
 import { brief } from '../spec/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
+import { fcOutShape } from './tflite-params.ts';
 import {
   conv2d,
   convShape,
@@ -190,7 +191,7 @@ function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Gra
       dtype = wDtype; // activations take the weights' dtype, as in TFLite's int8 and legacy uint8 models
       const full = { ...params, input: quant[0] } as FullyConnectedParams & Conv2dParams;
       node.params = full;
-      const shape: number[] | undefined = w?.shape;
+      const shape: readonly number[] | undefined = w?.shape;
       if (!shape || !Array.isArray(shape) || shape.length !== (op === 'conv2d' ? 4 : 2)) {
         throw new InputError(`${field}.params.${wKey}.shape`, op === 'conv2d' ? 'expected OHWI [O, KH, KW, C]' : 'expected [N, K]');
       }
@@ -255,16 +256,20 @@ function inferShapes(g: Graph, inputs: Map<string, Tensor>): Step[] {
     const step: Step = prefixed(n.field, () => {
       const { op } = n.layer;
       if (op === 'fullyConnected') {
-        const [N, K] = (n.params as FullyConnectedParams).weights.shape;
+        const p = n.params as FullyConnectedParams;
+        const [N, K] = p.weights.shape;
         return {
-          outShape: [
+          outShape: fcOutShape(
+            ins[0],
             fcRows(
               ins[0],
               ins[0].reduce((a, b) => a * b, 1),
               K,
             ),
+            K,
             N,
-          ],
+            p.keepNumDims,
+          ),
         };
       }
       if (op === 'conv2d') {
