@@ -7,7 +7,8 @@
 // (see DAWN_TOGGLES).
 // How the Vulkan loader and Dawn instances interact was measured; see docs/gpu.md, "Finding an adapter
 // in Node". On Linux, Dawn asks the loader's default drivers only where the caller named a driver
-// (VK_ICD_FILENAMES, VK_DRIVER_FILES) or where a GPU device node exists (/dev/dri/renderD*, /dev/nvidia*)
+// (VK_ICD_FILENAMES, VK_DRIVER_FILES) or where a GPU device node exists (/dev/dri/renderD*, /dev/nvidia*,
+// WSL2's /dev/dxg)
 // and a driver manifest (ICD) lies where the loader looks: without a GPU the default drivers are
 // software ones or none, and the loader or a driver (Mesa's, on most desktops) would only print on the
 // process's stderr (C++, fd 2, beyond Node's reach). So there a hardware-only probe ('auto') does not
@@ -129,7 +130,7 @@ function vulkanIcdFolders(env: Record<string, string | undefined>): string[] {
 /**
  * Why Dawn must not ask the Vulkan loader's default drivers, or null where it may: Linux, the caller
  * named no driver (VK_ICD_FILENAMES, VK_DRIVER_FILES; our own SwiftShader setting does not count), and
- * either no GPU device node under `dev` (no /dev/dri/renderD*, no /dev/nvidia*: a driver manifest is not
+ * either no GPU device node under `dev` (no /dev/dri/renderD*, /dev/nvidia* or /dev/dxg: a driver manifest is not
  * a GPU) or no `*.json` manifest in any folder of vulkanIcdFolders(). Null (let Dawn ask) elsewhere.
  */
 export async function defaultDriversSkipped(proc: NodeProcessLike, dev = '/dev'): Promise<string | null> {
@@ -149,14 +150,14 @@ export async function defaultDriversSkipped(proc: NodeProcessLike, dev = '/dev')
       return []; // missing or unreadable: nothing there for the loader either
     }
   };
-  if (!entries(`${dev}/dri`).some((f) => f.startsWith('renderD')) && !entries(dev).some((f) => f.startsWith('nvidia'))) {
-    return NO_GPU_NODE;
-  }
+  const gpuNode =
+    entries(`${dev}/dri`).some((f) => f.startsWith('renderD')) || entries(dev).some((f) => f.startsWith('nvidia') || f === 'dxg');
+  if (!gpuNode) return NO_GPU_NODE;
   if (env.VK_ADD_DRIVER_FILES) return null;
   return vulkanIcdFolders(env).some((dir) => entries(dir).some((f) => f.endsWith('.json'))) ? null : NO_VULKAN_DRIVER;
 }
 
-const NO_GPU_NODE = 'Vulkan: no GPU device node (/dev/dri/renderD*, /dev/nvidia*), so the default drivers were not asked';
+const NO_GPU_NODE = 'Vulkan: no GPU device node (/dev/dri/renderD*, /dev/nvidia*, /dev/dxg), so the default drivers were not asked';
 const NO_VULKAN_DRIVER = "Vulkan: no driver manifest (ICD) in the loader's folders (/usr/share/vulkan/icd.d, /etc/vulkan/icd.d, ...)";
 
 interface DawnOptions extends RequestOptions {

@@ -47,7 +47,7 @@ const baseEnv = (): Record<string, string | undefined> => {
 const gpuNode =
   existsSync('/dev/dri') && readdirSync('/dev/dri').some((f) => f.startsWith('renderD'))
     ? true
-    : readdirSync('/dev').some((f) => f.startsWith('nvidia'));
+    : readdirSync('/dev').some((f) => f.startsWith('nvidia') || f === 'dxg');
 
 const fake = mkdtempSync(join(tmpdir(), 'qgemm-icd-'));
 afterAll(() => rmSync(fake, { recursive: true, force: true }));

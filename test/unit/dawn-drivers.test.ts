@@ -48,7 +48,7 @@ describe('defaultDriversSkipped', () => {
     );
   });
   it('asks them where a render node or an NVIDIA node exists next to a manifest', async () => {
-    for (const node of ['dri/renderD128', 'nvidia0', 'nvidiactl']) {
+    for (const node of ['dri/renderD128', 'nvidia0', 'nvidiactl', 'dxg']) {
       const m = machine([node]);
       expect(await defaultDriversSkipped(proc({ ...EMPTY, XDG_DATA_DIRS: m.data }), m.dev), node).toBeNull();
     }
