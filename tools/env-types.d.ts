@@ -2,7 +2,7 @@
 // environment. `npm run build`'s declaration step (tools/build-types.mjs) copies this file to
 // dist/types/env-types.d.ts and makes every declaration that names a GPU* or WebAssembly.* type import
 // it from here, so the package declares no WebGPU global of its own and references no @webgpu/types.
-// Where the program has WebGPU types (the DOM library of TypeScript 6 and later, or @webgpu/types that
+// Where the program has WebGPU types (TypeScript 7's DOM library, or @webgpu/types that
 // the program installs itself), each alias below is that type; where it has none (TypeScript 5.x's DOM
 // library, or no DOM library at all), it is `unknown`, so a device or buffer passes in and comes out
 // opaque. A second copy of the WebGPU types is what made TypeScript 7 with "lib": ["dom"] report
