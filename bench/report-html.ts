@@ -9,32 +9,48 @@
 
 import type { BenchReport, Row } from './harness.ts';
 import { baseKey, rowKey, type Mode } from './impls/types.ts';
-import { columns, fmtGops, fmtMs, headline as ordered, idOf, label, roofText, shapesOf } from './report-terminal.ts';
+import { columns, fmtGops, fmtMs, headline as ordered, idOf, label, roofText, SHORT, shapesOf } from './report-terminal.ts';
 import { shapeKey } from './shapes.ts';
 
-const COLORS: Record<string, string> = {
-  'qgemm/webgpu/node': '#1b63c6',
-  'qgemm/webgpu/chrome': '#5aa0f2',
-  'qgemm/cpu/node': '#0f8a6a',
-  'tfjs-webgpu-f32/webgpu/node': '#e07b12',
-  'tfjs-webgpu-f32/webgpu/chrome': '#f2b35a',
-  'onnxruntime-webgpu-matmul-f32/webgpu/node': '#b07cc6',
-  'onnxruntime-webgpu-matmulnbits8/webgpu/node': '#6c2a8a',
-  'onnxruntime-webgpu-matmulnbits4/webgpu/node': '#9b59b6',
-  'onnxruntime-node-matmulinteger/cpu/node': '#8e44ad',
-  'onnxruntime-node-matmulnbits4/cpu/node': '#c0392b',
-  'naive-js/cpu/node': '#8a8a8a',
-  'qgemm/cpu/chrome': '#4fc3a1',
-  'onnxruntime-webgpu-matmul-f32/webgpu/chrome': '#d6b3e6',
-  'onnxruntime-webgpu-matmulnbits8/webgpu/chrome': '#a66bbf',
-  'onnxruntime-webgpu-matmulnbits4/webgpu/chrome': '#c39bd3',
-  'onnxruntime-web-matmulinteger/cpu/chrome': '#c08ad8',
+/**
+ * The chart's colours: one per series (an implementation on one backend and runtime, qgemm's 4-bit
+ * weights a series of their own), given in the legend's order from this list of clearly distinct hues;
+ * the mode (resident, device, call) is the opacity, shown once in the legend, not a colour of its own.
+ */
+export const PALETTE = [
+  '#1b63c6', // blue
+  '#e07b12', // orange
+  '#1f9d55', // green
+  '#c0392b', // red
+  '#7d3c98', // purple
+  '#8c564b', // brown
+  '#17a2b8', // cyan
+  '#e377c2', // pink
+  '#7f7f7f', // grey
+  '#b5b01f', // olive
+  '#0b2e5c', // navy
+  '#f5c342', // yellow
+  '#00695c', // teal
+  '#ff9e80', // salmon
+  '#3e2c8f', // indigo
+  '#9edae5', // light cyan
+];
+const seriesKey = (key: string): string => {
+  const id = idOf(key);
+  return `${baseKey(id)}${id.rhsBits === 4 ? '/rhs4' : ''}`;
 };
-/** One color per implementation; the mode sets the opacity (resident full, device darker outline-free, call light); qgemm's 4-bit weights a color of their own. */
-const color = (key: string) => (idOf(key).rhsBits === 4 ? RHS4_COLOR : (COLORS[baseKey(idOf(key))] ?? '#444'));
-const RHS4_COLOR = '#0b3a7a';
+/** The series of a report's columns in order, each with its colour (the palette repeats past 16, which no run reaches). */
+function seriesColors(cols: string[]): Map<string, string> {
+  const series = [...new Set(cols.map(seriesKey))];
+  return new Map(series.map((s, i) => [s, PALETTE[i % PALETTE.length]]));
+}
 const OPACITY: Record<Mode, number> = { resident: 1, device: 0.8, call: 0.5 };
 const opacity = (key: string) => OPACITY[idOf(key).mode] ?? 1;
+type Colors = (key: string) => string;
+const colorsOf = (report: BenchReport): Colors => {
+  const map = seriesColors(columns(report));
+  return (key) => map.get(seriesKey(key)) ?? '#444';
+};
 
 const esc = (s: unknown): string =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -65,6 +81,7 @@ const labelColumn = (shapes: Parameters<typeof shapeKey>[0][]): number =>
 
 function gopsChart(report: BenchReport): string {
   const cols = columns(report);
+  const color = colorsOf(report);
   const shapes = shapesOf(report);
   const values = report.runs.map((r) => r.gops).filter((g): g is number => g !== null && g > 0);
   if (!values.length) return '<p>No timed rows.</p>';
@@ -106,14 +123,28 @@ function gopsChart(report: BenchReport): string {
         `<line x1="${x(t).toFixed(1)}" y1="${top - 6}" x2="${x(t).toFixed(1)}" y2="${height - 14}" class="grid"/><text x="${x(t).toFixed(1)}" y="${top - 12}" text-anchor="middle" class="tick">${tickLabel(t)}</text>`,
     )
     .join('');
-  const legend = legendHtml(cols);
+  const legend = legendHtml(cols, color);
   return `${legend}<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="GOPS by shape and implementation">
 <text x="${left + plotW / 2}" y="12" text-anchor="middle" class="axis">GOPS (2·M·N·K / median wall time), log scale</text>
 ${grid}${parts.join('\n')}</svg>`;
 }
 
-function legendHtml(cols: string[]): string {
-  return `<div class="legend">${cols.map((c) => `<span><i style="background:${color(c)};opacity:${opacity(c)}"></i>${esc(label(idOf(c)))}</span>`).join('')}</div>`;
+/**
+ * The legend, grouped by implementation: one swatch per series with the modes it was run in, then one
+ * line saying how a mode shows (the bar's opacity).
+ */
+function legendHtml(cols: string[], color: Colors): string {
+  const series = new Map<string, string[]>();
+  for (const c of cols) series.set(seriesKey(c), [...(series.get(seriesKey(c)) ?? []), c]);
+  const items = [...series.values()].map((keys) => {
+    const id = idOf(keys[0]);
+    const name = `${SHORT[baseKey(id)] ?? baseKey(id)}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}`;
+    const modes = keys.map((k) => idOf(k).mode).join(', ');
+    return `<span><i style="background:${color(keys[0])}"></i>${esc(name)} <span class="sub">${esc(modes)}</span></span>`;
+  });
+  const modes = [...new Set(cols.map((c) => idOf(c).mode))];
+  const key = modes.map((m) => `<span><i style="background:#5b6475;opacity:${OPACITY[m]}"></i>${esc(m)}</span>`).join('');
+  return `<div class="legend">${items.join('')}</div><div class="legend modes">mode (opacity): ${key}</div>`;
 }
 
 function speedupChart(report: BenchReport): string {
@@ -161,6 +192,7 @@ ${grid}${parts.join('\n')}</svg>`;
 }
 
 function table(report: BenchReport): string {
+  const color = colorsOf(report);
   const head = [
     'shape',
     'implementation',
@@ -194,7 +226,8 @@ function table(report: BenchReport): string {
 <td class="num">${gpu}</td><td class="num">${fmtGops(r.gpuGops)}</td><td>${esc(r.kernel ?? '')}</td><td class="num">${esc(roofText(r))}</td><td class="num">${r.reps}</td><td>${v}</td></tr>`;
     })
     .join('\n');
-  // Wider than the page: the table scrolls inside its box, so that no column (verified, last) is cut off.
+  // Long cells (implementation, kernel, verification) wrap so that the table fits the page; should it
+  // still be wider, it scrolls inside its box, so that no column (verified, last) is cut off.
   return `<div class="scroll"><table><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
@@ -307,7 +340,8 @@ dl { display: grid; grid-template-columns: 130px 1fr; gap: 3px 12px; margin: 12p
 svg text { font-family: inherit; fill: #1d2330; } .shape { font-size: 13px; font-weight: 600; } .small { font-size: 12px; font-weight: 500; }
 .val { font-size: 11.5px; fill: #333; } .val.bad, .bad { fill: #c0392b; color: #c0392b; } .tick { font-size: 11px; fill: #5b6475; } .axis { font-size: 12px; fill: #5b6475; }
 .pair { font-size: 13px; font-weight: 600; } .grid { stroke: #e6e8ee; stroke-width: 1; } .grid.one { stroke: #7b8394; stroke-width: 1.3; }
-table { border-collapse: collapse; width: 100%; font-size: 12.5px; } th, td { padding: 4px 6px; border-bottom: 1px solid #eef0f4; text-align: left; white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; font-size: 12.5px; } th, td { padding: 4px 6px; border-bottom: 1px solid #eef0f4; text-align: left; vertical-align: top; }
+td.num, th, td:nth-child(1), td:nth-child(3) { white-space: nowrap; } .legend.modes { color: #5b6475; font-size: 12px; }
 th { background: #f6f7f9; font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .ok { color: #1f9d55; } .na { color: #9aa1ad; } .scroll { overflow-x: auto; max-width: 100%; } .why { color: #9aa1ad; font-size: 11px; white-space: normal; max-width: 260px; } ul { padding-left: 20px; } li { margin: 3px 0; }
 .warn { background: #fff7e6; border: 1px solid #f3d19c; border-radius: 6px; padding: 8px 12px; margin: 10px 0; font-size: 13px; }

@@ -568,7 +568,8 @@ function init(): void {
         throw new Error(
           window.isSecureContext
             ? 'navigator.gpu is missing: this browser has no WebGPU, or it is disabled. Fix: in Chrome on Linux, or headless, ' +
-                'start it with --enable-unsafe-webgpu (and --use-webgpu-adapter=swiftshader on a machine without a GPU).'
+                'start it with --enable-unsafe-webgpu (and --use-webgpu-adapter=swiftshader on a machine without a GPU; ' +
+                'as root also --no-sandbox, or Chrome does not start).'
             : 'navigator.gpu is missing: WebGPU needs a secure context (https:// or http://localhost / 127.0.0.1).',
         );
       }

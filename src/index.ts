@@ -39,6 +39,8 @@ export {
   conv2d,
   convGeometry,
   type Tensor,
+  type TensorInput,
+  type WeightZeroPoint,
   type FullyConnectedParams,
   type Conv2dParams,
   type LayerOptions,

@@ -6,10 +6,13 @@
 // `chromium-experimental-subgroup-matrix` (the int8 tensor cores), and without timestamp quantization
 // (see DAWN_TOGGLES).
 // How the Vulkan loader and Dawn instances interact was measured; see docs/gpu.md, "Finding an adapter
-// in Node". On Linux, before Dawn asks the loader's default drivers, this module looks for a Vulkan
-// driver manifest (ICD) where the loader would: with none, the loader would only print "vkCreateInstance:
-// Found no drivers!" on the process's stderr (C++, fd 2, beyond Node's reach), so the default instance is
-// not asked at all, and a hardware-only probe ('auto') does not even load Dawn.
+// in Node". On Linux, Dawn asks the loader's default drivers only where the caller named a driver
+// (VK_ICD_FILENAMES, VK_DRIVER_FILES) or where a GPU device node exists (/dev/dri/renderD*, /dev/nvidia*,
+// WSL2's /dev/dxg)
+// and a driver manifest (ICD) lies where the loader looks: without a GPU the default drivers are
+// software ones or none, and the loader or a driver (Mesa's, on most desktops) would only print on the
+// process's stderr (C++, fd 2, beyond Node's reach). So there a hardware-only probe ('auto') does not
+// even load Dawn, and a software one goes straight to SwiftShader.
 
 import { requestFrom, type Found, type RequestOptions, type Tried } from './adapter.ts';
 
@@ -125,29 +128,36 @@ function vulkanIcdFolders(env: Record<string, string | undefined>): string[] {
 }
 
 /**
- * Whether the Vulkan loader would find no driver at all: Linux, no VK_* driver variable set, and no
- * `*.json` manifest in any folder of vulkanIcdFolders(). False (unknown: let Dawn ask) elsewhere.
+ * Why Dawn must not ask the Vulkan loader's default drivers, or null where it may: Linux, the caller
+ * named no driver (VK_ICD_FILENAMES, VK_DRIVER_FILES; our own SwiftShader setting does not count), and
+ * either no GPU device node under `dev` (no /dev/dri/renderD*, /dev/nvidia* or /dev/dxg: a driver manifest is not
+ * a GPU) or no `*.json` manifest in any folder of vulkanIcdFolders(). Null (let Dawn ask) elsewhere.
  */
-async function noVulkanDriver(proc: NodeProcessLike): Promise<boolean> {
-  if (proc.platform !== 'linux') return false;
+export async function defaultDriversSkipped(proc: NodeProcessLike, dev = '/dev'): Promise<string | null> {
+  if (proc.platform !== 'linux') return null;
   const env = proc.env;
-  if (env.VK_ICD_FILENAMES || env.VK_DRIVER_FILES || env.VK_ADD_DRIVER_FILES) return false;
+  if ((env.VK_ICD_FILENAMES && !swiftShaderSetByUs) || env.VK_DRIVER_FILES) return null;
   let fs: typeof import('node:fs');
   try {
     fs = await runtimeImport<typeof import('node:fs')>('node:fs');
   } catch {
-    return false;
+    return null;
   }
-  for (const dir of vulkanIcdFolders(env)) {
+  const entries = (dir: string): string[] => {
     try {
-      if (fs.readdirSync(dir).some((f) => f.endsWith('.json'))) return false;
+      return fs.readdirSync(dir);
     } catch {
-      // missing or unreadable: the loader skips it too
+      return []; // missing or unreadable: nothing there for the loader either
     }
-  }
-  return true;
+  };
+  const gpuNode =
+    entries(`${dev}/dri`).some((f) => f.startsWith('renderD')) || entries(dev).some((f) => f.startsWith('nvidia') || f === 'dxg');
+  if (!gpuNode) return NO_GPU_NODE;
+  if (env.VK_ADD_DRIVER_FILES) return null;
+  return vulkanIcdFolders(env).some((dir) => entries(dir).some((f) => f.endsWith('.json'))) ? null : NO_VULKAN_DRIVER;
 }
 
+const NO_GPU_NODE = 'Vulkan: no GPU device node (/dev/dri/renderD*, /dev/nvidia*, /dev/dxg), so the default drivers were not asked';
 const NO_VULKAN_DRIVER = "Vulkan: no driver manifest (ICD) in the loader's folders (/usr/share/vulkan/icd.d, /etc/vulkan/icd.d, ...)";
 
 interface DawnOptions extends RequestOptions {
@@ -161,10 +171,11 @@ export async function findDawnAdapter(opts: DawnOptions, tried: Tried): Promise<
   if (!proc) return null;
   const dawnPath = opts.dawnPath ?? proc.env.QGEMM_DAWN_NODE ?? undefined;
   const what = dawnPath ? `dawn.node at ${dawnPath}` : "Dawn (the 'webgpu' package)";
-  // No Vulkan driver and no software fallback wanted: nothing Dawn could find, and asking it would print.
-  const noDriver = !swiftShaderSetByUs && (await noVulkanDriver(proc));
-  if (noDriver && !opts.allowSoftware) {
-    tried.push(NO_VULKAN_DRIVER);
+  // No GPU or no Vulkan driver, and no software fallback wanted: nothing Dawn could find, and asking
+  // it could only print.
+  const skipped = await defaultDriversSkipped(proc);
+  if (skipped && !opts.allowSoftware) {
+    tried.push(skipped);
     return null;
   }
   let mod: DawnModule;
@@ -178,7 +189,7 @@ export async function findDawnAdapter(opts: DawnOptions, tried: Tried): Promise<
       : "Fix: install Dawn's Node binding, `npm install webgpu` (an optional peer dependency), or use the CPU backend.";
     return null;
   }
-  const search = dawnSearch.then(() => searchDawn(mod, proc, dawnPath, what, opts, tried, noDriver));
+  const search = dawnSearch.then(() => searchDawn(mod, proc, dawnPath, what, opts, tried, skipped));
   dawnSearch = search.catch(() => undefined);
   return search;
 }
@@ -190,14 +201,14 @@ async function searchDawn(
   what: string,
   opts: DawnOptions,
   tried: Tried,
-  noDriver: boolean,
+  skipped: string | null,
 ): Promise<Found | null> {
   // First the drivers the environment gives. After our own SwiftShader fallback that is the instance made
   // before it, which still sees the default drivers, so a later hardware-only probe stays truthful.
   const callerIcd = swiftShaderSetByUs ? '' : (proc.env.VK_ICD_FILENAMES ?? '');
-  // With no driver manifest the default instance is never created (asking it would only print).
-  if (noDriver) tried.push(NO_VULKAN_DRIVER);
-  const first = swiftShaderSetByUs || noDriver ? dawnInstances.get(`${dawnPath ?? 'webgpu'}|`) : dawnInstance(mod, dawnPath, callerIcd);
+  // Without a GPU or a driver manifest the default instance is never created (asking it would only print).
+  if (skipped) tried.push(skipped);
+  const first = swiftShaderSetByUs || skipped ? dawnInstances.get(`${dawnPath ?? 'webgpu'}|`) : dawnInstance(mod, dawnPath, callerIcd);
   const label = `${what}${callerIcd ? ` with VK_ICD_FILENAMES=${callerIcd}` : ''}`;
   const found = first ? await requestFrom(first, 'dawn', opts, tried, label) : null;
   if (found) return found;

@@ -22,6 +22,7 @@ import {
   type Tensor,
 } from './layers.ts';
 import { checkQuant, shown } from './validate.ts';
+import { fcOutShape } from './tflite-params.ts';
 
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
 type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
@@ -200,7 +201,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
         throw new InputError(`${field}.params.${wKey}.data`, `expected ${dtype} weights, as the earlier layers'`);
       const full = { ...params, input: quant[0] } as FullyConnectedParams & Conv2dParams;
       node.params = full;
-      const shape: number[] | undefined = w?.shape;
+      const shape: readonly number[] | undefined = w?.shape;
       if (!shape || !Array.isArray(shape) || shape.length !== (op === 'conv2d' ? 4 : 2)) {
         throw new InputError(`${field}.params.${wKey}.shape`, op === 'conv2d' ? 'expected OHWI [O, KH, KW, C]' : 'expected [N, K]');
       }
@@ -289,8 +290,9 @@ export function inferShapes(g: Graph, { tensors: inputs, dtype, fieldOf }: Named
     const step: Step = shapeFields(n, inputs.has(n.inputs[0]) ? fieldOf(n.inputs[0]) : null, () => {
       const { op } = n.layer;
       if (op === 'fullyConnected') {
-        const [N, K] = (n.params as FullyConnectedParams).weights.shape;
-        return { outShape: [fcRows(ins[0], sizeOf(ins[0]), K), N] };
+        const p = n.params as FullyConnectedParams;
+        const [N, K] = p.weights.shape;
+        return { outShape: fcOutShape(ins[0], fcRows(ins[0], sizeOf(ins[0]), K), K, N, p.keepNumDims) };
       }
       if (op === 'conv2d') {
         const c = convShape(ins[0], n.params as Conv2dParams);

@@ -22,9 +22,11 @@ import {
   type QuantParams,
 } from './derive.ts';
 import { brief } from '../spec/echo.ts';
+import { fcOutShape, type WeightZeroPoint, weightZeroPoint } from './tflite-params.ts';
 import { checkDims, checkEffectiveScales, checkQuant, checkZeroPoint, shown, weightScales } from './validate.ts';
 
 export type { FusedActivation, KernelPath, QuantParams } from './derive.ts';
+export type { WeightZeroPoint } from './tflite-params.ts';
 
 /** A tensor in C order. */
 export interface Tensor {
@@ -32,36 +34,48 @@ export interface Tensor {
   shape: number[];
 }
 
-interface LayerWeights<S extends number[]> {
+/** A layer's input: a tensor whose shape may be any array of sizes, a tuple, `number[]` or a readonly one. */
+export interface TensorInput {
+  data: Uint8Array | Int8Array;
+  shape: readonly number[];
+}
+
+interface LayerWeights {
   data: Int8Array | Uint8Array;
-  shape: S;
+  /** FULLY_CONNECTED [N, K]; CONV_2D OHWI [O, KH, KW, C]. Checked when called. */
+  shape: readonly number[];
   /** Per-tensor, or one per output channel. */
   scale: number | Float32Array;
-  /** 0 for int8 (the default); legacy uint8 weights carry one. */
-  zeroPoint?: number;
+  /**
+   * 0 for int8 (the default); legacy uint8 weights carry one. As a number, or as TFLite stores it: an
+   * array of 1 or N equal values (per-channel int8 weights: all 0).
+   */
+  zeroPoint?: WeightZeroPoint;
 }
 
 export interface FullyConnectedParams {
   input: QuantParams;
   /** [N, K], TFLite's layout. */
-  weights: LayerWeights<[number, number]>;
+  weights: LayerWeights;
   /** Length N. */
   bias?: Int32Array;
   output: QuantParams;
   activation?: FusedActivation;
   kernelPath?: KernelPath;
+  /** TFLite's keep_num_dims: the output keeps the input's shape, its last dimension (K) set to N. Default [M, N]. */
+  keepNumDims?: boolean;
 }
 
 export interface Conv2dParams {
   input: QuantParams;
   /** OHWI. */
-  filter: LayerWeights<[number, number, number, number]>;
+  filter: LayerWeights;
   /** Length O. */
   bias?: Int32Array;
   /** [h, w], default [1, 1]. */
-  stride?: [number, number];
+  stride?: readonly number[];
   /** [h, w], default [1, 1]. */
-  dilation?: [number, number];
+  dilation?: readonly number[];
   padding: 'SAME' | 'VALID';
   output: QuantParams;
   activation?: FusedActivation;
@@ -97,7 +111,7 @@ export function layerGemm(
   op: 'FULLY_CONNECTED' | 'CONV_2D',
   dtype: 'uint8' | 'int8',
   K: number,
-  weights: LayerWeights<number[]>,
+  weights: LayerWeights,
   weightsField: string,
   N: number,
   p: LayerCommon,
@@ -110,7 +124,7 @@ export function layerGemm(
   if (weights.data.length !== N * K)
     throw new InputError(`${weightsField}.data`, `expected ${N * K} values (${N} x ${K}), got ${weights.data.length}`);
   const scales = weightScales(weightsField, weights.scale, N);
-  const wz = checkZeroPoint(`${weightsField}.zeroPoint`, weights.zeroPoint ?? 0, weightType);
+  const wz = checkZeroPoint(`${weightsField}.zeroPoint`, weightZeroPoint(`${weightsField}.zeroPoint`, weights.zeroPoint, N), weightType);
   if (p.bias !== undefined && (!(p.bias instanceof Int32Array) || p.bias.length !== N)) {
     throw new InputError('params.bias', `expected an Int32Array of ${N} (one per output channel)`);
   }
@@ -154,7 +168,7 @@ async function runLayer(
   lhs: OperandData,
   M: number,
   K: number,
-  weights: LayerWeights<number[]>,
+  weights: LayerWeights,
   weightsField: string,
   N: number,
   p: LayerCommon,
@@ -191,15 +205,16 @@ export function fcRows(shape: readonly number[], length: number, K: number): num
  * TFLite FULLY_CONNECTED: input of any shape whose size is a multiple of K, flattened to [M, K] (usually
  * [..., K]); weights [N, K]; output [M, N], the input's dtype.
  */
-export async function fullyConnected(input: Tensor, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
+export async function fullyConnected(input: TensorInput, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
   const w = params?.weights;
   if (!w || typeof w !== 'object') throw new InputError('params.weights', `expected {data, shape, scale}, got ${brief(w)}`);
   const [N, K] = checkDims('params.weights.shape', w.shape, 2, '[N, K]');
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
   dtypeOf(input.data, 'input.data');
   const M = fcRows(input.shape, input.data.length, K);
+  const shape = fcOutShape(input.shape, M, K, N, params.keepNumDims);
   const data = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
-  return { data, shape: [M, N] };
+  return { data, shape };
 }
 
 /** TFLite's output size and leading padding for one spatial dimension (ComputePaddingHeightWidth). */
@@ -275,7 +290,7 @@ export function convShape(
 }
 
 /** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
-export async function conv2d(input: Tensor, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
+export async function conv2d(input: TensorInput, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
   dtypeOf(input.data, 'input.data');
   const { geometry, M, K, outShape } = convShape(input.shape, params);

@@ -1,11 +1,13 @@
 // The bench reports as a reader sees them, rendered from a committed SwiftShader run
-// (bench/results/): the wide "All rows" table scrolls inside its box, a missing GPU time is grey with
-// its reason beside it (never alarm red), and a missing subgroup-matrix ceiling reads "not offered".
+// (bench/results/): the wide "All rows" table wraps its long cells and scrolls inside its box, a missing
+// GPU time is grey with its reason beside it (never alarm red), and a missing subgroup-matrix ceiling
+// reads "not offered". The throughput chart's legend, on the run with the most series (23 row kinds),
+// has one clearly distinct colour per implementation series, the mode shown once as opacity.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { htmlReport } from '../../bench/report-html.ts';
+import { htmlReport, PALETTE } from '../../bench/report-html.ts';
 import { terminalReport } from '../../bench/report-terminal.ts';
 
 const RESULTS = join(import.meta.dirname, '../../bench/results');
@@ -33,5 +35,39 @@ describe(`the reports of ${file}`, () => {
     expect(text).not.toMatch(/none TOPS/);
     if (report.adapter?.ceilings && report.adapter.ceilings.subgroupMatrixTops == null)
       expect(text).toContain('subgroup matrix not offered');
+  });
+});
+
+/** The committed report with the most row kinds (implementation, backend, runtime, mode, bits). */
+const widest = readdirSync(RESULTS)
+  .filter((f) => f.endsWith('.json'))
+  .map((f) => JSON.parse(readFileSync(join(RESULTS, f), 'utf8')))
+  .filter((r) => Array.isArray(r.runs) && r.runs.length > 0 && r.adapter)
+  .map((r) => ({
+    r,
+    kinds: new Set(r.runs.map((x: Record<string, unknown>) => [x.impl, x.backend, x.runtime, x.mode, x.rhsBits].join('/'))).size,
+  }))
+  .sort((a, b) => b.kinds - a.kinds)[0];
+
+describe('the throughput chart legend', () => {
+  const rgb = (hex: string) => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
+  it('the palette is clearly distinct: no two colours within 60 of each other (RGB distance)', () => {
+    for (const [i, a] of PALETTE.entries()) {
+      for (const b of PALETTE.slice(i + 1)) {
+        const d = Math.hypot(...rgb(a).map((v, j) => v - rgb(b)[j]));
+        expect(d, `${a} ${b}`).toBeGreaterThan(60);
+      }
+    }
+  });
+  it(`groups by implementation series: one colour each, all different (${widest.kinds} row kinds)`, () => {
+    expect(widest.kinds).toBeGreaterThanOrEqual(20);
+    const html = htmlReport(widest.r);
+    const legend = html.slice(html.indexOf('<div class="legend">'), html.indexOf('<svg', html.indexOf('<div class="legend">')));
+    const swatches = [...legend.matchAll(/<i style="background:(#[0-9a-f]{6})"><\/i>/g)].map((m) => m[1]);
+    const series = new Set(widest.r.runs.map((x: Record<string, unknown>) => [x.impl, x.backend, x.runtime, x.rhsBits].join('/')));
+    expect(swatches.length).toBe(series.size);
+    expect(new Set(swatches).size).toBe(swatches.length);
+    expect(swatches.length).toBeLessThan(widest.kinds);
+    expect(legend).toContain('mode (opacity):');
   });
 });

@@ -1,15 +1,18 @@
 // The published package as a consumer gets it: `npm pack` (scripts off, so it packs what `npm run
 // build` made), the file list checked against the runtime set (no benchmark, no demo, no sources,
 // whatever else is in dist/) and its size, then the tarball installed into a fresh temp project
-// (cache first; the package's only dependency is @webgpu/types), a consumer file type-checked with the
-// repository's TypeScript under strict `nodenext` and `bundler` settings (skipLibCheck off), compiled
-// and run in Node against both entries ('qgemm-webgpu' and 'qgemm-webgpu/cpu') and the `qgemm` bin.
+// together with the current TypeScript 7 from the npm registry (one install; the package has no
+// runtime dependency). A consumer file is type-checked under strict `nodenext` and `bundler` settings
+// (skipLibCheck off) by TypeScript 5.9 (the repository's) and by TypeScript 7, each with and without
+// the DOM library (TypeScript 7's DOM library declares WebGPU itself; the package's declarations take
+// the GPU types from the program, see tools/env-types.d.ts), then compiled and run in Node against both
+// entries ('qgemm-webgpu' and 'qgemm-webgpu/cpu') and the `qgemm` bin.
 // The docs are code too: every ```ts snippet of README.md and docs/*.md is type-checked the same way
-// (strict, nodenext and bundler) against the installed package and run in Node (Dawn's `webgpu` linked
-// in from the repository, so GpuContext snippets run on SwiftShader); every ```json block parses as
-// strict JSON; every export the README's API table names is imported by name, and every call it writes,
-// `f(a, b?, c = 1, { d?, e })`, is checked against the declarations: its parameters, which are optional,
-// the option keys.
+// (strict, nodenext and bundler; TypeScript 5.9 and 7) against the installed package and run in Node
+// (Dawn's `webgpu` linked in from the repository, so GpuContext snippets run on SwiftShader); every
+// ```json block parses as strict JSON; every export the README's API table names is imported by name,
+// and every call it writes, `f(a, b?, c = 1, { d?, e })`, is checked against the declarations: its
+// parameters, which are optional, the option keys.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -19,9 +22,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newest } from '../browser/freshness.ts';
 
 const REPO = join(import.meta.dirname, '../..');
-const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
 const work = mkdtempSync(join(tmpdir(), 'qgemm-pack-'));
 const consumer = join(work, 'consumer');
+/** The two compilers: the repository's TypeScript 5.9, and TypeScript 7 as installed in the consumer. */
+const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
+const TSC7 = join(consumer, 'node_modules/typescript/bin/tsc');
+const COMPILERS = [
+  { name: 'TypeScript 5.9', tsc: TSC, version: /^Version 5\.9\./ },
+  { name: 'TypeScript 7', tsc: TSC7, version: /^Version 7\./ },
+];
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** The environment of a user's shell: none of the npm_* variables of the npm that started vitest. */
@@ -48,7 +57,11 @@ beforeAll(() => {
   packed = JSON.parse(sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], REPO))[0];
   mkdirSync(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-save', join(work, packed.filename)], consumer);
+  sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-save', join(work, packed.filename), 'typescript@7'], consumer);
+  // Node's own types, for the programs compiled without the DOM library; Dawn's `webgpu` for the snippets.
+  mkdirSync(join(consumer, 'node_modules/@types'), { recursive: true });
+  symlinkSync(join(REPO, 'node_modules/@types/node'), join(consumer, 'node_modules/@types/node'), 'dir');
+  symlinkSync(join(REPO, 'node_modules/webgpu'), join(consumer, 'node_modules/webgpu'), 'dir');
 }, 600_000);
 
 describe('the packed file list', () => {
@@ -82,10 +95,19 @@ describe('the packed file list', () => {
     expect(packed.unpackedSize).toBeLessThan(2e6);
     expect(packed.size).toBeLessThan(500e3);
   });
-  it('installs no runtime dependency but the types it names (wgsl_reflect is inlined)', () => {
+  it('installs no runtime dependency, not even the WebGPU types (wgsl_reflect is inlined)', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
-    expect(Object.keys(pkg.dependencies ?? {})).toEqual(['@webgpu/types']);
+    expect(Object.keys(pkg.dependencies ?? {})).toEqual([]);
     expect(existsSync(join(consumer, 'node_modules/wgsl_reflect'))).toBe(false);
+    expect(existsSync(join(consumer, 'node_modules/@webgpu/types'))).toBe(false);
+  });
+  it('declares no WebGPU global and references no types package', () => {
+    const dts = packed.files.map((f) => f.path).filter((p) => p.endsWith('.d.ts'));
+    for (const p of dts) {
+      const text = readFileSync(join(consumer, 'node_modules/qgemm-webgpu', p), 'utf8');
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/(?!\/).*$/gm, '');
+      expect(code, p).not.toMatch(/reference types=|declare global|@webgpu\/types/);
+    }
   });
   it('the CPU-only browser entry is a tenth of the full one, without GPU code', () => {
     const cpu = readFileSync(join(REPO, 'dist/browser/cpu.js'), 'utf8');
@@ -117,32 +139,84 @@ const { multiplier } = quantizeMultiplier(0.5);
 console.log(JSON.stringify({ results: results.map((r) => Array.from(r.data)), npy: Array.from(npy.data as Int16Array), field, multiplier }));
 `;
 
-const STRICT = { strict: true, skipLibCheck: false, noEmitOnError: true, target: 'es2022', lib: ['es2022', 'dom'], types: [] as string[] };
+const STRICT = { strict: true, skipLibCheck: false, noEmitOnError: true, target: 'es2022' };
+/** With the DOM library (a browser program), or without it (a Node program, Node's types instead). */
+const LIBS = [
+  { name: 'lib dom', lib: ['es2022', 'dom'], types: [] as string[] },
+  { name: 'no dom', lib: ['es2022'], types: ['node'] },
+];
+const MODULES = [
+  { name: 'nodenext', module: 'nodenext', moduleResolution: 'nodenext' },
+  { name: 'bundler', module: 'esnext', moduleResolution: 'bundler' },
+];
+
+/** Runs one compiler on one config of the consumer project; a failure says which and what tsc said. */
+function tsc(compiler: string, config: string, what = config): void {
+  try {
+    sh(process.execPath, [compiler, '-p', config], consumer);
+  } catch (e) {
+    throw new Error(`${what}: ${(e as { stdout?: string }).stdout ?? e}`);
+  }
+}
 
 describe('a consumer project', () => {
-  it('type-checks under strict nodenext, compiles and runs in Node', () => {
+  it('installed TypeScript 7 from the registry', () => {
+    for (const c of COMPILERS) expect(sh(process.execPath, [c.tsc, '--version'], consumer).trim()).toMatch(c.version);
+  });
+  for (const c of COMPILERS) {
+    for (const l of LIBS) {
+      it(`type-checks under ${c.name}, strict nodenext and bundler, ${l.name}`, () => {
+        writeFileSync(join(consumer, 'main.ts'), CONSUMER);
+        for (const m of MODULES) {
+          const config = `tsconfig.${c.name.replace(/\W/g, '')}.${l.name.replace(/\W/g, '')}.${m.name}.json`;
+          const { name: _, ...modules } = m;
+          const compilerOptions = { ...STRICT, lib: l.lib, types: l.types, ...modules, noEmit: true };
+          writeFileSync(join(consumer, config), JSON.stringify({ compilerOptions, files: ['main.ts'] }));
+          tsc(c.tsc, config, `${c.name}, ${l.name}, ${m.name}`);
+        }
+      });
+    }
+  }
+  it("takes a GPUDevice's type from the program: TypeScript 7's DOM library, or @webgpu/types where the program adds it", () => {
+    // Where the program has WebGPU types, GpuContext.device is a GPUDevice with its members (and a
+    // GPUDevice passes in); where it has none, the declarations still compile (the tests above).
+    writeFileSync(
+      join(consumer, 'device.ts'),
+      "import type { GpuContext } from 'qgemm-webgpu';\n" +
+        'export const use = (ctx: GpuContext, other: GPUDevice): [GPUQueue, GPUDevice] => [ctx.device.queue, other];\n' +
+        'export const pass: (device: GPUDevice) => Promise<GpuContext> = (device) => import("qgemm-webgpu").then((q) => q.GpuContext.create({ device }));\n',
+    );
+    const options = { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', noEmit: true };
+    writeFileSync(
+      join(consumer, 'tsconfig.device-dom.json'),
+      JSON.stringify({ compilerOptions: { ...options, lib: ['es2022', 'dom'], types: [] }, files: ['device.ts'] }),
+    );
+    tsc(TSC7, 'tsconfig.device-dom.json', 'TypeScript 7, lib dom');
+    mkdirSync(join(consumer, 'node_modules/@webgpu'), { recursive: true });
+    const webgpuTypes = join(consumer, 'node_modules/@webgpu/types');
+    if (!existsSync(webgpuTypes)) symlinkSync(join(REPO, 'node_modules/@webgpu/types'), webgpuTypes, 'dir');
+    writeFileSync(
+      join(consumer, 'tsconfig.device-types.json'),
+      JSON.stringify({ compilerOptions: { ...options, lib: ['es2022', 'dom'], types: ['@webgpu/types'] }, files: ['device.ts'] }),
+    );
+    tsc(TSC, 'tsconfig.device-types.json', 'TypeScript 5.9, lib dom and @webgpu/types');
+  });
+  it('compiles and runs in Node', () => {
     writeFileSync(join(consumer, 'main.ts'), CONSUMER);
     writeFileSync(
       join(consumer, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
+        compilerOptions: { ...STRICT, lib: ['es2022', 'dom'], types: [], module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
         files: ['main.ts'],
       }),
     );
-    sh(process.execPath, [TSC, '-p', 'tsconfig.json'], consumer);
+    tsc(TSC7, 'tsconfig.json');
     const out = JSON.parse(sh(process.execPath, ['out/main.js'], consumer));
     const expected = [
       [(1 - 3) * (-1 + 7) + (2 - 3) * (2 + 7) + (3 - 3) * (-3 + 7), (1 - 3) * (4 + 7) + (2 - 3) * (-5 + 7) + (3 - 3) * (6 + 7)],
       [(4 - 3) * (-1 + 7) + (5 - 3) * (2 + 7) + (6 - 3) * (-3 + 7), (4 - 3) * (4 + 7) + (5 - 3) * (-5 + 7) + (6 - 3) * (6 + 7)],
     ].flat();
     expect(out).toEqual({ results: [expected, expected, expected, expected], npy: expected, field: 'lhsZeroPoint', multiplier: 2 ** 30 });
-  });
-  it('type-checks under strict bundler resolution', () => {
-    writeFileSync(
-      join(consumer, 'tsconfig.bundler.json'),
-      JSON.stringify({ compilerOptions: { ...STRICT, module: 'esnext', moduleResolution: 'bundler', noEmit: true }, files: ['main.ts'] }),
-    );
-    sh(process.execPath, [TSC, '-p', 'tsconfig.bundler.json'], consumer);
   });
   it('runs the installed qgemm bin', () => {
     expect(sh(join(consumer, 'node_modules/.bin/qgemm'), ['--version'], consumer).trim()).toBe(
@@ -199,15 +273,11 @@ function typeCheck(name: string, code: string, what: string): void {
   writeFileSync(
     join(consumer, `tsconfig.${name}.json`),
     JSON.stringify({
-      compilerOptions: { ...STRICT, module: 'nodenext', moduleResolution: 'nodenext', noEmit: true },
+      compilerOptions: { ...STRICT, lib: ['es2022', 'dom'], types: [], module: 'nodenext', moduleResolution: 'nodenext', noEmit: true },
       files: [`${name}.ts`],
     }),
   );
-  try {
-    sh(process.execPath, [TSC, '-p', `tsconfig.${name}.json`], consumer);
-  } catch (e) {
-    throw new Error(`${what}: ${(e as { stdout?: string }).stdout ?? e}`);
-  }
+  tsc(TSC, `tsconfig.${name}.json`, what);
 }
 
 describe('the docs', () => {
@@ -216,16 +286,14 @@ describe('the docs', () => {
     expect(snippets.filter((s) => s.file === 'README.md').length).toBeGreaterThan(0);
     expect(snippets.filter((s) => s.file === 'docs/tflite.md').length).toBeGreaterThan(0);
   });
-  it('every ts snippet type-checks under strict nodenext and bundler, and runs in Node', () => {
+  it('every ts snippet type-checks under strict nodenext and bundler (TypeScript 5.9 and 7), and runs in Node', () => {
     const dir = join(consumer, 'snippets');
     mkdirSync(dir, { recursive: true });
-    const webgpu = join(consumer, 'node_modules/webgpu');
-    if (!existsSync(webgpu)) symlinkSync(join(REPO, 'node_modules/webgpu'), webgpu, 'dir');
     const files = snippets.map((s) => {
       writeFileSync(join(dir, `${s.name}.ts`), `${s.code}\nexport {};\n`);
       return `snippets/${s.name}.ts`;
     });
-    const opts = { ...STRICT, noUnusedLocals: false };
+    const opts = { ...STRICT, lib: ['es2022', 'dom'], types: [], noUnusedLocals: false };
     writeFileSync(
       join(consumer, 'tsconfig.snippets.json'),
       JSON.stringify({
@@ -238,11 +306,8 @@ describe('the docs', () => {
       JSON.stringify({ compilerOptions: { ...opts, module: 'esnext', moduleResolution: 'bundler', noEmit: true }, files }),
     );
     for (const config of ['tsconfig.snippets.json', 'tsconfig.snippets-bundler.json']) {
-      try {
-        sh(process.execPath, [TSC, '-p', config], consumer);
-      } catch (e) {
-        throw new Error(`${config}: ${(e as { stdout?: string }).stdout ?? e}`);
-      }
+      tsc(TSC7, config, `TypeScript 7, ${config}`);
+      tsc(TSC, config, `TypeScript 5.9, ${config}`);
     }
     for (const s of snippets) {
       try {
