@@ -2,8 +2,9 @@
 // FULLY_CONNECTED or CONV_2D layer (uint8 or int8), or a small graph (conv2d, fullyConnected and an
 // elementwise or requantize layer, in either order), and spoils exactly one parameter: a scale whose
 // float32 is zero, subnormal or infinite (1e-46, 1e-40, 1e39), a negative or fractional shape, zero
-// channels, a weight zero point out of its type's range, weights of the other dtype, a stride of 2^24 or
-// more, an unknown activation or kernel path, an output zero point out of range on the graph's last
+// channels, a weight zero point out of its type's range, weights of the other dtype, a stride above
+// 2^31 - 1 (the one limit of every backend: the GPU's patch positions are 32-bit) or not an integer >= 1,
+// an unknown activation or kernel path, an output zero point out of range on the graph's last
 // layer, the FC reference path in a graph run on WebGPU. Each case carries the field the error must
 // name, as the caller wrote it: in the library's terms (`params.weights.zeroPoint`,
 // `layers[2].params.output.zeroPoint`) for the library case, in the spec's (`weights.zeroPoint`,
@@ -106,8 +107,12 @@ export function arbBad(op: LayerCase['op'], dtype: Dtype, lib: boolean): fc.Arbi
         width: fc.integer({ min: 1, max: 300 }),
       }),
       fc
-        .tuple(fc.integer({ min: 2 ** 24, max: 2 ** 31 - 1 }), fc.integer({ min: 1, max: 3 }), fc.boolean())
-        .map(([big, small, first]) => ({ kind: 'stride' as const, stride: (first ? [big, small] : [small, big]) as [number, number] })),
+        .tuple(
+          fc.oneof(fc.integer({ min: 2 ** 31, max: 2 ** 45 }), fc.constantFrom(0, -1, 1.5, 2 ** 53)),
+          fc.integer({ min: 1, max: 3 }),
+          fc.boolean(),
+        )
+        .map(([bad, good, first]) => ({ kind: 'stride' as const, stride: (first ? [bad, good] : [good, bad]) as [number, number] })),
     );
   }
   if (lib) {
