@@ -22,12 +22,14 @@ import { cpuRunStats, prepackCpu } from './kernels/cpu-wasm/kernel.ts';
 import { CPU_KERNELS, GPU_KERNELS } from './kernels/registry.ts';
 import { bestConfig, configLabel, type SgmatConfig } from './kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from './kernels/sgmat/emulation.ts';
-import { selfTestProblems } from './scheduler/self-test.ts';
 import type { GpuGemmKernel } from './kernels/types.ts';
 import { referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './spec/problem.ts';
-import type { GemmProblem, GemmResult, Operand, OutputStage } from './types.ts';
+import type { GemmProblem, GemmResult } from './types.ts';
 import { brief } from './spec/echo.ts';
+import { verifyPrepackedProblems, verifyProblems } from './verify-problems.ts';
+
+export { verifyPrepackedProblems, verifyProblems };
 
 /** `qgemm verify` found a kernel whose results differ from the reference (exit code 1). */
 export class VerifyMismatchError extends QgemmError {
@@ -45,8 +47,10 @@ export interface VerifyRow {
   mismatches: number;
   /** Wall time of the kernel's problems, pipeline compilation included, in milliseconds. */
   ms: number;
-  /** The first failure, in one line ('' when none). */
+  /** The first failure, in one line ('' when none); for a kernel that did not run, why. */
   detail: string;
+  /** False for a kernel asked for that cannot run on this backend, adapter or CPU (`detail` says why). */
+  ran: boolean;
 }
 
 export interface VerifyReport {
@@ -54,7 +58,7 @@ export interface VerifyReport {
   /** The adapter (webgpu) or the CPU features (cpu). */
   device: string;
   rows: VerifyRow[];
-  /** True when every row has 0 mismatches. */
+  /** True when there is a row, every row ran and none has a mismatch: never for a check of nothing. */
   ok: boolean;
 }
 
@@ -63,120 +67,17 @@ export interface VerifyOptions {
   backend?: 'webgpu' | 'cpu';
   /** Run on this device instead of acquiring one. */
   device?: GPUDevice;
-  /** Only these kernel ids (default: every kernel the adapter or CPU supports). */
-  kernels?: string[];
+  /**
+   * Only these kernel ids, at least one (default: every kernel the adapter or CPU supports). One that
+   * cannot run here is a row that did not run, with the reason, and the report is not ok.
+   */
+  kernels?: readonly string[];
+  /** Called once the device is known, before the first kernel (progress): the report's backend and device. */
+  onStart?: (start: { backend: 'webgpu' | 'cpu'; device: string }) => void;
   /** Called after each kernel (progress). */
   onRow?: (row: VerifyRow) => void;
   /** Test hook: extra GPU kernels to verify, beside the registry's. */
   extraKernels?: readonly GpuGemmKernel[];
-}
-
-/** Deterministic operand bytes (an LCG; edge values at both ends). */
-function operand(rows: number, cols: number, signed: boolean, order: Operand['order'], seed: number): Operand {
-  const n = rows * cols;
-  const data = signed ? new Int8Array(n) : new Uint8Array(n);
-  let s = (seed * 2654435761) >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    data[i] = s >>> 24;
-  }
-  for (let i = 0; i < Math.min(n, 4); i++) data[i] = signed ? (i % 2 ? 127 : -128) : i % 2 ? 255 : 0;
-  return { data, rows, cols, order };
-}
-
-const ramp = (n: number, f: (i: number) => number) => Int32Array.from({ length: n }, (_, i) => f(i));
-
-/** Output pipelines cycled through by the sweep: none (raw int32 results) every other problem, then each stage kind. */
-function pipeline(i: number, M: number, N: number): OutputStage[] {
-  const kinds: OutputStage[][] = [
-    [],
-    [{ type: 'bias', axis: 'col', values: ramp(N, (j) => j * 977 - 30000) }],
-    [],
-    [
-      { type: 'quantizeDownInt32ToUint8Scale', offset: ramp(M, (j) => j * 13 - 500), multiplier: 3, shift: 7, axis: 'row' },
-      { type: 'truncatingCast', to: 'uint8' },
-    ],
-    [],
-    [
-      { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 11, offsetAfterShift: 7 },
-      { type: 'clamp', min: -20000, max: 20000 },
-      { type: 'saturatingCast', to: 'int16' },
-    ],
-    [],
-    [
-      {
-        type: 'scaleInt32ByFixedPointAndExponent',
-        multiplier: ramp(N, (j) => 1073741824 + j * 7919),
-        exponent: ramp(N, (j) => -6 - (j % 4)),
-        offsetAfterShift: -3,
-        rounding: 'single',
-        axis: 'col',
-      },
-      { type: 'saturatingCast', to: 'int8' },
-    ],
-    [],
-    [
-      { type: 'tanh', realZeroAsInt32: 100, realAmplitudeAsInt32: 50000 },
-      { type: 'saturatingCast', to: 'uint8' },
-    ],
-  ];
-  return kinds[i % kinds.length];
-}
-
-/** The sweep's shapes (M, N, K): odd edges, several 64-tiles, two or more 64-byte k steps. */
-const SWEEP: [number, number, number][] = [
-  [1, 1, 1],
-  [5, 4, 3],
-  [17, 33, 65],
-  [64, 64, 128],
-  [65, 130, 130],
-  [130, 65, 200],
-  [33, 129, 257],
-  [128, 192, 320],
-  [63, 65, 192],
-  [3, 200, 130],
-];
-
-/** The fixed suite: the self-test problems, then the sweep (and two less-than-8-bit problems). */
-export function verifyProblems(): GemmProblem[] {
-  const sweep = SWEEP.map(
-    ([M, N, K], i): GemmProblem => ({
-      lhs: operand(M, K, i % 2 === 1, i % 3 === 0 ? 'col-major' : 'row-major', 2 * i + 1),
-      rhs: operand(K, N, (i >> 1) % 2 === 1, i % 4 < 2 ? 'col-major' : 'row-major', 2 * i + 2),
-      lhsZeroPoint: i % 3 === 1 ? ramp(M, (j) => (j % 9) - 4) : i === 4 ? -2147483648 : 3 - i,
-      rhsZeroPoint: i % 3 === 2 ? ramp(N, (j) => (j % 7) - 3) : 128 + i,
-      pipeline: pipeline(i, M, N),
-      dstOrder: i % 4 === 3 ? 'col-major' : 'row-major',
-    }),
-  );
-  const lowBit: GemmProblem[] = [
-    { ...sweep[4], pipeline: [], bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' } },
-    { ...sweep[6], pipeline: [], bitDepth: { lhs: 5, rhs: 3, rounding: 'probabilistic-xorshift' } },
-  ];
-  return [...selfTestProblems(), ...sweep, ...lowBit];
-}
-
-/**
- * The prepacked suite (the CPU's few-row path, `prepackCpu` + `gemm`): every problem of the fixed suite
- * (`suite`) whose rhs prepackCpu stores (8 bits, or at most 4), then a few lhs rows against prepacked 8-bit and
- * 4-bit weights, for the few-row kernels (byte lanes, widening, 4-bit, dot7 and relaxed 8-bit shapes):
- * 1, 2, 3, 5, 7 and 9 rows, K = 275 (8 blocks of 8 quads, then 5 quads, the last one partial), per-channel zero points,
- * the sweep's non-empty pipelines in turn (per-column bias, per-row offsets, a fixed-point scale, per-column
- * exponents).
- */
-export function verifyPrepackedProblems(suite: readonly GemmProblem[] = verifyProblems()): GemmProblem[] {
-  const [N, K] = [130, 275];
-  const fewRows = [1, 2, 3, 5, 7, 9].flatMap((M, i): GemmProblem[] =>
-    [undefined, { lhs: 8, rhs: 4, rounding: 'probabilistic-addmod' } as const].map((bitDepth, b) => ({
-      lhs: operand(M, K, (i + b) % 2 === 1, i % 2 ? 'col-major' : 'row-major', 101 + 2 * i + b),
-      rhs: operand(K, N, i % 3 === 2, b ? 'row-major' : 'col-major', 201 + 2 * i + b),
-      lhsZeroPoint: b ? 7 - i : ramp(M, (j) => j * 5 - 9),
-      rhsZeroPoint: ramp(N, (j) => (j % 11) - 5 + (b ? 8 : 128)),
-      pipeline: pipeline(1 + 2 * ((2 * i + b) % 4), M, N),
-      ...(bitDepth ? { bitDepth } : {}),
-    })),
-  );
-  return [...suite.filter((p) => !p.bitDepth || p.bitDepth.rhs <= 4), ...fewRows];
 }
 
 /**
@@ -204,7 +105,7 @@ async function verifyPrepacked(kernel: string, suite: readonly GemmProblem[]): P
     },
     null,
   );
-  return { kernel, configuration: `prepacked rhs: ${[...drivers].sort().join(', ')}`, ...row };
+  return { kernel, configuration: `prepacked rhs: ${[...drivers].sort().join(', ')}`, ...row, ran: true };
 }
 
 /** The reference result of each problem, computed once (several kernels check the same problems). */
@@ -243,7 +144,7 @@ async function verifyProblemsWith(
   run: (p: GemmProblem) => Promise<{ result: GemmResult; ranWith?: string }>,
   expectKernel: string | null,
   stopAtFirst = false,
-): Promise<Omit<VerifyRow, 'kernel' | 'configuration'>> {
+): Promise<Omit<VerifyRow, 'kernel' | 'configuration' | 'ran'>> {
   const t0 = performance.now();
   let count = 0;
   let mismatches = 0;
@@ -304,28 +205,73 @@ export async function verifyGpuKernel(
       opts.stopAtFirst,
     );
     if (warnings.length && !row.detail) row.detail = warnings[0];
-    return { kernel: kernel.id, configuration: opts.configuration ?? '', ...row };
+    return { kernel: kernel.id, configuration: opts.configuration ?? '', ...row, ran: true };
   } finally {
     ctx.destroy();
   }
 }
 
+/** The options of verifyDevice checked as the caller wrote them: the backend and the kernel ids. */
+function checkOptions(opts: VerifyOptions, known: ReadonlySet<string>): 'webgpu' | 'cpu' {
+  const backend: unknown = opts.backend ?? 'webgpu';
+  if (backend !== 'webgpu' && backend !== 'cpu') throw new InputError('backend', `expected "webgpu" or "cpu", got ${brief(backend)}`);
+  if (opts.kernels !== undefined) {
+    if (!Array.isArray(opts.kernels)) throw new InputError('kernels', `expected an array of kernel ids, got ${brief(opts.kernels)}`);
+    if (opts.kernels.length === 0) throw new InputError('kernels', 'expected at least one kernel id (leave it out to check them all)');
+    opts.kernels.forEach((id: unknown, i) => {
+      if (!known.has(id as string)) {
+        throw new InputError(`kernels[${i}]`, `unknown kernel ${brief(id)}; known kernels: ${[...known].join(', ')}`);
+      }
+    });
+  }
+  return backend;
+}
+
+/** A kernel asked for that cannot run here, as a row that did not run. */
+const notRun = (kernel: string, why: string): VerifyRow => ({
+  kernel,
+  configuration: '',
+  problems: 0,
+  mismatches: 0,
+  ms: 0,
+  detail: `not run: ${why}`,
+  ran: false,
+});
+
+/** The report: every kernel asked for that has no row of its own gets one that did not run, saying why. */
+function finish(
+  backend: 'webgpu' | 'cpu',
+  device: string,
+  rows: VerifyRow[],
+  opts: VerifyOptions,
+  why: (id: string) => string,
+): VerifyReport {
+  for (const id of opts.kernels ?? []) {
+    if (rows.some((r) => r.kernel === id)) continue;
+    const row = notRun(id, why(id));
+    rows.push(row);
+    opts.onRow?.(row);
+  }
+  return { backend, device, rows, ok: rows.length > 0 && rows.every((r) => r.ran && r.mismatches === 0) };
+}
+
 /** Checks every kernel on this adapter (or CPU) over the fixed suite; the same data `qgemm verify` prints. */
 export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyReport> {
-  const backend = opts.backend ?? 'webgpu';
+  const gpuIds = new Set([...GPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated'));
+  const cpuIds = new Set(CPU_KERNELS.map((k) => k.id));
+  const backend = checkOptions(opts, new Set([...gpuIds, ...cpuIds]));
   const problems = verifyProblems();
   const rows: VerifyRow[] = [];
   const wanted = (id: string) => !opts.kernels || opts.kernels.includes(id);
-  const known = new Set([...GPU_KERNELS, ...CPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated'));
-  for (const id of opts.kernels ?? []) {
-    if (!known.has(id)) throw new InputError('kernel', `unknown kernel ${brief(id)}; known kernels: ${[...known].join(', ')}`);
-  }
   const push = (row: VerifyRow) => {
     rows.push(row);
     opts.onRow?.(row);
   };
   if (backend === 'cpu') {
     const caps = await readyCpuCaps();
+    const features = [caps.wasmSimd && 'wasm-simd', caps.relaxedSimd && 'relaxed-simd', caps.sharedMemory && `${caps.threads} threads`];
+    const device = `CPU (${features.filter(Boolean).join(', ') || 'JavaScript only'})`;
+    opts.onStart?.({ backend, device });
     for (const k of CPU_KERNELS) {
       if (!wanted(k.id) || !problems.some((p) => k.supports(caps, normalizeProblem(p)))) continue;
       const row = await verifyProblemsWith(
@@ -334,21 +280,23 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
         async (p) => ({ result: await k.run(normalizeProblem(p), {}) }),
         null,
       );
-      push({ kernel: k.id, configuration: '', ...row });
+      push({ kernel: k.id, configuration: '', ...row, ran: true });
     }
     // The few-row path of a prepacked rhs (its own kernels: byte lanes, 4-bit, dot7), on the kernel
     // prepackCpu packs for.
     const packedFor = caps.relaxedSimd ? 'cpu-wasm-relaxed' : 'cpu-wasm-simd';
     if (caps.wasmSimd && wanted(packedFor)) push(await verifyPrepacked(packedFor, problems));
-    const features = [caps.wasmSimd && 'wasm-simd', caps.relaxedSimd && 'relaxed-simd', caps.sharedMemory && `${caps.threads} threads`];
-    return {
-      backend,
-      device: `CPU (${features.filter(Boolean).join(', ') || 'JavaScript only'})`,
-      rows,
-      ok: rows.every((r) => r.mismatches === 0),
-    };
+    return finish(backend, device, rows, opts, (id) =>
+      gpuIds.has(id)
+        ? 'a WebGPU kernel (verify it with backend "webgpu")'
+        : id === 'cpu-wasm-relaxed'
+          ? 'needs WebAssembly relaxed SIMD, which this runtime does not offer'
+          : `this CPU does not run it (${device})`,
+    );
   }
   const acquired = await acquireDevice({ allowSoftware: true, device: opts.device });
+  const device = describeAdapter(acquired.summary);
+  opts.onStart?.({ backend, device });
   const probe = await GpuContext.create({ device: acquired.device });
   const caps = probe.caps;
   probe.destroy();
@@ -365,7 +313,9 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
     push(await verifyGpuKernel(acquired.device, k, problems, { kernels: [k, ...GPU_KERNELS], configuration }));
   }
   if (!opts.device) acquired.device.destroy();
-  return { backend, device: describeAdapter(acquired.summary), rows, ok: rows.every((r) => r.mismatches === 0) };
+  return finish(backend, device, rows, opts, (id) =>
+    cpuIds.has(id) ? 'a CPU kernel (verify it with backend "cpu")' : `this adapter lacks what it needs (${device})`,
+  );
 }
 
 /** The report as the CLI's table: kernel | configuration | problems | mismatches | time. */
@@ -373,10 +323,10 @@ export function formatVerifyReport(r: VerifyReport): string {
   const head = ['kernel', 'configuration', 'problems', 'mismatches', 'time'];
   const body = r.rows.map((x) => [
     x.kernel,
-    x.configuration || '-',
+    x.configuration || (x.ran ? '-' : 'not run'),
     String(x.problems),
-    String(x.mismatches),
-    `${(x.ms / 1000).toFixed(2)} s`,
+    x.ran ? String(x.mismatches) : '-',
+    x.ran ? `${(x.ms / 1000).toFixed(2)} s` : '-',
   ]);
   const width = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) =>
@@ -386,10 +336,25 @@ export function formatVerifyReport(r: VerifyReport): string {
       .trimEnd();
   const out = [`${r.backend} on ${r.device}`, line(head), width.map((w) => '-'.repeat(w)).join('-|-'), ...body.map(line)];
   for (const x of r.rows) if (x.detail) out.push(`${x.kernel}: ${x.detail}`);
-  out.push(
-    r.ok
-      ? `all ${r.rows.length} kernels exact`
-      : `MISMATCH: ${r.rows.filter((x) => x.mismatches).length} of ${r.rows.length} kernels differ from the reference`,
-  );
+  out.push(verifyVerdict(r));
   return out.join('\n');
+}
+
+/** The report's last line: every kernel exact, or how many differ and how many did not run. */
+export function verifyVerdict(r: VerifyReport): string {
+  if (r.ok) return `all ${r.rows.length} kernels exact`;
+  const differ = r.rows.filter((x) => x.mismatches > 0);
+  const notRun = r.rows.filter((x) => !x.ran);
+  const parts = [
+    differ.length && `${differ.length} of ${r.rows.length} kernels differ from the reference: ${differ.map((x) => x.kernel).join(', ')}`,
+    notRun.length && `${notRun.length} of ${r.rows.length} kernels asked for did not run here: ${notRun.map((x) => x.kernel).join(', ')}`,
+  ].filter(Boolean);
+  return `${differ.length ? 'MISMATCH' : 'NOT VERIFIED'}: ${parts.join('; ') || 'no kernel was checked'}`;
+}
+
+/** One kernel's progress line, as `qgemm verify` prints it when the kernel is done. */
+export function formatVerifyRow(x: VerifyRow): string {
+  if (!x.ran) return `${x.kernel}: ${x.detail}`;
+  const config = x.configuration ? ` (${x.configuration})` : '';
+  return `${x.kernel}${config}: ${x.problems} problems, ${x.mismatches} mismatches, ${(x.ms / 1000).toFixed(2)} s`;
 }

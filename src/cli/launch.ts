@@ -4,7 +4,7 @@
 // Saves a parse of the CLI bundle (about 60 ms) from every GPU command's first call, and the child exits
 // without waiting for Dawn's teardown.
 
-import { messagesFd, needsDevice, runQuietChild } from './quiet.ts';
+import { exitWithParent, messagesFd, needsDevice, runQuietChild } from './quiet.ts';
 
 /** Runs `argv` as `qgemm`; `loadCli` imports the CLI bundle (dist/node/cli.js). Resolves to the exit code. */
 export async function launch(
@@ -14,6 +14,7 @@ export async function launch(
 ): Promise<number> {
   const child = messagesFd() !== null;
   if (!child && needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);
+  if (child) exitWithParent();
   const { cli } = await loadCli();
   const code = await cli(argv);
   // The quiet child ends as soon as its command has: everything it says went out through synchronous

@@ -111,7 +111,11 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     )
     .option('--json', 'print the report as JSON')
     .option('--kernel <id...>', 'only these kernels')
-    .addHelpText('after', '\nExit codes: 0 every kernel exact, 1 any mismatch or a failure of the machine, 2 bad input.')
+    .addHelpText(
+      'after',
+      '\nProgress (the adapter, then each kernel as it is done) goes to stderr; the table or JSON to stdout.\n' +
+        'Exit codes: 0 every kernel exact, 1 any mismatch, a --kernel that cannot run here, or a failure of the machine, 2 bad input.',
+    )
     .action((o) => run(cmdVerify(o, io)));
   return prog;
 }

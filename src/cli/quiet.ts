@@ -8,12 +8,21 @@
 // pipes that the parent copies to its stdout and stderr. If the child fails without a message of its
 // own (a native crash, a broken install), the parent says so in one line with the last native line;
 // QGEMM_DEBUG=1 runs everything in one process with the native output visible.
+// Signals: the parent forwards SIGINT, SIGTERM and SIGHUP to the child and, once it has ended, exits with
+// 128 + the signal's number (130, 143, 129), as a shell reports a command a signal ended. The child
+// holds the read end of one more pipe (fd 5) whose write end only the parent has: when the parent is
+// gone, even by SIGKILL, the child reads end-of-file and exits instead of running on as an orphan.
 
 import { spawn } from 'node:child_process';
 import { writeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { constants } from 'node:os';
 
 const MESSAGES_FD_ENV = 'QGEMM_MESSAGES_FD';
 const OUTPUT_FD_ENV = 'QGEMM_OUTPUT_FD';
+const PARENT_FD_ENV = 'QGEMM_PARENT_FD';
+/** The signals the parent passes on to the child. */
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 const fdFrom = (name: string): number | null => {
   const v = process.env[name];
@@ -23,6 +32,27 @@ const fdFrom = (name: string): number | null => {
 export const messagesFd = (): number | null => fdFrom(MESSAGES_FD_ENV);
 /** In the quiet child: the fd for qgemm's own results (what it would print on stdout); otherwise null. */
 export const outputFd = (): number | null => fdFrom(OUTPUT_FD_ENV);
+
+/**
+ * In the quiet child: exits (code 129, as for a hangup) as soon as the parent is gone, which closes the
+ * pipe of QGEMM_PARENT_FD. The watch keeps no event loop alive. Does nothing outside the child.
+ */
+export function exitWithParent(): void {
+  const fd = fdFrom(PARENT_FD_ENV);
+  if (fd === null) return;
+  let pipe: Socket;
+  try {
+    pipe = new Socket({ fd, readable: true, writable: false });
+  } catch {
+    return; // not a pipe this process was given: nothing to watch
+  }
+  const gone = () => process.exit(128 + constants.signals.SIGHUP);
+  pipe.on('end', gone);
+  pipe.on('close', gone);
+  pipe.on('error', gone);
+  pipe.resume();
+  pipe.unref();
+}
 
 export function writeFd(fd: number, text: string): void {
   const bytes = Buffer.from(text, 'utf8');
@@ -53,8 +83,8 @@ export function needsDevice(argv: string[]): boolean {
 export function runQuietChild(binPath: string, argv: string[]): Promise<number> {
   return new Promise((resolvePromise) => {
     const child = spawn(process.execPath, [...process.execArgv, binPath, ...argv], {
-      stdio: ['inherit', 'pipe', 'pipe', 'pipe', 'pipe'],
-      env: { ...process.env, [MESSAGES_FD_ENV]: '3', [OUTPUT_FD_ENV]: '4' },
+      stdio: ['inherit', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, [MESSAGES_FD_ENV]: '3', [OUTPUT_FD_ENV]: '4', [PARENT_FD_ENV]: '5' },
     });
     let tail = '';
     let said = false;
@@ -68,13 +98,20 @@ export function runQuietChild(binPath: string, argv: string[]): Promise<number> 
     };
     child.stdout!.on('data', keepTail);
     child.stderr!.on('data', keepTail);
-    // Ctrl-C reaches the child too (same process group); the parent waits for it to end.
-    const ignore = () => {};
-    process.on('SIGINT', ignore);
-    process.on('SIGTERM', ignore);
+    (child.stdio as unknown as NodeJS.ReadableStream[])[5].resume(); // the child's watch on this process: never written
+    // A signal to this process is passed on to the child (Ctrl-C reaches both, as one process group);
+    // the parent waits for the child to end, then exits with 128 + the signal's number.
+    let received: NodeJS.Signals | null = null;
+    const forward = (signal: NodeJS.Signals) => {
+      received ??= signal;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      // A child stuck where the signal cannot end it (in native code that blocks it) is killed.
+      setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'), 10_000).unref();
+    };
+    for (const signal of FORWARDED) process.on(signal, forward);
     const done = (code: number) => {
-      process.off('SIGINT', ignore);
-      process.off('SIGTERM', ignore);
+      for (const signal of FORWARDED) process.off(signal, forward);
       resolvePromise(code);
     };
     child.on('error', (e) => {
@@ -82,7 +119,8 @@ export function runQuietChild(binPath: string, argv: string[]): Promise<number> 
       done(1);
     });
     child.on('close', (code, signal) => {
-      if (signal === 'SIGINT' || signal === 'SIGTERM') return done(128 + (signal === 'SIGINT' ? 2 : 15));
+      const ended = received ?? ((FORWARDED as readonly string[]).includes(signal ?? '') ? signal : null);
+      if (ended) return done(128 + constants.signals[ended]);
       if (code === 0 || ((code === 1 || code === 2) && said)) return done(code);
       const last = tail.trim().split('\n').at(-1)?.slice(0, 200) ?? '';
       process.stderr.write(

@@ -1,9 +1,18 @@
-// `qgemm verify`: runs verifyDevice() (src/verify.ts) on the WebGPU adapter (default) or the CPU and
-// prints its table (kernel | configuration | problems | mismatches | time) or, with --json, the report
-// as JSON on stdout. Any mismatch makes the command fail with exit code 1 (a VerifyMismatchError after
-// the report), so a script or a device run can stop before trusting a kernel on an unknown driver.
+// `qgemm verify`: runs verifyDevice() (src/verify.ts) on the WebGPU adapter (default) or the CPU. While
+// it runs it prints progress on stderr: a header naming the adapter (or CPU), then one line per kernel as
+// each is done. At the end it prints its table (kernel | configuration | problems | mismatches | time) or,
+// with --json, the report as JSON: the only thing on stdout. A mismatch, or a kernel asked for with
+// --kernel that cannot run here, makes the command fail with exit code 1 (a VerifyMismatchError or a
+// VerifyIncompleteError after the report), so a script or a device run can stop before trusting a
+// kernel on an unknown driver.
 
-import { VerifyMismatchError, type VerifyOptions, formatVerifyReport, verifyDevice } from '../verify.ts';
+import { InputError, QgemmError } from '../errors.ts';
+import { VerifyMismatchError, type VerifyOptions, formatVerifyReport, formatVerifyRow, verifyDevice, verifyVerdict } from '../verify.ts';
+
+/** A kernel asked for with --kernel could not run on this backend, adapter or CPU (exit code 1). */
+export class VerifyIncompleteError extends QgemmError {
+  override name = 'VerifyIncompleteError';
+}
 
 export async function cmdVerify(
   o: { backend: string; json?: boolean; kernel?: string[] },
@@ -11,14 +20,26 @@ export async function cmdVerify(
   /** Test hook: a device and extra kernels. */
   hook: Pick<VerifyOptions, 'device' | 'extraKernels'> = {},
 ): Promise<void> {
-  const report = await verifyDevice({
-    ...hook,
-    backend: o.backend as 'webgpu' | 'cpu',
-    kernels: o.kernel,
-  });
+  let report: Awaited<ReturnType<typeof verifyDevice>>;
+  try {
+    report = await verifyDevice({
+      ...hook,
+      backend: o.backend as 'webgpu' | 'cpu',
+      kernels: o.kernel,
+      onStart: ({ backend, device }) => io.err(`qgemm verify: ${backend} on ${device}\n`),
+      onRow: (row) => io.err(`  ${formatVerifyRow(row)}\n`),
+    });
+  } catch (e) {
+    // The library names its options (kernels[0], backend); here they are flags.
+    if (e instanceof InputError && /^(kernels|backend)\b/.test(e.field)) {
+      const flag = e.field.startsWith('kernels') ? '--kernel' : '--backend';
+      throw new InputError(flag, e.message.slice(e.field.length + 2));
+    }
+    throw e;
+  }
   io.out(o.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatVerifyReport(report)}\n`);
   if (!report.ok) {
-    const bad = report.rows.filter((r) => r.mismatches > 0).map((r) => r.kernel);
-    throw new VerifyMismatchError(`${bad.length} kernel(s) differ from the reference: ${bad.join(', ')}`);
+    const differ = report.rows.some((r) => r.mismatches > 0);
+    throw new (differ ? VerifyMismatchError : VerifyIncompleteError)(verifyVerdict(report).replace(/^[A-Z ]+: /, ''));
   }
 }

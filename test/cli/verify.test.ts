@@ -26,6 +26,13 @@ describe('qgemm verify --backend cpu', () => {
     const report = JSON.parse(c.out.join('')) as VerifyReport;
     expect(report.backend).toBe('cpu');
     expect(report.ok).toBe(true);
+    // Progress on stderr, stdout the JSON alone: a header with the device, then a line per kernel as each is done.
+    expect(c.err[0]).toBe(`qgemm verify: cpu on ${report.device}\n`);
+    expect(c.err.slice(1)).toEqual(
+      report.rows.map((r) =>
+        expect.stringMatching(new RegExp(`^ {2}${r.kernel}( \\(.*\\))?: ${r.problems} problems, 0 mismatches, \\d+\\.\\d\\d s\\n$`)),
+      ),
+    );
     expect(report.rows.map((r) => r.kernel)).toContain('cpu-js');
     for (const r of report.rows) {
       const prepacked = r.configuration.startsWith('prepacked rhs: ');
@@ -58,11 +65,66 @@ describe('qgemm verify --backend cpu', () => {
     expect(needsDevice(['verify', '--backend=cpu'])).toBe(false);
     expect(needsDevice(['verify', '--help'])).toBe(false);
   });
-  it('an unknown kernel is bad input (exit 2, naming the field)', async () => {
+  it('an unknown kernel is bad input (exit 2, naming the flag)', async () => {
     const c = capture();
     expect(await main(['verify', '--backend', 'cpu', '--kernel', 'nope'], c.io)).toBe(2);
-    expect(c.err.join('')).toMatch(/^qgemm: error: kernel: unknown kernel "nope"/);
+    expect(c.err.join('')).toMatch(/^qgemm: error: --kernel: unknown kernel "nope"/);
   });
+});
+
+describe('verify never reports success after checking nothing', () => {
+  it('a GPU kernel asked for on the CPU is a row that did not run, with its reason; exit 1', async () => {
+    const c = capture();
+    expect(await main(['verify', '--backend', 'cpu', '--kernel', 'gemv', '--json'], c.io)).toBe(1);
+    const report = JSON.parse(c.out.join('')) as VerifyReport;
+    expect(report.ok).toBe(false);
+    expect(report.rows).toEqual([
+      {
+        kernel: 'gemv',
+        configuration: '',
+        problems: 0,
+        mismatches: 0,
+        ms: 0,
+        detail: expect.stringMatching(/^not run: a WebGPU kernel/),
+        ran: false,
+      },
+    ]);
+    expect(c.err.join('')).toMatch(
+      /\n {2}gemv: not run: a WebGPU kernel.*\nqgemm: VerifyIncompleteError: 1 of 1 kernels asked for did not run here: gemv\n$/,
+    );
+  });
+  it('the table says so too', async () => {
+    const c = capture();
+    expect(await main(['verify', '--backend', 'cpu', '--kernel', 'gemv', 'sgmat-64x64'], c.io)).toBe(1);
+    const text = c.out.join('');
+    expect(text).toMatch(/^gemv +\| not run +\| 0 +\| - +\| -$/m);
+    expect(text).toMatch(/^sgmat-64x64 +\| not run +\| 0 +\| - +\| -$/m);
+    expect(text).not.toMatch(/exact/);
+    expect(text).toMatch(/^NOT VERIFIED: 2 of 2 kernels asked for did not run here: gemv, sgmat-64x64$/m);
+  });
+  it('cpu-wasm-relaxed where the runtime has no relaxed SIMD is a row that did not run', async () => {
+    const report = await verifyDevice({ backend: 'cpu', kernels: ['cpu-wasm-relaxed'] });
+    if (report.device.includes('relaxed-simd')) {
+      expect(report.rows.every((r) => r.ran && r.kernel === 'cpu-wasm-relaxed')).toBe(true);
+    } else {
+      expect(report.rows).toMatchObject([{ kernel: 'cpu-wasm-relaxed', ran: false, detail: expect.stringMatching(/relaxed SIMD/) }]);
+      expect(report.ok).toBe(false);
+    }
+  });
+  it('an empty kernel list is an InputError naming kernels', async () => {
+    await expect(verifyDevice({ backend: 'cpu', kernels: [] })).rejects.toMatchObject({ name: 'InputError', field: 'kernels' });
+    await expect(verifyDevice({ kernels: [] })).rejects.toMatchObject({ name: 'InputError', field: 'kernels' });
+  });
+  it('an unknown kernel is an InputError naming its index in kernels', async () => {
+    await expect(verifyDevice({ backend: 'cpu', kernels: ['cpu-js', 'nope'] })).rejects.toMatchObject({ field: 'kernels[1]' });
+  });
+  for (const backend of ['CPU', 'gpu', 'WebGPU', 5, '']) {
+    it(`backend ${JSON.stringify(backend)} is an InputError naming backend, before any device`, async () => {
+      const onStart = vi.fn();
+      await expect(verifyDevice({ backend: backend as 'cpu', onStart })).rejects.toMatchObject({ name: 'InputError', field: 'backend' });
+      expect(onStart).not.toHaveBeenCalled();
+    });
+  }
 });
 
 // Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
@@ -70,6 +132,7 @@ vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const gpu = await getGpu();
 afterAll(releaseGpu);
+const hasSgmat = gpu?.device.features.has('chromium-experimental-subgroup-matrix' as GPUFeatureName);
 
 describe.skipIf(!gpu)('verifyDevice on WebGPU', () => {
   it('lists the emulated subgroup-matrix kernel beside the registry kernels, exact', async () => {
@@ -93,5 +156,18 @@ describe.skipIf(!gpu)('verifyDevice on WebGPU', () => {
       cmdVerify({ backend: 'webgpu', kernel: ['sgmat-verify-mutant'] }, c.io, { device: gpu!.device, extraKernels: [mutant] }),
     ).rejects.toThrow(VerifyMismatchError);
     expect(c.out.join('')).toMatch(/^sgmat-verify-mutant +\| - +\| 16 +\| [1-9]\d* +\|/m);
+  });
+  it('a kernel this adapter cannot run, or a CPU kernel, is a row that did not run; progress comes first', async () => {
+    const events: string[] = [];
+    const report = await verifyDevice({
+      device: gpu!.device,
+      kernels: ['cpu-js', ...(hasSgmat ? [] : ['sgmat-64x64'])],
+      onStart: (s) => events.push(`start ${s.backend}`),
+      onRow: (r) => events.push(`row ${r.kernel}`),
+    });
+    expect(report.ok).toBe(false);
+    expect(report.rows[0]).toMatchObject({ kernel: 'cpu-js', ran: false, detail: expect.stringMatching(/^not run: a CPU kernel/) });
+    if (!hasSgmat) expect(report.rows[1]).toMatchObject({ kernel: 'sgmat-64x64', ran: false, detail: /^not run: this adapter/ });
+    expect(events).toEqual(['start webgpu', ...report.rows.map((r) => `row ${r.kernel}`)]);
   });
 });

@@ -6,7 +6,11 @@
 //   file untouched (content hash, inode, mode), no temporary file left, within a time bound;
 //   library: an InputError naming a field, always a rejection (never a synchronous throw).
 // Every generated case is bad by construction (a strict prefix of a JSON object, a value outside its
-// range...), so a clean run has no exceptions to excuse.
+// range...), so a clean run has no exceptions to excuse. Layers and graphs (./layer-cases.ts,
+// ./layer-run.ts): each case also names the field its error must name, as the caller wrote it.
+// Backends: 'cpu', 'webgpu' (an adapter, SwiftShader included) and 'no-adapter' (`--backend webgpu`
+// where no Dawn can load, so that whatever asks for a device fails: bad input must be refused first);
+// no-adapter runs before webgpu, whose context would otherwise be reused.
 
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -17,9 +21,26 @@ import { elementwise, gemm } from '../../src/api.ts';
 import { main } from '../../src/cli/main.ts';
 import { InputError } from '../../src/errors.ts';
 import { serializeNpy } from '../../src/io/npy.ts';
+import { arbGraphCase, arbLayerCase, type GraphCase, type LayerCase, namesField } from './layer-cases.ts';
+import { graphSpec, layerSpec, releaseLayerFuzz, runGraphLibraryCase, runLayerLibraryCase } from './layer-run.ts';
 
-export const CATEGORIES = ['npy-header', 'zero-point', 'stage', 'bit-depth', 'json', 'path', 'flag', 'library'] as const;
+export const CATEGORIES = [
+  'npy-header',
+  'zero-point',
+  'stage',
+  'bit-depth',
+  'json',
+  'path',
+  'flag',
+  'library',
+  'layer',
+  'layer-spec',
+  'graph',
+  'graph-spec',
+] as const;
 export type Category = (typeof CATEGORIES)[number];
+/** The categories of layers and graphs (./layer-cases.ts). */
+const LAYER_CATEGORIES = new Set<Category>(['layer', 'layer-spec', 'graph', 'graph-spec']);
 
 /** What one CLI case sets up: the spec (an object patched over a valid one, or raw text), files, extra flags. */
 interface CliCase {
@@ -27,6 +48,8 @@ interface CliCase {
   text?: string;
   files?: Record<string, Uint8Array | string>;
   flags?: string[];
+  /** The fields the error line may name (or a part of one); any field where absent. */
+  expect?: string[];
 }
 
 const A = () => serializeNpy({ dtype: 'uint8', shape: [2, 3], fortranOrder: false, data: Uint8Array.of(1, 2, 3, 4, 5, 6) });
@@ -52,7 +75,7 @@ const notInt32 = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 3 }),
 );
 
-const arbCli: Record<Exclude<Category, 'library'>, fc.Arbitrary<CliCase>> = {
+const arbCli: Record<Exclude<Category, 'library' | 'layer' | 'graph' | 'layer-spec' | 'graph-spec'>, fc.Arbitrary<CliCase>> = {
   'npy-header': fc.oneof(
     fc
       .record({
@@ -167,13 +190,15 @@ export async function runCliCase(root: string, n: number, c: CliCase, backend: s
         ? `stderr is not one line: ${JSON.stringify(err.slice(0, 300))}`
         : !/^qgemm: error: \S+: \S/.test(lines[0]) || lines[0].length > 1100 || /^\s+at /m.test(err)
           ? `bad error line: ${JSON.stringify(lines[0].slice(0, 300))}`
-          : !after || after.ino !== before.ino || after.mode !== before.mode || sha(readFileSync(out)) !== hash
-            ? 'out was touched'
-            : temps.length
-              ? `temporary files left: ${temps.join(', ')}`
-              : ms > timeBoundMs
-                ? `took ${ms.toFixed(0)} ms (bound ${timeBoundMs} ms)`
-                : undefined;
+          : c.expect && !namesField(/^qgemm: error: (\S+): /.exec(lines[0])![1], c.expect)
+            ? `named the wrong field (want ${c.expect.join(' or ')}): ${JSON.stringify(lines[0].slice(0, 300))}`
+            : !after || after.ino !== before.ino || after.mode !== before.mode || sha(readFileSync(out)) !== hash
+              ? 'out was touched'
+              : temps.length
+                ? `temporary files left: ${temps.join(', ')}`
+                : ms > timeBoundMs
+                  ? `took ${ms.toFixed(0)} ms (bound ${timeBoundMs} ms)`
+                  : undefined;
   rmSync(dir, { recursive: true, force: true });
   return why ? { clean: false, why } : { clean: true };
 }
@@ -227,42 +252,65 @@ export interface FuzzReport {
   rows: { category: Category; backend: string; cases: number; clean: number; failures: string[] }[];
 }
 
+/** The generator of `category` on `backend`. */
+function arbitrary(category: Category, backend: string): fc.Arbitrary<unknown> {
+  const webgpu = backend !== 'cpu';
+  if (category === 'library') return arbLibrary;
+  if (category === 'layer') return arbLayerCase(true);
+  if (category === 'layer-spec') return arbLayerCase(false).map(layerSpec);
+  if (category === 'graph') return arbGraphCase(true, backend === 'webgpu');
+  if (category === 'graph-spec') return arbGraphCase(false, webgpu).map(graphSpec);
+  return arbCli[category];
+}
+
+/** Runs one case of `category` on `backend` ('no-adapter' runs as webgpu, the environment set by runFuzz). */
+function runCase(root: string, n: number, category: Category, s: unknown, backend: string, timeBoundMs: number): Promise<Outcome> {
+  if (category === 'library') return runLibraryCase(s as never);
+  if (category === 'layer') return runLayerLibraryCase(s as LayerCase, backend);
+  if (category === 'graph') return runGraphLibraryCase(s as GraphCase, backend);
+  return runCliCase(root, n, s as CliCase, backend === 'no-adapter' ? 'webgpu' : backend, timeBoundMs);
+}
+
 /** Runs `perCategory` generated cases of every category on every backend (library misuse: once). */
 export async function runFuzz(opts: { seed: number; perCategory: number; backends: string[]; timeBoundMs: number }): Promise<FuzzReport> {
   const root = mkdtempSync(join(tmpdir(), 'qgemm-fuzz-'));
   const rows: FuzzReport['rows'] = [];
+  const order = ['cpu', 'no-adapter', 'webgpu'];
+  const backends = [...opts.backends].sort((a, b) => order.indexOf(a) - order.indexOf(b));
+  const savedDawn = process.env.QGEMM_DAWN_NODE;
   let n = 0;
   try {
-    for (const backend of opts.backends) {
+    for (const backend of backends) {
+      // No Dawn can load: any attempt at a device is a NoAdapterError.
+      if (backend === 'no-adapter') process.env.QGEMM_DAWN_NODE = '/nonexistent/dawn.node';
+      else if (savedDawn === undefined) delete process.env.QGEMM_DAWN_NODE;
+      else process.env.QGEMM_DAWN_NODE = savedDawn;
       for (const category of CATEGORIES) {
-        if (category === 'library' && backend !== opts.backends[0]) continue;
+        if (category === 'library' && backend !== backends[0]) continue;
         const row = { category, backend: category === 'library' ? 'library' : backend, cases: 0, clean: 0, failures: [] as string[] };
-        const arb = category === 'library' ? arbLibrary : arbCli[category];
-        const samples = fc.sample(arb as fc.Arbitrary<unknown>, {
-          seed: opts.seed + CATEGORIES.indexOf(category),
-          numRuns: opts.perCategory,
-        });
+        const arb = arbitrary(category, backend);
+        const seed = opts.seed + CATEGORIES.indexOf(category);
+        const samples = fc.sample(arb, { seed, numRuns: opts.perCategory });
         for (const s of samples) {
-          const o =
-            category === 'library'
-              ? await runLibraryCase(s as never)
-              : await runCliCase(root, n++, s as CliCase, backend, opts.timeBoundMs);
+          const o = await runCase(root, n++, category, s, backend, opts.timeBoundMs);
           row.cases++;
           if (o.clean) row.clean++;
           else if (row.failures.length < 5) row.failures.push(`${o.why} <- ${safeJson(s)}`);
         }
-        if (row.clean !== row.cases) {
-          // Shrink: fast-check's own run over the same seed reports the smallest failing input it finds.
-          const run = (s: unknown) =>
-            category === 'library' ? runLibraryCase(s as never) : runCliCase(root, n++, s as CliCase, backend, opts.timeBoundMs);
-          const property = fc.asyncProperty(arb as fc.Arbitrary<unknown>, async (s) => (await run(s)).clean);
-          const shrunk = await fc.check(property, { seed: opts.seed + CATEGORIES.indexOf(category), numRuns: opts.perCategory });
+        if (row.clean !== row.cases && !LAYER_CATEGORIES.has(category)) {
+          // Shrink: fast-check's own run over the same seed reports the smallest failing input it finds
+          // (a layer or graph case is one spoiled parameter already).
+          const property = fc.asyncProperty(arb, async (s) => (await runCase(root, n++, category, s, backend, opts.timeBoundMs)).clean);
+          const shrunk = await fc.check(property, { seed, numRuns: opts.perCategory });
           if (shrunk.failed) row.failures.push(`shrunk: ${safeJson(shrunk.counterexample?.[0])}`);
         }
         rows.push(row);
       }
     }
   } finally {
+    if (savedDawn === undefined) delete process.env.QGEMM_DAWN_NODE;
+    else process.env.QGEMM_DAWN_NODE = savedDawn;
+    await releaseLayerFuzz();
     rmSync(root, { recursive: true, force: true });
   }
   return { rows };
