@@ -76,16 +76,19 @@ function parseArgs(argv) {
   for (const id of o.attempts) if (!ATTEMPTS.some((a) => a.id === id)) throw new Error(`--attempts: unknown attempt ${id} (known: A to F)`);
   if (!(o.timeout > 0) || !(o.budget > 0)) throw new Error('--timeout and --budget take a positive number of seconds');
   if (o.prefix) o.prefix = resolve(o.prefix);
-  if (!o.chrome) o.chrome = o.prefix ? join(o.prefix, 'usr/lib/chromium/chromium') : process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+  // The payload's wrapper (bench/chrome-pack.sh) sets LD_LIBRARY_PATH for every process Chromium starts.
+  if (!o.chrome) o.chrome = o.prefix ? join(o.prefix, 'chromium') : process.env.CHROMIUM_PATH || '/usr/bin/chromium';
   return o;
 }
 
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
-/** The payload's library folders, first on LD_LIBRARY_PATH. */
+/** The payload's library folders first on LD_LIBRARY_PATH, the NVIDIA driver's own folders last (as the payload's wrapper). */
 function libraryPath(prefix) {
-  const dirs = prefix ? ['lib', 'usr/lib/x86_64-linux-gnu'].map((d) => join(prefix, d)).filter((d) => existsSync(d)) : [];
-  return [...dirs, ...(process.env.LD_LIBRARY_PATH ? [process.env.LD_LIBRARY_PATH] : [])].join(':');
+  const own = prefix ? ['lib', 'usr/lib/x86_64-linux-gnu'].map((d) => join(prefix, d)) : [];
+  const driver = ['/usr/local/nvidia/lib64', '/usr/local/nvidia/lib'];
+  const inherited = process.env.LD_LIBRARY_PATH ? [process.env.LD_LIBRARY_PATH] : [];
+  return [...own.filter((d) => existsSync(d)), ...inherited, ...(prefix ? driver.filter((d) => existsSync(d)) : [])].join(':');
 }
 
 /** Copies the ICD manifest into dir, its library path made absolute where it was relative; returns a cleanup. */
@@ -94,10 +97,10 @@ function installIcd(icd, dir) {
   const manifest = JSON.parse(readFileSync(icd, 'utf8'));
   const lib = manifest.ICD?.library_path;
   if (lib?.includes('/') && !lib.startsWith('/')) manifest.ICD.library_path = resolve(dirname(icd), lib);
-  const made = !existsSync(dir);
-  mkdirSync(dir, { recursive: true });
+  // mkdirSync gives the topmost folder it made (undefined: none): the cleanup removes that, or the file alone.
+  const made = mkdirSync(dir, { recursive: true });
   writeFileSync(target, JSON.stringify(manifest, null, 2));
-  return () => (made ? rmSync(dir, { recursive: true, force: true }) : rmSync(target, { force: true }));
+  return () => rmSync(made ?? target, { recursive: true, force: true });
 }
 
 /** Starts the payload's Xvfb on a free display; returns { display, stop, notes }. */
@@ -326,6 +329,7 @@ async function main() {
     devices: readdirSync('/dev').filter((d) => d.startsWith('nvidia') || d === 'dri'),
     icd: o.icd,
     icdPresent: existsSync(o.icd),
+    icdManifest: existsSync(o.icd) ? readFileSync(o.icd, 'utf8').slice(0, 2000) : null,
     eglVendorPresent: existsSync(o.eglVendor),
     ldLibraryPath: ld,
   };

@@ -172,6 +172,9 @@ describe('the probe attempts (tools/chrome-probe/attempts.mjs)', () => {
     expect(isHardwareAdapter(SWIFTSHADER, ['swiftshader'])).toBe(true);
     expect(isHardwareAdapter(null)).toBe(false);
     expect(attemptReason({ id: 'A', adapter: H100 })).toBe('hardware adapter; subgroup matrices: yes');
+    expect(attemptReason({ id: 'A', adapter: SWIFTSHADER }, ['swiftshader'])).toBe(
+      'counted as hardware (--accept swiftshader); subgroup matrices: no',
+    );
     expect(attemptReason({ id: 'A', adapter: { ...H100, features: ['subgroups'] } })).toBe('hardware adapter; subgroup matrices: no');
     const surface: AttemptRecord = { id: 'A', adapter: null, gpuLines: gpuPageLines(GPU_PAGE), stderrLines: stderrLines(STDERR_SURFACE) };
     expect(attemptReason(surface)).toBe(

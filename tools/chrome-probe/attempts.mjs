@@ -235,7 +235,8 @@ export function attemptReason(record, accept = []) {
   const status = webgpuStatus(record.gpuLines);
   if (isHardwareAdapter(adapter, accept)) {
     const sgmat = (adapter.features ?? []).includes('chromium-experimental-subgroup-matrix');
-    return `hardware adapter; subgroup matrices: ${sgmat ? 'yes' : 'no'}`;
+    const what = isHardwareAdapter(adapter) ? 'hardware adapter' : `counted as hardware (--accept ${accept.join(',')})`;
+    return `${what}; subgroup matrices: ${sgmat ? 'yes' : 'no'}`;
   }
   const stderr = record.stderrLines ?? [];
   const pick =
