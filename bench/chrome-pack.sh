@@ -15,6 +15,7 @@
 #   usr/bin/Xvfb, usr/bin/xkbcomp, usr/share/X11/xkb  the X server of attempt D
 #   bin/node               this machine's Node, to run the probe and the bench there
 #   VERSIONS               the packages and versions inside
+# and .chrome-pack/web.tar.xz: the bench page's tfjs and onnxruntime-web files from node_modules (below).
 # Run it from the repo root, on x86-64 Debian with the chromium package installed (its libraries are
 # what ldd resolves), with apt able to download. bench/README.md, "Chrome on a GPU server", gives the calls.
 set -eu
@@ -87,5 +88,15 @@ split -b "${PART_MIB}m" -d -a 1 "$work/chrome.tar.xz" .chrome-pack/chrome.tar.xz
 (cd .chrome-pack && sha256sum chrome.tar.xz.part* > manifest.txt)
 echo "# whole $(sha256sum < "$work/chrome.tar.xz" | cut -d' ' -f1)" >> .chrome-pack/manifest.txt
 rm -rf "$work"
-echo "chrome-pack: .chrome-pack/ (carry one part per device call, with manifest.txt):"
+# The bench page's libraries from node_modules (tfjs's UMD bundles, onnxruntime-web's WebGPU build and its
+# WASM files): the Chrome rows of `npm run bench` on the server read them from node_modules, which
+# tools/chrome-gpu-probe.sh links to the unpacked copy. A separate, small tar: only the bench run carries it.
+web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorflow/tfjs-core/dist/tf-core.es2017.min.js
+  node_modules/@tensorflow/tfjs-backend-webgpu/package.json node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.es2017.min.js
+  node_modules/onnxruntime-web/package.json node_modules/onnxruntime-web/dist/ort.node.min.js node_modules/onnxruntime-web/dist/ort.min.js
+  node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs
+  node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm"
+# shellcheck disable=SC2086
+tar -cf - $web_files | xz "-$XZ_LEVEL" -T2 > .chrome-pack/web.tar.xz
+echo "chrome-pack: .chrome-pack/ (carry one part per device call, with manifest.txt; web.tar.xz with the bench run):"
 ls -l .chrome-pack | tail -n +2 | awk '{printf "  %s %.1f MiB\n", $9, $5 / 1048576}'

@@ -17,7 +17,7 @@ mode=${1:-run}
 case "$mode" in stage | unpack | run) ;; *) echo "usage: sh tools/chrome-gpu-probe.sh stage|unpack|run [probe options]" >&2; exit 2 ;; esac
 
 mkdir -p "$parts"
-for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part*; do [ -f "$f" ] && cp "$f" "$parts/"; done
+for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz; do [ -f "$f" ] && cp "$f" "$parts/"; done
 if [ ! -f "$parts/manifest.txt" ]; then
   echo "chrome-gpu-probe: no manifest: carry .chrome-pack/manifest.txt with each part (npm run bench:chrome-pack makes them)" >&2
   exit 3
@@ -49,7 +49,12 @@ if [ ! -f "$root/.unpacked" ] || ! cmp -s "$root/.unpacked" "$parts/manifest.txt
 fi
 # Libraries Chromium takes from outside the payload: glibc's alone, where the payload is complete.
 outside=$(LD_LIBRARY_PATH="$root/lib:$root/usr/lib/x86_64-linux-gnu" ldd "$root/usr/lib/chromium/chromium" 2>&1 | grep -v "$root" | awk '{print $1}' | paste -sd' ')
-echo "chrome-gpu-probe: $(head -c 200 "$root/VERSIONS" | grep -i chromium | head -1); libraries from the system: $outside"
+echo "chrome-gpu-probe: $(grep "^Chromium" "$root/VERSIONS" | head -1); libraries from the system: $outside"
+# The bench page's node_modules files (web.tar.xz), where carried: node_modules here links to them.
+if [ -f "$parts/web.tar.xz" ] && [ ! -f "$root/.web" ]; then
+  tar -xJf "$parts/web.tar.xz" -C "$root" && touch "$root/.web" && echo "chrome-gpu-probe: the bench page's files unpacked into $root/node_modules"
+fi
+if [ -d "$root/node_modules" ] && [ ! -e node_modules ]; then ln -s "$root/node_modules" node_modules; fi
 [ "$mode" = unpack ] && exit 0
 
 export QGEMM_CHROME_PREFIX="$root"
