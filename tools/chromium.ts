@@ -13,7 +13,7 @@
 //       The hardware profile takes the flags of the probe's attempt `attempt` (A, B or E; default: env
 //       QGEMM_CHROME_ATTEMPT, else A): hardwareFlags(attempt).
 //   chromeProfile(swiftshader?): 'swiftshader' | 'hardware'
-//       env QGEMM_CHROME_PROFILE=swiftshader|hardware when set, else as wantSwiftShader (below).
+//       env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware when set, else as wantSwiftShader (below).
 //   launchChromium({ swiftshader?, executablePath?, onConsole?, timeoutMs? }): Promise<Browser>
 //       Headless Chromium with WEBGPU_FLAGS and a fresh --user-data-dir in a temp folder that
 //       browser.close() removes. swiftshader: true forces the SwiftShader adapter
@@ -149,11 +149,11 @@ export function hardwareFlags(attempt: string = process.env.QGEMM_CHROME_ATTEMPT
 
 export type ChromeProfile = 'swiftshader' | 'hardware';
 
-/** The profile: env QGEMM_CHROME_PROFILE=swiftshader|hardware when set, else wantSwiftShader(swiftshader)'s. */
+/** The profile: env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware when set, else wantSwiftShader(swiftshader)'s. */
 export function chromeProfile(swiftshader?: boolean): ChromeProfile {
-  const env = process.env.QGEMM_CHROME_PROFILE;
+  const env = process.env.QGEMM_CHROMIUM_ADAPTER;
   if (env === 'swiftshader' || env === 'hardware') return env;
-  if (env) throw new Error(`QGEMM_CHROME_PROFILE: "${env}" is not swiftshader or hardware`);
+  if (env) throw new Error(`QGEMM_CHROMIUM_ADAPTER: "${env}" is not swiftshader or hardware`);
   return wantSwiftShader(swiftshader) ? 'swiftshader' : 'hardware';
 }
 

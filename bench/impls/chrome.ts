@@ -65,7 +65,7 @@ export interface ChromeSession {
   notes: string[];
   /** The command-line flags Chromium was launched with (tools/chromium.ts chromiumArgs, profile folder elided). */
   flags: string[];
-  /** tools/chromium.ts's flag profile: swiftshader or hardware (env QGEMM_CHROME_PROFILE, else as Node's adapter). */
+  /** tools/chromium.ts's flag profile: swiftshader or hardware (env QGEMM_CHROMIUM_ADAPTER, else as Node's adapter). */
   profile: ChromeProfile;
   /** verifyDevice() in the page before the cells (verifyPlan), null where it did not run. */
   verify: PageVerifyResult | null;

@@ -4,7 +4,7 @@
 // chrome://gpu text in the shape Chromium 156 gives it, and stderr lines of the failures the issue names.
 // No browser is started here; bench/README.md "Chrome on a GPU server" says how the probe runs for real.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ATTEMPTS,
   attemptArgs,
@@ -66,9 +66,16 @@ const STDERR_SURFACE = [
 ].join('\n');
 
 describe('the hardware profile of tools/chromium.ts', () => {
-  afterEach(() => {
-    delete process.env.QGEMM_CHROME_PROFILE;
+  const saved = { adapter: process.env.QGEMM_CHROMIUM_ADAPTER, attempt: process.env.QGEMM_CHROME_ATTEMPT };
+  const restore = (name: string, value: string | undefined) =>
+    value === undefined ? delete process.env[name] : (process.env[name] = value);
+  beforeEach(() => {
+    delete process.env.QGEMM_CHROMIUM_ADAPTER;
     delete process.env.QGEMM_CHROME_ATTEMPT;
+  });
+  afterEach(() => {
+    restore('QGEMM_CHROMIUM_ADAPTER', saved.adapter);
+    restore('QGEMM_CHROME_ATTEMPT', saved.attempt);
   });
 
   it('has --disable-vulkan-surface and a --use-angle that is not SwiftShader; SwiftShader keeps its own flags', () => {
@@ -95,13 +102,13 @@ describe('the hardware profile of tools/chromium.ts', () => {
     );
   });
 
-  it('QGEMM_CHROME_PROFILE overrides the adapter choice; a wrong value is named', () => {
+  it('QGEMM_CHROMIUM_ADAPTER overrides the adapter choice; a wrong value is named', () => {
     expect(chromeProfile(true)).toBe('swiftshader');
     expect(chromeProfile(false)).toBe('hardware');
-    process.env.QGEMM_CHROME_PROFILE = 'hardware';
+    process.env.QGEMM_CHROMIUM_ADAPTER = 'hardware';
     expect(chromeProfile(true)).toBe('hardware');
-    process.env.QGEMM_CHROME_PROFILE = 'gpu';
-    expect(() => chromeProfile(true)).toThrow('QGEMM_CHROME_PROFILE: "gpu" is not swiftshader or hardware');
+    process.env.QGEMM_CHROMIUM_ADAPTER = 'gpu';
+    expect(() => chromeProfile(true)).toThrow('QGEMM_CHROMIUM_ADAPTER: "gpu" is not swiftshader or hardware');
   });
 
   it('runs verifyDevice() in the page on hardware by default; QGEMM_CHROME_VERIFY widens, narrows or stops it', () => {
