@@ -222,7 +222,11 @@ async function runAttempt(attempt, o, pageUrl, deadline) {
       const page = await openPage(cdp, pageUrl);
       // The new page starts as about:blank (complete at once): wait for the served page itself.
       await poll(cdp, page, 'location.protocol + document.readyState', (v) => v === 'http:complete', 10_000);
-      const r = await evaluate(cdp, page, adapterQuery(attempt.featureLevel));
+      // A GPU process that hangs must not cost chrome://gpu's lines: requestAdapter() gets 25 s.
+      const r = await Promise.race([
+        evaluate(cdp, page, adapterQuery(attempt.featureLevel)),
+        sleep(25_000).then(() => ({ adapterError: 'requestAdapter() did not answer in 25 s' })),
+      ]);
       record.adapter = r?.adapter ?? null;
       if (r?.adapterError) record.adapterError = r.adapterError;
       const gpu = await openPage(cdp, 'chrome://gpu');
