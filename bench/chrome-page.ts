@@ -141,7 +141,16 @@ export async function pageSetup(verify: PageVerifyPlan | null = null): Promise<P
     w.__ctx = await w.qgemm.GpuContext.create({ timestamps: true });
     const s = w.__ctx.summary;
     out.qgemm = {
-      adapter: { vendor: s.vendor, architecture: s.architecture, description: s.description, device: s.device, isSoftware: s.isSoftware },
+      adapter: {
+        vendor: s.vendor,
+        architecture: s.architecture,
+        description: s.description,
+        device: s.device,
+        isSoftware: s.isSoftware,
+        // The subgroup-matrix configurations the context read (adapter.info.subgroupMatrixConfigs, u8/i8 only):
+        // empty where the feature or the configurations are missing, and then no tensor-core kernel runs.
+        subgroupMatrix: w.__ctx.caps.subgroupMatrix,
+      },
       features: [...w.__ctx.device.features].map(String).sort(),
       dot4: w.__ctx.dot4,
       timestamps: w.__ctx.device.features.has('timestamp-query'),
