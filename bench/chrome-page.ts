@@ -91,6 +91,22 @@ export interface PageCellResult {
   error?: string;
 }
 
+/** verifyDevice() in the page before any cell: on a hardware adapter ('hardware'), or on any ('always'); kernels: a subset (default all). */
+export interface PageVerifyPlan {
+  when: 'hardware' | 'always';
+  kernels?: string[];
+}
+
+/** The page's verifyDevice() report, shortened (src/verify.ts VerifyReport), or why it could not run. */
+export type PageVerifyResult =
+  | {
+      ok: boolean;
+      device: string;
+      ms: number;
+      rows: { kernel: string; configuration: string; problems: number; mismatches: number; detail: string }[];
+    }
+  | { error: string };
+
 export interface PageSetupResult {
   qgemm: { adapter: Record<string, unknown>; features: string[]; dot4: string; timestamps: boolean } | { error: string };
   cpu: { kernel: string; threads: number; wasmSimd: boolean; sharedMemory: boolean; relaxedNote: string } | { error: string };
@@ -98,10 +114,17 @@ export interface PageSetupResult {
   ort: { version: string; numThreads: number; webgpu: boolean; webgpuError?: string } | { error: string } | null;
   crossOriginIsolated: boolean;
   hardwareConcurrency: number;
+  /** verifyDevice() on the page's device (PageVerifyPlan), null where it did not run. */
+  verify: PageVerifyResult | null;
 }
 
-/** In the page: create qgemm's GpuContext (timestamps on), read the CPU caps, start tfjs's webgpu backend and onnxruntime-web, once. */
-export async function pageSetup(): Promise<PageSetupResult> {
+/**
+ * In the page: create qgemm's GpuContext (timestamps on), run verifyDevice() on its device where `verify`
+ * asks (every GPU kernel forced over the exactness suite, the subgroup-matrix kernel at the adapter's own
+ * configuration included, before any timed cell), read the CPU caps, start tfjs's webgpu backend and
+ * onnxruntime-web, once.
+ */
+export async function pageSetup(verify: PageVerifyPlan | null = null): Promise<PageSetupResult> {
   // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
   const w = window as any;
   const err = (e: unknown) => String((e as Error)?.message ?? e);
@@ -112,18 +135,48 @@ export async function pageSetup(): Promise<PageSetupResult> {
     ort: null,
     crossOriginIsolated: self.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency,
+    verify: null,
   };
   try {
     w.__ctx = await w.qgemm.GpuContext.create({ timestamps: true });
     const s = w.__ctx.summary;
     out.qgemm = {
-      adapter: { vendor: s.vendor, architecture: s.architecture, description: s.description, device: s.device, isSoftware: s.isSoftware },
+      adapter: {
+        vendor: s.vendor,
+        architecture: s.architecture,
+        description: s.description,
+        device: s.device,
+        isSoftware: s.isSoftware,
+        // The subgroup-matrix configurations the context read (adapter.info.subgroupMatrixConfigs, u8/i8 only):
+        // empty where the feature or the configurations are missing, and then no tensor-core kernel runs.
+        subgroupMatrix: w.__ctx.caps.subgroupMatrix,
+      },
       features: [...w.__ctx.device.features].map(String).sort(),
       dot4: w.__ctx.dot4,
       timestamps: w.__ctx.device.features.has('timestamp-query'),
     };
   } catch (e) {
     out.qgemm = { error: err(e) };
+  }
+  if (verify && !('error' in out.qgemm) && (verify.when === 'always' || !out.qgemm.adapter.isSoftware)) {
+    const t0 = performance.now();
+    try {
+      const report = await w.qgemm.verifyDevice({ device: w.__ctx.device, ...(verify.kernels ? { kernels: verify.kernels } : {}) });
+      out.verify = {
+        ok: report.ok,
+        device: report.device,
+        ms: performance.now() - t0,
+        rows: report.rows.map((r: { kernel: string; configuration: string; problems: number; mismatches: number; detail: string }) => ({
+          kernel: r.kernel,
+          configuration: r.configuration,
+          problems: r.problems,
+          mismatches: r.mismatches,
+          detail: r.detail,
+        })),
+      };
+    } catch (e) {
+      out.verify = { error: err(e) };
+    }
   }
   try {
     const caps = await w.qgemm.readyCpuCaps();

@@ -24,6 +24,7 @@ import {
   type RowId,
   type Runtime,
 } from './impls/types.ts';
+import type { ChromeSession } from './impls/chrome.ts';
 import { startRunners } from './runners.ts';
 import { describePipeline, makeShapeData, problemFor, type PipelineKind, type ShapeData } from './problems.ts';
 import { ops, shapeKey, sortShapes, type ConvLayer, type Shape } from './shapes.ts';
@@ -113,7 +114,15 @@ export interface BenchReport {
   adapterKind: AdapterKind;
   adapterNote: string;
   /** The Chrome runtime: Chromium's version, the page's adapter (with its device's features), the flags Chromium ran with, whether the page was cross-origin isolated. */
-  chrome: { version: string; adapter: Record<string, unknown> | null; flags: string[]; crossOriginIsolated: boolean } | null;
+  chrome: {
+    version: string;
+    adapter: Record<string, unknown> | null;
+    flags: string[];
+    /** tools/chromium.ts's flag profile (swiftshader or hardware) and verifyDevice() in the page (null where it did not run). */
+    profile?: string;
+    verify?: ChromeSession['verify'];
+    crossOriginIsolated: boolean;
+  } | null;
   pipeline: { kind: PipelineKind; description: string; appliesTo: string };
   timing: { policy: RepeatPolicy; medianMs: string; gpuMs: string };
   implementations: {
@@ -398,7 +407,14 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     adapterKind: choice.kind,
     adapterNote: choice.note,
     chrome: chrome
-      ? { version: chrome.version, adapter: chrome.adapter, flags: chrome.flags, crossOriginIsolated: chrome.crossOriginIsolated }
+      ? {
+          version: chrome.version,
+          adapter: chrome.adapter,
+          flags: chrome.flags,
+          profile: chrome.profile,
+          verify: chrome.verify,
+          crossOriginIsolated: chrome.crossOriginIsolated,
+        }
       : null,
     pipeline: {
       kind: opts.pipeline,

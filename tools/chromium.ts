@@ -1,13 +1,19 @@
 // Headless Chromium for the browser tests (test/browser/) and the benchmark's Chrome runtime (bench/):
 // the one place that knows how to start the system Chromium with WebGPU through puppeteer-core, and how
 // to serve pages so that `navigator.gpu` exists (a secure context: http://127.0.0.1, not file://).
-// The flags are a recipe verified on this project's CPU-only machines (SwiftShader).
+// Two flag profiles: 'swiftshader' (the software adapter; verified on this project's CPU-only machines)
+// and 'hardware' (a real GPU on a server with no display: the flags of an attempt of
+// tools/chrome-gpu-probe.mjs, by default A, the Colab recipe; not yet run on a GPU).
 //
 // Stable API (the benchmark imports it too; extend, don't break):
 //   chromiumPath(): string | null
 //       CHROMIUM_PATH from the environment, else /usr/bin/chromium; null when that file is missing.
-//   chromiumArgs({ swiftshader, userDataDir }): string[]
+//   chromiumArgs({ swiftshader, userDataDir, attempt? }): string[]
 //       The exact command-line flags launchChromium uses; WEBGPU_FLAGS: the WebGPU ones, each explained.
+//       The hardware profile takes the flags of the probe's attempt `attempt` (A, B or E; default: env
+//       QGEMM_CHROME_ATTEMPT, else A): hardwareFlags(attempt).
+//   chromeProfile(swiftshader?): 'swiftshader' | 'hardware'
+//       env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware when set, else as wantSwiftShader (below).
 //   launchChromium({ swiftshader?, executablePath?, onConsole?, timeoutMs? }): Promise<Browser>
 //       Headless Chromium with WEBGPU_FLAGS and a fresh --user-data-dir in a temp folder that
 //       browser.close() removes. swiftshader: true forces the SwiftShader adapter
@@ -31,6 +37,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { attemptById, HARDWARE_FLAGS } from './chrome-probe/attempts.mjs';
 
 export type { Browser, Page } from 'puppeteer-core';
 
@@ -97,8 +104,6 @@ export function wantSwiftShader(swiftshader?: boolean): boolean {
  * Chrome's WebGPU flags, the one place they are written down (the benchmark records them in its report;
  * test/browser/chrome-flags.browser.test.ts checks what a page launched with them sees):
  *   --enable-unsafe-webgpu            WebGPU on Linux, where Chrome does not enable it by default;
- *   --enable-features=Vulkan          (hardware adapters only) Chrome's Vulkan backend on Linux, which a
- *                                     hardware WebGPU adapter there needs; SwiftShader runs without it;
  *   --enable-dawn-features=allow_unsafe_apis
  *                                     Dawn's toggle that exposes experimental features, among them
  *                                     `chromium-experimental-subgroup-matrix` (the subgroup-matrix
@@ -107,7 +112,17 @@ export function wantSwiftShader(swiftshader?: boolean): boolean {
  *                                     unquantized timestamp queries (Chrome rounds them to 100 µs
  *                                     otherwise; the developer features flag lifts that, the Dawn toggle
  *                                     is the same switch one level down, as in Node);
- *   --use-webgpu-adapter=swiftshader  (SwiftShader only) the software adapter.
+ *   swiftshader: --use-webgpu-adapter=swiftshader  the software adapter;
+ *   hardware (HARDWARE_FLAGS of tools/chrome-probe/attempts.mjs, attempt A, the Colab recipe):
+ *     --use-angle=vulkan              ANGLE on Vulkan: without --use-angle headless Chrome injects
+ *                                     --use-angle=swiftshader-webgl, marks WebGPU "Software" and allows
+ *                                     only a fallback adapter;
+ *     --enable-features=Vulkan        Chrome's Vulkan backend on Linux;
+ *     --disable-vulkan-surface        no surface extensions in Chrome's Vulkan instance (NVIDIA's ICD has
+ *                                     no VK_EXT_headless_surface, so asking for it fails vkCreateInstance);
+ *     --ignore-gpu-blocklist          a server GPU may be on Chrome's blocklist.
+ * The hardware profile also needs the Vulkan driver found: VK_ICD_FILENAMES=<the driver's ICD JSON> in
+ * the environment (Chrome carries its own Vulkan loader). bench/README.md, "Chrome on a GPU server".
  */
 export const WEBGPU_FLAGS = {
   common: [
@@ -117,14 +132,36 @@ export const WEBGPU_FLAGS = {
     '--disable-dawn-features=timestamp_quantization',
   ],
   swiftshader: ['--use-webgpu-adapter=swiftshader'],
-  hardware: ['--enable-features=Vulkan'],
+  hardware: ['--ignore-gpu-blocklist', ...HARDWARE_FLAGS],
 } as const;
 
-export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string }): string[] {
+/** The probe attempts whose flags the hardware profile can take (headless ones that need no setup but environment variables). */
+export const HARDWARE_ATTEMPTS = ['A', 'B', 'E'] as const;
+
+/** The hardware profile's flags: WEBGPU_FLAGS.hardware (attempt A), or another attempt's (env QGEMM_CHROME_ATTEMPT). */
+export function hardwareFlags(attempt: string = process.env.QGEMM_CHROME_ATTEMPT || 'A'): string[] {
+  const id = attempt.toUpperCase();
+  if (!(HARDWARE_ATTEMPTS as readonly string[]).includes(id))
+    throw new Error(`QGEMM_CHROME_ATTEMPT: "${attempt}" is not one of ${HARDWARE_ATTEMPTS.join(', ')} (tools/chrome-probe/attempts.mjs)`);
+  if (id === 'A') return [...WEBGPU_FLAGS.hardware];
+  return ['--ignore-gpu-blocklist', ...(attemptById(id)?.flags ?? [])];
+}
+
+export type ChromeProfile = 'swiftshader' | 'hardware';
+
+/** The profile: env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware when set, else wantSwiftShader(swiftshader)'s. */
+export function chromeProfile(swiftshader?: boolean): ChromeProfile {
+  const env = process.env.QGEMM_CHROMIUM_ADAPTER;
+  if (env === 'swiftshader' || env === 'hardware') return env;
+  if (env) throw new Error(`QGEMM_CHROMIUM_ADAPTER: "${env}" is not swiftshader or hardware`);
+  return wantSwiftShader(swiftshader) ? 'swiftshader' : 'hardware';
+}
+
+export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string; attempt?: string }): string[] {
   return [
     '--no-sandbox', // needed when running as root
     ...WEBGPU_FLAGS.common,
-    ...(opts.swiftshader ? WEBGPU_FLAGS.swiftshader : WEBGPU_FLAGS.hardware),
+    ...(opts.swiftshader ? WEBGPU_FLAGS.swiftshader : hardwareFlags(opts.attempt)),
     '--disable-background-networking',
     '--disable-component-update',
     '--disable-sync',

@@ -19,9 +19,26 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { chromiumArgs, launchChromium, serveStatic, wantSwiftShader, type Browser, type Page } from '../../tools/chromium.ts';
+import {
+  chromeProfile,
+  chromiumArgs,
+  launchChromium,
+  serveStatic,
+  type Browser,
+  type ChromeProfile,
+  type Page,
+} from '../../tools/chromium.ts';
 import type { DstType } from '../../src/types.ts';
-import { pageHtml, pageRunCell, pageSetup, type PageCellResult, type PageImpl, type PageSetupResult } from '../chrome-page.ts';
+import {
+  pageHtml,
+  pageRunCell,
+  pageSetup,
+  type PageCellResult,
+  type PageImpl,
+  type PageSetupResult,
+  type PageVerifyPlan,
+  type PageVerifyResult,
+} from '../chrome-page.ts';
 import { matMulF32Model, matMulIntegerModel, matMulIntegerWeightsModel } from '../onnx-model.ts';
 import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
@@ -48,6 +65,10 @@ export interface ChromeSession {
   notes: string[];
   /** The command-line flags Chromium was launched with (tools/chromium.ts chromiumArgs, profile folder elided). */
   flags: string[];
+  /** tools/chromium.ts's flag profile: swiftshader or hardware (env QGEMM_CHROMIUM_ADAPTER, else as Node's adapter). */
+  profile: ChromeProfile;
+  /** verifyDevice() in the page before the cells (verifyPlan), null where it did not run. */
+  verify: PageVerifyResult | null;
   /** Whether the page is cross-origin isolated (COOP/COEP), and its navigator.hardwareConcurrency. */
   crossOriginIsolated: boolean;
   close(): Promise<void>;
@@ -129,6 +150,24 @@ function convolutionOf(id: RowId): true | string {
   return true;
 }
 
+/**
+ * When the page runs verifyDevice() before its cells: env QGEMM_CHROME_VERIFY = 'off', 'all' (on any
+ * adapter, SwiftShader too: minutes there), or a comma list of kernel ids (those, on any adapter); unset:
+ * every kernel, on a hardware adapter only.
+ */
+export function verifyPlan(env: string | undefined = process.env.QGEMM_CHROME_VERIFY): PageVerifyPlan | null {
+  if (!env) return { when: 'hardware' };
+  if (env === 'off') return null;
+  if (env === 'all') return { when: 'always' };
+  return {
+    when: 'always',
+    kernels: env
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
+  };
+}
+
 /** The page-side name of a row's implementation. */
 function pageImpl(id: RowId): PageImpl {
   if (id.impl === 'qgemm') return id.backend === 'cpu' ? 'qgemm-cpu' : 'qgemm';
@@ -166,7 +205,8 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     const pageErrors: string[] = [];
     // onnxruntime-web's WebGPU EP prints its profile to the page's console, one event a line.
     let profileLines: string[] | null = null;
-    const swiftshader = wantSwiftShader(opts.swiftshader);
+    const profile = chromeProfile(opts.swiftshader);
+    const swiftshader = profile === 'swiftshader';
     const flags = chromiumArgs({ swiftshader, userDataDir: '<temp>' }).filter((f) => !f.startsWith('--user-data-dir'));
     const browser: Browser = await launchChromium({
       swiftshader,
@@ -185,7 +225,18 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
       `window.__gen = (${generateOperands.toString()}); window.__hash = (${hashBytes.toString()}); window.__moreReps = (${moreReps.toString()});` +
         `window.__tinyModel = Uint8Array.from(${JSON.stringify([...matMulF32Model(new Float32Array(32 * 4), 32, 4)])});`,
     );
-    const setup: PageSetupResult = await page.evaluate(pageSetup);
+    const setup: PageSetupResult = await page.evaluate(pageSetup, verifyPlan());
+    const v = setup.verify;
+    if (v && 'error' in v) notes.push(`verifyDevice() in the page failed: ${v.error}`);
+    else if (v)
+      notes.push(
+        v.ok
+          ? `verifyDevice() in the page: all ${v.rows.length} kernels exact on ${v.device} (${(v.ms / 1000).toFixed(1)} s)`
+          : `verifyDevice() in the page: MISMATCH in ${v.rows
+              .filter((r) => r.mismatches)
+              .map((r) => r.kernel)
+              .join(', ')} on ${v.device}`,
+      );
     const runners: Runner[] = [];
     let adapter: Record<string, unknown> | null = null;
     let cellNo = 0;
@@ -331,7 +382,17 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     else if (o && !o.webgpu) notes.push(`onnxruntime-web's WebGPU EP could not start in Chrome: ${o.webgpuError}`);
     if (pageErrors.length) notes.push(`page errors: ${pageErrors.slice(0, 3).join(' | ')}`);
     for (const id of opts.rows) if (!runners.some((r) => rowKey(r) === rowKey(id))) opts.log(`chrome: no ${rowKey(id)}`);
-    return { runners, adapter, version: fullVersion, notes, flags, crossOriginIsolated: setup.crossOriginIsolated, close: closeAll };
+    return {
+      runners,
+      adapter,
+      version: fullVersion,
+      notes,
+      flags,
+      profile,
+      verify: setup.verify,
+      crossOriginIsolated: setup.crossOriginIsolated,
+      close: closeAll,
+    };
   } catch (e) {
     await closeAll();
     throw e;

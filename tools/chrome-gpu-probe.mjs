@@ -1,0 +1,373 @@
+// Which Chrome flags give WebGPU a hardware adapter on a GPU server with no display? This probe tries
+// the attempts of tools/chrome-probe/attempts.mjs (A to F, in order, each in a fresh profile, each at most
+// --timeout seconds), and stops at the first that gives a hardware adapter. For each it prints chrome://gpu's
+// lines for WebGPU, Vulkan, the Skia backend, GL_RENDERER and ANGLE; what requestAdapter() returns in a page
+// served from 127.0.0.1 (vendor, architecture, isFallbackAdapter, features: is
+// chromium-experimental-subgroup-matrix there?); and Chrome's stderr lines that name vkCreateInstance,
+// VK_ERROR, the loader or the GPU process exiting. It writes the whole record to OUT/chrome-gpu-probe.json
+// and prints the attempt table (attempt | adapter | reason) last. Exit 0: a hardware adapter; 1: none.
+//
+// It needs only Node's built-ins (Chrome is driven over --remote-debugging-pipe): on a GPU server,
+// tools/chrome-gpu-probe.sh unpacks the carried Chromium (bench/chrome-pack.sh) and Node, then runs this.
+//
+//   node tools/chrome-gpu-probe.mjs [--chrome PATH] [--prefix DIR] [--out DIR] [--attempts A,B,...]
+//     [--timeout S] [--budget S] [--icd FILE] [--egl-vendor FILE] [--icd-dir DIR] [--accept NAME,...]
+// --prefix: the unpacked payload (its lib/ and usr/lib/x86_64-linux-gnu/ go first on LD_LIBRARY_PATH,
+// its usr/bin/Xvfb serves attempt D). --accept swiftshader: count SwiftShader as hardware (a rehearsal
+// without a GPU, with --icd pointing at SwiftShader's ICD).
+
+import { execFileSync, spawn } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { hostname, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import {
+  ATTEMPTS,
+  attemptArgs,
+  attemptReason,
+  attemptTable,
+  describeAdapter,
+  gpuPageLines,
+  isHardwareAdapter,
+  NVIDIA_EGL_VENDOR,
+  NVIDIA_ICD,
+  runAttempts,
+  STANDARD_ICD_DIR,
+  stderrLines,
+} from './chrome-probe/attempts.mjs';
+import { connectPipe, evaluate, openPage, poll } from './chrome-probe/cdp.mjs';
+
+const USAGE =
+  'usage: node tools/chrome-gpu-probe.mjs [--chrome PATH] [--prefix DIR] [--out DIR] [--attempts A,B,...] [--timeout S] [--budget S] [--icd FILE] [--egl-vendor FILE] [--icd-dir DIR] [--accept NAME,...]';
+
+function parseArgs(argv) {
+  const o = {
+    prefix: process.env.QGEMM_CHROME_PREFIX || '',
+    chrome: '',
+    out: process.env.OUT || 'chrome-probe-out',
+    attempts: ATTEMPTS.map((a) => a.id),
+    timeout: 60,
+    budget: 420,
+    icd: NVIDIA_ICD,
+    eglVendor: NVIDIA_EGL_VENDOR,
+    icdDir: STANDARD_ICD_DIR,
+    accept: [],
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    const need = () => {
+      if (value === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      i++;
+      return value;
+    };
+    if (flag === '--chrome') o.chrome = need();
+    else if (flag === '--prefix') o.prefix = need();
+    else if (flag === '--out') o.out = need();
+    else if (flag === '--attempts') o.attempts = need().toUpperCase().split(',');
+    else if (flag === '--timeout') o.timeout = Number(need());
+    else if (flag === '--budget') o.budget = Number(need());
+    else if (flag === '--icd') o.icd = need();
+    else if (flag === '--egl-vendor') o.eglVendor = need();
+    else if (flag === '--icd-dir') o.icdDir = need();
+    else if (flag === '--accept') o.accept = need().split(',').filter(Boolean);
+    else throw new Error(`unknown option ${flag}\n${USAGE}`);
+  }
+  for (const id of o.attempts) if (!ATTEMPTS.some((a) => a.id === id)) throw new Error(`--attempts: unknown attempt ${id} (known: A to F)`);
+  if (!(o.timeout > 0) || !(o.budget > 0)) throw new Error('--timeout and --budget take a positive number of seconds');
+  if (o.prefix) o.prefix = resolve(o.prefix);
+  // The payload's wrapper (bench/chrome-pack.sh) sets LD_LIBRARY_PATH for every process Chromium starts.
+  if (!o.chrome) o.chrome = o.prefix ? join(o.prefix, 'chromium') : process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+  return o;
+}
+
+const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
+
+/** The payload's library folders first on LD_LIBRARY_PATH, the NVIDIA driver's own folders last (as the payload's wrapper). */
+function libraryPath(prefix) {
+  const own = prefix ? ['lib', 'usr/lib/x86_64-linux-gnu'].map((d) => join(prefix, d)) : [];
+  const driver = ['/usr/local/nvidia/lib64', '/usr/local/nvidia/lib'];
+  const inherited = process.env.LD_LIBRARY_PATH ? [process.env.LD_LIBRARY_PATH] : [];
+  return [...own.filter((d) => existsSync(d)), ...inherited, ...(prefix ? driver.filter((d) => existsSync(d)) : [])].join(':');
+}
+
+/** Copies the ICD manifest into dir, its library path made absolute where it was relative; returns a cleanup. */
+function installIcd(icd, dir) {
+  const target = join(dir, 'qgemm-probe-icd.json');
+  const manifest = JSON.parse(readFileSync(icd, 'utf8'));
+  const lib = manifest.ICD?.library_path;
+  if (lib?.includes('/') && !lib.startsWith('/')) manifest.ICD.library_path = resolve(dirname(icd), lib);
+  // mkdirSync gives the topmost folder it made (undefined: none): the cleanup removes that, or the file alone.
+  const made = mkdirSync(dir, { recursive: true });
+  writeFileSync(target, JSON.stringify(manifest, null, 2));
+  return () => rmSync(made ?? target, { recursive: true, force: true });
+}
+
+/** Starts the payload's Xvfb on a free display; returns { display, stop, notes }. */
+async function startXvfb(prefix, env) {
+  const xvfb = prefix ? join(prefix, 'usr/bin/Xvfb') : '/usr/bin/Xvfb';
+  if (!existsSync(xvfb)) throw new Error(`no Xvfb at ${xvfb} (bench/chrome-pack.sh carries one)`);
+  const notes = [];
+  const cleanups = [];
+  // Xvfb runs xkbcomp from /usr/bin (compiled in): link the carried one there when there is none.
+  const xkbcomp = join(prefix, 'usr/bin/xkbcomp');
+  if (prefix && !existsSync('/usr/bin/xkbcomp') && existsSync(xkbcomp)) {
+    symlinkSync(xkbcomp, '/usr/bin/xkbcomp');
+    cleanups.push(() => rmSync('/usr/bin/xkbcomp', { force: true }));
+    notes.push(`linked /usr/bin/xkbcomp -> ${xkbcomp}`);
+  }
+  const n = 90 + Math.floor(Math.random() * 9);
+  const xkbdir = join(prefix, 'usr/share/X11/xkb');
+  const args = [`:${n}`, '-screen', '0', '1280x1024x24', '-nolisten', 'tcp', ...(prefix && existsSync(xkbdir) ? ['-xkbdir', xkbdir] : [])];
+  const child = spawn(xvfb, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (d) => (log += d));
+  child.stderr.on('data', (d) => (log += d));
+  const socket = `/tmp/.X11-unix/X${n}`;
+  for (let i = 0; i < 40 && !existsSync(socket) && child.exitCode === null; i++) await sleep(250);
+  const stop = () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    for (const c of cleanups) c();
+  };
+  if (!existsSync(socket)) {
+    stop();
+    throw new Error(`Xvfb did not start: ${log.trim().split('\n').slice(-3).join(' / ')}`);
+  }
+  return { display: `:${n}`, stop, notes };
+}
+
+/** The page's adapter, asked with requestAdapter({ featureLevel }). */
+function adapterQuery(featureLevel) {
+  return `(async () => {
+    const gpu = navigator.gpu;
+    if (!gpu) return { adapterError: 'navigator.gpu is missing' };
+    let adapter;
+    try { adapter = await gpu.requestAdapter(${JSON.stringify(featureLevel === 'core' ? {} : { featureLevel })}); }
+    catch (e) { return { adapterError: String((e && e.message) || e) }; }
+    if (!adapter) return { adapter: null };
+    const info = adapter.info || {};
+    const configs = info.subgroupMatrixConfigs ? [...info.subgroupMatrixConfigs].map((c) => c.componentType + '->' + c.resultComponentType + ' ' + c.M + 'x' + c.N + 'x' + c.K) : [];
+    const limits = {};
+    for (const k of ['maxComputeWorkgroupStorageSize', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeInvocationsPerWorkgroup']) limits[k] = adapter.limits[k];
+    return { adapter: {
+      vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description,
+      isFallbackAdapter: !!(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
+      featureLevel: info.featureLevel ?? ${JSON.stringify(featureLevel)},
+      subgroupMinSize: info.subgroupMinSize, subgroupMaxSize: info.subgroupMaxSize,
+      features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs: configs,
+      wgslLanguageFeatures: [...gpu.wgslLanguageFeatures].map(String).sort(), limits } };
+  })()`;
+}
+
+/** chrome://gpu's text: it lives in shadow roots, so walk them (innerText keeps the table rows apart). */
+const GPU_PAGE_TEXT = `(() => {
+  const walk = (root) => { let s = ''; for (const el of root.querySelectorAll('*')) if (el.shadowRoot) {
+    for (const c of el.shadowRoot.children) if (c.tagName !== 'STYLE') s += (c.innerText || c.textContent || '') + '\\n';
+    s += walk(el.shadowRoot); } return s; };
+  return (document.body ? document.body.innerText + '\\n' : '') + walk(document);
+})()`;
+
+async function runAttempt(attempt, o, pageUrl, deadline) {
+  const started = Date.now();
+  const record = { id: attempt.id, title: attempt.title, args: attemptArgs(attempt), env: {}, notes: [], adapter: null };
+  const cleanups = [];
+  const profile = mkdtempSync(join(tmpdir(), `qgemm-probe-${attempt.id}-`));
+  cleanups.push(() => rmSync(profile, { recursive: true, force: true }));
+  let stderr = '';
+  let child = null;
+  try {
+    const env = { ...process.env, VK_LOADER_DEBUG: 'error,warn', HOME: profile, XDG_RUNTIME_DIR: profile };
+    delete env.VK_ICD_FILENAMES;
+    delete env.VK_DRIVER_FILES;
+    delete env.DISPLAY;
+    const ld = libraryPath(o.prefix);
+    if (ld) env.LD_LIBRARY_PATH = ld;
+    if (attempt.icdEnv) env.VK_ICD_FILENAMES = o.icd;
+    if (attempt.eglVendor && existsSync(o.eglVendor)) env.__EGL_VENDOR_LIBRARY_FILENAMES = o.eglVendor;
+    if (attempt.copyIcd) {
+      cleanups.push(installIcd(o.icd, o.icdDir));
+      record.notes.push(`ICD copied to ${o.icdDir}/qgemm-probe-icd.json`);
+      // The loader reads the standard folder on its own; another folder only through XDG_DATA_DIRS (a rehearsal).
+      if (resolve(o.icdDir) !== STANDARD_ICD_DIR) env.XDG_DATA_DIRS = resolve(o.icdDir, '../..');
+    }
+    if (attempt.xvfb) {
+      const x = await startXvfb(o.prefix, env);
+      cleanups.push(x.stop);
+      record.notes.push(...x.notes);
+      env.DISPLAY = x.display;
+    }
+    let command = o.chrome;
+    let args = [...record.args, `--user-data-dir=${profile}`, '--remote-debugging-pipe', 'about:blank'];
+    if (attempt.sandbox && process.getuid?.() === 0) {
+      // Chrome refuses to run as root with its sandbox on: run it as nobody.
+      chownSync(profile, 65534, 65534);
+      args = ['--reuid=65534', '--regid=65534', '--clear-groups', '--', command, ...args];
+      command = 'setpriv';
+      record.notes.push('run as uid 65534 (setpriv), so that the sandbox can start');
+    }
+    for (const k of ['VK_ICD_FILENAMES', '__EGL_VENDOR_LIBRARY_FILENAMES', 'DISPLAY', 'XDG_DATA_DIRS', 'VK_LOADER_DEBUG'])
+      if (env[k]) record.env[k] = env[k];
+    child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    const exited = new Promise((ok) => child.once('exit', (code, signal) => ok(signal ?? code)));
+    const append = (d) => {
+      if (stderr.length < 4 << 20) stderr += d;
+    };
+    child.stdout.on('data', append);
+    child.stderr.on('data', append);
+    child.once('error', (e) => append(`spawn failed: ${e.message}\n`));
+    const cdp = connectPipe(child);
+    const work = (async () => {
+      const version = await cdp.send('Browser.getVersion');
+      record.product = version.product;
+      const page = await openPage(cdp, pageUrl);
+      // The new page starts as about:blank (complete at once): wait for the served page itself.
+      await poll(cdp, page, 'location.protocol + document.readyState', (v) => v === 'http:complete', 10_000);
+      // A GPU process that hangs must not cost chrome://gpu's lines: requestAdapter() gets 25 s.
+      const r = await Promise.race([
+        evaluate(cdp, page, adapterQuery(attempt.featureLevel)),
+        sleep(25_000).then(() => ({ adapterError: 'requestAdapter() did not answer in 25 s' })),
+      ]);
+      record.adapter = r?.adapter ?? null;
+      if (r?.adapterError) record.adapterError = r.adapterError;
+      const gpu = await openPage(cdp, 'chrome://gpu');
+      const text = await poll(
+        cdp,
+        gpu,
+        GPU_PAGE_TEXT,
+        (t) => typeof t === 'string' && /WebGPU/.test(t) && /GL_RENDERER|Skia Backend/.test(t),
+        15_000,
+      );
+      record.gpuLines = gpuPageLines(text ?? '');
+      record.gpuText = String(text ?? '').slice(0, 200_000);
+      await cdp.send('Browser.close').catch(() => undefined);
+    })();
+    const limit = Math.min(o.timeout * 1000, deadline - Date.now());
+    const timedOut = await Promise.race([work.then(() => false), sleep(limit).then(() => true)]);
+    if (timedOut) record.error = `timed out after ${Math.round(limit / 1000)} s`;
+    else await Promise.race([exited, sleep(5000)]);
+  } catch (e) {
+    record.error = String(e?.message ?? e).split('\n')[0];
+  } finally {
+    if (child && child.exitCode === null) {
+      child.kill('SIGKILL');
+      await sleep(200);
+    }
+    for (const c of cleanups.reverse()) {
+      try {
+        c();
+      } catch (e) {
+        record.notes.push(`cleanup: ${e.message}`);
+      }
+    }
+  }
+  record.stderrLines = stderrLines(stderr);
+  record.stderrTail = stderr.split('\n').slice(-40).join('\n');
+  record.seconds = Math.round((Date.now() - started) / 100) / 10;
+  return record;
+}
+
+function printRecord(r, accept) {
+  const lines = [`== attempt ${r.id}: ${r.title} (${r.seconds} s)`, `   flags: ${r.args.join(' ')}`];
+  const env = Object.entries(r.env).map(([k, v]) => `${k}=${v}`);
+  if (env.length) lines.push(`   env: ${env.join(' ')}`);
+  for (const n of r.notes) lines.push(`   note: ${n}`);
+  if (r.product) lines.push(`   browser: ${r.product}`);
+  lines.push('   chrome://gpu:', ...(r.gpuLines?.length ? r.gpuLines.map((l) => `     ${l}`) : ['     (not read)']));
+  const a = r.adapter;
+  lines.push(`   requestAdapter(): ${a ? describeAdapter(a) : r.adapterError ? `threw ${r.adapterError}` : 'null'}`);
+  if (a) {
+    lines.push(
+      `     isFallbackAdapter: ${a.isFallbackAdapter}; featureLevel: ${a.featureLevel}; subgroups ${a.subgroupMinSize}-${a.subgroupMaxSize}`,
+    );
+    const sgmat = a.features.includes('chromium-experimental-subgroup-matrix');
+    lines.push(
+      `     chromium-experimental-subgroup-matrix: ${sgmat ? `yes (${a.subgroupMatrixConfigs.join(', ') || 'no configs listed'})` : 'no'}`,
+    );
+    lines.push(`     features: ${a.features.join(', ')}`);
+  }
+  lines.push('   stderr:', ...(r.stderrLines?.length ? r.stderrLines.map((l) => `     ${l}`) : ['     (no matching lines)']));
+  if (r.error) lines.push(`   error: ${r.error}`);
+  lines.push(`   => ${isHardwareAdapter(a, accept) && !r.error ? 'HARDWARE' : 'no hardware adapter'}: ${attemptReason(r, accept)}`);
+  console.log(lines.join('\n'));
+}
+
+function tryRun(cmd, args) {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 20_000 }).trim();
+  } catch (e) {
+    return `(${cmd} failed: ${String(e.message).split('\n')[0]})`;
+  }
+}
+
+async function main() {
+  let o;
+  try {
+    o = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    console.error(`chrome-gpu-probe: ${e.message}`);
+    process.exit(2);
+  }
+  if (!existsSync(o.chrome)) {
+    console.error(`chrome-gpu-probe: no Chromium at ${o.chrome}`);
+    process.exit(2);
+  }
+  mkdirSync(o.out, { recursive: true });
+  const deadline = Date.now() + o.budget * 1000;
+  const server = createServer((_req, res) => {
+    res
+      .writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' })
+      .end('<!doctype html><title>qgemm probe</title><p>qgemm chrome-gpu-probe</p>');
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const pageUrl = `http://127.0.0.1:${server.address().port}/`;
+  const ld = libraryPath(o.prefix);
+  const machine = {
+    host: hostname(),
+    date: new Date().toISOString(),
+    node: process.version,
+    chrome: o.chrome,
+    chromeVersion: tryRun(o.chrome, ['--version']),
+    gpu: existsSync('/dev/nvidia0')
+      ? tryRun('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'])
+      : 'no /dev/nvidia0',
+    devices: readdirSync('/dev').filter((d) => d.startsWith('nvidia') || d === 'dri'),
+    icd: o.icd,
+    icdPresent: existsSync(o.icd),
+    icdManifest: existsSync(o.icd) ? readFileSync(o.icd, 'utf8').slice(0, 2000) : null,
+    eglVendorPresent: existsSync(o.eglVendor),
+    ldLibraryPath: ld,
+  };
+  console.log(`chrome-gpu-probe: ${machine.chromeVersion}; GPU: ${machine.gpu}; ICD ${o.icd}${machine.icdPresent ? '' : ' (MISSING)'}`);
+  const wanted = ATTEMPTS.filter((a) => o.attempts.includes(a.id));
+  const records = await runAttempts(
+    wanted,
+    async (attempt) => {
+      if (Date.now() > deadline - 5000)
+        return {
+          id: attempt.id,
+          title: attempt.title,
+          args: attemptArgs(attempt),
+          env: {},
+          notes: [],
+          adapter: null,
+          error: `skipped: the probe's budget of ${o.budget} s is spent`,
+          seconds: 0,
+        };
+      const r = await runAttempt(attempt, o, pageUrl, deadline);
+      printRecord(r, o.accept);
+      return r;
+    },
+    o.accept,
+  );
+  server.close();
+  const table = attemptTable(records, o.accept);
+  const found = records.find((r) => !r.error && isHardwareAdapter(r.adapter, o.accept));
+  const file = join(o.out, 'chrome-gpu-probe.json');
+  writeFileSync(file, `${JSON.stringify({ machine, accept: o.accept, hardware: found ? found.id : null, records, table }, null, 2)}\n`);
+  console.log(`\nwrote ${file}\n`);
+  console.log(table);
+  console.log(found ? `\nhardware adapter with attempt ${found.id}` : '\nno attempt gave a hardware adapter');
+  process.exit(found ? 0 : 1);
+}
+
+await main();

@@ -1,0 +1,61 @@
+#!/bin/sh
+# The GPU-server side of the Chromium payload (bench/chrome-pack.sh): gathers its parts, which arrive one
+# per device call in .chrome-pack/, in /tmp/qgemm-chrome/parts (kept between back-to-back calls), checks
+# them against manifest.txt, unpacks the whole into /tmp/qgemm-chrome/root once, and runs
+# tools/chrome-gpu-probe.mjs with the carried Node (attempts A to F; the table last). Modes:
+#   sh tools/chrome-gpu-probe.sh stage            keep this call's part(s); say which are still missing
+#   sh tools/chrome-gpu-probe.sh unpack           stage, then unpack (for the bench: CHROMIUM_PATH=/tmp/qgemm-chrome/root/chromium)
+#   sh tools/chrome-gpu-probe.sh run [OPTIONS]    stage, unpack, then the probe (OPTIONS go to it; results under $OUT)
+# Exit: 0 a hardware adapter (run) or done (stage, unpack); 1 no attempt gave one; 2 bad use; 3 parts missing.
+set -u
+cd "$(dirname "$0")/.."
+base=${QGEMM_CHROME_BASE:-/tmp/qgemm-chrome}
+parts=$base/parts
+root=$base/root
+mode=${1:-run}
+[ $# -gt 0 ] && shift
+case "$mode" in stage | unpack | run) ;; *) echo "usage: sh tools/chrome-gpu-probe.sh stage|unpack|run [probe options]" >&2; exit 2 ;; esac
+
+mkdir -p "$parts"
+for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz; do [ -f "$f" ] && cp "$f" "$parts/"; done
+if [ ! -f "$parts/manifest.txt" ]; then
+  echo "chrome-gpu-probe: no manifest: carry .chrome-pack/manifest.txt with each part (npm run bench:chrome-pack makes them)" >&2
+  exit 3
+fi
+have=''
+missing=''
+while read -r sum name; do
+  case "$sum" in '#'*) continue ;; esac
+  if [ -f "$parts/$name" ] && [ "$(sha256sum < "$parts/$name" | cut -d' ' -f1)" = "$sum" ]; then have="$have $name"; else missing="$missing $name"; fi
+done < "$parts/manifest.txt"
+echo "chrome-gpu-probe: parts here:${have:- none}; missing:${missing:- none}"
+[ "$mode" = stage ] && exit 0
+if [ -n "$missing" ]; then
+  echo "chrome-gpu-probe: parts missing:$missing (carry each in a device call, the calls back to back: /tmp lasts about 30 s between them)" >&2
+  exit 3
+fi
+
+if [ ! -f "$root/.unpacked" ] || ! cmp -s "$root/.unpacked" "$parts/manifest.txt"; then
+  rm -rf "$root" && mkdir -p "$root"
+  whole=$(sed -n 's/^# whole //p' "$parts/manifest.txt")
+  # shellcheck disable=SC2046
+  got=$(cat $(grep -v '^#' "$parts/manifest.txt" | awk '{print $2}' | sed "s|^|$parts/|") | tee "$base/whole.tar.xz" | sha256sum | cut -d' ' -f1)
+  if [ -n "$whole" ] && [ "$got" != "$whole" ]; then echo "chrome-gpu-probe: the joined parts do not match the manifest" >&2; exit 3; fi
+  start=$(date +%s)
+  xz -dc "$base/whole.tar.xz" | tar -x -C "$root" || { echo "chrome-gpu-probe: unpacking failed" >&2; exit 3; }
+  rm -f "$base/whole.tar.xz"
+  cp "$parts/manifest.txt" "$root/.unpacked"
+  echo "chrome-gpu-probe: unpacked into $root in $(($(date +%s) - start)) s ($(du -sh "$root" | cut -f1))"
+fi
+# Libraries Chromium takes from outside the payload: glibc's alone, where the payload is complete.
+outside=$(LD_LIBRARY_PATH="$root/lib:$root/usr/lib/x86_64-linux-gnu" ldd "$root/usr/lib/chromium/chromium" 2>&1 | grep -v "$root" | awk '{print $1}' | paste -sd' ')
+echo "chrome-gpu-probe: $(grep "^Chromium" "$root/VERSIONS" | head -1); libraries from the system: $outside"
+# The bench page's node_modules files (web.tar.xz), where carried: node_modules here links to them.
+if [ -f "$parts/web.tar.xz" ] && [ ! -f "$root/.web" ]; then
+  tar -xJf "$parts/web.tar.xz" -C "$root" && touch "$root/.web" && echo "chrome-gpu-probe: the bench page's files unpacked into $root/node_modules"
+fi
+if [ -d "$root/node_modules" ] && [ ! -e node_modules ]; then ln -s "$root/node_modules" node_modules; fi
+[ "$mode" = unpack ] && exit 0
+
+export QGEMM_CHROME_PREFIX="$root"
+"$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "${OUT:-chrome-probe-out}" "$@"
