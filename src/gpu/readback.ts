@@ -48,13 +48,17 @@ export class Staging {
     return this.buffer;
   }
 
-  /** Records the copy of m into the staging buffer; call the returned function after submitting. */
-  copy(encoder: GPUCommandEncoder, m: GpuMatrix): () => Promise<GemmResult> {
+  /**
+   * Records the copy of m into the staging buffer; call the returned function after submitting (it
+   * calls `onMapped` once the map has resolved, before the copy out: for a trace).
+   */
+  copy(encoder: GPUCommandEncoder, m: GpuMatrix): (onMapped?: () => void) => Promise<GemmResult> {
     const bytes = matrixBytes(m);
     const staging = this.acquire(bytes);
     encoder.copyBufferToBuffer(m.buffer, 0, staging, 0, bytes);
-    return async () => {
+    return async (onMapped) => {
       await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+      onMapped?.();
       try {
         return unstride(m, staging.getMappedRange(0, bytes).slice(0));
       } finally {
@@ -89,7 +93,7 @@ export class Staging {
 
 /** Reads a GPU matrix on its own (one copy, one submission, one map). */
 export async function readBack(device: GPUDevice, m: GpuMatrix, staging: Staging): Promise<GemmResult> {
-  let finish: (() => Promise<GemmResult>) | null = null;
+  let finish: ((onMapped?: () => void) => Promise<GemmResult>) | null = null;
   await runInErrorScope(
     device,
     () => {

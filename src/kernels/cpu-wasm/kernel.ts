@@ -339,9 +339,9 @@ export const CPU_WASM_KERNELS: CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIM
  * The caller's problem minus the lhs data, deeply copied: what a repeated call must equal, element for
  * element (a per-channel vector edited in place is a different problem).
  */
-type Snapshot = unknown;
+export type Snapshot = unknown;
 
-function snapshot(v: unknown): Snapshot {
+export function snapshot(v: unknown): Snapshot {
   if (ArrayBuffer.isView(v)) return (v as Int32Array).slice();
   if (Array.isArray(v)) return v.map(snapshot);
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, snapshot(x)]));
@@ -359,7 +359,7 @@ function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
   return true;
 }
 
-function same(v: unknown, s: Snapshot): boolean {
+export function same(v: unknown, s: Snapshot): boolean {
   if (ArrayBuffer.isView(v)) {
     if (!ArrayBuffer.isView(s) || v.constructor !== s.constructor || v.byteLength !== s.byteLength) return false;
     return sameBytes(v, s);
