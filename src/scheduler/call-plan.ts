@@ -171,18 +171,17 @@ export async function replay(
     writeOperandBytes(device.queue, plan.lhsSource, lhs.data);
     tracer?.mark('lhsWrite');
     const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
-    const querySet = timing && r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+    const querySet = timing && r.timestamps ? r.staging.querySet() : null;
     const pass = encoder.beginComputePass(
       querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
     ) as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const [name, args] of plan.commands) pass[name](...args);
     (pass as unknown as GPUComputePassEncoder).end();
-    const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
+    const times = querySet ? r.staging.timestamps(encoder) : null;
     finish = plan.staging.copy(encoder, plan.dst);
     const commands = encoder.finish();
     tracer?.mark('encode');
     device.queue.submit([commands]);
-    querySet?.destroy();
     gpuMs = times ? times() : null;
     tracer?.mark('submit');
   } catch (e) {

@@ -210,7 +210,7 @@ export async function runGemm(
         const slab = (plan?.uniforms ?? r.uniforms).slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
         // Timestamp queries only in a call that asks for its GPU time: an untimed call creates and resolves none.
-        const querySet = timing && r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+        const querySet = timing && r.timestamps ? r.staging.querySet() : null;
         const realPass = encoder.beginComputePass(
           querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
         );
@@ -234,7 +234,7 @@ export async function runGemm(
           workspace,
         });
         realPass.end();
-        const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
+        const times = querySet ? r.staging.timestamps(encoder) : null;
         const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
         const copied = readback ? staging.copy(encoder, matrix) : null;
         slab.upload(device.queue);
@@ -242,7 +242,6 @@ export async function runGemm(
         trace?.mark('encode');
         device.queue.submit([commands]);
         trace?.mark('submit');
-        querySet?.destroy();
         if (timing) timing.gpuMs = null;
         const gpuMs = times ? times() : null;
         if (copied) {

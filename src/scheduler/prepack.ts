@@ -155,16 +155,15 @@ async function prepacked(
         const encode = await pack(make(packedBytes, what.side), make(sumsBytes, `${what.side} sums`), pooled);
         const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: `qgemm ${label}` });
-        const querySet = timing && r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+        const querySet = timing && r.timestamps ? r.staging.querySet() : null;
         const pass = encoder.beginComputePass(
           querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
         );
         encode(pass, slab);
         pass.end();
-        const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
+        const times = querySet ? r.staging.timestamps(encoder) : null;
         slab.upload(device.queue);
         device.queue.submit([encoder.finish()]);
-        querySet?.destroy();
         if (timing) timing.gpuMs = times ? await times() : null;
       },
       label,
