@@ -1,14 +1,15 @@
 // The decode call's overhead, two source trees side by side in one process on one device: the wall time
 // of a resident GEMM (rhs prepacked, lhs from the CPU, dst read back) minus its GPU time (timestamp
 // queries), for each tree's GpuContext (src/scheduler/context.ts), in alternating rounds so that the
-// machine's load falls on both alike. Per round and tree: `calls` calls with timestamp queries (their
-// wall time is what the benchmark reported before its untimed rows; timedWallMinusGpuMs is the median of
-// each call's wall minus its own GPU time; their median GPU time is the GPU time of the other figures),
-// `calls` calls on a context without timestamps (the untimed wall time, minus that GPU time), and `paused`
+// machine's load falls on both alike. Per round: `calls` iterations, each running every tree's call with
+// timestamp queries (its wall time is what the benchmark reported before its untimed rows;
+// timedWallMinusGpuMs is the median of each call's wall minus its own GPU time) and then its call on a
+// context without timestamps (untimedWallMinusGpuMs: its wall minus the GPU time of the timed call just
+// before it), the trees in turn; then `paused`
 // single calls each after 200 ms idle; the first tree's data (bench/problems.ts) for every tree.
 // Run with Node 24 from the repository root (tools/ts-raw-hook.mjs lets it import the sources):
 //   node --import ./tools/ts-raw-hook.mjs --experimental-transform-types --no-warnings tools/decode-overhead.ts \
-//     --trees main=/path/to/main,branch=. [--shape 1x64x64] [--rounds 5] [--calls 100] [--paused 5] [--out file.json]
+//     --trees main=/path/to/main,branch=. [--shape 1x64x64] [--rounds 5] [--calls 100] [--paused 5] [--sequential 4x64] [--out file.json]
 
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -71,49 +72,112 @@ for (const t of loaded) {
 
 const results: Record<string, unknown>[] = [];
 for (let round = 0; round < rounds; round++) {
-  for (const s of setups) {
-    const timedWall: number[] = [];
-    const gpu: number[] = [];
-    const paired: number[] = [];
-    const plainWall: number[] = [];
-    for (let i = 0; i < calls; i++) {
+  // Per iteration, every tree's timed call then its untimed call, the trees in turn: the calls compared
+  // run within a few milliseconds of each other, so that the machine's load falls on them alike.
+  const per = setups.map(() => ({ timedWall: [] as number[], gpu: [] as number[], untimedWall: [] as number[] }));
+  const timedPaired = setups.map(() => [] as number[]);
+  const untimedPaired = setups.map(() => [] as number[]);
+  for (let i = 0; i < calls; i++) {
+    for (const [j, s] of setups.entries()) {
       const timing = { gpuMs: null as number | null };
-      const t0 = performance.now();
+      let t0 = performance.now();
       await s.timed.gemm(s.timedInput, timing);
-      timedWall.push(performance.now() - t0);
+      const timedWall = performance.now() - t0;
+      t0 = performance.now();
+      await s.plain.gemm(s.plainInput);
+      const untimedWall = performance.now() - t0;
+      per[j].timedWall.push(timedWall);
+      per[j].untimedWall.push(untimedWall);
       if (timing.gpuMs !== null) {
-        gpu.push(timing.gpuMs);
-        paired.push(timedWall[i] - timing.gpuMs);
+        per[j].gpu.push(timing.gpuMs);
+        timedPaired[j].push(timedWall - timing.gpuMs);
+        untimedPaired[j].push(untimedWall - timing.gpuMs);
       }
     }
-    for (let i = 0; i < calls; i++) {
-      const t0 = performance.now();
-      await s.plain.gemm(s.plainInput);
-      plainWall.push(performance.now() - t0);
-    }
-    const pausedWall: number[] = [];
-    for (let i = 0; i < paused; i++) {
+  }
+  const pausedWall = setups.map(() => [] as number[]);
+  for (let i = 0; i < paused; i++) {
+    for (const [j, s] of setups.entries()) {
       await sleep(200);
       const t0 = performance.now();
       await s.plain.gemm(s.plainInput);
-      pausedWall.push(performance.now() - t0);
+      pausedWall[j].push(performance.now() - t0);
     }
-    const g = median(gpu);
+  }
+  for (const [j, s] of setups.entries()) {
     const row = {
       round,
       tree: s.name,
       kernel: s.plain.lastRun.kernel,
-      gpuMs: g,
-      timedWallMs: median(timedWall),
-      untimedWallMs: median(plainWall),
-      afterPauseWallMs: median(pausedWall),
-      timedWallMinusGpuMs: median(paired),
-      untimedWallMinusGpuMs: median(plainWall) - g,
+      gpuMs: median(per[j].gpu),
+      timedWallMs: median(per[j].timedWall),
+      untimedWallMs: median(per[j].untimedWall),
+      afterPauseWallMs: median(pausedWall[j]),
+      timedWallMinusGpuMs: median(timedPaired[j]),
+      untimedWallMinusGpuMs: median(untimedPaired[j]),
       load1: loadavg()[0],
     };
     results.push(row);
     console.log(JSON.stringify(row, (_, v) => (typeof v === 'number' ? Number(v.toFixed(4)) : v)));
   }
+}
+
+// --sequential LxW: one token (1 x W, uint8) through L fully connected W x W layers (Sequential.run), per
+// tree, the trees in turn per run; medians over `calls` runs.
+const sequential = opt('--sequential', '');
+const sequentialSummary: Record<string, unknown>[] = [];
+if (sequential) {
+  const [layers, width] = sequential.split('x').map(Number);
+  let seed = 12345;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed >>> 16;
+  };
+  let input = { scale: 0.02, zeroPoint: 128 };
+  const params = Array.from({ length: layers }, (_, i) => {
+    const output = { scale: Math.fround(0.02 + (next() % 100) / 10000), zeroPoint: 100 + (next() % 50) };
+    const p = {
+      input,
+      weights: {
+        data: Uint8Array.from({ length: width * width }, () => next() % 256),
+        shape: [width, width],
+        scale: 0.004,
+        zeroPoint: 120,
+      },
+      bias: Int32Array.from({ length: width }, () => (next() % 4001) - 2000),
+      output,
+      activation: i === layers - 1 ? 'NONE' : 'RELU',
+    };
+    input = output;
+    return p;
+  });
+  const x = { data: Uint8Array.from({ length: width }, () => next() % 256), shape: [1, width] };
+  const runs = [];
+  for (const t of loaded) {
+    const { Sequential } = await import(`${t.root}/src/layers/sequential.ts`);
+    const ctx: Ctx = await t.GpuContext.create({ device });
+    const seq = await Sequential.create(
+      ctx,
+      params.map((p) => ({ op: 'fullyConnected', params: p })),
+    );
+    for (let i = 0; i < 5; i++) await seq.run(x);
+    runs.push({ name: t.name, ctx, seq, walls: [] as number[], out: '' });
+  }
+  for (let i = 0; i < calls; i++) {
+    for (const r of runs) {
+      const t0 = performance.now();
+      const y = await r.seq.run(x);
+      r.walls.push(performance.now() - t0);
+      r.out = Array.from(y.data as Uint8Array).join(',');
+    }
+  }
+  if (new Set(runs.map((r) => r.out)).size !== 1) throw new Error('the trees disagree on the Sequential output');
+  for (const r of runs) {
+    sequentialSummary.push({ tree: r.name, layers, width, runs: calls, medianMs: median(r.walls), minMs: Math.min(...r.walls) });
+    r.seq.destroy();
+    r.ctx.destroy();
+  }
+  console.log(JSON.stringify(sequentialSummary));
 }
 
 const summary = setups.map((s) => {
@@ -141,6 +205,7 @@ if (out) {
     trees: trees.map((t) => t.name),
     summary,
     rounds: results,
+    ...(sequential ? { sequential: sequentialSummary } : {}),
   };
   writeFileSync(out, `${JSON.stringify(report, null, 1)}\n`);
 }
