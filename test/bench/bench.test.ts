@@ -185,6 +185,9 @@ describe('benchmark harness', () => {
       ];
       expect([...keys].sort()).toEqual(expected.sort());
       expect(json.runs.every((r: { runtime: string }) => r.runtime === 'chrome')).toBe(true);
+      // qgemm's GEMM rows: the wall time from untimed calls, the GPU time from separate timed calls.
+      for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && !x.conv && x.gpuMedianMs !== null))
+        expect(r.gpuNote, rowKey(r)).toMatch(/separate/);
       // Every Chrome row ran here (a peer's reason would be a failure: they all run on SwiftShader).
       for (const r of json.runs) expect(r.medianMs, `${rowKey(r)}: ${r.error}`).not.toBeNull();
       // The page is cross-origin isolated, so the CPU rows say their threads; the report records the flags.
