@@ -185,7 +185,11 @@ export async function replay(
     gpuMs = times ? times() : null;
     tracer?.mark('submit');
   } catch (e) {
-    await close(); // a GPU error explains the failure best
+    try {
+      await close();
+    } catch (gpuError) {
+      throw r.lostOr(gpuError); // a GPU error explains the failure best
+    }
     throw r.lostOr(e);
   }
   const closed = close();
