@@ -23,12 +23,13 @@ import {
   type RhsBits,
   type RowId,
   type Runtime,
+  type TraceSummary,
 } from './impls/types.ts';
 import type { ChromeSession } from './impls/chrome.ts';
 import { startRunners } from './runners.ts';
 import { describePipeline, makeShapeData, problemFor, type PipelineKind, type ShapeData } from './problems.ts';
 import { ops, shapeKey, sortShapes, type ConvLayer, type Shape } from './shapes.ts';
-import { gops, type RepeatPolicy, type Stats } from './timing.ts';
+import { gops, PAUSE_MS, type RepeatPolicy, type Stats } from './timing.ts';
 import { checkResult, computeExpected, type Expected, type Verification } from './verify.ts';
 
 export interface BenchOptions {
@@ -92,6 +93,13 @@ export interface Row {
   computes: string;
   verification?: Verification;
   error?: string;
+  /**
+   * The decode loop: the row's own times are calls back to back (no pause); `resident` GPU rows in Node
+   * also time single calls, each after PAUSE_MS with nothing running (bench/timing.ts afterPause).
+   */
+  afterPause?: { pauseMs: number; medianMs: number; minMs: number; maxMs: number; reps: number };
+  /** qgemm WebGPU rows that read back: each step's median over a few traced calls (src/scheduler/trace.ts). */
+  trace?: TraceSummary;
 }
 
 export interface Skipped extends RowId {
@@ -152,6 +160,11 @@ const rowIdOf = (r: RowId): RowId & { rhsBits: RhsBits | null } => ({
   mode: r.mode,
   rhsBits: rhsBitsOf(r),
 });
+
+/** The after-pause calls of a row (bench/timing.ts afterPause), as the JSON carries them. */
+function pauseFields(s: Stats): NonNullable<Row['afterPause']> {
+  return { pauseMs: PAUSE_MS, medianMs: s.medianMs, minMs: s.minMs, maxMs: s.maxMs, reps: s.reps };
+}
 
 function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape) {
   return {
@@ -293,6 +306,8 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           roofline: null,
           computes: runner.computes,
           ...(verification ? { verification } : {}),
+          ...(outcome.afterPause ? { afterPause: pauseFields(outcome.afterPause) } : {}),
+          ...(outcome.trace ? { trace: outcome.trace } : {}),
         };
         // 4-bit weights: the memory floor counts the packed rhs as stored (PackedOperand.bytes), not K*N.
         const rhsBytes = row.rhsBits !== 8 && outcome.rhsBytes !== undefined ? outcome.rhsBytes : undefined;

@@ -105,7 +105,7 @@ export function terminalReport(report: BenchReport): string {
   }
   lines.push('');
   lines.push(
-    'wall = median of one call; GPU = timestamp queries; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time',
+    'wall = median of one call, calls back to back (", after N ms idle": single calls after a pause); GPU = timestamp queries, in separate calls; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time',
   );
   const header = ['shape (MxNxK or conv layer)', 'implementation', 'wall', 'GPU', 'GOPS (wall)', 'GOPS (GPU)', 'kernel', 'roofline', ''];
   const table: string[][] = [];
@@ -124,6 +124,19 @@ export function terminalReport(report: BenchReport): string {
         roofText(r),
         mark(r),
       ]);
+      // The decode loop's other case: single calls, each after a pause (the row above: back to back).
+      if (r.afterPause)
+        table.push([
+          shapeKey(r),
+          `${label(r)}, after ${r.afterPause.pauseMs} ms idle`,
+          fmtMs(r.afterPause.medianMs),
+          '',
+          '',
+          '',
+          '',
+          '',
+          '',
+        ]);
     }
   }
   const widths = header.map((h, i) => Math.max([...h].length, ...table.map((row) => [...row[i]].length)));

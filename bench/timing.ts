@@ -87,3 +87,19 @@ export async function measure<T>(
   }
   return { wall: stats(walls), gpu: gpus.length === walls.length ? stats(gpus) : null, last: last as T, firstWarmupMs };
 }
+
+/** The pause before each single call of the decode loop's after-pause rows (as in dawn-gpu/node-webgpu issue 17). */
+export const PAUSE_MS = 200;
+
+/**
+ * The decode loop's other case: `policy.minReps` single calls, each after PAUSE_MS with nothing running
+ * (the back-to-back case is measure()'s loop, which never pauses). `call` returns its wall time.
+ */
+export async function afterPause(policy: RepeatPolicy, call: () => Promise<number>): Promise<Stats> {
+  const walls: number[] = [];
+  for (let i = 0; i < policy.minReps; i++) {
+    await new Promise((r) => setTimeout(r, PAUSE_MS));
+    walls.push(await call());
+  }
+  return stats(walls);
+}

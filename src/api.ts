@@ -23,7 +23,7 @@ import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
-import { GpuContext, type GpuContextOptions } from './scheduler/context.ts';
+import { type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 import { brief } from './spec/echo.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
@@ -41,6 +41,8 @@ export interface RunOptions extends GpuContextOptions {
   warn?: (message: string) => void;
   /** Called with the id of the GEMM kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the registry's choice). */
   onKernel?: (kernel: string) => void;
+  /** WebGPU: called with the trace of the GEMM call, the time of each of its steps (src/scheduler/trace.ts). */
+  onTrace?: (trace: GemmTrace) => void;
 }
 
 /** Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context. */
@@ -108,7 +110,7 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
     return kernel.run(p, {});
   };
   const gpu = async (ctx: GpuContext) => {
-    const r = await ctx.gemm(problem);
+    const r = await ctx.gemm(problem, undefined, { onTrace: opts.onTrace });
     opts.onKernel?.(ctx.lastRun.kernel ?? 'unknown');
     return r;
   };

@@ -69,6 +69,8 @@ export {
   type GpuOperandInput,
   type PackedOperand,
   type GemmTiming,
+  type GemmTrace,
+  type GemmCallOptions,
   type LastRun,
 } from './scheduler/context.ts';
 export type { WarmupItem, WarmupShape } from './scheduler/warmup.ts';

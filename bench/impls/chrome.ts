@@ -301,7 +301,9 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
           const perRun = gpuMsPerRun(events, policy.minReps);
           gpu = perRun ? stats(perRun) : null;
         }
-        const out: CellOutcome = { wall: stats(r.walls), gpu, ...(gpu === null && r.gpuNote ? { gpuNote: r.gpuNote } : {}) };
+        // A peer's note explains a missing GPU time; qgemm's also says how its GPU time was taken.
+        const note = r.gpuNote && (gpu === null || impl === 'qgemm') ? { gpuNote: r.gpuNote } : {};
+        const out: CellOutcome = { wall: stats(r.walls), gpu, ...note };
         if (impl === 'qgemm' || impl === 'qgemm-cpu') {
           if (r.outputBase64 === undefined) throw new Error('in Chrome: the page returned no output');
           out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };

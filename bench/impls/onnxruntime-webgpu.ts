@@ -8,7 +8,8 @@
 // A is (lhs - 119) as f32 (accuracy_level 4 quantizes it to int8 per block inside the EP).
 // Wall time comes from a plain session. GPU time comes from a second, profiled session of the same model
 // (onnxruntime's profiler records each WebGPU kernel's timestamp-query time as an "Api" event); it is
-// kept apart so that profiling never slows the wall-time runs. On SwiftShader the EP needs
+// kept apart so that profiling never slows the wall-time runs. Besides the calls back to back, single calls
+// after a pause (bench/timing.ts afterPause), as qgemm's resident rows. On SwiftShader the EP needs
 // VK_ICD_FILENAMES pointing at it when its Dawn instance is made: the harness sets it for the process.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { matMulF32Model, matMulNBitsModel } from '../onnx-model.ts';
 import { RHS_ZERO_POINT, type ShapeData } from '../problems.ts';
-import { measure, stats, type RepeatPolicy, type Stats } from '../timing.ts';
+import { afterPause, measure, stats, type RepeatPolicy, type Stats } from '../timing.ts';
 import { loadOrt, type Ort, type OrtTensor } from './onnxruntime.ts';
 import type { CellOutcome, OrtWebgpuImpl, Runner } from './types.ts';
 
@@ -100,20 +101,22 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       const feed = (): Record<string, OrtTensor> => ({ A: new ort.Tensor('float32', a, [m, k]) });
       const session = await ort.InferenceSession.create(model, sessionOptions());
       let wall: Stats;
+      let paused: Stats;
+      const once = async () => {
+        const t0 = performance.now();
+        const out = await session.run(feed());
+        if (!out.Y || out.Y.dims[0] !== m) throw new Error(`onnxruntime returned ${out.Y?.type} [${out.Y?.dims}]`);
+        return performance.now() - t0;
+      };
       try {
-        wall = (
-          await measure(policy, async () => {
-            const t0 = performance.now();
-            const out = await session.run(feed());
-            if (!out.Y || out.Y.dims[0] !== m) throw new Error(`onnxruntime returned ${out.Y?.type} [${out.Y?.dims}]`);
-            return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output: null };
-          })
-        ).wall;
+        wall = (await measure(policy, async () => ({ timing: { wallMs: await once(), gpuMs: null }, output: null }))).wall;
+        // The decode loop's other case, measured as qgemm's: single calls, each after a pause.
+        paused = await afterPause(policy, once);
       } finally {
         await session.release?.();
       }
       const gpu = await profiledGpu(ort, model, feed, policy.minReps).catch(() => null);
-      return { wall, gpu, ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }) };
+      return { wall, gpu, afterPause: paused, ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }) };
     },
     close: async () => undefined,
   };

@@ -1,5 +1,7 @@
-// This project in Node: WebGPU through Dawn (GpuContext, timestamps on: the GPU time of the compute pass
-// next to the wall time of the call) in three modes, and the CPU path: the kernel `backend: 'cpu'` picks
+// This project in Node: WebGPU through Dawn (GpuContext, timestamps on; the wall time from calls that ask
+// for no GPU time, so resolve no query, and the GPU time of the compute pass from separate timed calls, as
+// onnxruntime's comes from a separate profiled session; a few traced calls give each step's share; and in
+// `resident`, single calls after a pause, the decode loop's other case) in three modes, and the CPU path: the kernel `backend: 'cpu'` picks
 // (src/kernels/registry.ts: WebAssembly SIMD on worker threads where it can, or QGEMM_KERNEL=<id>), timed
 // per call from the GemmProblem to the dst array, normalization included. The GPU modes:
 //   call:     ctx.gemm with both operands from the CPU: upload + pack both + gemm + output + readback;
@@ -20,13 +22,13 @@ import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { prepackCpu, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/spec/problem.ts';
-import type { GpuContext, GpuMatrix, PackedOperand } from '../../src/scheduler/context.ts';
+import type { GemmTiming, GemmTrace, GpuContext, GpuMatrix, PackedOperand } from '../../src/scheduler/context.ts';
 import { roundUp } from '../../src/gpu/plan.ts';
 import type { GemmResult, Operand } from '../../src/types.ts';
 import { bitDepthFor, hashBytes, problemFor, type ConvData, type ShapeData } from '../problems.ts';
-import { measure, type RepeatPolicy } from '../timing.ts';
+import { afterPause, measure, type RepeatPolicy, stats } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
-import type { CellOutcome, Mode, RhsBits, Runner } from './types.ts';
+import type { CellOutcome, Mode, RhsBits, Runner, TraceSummary } from './types.ts';
 
 /**
  * The id of the kernel a context ran last (ctx.lastRun.kernel, src/kernels/registry.ts), null where it
@@ -36,19 +38,59 @@ export function kernelOf(ctx: { lastRun?: { kernel?: string | null } }): string 
   return ctx.lastRun?.kernel ?? null;
 }
 
-type Once = () => Promise<{ result: GemmResult; wallMs: number; gpuMs: number | null }>;
+/** One call of a cell: untimed (no timestamp query), timed (`timing` receives its GPU time) or traced. */
+type Once = (opts: { timing?: GemmTiming; onTrace?: (t: GemmTrace) => void }) => Promise<{ result: GemmResult; wallMs: number }>;
 
-async function qgemmCell(policy: RepeatPolicy, once: Once): Promise<CellOutcome> {
+/** Traced calls per cell (after the timed ones). */
+const TRACE_CALLS = 5;
+
+/** The median of each step over `traces`, or undefined without any. */
+function summarize(traces: GemmTrace[]): TraceSummary | undefined {
+  if (!traces.length) return undefined;
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const steps = traces[0].steps.map(({ step }, i) => ({ step, ms: median(traces.map((t) => t.steps[i].ms)) }));
+  const plans = [...new Set(traces.map((t) => t.plan))].join('/');
+  return { calls: traces.length, plan: plans, steps, totalMs: median(traces.map((t) => t.totalMs)) };
+}
+
+/**
+ * A qgemm WebGPU cell: the wall time from untimed calls (measure(): warm-up, then calls back to back);
+ * the GPU time from policy.minReps separate calls with timestamp queries (as onnxruntime's comes from a
+ * separate profiled session); then TRACE_CALLS traced calls (the trace of the row); and with `paused`,
+ * single calls after a pause (the decode loop's other case).
+ */
+async function qgemmCell(
+  policy: RepeatPolicy,
+  once: Once,
+  { timestamps = false, traced = false, paused = false } = {},
+): Promise<CellOutcome> {
   const hashes: string[] = [];
   const m = await measure(
     policy,
     async () => {
-      const { result, wallMs, gpuMs } = await once();
-      return { timing: { wallMs, gpuMs }, output: result };
+      const { result, wallMs } = await once({});
+      return { timing: { wallMs, gpuMs: null }, output: result };
     },
     (out) => hashes.push(hashBytes(bytesOf(out.data))),
   );
-  return { wall: m.wall, gpu: m.gpu, output: { data: m.last.data, dtype: m.last.dtype }, hashes };
+  const gpus: number[] = [];
+  for (let i = 0; timestamps && i < policy.minReps; i++) {
+    const timing: GemmTiming = { gpuMs: null };
+    await once({ timing });
+    if (timing.gpuMs !== null) gpus.push(timing.gpuMs);
+  }
+  const traces: GemmTrace[] = [];
+  for (let i = 0; traced && i < TRACE_CALLS; i++) await once({ onTrace: (t) => traces.push(t) });
+  const trace = summarize(traces);
+  const pause = paused ? await afterPause(policy, async () => (await once({})).wallMs) : undefined;
+  return {
+    wall: m.wall,
+    gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
+    output: { data: m.last.data, dtype: m.last.dtype },
+    hashes,
+    ...(trace ? { trace } : {}),
+    ...(pause ? { afterPause: pause } : {}),
+  };
 }
 
 /** lhs uploaded once into a storage buffer of the context's device. */
@@ -109,34 +151,42 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
       : conv.input;
   const patchShare: number[] = [];
   try {
-    const outcome = await qgemmCell(policy, async () => {
-      const timing = { gpuMs: null as number | null };
-      const patchTiming = { gpuMs: null as number | null };
-      const t0 = performance.now();
-      const lhs = await ctx.packPatches(input, conv.geometry, conv.params.input.zeroPoint, patchTiming);
-      try {
-        const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
-        let result: GemmResult;
-        let wallMs: number;
-        if (mode === 'device') {
-          const dst = await ctx.gemmOnGpu(problem, timing);
-          wallMs = performance.now() - t0;
-          try {
-            result = await ctx.read(dst);
-          } finally {
-            ctx.releaseMatrix(dst);
+    const timestamps = ctx.device.features.has('timestamp-query');
+    const outcome = await qgemmCell(
+      policy,
+      async ({ timing: asked, onTrace }) => {
+        const timing = asked ? { gpuMs: null as number | null } : undefined;
+        const patchTiming = asked ? { gpuMs: null as number | null } : undefined;
+        const t0 = performance.now();
+        const lhs = await ctx.packPatches(input, conv.geometry, conv.params.input.zeroPoint, patchTiming);
+        try {
+          const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
+          let result: GemmResult;
+          let wallMs: number;
+          if (mode === 'device') {
+            const dst = await ctx.gemmOnGpu(problem, timing);
+            wallMs = performance.now() - t0;
+            try {
+              result = await ctx.read(dst);
+            } finally {
+              ctx.releaseMatrix(dst);
+            }
+          } else {
+            result = await ctx.gemm(problem, timing, { onTrace });
+            wallMs = performance.now() - t0;
           }
-        } else {
-          result = await ctx.gemm(problem, timing);
-          wallMs = performance.now() - t0;
+          if (asked && timing && patchTiming) {
+            const gpuMs = timing.gpuMs !== null && patchTiming.gpuMs !== null ? timing.gpuMs + patchTiming.gpuMs : null;
+            if (gpuMs) patchShare.push(patchTiming.gpuMs! / gpuMs);
+            asked.gpuMs = gpuMs;
+          }
+          return { result, wallMs };
+        } finally {
+          lhs.destroy();
         }
-        const gpuMs = timing.gpuMs !== null && patchTiming.gpuMs !== null ? timing.gpuMs + patchTiming.gpuMs : null;
-        if (gpuMs) patchShare.push(patchTiming.gpuMs! / gpuMs);
-        return { result, wallMs, gpuMs };
-      } finally {
-        lhs.destroy();
-      }
-    });
+      },
+      { timestamps, traced: mode !== 'device' },
+    );
     const share = patchShare.length ? [...patchShare].sort((a, b) => a - b)[patchShare.length >> 1] : null;
     return {
       ...outcome,
@@ -145,7 +195,7 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
       gpuNote:
         share === null
           ? 'the device has no timestamp-query'
-          : `GPU time = the patch pack's pass (packPatches, median ${(share * 100).toFixed(0)}% of it) + the GEMM's pass`,
+          : `GPU time = the patch pack's pass (packPatches, median ${(share * 100).toFixed(0)}% of it) + the GEMM's pass, from ${policy.minReps} separate timed calls; the wall time from untimed calls`,
     };
   } finally {
     packed?.destroy();
@@ -170,7 +220,7 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
     rhsBits,
     adapter,
     computes: rhsBits === 8 ? computes : `${computes}, ${rhsBits}-bit weights`,
-    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}${bits}; GPU time from timestamp queries: ${timestamps ? 'yes' : 'no'}; convolution layers: ${CONV_MODE_DETAILS[mode]}`,
+    details: `Dawn (dawn.node), dot4 ${ctx.dot4}, ${MODE_DETAILS[mode]}${bits}; wall time from calls without timestamp queries; GPU time from timestamp queries in separate calls: ${timestamps ? 'yes' : 'no'}; convolution layers: ${CONV_MODE_DETAILS[mode]}`,
     convolution: convolutionIn(rhsBits),
     run: async (data: ShapeData, policy) => {
       if (data.conv) {
@@ -184,26 +234,31 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
         if (mode !== 'call') packed = await ctx.prepack('rhs', problem.rhs, bitDepthFor(rhsBits));
         if (mode === 'device') lhs = uploadMatrix(ctx, problem.lhs);
         const input = { ...problem, ...(packed ? { rhs: packed } : {}), ...(lhs ? { lhs } : {}) };
-        const outcome = await qgemmCell(policy, async () => {
-          const timing = { gpuMs: null as number | null };
-          const t0 = performance.now();
-          if (mode !== 'device') {
-            const result = await ctx.gemm(input, timing);
-            return { result, wallMs: performance.now() - t0, gpuMs: timing.gpuMs };
-          }
-          const dst = await ctx.gemmOnGpu(input, timing);
-          const wallMs = performance.now() - t0;
-          try {
-            return { result: await ctx.read(dst), wallMs, gpuMs: timing.gpuMs };
-          } finally {
-            ctx.releaseMatrix(dst);
-          }
-        });
+        const outcome = await qgemmCell(
+          policy,
+          async ({ timing, onTrace }) => {
+            const t0 = performance.now();
+            if (mode !== 'device') {
+              const result = await ctx.gemm(input, timing, { onTrace });
+              return { result, wallMs: performance.now() - t0 };
+            }
+            const dst = await ctx.gemmOnGpu(input, timing);
+            const wallMs = performance.now() - t0;
+            try {
+              return { result: await ctx.read(dst), wallMs };
+            } finally {
+              ctx.releaseMatrix(dst);
+            }
+          },
+          { timestamps, traced: mode !== 'device', paused: mode === 'resident' },
+        );
         return {
           ...outcome,
           kernel: kernelOf(ctx),
           ...(packed ? { rhsBytes: packed.bytes } : {}),
-          ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }),
+          gpuNote: timestamps
+            ? `GPU time from ${policy.minReps} separate calls with timestamp queries; the wall time from calls without any`
+            : 'the device has no timestamp-query',
         };
       } finally {
         packed?.destroy();
@@ -269,7 +324,7 @@ export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' =
             kernelMs.push(wasmRunStats.lastKernelMs);
             overheadMs.push(wallMs - wasmRunStats.lastKernelMs);
           }
-          return { result, wallMs, gpuMs: null };
+          return { result, wallMs };
         });
         const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
         const k = kernelMs.length ? median(kernelMs) : null;

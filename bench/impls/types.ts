@@ -105,6 +105,18 @@ export interface CellOutcome {
   gpuNote?: string;
   /** qgemm rows with prepacked weights: PackedOperand.bytes (packed rhs + its column sums), for the roofline. */
   rhsBytes?: number;
+  /** `resident` GPU rows in Node: single calls, each after a pause (bench/timing.ts afterPause); `wall` is back to back. */
+  afterPause?: Stats;
+  /** qgemm WebGPU rows that read back: the median of each step over a few traced calls (src/scheduler/trace.ts). */
+  trace?: TraceSummary;
+}
+
+/** Traced calls of a qgemm row, summed up: the median ms of each step, in order. */
+export interface TraceSummary {
+  calls: number;
+  plan: string;
+  steps: { step: string; ms: number }[];
+  totalMs: number;
 }
 
 export interface Runner extends RowId {

@@ -1,7 +1,8 @@
 // Getting results back to the CPU (the end of pack -> gemm -> output): dst matrices and timestamp
 // queries are copied into mappable buffers in the same command encoder as the work itself, then mapped
 // once the submission is made, so a gemm() costs one submission and one map. The context keeps one
-// staging buffer and grows it; calls on a device are serialized, so one is enough.
+// staging buffer and grows it, and one timestamp query set with its resolve and read buffers; calls on a
+// device are serialized, so one of each is enough.
 
 import { allocateDst } from '../spec/dst.ts';
 import type { DstData, DstType, GemmResult } from '../types.ts';
@@ -34,6 +35,7 @@ function unstride(m: GpuMatrix, raw: ArrayBuffer): GemmResult {
 
 export class Staging {
   private buffer: GPUBuffer | null = null;
+  private query: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer } | null = null;
   constructor(private readonly device: GPUDevice) {}
 
   private acquire(bytes: number): GPUBuffer {
@@ -48,13 +50,17 @@ export class Staging {
     return this.buffer;
   }
 
-  /** Records the copy of m into the staging buffer; call the returned function after submitting. */
-  copy(encoder: GPUCommandEncoder, m: GpuMatrix): () => Promise<GemmResult> {
+  /**
+   * Records the copy of m into the staging buffer; call the returned function after submitting (it
+   * calls `onMapped` once the map has resolved, before the copy out: for a trace).
+   */
+  copy(encoder: GPUCommandEncoder, m: GpuMatrix): (onMapped?: () => void) => Promise<GemmResult> {
     const bytes = matrixBytes(m);
     const staging = this.acquire(bytes);
     encoder.copyBufferToBuffer(m.buffer, 0, staging, 0, bytes);
-    return async () => {
+    return async (onMapped) => {
       await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+      onMapped?.();
       try {
         return unstride(m, staging.getMappedRange(0, bytes).slice(0));
       } finally {
@@ -63,20 +69,29 @@ export class Staging {
     };
   }
 
-  /** Records the resolve of a 2-entry timestamp query set; the returned function gives milliseconds. */
-  timestamps(encoder: GPUCommandEncoder, querySet: GPUQuerySet): () => Promise<number> {
-    const resolve = this.device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-    const read = this.device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    encoder.resolveQuerySet(querySet, 0, 2, resolve, 0);
+  /** The 2-entry timestamp query set of the context, made once (calls on a device are serialized). */
+  querySet(): GPUQuerySet {
+    this.query ??= {
+      set: this.device.createQuerySet({ type: 'timestamp', count: 2, label: 'qgemm timestamps' }),
+      resolve: this.device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }),
+      read: this.device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }),
+    };
+    return this.query.set;
+  }
+
+  /** Records the resolve of querySet() into buffers kept with it; the returned function gives milliseconds. */
+  timestamps(encoder: GPUCommandEncoder): () => Promise<number> {
+    this.querySet();
+    const { set, resolve, read } = this.query!;
+    encoder.resolveQuerySet(set, 0, 2, resolve, 0);
     encoder.copyBufferToBuffer(resolve, 0, read, 0, 16);
     return async () => {
+      await read.mapAsync(GPUMapMode.READ);
       try {
-        await read.mapAsync(GPUMapMode.READ);
         const [begin, end] = new BigUint64Array(read.getMappedRange());
         return Number(end - begin) / 1e6;
       } finally {
-        resolve.destroy();
-        read.destroy();
+        read.unmap();
       }
     };
   }
@@ -84,12 +99,16 @@ export class Staging {
   destroy(): void {
     this.buffer?.destroy();
     this.buffer = null;
+    this.query?.set.destroy();
+    this.query?.resolve.destroy();
+    this.query?.read.destroy();
+    this.query = null;
   }
 }
 
 /** Reads a GPU matrix on its own (one copy, one submission, one map). */
 export async function readBack(device: GPUDevice, m: GpuMatrix, staging: Staging): Promise<GemmResult> {
-  let finish: (() => Promise<GemmResult>) | null = null;
+  let finish: ((onMapped?: () => void) => Promise<GemmResult>) | null = null;
   await runInErrorScope(
     device,
     () => {

@@ -34,11 +34,27 @@ export async function runInErrorScope<T>(device: GPUDevice, fn: () => T | Promis
   } catch (error) {
     outcome = { ok: false, error };
   }
-  // Both scopes are popped in any case; a GPU error they caught explains a failure of fn best.
-  const oom = await device.popErrorScope();
-  const validation = await device.popErrorScope();
+  // Both scopes are popped in any case, together (one turn of Dawn's event processing, not two); a GPU
+  // error they caught explains a failure of fn best.
+  const [oom, validation] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
   if (oom) throw new GpuOutOfMemoryError(`${what}: out of GPU memory: ${oom.message}`);
   if (validation) throw new GpuValidationError(`${what}: WebGPU validation error: ${validation.message}`);
   if (!outcome.ok) throw outcome.error;
   return outcome.value;
+}
+
+/**
+ * The validation and out-of-memory scopes of runInErrorScope, opened now and closed by the returned
+ * function, whose two pops are awaited together (one turn of Dawn's event processing, not two): a call
+ * that submits can close them while its map is pending, so that they add no wait of their own.
+ * The close throws GpuOutOfMemoryError / GpuValidationError when a scope caught an error.
+ */
+export function openErrorScope(device: GPUDevice, what: string): () => Promise<void> {
+  device.pushErrorScope('validation');
+  device.pushErrorScope('out-of-memory');
+  return async () => {
+    const [oom, validation] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+    if (oom) throw new GpuOutOfMemoryError(`${what}: out of GPU memory: ${oom.message}`);
+    if (validation) throw new GpuValidationError(`${what}: WebGPU validation error: ${validation.message}`);
+  };
 }

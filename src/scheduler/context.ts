@@ -14,7 +14,8 @@ import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import type { GpuGemmKernel } from '../kernels/types.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
-import { type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
+import { plannable, replay } from './call-plan.ts';
+import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
   checkMatrix,
   claimMatrix,
@@ -27,8 +28,15 @@ import {
 import { prepackOperand, prepackPatches } from './prepack.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import { DeviceResources } from './resources.ts';
+import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './trace.ts';
 
-export type { GemmTiming, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
+export type { GemmTiming, GemmTrace, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
+
+/** Options of one ctx.gemm() call. */
+export interface GemmCallOptions {
+  /** Receives the trace of the call: the time of each of its steps (./trace.ts). QGEMM_TRACE=1 prints it. */
+  onTrace?: TraceListener;
+}
 
 export interface GpuContextOptions extends Partial<AcquireOptions> {
   /** Lower the limits the scheduler plans with (never above the device's). */
@@ -102,19 +110,54 @@ export class GpuContext {
     return withDevice(this.device, fn);
   }
 
-  /** dst = pipeline(lhs * rhs) with data read back to the CPU (one submission: gemm and the copy). */
-  gemm(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GemmResult> {
-    const r = this.resources;
+  /**
+   * dst = pipeline(lhs * rhs) with data read back to the CPU (one submission: gemm and the copy, and one
+   * map). `timing` asks for the GPU time (timestamp queries, where the context records them); a call
+   * without it resolves no query. A repeated call with a prepacked rhs and a CPU lhs runs a plan
+   * (./call-plan.ts) made by its first call.
+   */
+  gemm(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
+    const listener = opts?.onTrace ?? envTraceListener();
+    const trace = listener ? new Tracer() : undefined;
     return this.exclusive(async () => {
-      const run = await this.run(problem, timing, true);
-      try {
-        return await run.result!;
-      } catch (e) {
-        throw r.lostOr(e);
-      } finally {
-        r.release(run.dst.buffer);
-      }
+      const result = await this.gemmHeld(problem, timing, trace);
+      if (trace && listener) listener(trace.finish());
+      return result;
     });
+  }
+
+  /** gemm() while this call holds the device: through a plan where one serves, else runGemm (making a plan where one applies). */
+  private async gemmHeld(problem: GpuGemmProblem, timing: GemmTiming | undefined, trace: Tracer | undefined): Promise<GemmResult> {
+    const r = this.resources;
+    const planned = plannable(problem, true);
+    const hit = planned ? r.plans.find(problem) : null;
+    if (hit) {
+      if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.ran.kernel });
+      const result = await replay(r, hit, problem.lhs as Operand, timing, trace);
+      this.ran = hit.ran;
+      return result;
+    }
+    const plan = planned ? r.plans.builder() : undefined;
+    const call: CallOptions = { trace, plan };
+    let run: Awaited<ReturnType<typeof runGemm>> | undefined;
+    try {
+      run = await this.run(problem, timing, true, call);
+      const result = await run.result!.catch((e) => {
+        throw r.lostOr(e);
+      });
+      if (trace) Object.assign(trace, { plan: plan ? 'new' : 'none', kernel: run.ran.kernel });
+      trace?.mark('copyOut');
+      if (plan && planned && run.lhsSource) {
+        const label = `gemm ${run.dst.rows}x${run.dst.cols}`;
+        r.plans.add(plan, problem, { ran: this.ran, lhsSource: run.lhsSource, dst: run.dst, label });
+      } else if (plan) r.plans.discard(plan);
+      return result;
+    } catch (e) {
+      if (plan) r.plans.discard(plan);
+      throw e;
+    } finally {
+      if (run && !plan) r.release(run.dst.buffer);
+    }
   }
 
   /** dst = pipeline(lhs * rhs), left on the GPU (the caller owns dst.buffer; see releaseMatrix). */
@@ -191,8 +234,8 @@ export class GpuContext {
   }
 
   /** One GEMM through ./gemm.ts, recorded as lastRun. */
-  private async run(problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean) {
-    const run = await runGemm(this.resources, this.choice, problem, timing, readback);
+  private async run(problem: GpuGemmProblem, timing: GemmTiming | undefined, readback: boolean, call: CallOptions = {}) {
+    const run = await runGemm(this.resources, this.choice, problem, timing, readback, call);
     this.ran = Object.freeze(run.ran);
     return run;
   }

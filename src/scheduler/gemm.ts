@@ -17,8 +17,10 @@ import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requan
 import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
+import { type PlanBuilder, recordingPass } from './call-plan.ts';
 import type { DeviceResources } from './resources.ts';
 import { runSelfTest } from './self-test.ts';
+import type { Tracer } from './trace.ts';
 
 export interface GpuGemmProblem extends Omit<GemmProblem, 'lhs' | 'rhs'> {
   lhs: GpuOperandInput;
@@ -52,6 +54,19 @@ interface GemmRun {
   dst: GpuMatrix;
   result?: Promise<GemmResult>;
   ran: LastRun;
+  /** Where the lhs was uploaded (a CPU lhs), for a plan. */
+  lhsSource?: GPUBuffer;
+}
+
+/** How one call runs, besides its problem. */
+export interface CallOptions {
+  /** Marks the steps of the call (./trace.ts). */
+  trace?: Tracer;
+  /**
+   * Make a plan (./call-plan.ts): every buffer comes from the builder's own pool, arena and staging (none
+   * is released after the call) and the pass records its commands.
+   */
+  plan?: PlanBuilder;
 }
 
 /** Self-test verdicts per device and kernel id (./self-test.ts). */
@@ -115,8 +130,12 @@ export async function runGemm(
   problem: GpuGemmProblem,
   timing: GemmTiming | undefined,
   readback: boolean,
+  call: CallOptions = {},
 ): Promise<GemmRun> {
   r.checkAlive();
+  const { trace, plan } = call;
+  const pool = plan?.pool ?? r.pool;
+  const staging = plan?.staging ?? r.staging;
   const { device } = r;
   const p = normalizeProblem(
     { ...problem, lhs: shapeOf(problem.lhs, 'lhs', r), rhs: shapeOf(problem.rhs, 'rhs', r) },
@@ -139,6 +158,7 @@ export async function runGemm(
   const dispatches = kernel.plan(p, r.limits, r.caps);
   const stages = encodeStages(p);
   const pooled: GPUBuffer[] = [];
+  let lhsSource: GPUBuffer | undefined;
   const ran: LastRun = { kernel: kernel.id, packDispatches: 0, gemmDispatches: dispatches.length };
   let dst: GPUBuffer | null = null;
   let result: Promise<GemmResult> | undefined;
@@ -152,8 +172,8 @@ export async function runGemm(
     await runInErrorScope(
       device,
       () => {
-        dst = r.pool.acquire(layout.bytes, 'dst');
-        const stagesBuffer = r.pool.acquire(stages.data.byteLength, 'stages');
+        dst = pool.acquire(layout.bytes, 'dst');
+        const stagesBuffer = pool.acquire(stages.data.byteLength, 'stages');
         pooled.push(stagesBuffer);
         device.queue.writeBuffer(stagesBuffer, 0, stages.data);
 
@@ -171,39 +191,34 @@ export async function runGemm(
             return { packed: x.packed, sums: x.sums };
           }
           const format = formats[side];
-          const packed = r.pool.acquire(packedBytes(side, outer), `${side} packed`);
-          const sums = r.pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
+          const packed = pool.acquire(packedBytes(side, outer), `${side} packed`);
+          const sums = pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
           pooled.push(packed, sums);
           jobs.push(
-            packOperand(
-              device,
-              x as Operand | GpuMatrix,
-              side,
-              format,
-              requant,
-              r.limits,
-              { packed, sums },
-              { pool: r.pool, pooled },
-              r.caps,
-            ),
+            packOperand(device, x as Operand | GpuMatrix, side, format, requant, r.limits, { packed, sums }, { pool, pooled }, r.caps),
           );
           return { packed, sums };
         };
+        trace?.mark('validate');
         const lhs = operand('lhs', problem.lhs, M);
+        lhsSource = jobs.find((j) => j.side === 'lhs')?.src.buffer;
+        trace?.mark('lhsWrite');
         const rhs = operand('rhs', problem.rhs, N);
         const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
 
         ran.packDispatches = jobs.reduce((n, j) => n + j.plan.length, 0);
-        const slab = r.uniforms.slab();
+        const slab = (plan?.uniforms ?? r.uniforms).slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
-        const querySet = r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-        const pass = encoder.beginComputePass(
+        // Timestamp queries only in a call that asks for its GPU time: an untimed call creates and resolves none.
+        const querySet = timing && r.timestamps ? r.staging.querySet() : null;
+        const realPass = encoder.beginComputePass(
           querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
         );
+        const pass = plan ? recordingPass(realPass, plan.commands) : realPass;
         for (const job of jobs) encodePack(device, pass, pipelinesForPack, job, r.xorshiftBuffer(), slab);
         const workspace = (bytes: number) => {
           r.checkBuffer(bytes, 'workspace');
-          const b = r.pool.acquire(bytes, 'workspace');
+          const b = pool.acquire(bytes, 'workspace');
           pooled.push(b);
           return b;
         };
@@ -218,17 +233,20 @@ export async function runGemm(
           uniforms: slab,
           workspace,
         });
-        pass.end();
-        const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
+        realPass.end();
+        const times = querySet ? r.staging.timestamps(encoder) : null;
         const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
-        const copied = readback ? r.staging.copy(encoder, matrix) : null;
+        const copied = readback ? staging.copy(encoder, matrix) : null;
         slab.upload(device.queue);
-        device.queue.submit([encoder.finish()]);
-        querySet?.destroy();
+        const commands = encoder.finish();
+        trace?.mark('encode');
+        device.queue.submit([commands]);
+        trace?.mark('submit');
         if (timing) timing.gpuMs = null;
         const gpuMs = times ? times() : null;
         if (copied) {
-          result = Promise.all([copied(), gpuMs]).then(([data, ms]) => {
+          const done = trace ? device.queue.onSubmittedWorkDone().then(() => trace.mark('wait')) : null;
+          result = Promise.all([done?.then(() => copied(() => trace?.mark('map'))) ?? copied(), gpuMs]).then(([data, ms]) => {
             if (timing && ms !== null) timing.gpuMs = ms;
             r.checkAlive();
             return data;
@@ -244,11 +262,12 @@ export async function runGemm(
       `gemm ${M}x${N}x${K}`,
     );
   } catch (e) {
-    if (dst) r.release(dst);
+    if (dst && !plan) r.release(dst);
     throw r.lostOr(e);
   } finally {
-    for (const b of pooled) r.release(b);
+    if (!plan) for (const b of pooled) r.release(b); // a plan's buffers stay with the plan
   }
   r.checkAlive();
-  return { dst: { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride }, result, ran };
+  const dstMatrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
+  return { dst: dstMatrix, result, ran, lhsSource };
 }

@@ -4,7 +4,7 @@
 // (src/pack/pack.ts), in the format src/pack/formats.ts prepackFormat chooses for the adapter.
 
 import { InputError } from '../errors.ts';
-import { runInErrorScope } from '../gpu/scopes.ts';
+import { runInErrorScope, withDevice } from '../gpu/scopes.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { writeOperandBytes } from '../gpu/write.ts';
 import { checkPatchGeometry, encodePatches, type PatchGeometry, patchPipeline, patchShape, planPatches } from '../pack/patches.ts';
@@ -155,16 +155,15 @@ async function prepacked(
         const encode = await pack(make(packedBytes, what.side), make(sumsBytes, `${what.side} sums`), pooled);
         const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: `qgemm ${label}` });
-        const querySet = timing && r.timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+        const querySet = timing && r.timestamps ? r.staging.querySet() : null;
         const pass = encoder.beginComputePass(
           querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
         );
         encode(pass, slab);
         pass.end();
-        const times = querySet ? r.staging.timestamps(encoder, querySet) : null;
+        const times = querySet ? r.staging.timestamps(encoder) : null;
         slab.upload(device.queue);
         device.queue.submit([encoder.finish()]);
-        querySet?.destroy();
         if (timing) timing.gpuMs = times ? await times() : null;
       },
       label,
@@ -178,7 +177,7 @@ async function prepacked(
   r.checkAlive();
   const [packed, sums] = created;
   let destroyed = false;
-  return claimPacked(r, {
+  const operand: PackedOperand = claimPacked(r, {
     ...what,
     packed,
     sums,
@@ -186,10 +185,18 @@ async function prepacked(
     get destroyed() {
       return destroyed;
     },
+    // Unusable at once (a call that starts later gets the "destroyed" InputError), but its buffers and its
+    // call plans go only once the call that holds the device now, and every call queued before, has
+    // finished: such a call checked the operand before this and may submit it still (withDevice).
     destroy: () => {
+      if (destroyed) return;
       destroyed = true;
-      packed.destroy();
-      sums.destroy();
+      void withDevice(device, async () => {
+        r.plans.drop(operand);
+        packed.destroy();
+        sums.destroy();
+      });
     },
   });
+  return operand;
 }

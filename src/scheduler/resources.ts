@@ -14,6 +14,7 @@ import { Staging } from '../gpu/readback.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
 import type { GpuGemmKernel, PreparedGemmKernel } from '../kernels/types.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
+import { CallPlans } from './call-plan.ts';
 
 /** Sets of stage kinds a kernel is compiled for, each on its own, before it is compiled for all of them. */
 const SPECIALISED_PER_KERNEL = 2;
@@ -22,6 +23,8 @@ export class DeviceResources {
   readonly pool: BufferPool;
   readonly uniforms: UniformArena;
   readonly staging: Staging;
+  /** The plans of repeated calls (./call-plan.ts). */
+  readonly plans: CallPlans;
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   readonly released = new WeakSet<GpuMatrix>();
   /** The kernels prepared on this device (their pipelines), each for the stage kinds it was compiled for. */
@@ -42,6 +45,7 @@ export class DeviceResources {
     this.pool = new BufferPool(device);
     this.uniforms = new UniformArena(device);
     this.staging = new Staging(device);
+    this.plans = new CallPlans(device);
     device.lost.then((info) => {
       this.lostReason = `${info.reason}: ${info.message}`;
     });
@@ -125,6 +129,7 @@ export class DeviceResources {
     this.pool.destroy();
     this.uniforms.destroy();
     this.staging.destroy();
+    this.plans.destroy();
     this.xorshift?.destroy();
     if (device) this.device.destroy();
   }

@@ -11,7 +11,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
-import { runBenchmark, type BenchOptions, type BenchReport } from '../../bench/harness.ts';
+import { runBenchmark, type BenchOptions, type BenchReport, type Row } from '../../bench/harness.ts';
+import { PAUSE_MS } from '../../bench/timing.ts';
+import { TRACE_STEPS } from '../../src/scheduler/trace.ts';
 import { roofline } from '../../bench/ceilings.ts';
 import { compare } from '../../bench/compare.ts';
 import { IMPLS, MODES, ORT_WEBGPU_IMPLS, rowKey, type RowId } from '../../bench/impls/types.ts';
@@ -132,6 +134,19 @@ describe('benchmark harness', () => {
       const resident = report.comparisons.find((c) => c.ours.mode === 'resident' && c.peer.impl === 'tfjs-webgpu-f32');
       expect(resident?.gpuGeomean ?? null).not.toBeNull(); // both sides have GPU time where timestamps exist
     }
+    // The decode loop: qgemm's WebGPU rows have their wall time from untimed calls and their GPU time from
+    // separate timed ones (the note says so), a trace of each step where they read back, and the resident
+    // rows (qgemm's and the peers' on WebGPU in Node) single calls after a pause.
+    for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && x.medianMs !== null)) {
+      if (r.gpuMedianMs !== null) expect(r.gpuNote).toMatch(/separate/);
+      if (r.mode !== 'device') expect(r.trace.steps.map((s: { step: string }) => s.step)).toEqual([...TRACE_STEPS]);
+      if (r.mode === 'resident') {
+        expect(r.trace.plan).toBe('hit'); // the prepacked rhs and the CPU lhs: every traced call replays its plan
+        expect(r.afterPause).toMatchObject({ pauseMs: PAUSE_MS, reps: POLICY.minReps });
+      }
+    }
+    for (const r of json.runs.filter((x: Row) => x.backend === 'webgpu' && x.mode === 'resident' && x.medianMs !== null))
+      expect(r.afterPause?.reps, rowKey(r)).toBe(POLICY.minReps);
     // The reports render.
     expect(terminalReport(report)).toContain('24x40x36');
     expect(terminalReport(report)).toMatch(/wall .* \| GPU/);
@@ -170,6 +185,9 @@ describe('benchmark harness', () => {
       ];
       expect([...keys].sort()).toEqual(expected.sort());
       expect(json.runs.every((r: { runtime: string }) => r.runtime === 'chrome')).toBe(true);
+      // qgemm's GEMM rows: the wall time from untimed calls, the GPU time from separate timed calls.
+      for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && !x.conv && x.gpuMedianMs !== null))
+        expect(r.gpuNote, rowKey(r)).toMatch(/separate/);
       // Every Chrome row ran here (a peer's reason would be a failure: they all run on SwiftShader).
       for (const r of json.runs) expect(r.medianMs, `${rowKey(r)}: ${r.error}`).not.toBeNull();
       // The page is cross-origin isolated, so the CPU rows say their threads; the report records the flags.

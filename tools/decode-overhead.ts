@@ -1,0 +1,216 @@
+// The decode call's overhead, two source trees side by side in one process on one device: the wall time
+// of a resident GEMM (rhs prepacked, lhs from the CPU, dst read back) minus its GPU time (timestamp
+// queries), for each tree's GpuContext (src/scheduler/context.ts), in alternating rounds so that the
+// machine's load falls on both alike. Per round: `calls` iterations, each running every tree's call with
+// timestamp queries (its wall time is what the benchmark reported before its untimed rows;
+// timedWallMinusGpuMs is the median of each call's wall minus its own GPU time) and then its call on a
+// context without timestamps (untimedWallMinusGpuMs: its wall minus the GPU time of the timed call just
+// before it), the trees in turn; then `paused`
+// single calls each after 200 ms idle; the first tree's data (bench/problems.ts) for every tree.
+// Run with Node 24 from the repository root (tools/ts-raw-hook.mjs lets it import the sources):
+//   node --import ./tools/ts-raw-hook.mjs --experimental-transform-types --no-warnings tools/decode-overhead.ts \
+//     --trees main=/path/to/main,branch=. [--shape 1x64x64] [--rounds 5] [--calls 100] [--paused 5] [--sequential 4x64] [--out file.json]
+
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { resolve } from 'node:path';
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const trees = opt('--trees', 'branch=.')
+  .split(',')
+  .map((t) => {
+    const [name, path] = t.split('=');
+    return { name, root: resolve(path) };
+  });
+const [m, n, k] = opt('--shape', '1x64x64').split('x').map(Number);
+const rounds = Number(opt('--rounds', '5'));
+const calls = Number(opt('--calls', '100'));
+const paused = Number(opt('--paused', '5'));
+const out = opt('--out', '');
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// biome-ignore lint/suspicious/noExplicitAny: each tree's own GpuContext class, typed by its own sources
+type Ctx = any;
+const loaded = [];
+for (const t of trees) {
+  const { GpuContext } = await import(`${t.root}/src/scheduler/context.ts`);
+  loaded.push({ ...t, GpuContext });
+}
+const { makeShapeData } = await import(`${trees[0].root}/bench/problems.ts`);
+const data = makeShapeData({ m, n, k, family: 'custom' }, 1, 'uint8');
+const first: Ctx = await loaded[0].GpuContext.create({ timestamps: true });
+const device: GPUDevice = first.device;
+
+interface Setup {
+  name: string;
+  timed: Ctx;
+  plain: Ctx;
+  timedInput: unknown;
+  plainInput: unknown;
+}
+const setups: Setup[] = [];
+for (const t of loaded) {
+  const timed: Ctx = await t.GpuContext.create({ device, timestamps: true });
+  const plain: Ctx = await t.GpuContext.create({ device, timestamps: false });
+  const timedInput = { ...data.problem, rhs: await timed.prepack('rhs', data.problem.rhs) };
+  const plainInput = { ...data.problem, rhs: await plain.prepack('rhs', data.problem.rhs) };
+  for (let i = 0; i < 10; i++) {
+    await timed.gemm(timedInput, { gpuMs: null });
+    await plain.gemm(plainInput);
+  }
+  setups.push({ name: t.name, timed, plain, timedInput, plainInput });
+}
+
+const results: Record<string, unknown>[] = [];
+for (let round = 0; round < rounds; round++) {
+  // Per iteration, every tree's timed call then its untimed call, the trees in turn: the calls compared
+  // run within a few milliseconds of each other, so that the machine's load falls on them alike.
+  const per = setups.map(() => ({ timedWall: [] as number[], gpu: [] as number[], untimedWall: [] as number[] }));
+  const timedPaired = setups.map(() => [] as number[]);
+  const untimedPaired = setups.map(() => [] as number[]);
+  for (let i = 0; i < calls; i++) {
+    for (const [j, s] of setups.entries()) {
+      const timing = { gpuMs: null as number | null };
+      let t0 = performance.now();
+      await s.timed.gemm(s.timedInput, timing);
+      const timedWall = performance.now() - t0;
+      t0 = performance.now();
+      await s.plain.gemm(s.plainInput);
+      const untimedWall = performance.now() - t0;
+      per[j].timedWall.push(timedWall);
+      per[j].untimedWall.push(untimedWall);
+      if (timing.gpuMs !== null) {
+        per[j].gpu.push(timing.gpuMs);
+        timedPaired[j].push(timedWall - timing.gpuMs);
+        untimedPaired[j].push(untimedWall - timing.gpuMs);
+      }
+    }
+  }
+  const pausedWall = setups.map(() => [] as number[]);
+  for (let i = 0; i < paused; i++) {
+    for (const [j, s] of setups.entries()) {
+      await sleep(200);
+      const t0 = performance.now();
+      await s.plain.gemm(s.plainInput);
+      pausedWall[j].push(performance.now() - t0);
+    }
+  }
+  for (const [j, s] of setups.entries()) {
+    const row = {
+      round,
+      tree: s.name,
+      kernel: s.plain.lastRun.kernel,
+      gpuMs: median(per[j].gpu),
+      timedWallMs: median(per[j].timedWall),
+      untimedWallMs: median(per[j].untimedWall),
+      afterPauseWallMs: median(pausedWall[j]),
+      timedWallMinusGpuMs: median(timedPaired[j]),
+      untimedWallMinusGpuMs: median(untimedPaired[j]),
+      load1: loadavg()[0],
+    };
+    results.push(row);
+    console.log(JSON.stringify(row, (_, v) => (typeof v === 'number' ? Number(v.toFixed(4)) : v)));
+  }
+}
+
+// --sequential LxW: one token (1 x W, uint8) through L fully connected W x W layers (Sequential.run), per
+// tree, the trees in turn per run; medians over `calls` runs.
+const sequential = opt('--sequential', '');
+const sequentialSummary: Record<string, unknown>[] = [];
+if (sequential) {
+  const [layers, width] = sequential.split('x').map(Number);
+  let seed = 12345;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed >>> 16;
+  };
+  let input = { scale: 0.02, zeroPoint: 128 };
+  const params = Array.from({ length: layers }, (_, i) => {
+    const output = { scale: Math.fround(0.02 + (next() % 100) / 10000), zeroPoint: 100 + (next() % 50) };
+    const p = {
+      input,
+      weights: {
+        data: Uint8Array.from({ length: width * width }, () => next() % 256),
+        shape: [width, width],
+        scale: 0.004,
+        zeroPoint: 120,
+      },
+      bias: Int32Array.from({ length: width }, () => (next() % 4001) - 2000),
+      output,
+      activation: i === layers - 1 ? 'NONE' : 'RELU',
+    };
+    input = output;
+    return p;
+  });
+  const x = { data: Uint8Array.from({ length: width }, () => next() % 256), shape: [1, width] };
+  const runs = [];
+  for (const t of loaded) {
+    const { Sequential } = await import(`${t.root}/src/layers/sequential.ts`);
+    const ctx: Ctx = await t.GpuContext.create({ device });
+    const seq = await Sequential.create(
+      ctx,
+      params.map((p) => ({ op: 'fullyConnected', params: p })),
+    );
+    for (let i = 0; i < 5; i++) await seq.run(x);
+    runs.push({ name: t.name, ctx, seq, walls: [] as number[], out: '' });
+  }
+  for (let i = 0; i < calls; i++) {
+    for (const r of runs) {
+      const t0 = performance.now();
+      const y = await r.seq.run(x);
+      r.walls.push(performance.now() - t0);
+      r.out = Array.from(y.data as Uint8Array).join(',');
+    }
+  }
+  if (new Set(runs.map((r) => r.out)).size !== 1) throw new Error('the trees disagree on the Sequential output');
+  for (const r of runs) {
+    sequentialSummary.push({ tree: r.name, layers, width, runs: calls, medianMs: median(r.walls), minMs: Math.min(...r.walls) });
+    r.seq.destroy();
+    r.ctx.destroy();
+  }
+  console.log(JSON.stringify(sequentialSummary));
+}
+
+const summary = setups.map((s) => {
+  const rows = results.filter((r) => r.tree === s.name) as Record<string, number>[];
+  const pick = (f: string) => median(rows.map((r) => r[f]));
+  return {
+    tree: s.name,
+    kernel: s.plain.lastRun.kernel,
+    rounds: rows.length,
+    callsPerRound: calls,
+    gpuMs: pick('gpuMs'),
+    timedWallMs: pick('timedWallMs'),
+    untimedWallMs: pick('untimedWallMs'),
+    afterPauseWallMs: pick('afterPauseWallMs'),
+    timedWallMinusGpuMs: pick('timedWallMinusGpuMs'),
+    untimedWallMinusGpuMs: pick('untimedWallMinusGpuMs'),
+  };
+});
+console.log(JSON.stringify(summary, null, 1));
+if (out) {
+  const report = {
+    what: `resident ${m}x${n}x${k} GEMM (uint8 output pipeline), wall minus GPU time, trees side by side in one process on one device`,
+    adapter: first.summary,
+    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, loadavgAtEnd: loadavg() },
+    trees: trees.map((t) => t.name),
+    summary,
+    rounds: results,
+    ...(sequential ? { sequential: sequentialSummary } : {}),
+  };
+  writeFileSync(out, `${JSON.stringify(report, null, 1)}\n`);
+}
+for (const s of setups) {
+  s.timed.destroy();
+  s.plain.destroy();
+}
+process.exit(0);
