@@ -60,6 +60,8 @@ interface SelectOptions {
   disabled?: ReadonlySet<string>;
   /** Test hook: choose among these instead of GPU_KERNELS. */
   kernels?: readonly GpuGemmKernel[];
+  /** A tuning table's kernel for this shape (./tuning.ts), taken before the rules where it fits. */
+  tuned?: (shape: GemmShape) => GpuGemmKernel | null;
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
@@ -110,6 +112,8 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     );
     if (k) return k;
   }
+  const tuned = opts.tuned?.(shape);
+  if (tuned && fits(tuned)) return tuned;
   const dot4 = caps.dot4 ? 'native' : 'emulated';
   // The choice table. Skinny shapes are bound by reading rhs: gemv serves M <= 4 (one row group, so
   // rhs is read once; subgroupAdd reductions where the adapter has subgroups). For 5 <= M <= 128,

@@ -8,7 +8,7 @@
 import { InputError } from '../errors.ts';
 import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
-import { dstLayout, roundUp } from '../gpu/plan.ts';
+import { dstLayout, type GemmShape, roundUp } from '../gpu/plan.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { selectGemmKernel } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
@@ -45,6 +45,8 @@ export interface KernelChoice {
   kernels?: readonly GpuGemmKernel[];
   /** Where the warning of a kernel disabled by its self-test goes. */
   warn: (message: string) => void;
+  /** A tuning table's kernel for a shape (src/kernels/tuning.ts), or null: the registry's rules. */
+  tuned?: (shape: GemmShape) => GpuGemmKernel | null;
 }
 
 /** One encoded GEMM: dst on the GPU, and with readback, its data once the copy lands. */
@@ -83,6 +85,7 @@ async function kernelFor(
     rhsPackFormat: format(problem.rhs),
     disabled,
     kernels: choice.kernels,
+    tuned: choice.tuned,
   });
   if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
   verdicts.set(kernel.id, 'testing');
