@@ -49,7 +49,7 @@ export function formatInfo(d: DeviceDescription): string {
           selectGemmKernel(
             caps,
             { M, N, K, dstType: 'int32', dstOrder: 'row-major' },
-            { tuned: (shape) => (table ? tunedKernel(table, shape) : null) },
+            { tuned: { kernels: [], kernelFor: (shape) => (table ? tunedKernel(table, shape) : null) } },
           ).id,
       );
       lines.push(`    ${label.padEnd(22)} ${id}`);

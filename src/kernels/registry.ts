@@ -60,8 +60,14 @@ interface SelectOptions {
   disabled?: ReadonlySet<string>;
   /** Test hook: choose among these instead of GPU_KERNELS. */
   kernels?: readonly GpuGemmKernel[];
-  /** A tuning table's kernel for this shape (./tuning.ts), taken before the rules where it fits. */
-  tuned?: (shape: GemmShape) => GpuGemmKernel | null;
+  /** A tuning table's choice (./tuning.ts): taken before the rules where it fits; its kernels can be forced. */
+  tuned?: TunedChoice;
+}
+
+/** What the registry needs of a tuning table: its kernel for a shape, and every kernel it names. */
+export interface TunedChoice {
+  kernelFor(shape: GemmShape): GpuGemmKernel | null;
+  readonly kernels: readonly GpuGemmKernel[];
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
@@ -105,14 +111,14 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   if (force && !opts.disabled?.has(force)) {
     const k = forced(
       force,
-      kernels,
+      [...kernels, ...(opts.tuned?.kernels ?? [])],
       CPU_KERNELS,
       fits,
       `${shape.M}x${shape.N}x${shape.K} on this adapter${formats ? ` with ${formats} operands` : ''}`,
     );
     if (k) return k;
   }
-  const tuned = opts.tuned?.(shape);
+  const tuned = opts.tuned?.kernelFor(shape);
   if (tuned && fits(tuned)) return tuned;
   const dot4 = caps.dot4 ? 'native' : 'emulated';
   // The choice table. Skinny shapes are bound by reading rhs: gemv serves M <= 4 (one row group, so

@@ -116,6 +116,8 @@ export interface TuningChoice {
   table: TuningTable | null;
   /** The table's kernel for a shape, or null where no entry serves it (the rules choose). */
   kernelFor(shape: GemmShape): GpuGemmKernel | null;
+  /** Every kernel the table names (the self-test and `force` reach them by id). */
+  readonly kernels: readonly GpuGemmKernel[];
 }
 
 /** The kernel of table t's nearest entry within a factor of 2 in M, N and K, or null. */
@@ -158,7 +160,8 @@ export function resolveTuning(
 }
 
 function choice(source: TuningChoice['source'], name: string, table: TuningTable | null): TuningChoice {
-  return { source, name, table, kernelFor: (shape) => (table ? tunedKernel(table, shape) : null) };
+  const kernels = table ? [...new Map(table.entries.map((e) => kernelOf(e.kernel)).map((k) => [k.id, k])).values()] : [];
+  return { source, name, table, kernels, kernelFor: (shape) => (table ? tunedKernel(table, shape) : null) };
 }
 
 /** One line for `qgemm info` and logs: which table serves, or the rules. */

@@ -81,7 +81,7 @@ export class GpuContext {
     this.ownsDevice = ownsDevice;
     this.tuning = tuning;
     const warn = opts.warn ?? ((m: string) => console.warn(m));
-    this.choice = { force: opts.kernel, warn, kernels: (opts as InternalOptions)[KERNELS], tuned: tuning.kernelFor };
+    this.choice = { force: opts.kernel, warn, kernels: (opts as InternalOptions)[KERNELS], tuned: tuning };
     this.resources = new DeviceResources(device, summary, caps, !!opts.timestamps && caps.timestamps);
   }
 

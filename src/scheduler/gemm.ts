@@ -8,9 +8,9 @@
 import { InputError } from '../errors.ts';
 import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
-import { dstLayout, type GemmShape, roundUp } from '../gpu/plan.ts';
+import { dstLayout, roundUp } from '../gpu/plan.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
-import { selectGemmKernel } from '../kernels/registry.ts';
+import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
 import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
@@ -45,8 +45,8 @@ export interface KernelChoice {
   kernels?: readonly GpuGemmKernel[];
   /** Where the warning of a kernel disabled by its self-test goes. */
   warn: (message: string) => void;
-  /** A tuning table's kernel for a shape (src/kernels/tuning.ts), or null: the registry's rules. */
-  tuned?: (shape: GemmShape) => GpuGemmKernel | null;
+  /** A tuning table's choice (src/kernels/tuning.ts); none: the registry's rules. */
+  tuned?: TunedChoice;
 }
 
 /** One encoded GEMM: dst on the GPU, and with readback, its data once the copy lands. */
