@@ -234,16 +234,20 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       let best: { kernel: GpuGemmKernel; m: Measured } | null = null;
       let rulesMs: number | undefined;
       let tried = 0;
+      let lastWall = 0;
       for (const kernel of list) {
-        // The next configuration starts only where its warm-up and shortest batches fit, at the rules' speed.
-        const least = WARMUP_MS + MIN_BATCHES * Math.max(BATCH_MS, rulesMs ?? 0);
+        // The next configuration starts only where its warm-up and shortest batches fit, at the rules' speed,
+        // or as long as the last configuration took (compiling included).
+        const least = Math.max(WARMUP_MS + MIN_BATCHES * Math.max(BATCH_MS, rulesMs ?? 0), lastWall);
         if (tried > 0 && performance.now() + least >= shapeEnd) break;
+        const c0 = performance.now();
         try {
           const m = await measure(device, kernel, mnk, Math.min(shapeEnd, performance.now() + (shapeEnd - performance.now()) / 2));
           tried++;
           if (kernel === rules) rulesMs = m.ms;
           log(`${cls} ${mnk.join('x')}: ${kernel.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
           if (!best || m.ms < best.m.ms) best = { kernel, m };
+          lastWall = performance.now() - c0;
         } catch (e) {
           log(`${cls} ${mnk.join('x')}: ${kernel.id} skipped (${(e as Error).message.split('\n')[0]})`);
         }
