@@ -179,9 +179,10 @@ const shapeOf = ([M, N, K]: Mnk): GemmShape => ({ M, N, K, dstType: 'uint8', dst
 /**
  * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
  * taken from each family in turn (registry, sgmat, dot4-wide, dot4-tiled), so a short budget still
- * compares families; within the subgroup-matrix family, larger tiles first where the shape fills them.
+ * compares families; within the subgroup-matrix family, larger tiles first where the shape fills them;
+ * at M <= 128, the registry's skinny kernels (gemv, split-K) first.
  */
-function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
+export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
   const byFamily = new Map<string, KernelConfig[]>();
   for (const c of candidateConfigs(caps)) {
     const list = byFamily.get(c.family) ?? [];
@@ -189,6 +190,9 @@ function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): 
     byFamily.set(c.family, list);
   }
   const big = shape.M >= 1024 && shape.N >= 1024;
+  // Few rows: the registry's skinny kernels (gemv, split-K) before its tiles.
+  const skinny = (c: KernelConfig) => (c.family === 'registry' && /^(gemv|splitk)/.test(c.id) ? 0 : 1);
+  if (shape.M <= 128) byFamily.get('registry')?.sort((a, b) => skinny(a) - skinny(b));
   byFamily.get('sgmat')?.sort((a, b) => {
     if (a.family !== 'sgmat' || b.family !== 'sgmat') return 0;
     const area = (x: typeof a) => x.tileM * x.tileN;

@@ -10,6 +10,8 @@ import { parseBudget, parseClasses } from '../../src/cli/tune.ts';
 import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
 import { parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
 import type { AdapterCaps } from '../../src/gpu/caps.ts';
+import { selectGemmKernel } from '../../src/kernels/registry.ts';
+import { candidates } from '../../src/tune.ts';
 
 const adapter = { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: 'NVIDIA: 580.159.04' };
 const table = (over: Partial<TuningTable> = {}): TuningTable => ({
@@ -141,6 +143,19 @@ describe('kernel configurations', () => {
     expect(ids).toContain('sgmat-128x128-w4x2-k64-b2');
     expect(ids.filter((id) => id.startsWith('sgmat-')).length).toBeGreaterThan(40);
     for (const c of configs) expect(parseKernelConfig(JSON.parse(JSON.stringify(c)), 'k')).toEqual(c);
+    // The tuner's order: the rules' kernel, then the families in turn; skinny kernels first at small M,
+    // the largest subgroup-matrix tiles first where the shape fills them.
+    const order = (M: number, N: number, K: number) => {
+      const s = shape(M, N, K);
+      return candidates(caps, s, selectGemmKernel(caps, s, { force: '' })).map((k) => k.id);
+    };
+    const decode = order(16, 1024, 1024);
+    expect(decode[0]).toBe(selectGemmKernel(caps, shape(16, 1024, 1024), { force: '' }).id);
+    expect(decode.slice(0, 8).filter((id) => /^(gemv|splitk)/.test(id)).length).toBeGreaterThanOrEqual(1);
+    const big = order(4096, 4096, 4096);
+    expect(big[0]).toBe('sgmat-64x64');
+    expect(big.find((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64')).toMatch(/^sgmat-128x128-/);
+    expect(new Set(big).size).toBe(big.length);
   });
 });
 
