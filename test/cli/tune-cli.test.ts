@@ -14,7 +14,7 @@ import { arbProblemOfShape } from '../support/arbitraries.ts';
 import { diffResults } from '../support/compare.ts';
 import fc from 'fast-check';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
-import { cleanup, ensureBuilt, expectOneLine, freshDir, runBin } from './support.ts';
+import { cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, runBin } from './support.ts';
 
 vi.setConfig({ testTimeout: 900_000, hookTimeout: 300_000 });
 const gpu = await getGpu();
@@ -80,5 +80,12 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     };
     writeFileSync(join(dir, 'other.json'), JSON.stringify(other));
     expectOneLine(runBin(['info', '--tuning', 'other.json'], dir), 2, 'tuning.adapter');
+    // gemm takes --tuning into its context too: the other adapter's table is refused, and C.npy is not written.
+    const gemm = runBin(
+      ['gemm', '--lhs', 'A.npy', '--rhs', 'B.npy', '--out', 'C.npy', '--backend', 'webgpu', '--tuning', 'other.json'],
+      dir,
+    );
+    expectOneLine(gemm, 2, 'tuning.adapter');
+    expectNothingWritten(dir);
   });
 });
