@@ -62,6 +62,7 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
   --budget SECONDS      time budget; cells estimated not to fit are skipped, squares first
                         (default ${DEFAULT_BUDGET_S} for the full suite, none for --quick and --shapes)
   --dawn PATH           load this dawn.node instead of the 'webgpu' package (carrying dist/ to a GPU machine)
+  --tuning FILE         a tuning table from \`qgemm tune\` for qgemm's WebGPU context in Node
   --json FILE           also write the JSON results to FILE
   --html FILE           write the HTML report to FILE (default: bench/out/<date>-<adapter>[-quick].html)
   --results DIR         folder of the default JSON and HTML files (default: bench/out, ignored by git;
@@ -113,6 +114,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       pipeline: { type: 'string' },
       budget: { type: 'string' },
       dawn: { type: 'string' },
+      tuning: { type: 'string' },
       json: { type: 'string' },
       html: { type: 'string' },
       results: { type: 'string' },
@@ -155,6 +157,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       pipeline,
       seed,
       ...(values.dawn ? { dawnPath: resolve(values.dawn) } : {}),
+      ...(values.tuning ? { tuning: JSON.parse(readFileSync(resolve(values.tuning), 'utf8')) as unknown } : {}),
       suite,
       command: `bench ${argv.join(' ')}`.trim(),
     },

@@ -4,7 +4,8 @@
 # ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
 # onnxruntime-node with its own WebGPU EP, xz-compressed) and .gl/ (the Vulkan loader and GL/EGL
 # libraries as Debian packages, `apt-get download`: the GPU machine has the NVIDIA driver but no
-# loader). bench/README.md gives the one `run` command that uses them. Run it from the repo root.
+# loader). bench/device-run.sh is the one command that uses them on the GPU machine (verify, tune, the bench
+# twice with clocks.csv; bench/README.md "Tuning on a GPU"). Run it from the repo root.
 set -eu
 cd "$(dirname "$0")/.."
 [ -d node_modules/webgpu ] || { echo "device-pack: run npm ci first" >&2; exit 1; }
@@ -36,3 +37,4 @@ total=$(du -cb dist .device .gl | tail -1 | cut -f1)
 echo "device-pack: carry [\".gl\", \".device\", \"dist\"] = $((total / 1048576)) MiB (limit 64 MiB)"
 du -sh dist .device/* .gl | sed 's/^/  /'
 if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB carry limit" >&2; exit 1; fi
+echo "device-pack: on the GPU machine, with \$OUT set: sh bench/device-run.sh"

@@ -113,6 +113,8 @@ export function adapterSlug(s: Pick<AdapterSummary, 'vendor' | 'architecture' | 
 
 export interface ChooseOptions {
   dawnPath?: string;
+  /** A tuning table (`qgemm tune`, --tuning FILE) for the context: qgemm's rows run its choices. */
+  tuning?: unknown;
   /** Skip WebGPU entirely (no --backends webgpu). */
   cpuOnly?: boolean;
   log?: (line: string) => void;
@@ -128,7 +130,12 @@ export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice>
     return none(`no WebGPU in Node (${(e as Error).message.split('\n')[0]}): CPU path only`);
   }
   const create = async (allowSoftware: boolean) =>
-    GpuContext.create({ allowSoftware, timestamps: true, ...(opts.dawnPath ? { dawnPath: opts.dawnPath } : {}) });
+    GpuContext.create({
+      allowSoftware,
+      timestamps: true,
+      ...(opts.dawnPath ? { dawnPath: opts.dawnPath } : {}),
+      ...(opts.tuning === undefined ? {} : { tuning: opts.tuning }),
+    });
   if (hardware) {
     const ctx = await create(false);
     return { kind: 'hardware', summary: ctx.summary, ctx, note: `hardware adapter: ${describeAdapter(ctx.summary)}` };

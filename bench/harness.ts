@@ -47,6 +47,8 @@ export interface BenchOptions {
   pipeline: PipelineKind;
   seed: number;
   dawnPath?: string;
+  /** A tuning table (parsed JSON of `qgemm tune`), for qgemm's WebGPU context in Node. */
+  tuning?: unknown;
   suite: 'quick' | 'full' | 'custom';
   command?: string;
   log?: (line: string) => void;
@@ -200,7 +202,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   progress(`machine: ${describeMachine(machine)}; ${machine.os}; Node ${machine.node}`);
 
   const wantWebgpu = opts.backends.includes('webgpu') && (opts.impls.includes('qgemm') || opts.impls.includes('tfjs-webgpu-f32'));
-  const choice = await chooseAdapter({ dawnPath: opts.dawnPath, cpuOnly: !wantWebgpu, log: progress });
+  const choice = await chooseAdapter({ dawnPath: opts.dawnPath, tuning: opts.tuning, cpuOnly: !wantWebgpu, log: progress });
   progress(`adapter: ${choice.note}`);
   if (choice.kind === 'none' && wantWebgpu) notes.push(choice.note);
   const slug = adapterSlug(choice.summary);

@@ -19,6 +19,7 @@ import type { AdapterSummary } from './gpu/adapter.ts';
 import type { AdapterCaps, PlanLimits } from './gpu/caps.ts';
 import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from './kernels/registry.ts';
+import { describeTuning, type TuningTable } from './kernels/tuning.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './spec/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
@@ -51,9 +52,9 @@ const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>(
 
 /** The one place the options that make two contexts differ are turned into a cache key. */
 function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
-  const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '' } = opts;
+  const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '', tuning = null } = opts;
   const sortedLimits = Object.entries(limits).sort(([a], [b]) => a.localeCompare(b));
-  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference]);
+  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference, tuning]);
 }
 
 /**
@@ -204,6 +205,8 @@ export interface DeviceDescription {
   note?: string;
   /** The CPU kernel the registry picks, and the CPU's WebAssembly capabilities and thread count. */
   cpu: CpuCapsReport & { kernel: string };
+  /** The tuning table that serves the adapter (src/kernels/tuning.ts), or none: the registry's rules. */
+  tuning?: { source: 'committed' | 'user' | 'rules'; name: string; description: string; table: TuningTable | null };
 }
 
 /**
@@ -211,13 +214,15 @@ export interface DeviceDescription {
  * capabilities, and the CPU's: the kernel 'cpu' runs, its threads (1 without a shared memory, as in a
  * page that is not cross-origin isolated), SIMD and relaxed SIMD.
  */
-export async function describeDevice(): Promise<DeviceDescription> {
+export async function describeDevice(opts: Pick<GpuContextOptions, 'tuning' | 'tuningName'> = {}): Promise<DeviceDescription> {
   const caps = await readyCpuCaps();
   const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
   const cpu = { kernel: selectCpuKernel(caps, normalizeProblem({ lhs: one, rhs: one })).id, ...caps };
   try {
-    const ctx = await sharedContext(true);
-    return { adapter: ctx.summary, caps: ctx.caps, dot4: ctx.dot4, limits: ctx.limits, cpu };
+    const ctx = await sharedContext(true, opts);
+    const t = ctx.tuning;
+    const tuning = { source: t.source, name: t.name, description: describeTuning(t), table: t.table };
+    return { adapter: ctx.summary, caps: ctx.caps, dot4: ctx.dot4, limits: ctx.limits, cpu, tuning };
   } catch (e) {
     if (e instanceof NoAdapterError) return { adapter: null, note: e.message, cpu };
     throw e;

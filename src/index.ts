@@ -11,6 +11,7 @@
 //   quantizeMultiplier, chooseQuantizationParams, quantize, dequantize: building output pipelines
 //   parseNpy, serializeNpy              .npy files, C and Fortran order
 //   kernelIds                           the kernels a `kernel` option (or env QGEMM_KERNEL) may force
+//   tune, parseTuningTable              a tuning table for this adapter (GpuContext.create({ tuning }))
 
 // Everything of the CPU-only entry (types, errors, references, cpuGemm, quantization helpers, .npy I/O),
 // then the WebGPU path and the backend selection.
@@ -34,6 +35,18 @@ export {
   type VerifyReport,
   type VerifyRow,
 } from './verify.ts';
+export { tune, type TuneOptions, type TuneReport } from './tune.ts';
+export {
+  parseTuningTable,
+  SHAPE_CLASSES,
+  TUNING_FORMAT,
+  type ShapeClass,
+  type TuningAdapter,
+  type TuningChoice,
+  type TuningEntry,
+  type TuningTable,
+} from './kernels/tuning.ts';
+export type { KernelConfig } from './kernels/kernel-configs.ts';
 export {
   fullyConnected,
   conv2d,

@@ -10,6 +10,7 @@ import { serializeNpy } from '../io/npy.ts';
 import { ELEMENTWISE_OPS } from '../spec/elementwise.ts';
 import { normalizeProblem } from '../spec/problem.ts';
 import { runOp, type Backend } from '../api.ts';
+import type { GpuContextOptions } from '../scheduler/context.ts';
 import type { GemmProblem } from '../types.ts';
 import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
 import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
@@ -33,6 +34,8 @@ export interface CommonOptions {
   warn: (message: string) => void;
   /** -v/--verbose: where the one line of what ran (backend, kernel, time) goes; undefined: silent. */
   verbose?: (message: string) => void;
+  /** GPU context options from flags: a tuning table (--tuning FILE). */
+  gpu?: Pick<GpuContextOptions, 'tuning' | 'tuningName'>;
 }
 
 /** The CLI's SpecIo: paths by the folder rule, reads through InputFiles, `out` checked as soon as it is named. */
@@ -53,7 +56,7 @@ async function runGemm(problem: GemmProblem, out: string, files: InputFiles, bud
   checkOut('out', out, files); // now that the inputs are known: never the same file as one of them
   const t0 = performance.now();
   let kernel = '';
-  const r = await runOp({ op: 'gemm', problem }, opts.backend, { warn: opts.warn, onKernel: (k) => (kernel = k) });
+  const r = await runOp({ op: 'gemm', problem }, opts.backend, { ...opts.gpu, warn: opts.warn, onKernel: (k) => (kernel = k) });
   opts.verbose?.(`qgemm: gemm ${p.M}x${p.N}x${p.K} ran on ${r.backend}, kernel ${kernel}, ${ms(t0)}`);
   if (r.order !== 'row-major') throw new Error('internal: CLI results are row-major');
   writeAtomic('out', out, serializeNpy({ dtype: r.dtype, shape: [r.rows, r.cols], fortranOrder: false, data: r.data }), files);

@@ -6,6 +6,7 @@
 import type { DeviceDescription } from '../api.ts';
 import { describeAdapter } from '../gpu/adapter.ts';
 import { selectCpuKernel, selectGemmKernel } from '../kernels/registry.ts';
+import { tunedKernel } from '../kernels/tuning.ts';
 import { normalizeProblem } from '../spec/problem.ts';
 
 /** Shapes whose kernels the summary names: a decode step, a small batch, a square GEMM (M x N x K). */
@@ -39,9 +40,18 @@ export function formatInfo(d: DeviceDescription): string {
     const sgm = caps.subgroupMatrix.map((c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`);
     lines.push(`  subgroup matrices (tensor cores): ${sgm.length ? sgm.join(', ') : 'none'}`);
     lines.push(`  max storage binding ${(caps.limits.maxStorageBufferBindingSize / 2 ** 20).toFixed(0)} MiB`);
+    lines.push(`  tuning table: ${d.tuning?.description ?? "none (the registry's rules)"}`);
+    const table = d.tuning?.table ?? null;
     lines.push('  GPU kernels (M x N x K):');
     for (const [label, M, N, K] of SHAPES) {
-      const id = kernelFor(() => selectGemmKernel(caps, { M, N, K, dstType: 'int32', dstOrder: 'row-major' }).id);
+      const id = kernelFor(
+        () =>
+          selectGemmKernel(
+            caps,
+            { M, N, K, dstType: 'int32', dstOrder: 'row-major' },
+            { tuned: { kernels: [], kernelFor: (shape) => (table ? tunedKernel(table, shape) : null) } },
+          ).id,
+      );
       lines.push(`    ${label.padEnd(22)} ${id}`);
     }
   } else {

@@ -17,6 +17,7 @@ import { cmdGemm, cmdRun, type CommonOptions } from './commands.ts';
 import { describeDevice } from '../api.ts';
 import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
+import { cmdTune, readTuningFile } from './tune.ts';
 import { messagesFd, outputFd, writeFd } from './quiet.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
@@ -60,8 +61,10 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
       `memory cap for operands, result and working memory, e.g. 8G (default ${formatBytes(DEFAULT_MAX_MEMORY)})`,
     );
   const verbose = () => new Option('-v, --verbose', 'print what ran (backend, kernel, time) on stderr');
-  const common = (o: { backend: string; maxMemory?: string; verbose?: boolean }): CommonOptions => ({
+  const tuning = () => new Option('--tuning <file>', 'a tuning table from `qgemm tune` for this adapter (README "Tuning")');
+  const common = (o: { backend: string; maxMemory?: string; verbose?: boolean; tuning?: string }): CommonOptions => ({
     backend: o.backend as CommonOptions['backend'],
+    ...(o.tuning === undefined ? {} : { gpu: readTuningFile('--tuning', o.tuning) }),
     maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),
     warn: (m) => io.err(`${oneLine(m)}\n`),
     verbose: o.verbose ? (m) => io.err(`${oneLine(m)}\n`) : undefined,
@@ -75,6 +78,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .option('--allow-outside', "let relative paths in the spec leave the spec's folder (e.g. ../data/A.npy)")
     .addOption(maxMemory())
     .addOption(verbose())
+    .addOption(tuning())
     .addHelpText('after', EPILOG)
     .action((spec: string, o) => run(cmdRun(spec, !!o.allowOutside, common(o))));
 
@@ -90,20 +94,31 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .addOption(backend())
     .addOption(maxMemory())
     .addOption(verbose())
+    .addOption(tuning())
     .addHelpText('after', EPILOG)
     .action((o) => run(cmdGemm(o, common(o))));
 
   setup(prog.command('info'))
     .description('show the WebGPU adapter and CPU that qgemm would use, and the kernels it would pick')
     .option('--json', 'print the full data (adapter, features, limits, capabilities) as JSON')
-    .action((o: { json?: boolean }) =>
+    .addOption(tuning())
+    .action((o: { json?: boolean; tuning?: string }) =>
       run(
         (async () => {
-          const d = await describeDevice();
+          const d = await describeDevice(o.tuning === undefined ? {} : readTuningFile('--tuning', o.tuning));
           io.out(o.json ? `${JSON.stringify(d, null, 2)}\n` : formatInfo(d));
         })(),
       ),
     );
+  setup(prog.command('tune'))
+    .description('sweep kernel configurations on this adapter within a time budget, verify the winners, write a tuning table')
+    .addOption(new Option('--backend <name>', 'webgpu (any adapter, software included)').choices(['webgpu']).default('webgpu'))
+    .option('--budget <time>', 'time budget, e.g. 30s or 5m (default 5m)')
+    .option('--classes <list>', 'shape classes, comma-separated: square, decode, conv (default all)')
+    .option('--out <file>', 'where the table goes', 'qgemm-tuning.json')
+    .option('--json', 'print the full report as JSON')
+    .addHelpText('after', '\nUse the table with --tuning FILE (gemm, run, info) or GpuContext.create({ tuning }).')
+    .action((o) => run(cmdTune(o, io)));
   setup(prog.command('verify'))
     .description('check every kernel this adapter (or CPU) runs, each forced, bit for bit against the reference')
     .addOption(

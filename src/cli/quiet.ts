@@ -67,7 +67,7 @@ export function writeFd(fd: number, text: string): void {
 
 /** Whether these arguments may open a GPU: `info`, or a --backend other than cpu. */
 export function needsDevice(argv: string[]): boolean {
-  if (argv[0] === 'info') return !argv.includes('--help') && !argv.includes('-h');
+  if (argv[0] === 'info' || argv[0] === 'tune') return !argv.includes('--help') && !argv.includes('-h');
   if (argv[0] === 'verify' && !argv.includes('--help') && !argv.includes('-h')) {
     return !argv.some((a, i) => (a === '--backend' && argv[i + 1] === 'cpu') || a === '--backend=cpu');
   }

@@ -60,6 +60,14 @@ interface SelectOptions {
   disabled?: ReadonlySet<string>;
   /** Test hook: choose among these instead of GPU_KERNELS. */
   kernels?: readonly GpuGemmKernel[];
+  /** A tuning table's choice (./tuning.ts): taken before the rules where it fits; its kernels can be forced. */
+  tuned?: TunedChoice;
+}
+
+/** What the registry needs of a tuning table: its kernel for a shape, and every kernel it names. */
+export interface TunedChoice {
+  kernelFor(shape: GemmShape): GpuGemmKernel | null;
+  readonly kernels: readonly GpuGemmKernel[];
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
@@ -103,13 +111,15 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   if (force && !opts.disabled?.has(force)) {
     const k = forced(
       force,
-      kernels,
+      [...kernels, ...(opts.tuned?.kernels ?? [])],
       CPU_KERNELS,
       fits,
       `${shape.M}x${shape.N}x${shape.K} on this adapter${formats ? ` with ${formats} operands` : ''}`,
     );
     if (k) return k;
   }
+  const tuned = opts.tuned?.kernelFor(shape);
+  if (tuned && fits(tuned)) return tuned;
   const dot4 = caps.dot4 ? 'native' : 'emulated';
   // The choice table. Skinny shapes are bound by reading rhs: gemv serves M <= 4 (one row group, so
   // rhs is read once; subgroupAdd reductions where the adapter has subgroups). For 5 <= M <= 128,

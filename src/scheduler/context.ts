@@ -13,6 +13,7 @@ import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import type { GpuGemmKernel } from '../kernels/types.ts';
+import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { plannable, replay } from './call-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
@@ -47,6 +48,13 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   timestamps?: boolean;
   /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
   warn?: (message: string) => void;
+  /**
+   * A tuning table for this adapter (`qgemm tune`, src/kernels/tuning.ts), used where no table committed
+   * with the library matches the adapter. A malformed table, or one of another adapter, is an InputError.
+   */
+  tuning?: TuningTable | unknown;
+  /** What to call the table in messages and lastRun (the CLI passes the file's path). */
+  tuningName?: string;
 }
 
 /** Where createGpuContextWith hands its kernel list in (not a public option). */
@@ -62,24 +70,45 @@ export class GpuContext {
   private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0 });
   private readonly resources: DeviceResources;
   private readonly choice: KernelChoice;
+  /** The tuning table that serves this device (committed, the caller's, or none: the rules). */
+  readonly tuning: TuningChoice;
   /** The context acquired the device itself (not passed in), so destroy() destroys it too. */
   private readonly ownsDevice: boolean;
 
-  private constructor(device: GPUDevice, summary: AdapterSummary, caps: AdapterCaps, ownsDevice: boolean, opts: GpuContextOptions) {
+  private constructor(
+    device: GPUDevice,
+    summary: AdapterSummary,
+    caps: AdapterCaps,
+    ownsDevice: boolean,
+    opts: GpuContextOptions,
+    tuning: TuningChoice,
+  ) {
     this.device = device;
     this.summary = summary;
     this.caps = caps;
     this.ownsDevice = ownsDevice;
-    this.choice = { force: opts.kernel, warn: opts.warn ?? ((m) => console.warn(m)), kernels: (opts as InternalOptions)[KERNELS] };
+    this.tuning = tuning;
+    const warn = opts.warn ?? ((m: string) => console.warn(m));
+    this.choice = { force: opts.kernel, warn, kernels: (opts as InternalOptions)[KERNELS], tuned: tuning };
     this.resources = new DeviceResources(device, summary, caps, !!opts.timestamps && caps.timestamps);
   }
 
   static async create(opts: GpuContextOptions = {}): Promise<GpuContext> {
+    if (opts.tuning !== undefined) parseTuningTable(opts.tuning); // a malformed table fails before any device
     const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
     const info = acquired.adapter?.info ?? (acquired.device as { adapterInfo?: unknown }).adapterInfo;
     const caps = adapterCaps(acquired.device, acquired.summary, acquired.hasDot4, info, opts.limits);
     if ((opts as InternalOptions)[AS_HARDWARE]) caps.slowCompiler = false;
-    return new GpuContext(acquired.device, acquired.summary, caps, acquired.source !== 'user', opts);
+    const owns = acquired.source !== 'user';
+    let tuning: TuningChoice;
+    try {
+      const user = opts.tuning === undefined ? undefined : { table: opts.tuning, name: opts.tuningName };
+      tuning = resolveTuning(tuningAdapter(acquired.summary), user, { warn: opts.warn ?? ((m) => console.warn(m)) });
+    } catch (e) {
+      if (owns) acquired.device.destroy();
+      throw e;
+    }
+    return new GpuContext(acquired.device, acquired.summary, caps, owns, opts, tuning);
   }
 
   /** The limits the scheduler plans with. */

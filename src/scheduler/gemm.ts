@@ -10,7 +10,7 @@ import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
 import { dstLayout, roundUp } from '../gpu/plan.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
-import { selectGemmKernel } from '../kernels/registry.ts';
+import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
 import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
@@ -47,6 +47,8 @@ export interface KernelChoice {
   kernels?: readonly GpuGemmKernel[];
   /** Where the warning of a kernel disabled by its self-test goes. */
   warn: (message: string) => void;
+  /** A tuning table's choice (src/kernels/tuning.ts); none: the registry's rules. */
+  tuned?: TunedChoice;
 }
 
 /** One encoded GEMM: dst on the GPU, and with readback, its data once the copy lands. */
@@ -98,6 +100,7 @@ async function kernelFor(
     rhsPackFormat: format(problem.rhs),
     disabled,
     kernels: choice.kernels,
+    tuned: choice.tuned,
   });
   if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
   verdicts.set(kernel.id, 'testing');

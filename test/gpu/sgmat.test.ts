@@ -87,9 +87,13 @@ const MUTATIONS: [string, string, string][] = [
   ['fragment offset', '(fm + i * FRAG_M) * ROW_BYTES', '(fm + i * FRAG_M / 2u) * ROW_BYTES'],
   ['k step', 'kk += FRAG_K)', 'kk += 2u * FRAG_K)'],
   ['operand order', 'subgroupMatrixMultiplyAccumulate(a[i], b, ', 'subgroupMatrixMultiplyAccumulate(b, a[i], '],
-  ['staging buffer index', 'storeStep(t, 1u - current, next);', 'storeStep(t, current, next);'],
+  ['staging buffer index', 'storeStep(t, (kt + 1u) % BUFFERS, next);', 'storeStep(t, current, next);'],
   ['prefetch condition', 'let more = kt + 1u < steps;', 'let more = kt + 2u < steps;'],
-  ['k-loop barrier', 'storeStep(t, 1u - current, next);\n    }\n    workgroupBarrier();', 'storeStep(t, 1u - current, next);\n    }'],
+  [
+    'k-loop barrier',
+    'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }\n    workgroupBarrier();',
+    'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }',
+  ],
 ];
 
 describe.skipIf(!gpu)('mutation test: every bug planted in the kernel text makes the suite fail', () => {
@@ -101,7 +105,7 @@ describe.skipIf(!gpu)('mutation test: every bug planted in the kernel text makes
     const real = sgmatSource(config);
     expect(real.split(from).length - 1, `"${from}" must occur once in the kernel`).toBe(1);
     const kernel = sgmatEmulatedKernel(config, {
-      source: (c) => sgmatSource(c).replace(from, to),
+      source: (c, t) => sgmatSource(c, t).replace(from, to),
       id: `sgmat-mutant-${name.replace(/\W+/g, '-')}`,
     });
     const row = await verifyGpuKernel(gpu!.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS], stopAtFirst: true });

@@ -9,7 +9,7 @@
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
-import { bestConfig, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
+import { bestConfig, configLabel, sampleTilings, type SgmatConfig, sgmatTilings, tilingId } from '../../src/kernels/sgmat/config.ts';
 import { sgmatKernel, sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
@@ -75,6 +75,27 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
   });
 
   afterAll(() => expect(uncapturedErrors).toEqual([]));
+});
+
+// Tilings of the family (src/kernels/sgmat/config.ts), with the real builtins at 8x8x8: a seeded sample
+// (QGEMM_SGMAT_SAMPLE, default 1, or 'all'; QGEMM_SGMAT_SEED, default 34), named in the log. The emulated
+// builtins check other samples at 16x16x32 and 8x8x8 on SwiftShader (test/gpu/sgmat-family.test.ts).
+describe('sampled sgmat tilings with the real builtins on lavapipe', () => {
+  const u8: SgmatConfig = { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 };
+  const sample = process.env.QGEMM_SGMAT_SAMPLE ?? '1';
+  const seed = Number(process.env.QGEMM_SGMAT_SEED ?? 34);
+  const limits = gpu.device.limits as unknown as Parameters<typeof sgmatTilings>[1];
+  const tilings = sample === 'all' ? sgmatTilings(u8, limits).slice(1) : sampleTilings(u8, Number(sample), seed + 100, limits);
+  it.each(tilings.map((t) => [tilingId(t), t] as const))('%s: the exactness suite, 0 mismatches', async (id, tiling) => {
+    const kernel = sgmatVariant(`${id}-lavapipe`, (c) => (c.subgroupMatrix.length ? u8 : null), sgmatSource, false, tiling);
+    const row = await verifyGpuKernel(gpu.device, kernel, verifyProblems(), { kernels: [kernel, ...GPU_KERNELS] });
+    console.log(
+      `[lavapipe] ${id} at ${configLabel(u8)}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`,
+    );
+    expect(row.detail).toBe('');
+    expect(row.problems).toBeGreaterThanOrEqual(15);
+    expect(row.mismatches).toBe(0);
+  });
 });
 
 async function verifyProblemsWithContext(ctx: GpuContext, problems: ReturnType<typeof verifyProblems>): Promise<string> {

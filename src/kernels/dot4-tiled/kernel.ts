@@ -18,18 +18,37 @@ export const DOT4_TILED_ID = {
 } as const;
 export type Dot4TiledId = (typeof DOT4_TILED_ID)[32 | 64]['native' | 'emulated'];
 
-/** A dot4-tiled kernel with square tiles of `tile` (a multiple of 4 dividing 64) and a dot4 variant. */
-export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated'): GpuGemmKernel {
+/** A tiling of the dot4-tiled kernel (the tuner's family, src/kernels/tuning.ts). */
+export interface Dot4TiledConfig {
+  /** dst rows and columns per workgroup: 32 or 64 each. */
+  tileM: 32 | 64;
+  tileN: 32 | 64;
+  /** Packed words (4 k each) staged per k step: 4, 8 or 16. */
+  tileKW: 4 | 8 | 16;
+}
+
+/** The id of a tiling: the registry's ids for square tiles with 16-word k steps, else every parameter. */
+export function dot4TiledId(c: Dot4TiledConfig, dot4: 'native' | 'emulated'): string {
+  if (c.tileM === c.tileN && c.tileKW === 16) return DOT4_TILED_ID[c.tileM][dot4];
+  return `dot4-${c.tileM}x${c.tileN}-kw${c.tileKW}${dot4 === 'emulated' ? '-emulated' : ''}`;
+}
+
+/**
+ * A dot4-tiled kernel with square tiles of `tile` (a multiple of 4 dividing 64) and a dot4 variant; with
+ * `config`, that tiling instead (its k step also on slow compilers: a tuned choice is taken as measured).
+ */
+export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated', config?: Dot4TiledConfig): GpuGemmKernel {
+  const c: Dot4TiledConfig = config ?? { tileM: tile, tileN: tile, tileKW: 16 };
   return bandedKernel({
-    id: DOT4_TILED_ID[tile][dot4],
+    id: dot4TiledId(c, dot4),
     source: sources[dot4],
     entryPoint: 'gemm',
-    overrides: { TILE_M: tile, TILE_N: tile, TILE_KW: 16 },
+    overrides: { TILE_M: c.tileM, TILE_N: c.tileN, TILE_KW: c.tileKW },
     // SwiftShader compiles the unrolled k step (TILE_KW x 16 dot4 per invocation, between barriers) in
     // most of a first call's time: 4 words compile in about half of it, and run as fast there.
-    slowCompilerOverrides: { TILE_KW: 4 },
-    tileM: tile,
-    tileN: tile,
+    ...(config ? {} : { slowCompilerOverrides: { TILE_KW: 4 } }),
+    tileM: c.tileM,
+    tileN: c.tileN,
     supports: (caps) => dot4 === 'emulated' || caps.dot4,
   });
 }

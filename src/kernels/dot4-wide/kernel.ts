@@ -13,29 +13,56 @@ import gemm from './gemm.wgsl?raw';
 
 const kernel = [tileBindings, gemm].join('\n');
 const sources = { native: gemmKernelSource(kernel, true), emulated: gemmKernelSource(kernel, false) };
-const THREADS_X = 16;
-const THREADS_Y = 16;
-const TILE_KW = 8;
-const TILE = 8 * THREADS_X; // square tiles
-/** Bytes of workgroup memory: two stages of both operand tiles. */
-const STAGING_BYTES = 2 * 2 * TILE * TILE_KW * 4;
+
+/**
+ * A tiling of the wide kernel (the tuner's family, src/kernels/tuning.ts): THREADS_Y x THREADS_X
+ * invocations of 8 x 8 each (a (8 THREADS_Y) x (8 THREADS_X) tile, each side 64 or 128) and TILE_KW packed
+ * words per stage; each invocation loads 1 or 2 vec4 pieces per operand and stage (gemm.wgsl's registers).
+ */
+export interface Dot4WideConfig {
+  threadsX: 8 | 16;
+  threadsY: 8 | 16;
+  tileKW: 4 | 8 | 16;
+}
+
+/** The registry's tiling: 128 x 128 tiles of 16 x 16 invocations, 8 words per stage. */
+export const DOT4_WIDE_DEFAULT: Dot4WideConfig = { threadsX: 16, threadsY: 16, tileKW: 8 };
+
+/** Why tiling c cannot run ('' where it can): the loads per invocation must be 1 or 2 for both operands. */
+export function dot4WideProblem(c: Dot4WideConfig): string {
+  const threads = c.threadsX * c.threadsY;
+  const loads = [(8 * c.threadsY * c.tileKW) / 4 / threads, (8 * c.threadsX * c.tileKW) / 4 / threads];
+  return loads.every((x) => x === 1 || x === 2) ? '' : `loads per invocation ${loads.join(' and ')} (must be 1 or 2)`;
+}
+
+/** Bytes of workgroup memory of tiling c: two stages of both operand tiles. */
+const stagingBytes = (c: Dot4WideConfig) => 2 * 8 * (c.threadsX + c.threadsY) * c.tileKW * 4;
 
 /** The ids of these kernels, by dot4 variant. */
 export const DOT4_WIDE_ID = { native: 'dot4-128x128', emulated: 'dot4-128x128-emulated' } as const;
 export type Dot4WideId = (typeof DOT4_WIDE_ID)['native' | 'emulated'];
 
-export function dot4WideKernel(dot4: 'native' | 'emulated'): GpuGemmKernel {
+/** The id of tiling c: the registry's ids for the default, else 'dot4-{M}x{N}-r8-kw{KW}'. */
+export function dot4WideId(c: Dot4WideConfig, dot4: 'native' | 'emulated'): string {
+  const same = c.threadsX === 16 && c.threadsY === 16 && c.tileKW === 8;
+  if (same) return DOT4_WIDE_ID[dot4];
+  return `dot4-${8 * c.threadsY}x${8 * c.threadsX}-r8-kw${c.tileKW}${dot4 === 'emulated' ? '-emulated' : ''}`;
+}
+
+export function dot4WideKernel(dot4: 'native' | 'emulated', c: Dot4WideConfig = DOT4_WIDE_DEFAULT): GpuGemmKernel {
+  const problem = dot4WideProblem(c);
+  if (problem) throw new Error(`dot4 wide tiling ${JSON.stringify(c)}: ${problem}`);
   return bandedKernel({
-    id: DOT4_WIDE_ID[dot4],
+    id: dot4WideId(c, dot4),
     source: sources[dot4],
     entryPoint: 'gemm',
-    overrides: { THREADS_X, THREADS_Y, TILE_KW },
-    tileM: TILE,
-    tileN: TILE,
+    overrides: { THREADS_X: c.threadsX, THREADS_Y: c.threadsY, TILE_KW: c.tileKW },
+    tileM: 8 * c.threadsY,
+    tileN: 8 * c.threadsX,
     format: 'u8k4-r128',
     supports: (caps: AdapterCaps) =>
       (dot4 === 'emulated' || caps.dot4) &&
-      caps.limits.maxComputeWorkgroupStorageSize >= STAGING_BYTES &&
-      caps.limits.maxComputeInvocationsPerWorkgroup >= THREADS_X * THREADS_Y,
+      caps.limits.maxComputeWorkgroupStorageSize >= stagingBytes(c) &&
+      caps.limits.maxComputeInvocationsPerWorkgroup >= c.threadsX * c.threadsY,
   });
 }

@@ -1,22 +1,23 @@
-// The fragment configuration of the subgroup-matrix kernel (./sgmat.wgsl), in the GEMM stage of
+// The configuration of the subgroup-matrix kernel (./sgmat.wgsl), in the GEMM stage of
 // pack -> gemm -> output: which of the adapter's subgroup-matrix configurations (Dawn's
-// adapter.info.subgroupMatrixConfigs) the kernel uses, and the WGSL constants generated from it. WGSL
-// takes a subgroup-matrix type's dimensions only as const-expressions (not overrides), and function-scope
-// arrays only with const sizes, so the fragment shape, the component type and the subgroup size reach
+// adapter.info.subgroupMatrixConfigs) the kernel uses, how it tiles the work (SgmatTiling: the family
+// the tuner sweeps, src/kernels/tuning.ts), and the WGSL constants generated from both. WGSL takes a
+// subgroup-matrix type's dimensions only as const-expressions (not overrides), and function-scope arrays
+// only with const sizes, so the fragment shape, the component type, the subgroup size and the tiling reach
 // the one kernel source as a few generated `const` and `alias` lines in front of it; everything else
 // (workgroup size, fragments per subgroup, loads per invocation) the kernel derives from them.
 //
 // What the kernel needs of a configuration, checked here and by its `supports`:
 //   - u8 -> u32 or i8 -> i32 components (u8 first: the operands are packed in the uint8 domain);
-//   - FRAG_M and FRAG_N dividing 32 (a subgroup's 32 x 32 quarter of the 64 x 64 tile), FRAG_K dividing
-//     the 64-byte k step;
+//   - FRAG_M and FRAG_N dividing 32 (the default tiling's 32 x 32 block per subgroup), FRAG_K dividing
+//     the k step;
 //   - one subgroup size: the adapter's subgroupMinSize == subgroupMaxSize. The kernel's workgroup is
-//     4 * SUBGROUP_SIZE invocations and subgroup `subgroup_id` owns quarter (id / 2, id % 2): that holds
-//     only if the workgroup really is 4 subgroups, which an adapter with a range of sizes (Intel: 8 to
-//     32) does not guarantee. Such adapters do not run the kernel. Which invocations form a subgroup
-//     does not matter: the kernel uses subgroup_id only to pick a quarter.
-//   - SUBGROUP_SIZE a power of two of at most 64 (a workgroup of at most 256 invocations that divides the
-//     256 16-byte loads of a k step).
+//     sgRows * sgCols * SUBGROUP_SIZE invocations and subgroup `subgroup_id` owns block
+//     (id / sgCols, id % sgCols): that holds only if the workgroup really is that many subgroups, which an
+//     adapter with a range of sizes (Intel: 8 to 32) does not guarantee. Such adapters do not run the
+//     kernel. Which invocations form a subgroup does not matter: the kernel uses subgroup_id only to pick
+//     a block.
+//   - SUBGROUP_SIZE a power of two of at most 64.
 // The best configuration is the largest fragment (M x N x K), then u8 before i8: NVIDIA's 16x16x32 before
 // its 16x8x32, lavapipe's 8x8x8 where that is all there is.
 
@@ -31,8 +32,70 @@ export interface SgmatConfig {
   subgroupSize: number;
 }
 
-/** Bytes of workgroup memory the kernel declares: two staging buffers of two 64 x 80-byte tiles. */
+/**
+ * How the kernel tiles the work (the tunable part, src/kernels/tuning.ts): a workgroup of
+ * `sgRows` x `sgCols` subgroups (4 or 8) computes a `tileM` x `tileN` dst tile (64 or 128 each), each
+ * subgroup a (tileM / sgRows) x (tileN / sgCols) block of 1 to 4 fragments per side; `kStep` bytes of k
+ * (32, 64 or 128) are staged per step in workgroup memory, rows padded by 16 bytes, with `buffers` (1 or 2)
+ * staging buffers fed by a register prefetch of the next step.
+ */
+export interface SgmatTiling {
+  tileM: number;
+  tileN: number;
+  sgRows: number;
+  sgCols: number;
+  kStep: number;
+  buffers: 1 | 2;
+}
+
+/** The tiling of the registry's 'sgmat-64x64': 4 subgroups as 2 x 2, 64-byte k steps, double buffered. */
+export const DEFAULT_TILING: SgmatTiling = { tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2 };
+
+/** Bytes of workgroup memory the default tiling declares: two staging buffers of two 64 x 80-byte tiles. */
 export const SGMAT_WORKGROUP_BYTES = 2 * 2 * 64 * 80;
+
+/** The sizes derived from a tiling: padded row, staging words, and the result's passes through `stage`. */
+export function tilingLayout(t: SgmatTiling): { rowBytes: number; stageWords: number; outBands: number; workgroupBytes: number } {
+  const rowBytes = t.kStep + 16;
+  const buffered = (t.buffers * (t.tileM + t.tileN) * rowBytes) / 4;
+  const subM = t.tileM / t.sgRows;
+  // The result leaves through `stage` in passes of outBands subgroup rows: as many as the staging holds.
+  let outBands = 1;
+  for (let b = t.sgRows; b >= 1; b--) {
+    if (t.sgRows % b === 0 && b * subM * t.tileN <= buffered) {
+      outBands = b;
+      break;
+    }
+  }
+  const stageWords = Math.max(buffered, outBands * subM * t.tileN);
+  return { rowBytes, stageWords, outBands, workgroupBytes: stageWords * 4 };
+}
+
+/** Why tiling t cannot run fragment configuration c ('' where it can): sizes, fragments per subgroup, workgroup. */
+export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCaps['limits']): string {
+  const subgroups = t.sgRows * t.sgCols;
+  if (![64, 128].includes(t.tileM) || ![64, 128].includes(t.tileN)) return 'tileM and tileN are 64 or 128';
+  if (subgroups !== 4 && subgroups !== 8) return 'sgRows x sgCols is 4 or 8 subgroups';
+  if (![32, 64, 128].includes(t.kStep) || t.kStep % c.K !== 0) return 'kStep is 32, 64 or 128 and a multiple of the fragment K';
+  if (t.buffers !== 1 && t.buffers !== 2) return 'buffers is 1 or 2';
+  const fm = t.tileM / t.sgRows / c.M;
+  const fn = t.tileN / t.sgCols / c.N;
+  if (!Number.isInteger(fm) || !Number.isInteger(fn) || fm < 1 || fn < 1 || fm > 4 || fn > 4) {
+    return `1 to 4 fragments per subgroup and side (got ${fm} x ${fn})`;
+  }
+  if (limits) {
+    if (subgroups * c.subgroupSize > limits.maxComputeInvocationsPerWorkgroup) return 'too many invocations per workgroup';
+    if (tilingLayout(t).workgroupBytes > limits.maxComputeWorkgroupStorageSize) return 'too much workgroup memory';
+  }
+  return '';
+}
+
+/** The kernel id of a tiling: 'sgmat-64x64' for the default, else its every parameter. */
+export function tilingId(t: SgmatTiling): string {
+  const base = `sgmat-${t.tileM}x${t.tileN}`;
+  const same = (Object.keys(DEFAULT_TILING) as (keyof SgmatTiling)[]).every((k) => t[k] === DEFAULT_TILING[k]);
+  return same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`;
+}
 
 const pow2 = (x: number) => x > 0 && (x & (x - 1)) === 0;
 
@@ -66,11 +129,12 @@ export function configLabel(c: SgmatConfig): string {
 }
 
 /** The generated constants in front of the kernel: fragment shape, types and subgroup size. */
-export function configConstants(c: SgmatConfig): string {
+export function configConstants(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING): string {
   const signed = c.componentType === 'i8';
   const result = signed ? 'i32' : 'u32';
   return [
-    `// Generated from the configuration ${configLabel(c)} (src/kernels/sgmat/config.ts).`,
+    `// Generated from the configuration ${configLabel(c)}, tiling ${tilingId(t)} (src/kernels/sgmat/config.ts).`,
+    ...tilingConstants(t),
     `const FRAG_M: u32 = ${c.M}u;`,
     `const FRAG_N: u32 = ${c.N}u;`,
     `const FRAG_K: u32 = ${c.K}u;`,
@@ -84,5 +148,51 @@ export function configConstants(c: SgmatConfig): string {
   ].join('\n');
 }
 
+/** The tiling's generated constants (sgmat-bindings.wgsl and sgmat.wgsl derive the rest from them). */
+function tilingConstants(t: SgmatTiling): string[] {
+  const l = tilingLayout(t);
+  return [
+    `const TILE_M: u32 = ${t.tileM}u;`,
+    `const TILE_N: u32 = ${t.tileN}u;`,
+    `const SG_ROWS: u32 = ${t.sgRows}u;`,
+    `const SG_COLS: u32 = ${t.sgCols}u;`,
+    `const KSTEP: u32 = ${t.kStep}u;`,
+    `const BUFFERS: u32 = ${t.buffers}u;`,
+    `const ROW_BYTES: u32 = ${l.rowBytes}u;`,
+    `const OUT_BANDS: u32 = ${l.outBands}u;`,
+    `const STAGING_WORDS: u32 = ${l.stageWords}u;`,
+  ];
+}
+
 /** What reflection reads in place of the generated constants (the parser knows no subgroup-matrix types). */
-export const REFLECTION_CONSTANTS = 'alias StageWord = u32;\n';
+export const REFLECTION_CONSTANTS = `${['alias StageWord = u32;', ...tilingConstants(DEFAULT_TILING)].join('\n')}\n`;
+
+/** Every tiling of the family that fragment configuration c can run (within `limits` where given), default first. */
+export function sgmatTilings(c: SgmatConfig, limits?: AdapterCaps['limits']): SgmatTiling[] {
+  const out: SgmatTiling[] = [DEFAULT_TILING];
+  for (const tileM of [64, 128])
+    for (const tileN of [64, 128])
+      for (const [sgRows, sgCols] of [
+        [2, 2],
+        [4, 2],
+        [2, 4],
+      ])
+        for (const kStep of [32, 64, 128])
+          for (const buffers of [2, 1] as const) {
+            const t: SgmatTiling = { tileM, tileN, sgRows, sgCols, kStep, buffers };
+            if (!tilingProblem(c, t, limits) && tilingId(t) !== tilingId(DEFAULT_TILING)) out.push(t);
+          }
+  return out;
+}
+
+/** A seeded sample of n tilings of c (an LCG over the family; the default tiling is not drawn). */
+export function sampleTilings(c: SgmatConfig, n: number, seed: number, limits?: AdapterCaps['limits']): SgmatTiling[] {
+  const pool = sgmatTilings(c, limits).slice(1);
+  const out: SgmatTiling[] = [];
+  let s = seed >>> 0;
+  while (out.length < n && pool.length) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out.push(pool.splice(s % pool.length, 1)[0]);
+  }
+  return out;
+}

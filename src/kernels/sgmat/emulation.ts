@@ -12,7 +12,7 @@
 // The variant is labelled '-emulated', is not in the registry's list (the 'auto' choice never runs it),
 // and is run by the kernel tests and `qgemm verify` (src/verify.ts) only.
 
-import { configLabel, type SgmatConfig, SGMAT_WORKGROUP_BYTES } from './config.ts';
+import { configLabel, DEFAULT_TILING, type SgmatConfig, type SgmatTiling, tilingId, tilingProblem } from './config.ts';
 import emulation from './emulation.wgsl?raw';
 import { sgmatSource, sgmatVariant } from './kernel.ts';
 import type { GpuGemmKernel } from '../types.ts';
@@ -69,18 +69,19 @@ export const EMULATED_CONFIGS: readonly SgmatConfig[] = [
 ];
 
 /**
- * The emulated kernel 'sgmat-64x64-emulated' at configuration c. `source` gives another kernel text to
- * rewrite (the mutation test plants bugs there), under another `id` (pipelines are cached by id).
- * Runs on any adapter with the workgroup memory and size.
+ * The emulated kernel 'sgmat-64x64-emulated' at configuration c (at another tiling t:
+ * `${tilingId(t)}-emulated`). `source` gives another kernel text to rewrite (the mutation test plants bugs
+ * there), under another `id` (pipelines are cached by id). Runs on any adapter with the workgroup memory
+ * and size.
  */
-export function sgmatEmulatedKernel(c: SgmatConfig, opts: { source?: (c: SgmatConfig) => string; id?: string } = {}): GpuGemmKernel {
+export function sgmatEmulatedKernel(
+  c: SgmatConfig,
+  opts: { source?: (c: SgmatConfig, t: SgmatTiling) => string; id?: string; tiling?: SgmatTiling } = {},
+): GpuGemmKernel {
   const source = opts.source ?? sgmatSource;
-  const fits = (caps: Parameters<GpuGemmKernel['supports']>[0]) =>
-    caps.limits.maxComputeWorkgroupStorageSize >= SGMAT_WORKGROUP_BYTES &&
-    4 * c.subgroupSize <= caps.limits.maxComputeInvocationsPerWorkgroup
-      ? c
-      : null;
-  return sgmatVariant(opts.id ?? 'sgmat-64x64-emulated', fits, (x) => emulateSubgroupMatrix(source(x)), false);
+  const tiling = opts.tiling ?? DEFAULT_TILING;
+  const fits = (caps: Parameters<GpuGemmKernel['supports']>[0]) => (tilingProblem(c, tiling, caps.limits) ? null : c);
+  return sgmatVariant(opts.id ?? `${tilingId(tiling)}-emulated`, fits, (x, t) => emulateSubgroupMatrix(source(x, t)), false, tiling);
 }
 
 export { configLabel };

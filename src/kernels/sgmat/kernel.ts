@@ -18,14 +18,23 @@ import { PACK_FORMATS } from '../../pack/formats.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
-import { bestConfig, configConstants, REFLECTION_CONSTANTS, type SgmatConfig } from './config.ts';
+import {
+  bestConfig,
+  configConstants,
+  DEFAULT_TILING,
+  REFLECTION_CONSTANTS,
+  type SgmatConfig,
+  type SgmatTiling,
+  tilingId,
+  tilingProblem,
+} from './config.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
 
-/** The kernel's full source for configuration c: directives, generated constants, libraries, declarations, kernel. */
-export function sgmatSource(c: SgmatConfig): string {
-  return [enable, configConstants(c), epilogueLibrary, tileBindings, bindings, sgmat].join('\n');
+/** The kernel's full source for configuration c and tiling t: directives, generated constants, libraries, declarations, kernel. */
+export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING): string {
+  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, sgmat].join('\n');
 }
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
 export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings].join('\n');
@@ -35,6 +44,11 @@ function configKey(c: SgmatConfig): string {
   return `${c.componentType}-${c.M}x${c.N}x${c.K}-sg${c.subgroupSize}`;
 }
 
+/** The pack format a tiling reads: rows padded to its larger side. */
+function tilingFormat(t: SgmatTiling): 'u8k4-r64' | 'u8k4-r128' {
+  return Math.max(t.tileM, t.tileN) > 64 ? 'u8k4-r128' : 'u8k4-r64';
+}
+
 /** The configuration the kernel runs with on an adapter: `fixed` where given, else the adapter's best. */
 type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
 
@@ -42,26 +56,38 @@ type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
  * A subgroup-matrix kernel: `id`, how its configuration is chosen, and how its source is made from a
  * configuration (the real one here; ./emulation.ts rewrites it).
  */
-export function sgmatVariant(id: string, choose: ConfigChoice, source: (c: SgmatConfig) => string, needsSelfTest: boolean): GpuGemmKernel {
+export function sgmatVariant(
+  id: string,
+  choose: ConfigChoice,
+  source: (c: SgmatConfig, t: SgmatTiling) => string,
+  needsSelfTest: boolean,
+  tiling: SgmatTiling = DEFAULT_TILING,
+): GpuGemmKernel {
+  // A configuration the tiling cannot run (fragments per subgroup, invocations, workgroup memory) is none.
+  const usable: ConfigChoice = (caps) => {
+    const c = choose(caps);
+    return c && !tilingProblem(c, tiling, caps.limits) ? c : null;
+  };
   const base = bandedKernel({
     id,
     source: '',
     reflect: sgmatDeclarations,
     entryPoint: 'sgmat',
     overrides: {},
-    tileM: 64,
-    tileN: 64,
-    supports: (caps) => choose(caps) !== null,
+    tileM: tiling.tileM,
+    tileN: tiling.tileN,
+    format: tilingFormat(tiling),
+    supports: (caps) => usable(caps) !== null,
   });
   const format = PACK_FORMATS[base.packFormat];
   return {
     ...base,
     prepare: async (device, caps, stageKinds) => {
-      const c = choose(caps);
+      const c = usable(caps);
       if (!c) throw new Error(`${id}: no usable subgroup-matrix configuration on this adapter`);
       const pipeline = await getPipeline(device, {
         id: `${id}/${configKey(c)}`,
-        source: source(c),
+        source: source(c, tiling),
         entryPoint: 'sgmat',
         overrides: epilogueOverrides(stageKinds),
         reflect: [sgmatDeclarations, epilogueLibrary],
@@ -77,3 +103,12 @@ export type SgmatId = typeof SGMAT_ID;
 
 /** The registry's kernel: the adapter's best configuration (./config.ts bestConfig), real builtins. */
 export const sgmatKernel: GpuGemmKernel = sgmatVariant(SGMAT_ID, bestConfig, sgmatSource, true);
+
+/**
+ * The kernel at tiling t (the tuner's family, src/kernels/tuning.ts): the adapter's best fragment
+ * configuration, real builtins, id from the tiling ('sgmat-64x64' for the default). Self-tested on the
+ * device before its first use, as the registry's kernel is.
+ */
+export function sgmatTiledKernel(t: SgmatTiling): GpuGemmKernel {
+  return sgmatVariant(tilingId(t), bestConfig, sgmatSource, true, t);
+}

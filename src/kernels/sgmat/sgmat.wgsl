@@ -1,37 +1,67 @@
 // sgmat.wgsl: the subgroup-matrix GEMM kernel (pack -> GEMM -> output) on int8 tensor cores, through
-// Dawn's chromium-experimental-subgroup-matrix, for every int8 fragment shape an adapter reports. It
-// reads rows packed in the 'u8k4-r64' format (src/pack/formats.ts): the packed lhs is a row-major
-// Mp x Kp byte matrix, the packed rhs an Np x Kp one, i.e. the right matrix stored column-major; every
-// operand is in the uint8 domain already (int8 XOR 0x80), so the raw sums are those of the dot4 kernels
-// and the shared epilogue (epilogue.wgsl) applies the same four-term expansion and output pipeline.
+// Dawn's chromium-experimental-subgroup-matrix, for every int8 fragment shape an adapter reports and
+// every tiling of ./config.ts. It reads rows packed in the 'u8k4-r64' format (64-tiles) or 'u8k4-r128'
+// (a 128 side; src/pack/formats.ts): the packed lhs is a row-major Mp x Kp byte matrix, the packed rhs an
+// Np x Kp one, i.e. the right matrix stored column-major; every operand is in the uint8 domain already
+// (int8 XOR 0x80), so the raw sums are those of the dot4 kernels and the shared epilogue (epilogue.wgsl)
+// applies the same four-term expansion and output pipeline.
 //
-// The fragment shape and type come from constants generated from the adapter's configuration
-// (./config.ts): FRAG_M x FRAG_N results, FRAG_K deep, the LeftFragment / RightFragment / ResultFragment
-// aliases, SUBGROUP_SIZE, and SIGNED_FRAGMENTS for i8 -> i32 configurations (staged bytes XOR 0x80 back
-// to int8 values x - 128, and the raw sum recovered below from the pack stage's row and column sums).
-// A workgroup of 4 subgroups computes a 64 x 64 dst tile; subgroup s owns the 32 x 32 quarter
-// (s / 2, s % 2) as FRAGS_M x FRAGS_N fragments. The k loop steps KSTEP = 64 bytes: both 64 x 64-byte
-// operand tiles are staged in workgroup memory with rows padded to ROW_BYTES (fewer bank conflicts),
-// double buffered so the next tile's global loads overlap this tile's multiply-accumulates, one barrier
-// per step. The accumulators then go through workgroup memory (subgroupMatrixStore) to the invocations,
-// which hand 4 x 4 blocks to storeBlock. The enable directives are in sgmat-enable.wgsl, composed first;
-// the declarations in sgmat-bindings.wgsl.
+// The fragment shape and type come from constants generated from the adapter's configuration: FRAG_M x
+// FRAG_N results, FRAG_K deep, the LeftFragment / RightFragment / ResultFragment aliases, SUBGROUP_SIZE,
+// and SIGNED_FRAGMENTS for i8 -> i32 configurations (staged bytes XOR 0x80 back to int8 values x - 128,
+// and the raw sum recovered below from the pack stage's row and column sums). The tiling comes from
+// generated constants too: a workgroup of SG_ROWS x SG_COLS subgroups computes a TILE_M x TILE_N dst tile;
+// subgroup s owns block (s / SG_COLS, s % SG_COLS) of SUB_M x SUB_N as FRAGS_M x FRAGS_N fragments. The k
+// loop steps KSTEP bytes: both operand tiles are staged in workgroup memory with rows padded to ROW_BYTES,
+// the next step's 16-byte global loads held in registers while this step's multiply-accumulates run, then
+// stored into the other buffer (BUFFERS = 2: one barrier per step) or the same one (BUFFERS = 1: two).
+// The last step may reach past the packed depth (K is padded to 64 bytes, KSTEP may be 128): those
+// pieces are staged as zeros of the fragment's type. The accumulators then go through workgroup memory
+// (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations, which hand 4 x 4 blocks to
+// storeBlock. The enable directives are in sgmat-enable.wgsl, composed first; the declarations in
+// sgmat-bindings.wgsl.
 
-const WORKGROUP_SIZE: u32 = 4u * SUBGROUP_SIZE;
-const LOADS: u32 = 256u / WORKGROUP_SIZE; // 16-byte loads per operand and invocation per k step (64 rows x 4)
-const FRAGS_M: u32 = 32u / FRAG_M;        // fragments of a subgroup's 32 x 32 quarter
-const FRAGS_N: u32 = 32u / FRAG_N;
+const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
+const SUB_M: u32 = TILE_M / SG_ROWS;      // a subgroup's block of the tile
+const SUB_N: u32 = TILE_N / SG_COLS;
+const FRAGS_M: u32 = SUB_M / FRAG_M;      // fragments of a subgroup's block
+const FRAGS_N: u32 = SUB_N / FRAG_N;
+const PIECES: u32 = KSTEP / 16u;          // 16-byte pieces of a staged row per k step
+const PIECES_A: u32 = TILE_M * PIECES;    // pieces of the lhs tile per k step
+const PIECES_B: u32 = TILE_N * PIECES;
+const LOADS_A: u32 = (PIECES_A + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE; // per invocation and step
+const LOADS_B: u32 = (PIECES_B + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+const OUT_ROWS: u32 = OUT_BANDS * SUB_M;  // result rows per pass through `stage`
+const OUT_BLOCKS: u32 = OUT_ROWS * TILE_N / 16u; // 4 x 4 blocks per pass
+const OUT_LOADS: u32 = (OUT_BLOCKS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
-/** The 2 x LOADS vec4 loads (lhs, then rhs) of k step `kt` for invocation t, from global memory. */
-fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, 2u * LOADS> {
+/** Piece q of k step kt of a packed row, or zeros of the fragment's type past the packed depth. */
+fn piece(fromLhs: bool, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
+  let p = kt * PIECES + q;
+  if (p >= rowVec4s) {
+    return vec4<u32>(select(0u, 0x80808080u, SIGNED_FRAGMENTS));
+  }
+  if (fromLhs) {
+    return lhsPacked[row * rowVec4s + p];
+  }
+  return rhsPacked[row * rowVec4s + p];
+}
+
+/** The LOADS_A + LOADS_B vec4 loads (lhs, then rhs) of k step `kt` for invocation t, from global memory. */
+fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, LOADS_A + LOADS_B> {
   let rowVec4s = tile.depthWords / 4u;
-  var v: array<vec4<u32>, 2u * LOADS>;
-  for (var i = 0u; i < LOADS; i++) {
-    let index = t + i * WORKGROUP_SIZE; // 0..255: 64 rows x 4 vec4 of 16 bytes
-    let row = index / 4u;
-    let q = index % 4u;
-    v[i] = lhsPacked[(rowBase + row) * rowVec4s + kt * 4u + q];
-    v[LOADS + i] = rhsPacked[(colBase + row) * rowVec4s + kt * 4u + q];
+  var v: array<vec4<u32>, LOADS_A + LOADS_B>;
+  for (var i = 0u; i < LOADS_A; i++) {
+    let index = t + i * WORKGROUP_SIZE; // TILE_M rows x PIECES
+    if (index < PIECES_A) {
+      v[i] = piece(true, rowBase + index / PIECES, kt, index % PIECES, rowVec4s);
+    }
+  }
+  for (var i = 0u; i < LOADS_B; i++) {
+    let index = t + i * WORKGROUP_SIZE;
+    if (index < PIECES_B) {
+      v[LOADS_A + i] = piece(false, colBase + index / PIECES, kt, index % PIECES, rowVec4s);
+    }
   }
   return v;
 }
@@ -41,13 +71,23 @@ fn stageWord(w: u32) -> StageWord {
   return bitcast<StageWord>(select(w, w ^ 0x80808080u, SIGNED_FRAGMENTS));
 }
 
-fn storeStep(t: u32, buffer: u32, v: array<vec4<u32>, 2u * LOADS>) {
-  for (var i = 0u; i < LOADS; i++) {
+fn storeStep(t: u32, buffer: u32, v: array<vec4<u32>, LOADS_A + LOADS_B>) {
+  for (var i = 0u; i < LOADS_A; i++) {
     let index = t + i * WORKGROUP_SIZE;
-    let word = (index / 4u) * ROW_WORDS + (index % 4u) * 4u;
-    for (var j = 0u; j < 4u; j++) {
-      stage[buffer * BUFFER_WORDS + word + j] = stageWord(v[i][j]);
-      stage[buffer * BUFFER_WORDS + TILE_WORDS + word + j] = stageWord(v[LOADS + i][j]);
+    if (index < PIECES_A) {
+      let word = buffer * BUFFER_WORDS + (index / PIECES) * ROW_WORDS + (index % PIECES) * 4u;
+      for (var j = 0u; j < 4u; j++) {
+        stage[word + j] = stageWord(v[i][j]);
+      }
+    }
+  }
+  for (var i = 0u; i < LOADS_B; i++) {
+    let index = t + i * WORKGROUP_SIZE;
+    if (index < PIECES_B) {
+      let word = buffer * BUFFER_WORDS + LHS_WORDS + (index / PIECES) * ROW_WORDS + (index % PIECES) * 4u;
+      for (var j = 0u; j < 4u; j++) {
+        stage[word + j] = stageWord(v[LOADS_A + i][j]);
+      }
     }
   }
 }
@@ -59,15 +99,17 @@ fn sgmat(
   @builtin(local_invocation_index) t: u32,
   @builtin(subgroup_id) sg: u32,
 ) {
-  let o = tileOrigin(wid, nwg, 64u, 64u);
+  let o = tileOrigin(wid, nwg, TILE_M, TILE_N);
   if (!o.live) {
     return;
   }
   let rowBase = o.rowBase;
   let colBase = o.colBase;
-  let fm = (sg / 2u) * 32u; // this subgroup's quarter of the tile
-  let fn_ = (sg % 2u) * 32u;
-  let steps = tile.depthWords * 4u / KSTEP;
+  let band = sg / SG_COLS;
+  let fm = band * SUB_M; // this subgroup's block of the tile
+  let fn_ = (sg % SG_COLS) * SUB_N;
+  let depthBytes = tile.depthWords * 4u;
+  let steps = (depthBytes + KSTEP - 1u) / KSTEP;
 
   var acc: array<ResultFragment, FRAGS_M * FRAGS_N>;
   for (var f = 0u; f < FRAGS_M * FRAGS_N; f++) {
@@ -77,14 +119,14 @@ fn sgmat(
   storeStep(t, 0u, loadStep(t, rowBase, colBase, 0u));
   workgroupBarrier();
   for (var kt = 0u; kt < steps; kt++) {
-    let current = kt % 2u;
+    let current = kt % BUFFERS;
     let more = kt + 1u < steps;
-    var next: array<vec4<u32>, 2u * LOADS>;
+    var next: array<vec4<u32>, LOADS_A + LOADS_B>;
     if (more) {
       next = loadStep(t, rowBase, colBase, kt + 1u);
     }
     let lhsBase = current * BUFFER_WORDS * 4u; // byte offsets into `stage`
-    let rhsBase = lhsBase + TILE_WORDS * 4u;
+    let rhsBase = lhsBase + LHS_WORDS * 4u;
     for (var kk = 0u; kk < KSTEP; kk += FRAG_K) {
       var a: array<LeftFragment, FRAGS_M>;
       for (var i = 0u; i < FRAGS_M; i++) {
@@ -97,36 +139,48 @@ fn sgmat(
         }
       }
     }
+    if (BUFFERS == 1u) {
+      workgroupBarrier(); // one buffer: every subgroup is done reading it before it is refilled
+    }
     if (more) {
-      storeStep(t, 1u - current, next);
+      storeStep(t, (kt + 1u) % BUFFERS, next);
     }
     workgroupBarrier();
   }
 
-  // The 64 x 64 sums through workgroup memory, then 4 x 4 blocks to the epilogue.
-  for (var i = 0u; i < FRAGS_M; i++) {
-    for (var j = 0u; j < FRAGS_N; j++) {
-      subgroupMatrixStore(&stage, (fm + i * FRAG_M) * OUT_STRIDE + fn_ + j * FRAG_N, acc[i * FRAGS_N + j], false, OUT_STRIDE);
+  // The sums through workgroup memory, OUT_ROWS rows per pass, then 4 x 4 blocks to the epilogue.
+  for (var outPass = 0u; outPass < SG_ROWS / OUT_BANDS; outPass++) {
+    if (outPass > 0u) {
+      workgroupBarrier(); // the previous pass's blocks are read
     }
-  }
-  workgroupBarrier();
-  let depthBytes = tile.depthWords * 4u;
-  for (var i = 0u; i < LOADS; i++) {
-    let block = t + i * WORKGROUP_SIZE; // 16 x 16 blocks of 4 x 4
-    let r0 = (block / 16u) * 4u;
-    let n0 = (block % 16u) * 4u;
-    let m = tile.bandM + rowBase + r0;
-    let n = tile.bandN + colBase + n0;
-    var raw: array<vec4<u32>, 4>;
-    for (var r = 0u; r < 4u; r++) {
-      let w = (r0 + r) * OUT_STRIDE + n0;
-      raw[r] = bitcast<vec4<u32>>(vec4<StageWord>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]));
-      if (SIGNED_FRAGMENTS) {
-        // sum (a - 128)(b - 128) over the padded depth = raw - 128 rowSum - 128 colSum + 16384 depth (mod 2^32).
-        let colSum = bitcast<vec4<u32>>(vec4<i32>(colSums[n], colSums[n + 1u], colSums[n + 2u], colSums[n + 3u]));
-        raw[r] += 128u * (bitcast<u32>(rowSums[m + r]) + colSum) - 16384u * depthBytes;
+    if (band / OUT_BANDS == outPass) {
+      let r = fm - outPass * OUT_ROWS;
+      for (var i = 0u; i < FRAGS_M; i++) {
+        for (var j = 0u; j < FRAGS_N; j++) {
+          subgroupMatrixStore(&stage, (r + i * FRAG_M) * OUT_STRIDE + fn_ + j * FRAG_N, acc[i * FRAGS_N + j], false, OUT_STRIDE);
+        }
       }
     }
-    storeBlock(raw, m, n);
+    workgroupBarrier();
+    for (var i = 0u; i < OUT_LOADS; i++) {
+      let block = t + i * WORKGROUP_SIZE; // (OUT_ROWS / 4) x (TILE_N / 4) blocks of 4 x 4
+      if (block < OUT_BLOCKS) {
+        let r0 = (block / (TILE_N / 4u)) * 4u;
+        let n0 = (block % (TILE_N / 4u)) * 4u;
+        let m = tile.bandM + rowBase + outPass * OUT_ROWS + r0;
+        let n = tile.bandN + colBase + n0;
+        var raw: array<vec4<u32>, 4>;
+        for (var r = 0u; r < 4u; r++) {
+          let w = (r0 + r) * OUT_STRIDE + n0;
+          raw[r] = bitcast<vec4<u32>>(vec4<StageWord>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]));
+          if (SIGNED_FRAGMENTS) {
+            // sum (a - 128)(b - 128) over the padded depth = raw - 128 rowSum - 128 colSum + 16384 depth (mod 2^32).
+            let colSum = bitcast<vec4<u32>>(vec4<i32>(colSums[n], colSums[n + 1u], colSums[n + 2u], colSums[n + 3u]));
+            raw[r] += 128u * (bitcast<u32>(rowSums[m + r]) + colSum) - 16384u * depthBytes;
+          }
+        }
+        storeBlock(raw, m, n);
+      }
+    }
   }
 }

@@ -1,0 +1,61 @@
+#!/bin/sh
+# One command on a bare GPU machine (Linux, NVIDIA driver, no Node, no Vulkan loader), from the payload of
+# `npm run bench:device-pack` (dist/, .device/, .gl/; bench/README.md "On a GPU machine"): unpacks Node,
+# dawn.node, onnxruntime-node and the Vulkan loader; starts clocks.csv (nvidia-smi, every 250 ms); runs
+# `qgemm verify` (every kernel exact, or the run stops), `qgemm tune` (200 s of budget, about 4 minutes
+# with the verification of its winners; the table it writes serves the bench through --tuning), then the
+# bench twice (squares, decode, the conv layers; `resident`; qgemm, tfjs f32, onnxruntime's
+# MatMulNBits-8), so the spread between passes is known; and prints a short table last
+# (bench/device-summary.mjs). Everything it writes goes under $OUT (8 files: verify.json, tune.json,
+# tuning.json, bench1.json, bench2.json, clocks.csv, gpu.csv, run.log). Each stage has its own time
+# limit (90 + 240 + 2 x 95 s, and about 15 s to unpack), so the whole run ends within 9 minutes.
+#   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
+set -u
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to a folder for the results}"
+mkdir -p "$OUT"
+LOG=$OUT/run.log
+: > "$LOG"
+say() { echo "device-run: $*" | tee -a "$LOG"; }
+T0=$(date +%s)
+stage() { say "$1 at $(( $(date +%s) - T0 )) s"; }
+
+stage "unpack"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+N=/tmp/node
+xz -dc .device/node.xz > $N && chmod +x $N
+xz -dc .device/dawn.node.xz > /tmp/dawn.node
+[ -f .device/ort.tar.xz ] && tar -xJf .device/ort.tar.xz
+export QGEMM_DAWN_NODE=/tmp/dawn.node
+
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv > "$OUT/gpu.csv" 2>> "$LOG"
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 250 > "$OUT/clocks.csv" 2>> "$LOG" &
+SMI=$!
+
+stage "verify"
+timeout 90 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
+V=$?
+say "verify exit $V"
+if [ "$V" -ne 0 ]; then kill "$SMI"; say "verify failed: no tuning, no bench (see verify.json)"; exit 1; fi
+
+stage "tune"
+timeout 240 $N bin/qgemm.mjs tune --backend webgpu --budget 200s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
+say "tune exit $?"
+TUNING=""
+[ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
+
+SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64
+for pass in 1 2; do
+  stage "bench pass $pass"
+  # shellcheck disable=SC2086
+  timeout 95 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
+    --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 80 $TUNING \
+    --no-save --json "$OUT/bench$pass.json" 2>&1 | grep -v 'deprecated builtin' >> "$LOG"
+  say "bench pass $pass done"
+done
+kill "$SMI" 2>/dev/null
+stage "done"
+$N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" | tee -a "$LOG"

@@ -1,0 +1,44 @@
+// The short table that bench/device-run.sh prints last: per shape, qgemm's GPU time (`resident`, the
+// median) in each of the two bench passes, their spread, the kernel that ran, the TOPS of the better
+// pass, and the peers' GPU times (tfjs f32, onnxruntime MatMulNBits-8) from the same passes. Plain Node,
+// no dependencies (it runs on the bare GPU machine). Usage: node device-summary.mjs pass1.json pass2.json
+import { readFileSync } from 'node:fs';
+
+const passes = process.argv.slice(2).map((f) => {
+  try {
+    return JSON.parse(readFileSync(f, 'utf8'));
+  } catch {
+    return { runs: [] };
+  }
+});
+const key = (r) =>
+  r.conv ? `conv ${r.m}x${r.n}x${r.k} (${r.conv.height}x${r.conv.width}x${r.conv.channels} s${r.conv.stride})` : `${r.m}x${r.n}x${r.k}`;
+const rows = new Map();
+for (const [i, p] of passes.entries()) {
+  for (const r of p.runs ?? []) {
+    if (r.mode !== 'resident' || r.runtime !== 'node' || (r.rhsBits ?? 8) !== 8) continue;
+    const k = key(r);
+    if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernel: '', tfjs: [], ort: [] });
+    const row = rows.get(k);
+    const ms = r.gpuMedianMs ?? null;
+    if (r.impl === 'qgemm' && r.backend === 'webgpu') {
+      row.q[i] = ms;
+      row.kernel = r.kernel ?? row.kernel;
+    } else if (r.impl === 'tfjs-webgpu-f32') row.tfjs[i] = ms;
+    else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort[i] = ms;
+  }
+}
+const f = (x) => (x === null || x === undefined ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
+const best = (xs) => {
+  const v = xs.filter((x) => typeof x === 'number');
+  return v.length ? Math.min(...v) : null;
+};
+const lines = ['shape | qgemm ms pass1 | pass2 | spread | kernel | TOPS | tfjs f32 ms | ort nbits8 ms'];
+for (const [k, r] of rows) {
+  const [a, b] = r.q;
+  const spread = typeof a === 'number' && typeof b === 'number' ? `${((100 * Math.abs(a - b)) / Math.min(a, b)).toFixed(0)}%` : '-';
+  const q = best(r.q);
+  const tops = q ? (r.ops / (q * 1e-3) / 1e12).toFixed(1) : '-';
+  lines.push([k, f(a), f(b), spread, r.kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
+}
+console.log(lines.join('\n'));

@@ -1,0 +1,90 @@
+// `qgemm tune` and the CLI's `--tuning FILE`: the command line around the tuner (src/tune.ts) and the
+// tuning tables it writes (src/kernels/tuning.ts). `qgemm tune --budget 30s --out table.json` sweeps the
+// kernel configurations on the WebGPU adapter, prints one line per measured configuration on stderr and a
+// summary table on stdout, and writes the table atomically (nothing is written when the run fails);
+// `--tuning FILE` (gemm, run, info) reads a table back for the context. Bad input is an InputError naming
+// the flag: a budget of 0 or one that does not parse, an unknown shape class, a file that is not a
+// tuning table, a table of another adapter.
+
+import { resolve } from 'node:path';
+import { InputError } from '../errors.ts';
+import { parseTuningTable, SHAPE_CLASSES, type TuningTable } from '../kernels/tuning.ts';
+import { tune } from '../tune.ts';
+import { MemoryBudget } from './budget.ts';
+import { checkOut, InputFiles, writeAtomic } from './files.ts';
+import { parseStrictJson } from './json.ts';
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** '30s', '5m', '1.5m', '90' (seconds), '1h' -> milliseconds; above 0, or an InputError naming `field`. */
+export function parseBudget(field: string, text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
+  if (!m) throw new InputError(field, `expected a time such as 30s, 5m or 90 (seconds), got ${JSON.stringify(text.slice(0, 40))}`);
+  const ms = Number(m[1]) * UNITS[m[2] ?? 's'];
+  if (!(ms > 0)) throw new InputError(field, `expected a time above 0, got ${JSON.stringify(text)}`);
+  return ms;
+}
+
+/** --classes square,decode -> the list; an unknown class is an InputError naming --classes. */
+export function parseClasses(field: string, text: string): string[] {
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const c of list) {
+    if (!SHAPE_CLASSES.includes(c as (typeof SHAPE_CLASSES)[number])) {
+      throw new InputError(field, `unknown shape class ${JSON.stringify(c.slice(0, 40))}; known: ${SHAPE_CLASSES.join(', ')}`);
+    }
+  }
+  if (!list.length) throw new InputError(field, `expected one or more of ${SHAPE_CLASSES.join(', ')}`);
+  return list;
+}
+
+/** Reads and checks a tuning table file (--tuning FILE): malformed JSON or schema name the flag. */
+export function readTuningFile(field: string, path: string): { tuning: TuningTable; tuningName: string } {
+  const files = new InputFiles(new MemoryBudget(64 * 2 ** 20));
+  const text = files.readText(field, resolve(path), 16 * 2 ** 20);
+  return { tuning: parseTuningTable(parseStrictJson(text, field), field), tuningName: path };
+}
+
+export interface TuneCliOptions {
+  backend: string;
+  budget?: string;
+  classes?: string;
+  out: string;
+  json?: boolean;
+}
+
+/** `qgemm tune`. */
+export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err(t: string): void }): Promise<void> {
+  if (o.backend !== 'webgpu') throw new InputError('--backend', 'tune measures GPU kernels: use --backend webgpu');
+  const budgetMs = o.budget === undefined ? undefined : parseBudget('--budget', o.budget);
+  const classes = o.classes === undefined ? undefined : parseClasses('--classes', o.classes);
+  const files = new InputFiles(new MemoryBudget(1));
+  const out = checkOut('--out', resolve(o.out), files); // before the sweep: a bad path fails in a second
+  const report = await tune({ budgetMs, classes, onProgress: (line) => io.err(`qgemm tune: ${line}\n`) });
+  writeAtomic('--out', out, new TextEncoder().encode(`${JSON.stringify(report.table, null, 2)}\n`), files);
+  if (o.json) {
+    io.out(`${JSON.stringify(report, null, 2)}\n`);
+    return;
+  }
+  const lines = [`tuned on ${report.device}: ${report.table.entries.length} entries -> ${o.out}`];
+  lines.push('class  | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms');
+  for (const e of report.table.entries) {
+    const shape = `${e.shape.M}x${e.shape.N}x${e.shape.K}`;
+    lines.push(
+      [
+        e.class.padEnd(6),
+        shape.padEnd(16),
+        (e.id ?? '').padEnd(30),
+        (e.gpuMs ?? 0).toFixed(4).padStart(9),
+        `${(100 * (e.cv ?? 0)).toFixed(1)}%`.padStart(5),
+        (e.rulesId ?? '').padEnd(22),
+        e.rulesMs === undefined ? '-' : e.rulesMs.toFixed(4),
+      ].join(' | '),
+    );
+  }
+  for (const r of report.refused) lines.push(`refused ${r.id} (failed verification: ${r.detail}); the rules serve its shapes`);
+  lines.push(`sweep ${(report.sweepMs / 1000).toFixed(1)} s, verification ${(report.verifyMs / 1000).toFixed(1)} s`);
+  io.out(`${lines.join('\n')}\n`);
+}

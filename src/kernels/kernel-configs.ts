@@ -1,0 +1,168 @@
+// Kernel configurations as data (the GEMM stage of pack -> gemm -> output): each tunable kernel family
+// (the subgroup-matrix tilings of ./sgmat/config.ts, the dot4-tiled and dot4-wide tilings) and every kernel
+// of the registry as it is, named by a small JSON object that a tuning table stores (./tuning.ts) and the
+// tuner sweeps (src/tune.ts). `kernelOf` turns a configuration into the GPU kernel, with an id that names
+// it ('sgmat-128x128-w4x2-k64-b2'; the registry's own id where the configuration is its default), and
+// `candidateConfigs` lists what an adapter can run, the registry's defaults first. This module sits beside
+// the registry (./registry.ts), which never imports it: the registry only receives a tuned choice.
+
+import { InputError } from '../errors.ts';
+import type { AdapterCaps } from '../gpu/caps.ts';
+import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
+import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
+import { GPU_KERNELS } from './registry.ts';
+import { bestConfig, sgmatTilings, tilingProblem } from './sgmat/config.ts';
+import { sgmatTiledKernel } from './sgmat/kernel.ts';
+import type { GpuGemmKernel } from './types.ts';
+
+/** A kernel of the registry as it is (gemv, split-K, or any other id of GPU_KERNELS). */
+export interface RegistryKernelConfig {
+  family: 'registry';
+  id: string;
+}
+/** The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration). */
+export interface SgmatKernelConfig {
+  family: 'sgmat';
+  tileM: number;
+  tileN: number;
+  sgRows: number;
+  sgCols: number;
+  kStep: number;
+  buffers: 1 | 2;
+}
+/** The dot4-tiled kernel: 4 x 4 per invocation, 32- or 64-tiles, tileKW packed words per k step. */
+export interface Dot4TiledKernelConfig {
+  family: 'dot4-tiled';
+  dot4: 'native' | 'emulated';
+  tileM: 32 | 64;
+  tileN: 32 | 64;
+  tileKW: 4 | 8 | 16;
+}
+/** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage. */
+export interface Dot4WideKernelConfig {
+  family: 'dot4-wide';
+  dot4: 'native' | 'emulated';
+  threadsX: 8 | 16;
+  threadsY: 8 | 16;
+  tileKW: 4 | 8 | 16;
+}
+export type KernelConfig = RegistryKernelConfig | SgmatKernelConfig | Dot4TiledKernelConfig | Dot4WideKernelConfig;
+
+export const KERNEL_FAMILIES = ['registry', 'sgmat', 'dot4-tiled', 'dot4-wide'] as const;
+
+/** Families a test or an experiment adds (a kernel with a planted bug, to prove a table is refused). */
+const extraFamilies = new Map<string, (config: Record<string, unknown>) => GpuGemmKernel>();
+/** Adds a family `name` that tables may name; for tests and experiments (not part of the public API). */
+export function defineKernelFamily(name: string, make: (config: Record<string, unknown>) => GpuGemmKernel): void {
+  extraFamilies.set(name, make);
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** Checks a configuration read from JSON; an InputError names `field` and what is wrong. */
+export function parseKernelConfig(x: unknown, field: string): KernelConfig {
+  if (!isObject(x)) throw new InputError(field, 'expected an object with a "family"');
+  const one = (key: string, allowed: readonly unknown[]) => {
+    if (!allowed.includes(x[key]))
+      throw new InputError(`${field}.${key}`, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(x[key])}`);
+  };
+  if (extraFamilies.has(x.family as string)) return x as unknown as KernelConfig;
+  one('family', KERNEL_FAMILIES);
+  switch (x.family) {
+    case 'registry':
+      if (!GPU_KERNELS.some((k) => k.id === x.id))
+        one(
+          'id',
+          GPU_KERNELS.map((k) => k.id),
+        );
+      return { family: 'registry', id: x.id as string };
+    case 'sgmat': {
+      for (const [key, allowed] of [
+        ['tileM', [64, 128]],
+        ['tileN', [64, 128]],
+        ['sgRows', [2, 4]],
+        ['sgCols', [2, 4]],
+        ['kStep', [32, 64, 128]],
+        ['buffers', [1, 2]],
+      ] as const)
+        one(key, allowed);
+      const t = x as unknown as SgmatKernelConfig;
+      if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
+      return { family: 'sgmat', tileM: t.tileM, tileN: t.tileN, sgRows: t.sgRows, sgCols: t.sgCols, kStep: t.kStep, buffers: t.buffers };
+    }
+    case 'dot4-tiled':
+      one('dot4', ['native', 'emulated']);
+      one('tileM', [32, 64]);
+      one('tileN', [32, 64]);
+      one('tileKW', [4, 8, 16]);
+      return { family: 'dot4-tiled', dot4: x.dot4, tileM: x.tileM, tileN: x.tileN, tileKW: x.tileKW } as Dot4TiledKernelConfig;
+    default: {
+      one('dot4', ['native', 'emulated']);
+      one('threadsX', [8, 16]);
+      one('threadsY', [8, 16]);
+      one('tileKW', [4, 8, 16]);
+      const c = { family: 'dot4-wide', dot4: x.dot4, threadsX: x.threadsX, threadsY: x.threadsY, tileKW: x.tileKW } as Dot4WideKernelConfig;
+      const problem = dot4WideProblem(c);
+      if (problem) throw new InputError(`${field}.tileKW`, problem);
+      return c;
+    }
+  }
+}
+
+const made = new Map<string, GpuGemmKernel>();
+
+/**
+ * The GPU kernel of a configuration (one object per configuration: its pipelines are cached by id). A
+ * tuned kernel is self-tested on the device before its first use, like the registry's subgroup-matrix
+ * kernel: one that fails is disabled there, with a warning, and the registry's rules choose instead.
+ */
+export function kernelOf(c: KernelConfig): GpuGemmKernel {
+  const key = JSON.stringify(c);
+  let k = made.get(key);
+  if (k) return k;
+  const extra = extraFamilies.get(c.family);
+  if (extra) k = extra(c as unknown as Record<string, unknown>);
+  else if (c.family === 'registry') {
+    const found = GPU_KERNELS.find((x) => x.id === c.id);
+    if (!found) throw new InputError('kernel.id', `unknown kernel ${c.id}`);
+    k = found;
+  } else if (c.family === 'sgmat') k = sgmatTiledKernel(c);
+  else if (c.family === 'dot4-tiled') k = dot4TiledKernel(64, c.dot4, c);
+  else k = dot4WideKernel(c.dot4, c);
+  k = { ...k, needsSelfTest: true };
+  made.set(key, k);
+  return k;
+}
+
+/**
+ * Every configuration this adapter can run, the registry's own kernels first (each as it is), then the
+ * tunable families: subgroup-matrix tilings (where the adapter has them), dot4-wide, dot4-tiled.
+ */
+export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
+  const dot4 = caps.dot4 ? 'native' : 'emulated';
+  const out: KernelConfig[] = GPU_KERNELS.filter((k) => !k.id.endsWith('-emulated') || !caps.dot4).map((k) => ({
+    family: 'registry' as const,
+    id: k.id,
+  }));
+  const best = bestConfig(caps);
+  if (best) {
+    for (const t of sgmatTilings(best, caps.limits).slice(1)) {
+      if (!tilingProblem(best, t, caps.limits)) out.push({ family: 'sgmat', ...t });
+    }
+  }
+  for (const threadsX of [16, 8] as const)
+    for (const threadsY of [16, 8] as const)
+      for (const tileKW of [8, 16, 4] as const) {
+        const c: Dot4WideKernelConfig = { family: 'dot4-wide', dot4, threadsX, threadsY, tileKW };
+        const same =
+          threadsX === DOT4_WIDE_DEFAULT.threadsX && threadsY === DOT4_WIDE_DEFAULT.threadsY && tileKW === DOT4_WIDE_DEFAULT.tileKW;
+        if (!same && !dot4WideProblem(c)) out.push(c);
+      }
+  for (const tileM of [64, 32] as const)
+    for (const tileN of [64, 32] as const)
+      for (const tileKW of [16, 8, 4] as const) {
+        if (tileM === tileN && tileKW === 16) continue; // the registry's dot4-64x64 and dot4-32x32
+        out.push({ family: 'dot4-tiled', dot4, tileM, tileN, tileKW });
+      }
+  return out;
+}

@@ -1,0 +1,172 @@
+// Tuning tables (the GEMM stage of pack -> gemm -> output): which kernel configuration (./kernel-configs.ts)
+// measured fastest on one adapter, per measured shape, written by the tuner (src/tune.ts, `qgemm tune`)
+// and read here. A table is keyed by its adapter (vendor, architecture, device; the driver's description
+// is recorded beside them). The registry (./registry.ts) takes a table's choice before its own rules,
+// in this order: a table committed under ./tuned/ (one JSON per GPU) for a matching adapter, else a table
+// the user passes (GpuContext.create({ tuning }), `--tuning FILE`), else no table (the rules). An entry
+// serves the shapes within a factor of 2 of its measured M, N and K (the nearest entry wins), 8-bit rhs
+// only (4-bit weights keep the rules' nibble kernels). Every tuned kernel is self-tested on the device
+// before its first use; one that fails is disabled with a warning and the rules serve that shape.
+
+import { InputError } from '../errors.ts';
+import type { AdapterSummary } from '../gpu/adapter.ts';
+import type { GemmShape } from '../gpu/plan.ts';
+import { type KernelConfig, kernelOf, parseKernelConfig } from './kernel-configs.ts';
+import type { GpuGemmKernel } from './types.ts';
+
+export const TUNING_FORMAT = 'qgemm-tuning-1';
+/** The shape classes a table's entries belong to (what `qgemm tune --classes` accepts). */
+export const SHAPE_CLASSES = ['square', 'decode', 'conv'] as const;
+export type ShapeClass = (typeof SHAPE_CLASSES)[number];
+
+/** The adapter a table was measured on. */
+export interface TuningAdapter {
+  vendor: string;
+  architecture: string;
+  device: string;
+  /** The driver's description (recorded; a table still serves the same GPU under another driver). */
+  description: string;
+}
+
+/** One measured shape: the winning configuration, its GPU time, and the registry rules' for comparison. */
+export interface TuningEntry {
+  class: ShapeClass;
+  shape: { M: number; N: number; K: number };
+  kernel: KernelConfig;
+  /** The winner's kernel id (informative: `kernel` is what is read). */
+  id?: string;
+  /** Median GPU time per call (ms) and its coefficient of variation over the batches. */
+  gpuMs?: number;
+  cv?: number;
+  /** The kernel the rules choose for this shape and its median GPU time, measured in the same sweep. */
+  rulesId?: string;
+  rulesMs?: number;
+  /** Configurations measured for this shape. */
+  tried?: number;
+}
+
+export interface TuningTable {
+  format: typeof TUNING_FORMAT;
+  adapter: TuningAdapter;
+  /** ISO date of the sweep. */
+  created?: string;
+  /** How it was measured (free text: warm-up, batches, operand sets, timer). */
+  method?: string;
+  entries: TuningEntry[];
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const shown = (x: unknown) => {
+  const s = JSON.stringify(x) ?? String(x);
+  return s.length > 60 ? `${s.slice(0, 60)}...` : s;
+};
+
+/** Checks a table read from JSON; an InputError names the field (`${field}.entries[2].kernel.tileM`). */
+export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
+  if (!isObject(x)) throw new InputError(field, `expected a tuning table (a JSON object), got ${shown(x)}`);
+  if (x.format !== TUNING_FORMAT) throw new InputError(`${field}.format`, `expected "${TUNING_FORMAT}", got ${shown(x.format)}`);
+  const a = x.adapter;
+  if (!isObject(a)) throw new InputError(`${field}.adapter`, `expected an object, got ${shown(a)}`);
+  for (const key of ['vendor', 'architecture', 'device', 'description']) {
+    if (typeof a[key] !== 'string') throw new InputError(`${field}.adapter.${key}`, `expected a string, got ${shown(a[key])}`);
+  }
+  if (!Array.isArray(x.entries)) throw new InputError(`${field}.entries`, `expected an array, got ${shown(x.entries)}`);
+  const entries = x.entries.map((e: unknown, i: number): TuningEntry => {
+    const f = `${field}.entries[${i}]`;
+    if (!isObject(e)) throw new InputError(f, `expected an object, got ${shown(e)}`);
+    if (!SHAPE_CLASSES.includes(e.class as ShapeClass)) {
+      throw new InputError(`${f}.class`, `unknown shape class ${shown(e.class)}; known: ${SHAPE_CLASSES.join(', ')}`);
+    }
+    const s = e.shape;
+    if (!isObject(s)) throw new InputError(`${f}.shape`, `expected { M, N, K }, got ${shown(s)}`);
+    for (const d of ['M', 'N', 'K']) {
+      if (!Number.isSafeInteger(s[d]) || (s[d] as number) < 1)
+        throw new InputError(`${f}.shape.${d}`, `expected a positive integer, got ${shown(s[d])}`);
+    }
+    for (const key of ['gpuMs', 'cv', 'rulesMs', 'tried']) {
+      if (e[key] !== undefined && !(typeof e[key] === 'number' && Number.isFinite(e[key]) && (e[key] as number) >= 0)) {
+        throw new InputError(`${f}.${key}`, `expected a non-negative number, got ${shown(e[key])}`);
+      }
+    }
+    return { ...(e as unknown as TuningEntry), kernel: parseKernelConfig(e.kernel, `${f}.kernel`) };
+  });
+  return { ...(x as unknown as TuningTable), entries };
+}
+
+/** The adapter fields a table is keyed by. */
+export function tuningAdapter(s: Pick<AdapterSummary, 'vendor' | 'architecture' | 'device' | 'description'>): TuningAdapter {
+  return { vendor: s.vendor, architecture: s.architecture, device: s.device, description: s.description };
+}
+
+/** Whether table t was measured on adapter s (vendor, architecture and device; any driver). */
+export function tableMatches(t: TuningTable, s: TuningAdapter): boolean {
+  return t.adapter.vendor === s.vendor && t.adapter.architecture === s.architecture && t.adapter.device === s.device;
+}
+
+const adapterName = (a: TuningAdapter) => [a.vendor, a.architecture, a.device].filter(Boolean).join(' / ') || 'an unnamed adapter';
+
+/** The tables committed with the library (./tuned/*.json), by file name; each is checked when loaded. */
+const COMMITTED: Record<string, unknown> = import.meta.glob('./tuned/*.json', { eager: true, import: 'default' });
+
+/** Which table serves a device: where it came from, its name, and the kernel choice it makes. */
+export interface TuningChoice {
+  source: 'committed' | 'user' | 'rules';
+  /** The committed file's name, the user's label (a CLI path), or '' for the rules. */
+  name: string;
+  table: TuningTable | null;
+  /** The table's kernel for a shape, or null where no entry serves it (the rules choose). */
+  kernelFor(shape: GemmShape): GpuGemmKernel | null;
+  /** Every kernel the table names (the self-test and `force` reach them by id). */
+  readonly kernels: readonly GpuGemmKernel[];
+}
+
+/** The kernel of table t's nearest entry within a factor of 2 in M, N and K, or null. */
+export function tunedKernel(t: TuningTable, shape: GemmShape): GpuGemmKernel | null {
+  if ((shape.bitDepth?.rhs ?? 8) < 8) return null;
+  let best: TuningEntry | null = null;
+  let bestDistance = Infinity;
+  for (const e of t.entries) {
+    const d = [e.shape.M / shape.M, e.shape.N / shape.N, e.shape.K / shape.K].map((r) => Math.abs(Math.log2(r)));
+    if (d.some((x) => x > 1)) continue;
+    const distance = d[0] + d[1] + d[2];
+    if (distance < bestDistance) [best, bestDistance] = [e, distance];
+  }
+  return best ? kernelOf(best.kernel) : null;
+}
+
+/**
+ * The table for adapter s: a committed one that matches it, else `user` (checked: an InputError names the
+ * field of a malformed table, or `tuning.adapter` for a table of another adapter), else none.
+ */
+export function resolveTuning(
+  s: TuningAdapter,
+  user?: { table: unknown; name?: string },
+  opts: { committed?: Record<string, unknown>; warn?: (message: string) => void } = {},
+): TuningChoice {
+  const parsedUser = user ? parseTuningTable(user.table, 'tuning') : null;
+  if (parsedUser && !tableMatches(parsedUser, s)) {
+    throw new InputError(
+      'tuning.adapter',
+      `the table was measured on ${adapterName(parsedUser.adapter)}, this adapter is ${adapterName(s)}`,
+    );
+  }
+  for (const [path, json] of Object.entries(opts.committed ?? COMMITTED)) {
+    const table = parseTuningTable(json, path);
+    if (!tableMatches(table, s)) continue;
+    if (parsedUser) opts.warn?.(`qgemm: tuning: the committed table ${path} serves this adapter; the table passed is not used`);
+    return choice('committed', path.replace(/^.*\//, ''), table);
+  }
+  return parsedUser ? choice('user', user?.name ?? 'the table passed', parsedUser) : choice('rules', '', null);
+}
+
+function choice(source: TuningChoice['source'], name: string, table: TuningTable | null): TuningChoice {
+  const kernels = table ? [...new Map(table.entries.map((e) => kernelOf(e.kernel)).map((k) => [k.id, k])).values()] : [];
+  return { source, name, table, kernels, kernelFor: (shape) => (table ? tunedKernel(table, shape) : null) };
+}
+
+/** One line for `qgemm info` and logs: which table serves, or the rules. */
+export function describeTuning(c: Pick<TuningChoice, 'source' | 'name' | 'table'>): string {
+  if (!c.table) return "none (the registry's rules)";
+  const what = c.source === 'committed' ? `committed table ${c.name}` : `table ${c.name}`;
+  return `${what}, ${c.table.entries.length} entries${c.table.created ? `, tuned ${c.table.created.slice(0, 10)}` : ''}`;
+}

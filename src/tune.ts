@@ -1,0 +1,303 @@
+// `qgemm tune` and tune(): the kernel tuner. On the user's adapter it sweeps kernel configurations
+// (src/kernels/kernel-configs.ts: the registry's kernels as they are, the subgroup-matrix tilings, the dot4
+// tilings) over the shapes of each shape class (squares; decode at M = 1, 16, 128; the benchmark suite's
+// convolution layers as GEMMs) within a time budget, measures each pack -> gemm -> output call's GPU time,
+// checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
+// tuning table keyed by the adapter (src/kernels/tuning.ts) that GpuContext.create({ tuning }) and
+// `--tuning FILE` take.
+//
+// Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
+// packed and multiplied, the uint8 result left on the GPU), rotating among OPERAND_SETS operand sets so
+// that no cache holds one set; a warm-up of at least WARMUP_MS of back-to-back calls (clocks rise,
+// pipelines compile); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
+// as the shape's share of the budget allows; the median of the batches' per-call times and their
+// coefficient of variation. GPU time comes from timestamp queries; an adapter without them is timed by
+// wall clock (the table's `method` says which). The rules' own kernel is measured first at every shape,
+// so each entry carries the comparison. The sweep takes SWEEP_SHARE of the budget; the winners'
+// verification follows and always finishes (a winner that fails is dropped: the rules serve that shape).
+
+import { InputError } from './errors.ts';
+import { acquireDevice } from './gpu/acquire.ts';
+import { describeAdapter } from './gpu/adapter.ts';
+import type { AdapterCaps } from './gpu/caps.ts';
+import type { GemmShape } from './gpu/plan.ts';
+import { candidateConfigs, type KernelConfig, kernelOf } from './kernels/kernel-configs.ts';
+import { GPU_KERNELS, selectGemmKernel } from './kernels/registry.ts';
+import { SHAPE_CLASSES, type ShapeClass, TUNING_FORMAT, type TuningEntry, type TuningTable, tuningAdapter } from './kernels/tuning.ts';
+import type { GpuGemmKernel } from './kernels/types.ts';
+import { createGpuContextWith, GpuContext, type GpuGemmProblem } from './scheduler/context.ts';
+import type { OutputStage } from './types.ts';
+import { verifyGpuKernel, verifyProblems } from './verify.ts';
+
+export const DEFAULT_BUDGET_MS = 5 * 60_000;
+const WARMUP_MS = 500;
+const BATCH_MS = 10;
+const MIN_BATCHES = 5;
+const MAX_BATCHES = 15;
+const OPERAND_SETS = 3;
+const SWEEP_SHARE = 0.8;
+
+type Mnk = [number, number, number];
+/** The shapes of each class on a hardware adapter: the benchmark's squares, decode steps and conv layers. */
+const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
+  square: [256, 512, 1024, 2048, 4096].map((s): Mnk => [s, s, s]),
+  decode: [
+    [1, 4096, 4096],
+    [16, 1024, 1024],
+    [128, 1024, 1024],
+    [128, 4096, 4096],
+  ],
+  // conv56x56x64-k3x3-s1-o64 and conv112x112x32-k3x3-s2-o64 (bench/shapes.ts CONV_LAYERS) as GEMMs.
+  conv: [
+    [3136, 64, 576],
+    [3136, 64, 288],
+  ],
+};
+/** On a software adapter (a CPU emulation, thousands of times slower), the same classes at small sizes. */
+const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
+  square: [[128, 128, 128]],
+  decode: [
+    [1, 256, 256],
+    [16, 256, 256],
+  ],
+  conv: [[196, 32, 288]],
+};
+
+const PIPELINE: OutputStage[] = [
+  { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 12, offsetAfterShift: 128 },
+  { type: 'saturatingCast', to: 'uint8' },
+];
+
+export interface TuneOptions {
+  /** Time budget in milliseconds (default 5 minutes); more than 0. */
+  budgetMs?: number;
+  /** Shape classes to sweep (default all: square, decode, conv). */
+  classes?: readonly string[];
+  /** Run on this device instead of acquiring one. */
+  device?: GPUDevice;
+  /** Progress lines (one per measured configuration, one per verified winner). */
+  onProgress?: (line: string) => void;
+  /** At most this many configurations per shape, the rules' kernel included (default: as the budget allows). */
+  maxCandidates?: number;
+}
+
+export interface TuneReport {
+  table: TuningTable;
+  /** The adapter, in one line. */
+  device: string;
+  /** Winners that failed verification (their shapes are left to the rules). */
+  refused: { id: string; detail: string }[];
+  /** Wall time of the sweep and of the verification. */
+  sweepMs: number;
+  verifyMs: number;
+}
+
+/** Checks the options; an InputError names the field as the caller wrote it. */
+function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[] } {
+  const budgetMs = o.budgetMs ?? DEFAULT_BUDGET_MS;
+  if (typeof budgetMs !== 'number' || !Number.isFinite(budgetMs) || budgetMs <= 0) {
+    throw new InputError('budgetMs', `expected a time in milliseconds above 0, got ${String(budgetMs)}`);
+  }
+  const classes = [...(o.classes ?? SHAPE_CLASSES)];
+  for (const c of classes) {
+    if (!SHAPE_CLASSES.includes(c as ShapeClass)) {
+      throw new InputError('classes', `unknown shape class ${JSON.stringify(c)}; known: ${SHAPE_CLASSES.join(', ')}`);
+    }
+  }
+  if (!classes.length) throw new InputError('classes', 'expected at least one shape class');
+  return { budgetMs, classes: classes as ShapeClass[] };
+}
+
+/** Deterministic bytes for operand set `seed` (an LCG), never all zeros. */
+function bytes(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
+  let s = (seed * 2654435761) >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s >>> 24;
+  }
+  return out;
+}
+
+/** Median and coefficient of variation of samples. */
+function stats(xs: number[]): { median: number; cv: number } {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
+  return { median, cv: mean > 0 ? sd / mean : 0 };
+}
+
+interface Measured {
+  ms: number;
+  cv: number;
+  batches: number;
+}
+
+/** One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. */
+async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk, deadline: number): Promise<Measured> {
+  const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} });
+  try {
+    const gpuTimer = ctx.caps.timestamps;
+    const sets: GpuGemmProblem[] = [];
+    for (let i = 0; i < OPERAND_SETS; i++) {
+      const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' });
+      sets.push({ lhs: { data: bytes(M * K, 2 * i + 1), rows: M, cols: K }, rhs, lhsZeroPoint: 3, rhsZeroPoint: 128, pipeline: PIPELINE });
+    }
+    let call = 0;
+    const once = async (): Promise<number> => {
+      const timing = { gpuMs: null as number | null };
+      const t0 = performance.now();
+      const dst = await ctx.gemmOnGpu(sets[call++ % OPERAND_SETS], timing);
+      const wall = performance.now() - t0;
+      ctx.releaseMatrix(dst);
+      if (ctx.lastRun.kernel !== kernel.id) throw new Error(`ran ${ctx.lastRun.kernel} instead of ${kernel.id} (failed its self-test)`);
+      return gpuTimer && timing.gpuMs !== null ? timing.gpuMs : wall;
+    };
+    const w0 = performance.now();
+    for (let n = 0; n < 2 || performance.now() - w0 < WARMUP_MS; n++) await once();
+    const batches: number[] = [];
+    while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && performance.now() < deadline)) {
+      let sum = 0;
+      let calls = 0;
+      while (sum < BATCH_MS || calls === 0) {
+        sum += await once();
+        calls++;
+      }
+      batches.push(sum / calls);
+    }
+    const s = stats(batches);
+    return { ms: s.median, cv: s.cv, batches: batches.length };
+  } finally {
+    ctx.destroy();
+  }
+}
+
+const shapeOf = ([M, N, K]: Mnk): GemmShape => ({ M, N, K, dstType: 'uint8', dstOrder: 'row-major' });
+
+/**
+ * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
+ * taken from each family in turn (registry, sgmat, dot4-wide, dot4-tiled), so a short budget still
+ * compares families; within the subgroup-matrix family, larger tiles first where the shape fills them;
+ * at M <= 128, the registry's skinny kernels (gemv, split-K) first.
+ */
+export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
+  const byFamily = new Map<string, KernelConfig[]>();
+  for (const c of candidateConfigs(caps)) {
+    const list = byFamily.get(c.family) ?? [];
+    list.push(c);
+    byFamily.set(c.family, list);
+  }
+  const big = shape.M >= 1024 && shape.N >= 1024;
+  // Few rows: the registry's skinny kernels (gemv, split-K) before its tiles.
+  const skinny = (c: KernelConfig) => (c.family === 'registry' && /^(gemv|splitk)/.test(c.id) ? 0 : 1);
+  if (shape.M <= 128) byFamily.get('registry')?.sort((a, b) => skinny(a) - skinny(b));
+  byFamily.get('sgmat')?.sort((a, b) => {
+    if (a.family !== 'sgmat' || b.family !== 'sgmat') return 0;
+    const area = (x: typeof a) => x.tileM * x.tileN;
+    return (big ? area(b) - area(a) : area(a) - area(b)) || b.buffers - a.buffers || Math.abs(a.kStep - 64) - Math.abs(b.kStep - 64);
+  });
+  const lists = [...byFamily.values()];
+  const out: GpuGemmKernel[] = [rules];
+  const seen = new Set([rules.id]);
+  for (let i = 0; lists.some((l) => i < l.length); i++) {
+    for (const l of lists) {
+      if (i >= l.length) continue;
+      // Measured without the self-test of a table's kernels: every winner is verified on the full suite after.
+      const k = { ...kernelOf(l[i]), needsSelfTest: false };
+      if (!seen.has(k.id) && k.supports(caps, shape)) {
+        seen.add(k.id);
+        out.push(k);
+      }
+    }
+  }
+  return out;
+}
+
+/** Sweeps, verifies, and returns the tuning table of this adapter. */
+export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
+  const { budgetMs, classes } = checkOptions(opts);
+  const log = opts.onProgress ?? (() => {});
+  const t0 = performance.now();
+  const acquired = await acquireDevice({ allowSoftware: true, device: opts.device });
+  const device = acquired.device;
+  try {
+    const probe = await GpuContext.create({ device });
+    const caps = probe.caps;
+    probe.destroy();
+    const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
+    const sweepEnd = t0 + budgetMs * SWEEP_SHARE;
+    const entries: (TuningEntry & { winner: GpuGemmKernel })[] = [];
+    for (const [i, [cls, mnk]] of shapes.entries()) {
+      const now = performance.now();
+      const shapeEnd = now + (sweepEnd - now) / (shapes.length - i);
+      const shape = shapeOf(mnk);
+      const rules = selectGemmKernel(caps, shape, { force: '' });
+      const list = candidates(caps, shape, rules).slice(0, opts.maxCandidates ?? Infinity);
+      let best: { kernel: GpuGemmKernel; m: Measured } | null = null;
+      let rulesMs: number | undefined;
+      let tried = 0;
+      let lastWall = 0;
+      for (const kernel of list) {
+        // The next configuration starts only where its warm-up and shortest batches fit, at the rules' speed,
+        // or as long as the last configuration took (compiling included).
+        const least = Math.max(WARMUP_MS + MIN_BATCHES * Math.max(BATCH_MS, rulesMs ?? 0), lastWall);
+        if (tried > 0 && performance.now() + least >= shapeEnd) break;
+        const c0 = performance.now();
+        try {
+          const m = await measure(device, kernel, mnk, Math.min(shapeEnd, performance.now() + (shapeEnd - performance.now()) / 2));
+          tried++;
+          if (kernel === rules) rulesMs = m.ms;
+          log(`${cls} ${mnk.join('x')}: ${kernel.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
+          if (!best || m.ms < best.m.ms) best = { kernel, m };
+          lastWall = performance.now() - c0;
+        } catch (e) {
+          log(`${cls} ${mnk.join('x')}: ${kernel.id} skipped (${(e as Error).message.split('\n')[0]})`);
+        }
+      }
+      if (!best) continue;
+      const config = candidateConfigs(caps).find((c) => kernelOf(c).id === best.kernel.id) ?? {
+        family: 'registry' as const,
+        id: best.kernel.id,
+      };
+      entries.push({
+        class: cls,
+        shape: { M: mnk[0], N: mnk[1], K: mnk[2] },
+        kernel: config,
+        id: best.kernel.id,
+        gpuMs: best.m.ms,
+        cv: best.m.cv,
+        rulesId: rules.id,
+        ...(rulesMs === undefined ? {} : { rulesMs }),
+        tried,
+        winner: best.kernel,
+      });
+    }
+    const sweepMs = performance.now() - t0;
+    // Every winner, once, bit for bit over the verify suite; a failure drops its entries.
+    const refused: TuneReport['refused'] = [];
+    const verified = new Map<string, boolean>();
+    for (const e of entries) {
+      if (verified.has(e.winner.id)) continue;
+      const row = await verifyGpuKernel(device, e.winner, verifyProblems(), { kernels: [e.winner, ...GPU_KERNELS] });
+      const ok = row.mismatches === 0 && row.problems > 0;
+      verified.set(e.winner.id, ok);
+      log(`verify ${e.winner.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
+      if (!ok) refused.push({ id: e.winner.id, detail: row.detail || 'no problem of the suite ran' });
+    }
+    const table: TuningTable = {
+      format: TUNING_FORMAT,
+      adapter: tuningAdapter(acquired.summary),
+      created: new Date().toISOString(),
+      method:
+        `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms, batches >= ${BATCH_MS} ms ` +
+        `(${MIN_BATCHES}-${MAX_BATCHES}), median and coefficient of variation of the batches; ` +
+        `${caps.timestamps ? 'GPU time (timestamp queries)' : 'wall time (no timestamp queries)'}; budget ${Math.round(budgetMs / 1000)} s`,
+      entries: entries.filter((e) => verified.get(e.winner.id)).map(({ winner: _, ...e }) => e),
+    };
+    return { table, device: describeAdapter(acquired.summary), refused, sweepMs, verifyMs: performance.now() - t0 - sweepMs };
+  } finally {
+    if (!opts.device) device.destroy();
+  }
+}

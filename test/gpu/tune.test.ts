@@ -1,0 +1,97 @@
+// GPU tier for tuning tables on SwiftShader (src/kernels/tuning.ts; the tuner itself, src/tune.ts, runs through
+// the binary in test/cli/tune-cli.test.ts): a GpuContext created with a table runs the table's kernel
+// where an entry serves the shape (exact against the reference) and the rules elsewhere; a table whose kernel
+// fails its exactness self-test is refused with a warning and the rules serve; a table of another adapter and
+// a malformed one are InputErrors before any GEMM.
+
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { InputError } from '../../src/errors.ts';
+import { bandedKernel, dot4TileLoop, tileBindings } from '../../src/kernels/banded.ts';
+import { defineKernelFamily } from '../../src/kernels/kernel-configs.ts';
+import { parseTuningTable, TUNING_FORMAT, type TuningTable, tuningAdapter } from '../../src/kernels/tuning.ts';
+import { gemmKernelSource } from '../../src/epilogue/source.ts';
+import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import { GpuContext } from '../../src/scheduler/context.ts';
+import { arbProblemOfShape } from '../support/arbitraries.ts';
+import { diffResults, formatMismatch } from '../support/compare.ts';
+import fc from 'fast-check';
+import { getGpu, releaseGpu } from './gpu-env.ts';
+
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+const gpu = await getGpu();
+afterAll(releaseGpu);
+
+describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
+  // A table of this adapter, as `qgemm tune` writes it (test/cli/tune-cli.test.ts runs the tuner itself).
+  const table: TuningTable = parseTuningTable({
+    format: TUNING_FORMAT,
+    adapter: tuningAdapter(gpu?.summary ?? { vendor: '', architecture: '', device: '', description: '' }),
+    entries: [{ class: 'square', shape: { M: 128, N: 128, K: 128 }, kernel: { family: 'registry', id: 'dot4-64x64' } }],
+  });
+
+  const problem = (M: number, N: number, K: number, seed: number) => fc.sample(arbProblemOfShape(M, N, K), { numRuns: 1, seed })[0];
+  const exact = async (ctx: GpuContext, p: ReturnType<typeof problem>, what: string) => {
+    const d = diffResults(await ctx.gemm(p), referenceGemm(p));
+    if (d) expect.fail(formatMismatch(d, what));
+  };
+
+  it("a context created with the table runs the table's kernel where an entry serves the shape, the rules elsewhere", async () => {
+    // The tuned entry, pointed at a configuration the rules never choose, so that its use shows.
+    const t: TuningTable = {
+      ...table,
+      entries: [{ ...table.entries[0], kernel: { family: 'dot4-tiled', dot4: 'native', tileM: 32, tileN: 64, tileKW: 8 } }],
+    };
+    if (!gpu!.hasDot4) (t.entries[0].kernel as { dot4: string }).dot4 = 'emulated';
+    const ctx = await GpuContext.create({ device: gpu!.device, tuning: t, tuningName: 'test table' });
+    expect([ctx.tuning.source, ctx.tuning.name]).toEqual(['user', 'test table']);
+    await exact(ctx, problem(100, 140, 90, 1), 'tuned');
+    expect(ctx.lastRun.kernel).toMatch(/^dot4-32x64-kw8/);
+    const rules = await GpuContext.create({ device: gpu!.device });
+    await exact(ctx, problem(5, 300, 70, 2), 'rules');
+    await rules.gemm(problem(5, 300, 70, 2));
+    expect(ctx.lastRun.kernel).toBe(rules.lastRun.kernel);
+    ctx.destroy();
+    rules.destroy();
+  });
+
+  it('a table whose kernel fails its self-test is refused with a warning, and the rules serve', async () => {
+    // A dot4-tiled kernel whose k loop skips the last word of every step: wrong sums.
+    const broken = gemmKernelSource(
+      [
+        tileBindings,
+        dot4TileLoop.replace('for (var kw = 0u; kw < TILE_KW; kw++)', 'for (var kw = 0u; kw + 1u < TILE_KW; kw++)'),
+        dot4Gemm,
+      ].join('\n'),
+      false,
+    );
+    defineKernelFamily('planted', () =>
+      bandedKernel({
+        id: 'planted-64x64',
+        source: broken,
+        entryPoint: 'gemm',
+        overrides: { TILE_M: 64, TILE_N: 64, TILE_KW: 16 },
+        tileM: 64,
+        tileN: 64,
+        supports: () => true,
+      }),
+    );
+    const t = { ...table, entries: [{ ...table.entries[0], kernel: { family: 'planted' } }] } as unknown as TuningTable;
+    const warnings: string[] = [];
+    const ctx = await GpuContext.create({ device: gpu!.device, tuning: t, warn: (m) => warnings.push(m) });
+    const s = table.entries[0].shape;
+    await exact(ctx, problem(s.M, s.N, s.K, 3), 'refused');
+    expect(warnings.join('\n')).toMatch(/planted-64x64 failed its exactness self-test.*differ/);
+    expect(ctx.lastRun.kernel).not.toBe('planted-64x64');
+    ctx.destroy();
+  });
+
+  it('a table of another adapter, or a malformed one, is an InputError naming the field', async () => {
+    const other = { ...table, adapter: { ...table.adapter, device: 'nvidia-h100-80gb-hbm3' } };
+    await expect(GpuContext.create({ device: gpu!.device, tuning: other })).rejects.toThrow(InputError);
+    await expect(GpuContext.create({ device: gpu!.device, tuning: other })).rejects.toThrow(/^tuning\.adapter: /);
+    await expect(GpuContext.create({ device: gpu!.device, tuning: { ...table, format: TUNING_FORMAT.replace('1', '0') } })).rejects.toThrow(
+      /^tuning\.format: /,
+    );
+  });
+});

@@ -1,0 +1,176 @@
+// Unit tier for tuning tables and kernel configurations (src/kernels/tuning.ts, src/kernels/kernel-configs.ts,
+// src/cli/tune.ts): a malformed table, an unknown shape class or kernel family, a bad tiling, a budget of 0
+// and a table of another adapter are InputErrors naming the field; the order committed table > the
+// user's > the rules; an entry serves shapes within a factor of 2 (the nearest wins), 8-bit rhs only;
+// configurations map to kernel ids (the registry's ids for the defaults) and every candidate builds.
+
+import { describe, expect, it } from 'vitest';
+import { InputError } from '../../src/errors.ts';
+import { parseBudget, parseClasses } from '../../src/cli/tune.ts';
+import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
+import { parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
+import type { AdapterCaps } from '../../src/gpu/caps.ts';
+import { selectGemmKernel } from '../../src/kernels/registry.ts';
+import { candidates } from '../../src/tune.ts';
+
+const adapter = { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: 'NVIDIA: 580.159.04' };
+const table = (over: Partial<TuningTable> = {}): TuningTable => ({
+  format: TUNING_FORMAT,
+  adapter,
+  entries: [
+    {
+      class: 'square',
+      shape: { M: 1024, N: 1024, K: 1024 },
+      kernel: { family: 'sgmat', tileM: 128, tileN: 128, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 },
+    },
+    {
+      class: 'decode',
+      shape: { M: 16, N: 1024, K: 1024 },
+      kernel: { family: 'dot4-tiled', dot4: 'native', tileM: 32, tileN: 64, tileKW: 8 },
+    },
+    { class: 'square', shape: { M: 256, N: 256, K: 256 }, kernel: { family: 'registry', id: 'dot4-64x64' } },
+  ],
+  ...over,
+});
+const shape = (M: number, N: number, K: number, rhsBits = 8) => ({
+  M,
+  N,
+  K,
+  dstType: 'uint8' as const,
+  dstOrder: 'row-major' as const,
+  ...(rhsBits === 8 ? {} : { bitDepth: { lhs: 8, rhs: rhsBits, rounding: 'nearest' as const } }),
+});
+const fieldOf = (f: () => unknown): string => {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    return (e as InputError).message.split(':')[0];
+  }
+  throw new Error('expected an InputError');
+};
+
+describe('tuning tables', () => {
+  it('a malformed table is an InputError naming the field', () => {
+    expect(fieldOf(() => parseTuningTable('x'))).toBe('tuning');
+    expect(fieldOf(() => parseTuningTable({ ...table(), format: 'v0' }))).toBe('tuning.format');
+    expect(fieldOf(() => parseTuningTable({ ...table(), adapter: { ...adapter, device: 3 } }))).toBe('tuning.adapter.device');
+    expect(fieldOf(() => parseTuningTable({ ...table(), entries: {} }))).toBe('tuning.entries');
+    const bad = (i: number, e: object) => {
+      const t = table();
+      (t.entries as unknown[])[i] = { ...t.entries[i], ...e };
+      return () => parseTuningTable(t);
+    };
+    expect(fieldOf(bad(1, { class: 'prefill' }))).toBe('tuning.entries[1].class');
+    expect(fieldOf(bad(0, { shape: { M: 0, N: 1, K: 1 } }))).toBe('tuning.entries[0].shape.M');
+    expect(fieldOf(bad(0, { gpuMs: -1 }))).toBe('tuning.entries[0].gpuMs');
+    expect(fieldOf(bad(0, { kernel: { family: 'cutlass' } }))).toBe('tuning.entries[0].kernel.family');
+    expect(fieldOf(bad(0, { kernel: { ...table().entries[0].kernel, tileM: 96 } }))).toBe('tuning.entries[0].kernel.tileM');
+    expect(fieldOf(bad(2, { kernel: { family: 'registry', id: 'nope' } }))).toBe('tuning.entries[2].kernel.id');
+    expect(fieldOf(bad(1, { kernel: { family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 4 } }))).toBe(
+      'tuning.entries[1].kernel.tileKW',
+    );
+    expect(parseTuningTable(JSON.parse(JSON.stringify(table())))).toEqual(table());
+  });
+
+  it('a table of another adapter is refused; committed tables come first, then the user table, then the rules', () => {
+    const other = { ...adapter, device: 'nvidia-a100' };
+    expect(fieldOf(() => resolveTuning(other, { table: table() }, { committed: {} }))).toBe('tuning.adapter');
+    expect(resolveTuning(adapter, undefined, { committed: {} }).source).toBe('rules');
+    const user = resolveTuning(adapter, { table: table(), name: 't.json' }, { committed: {} });
+    expect([user.source, user.name]).toEqual(['user', 't.json']);
+    const warnings: string[] = [];
+    const committed = resolveTuning(
+      { ...adapter, description: 'another driver' },
+      { table: table() },
+      { committed: { './tuned/h100.json': table({ entries: [] }) }, warn: (m) => warnings.push(m) },
+    );
+    expect([committed.source, committed.name, committed.table?.entries.length]).toEqual(['committed', 'h100.json', 0]);
+    expect(warnings).toHaveLength(1);
+    expect(() => resolveTuning(adapter, undefined, { committed: { './tuned/bad.json': { format: 'x' } } })).toThrow(/bad\.json\.format/);
+  });
+
+  it('an entry serves shapes within a factor of 2 of its own, the nearest first, 8-bit rhs only', () => {
+    const t = table();
+    expect(tunedKernel(t, shape(1024, 1024, 1024))?.id).toBe('sgmat-128x128-w4x2-k64-b2');
+    expect(tunedKernel(t, shape(2048, 600, 1500))?.id).toBe('sgmat-128x128-w4x2-k64-b2');
+    expect(tunedKernel(t, shape(4096, 4096, 4096))).toBeNull();
+    expect(tunedKernel(t, shape(16, 1024, 1024))?.id).toBe('dot4-32x64-kw8');
+    expect(tunedKernel(t, shape(1, 1024, 1024))).toBeNull();
+    expect(tunedKernel(t, shape(400, 300, 256))?.id).toBe('dot4-64x64');
+    expect(tunedKernel(t, shape(1024, 1024, 1024, 4))).toBeNull();
+  });
+});
+
+describe('kernel configurations', () => {
+  it('the defaults keep the registry ids; others name every parameter', () => {
+    expect(kernelOf({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2 }).id).toBe('sgmat-64x64');
+    expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x128');
+    expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 8, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x64-r8-kw8');
+    expect(kernelOf({ family: 'dot4-tiled', dot4: 'emulated', tileM: 64, tileN: 64, tileKW: 16 }).id).toBe('dot4-64x64-emulated');
+    expect(kernelOf({ family: 'registry', id: 'dot4-32x32' }).needsSelfTest).toBe(true);
+    expect(
+      fieldOf(() => parseKernelConfig({ family: 'sgmat', tileM: 128, tileN: 128, sgRows: 4, sgCols: 4, kStep: 64, buffers: 2 }, 'k')),
+    ).toBe('k.sgRows');
+  });
+
+  it('every candidate of an H100-like adapter builds a kernel with a distinct id', () => {
+    const caps = {
+      vendor: 'nvidia',
+      architecture: 'hopper',
+      isSoftware: false,
+      slowCompiler: false,
+      dot4: true,
+      subgroups: true,
+      subgroupMinSize: 32,
+      subgroupMaxSize: 32,
+      subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 16, N: 16, K: 32 }],
+      f16: true,
+      timestamps: true,
+      limits: {
+        maxStorageBufferBindingSize: 2 ** 31,
+        maxComputeWorkgroupsPerDimension: 65535,
+        maxBufferSize: 2 ** 32,
+        maxComputeWorkgroupStorageSize: 49152,
+        maxComputeInvocationsPerWorkgroup: 1024,
+        minStorageBufferOffsetAlignment: 256,
+        minUniformBufferOffsetAlignment: 256,
+      },
+    } satisfies AdapterCaps;
+    const configs = candidateConfigs(caps);
+    const ids = configs.map((c) => kernelOf(c).id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toContain('sgmat-128x128-w4x2-k64-b2');
+    expect(ids.filter((id) => id.startsWith('sgmat-')).length).toBeGreaterThan(40);
+    for (const c of configs) expect(parseKernelConfig(JSON.parse(JSON.stringify(c)), 'k')).toEqual(c);
+    // The tuner's order: the rules' kernel, then the families in turn; skinny kernels first at small M,
+    // the largest subgroup-matrix tiles first where the shape fills them.
+    const order = (M: number, N: number, K: number) => {
+      const s = shape(M, N, K);
+      return candidates(caps, s, selectGemmKernel(caps, s, { force: '' })).map((k) => k.id);
+    };
+    const decode = order(16, 1024, 1024);
+    expect(decode[0]).toBe(selectGemmKernel(caps, shape(16, 1024, 1024), { force: '' }).id);
+    expect(decode.slice(0, 8).filter((id) => /^(gemv|splitk)/.test(id)).length).toBeGreaterThanOrEqual(1);
+    const big = order(4096, 4096, 4096);
+    expect(big[0]).toBe('sgmat-64x64');
+    expect(big.find((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64')).toMatch(/^sgmat-128x128-/);
+    expect(new Set(big).size).toBe(big.length);
+  });
+});
+
+describe('qgemm tune flags', () => {
+  it('--budget takes 30s, 5m, 90 (seconds), 1h; 0 and garbage are InputErrors naming --budget', () => {
+    expect([
+      parseBudget('--budget', '30s'),
+      parseBudget('--budget', '5m'),
+      parseBudget('--budget', '90'),
+      parseBudget('--budget', '1.5m'),
+    ]).toEqual([30000, 300000, 90000, 90000]);
+    expect(fieldOf(() => parseBudget('--budget', '0'))).toBe('--budget');
+    expect(fieldOf(() => parseBudget('--budget', '0s'))).toBe('--budget');
+    expect(fieldOf(() => parseBudget('--budget', 'soon'))).toBe('--budget');
+    expect(parseClasses('--classes', 'square, decode')).toEqual(['square', 'decode']);
+    expect(fieldOf(() => parseClasses('--classes', 'square,prefill'))).toBe('--classes');
+  });
+});
