@@ -11,7 +11,7 @@
 
 import { lowBitAccumulator, referenceGemm } from '../src/reference/gemm.ts';
 import { applyOutputPipeline } from '../src/reference/pipeline.ts';
-import { channel, normalizeProblem } from '../src/spec/problem.ts';
+import { channel, normalizeProblem } from '../src/problem/problem.ts';
 import type { DstData, DstType, GemmProblem } from '../src/types.ts';
 import type { Shape } from './shapes.ts';
 

@@ -6,14 +6,14 @@
 // The problem is validated before any device is asked for. One GpuContext per kind is kept and re-made
 // after a device loss; a call that meets a loss is retried once on a fresh device, and 'auto' then falls
 // back to the CPU with a warning. The elementwise ops
-// (src/spec/elementwise.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
+// (src/problem/elementwise.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
 // on a device.
 
 import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
-import type { ElementwiseProblem, ElementwiseResult } from './spec/elementwise.ts';
-import { prepareElementwise } from './spec/elementwise-plan.ts';
+import type { ElementwiseProblem, ElementwiseResult } from './problem/elementwise.ts';
+import { prepareElementwise } from './problem/elementwise-plan.ts';
 import { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
 import type { AdapterSummary } from './gpu/adapter.ts';
 import type { AdapterCaps, PlanLimits } from './gpu/caps.ts';
@@ -21,18 +21,18 @@ import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wa
 import { selectCpuKernel } from './kernels/registry.ts';
 import { describeTuning, type TuningTable } from './kernels/tuning.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
-import { normalizeProblem } from './spec/problem.ts';
+import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
-import { brief } from './spec/echo.ts';
+import { brief } from './problem/echo.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
 /** A GEMM problem whose rhs may be prepacked for the CPU path (prepackCpu). */
 export type GemmInput = Omit<GemmProblem, 'rhs'> & { rhs: Operand | CpuPackedOperand };
 type GemmOp = { op: 'gemm'; problem: GemmInput };
-/** add/sub/mul/alignedAdd/alignedSub (src/spec/elementwise.ts). */
+/** add/sub/mul/alignedAdd/alignedSub (src/problem/elementwise.ts). */
 type ElementwiseRunOp = { op: 'elementwise'; problem: ElementwiseProblem };
 export type Op = GemmOp | ElementwiseRunOp;
 type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
@@ -190,7 +190,7 @@ function backendOf(options: GemmOptions): Backend {
   return options && typeof options === 'object' ? (options.backend === undefined ? 'auto' : options.backend) : 'auto';
 }
 
-/** One elementwise op (src/spec/elementwise.ts) on the chosen backend; the result says which backend ran it. */
+/** One elementwise op (src/problem/elementwise.ts) on the chosen backend; the result says which backend ran it. */
 export async function elementwise(problem: ElementwiseProblem, options: GemmOptions = {}): Promise<Ran<ElementwiseResult>> {
   return runOp({ op: 'elementwise', problem }, backendOf(options), options);
 }

@@ -16,8 +16,8 @@ export {
   type ElementwiseOutput,
   type ElementwiseKernelPath,
   type QuantizedTensor,
-} from './spec/elementwise.ts';
-export { xnnpackTakesElementwise } from './spec/elementwise-plan.ts';
+} from './problem/elementwise.ts';
+export { xnnpackTakesElementwise } from './problem/elementwise-plan.ts';
 export { saturatingRoundingDoublingHighMul, roundingDivideByPOT, multiplyByQuantizedMultiplier } from './quant/fixedpoint.ts';
 export {
   quantizeMultiplier,

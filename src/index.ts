@@ -1,6 +1,6 @@
 // qgemm-webgpu's public API: quantized GEMM (pack -> gemm -> output) and elementwise ops on WebGPU or the
 // CPU, bit-exact with the normative CPU reference. This file only re-exports, and only what a user
-// needs; the math is specified in ./types.ts (GEMM) and ./spec/elementwise.ts (elementwise ops).
+// needs; the math is specified in ./types.ts (GEMM) and ./problem/elementwise.ts (elementwise ops).
 //
 //   gemm(problem, { backend })          one GEMM, 'auto' | 'webgpu' | 'cpu'
 //   elementwise(problem, { backend })   TFLite add/sub/mul, alignedAdd/alignedSub

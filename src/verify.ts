@@ -24,9 +24,9 @@ import { bestConfig, configLabel, type SgmatConfig } from './kernels/sgmat/confi
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from './kernels/sgmat/emulation.ts';
 import type { GpuGemmKernel } from './kernels/types.ts';
 import { referenceGemm } from './reference/gemm.ts';
-import { normalizeProblem } from './spec/problem.ts';
+import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult } from './types.ts';
-import { brief } from './spec/echo.ts';
+import { brief } from './problem/echo.ts';
 import { verifyPrepackedProblems, verifyProblems } from './verify-problems.ts';
 
 export { verifyPrepackedProblems, verifyProblems };

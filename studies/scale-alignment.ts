@@ -14,7 +14,7 @@
 // (QGEMM_TRIALS sets the trials per row, default 300.)
 
 import { elementwiseReference } from '../src/reference/elementwise.ts';
-import type { ElementData, QuantizedTensor } from '../src/spec/elementwise.ts';
+import type { ElementData, QuantizedTensor } from '../src/problem/elementwise.ts';
 import { Rng } from '../tools/random.ts';
 
 const TRIALS = Number(process.env.QGEMM_TRIALS ?? 300);

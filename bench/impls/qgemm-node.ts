@@ -21,7 +21,7 @@ import { gemm } from '../../src/api.ts';
 import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { prepackCpu, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { selectCpuKernel } from '../../src/kernels/registry.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import type { GemmTiming, GemmTrace, GpuContext, GpuMatrix, PackedOperand } from '../../src/scheduler/context.ts';
 import { roundUp } from '../../src/gpu/plan.ts';
 import type { GemmResult, Operand } from '../../src/types.ts';

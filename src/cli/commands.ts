@@ -7,8 +7,8 @@
 import { dirname, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
 import { serializeNpy } from '../io/npy.ts';
-import { ELEMENTWISE_OPS } from '../spec/elementwise.ts';
-import { normalizeProblem } from '../spec/problem.ts';
+import { ELEMENTWISE_OPS } from '../problem/elementwise.ts';
+import { normalizeProblem } from '../problem/problem.ts';
 import { runOp, type Backend } from '../api.ts';
 import type { GpuContextOptions } from '../scheduler/context.ts';
 import type { GemmProblem } from '../types.ts';

@@ -20,8 +20,8 @@ import {
   type ElementwiseOutput,
   type ElementwiseProblem,
   type QuantizedTensor,
-} from '../spec/elementwise.ts';
-import { prepareElementwise } from '../spec/elementwise-plan.ts';
+} from '../problem/elementwise.ts';
+import { prepareElementwise } from '../problem/elementwise-plan.ts';
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 

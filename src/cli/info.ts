@@ -7,7 +7,7 @@ import type { DeviceDescription } from '../api.ts';
 import { describeAdapter } from '../gpu/adapter.ts';
 import { selectCpuKernel, selectGemmKernel } from '../kernels/registry.ts';
 import { tunedKernel } from '../kernels/tuning.ts';
-import { normalizeProblem } from '../spec/problem.ts';
+import { normalizeProblem } from '../problem/problem.ts';
 
 /** Shapes whose kernels the summary names: a decode step, a small batch, a square GEMM (M x N x K). */
 const SHAPES: [string, number, number, number][] = [

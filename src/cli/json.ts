@@ -2,11 +2,11 @@
 // win silently and has no depth limit (a spec nested 100,000 deep overflows the stack of whoever walks
 // it later); this parser rejects duplicate keys (naming the key's path, e.g. `pipeline[0].shift`),
 // nesting deeper than MAX_JSON_DEPTH and text longer than the caller's cap. Errors are InputErrors on
-// the caller's field with a line:column position. `brief` (src/spec/echo.ts, re-exported) is the one way a
+// the caller's field with a line:column position. `brief` (src/problem/echo.ts, re-exported) is the one way a
 // value from the input is echoed into a message: cut to about 100 characters.
 
 import { InputError } from '../errors.ts';
-import { brief } from '../spec/echo.ts';
+import { brief } from '../problem/echo.ts';
 
 /** Deeper than any spec needs (a spec is 4 deep: spec -> pipeline -> stage -> values). */
 const MAX_JSON_DEPTH = 32;

@@ -9,9 +9,9 @@
 import { InputError } from '../errors.ts';
 import { NpyFormatError, parseNpy, type NpyArray } from '../io/npy.ts';
 import type { BitDepth, GemmProblem, Operand, OutputStage, PerChannel } from '../types.ts';
-import { STAGE_TYPES, stageDefinition } from '../spec/stages/pipeline.ts';
-import type { FieldKind } from '../spec/stages/stage.ts';
-import { isInt32 } from '../spec/check.ts';
+import { STAGE_TYPES, stageDefinition } from '../problem/stages/pipeline.ts';
+import type { FieldKind } from '../problem/stages/stage.ts';
+import { isInt32 } from '../problem/check.ts';
 import { brief } from './json.ts';
 
 export type ReadFile = (path: string) => Uint8Array;
@@ -153,7 +153,7 @@ const AXES = ['row', 'col'] as const;
 
 /**
  * One stage of the spec's "pipeline", every field typed by the kinds its module declares
- * (src/spec/stages/); value ranges are normalizeProblem's.
+ * (src/problem/stages/); value ranges are normalizeProblem's.
  */
 function parseStage(field: string, s: unknown): OutputStage {
   if (!isObject(s)) throw new InputError(field, `expected a stage object, got ${brief(s)}`);

@@ -1,7 +1,7 @@
 // elementwise.wgsl: the elementwise ops on WebGPU, one kernel for all of them: TFLite's
 // quantized add, sub and mul (the builtin kernels' arithmetic, or XNNPACK's on kernel path 'xnnpack'),
 // and the integer-only alignment of different scales (alignedAdd, alignedSub), for uint8 and int8 data
-// with numpy broadcasting up to 4-D. The math is specified in src/spec/elementwise.ts
+// with numpy broadcasting up to 4-D. The math is specified in src/problem/elementwise.ts
 // (src/reference/elementwise.ts is the CPU reference); this computes the same bits, element by element,
 // with the functions of fixedpoint.wgsl and float32.wgsl (concatenated in front of this file by ./gpu.ts).
 // Per-call values come through the uniform struct ElementwiseParams, whose layout ./gpu.ts reads by

@@ -18,7 +18,7 @@ import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { ELEMENTWISE_KIND_CODE } from '../wgsl/codes.ts';
 import { float32Library } from '../wgsl/source.ts';
-import type { ElementwisePlan, ElementwiseResult } from '../spec/elementwise.ts';
+import type { ElementwisePlan, ElementwiseResult } from '../problem/elementwise.ts';
 import elementwiseWgsl from './elementwise.wgsl?raw';
 import { writeHostBytes } from '../gpu/write.ts';
 

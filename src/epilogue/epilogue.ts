@@ -8,7 +8,7 @@ import type { GemmDispatch } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { unpackFractions } from '../quant/lowbit.ts';
-import type { NormalizedProblem } from '../spec/problem.ts';
+import type { NormalizedProblem } from '../problem/problem.ts';
 import { DST_TYPE_CODE } from '../wgsl/codes.ts';
 import { epilogueLibrary } from './source.ts';
 import type { EncodedStages } from './stages.ts';

@@ -5,7 +5,7 @@
 //      by the pack stage:  acc = raw - zR*rowSum[m] - zL*colSum[n] + K*zL*zR, each term rescaled by
 //      RoundingMultiplyByConstantFraction (lowbit.wgsl) for less-than-8-bit operands;
 //   2. runs the lowered output program, read as data from the `stages` buffer (one STAGE_WORDS record
-//      per op, written by ./stages.ts), each op computed as its stage's module in src/spec/stages/
+//      per op, written by ./stages.ts), each op computed as its stage's module in src/problem/stages/
 //      evaluates it, with the functions of fixedpoint.wgsl, float32.wgsl and tanh.wgsl;
 //   3. stores: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad of 4
 //      consecutive elements along dst's contiguous dimension (lines are padded to `dstStride`).

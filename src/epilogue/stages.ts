@@ -1,12 +1,12 @@
 // The output pipeline as data for the fused OUTPUT stage (pack -> gemm -> OUTPUT): every op of the
-// lowered output program (src/spec/stages/) becomes one STAGE_WORDS-word i32 record that
-// ./epilogue.wgsl interprets (op codes STAGE_* generated from src/spec/stages/stage.ts STAGE_OP by
+// lowered output program (src/problem/stages/) becomes one STAGE_WORDS-word i32 record that
+// ./epilogue.wgsl interprets (op codes STAGE_* generated from src/problem/stages/stage.ts STAGE_OP by
 // src/wgsl/codes.ts), followed by the per-channel vectors the records point to and the zero-point
 // vectors. One shader serves every output program; only this buffer changes, and `kinds` says which
 // ops the shader must be compiled for (./epilogue.ts epilogueOverrides).
 
-import type { NormalizedProblem } from '../spec/problem.ts';
-import { lowerPipeline } from '../spec/stages/pipeline.ts';
+import type { NormalizedProblem } from '../problem/problem.ts';
+import { lowerPipeline } from '../problem/stages/pipeline.ts';
 import { UINT8_DOMAIN_SHIFT, type PerChannel } from '../types.ts';
 import { STAGE_WORDS } from '../wgsl/codes.ts';
 
@@ -30,7 +30,7 @@ function shiftZeroPoint(z: PerChannel, signed: boolean): PerChannel {
 }
 
 /**
- * The lowered output program (src/spec/stages/pipeline.ts lowerPipeline) as STAGE_WORDS-word records:
+ * The lowered output program (src/problem/stages/pipeline.ts lowerPipeline) as STAGE_WORDS-word records:
  * [op, axis (1: col), operands...], a channel operand as two words [isVector, value or offset of its
  * vector in `data`], an immediate as one. Then the vectors, then the zero-point vectors.
  */

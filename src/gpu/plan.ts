@@ -7,7 +7,7 @@
 
 import { LimitExceededError } from '../errors.ts';
 import type { BitDepth, DstType, Order } from '../types.ts';
-import { DTYPE_BYTES } from '../spec/dst.ts';
+import { DTYPE_BYTES } from '../problem/dst.ts';
 import type { PlanLimits } from './caps.ts';
 
 export const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;

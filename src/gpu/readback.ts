@@ -4,7 +4,7 @@
 // staging buffer and grows it, and one timestamp query set with its resolve and read buffers; calls on a
 // device are serialized, so one of each is enough.
 
-import { allocateDst } from '../spec/dst.ts';
+import { allocateDst } from '../problem/dst.ts';
 import type { DstData, DstType, GemmResult } from '../types.ts';
 import type { GpuMatrix } from './matrix.ts';
 import { roundUp } from './plan.ts';

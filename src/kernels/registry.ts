@@ -8,7 +8,7 @@ import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import type { GemmShape } from '../gpu/plan.ts';
 import { formatServes, type PackFormatId } from '../pack/formats.ts';
-import type { NormalizedProblem } from '../spec/problem.ts';
+import type { NormalizedProblem } from '../problem/problem.ts';
 import { cpuJsKernel } from './cpu-js/kernel.ts';
 import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { DOT4_TILED_ID, type Dot4TiledId, dot4TiledKernel } from './dot4-tiled/kernel.ts';
@@ -18,7 +18,7 @@ import { SGMAT_ID, type SgmatId, sgmatKernel } from './sgmat/kernel.ts';
 import { SPLITK_ID, type SplitKId, splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
 import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
-import { brief } from '../spec/echo.ts';
+import { brief } from '../problem/echo.ts';
 
 /** The id of every GPU kernel, each exported by its kernel's module. */
 type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;

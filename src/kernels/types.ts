@@ -8,7 +8,7 @@ import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
 import type { GemmDispatch, GemmShape } from '../gpu/plan.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import type { PackFormatId } from '../pack/formats.ts';
-import type { NormalizedProblem } from '../spec/problem.ts';
+import type { NormalizedProblem } from '../problem/problem.ts';
 import type { GemmResult, OperandType } from '../types.ts';
 import type { EpilogueCall } from '../epilogue/epilogue.ts';
 

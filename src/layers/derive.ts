@@ -20,7 +20,7 @@ import { roundTiesToEven } from '../quant/float32.ts';
 import { quantizeMultiplier } from '../quant/quantize.ts';
 import type { OutputStage } from '../types.ts';
 import { TYPE_RANGE } from '../types.ts';
-import { brief } from '../spec/echo.ts';
+import { brief } from '../problem/echo.ts';
 
 export type KernelPath = 'xnnpack' | 'optimized' | 'reference';
 export type FusedActivation = 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1';

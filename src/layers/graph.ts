@@ -7,9 +7,9 @@
 
 import { InputError } from '../errors.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
-import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem } from '../spec/elementwise.ts';
-import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../spec/elementwise-plan.ts';
-import { brief } from '../spec/echo.ts';
+import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem } from '../problem/elementwise.ts';
+import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
+import { brief } from '../problem/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
   convShape,
@@ -32,7 +32,7 @@ type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
  * fused activation, and whose arithmetic: 'xnnpack' (default), XNNPACK's, which TFLite's default
  * interpreter delegates quantized ADD/SUB/MUL to (with XNNPACK's activation clamp; where the delegate
  * would not take the node for its scales, TFLite's builtin kernel and clamp, as the interpreter does),
- * or 'builtin', TFLite's builtin kernels' (src/spec/elementwise.ts).
+ * or 'builtin', TFLite's builtin kernels' (src/problem/elementwise.ts).
  */
 export interface ElementwiseLayerParams {
   a?: QuantParams;

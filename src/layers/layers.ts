@@ -21,7 +21,7 @@ import {
   type KernelPath,
   type QuantParams,
 } from './derive.ts';
-import { brief } from '../spec/echo.ts';
+import { brief } from '../problem/echo.ts';
 import { fcOutShape, type WeightZeroPoint, weightZeroPoint } from './tflite-params.ts';
 import { checkDims, checkEffectiveScales, checkQuant, checkZeroPoint, shown, weightScales } from './validate.ts';
 

@@ -16,7 +16,7 @@ import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
 import type { GpuContext, GpuGemmProblem, GpuMatrix, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
-import { prepareElementwise } from '../spec/elementwise-plan.ts';
+import { prepareElementwise } from '../problem/elementwise-plan.ts';
 import {
   elementwiseProblem,
   type Graph,

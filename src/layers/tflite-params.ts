@@ -5,7 +5,7 @@
 // (fullyConnected, conv2d) and ./sequential.ts (a graph's shapes, checked before anything runs).
 
 import { InputError } from '../errors.ts';
-import { brief } from '../spec/echo.ts';
+import { brief } from '../problem/echo.ts';
 
 /** A weight zero point: one integer, or TFLite's array of them (numbers, or the file's int64 as bigints). */
 export type WeightZeroPoint = number | ArrayLike<number> | ArrayLike<bigint>;

@@ -5,7 +5,7 @@
 // what that stage holds. Each failure is an InputError naming the field as the caller wrote it.
 
 import { InputError } from '../errors.ts';
-import { brief } from '../spec/echo.ts';
+import { brief } from '../problem/echo.ts';
 import { TYPE_RANGE, type OutputStage } from '../types.ts';
 import type { QuantParams } from './derive.ts';
 

@@ -1,13 +1,13 @@
 // The normative CPU evaluation of the elementwise ops (TFLite add/sub/mul, on the builtin or the XNNPACK
-// kernel path, and alignedAdd/alignedSub): the per-element formulas specified in src/spec/elementwise.ts, applied naively to every output element of
+// kernel path, and alignedAdd/alignedSub): the per-element formulas specified in src/problem/elementwise.ts, applied naively to every output element of
 // a prepared plan. It is also the CPU backend of the elementwise ops (there is no faster CPU path), and
 // the reference that the WebGPU kernel (src/elementwise/gpu.ts) is checked against bit for bit.
 
 import { requantizeFloat32 } from '../quant/float32.ts';
 import { multiplyByQuantizedMultiplier } from '../quant/fixedpoint.ts';
 import type { QuantizedMultiplier } from '../quant/quantize.ts';
-import type { ElementwisePlan, ElementwiseProblem, ElementwiseResult } from '../spec/elementwise.ts';
-import { prepareElementwise } from '../spec/elementwise-plan.ts';
+import type { ElementwisePlan, ElementwiseProblem, ElementwiseResult } from '../problem/elementwise.ts';
+import { prepareElementwise } from '../problem/elementwise-plan.ts';
 
 /** The value of one output element from its two inputs and their channels (the per-element formulas above). */
 function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: number, channelB: number): number {

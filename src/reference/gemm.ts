@@ -11,9 +11,9 @@ import {
   unpackFractions,
 } from '../quant/lowbit.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../types.ts';
-import { allocateDst } from '../spec/dst.ts';
+import { allocateDst } from '../problem/dst.ts';
 import { applyOutputPipeline } from './pipeline.ts';
-import { channel, dstIndex, elementAt, normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
+import { channel, dstIndex, elementAt, normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 
 /**
  * 8-bit: acc[m][n] = sum_k (lhs[m][k] - zL[m]) * (rhs[k][n] - zR[n]), int32 wrap.

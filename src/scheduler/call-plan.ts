@@ -3,7 +3,7 @@
 // ./gemm.ts runGemm as any other, but into buffers that the plan owns (the lhs upload, the packed lhs
 // and its sums, the stage values, dst, the uniform slab, a workspace, the readback buffer) and through a
 // compute pass that records its commands (pipelines and bind groups included). A later call whose
-// problem equals it in everything but the lhs data (src/spec/snapshot.ts, as
+// problem equals it in everything but the lhs data (src/problem/snapshot.ts, as
 // the CPU path's plan cache) writes its lhs into the plan's upload buffer, replays the commands into a
 // new pass, and submits and maps once. Anything that differs (a shape, a zero point, a per-channel
 // vector edited in place, the stages, the order, the bit depth) misses and makes a new plan.
@@ -14,7 +14,7 @@ import { Staging } from '../gpu/readback.ts';
 import { openErrorScope } from '../gpu/scopes.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
 import { writeOperandBytes } from '../gpu/write.ts';
-import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../spec/snapshot.ts';
+import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
 import type { GemmResult, Operand } from '../types.ts';
 import type { GpuGemmProblem, GemmTiming, LastRun } from './gemm.ts';
 import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';

@@ -14,7 +14,7 @@ import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
 import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
-import { normalizeProblem, type NormalizedProblem } from '../spec/problem.ts';
+import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
 import { type PlanBuilder, recordingPass } from './call-plan.ts';

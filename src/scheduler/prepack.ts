@@ -11,8 +11,8 @@ import { checkPatchGeometry, encodePatches, type PatchGeometry, patchPipeline, p
 import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
-import { brief } from '../spec/echo.ts';
-import { checkBitDepth } from '../spec/problem.ts';
+import { brief } from '../problem/echo.ts';
+import { checkBitDepth } from '../problem/problem.ts';
 import type { BitDepth, Operand } from '../types.ts';
 import { claimPacked, type GpuMatrix, isGpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
 import type { GemmTiming } from './gemm.ts';

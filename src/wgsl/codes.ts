@@ -1,11 +1,11 @@
 // The enum codes shared by TypeScript and WGSL, defined once: dst types, the output program's ops
-// (defined with the stages, src/spec/stages/stage.ts STAGE_OP), requantization roundings and
+// (defined with the stages, src/problem/stages/stage.ts STAGE_OP), requantization roundings and
 // elementwise op kinds. TypeScript reads the tables; the shaders read WGSL `const`s generated from the
 // same tables (wgslCodes), which the kernel sources are composed with (./source.ts). So `case
 // DST_INT16` in a shader and DST_TYPE_CODE.int16 here can never disagree.
 
 import type { ConcreteRounding } from '../quant/lowbit.ts';
-import { STAGE_OP } from '../spec/stages/pipeline.ts';
+import { STAGE_OP } from '../problem/stages/pipeline.ts';
 import type { DstType } from '../types.ts';
 
 /** EpilogueParams.dstType. */

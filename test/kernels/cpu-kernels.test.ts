@@ -10,7 +10,7 @@ import { describe, it } from 'vitest';
 import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_WASM_KERNELS } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { CPU_KERNELS } from '../../src/kernels/registry.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { expectExact, kernelProperties } from '../support/kernel-harness.ts';
 

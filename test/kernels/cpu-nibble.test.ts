@@ -14,7 +14,7 @@ import { InputError } from '../../src/errors.ts';
 import { CPU_WASM_SIMD, configureWasm, cpuRunStats, prepackCpu, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { requantized } from '../../src/kernels/cpu-wasm/requantize.ts';
 import { requantize, resolveRounding, roundingOffset } from '../../src/quant/lowbit.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { BitDepth, BitDepthRounding, GemmProblem } from '../../src/types.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { CPU_WASM_KERNELS, configureWasm, prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CPU_WASM_KERNELS, wasmCpuCaps } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';

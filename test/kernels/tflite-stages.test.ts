@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS } from '../../src/kernels/registry.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { mbqmDoubleUpBig, requantizeFloat32Big } from '../oracle/bigint-float32.ts';
 import { float32Cases, multiplierCases } from '../support/float32-cases.ts';

@@ -1,11 +1,11 @@
-// Library misuse (src/api.ts, src/spec/): every bad call is an InputError naming the field, every async
+// Library misuse (src/api.ts, src/problem/): every bad call is an InputError naming the field, every async
 // entry point rejects (never throws), and a value from the input is echoed cut to about 100 characters
-// (src/spec/echo.ts brief), Infinity and NaN printed as themselves. CPU backend: no device needed.
+// (src/problem/echo.ts brief), Infinity and NaN printed as themselves. CPU backend: no device needed.
 
 import { describe, expect, it } from 'vitest';
 import { elementwise, gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
-import { brief } from '../../src/spec/echo.ts';
+import { brief } from '../../src/problem/echo.ts';
 
 const lhs = { data: new Uint8Array([1, 2]), rows: 1, cols: 2 };
 const rhs = { data: new Uint8Array([3, 4]), rows: 2, cols: 1 };

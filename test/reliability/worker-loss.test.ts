@@ -12,7 +12,7 @@ import { WorkerPool } from '../../src/kernels/cpu-wasm/pool.ts';
 import { runOnEngine } from '../../src/kernels/cpu-wasm/run.ts';
 import { selfCheck } from '../../src/kernels/cpu-wasm/self-check.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import { diffResults } from '../support/compare.ts';
 
 const e = await wasmEngine(selfCheck);

@@ -1,4 +1,4 @@
-// Kernel path 'xnnpack' of the elementwise add, sub and mul (src/spec/elementwise.ts, evaluated by
+// Kernel path 'xnnpack' of the elementwise add, sub and mul (src/problem/elementwise.ts, evaluated by
 // src/reference/elementwise.ts) against an exact oracle written here in BigInt rationals: every float32
 // rounding of XNNPACK's parameter derivation and of its fp32 mul done on exact fractions (ties to even),
 // the add's shift and floor on integers. All 65536 input pairs per parameter set, uint8 and int8, at
@@ -12,8 +12,8 @@ import { InputError } from '../../src/errors.ts';
 import { activationRange } from '../../src/layers/derive.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
 import { elementwiseReference, runElementwisePlan } from '../../src/reference/elementwise.ts';
-import type { ElementwiseProblem } from '../../src/spec/elementwise.ts';
-import { prepareElementwise, xnnpackTakesElementwise } from '../../src/spec/elementwise-plan.ts';
+import type { ElementwiseProblem } from '../../src/problem/elementwise.ts';
+import { prepareElementwise, xnnpackTakesElementwise } from '../../src/problem/elementwise-plan.ts';
 
 /** An exact fraction n / d, d > 0. */
 interface Q {

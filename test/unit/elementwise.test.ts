@@ -1,4 +1,4 @@
-// Unit tier of the elementwise ops (src/spec/elementwise.ts, src/reference/elementwise.ts): values worked out by hand
+// Unit tier of the elementwise ops (src/problem/elementwise.ts, src/reference/elementwise.ts): values worked out by hand
 // for every op; the integer parameters TFLite's Prepare derives; TFLite's published quantized test
 // expectations (kernels/add_test.cc, sub_test.cc, mul_test.cc: float inputs quantized with the test
 // utility's float32 QuantizationParams, outputs within the tests' own tolerances); the float32-vs-double
@@ -16,8 +16,8 @@ import { InputError } from '../../src/errors.ts';
 import { serializeNpy, type NpyArray } from '../../src/io/npy.ts';
 import { quantizeMultiplier } from '../../src/quant/quantize.ts';
 import { elementwiseReference } from '../../src/reference/elementwise.ts';
-import type { ElementwiseOp, ElementwiseProblem, QuantizedTensor } from '../../src/spec/elementwise.ts';
-import { broadcastShapes, prepareElementwise, scaleToFixedPoint } from '../../src/spec/elementwise-plan.ts';
+import type { ElementwiseOp, ElementwiseProblem, QuantizedTensor } from '../../src/problem/elementwise.ts';
+import { broadcastShapes, prepareElementwise, scaleToFixedPoint } from '../../src/problem/elementwise-plan.ts';
 import { elementwise } from '../../src/api.ts';
 import { alignedFixedPoint } from '../oracle/elementwise-oracle.ts';
 import { Rng } from '../oracle/random-spec.ts';

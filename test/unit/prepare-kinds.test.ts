@@ -10,7 +10,7 @@ import type { AdapterSummary } from '../../src/gpu/adapter.ts';
 import type { AdapterCaps } from '../../src/gpu/caps.ts';
 import type { GpuGemmKernel, PreparedGemmKernel } from '../../src/kernels/types.ts';
 import { DeviceResources } from '../../src/scheduler/resources.ts';
-import { STAGE_OP } from '../../src/spec/stages/pipeline.ts';
+import { STAGE_OP } from '../../src/problem/stages/pipeline.ts';
 
 const bit = (...ops: number[]) => ops.reduce((m, op) => m | (1 << op), 0);
 

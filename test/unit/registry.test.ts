@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel } from '../../src/kernels/registry.ts';
-import { normalizeProblem } from '../../src/spec/problem.ts';
+import { normalizeProblem } from '../../src/problem/problem.ts';
 import { testCaps, testShape } from '../support/caps.ts';
 
 const caps = testCaps;

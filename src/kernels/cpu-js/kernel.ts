@@ -12,8 +12,8 @@ import {
   unpackFractions,
 } from '../../quant/lowbit.ts';
 import { applyOutputPipeline } from '../../reference/pipeline.ts';
-import { allocateDst } from '../../spec/dst.ts';
-import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
+import { allocateDst } from '../../problem/dst.ts';
+import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../problem/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../../types.ts';
 import type { CpuGemmKernel } from '../types.ts';
 

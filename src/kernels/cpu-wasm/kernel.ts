@@ -8,8 +8,8 @@
 // an rhs (the weights) once, the pack stage ahead of time, into a block of that memory that outlives a GEMM.
 
 import { InputError } from '../../errors.ts';
-import { normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
-import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../../spec/snapshot.ts';
+import { normalizeProblem, type NormalizedProblem } from '../../problem/problem.ts';
+import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../../problem/snapshot.ts';
 import { resolveRounding } from '../../quant/lowbit.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';

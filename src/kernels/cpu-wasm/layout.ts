@@ -67,7 +67,7 @@ export const CHUNK_COUNTERS = { at: 4096, stride: 64, count: 256 } as const;
 export const DATA_START = CHUNK_COUNTERS.at + CHUNK_COUNTERS.stride * CHUNK_COUNTERS.count;
 export const NR = 8;
 
-/** One output-program record: [op, mode, a, b, c, d, e, f], op a STAGE_OP code (src/spec/stages/stage.ts); a-f by op (stages.ts). */
+/** One output-program record: [op, mode, a, b, c, d, e, f], op a STAGE_OP code (src/problem/stages/stage.ts); a-f by op (stages.ts). */
 export const STAGE_WORDS = 8;
 /** Where a stage's operands are: one scalar each, a vector along rows (one value per row), or along columns. */
 export const STAGE_MODE = { scalar: 0, row: 1, col: 2 } as const;

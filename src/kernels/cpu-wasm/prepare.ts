@@ -5,8 +5,8 @@
 // threads' calls over what this writes; rhs-block.ts packs a prepacked rhs with the same encodings.
 
 import { unpackFractions } from '../../quant/lowbit.ts';
-import { DTYPE_BYTES } from '../../spec/dst.ts';
-import { channel, type NormalizedProblem } from '../../spec/problem.ts';
+import { DTYPE_BYTES } from '../../problem/dst.ts';
+import { channel, type NormalizedProblem } from '../../problem/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type OperandData } from '../../types.ts';
 import { ensureMemory, heapEnd, type RelaxedMode, type WasmEngine } from './engine.ts';
 import {

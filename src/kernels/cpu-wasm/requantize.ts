@@ -4,7 +4,7 @@
 // the requantized bytes as on 8-bit ones.
 
 import { type ConcreteRounding, requantize, resolveRounding, roundingOffset } from '../../quant/lowbit.ts';
-import type { NormalizedProblem } from '../../spec/problem.ts';
+import type { NormalizedProblem } from '../../problem/problem.ts';
 import { UINT8_DOMAIN_SHIFT } from '../../types.ts';
 
 /**

@@ -3,7 +3,7 @@
 // outlives the GEMMs which read it (engine.ts allocateBlock); the 16-bit kernel's block also keeps the
 // byte lanes of its few-row kernels (gen-nibble.ts). The pack step of pack -> gemm -> output, done ahead.
 
-import type { NormalizedProblem } from '../../spec/problem.ts';
+import type { NormalizedProblem } from '../../problem/problem.ts';
 import { allocateBlock, ensureMemory, freeBlock, heapEnd, type WasmEngine } from './engine.ts';
 import { KERNELS, NR, QUAD_BYTE_ORDER, QUAD_NP_ALIGN, STRIP_PANELS, type WasmKernelKind } from './layout.ts';
 import { bytes, forgetPlan, type RhsBlock, rhsEncoding, roundUp, writeContext } from './prepare.ts';

@@ -8,8 +8,8 @@
 // on (stages.ts).
 
 import { applyOutputPipeline } from '../../reference/pipeline.ts';
-import { allocateDst } from '../../spec/dst.ts';
-import { dstIndex, normalizeProblem, type NormalizedProblem } from '../../spec/problem.ts';
+import { allocateDst } from '../../problem/dst.ts';
+import { dstIndex, normalizeProblem, type NormalizedProblem } from '../../problem/problem.ts';
 import type { GemmResult } from '../../types.ts';
 import { heapEnd, type RelaxedMode, wasmSpinUs, type WasmEngine } from './engine.ts';
 import { CHUNK_COUNTERS, DIRECT, KERNELS, NR, WIDE, type WasmKernelKind } from './layout.ts';

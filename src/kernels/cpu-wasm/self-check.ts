@@ -3,7 +3,7 @@
 // the few-row kernels over a prepacked rhs, in both of the engine's tiers. A lowering of the relaxed dot
 // that saturates (x64 without VNNI: pmaddubsw) fails it, and the 16-bit kernel serves.
 
-import { normalizeProblem } from '../../spec/problem.ts';
+import { normalizeProblem } from '../../problem/problem.ts';
 import type { GemmProblem } from '../../types.ts';
 import { freeBlock, type RelaxedMode, type WasmEngine } from './engine.ts';
 import type { RhsBlock } from './prepare.ts';

@@ -1,5 +1,5 @@
 // The output program of the WebAssembly kernels (pack -> gemm -> OUTPUT): the lowered output program
-// (src/spec/stages/pipeline.ts lowerPipeline, the one the GPU epilogue runs too) as the records that
+// (src/problem/stages/pipeline.ts lowerPipeline, the one the GPU epilogue runs too) as the records that
 // gen/gen-output.ts interprets ([op, mode, operands...], STAGE_WORDS words each, op a STAGE_OP code)
 // plus the per-channel vectors they point to, laid out from a given address.
 // The module runs the stages four columns at a time in SIMD lanes, and WebAssembly SIMD shifts only by
@@ -9,8 +9,8 @@
 // of the pipeline in JavaScript, with the normative src/reference/pipeline.ts, on the int32 values the
 // module wrote.
 
-import type { NormalizedProblem } from '../../spec/problem.ts';
-import { lowerPipeline, STAGE_OP } from '../../spec/stages/pipeline.ts';
+import type { NormalizedProblem } from '../../problem/problem.ts';
+import { lowerPipeline, STAGE_OP } from '../../problem/stages/pipeline.ts';
 import type { PerChannel } from '../../types.ts';
 import { STAGE_MODE, STAGE_WORDS } from './layout.ts';
 

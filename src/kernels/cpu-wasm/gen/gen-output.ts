@@ -10,7 +10,7 @@
 // runtime finishes a pipeline from its first tanh in JavaScript).
 
 import { ctx } from './wat.ts';
-import { STAGE_OP } from '../../../spec/stages/pipeline.ts';
+import { STAGE_OP } from '../../../problem/stages/pipeline.ts';
 import { STAGE_MODE, STAGE_WORDS } from '../layout.ts';
 
 const g = (n: string) => `(local.get $${n})`;

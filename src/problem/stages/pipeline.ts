@@ -1,5 +1,5 @@
 // The output pipeline's stages, one module each (./stage.ts says what a stage defines), in one table,
-// and the three things done with a pipeline: validation (normalizeProblem, src/spec/problem.ts),
+// and the three things done with a pipeline: validation (normalizeProblem, src/problem/problem.ts),
 // reference evaluation (src/reference/pipeline.ts) and lowering, lowerPipeline(), the one lowered
 // output program that the GPU epilogue (src/epilogue/stages.ts) and the WebAssembly output stage
 // (src/kernels/cpu-wasm/stages.ts) encode as their records. Adding a stage: docs/stages.md.

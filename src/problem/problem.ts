@@ -33,7 +33,7 @@ export interface NormalizedProblem {
   lhsZeroPoint: PerChannel;
   rhsZeroPoint: PerChannel;
   pipeline: OutputStage[];
-  /** What each stage's validation derived (src/spec/stages/), by stage index: tanh its constants. */
+  /** What each stage's validation derived (src/problem/stages/), by stage index: tanh its constants. */
   derived: unknown[];
   dstOrder: Order;
   dstType: DstType;

@@ -1,5 +1,5 @@
 // How a value from the caller's input is echoed into an error message, in the library and the CLI alike
-// (every stage of pack -> gemm -> output validates through src/spec/ first): short and on one line. A
+// (every stage of pack -> gemm -> output validates through src/problem/ first): short and on one line. A
 // string is cut at ECHO_CHARS characters, a container is named by its kind and length and never printed
 // whole (a Float64Array(1e6) zero point once made a 10.9 MB message), and a number or a BigInt prints as
 // itself (Infinity, NaN, 3n), where JSON.stringify would print "null" or throw.
