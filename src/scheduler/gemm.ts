@@ -17,7 +17,9 @@ import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requan
 import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
-import { type PlanBuilder, recordingPass } from './call-plan.ts';
+import { type GemmTiming, type LastRun, type PlanBuilder, recordingPass } from './record.ts';
+
+export type { GemmTiming, LastRun };
 import type { DeviceResources } from './resources.ts';
 import { runSelfTest } from './self-test.ts';
 import type { Tracer } from './trace.ts';
@@ -25,18 +27,6 @@ import type { Tracer } from './trace.ts';
 export interface GpuGemmProblem extends Omit<GemmProblem, 'lhs' | 'rhs'> {
   lhs: GpuOperandInput;
   rhs: GpuOperandInput;
-}
-
-export interface GemmTiming {
-  /** GPU time of the compute pass (timestamp queries), or null where unavailable. */
-  gpuMs: number | null;
-}
-
-/** What a GEMM ran: its kernel and how it was split (for tests, the benchmark and the curious). */
-export interface LastRun {
-  kernel: string | null;
-  packDispatches: number;
-  gemmDispatches: number;
 }
 
 /** How the kernel is chosen on a context. */

@@ -9,7 +9,6 @@ import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
-import type { DeviceResources } from './resources.ts';
 
 export { type GpuMatrix, isGpuMatrix };
 
@@ -44,17 +43,23 @@ export function isPacked(x: GpuOperandInput): x is PackedOperand {
  * operand is used only by its own context (two contexts may share one device, and a buffer released by
  * one goes on to its next call: read elsewhere it would be another call's data).
  */
-const owners = new WeakMap<object, DeviceResources>();
+const owners = new WeakMap<object, OperandOwner>();
+
+/** What owns GPU operands (a context's resources, ./resources.ts): the buffers it handed out, the matrices released. */
+export interface OperandOwner {
+  readonly handedOut: Set<GPUBuffer>;
+  readonly released: WeakSet<GpuMatrix>;
+}
 
 /** Records m (a dst that gemmOnGpu hands out) as r's and live. */
-export function claimMatrix(r: DeviceResources, m: GpuMatrix): GpuMatrix {
+export function claimMatrix(r: OperandOwner, m: GpuMatrix): GpuMatrix {
   owners.set(m.buffer, r);
   r.handedOut.add(m.buffer);
   return m;
 }
 
 /** Records a PackedOperand as r's. */
-export function claimPacked<T extends PackedOperand>(r: DeviceResources, x: T): T {
+export function claimPacked<T extends PackedOperand>(r: OperandOwner, x: T): T {
   owners.set(x, r);
   return x;
 }
@@ -63,7 +68,7 @@ export function claimPacked<T extends PackedOperand>(r: DeviceResources, x: T): 
  * Checks that m is a GpuMatrix that r may read or use: a caller's own buffer, or one that r handed out
  * and that is still live (not released, not another context's).
  */
-export function checkMatrix(r: DeviceResources, m: unknown, field: string): asserts m is GpuMatrix {
+export function checkMatrix(r: OperandOwner, m: unknown, field: string): asserts m is GpuMatrix {
   if (!m || typeof m !== 'object' || !isGpuMatrix(m) || typeof (m as GpuMatrix).buffer !== 'object' || !(m as GpuMatrix).buffer) {
     throw new InputError(field, 'expected a GpuMatrix ({ buffer, rows, cols, order, dtype, stride })');
   }
@@ -76,7 +81,7 @@ export function checkMatrix(r: DeviceResources, m: unknown, field: string): asse
 }
 
 /** True when m's buffer was handed out by r (gemmOnGpu) and is still live. */
-export function isHandedOut(r: DeviceResources, m: GpuMatrix): boolean {
+export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
   return owners.get(m.buffer) === r && r.handedOut.has(m.buffer);
 }
 
@@ -84,7 +89,7 @@ export function isHandedOut(r: DeviceResources, m: GpuMatrix): boolean {
  * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones; a GPU
  * operand must be r's own (checkMatrix, claimPacked) or the caller's.
  */
-export function shapeOf(x: GpuOperandInput, field: string, r: DeviceResources): Operand {
+export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner): Operand {
   if (!x || typeof x !== 'object') throw new InputError(field, 'missing operand');
   if (isPacked(x)) {
     const owner = owners.get(x);

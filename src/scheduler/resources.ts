@@ -14,7 +14,7 @@ import { Staging } from '../gpu/readback.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
 import type { GpuGemmKernel, PreparedGemmKernel } from '../kernels/types.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
-import { CallPlans } from './call-plan.ts';
+import { CallPlans } from './plans.ts';
 
 /** Sets of stage kinds a kernel is compiled for, each on its own, before it is compiled for all of them. */
 const SPECIALISED_PER_KERNEL = 2;
@@ -23,7 +23,7 @@ export class DeviceResources {
   readonly pool: BufferPool;
   readonly uniforms: UniformArena;
   readonly staging: Staging;
-  /** The plans of repeated calls (./call-plan.ts). */
+  /** The plans of repeated calls (./plans.ts, made and replayed by ./call-plan.ts). */
   readonly plans: CallPlans;
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   readonly released = new WeakSet<GpuMatrix>();
