@@ -1,12 +1,13 @@
 // Call plans: the decode call (a repeated GEMM whose rhs is prepacked and whose lhs comes from the CPU)
-// made once (kept by ./plans.ts) and replayed (pack -> gemm -> output, with its readback). The first such call runs through
+// made once and replayed (pack -> gemm -> output, with its readback). The first such call runs through
 // ./gemm.ts runGemm as any other, but into buffers that the plan owns (the lhs upload, the packed lhs
 // and its sums, the stage values, dst, the uniform slab, a workspace, the readback buffer) and through a
-// compute pass that records its commands (./record.ts) (pipelines and bind groups included). A later call whose
-// problem equals it in everything but the lhs data (src/problem/snapshot.ts, as
-// the CPU path's plan cache) writes its lhs into the plan's upload buffer, replays the commands into a
-// new pass, and submits and maps once. Anything that differs (a shape, a zero point, a per-channel
-// vector edited in place, the stages, the order, the bit depth) misses and makes a new plan.
+// compute pass that records its commands, pipelines and bind groups included (./record.ts); ./plans.ts
+// keeps the plan. A later call whose problem equals it in everything but the lhs data
+// (src/problem/snapshot.ts, as the CPU path's plan cache) writes its lhs into the plan's upload buffer,
+// replays the commands into a new pass, and submits and maps once. Anything that differs (a shape, a
+// zero point, a per-channel vector edited in place, the stages, the order, the bit depth) misses and
+// makes a new plan.
 
 import { InputError } from '../errors.ts';
 import { openErrorScope } from '../gpu/scopes.ts';
