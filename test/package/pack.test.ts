@@ -89,11 +89,12 @@ describe('the packed file list', () => {
     }
   });
   // The budget guards against shipping what is not the library (the benchmark bundle made it 6.1 MB);
-  // the library itself is about 1.65 MB unpacked, 403 kB packed (2026-11-25: with the layers, verify and
-  // the 4-bit CPU kernel), so the bounds leave room for growth, not for a second bundle.
+  // the library itself is about 2.0 MB unpacked, 508 kB packed (2026-11-27: with the tuner and its
+  // kernel configurations, the call plans, the layers' validation; 1.65 MB and 403 kB on 2026-11-25), so
+  // the bounds leave room for growth, not for a second bundle.
   it('is small (was 6.1 MB installed with the benchmark bundle)', () => {
-    expect(packed.unpackedSize).toBeLessThan(2e6);
-    expect(packed.size).toBeLessThan(500e3);
+    expect(packed.unpackedSize).toBeLessThan(2.5e6);
+    expect(packed.size).toBeLessThan(650e3);
   });
   it('installs no runtime dependency, not even the WebGPU types (wgsl_reflect is inlined)', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
