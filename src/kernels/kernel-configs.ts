@@ -11,7 +11,7 @@ import type { AdapterCaps } from '../gpu/caps.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
-import { bestConfig, sgmatTilings, tilingProblem } from './sgmat/config.ts';
+import { bestConfig, type SgmatTiling, sgmatTilings, tilingProblem } from './sgmat/config.ts';
 import { sgmatTiledKernel } from './sgmat/kernel.ts';
 import type { GpuGemmKernel } from './types.ts';
 
@@ -21,14 +21,8 @@ export interface RegistryKernelConfig {
   id: string;
 }
 /** The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration). */
-export interface SgmatKernelConfig {
+export interface SgmatKernelConfig extends SgmatTiling {
   family: 'sgmat';
-  tileM: number;
-  tileN: number;
-  sgRows: number;
-  sgCols: number;
-  kStep: number;
-  buffers: 1 | 2;
 }
 /** The dot4-tiled kernel: 4 x 4 per invocation, 32- or 64-tiles, tileKW packed words per k step. */
 export interface Dot4TiledKernelConfig {

@@ -40,3 +40,22 @@ export const testShape = (M: number, N: number, K: number, dstOrder: Order = 'ro
   dstType: 'int32' as const,
   dstOrder,
 });
+
+/** An NVIDIA H100 as Dawn reports it (u8 16x16x32 subgroup matrices, subgroups of 32, 48 KiB of workgroup memory). */
+export const h100Caps = (over: Partial<AdapterCaps> = {}): AdapterCaps =>
+  testCaps({
+    vendor: 'nvidia',
+    architecture: 'hopper',
+    subgroups: true,
+    subgroupMinSize: 32,
+    subgroupMaxSize: 32,
+    subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 16, N: 16, K: 32 }],
+    f16: true,
+    timestamps: true,
+    limits: testLimits({
+      maxStorageBufferBindingSize: 2 ** 31,
+      maxComputeWorkgroupStorageSize: 49152,
+      maxComputeInvocationsPerWorkgroup: 1024,
+    }),
+    ...over,
+  });

@@ -11,7 +11,7 @@ import { sgmatDeclarations, sgmatKernel, sgmatSource } from '../../src/kernels/s
 import { bestConfig, configConstants } from '../../src/kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
-import type { AdapterCaps } from '../../src/gpu/caps.ts';
+import { h100Caps } from '../support/caps.ts';
 
 describe('sgmat-64x64 source', () => {
   it.each(EMULATED_CONFIGS)('puts the enable and diagnostic directives before any declaration (%o)', (config) => {
@@ -44,29 +44,7 @@ describe('sgmat-64x64 source', () => {
     expect(entries.map((e) => e.binding).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
   it('takes the best int8 configuration of an adapter with one subgroup size and the workgroup memory', () => {
-    const caps = (over: Partial<AdapterCaps>): AdapterCaps => ({
-      vendor: 'nvidia',
-      architecture: 'hopper',
-      isSoftware: false,
-      slowCompiler: false,
-      dot4: true,
-      subgroups: true,
-      subgroupMinSize: 32,
-      subgroupMaxSize: 32,
-      subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 16, N: 16, K: 32 }],
-      f16: true,
-      timestamps: true,
-      limits: {
-        maxStorageBufferBindingSize: 2 ** 31,
-        maxComputeWorkgroupsPerDimension: 65535,
-        maxBufferSize: 2 ** 32,
-        maxComputeWorkgroupStorageSize: 49152,
-        maxComputeInvocationsPerWorkgroup: 1024,
-        minStorageBufferOffsetAlignment: 256,
-        minUniformBufferOffsetAlignment: 256,
-      },
-      ...over,
-    });
+    const caps = h100Caps;
     const shape = { M: 4096, N: 4096, K: 4096, dstType: 'uint8' as const, dstOrder: 'row-major' as const };
     const cfg = (componentType: string, M: number, N: number, K: number) => ({
       componentType,

@@ -9,7 +9,7 @@ import { InputError } from '../../src/errors.ts';
 import { parseBudget, parseClasses } from '../../src/cli/tune.ts';
 import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
 import { parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
-import type { AdapterCaps } from '../../src/gpu/caps.ts';
+import { h100Caps } from '../support/caps.ts';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
 import { candidates } from '../../src/tune.ts';
 
@@ -115,28 +115,7 @@ describe('kernel configurations', () => {
   });
 
   it('every candidate of an H100-like adapter builds a kernel with a distinct id', () => {
-    const caps = {
-      vendor: 'nvidia',
-      architecture: 'hopper',
-      isSoftware: false,
-      slowCompiler: false,
-      dot4: true,
-      subgroups: true,
-      subgroupMinSize: 32,
-      subgroupMaxSize: 32,
-      subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 16, N: 16, K: 32 }],
-      f16: true,
-      timestamps: true,
-      limits: {
-        maxStorageBufferBindingSize: 2 ** 31,
-        maxComputeWorkgroupsPerDimension: 65535,
-        maxBufferSize: 2 ** 32,
-        maxComputeWorkgroupStorageSize: 49152,
-        maxComputeInvocationsPerWorkgroup: 1024,
-        minStorageBufferOffsetAlignment: 256,
-        minUniformBufferOffsetAlignment: 256,
-      },
-    } satisfies AdapterCaps;
+    const caps = h100Caps();
     const configs = candidateConfigs(caps);
     const ids = configs.map((c) => kernelOf(c).id);
     expect(new Set(ids).size).toBe(ids.length);
