@@ -225,6 +225,11 @@ async function searchDawn(
   }
   const setNow = !swiftShaderSetByUs;
   proc.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
+  // Mesa's implicit device-select layer (package mesa-vulkan-drivers) loads whatever the driver list and
+  // prints on stderr where no display is set ("XDG_RUNTIME_DIR is invalid"); with SwiftShader alone it
+  // has nothing to select, so its own switch (NODEVICE_SELECT) turns it off, unless the caller set it.
+  const layerOff = setNow && proc.env.NODEVICE_SELECT === undefined;
+  if (layerOff) proc.env.NODEVICE_SELECT = '1';
   const fallback = await requestFrom(
     dawnInstance(mod, dawnPath, SWIFTSHADER_ICD),
     'dawn',
@@ -233,6 +238,9 @@ async function searchDawn(
     `${what} with VK_ICD_FILENAMES=${SWIFTSHADER_ICD}`,
   );
   if (fallback) swiftShaderSetByUs = true;
-  else if (setNow) delete proc.env.VK_ICD_FILENAMES;
+  else if (setNow) {
+    delete proc.env.VK_ICD_FILENAMES;
+    if (layerOff) delete proc.env.NODEVICE_SELECT;
+  }
   return fallback;
 }

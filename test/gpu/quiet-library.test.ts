@@ -5,7 +5,9 @@
 // environment, and again with a Vulkan driver manifest where the loader looks (XDG_DATA_DIRS, as Mesa's
 // /usr/share/vulkan/icd.d on most desktops; then VK_ADD_DRIVER_FILES) whose driver cannot start, as
 // Mesa's cannot without a GPU: asked, the loader prints "Failed loading library ..." and "Found no
-// drivers!". Without a GPU device node src/gpu/dawn.ts does not let Dawn ask the default drivers at all.
+// drivers!". Without a GPU device node src/gpu/dawn.ts does not let Dawn ask the default drivers at all;
+// pointing Dawn at SwiftShader, it switches off Mesa's implicit device-select layer (NODEVICE_SELECT=1),
+// which loads whatever the driver list and prints "XDG_RUNTIME_DIR is invalid" without a display.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,17 +25,21 @@ const m = { data: new Uint8Array(64 * 64).fill(3), rows: 64, cols: 64 };
 const r = await gemm({ lhs: m, rhs: m });
 const hw = await isHardwareAdapterAvailable();
 const d = await describeDevice();
-console.log(JSON.stringify({ first: r.data[0], hw, adapter: d.adapter ? d.adapter.architecture : null, cpu: d.cpu.kernel }));
+console.log(JSON.stringify({ first: r.data[0], hw, adapter: d.adapter ? d.adapter.architecture : null, cpu: d.cpu.kernel, deviceSelect: process.env.NODEVICE_SELECT ?? null }));
 `;
 
 /** Runs SCRIPT in a fresh Node process with this environment; returns its stderr after checking its result. */
-function runQuietly(env: Record<string, string | undefined>): string {
+function runQuietly(
+  env: Record<string, string | undefined>,
+  check: (out: { adapter: string | null; deviceSelect: string | null }) => void = () => {},
+): string {
   const entry = pathToFileURL(join(REPO, 'dist/node/index.js')).href;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', SCRIPT, entry], { encoding: 'utf8', env, timeout: 120_000 });
   expect(r.status, r.stderr).toBe(0);
   const out = JSON.parse(r.stdout.trim());
   expect(out.first).toBe(64 * 9);
   expect(typeof out.cpu).toBe('string');
+  check(out);
   return r.stderr;
 }
 
@@ -69,7 +75,12 @@ describe('a fresh process importing the library', () => {
     const env = baseEnv();
     delete env.VK_ICD_FILENAMES;
     delete env.VK_DRIVER_FILES;
-    expect(runQuietly({ ...env, XDG_DATA_DIRS: `${fake}:/usr/share` })).toBe('');
+    // Pointed at SwiftShader by the library, Mesa's implicit device-select layer (which prints
+    // "XDG_RUNTIME_DIR is invalid" without a display) is switched off by its own variable.
+    const layerOff = (out: { adapter: string | null; deviceSelect: string | null }) => {
+      if (out.adapter === 'swiftshader') expect(out.deviceSelect).toBe('1');
+    };
+    expect(runQuietly({ ...env, XDG_DATA_DIRS: `${fake}:/usr/share` }, layerOff)).toBe('');
     expect(runQuietly({ ...env, VK_ADD_DRIVER_FILES: manifest })).toBe('');
   });
 });
