@@ -123,7 +123,11 @@ for (let round = 0; round < rounds; round++) {
 }
 
 // --sequential LxW: one token (1 x W, uint8) through L fully connected W x W layers (Sequential.run), per
-// tree, the trees in turn per run; medians over `calls` runs.
+// tree, the trees in turn per run; medians over `calls` runs of the wall time (a context without
+// timestamps). The GPU time: each layer's GEMM timed on its own (a context with timestamps: ctx.gemm of
+// the layer's problem, the token's lhs from the CPU; the same kernels and dispatches as in the run),
+// summed over the layers (sumGpuMs); and, where a tree's Sequential.run takes `timing`, the GPU time of
+// the run itself (runGpuMs: one pass for the chain).
 const sequential = opt('--sequential', '');
 const sequentialSummary: Record<string, unknown>[] = [];
 if (sequential) {
@@ -152,16 +156,38 @@ if (sequential) {
     return p;
   });
   const x = { data: Uint8Array.from({ length: width }, () => next() % 256), shape: [1, width] };
+  const fc = params.map((p) => ({ op: 'fullyConnected', params: p }));
   const runs = [];
   for (const t of loaded) {
     const { Sequential } = await import(`${t.root}/src/layers/sequential.ts`);
     const ctx: Ctx = await t.GpuContext.create({ device });
-    const seq = await Sequential.create(
+    const seq = await Sequential.create(ctx, fc);
+    const timedCtx: Ctx = await t.GpuContext.create({ device, timestamps: true });
+    const timedSeq = await Sequential.create(timedCtx, fc);
+    // each layer's GEMM as the run makes it (the Sequential's derived problem), its rhs prepacked, a 1 x W lhs
+    const layerProblems = [];
+    for (const n of seq.graph.nodes) {
+      const { rhs, lhsZeroPoint, rhsZeroPoint, pipeline } = n.gemm;
+      const lhs = { data: x.data, rows: 1, cols: width, order: 'row-major' };
+      layerProblems.push({ lhs, rhs: await timedCtx.prepack('rhs', rhs), lhsZeroPoint, rhsZeroPoint, pipeline });
+    }
+    for (let i = 0; i < 5; i++) {
+      await seq.run(x);
+      await timedSeq.run(x, { timing: { gpuMs: null } });
+      for (const lp of layerProblems) await timedCtx.gemm(lp, { gpuMs: null });
+    }
+    runs.push({
+      name: t.name,
       ctx,
-      params.map((p) => ({ op: 'fullyConnected', params: p })),
-    );
-    for (let i = 0; i < 5; i++) await seq.run(x);
-    runs.push({ name: t.name, ctx, seq, walls: [] as number[], out: '' });
+      seq,
+      timedCtx,
+      timedSeq,
+      layerProblems,
+      walls: [] as number[],
+      sums: [] as number[],
+      runGpu: [] as number[],
+      out: '',
+    });
   }
   for (let i = 0; i < calls; i++) {
     for (const r of runs) {
@@ -169,13 +195,38 @@ if (sequential) {
       const y = await r.seq.run(x);
       r.walls.push(performance.now() - t0);
       r.out = Array.from(y.data as Uint8Array).join(',');
+      let sum = 0;
+      for (const lp of r.layerProblems) {
+        const timing = { gpuMs: null as number | null };
+        await r.timedCtx.gemm(lp, timing);
+        sum += timing.gpuMs ?? Number.NaN;
+      }
+      r.sums.push(sum);
+      const timing = { gpuMs: null as number | null };
+      await r.timedSeq.run(x, { timing });
+      if (timing.gpuMs !== null) r.runGpu.push(timing.gpuMs);
     }
   }
   if (new Set(runs.map((r) => r.out)).size !== 1) throw new Error('the trees disagree on the Sequential output');
   for (const r of runs) {
-    sequentialSummary.push({ tree: r.name, layers, width, runs: calls, medianMs: median(r.walls), minMs: Math.min(...r.walls) });
+    const medianMs = median(r.walls);
+    const sumGpuMs = median(r.sums);
+    sequentialSummary.push({
+      tree: r.name,
+      layers,
+      width,
+      runs: calls,
+      medianMs,
+      minMs: Math.min(...r.walls),
+      sumGpuMs,
+      wallOverSumGpu: medianMs / sumGpuMs,
+      runGpuMs: r.runGpu.length ? median(r.runGpu) : null,
+      load1: loadavg()[0],
+    });
     r.seq.destroy();
+    r.timedSeq.destroy();
     r.ctx.destroy();
+    r.timedCtx.destroy();
   }
   console.log(JSON.stringify(sequentialSummary));
 }
