@@ -127,7 +127,8 @@ for (let round = 0; round < rounds; round++) {
 // timestamps). The GPU time: each layer's GEMM timed on its own (a context with timestamps: ctx.gemm of
 // the layer's problem, the token's lhs from the CPU; the same kernels and dispatches as in the run),
 // summed over the layers (sumGpuMs); and, where a tree's Sequential.run takes `timing`, the GPU time of
-// the run itself (runGpuMs: one pass for the chain).
+// the run itself (runGpuMs: one pass for the chain); and the median of each run's wall over the first
+// tree's in the same iteration (wallOverFirstTreePaired), which the machine's load drifts least.
 const sequential = opt('--sequential', '');
 const sequentialSummary: Record<string, unknown>[] = [];
 if (sequential) {
@@ -157,7 +158,19 @@ if (sequential) {
   });
   const x = { data: Uint8Array.from({ length: width }, () => next() % 256), shape: [1, width] };
   const fc = params.map((p) => ({ op: 'fullyConnected', params: p }));
-  const runs = [];
+  interface SequentialRun {
+    name: string;
+    ctx: Ctx;
+    seq: Ctx;
+    timedCtx: Ctx;
+    timedSeq: Ctx;
+    layerProblems: unknown[];
+    walls: number[];
+    sums: number[];
+    runGpu: number[];
+    out: string;
+  }
+  const runs: SequentialRun[] = [];
   for (const t of loaded) {
     const { Sequential } = await import(`${t.root}/src/layers/sequential.ts`);
     const ctx: Ctx = await t.GpuContext.create({ device });
@@ -189,6 +202,43 @@ if (sequential) {
       out: '',
     });
   }
+  // What one run asks of the device, counted (the calls of WebGPU's API made by the library per token).
+  const countCalls = async (fn: () => Promise<unknown>) => {
+    const counts = { submits: 0, commandBuffers: 0, maps: 0, errorScopes: 0, bindGroups: 0, buffers: 0 };
+    const queue = Object.getPrototypeOf(device.queue);
+    const probe = device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ });
+    const bufferProto = Object.getPrototypeOf(probe);
+    probe.destroy();
+    const deviceProto = Object.getPrototypeOf(device);
+    const wrap = (o: Record<string, (...a: unknown[]) => unknown>, name: string, count: (...a: unknown[]) => void) => {
+      const f = o[name];
+      o[name] = function (this: unknown, ...a: unknown[]) {
+        count(...a);
+        return f.apply(this, a);
+      };
+      return () => {
+        o[name] = f;
+      };
+    };
+    const undo = [
+      wrap(queue, 'submit', (b) => {
+        counts.submits++;
+        counts.commandBuffers += [...(b as GPUCommandBuffer[])].length;
+      }),
+      wrap(bufferProto, 'mapAsync', () => counts.maps++),
+      wrap(deviceProto, 'pushErrorScope', () => counts.errorScopes++),
+      wrap(deviceProto, 'createBindGroup', () => counts.bindGroups++),
+      wrap(deviceProto, 'createBuffer', () => counts.buffers++),
+    ];
+    try {
+      await fn();
+    } finally {
+      for (const u of undo) u();
+    }
+    return counts;
+  };
+  const perToken = new Map<string, unknown>();
+  for (const r of runs) perToken.set(r.name, await countCalls(() => r.seq.run(x)));
   for (let i = 0; i < calls; i++) {
     for (const r of runs) {
       const t0 = performance.now();
@@ -221,6 +271,9 @@ if (sequential) {
       sumGpuMs,
       wallOverSumGpu: medianMs / sumGpuMs,
       runGpuMs: r.runGpu.length ? median(r.runGpu) : null,
+      // this tree's wall over the first tree's in the same iteration (calls a few milliseconds apart), median
+      wallOverFirstTreePaired: median(r.walls.map((w, i) => w / runs[0].walls[i])),
+      perToken: perToken.get(r.name),
       load1: loadavg()[0],
     });
     r.seq.destroy();
