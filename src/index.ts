@@ -73,6 +73,7 @@ export {
   type SequentialInputs,
   type SequentialLayer,
   type SequentialOptions,
+  type SequentialRunOptions,
 } from './layers/sequential.ts';
 export {
   GpuContext,
@@ -84,6 +85,8 @@ export {
   type GemmTiming,
   type GemmTrace,
   type GemmCallOptions,
+  type GemmChain,
+  type ChainLayer,
   type LastRun,
 } from './scheduler/context.ts';
 export type { WarmupItem, WarmupShape } from './scheduler/warmup.ts';
