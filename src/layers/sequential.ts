@@ -4,6 +4,8 @@
 //   prepacked once, when the Sequential is made; a run uploads the inputs once, keeps every intermediate
 //   tensor on the GPU (a GEMM's dst feeds the next GEMM as its lhs, a convolution's patches are packed
 //   straight from it, an elementwise op reads and writes GPU buffers) and reads back the last output only;
+//   a chain of FULLY_CONNECTED layers runs as one chain of GEMMs (GpuContext.gemmChain,
+//   src/scheduler/chain-plan.ts): one submit and one map per run, through a plan reused across runs;
 // - runLayers, layer by layer through fullyConnected(), conv2d() and elementwise() on any backend, which
 //   is also what Sequential is checked against.
 // Each GEMM layer's requantization is derived by ./derive.ts for its kernel path, as in fullyConnected()
