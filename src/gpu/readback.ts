@@ -17,20 +17,36 @@ function matrixBytes(m: GpuMatrix): number {
   return roundUp(lines * m.stride * elementBytes, 4);
 }
 
-/** A dense result in m's storage order from the mapped bytes of its strided lines. */
-function unstride(m: GpuMatrix, raw: ArrayBuffer): GemmResult {
+/**
+ * A dense result in m's storage order, copied once from the mapped bytes of its strided lines into a new
+ * typed array (the mapped range is read in place, never copied whole first).
+ */
+function unstride(m: GpuMatrix, mapped: ArrayBuffer): GemmResult {
   const dtype = m.dtype as DstType;
   const lines = m.order === 'row-major' ? m.rows : m.cols;
   const inner = m.order === 'row-major' ? m.cols : m.rows;
-  const full = allocateDst(dtype, raw);
-  let data: DstData;
+  const data = allocateDst(dtype, lines * inner);
   if (m.stride === inner) {
-    data = full.slice(0, lines * inner) as DstData;
+    data.set(viewOf(dtype, mapped, lines * inner) as never);
   } else {
-    data = allocateDst(dtype, lines * inner);
-    for (let l = 0; l < lines; l++) data.set(full.subarray(l * m.stride, l * m.stride + inner), l * inner);
+    const full = viewOf(dtype, mapped, (lines - 1) * m.stride + inner);
+    for (let l = 0; l < lines; l++) data.set(full.subarray(l * m.stride, l * m.stride + inner) as never, l * inner);
   }
   return { data, rows: m.rows, cols: m.cols, order: m.order, dtype };
+}
+
+/** The first `length` elements of `buffer` as `dtype`, without a copy. */
+function viewOf(dtype: DstType, buffer: ArrayBuffer, length: number): DstData {
+  switch (dtype) {
+    case 'int32':
+      return new Int32Array(buffer, 0, length);
+    case 'int16':
+      return new Int16Array(buffer, 0, length);
+    case 'int8':
+      return new Int8Array(buffer, 0, length);
+    case 'uint8':
+      return new Uint8Array(buffer, 0, length);
+  }
 }
 
 export class Staging {
@@ -62,7 +78,7 @@ export class Staging {
       await staging.mapAsync(GPUMapMode.READ, 0, bytes);
       onMapped?.();
       try {
-        return unstride(m, staging.getMappedRange(0, bytes).slice(0));
+        return unstride(m, staging.getMappedRange(0, bytes));
       } finally {
         staging.unmap();
       }

@@ -20,6 +20,10 @@ import type { GemmTiming } from './record.ts';
 import type { DeviceResources } from './resources.ts';
 import type { Tracer } from './trace.ts';
 
+/** The descriptors of every replay: made once, not per call. */
+const ENCODER: GPUCommandEncoderDescriptor = { label: 'qgemm gemm' };
+const UNTIMED_PASS: GPUComputePassDescriptor = {};
+
 /** A CPU lhs with a prepacked rhs, read back: the calls a plan serves. */
 export function plannable(problem: GpuGemmProblem, readback: boolean): problem is GpuGemmProblem & { lhs: Operand; rhs: PackedOperand } {
   const { lhs, rhs } = problem;
@@ -49,10 +53,10 @@ export async function replay(
   try {
     writeOperandBytes(device.queue, plan.lhsSource, lhs.data);
     tracer?.mark('lhsWrite');
-    const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
+    const encoder = device.createCommandEncoder(ENCODER);
     const querySet = timing && r.timestamps ? r.staging.querySet() : null;
     const pass = encoder.beginComputePass(
-      querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
+      querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : UNTIMED_PASS,
     ) as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const [name, args] of plan.commands) pass[name](...args);
     (pass as unknown as GPUComputePassEncoder).end();
