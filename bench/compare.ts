@@ -1,7 +1,8 @@
 // The comparisons of the report: this project against each peer on the same shapes, same runtime and
-// same mode (what stays on the GPU between calls), as wall-time and GPU-time speed-ups per shape and
-// their geometric means. `speedup` = peer wall median / ours, `gpuSpeedup` = peer GPU median / ours
-// (null where either side has no GPU time); > 1 means qgemm is faster.
+// same mode (what stays on the GPU between calls), and the same case of the decode loop (back to back,
+// or after a pause), as wall-time and GPU-time speed-ups per shape and their geometric means. `speedup`
+// = peer wall median / ours, `gpuSpeedup` = peer GPU median / ours (null where either side has no GPU
+// time); > 1 means qgemm is faster.
 
 import { rowKey, type RowId } from './impls/types.ts';
 import type { AdapterKind } from './environment.ts';
@@ -38,6 +39,8 @@ const id = (impl: RowId['impl'], backend: RowId['backend'], runtime: RowId['runt
 const QGEMM_NODE = (mode: RowId['mode']) => id('qgemm', 'webgpu', 'node', mode);
 /** qgemm resident with 4-bit weights (--rhs-bits 4): its own series (rowKey .../resident/rhs4). */
 const QGEMM_RHS4: RowId = { ...QGEMM_NODE('resident'), rhsBits: 4 };
+/** The same series' after-pause rows (the decode loop's single calls, each after a pause). */
+const paused = (r: RowId): RowId => ({ ...r, loop: 'after-pause' });
 /** The CPU path's resident rows with 4-bit weights (prepackCpu with a bitDepth). */
 const QGEMM_CPU_RHS4: RowId = { ...id('qgemm', 'cpu', 'node', 'resident'), rhsBits: 4 };
 
@@ -58,6 +61,14 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
     peer: id(impl, 'webgpu', 'node', 'resident'),
   })),
   { ours: QGEMM_RHS4, peer: QGEMM_NODE('resident') },
+  // The decode loop's after-pause rows (resident, Node): against the peers' after-pause rows.
+  ...(
+    ['tfjs-webgpu-f32', 'onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4', 'onnxruntime-webgpu-matmul-f32'] as const
+  ).map((impl) => ({
+    ours: paused(QGEMM_NODE('resident')),
+    peer: paused(id(impl, 'webgpu', 'node', 'resident')),
+  })),
+  { ours: paused(QGEMM_RHS4), peer: paused(id('onnxruntime-webgpu-matmulnbits4', 'webgpu', 'node', 'resident')) },
   // Chrome: the same pairs in the page; onnxruntime-web's WebGPU EP against qgemm resident, its WASM EP
   // against qgemm's CPU path.
   ...(['resident', 'call', 'device'] as const).map((mode) => ({

@@ -19,6 +19,7 @@ import {
   rowRank,
   type BackendName,
   type ImplName,
+  type Loop,
   type Mode,
   type RhsBits,
   type RowId,
@@ -96,10 +97,13 @@ export interface Row {
   verification?: Verification;
   error?: string;
   /**
-   * The decode loop: the row's own times are calls back to back (no pause); `resident` GPU rows in Node
-   * also time single calls, each after PAUSE_MS with nothing running (bench/timing.ts afterPause).
+   * The decode loop's case the row times: 'back-to-back' (calls without a pause: every row series), or
+   * 'after-pause' (single calls, each after `pauseMs` with nothing running, bench/timing.ts afterPause:
+   * a row of its own beside each `resident` WebGPU row in Node, qgemm's and the peers'; wall time only).
    */
-  afterPause?: { pauseMs: number; medianMs: number; minMs: number; maxMs: number; reps: number };
+  loop: Loop;
+  /** After-pause rows: the pause before each call. */
+  pauseMs?: number;
   /** qgemm WebGPU rows that read back: each step's median over a few traced calls (src/scheduler/trace.ts). */
   trace?: TraceSummary;
 }
@@ -163,9 +167,32 @@ const rowIdOf = (r: RowId): RowId & { rhsBits: RhsBits | null } => ({
   rhsBits: rhsBitsOf(r),
 });
 
-/** The after-pause calls of a row (bench/timing.ts afterPause), as the JSON carries them. */
-function pauseFields(s: Stats): NonNullable<Row['afterPause']> {
-  return { pauseMs: PAUSE_MS, medianMs: s.medianMs, minMs: s.minMs, maxMs: s.maxMs, reps: s.reps };
+/**
+ * The after-pause row of a back-to-back row (bench/timing.ts afterPause): the same series in loop
+ * 'after-pause', its wall time from the single calls, no GPU time (the back-to-back row has it). A qgemm
+ * row is verified where its back-to-back row is and every after-pause call returned the same bytes.
+ */
+function afterPauseRow(row: Row, pause: Stats, hashes: { loop: string[]; paused?: string[] }, shape: Shape): Row {
+  const { medianMs, gops: rowGops, ...spread } = statsFields(pause, null, shape);
+  const same = !hashes.paused || hashes.paused.every((h) => hashes.loop.includes(h));
+  const verification = row.verification && {
+    ...row.verification,
+    consistent: row.verification.consistent && same,
+    ...(same ? {} : { verified: false, error: 'an after-pause call returned other bytes than the back-to-back calls' }),
+  };
+  const { verification: _v, trace: _t, ...rest } = row;
+  return {
+    ...rest,
+    loop: 'after-pause',
+    pauseMs: PAUSE_MS,
+    medianMs,
+    gops: rowGops,
+    ...spread,
+    verified: row.verified === null ? null : row.verified && same,
+    gpuNote: `single calls, each after ${PAUSE_MS} ms with nothing running: wall time only (the GPU time is the back-to-back row's)`,
+    roofline: null,
+    ...(verification ? { verification } : {}),
+  };
 }
 
 function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape) {
@@ -277,6 +304,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         k: shape.k,
         ...convOf(shape),
         rhsBits: rhsBitsOf(runner),
+        loop: 'back-to-back' as const,
       };
       try {
         // A quiet moment between cells: a previous row's threads (onnxruntime's pool spin-waits after
@@ -308,7 +336,6 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           roofline: null,
           computes: runner.computes,
           ...(verification ? { verification } : {}),
-          ...(outcome.afterPause ? { afterPause: pauseFields(outcome.afterPause) } : {}),
           ...(outcome.trace ? { trace: outcome.trace } : {}),
         };
         // 4-bit weights: the memory floor counts the packed rhs as stored (PackedOperand.bytes), not K*N.
@@ -317,6 +344,13 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings && !shape.conv)
           row.roofline = roofline(row, ceilings, dstBytes, rhsBytes);
         rows.push(row);
+        if (outcome.afterPause) {
+          const paused = afterPauseRow(row, outcome.afterPause, { loop: outcome.hashes ?? [], paused: outcome.afterPauseHashes }, shape);
+          rows.push(paused);
+          progress(
+            `${shapeKey(shape).padEnd(15)} ${rowKey(paused).padEnd(44)} ${String(paused.reps).padStart(2)} runs, median ${fmtMs(paused.medianMs!)}`,
+          );
+        }
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
         const gpuPart =
           row.gpuMedianMs !== null
@@ -366,6 +400,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         k: shape.k,
         ...convOf(shape),
         rhsBits: rhsBitsOf(u),
+        loop: 'back-to-back',
         medianMs,
         gops: rowGops,
         verified: null,

@@ -15,7 +15,8 @@ import { shapeKey } from './shapes.ts';
 /**
  * The chart's colours: one per series (an implementation on one backend and runtime, qgemm's 4-bit
  * weights a series of their own), given in the legend's order from this list of clearly distinct hues;
- * the mode (resident, device, call) is the opacity, shown once in the legend, not a colour of its own.
+ * the mode (resident, device, call) is the opacity, shown once in the legend, not a colour of its own,
+ * and so are the decode loop's after-pause rows (their own, lightest opacity).
  */
 export const PALETTE = [
   '#1b63c6', // blue
@@ -45,7 +46,11 @@ function seriesColors(cols: string[]): Map<string, string> {
   return new Map(series.map((s, i) => [s, PALETTE[i % PALETTE.length]]));
 }
 const OPACITY: Record<Mode, number> = { resident: 1, device: 0.8, call: 0.5 };
-const opacity = (key: string) => OPACITY[idOf(key).mode] ?? 1;
+/** The after-pause rows (single calls, each after a pause), whatever their mode. */
+const AFTER_PAUSE_OPACITY = 0.3;
+/** A column's mode as the legend names it: the mode, and "after pause" for the after-pause rows. */
+const modeName = (key: string) => `${idOf(key).mode}${idOf(key).loop === 'after-pause' ? ' after pause' : ''}`;
+const opacity = (key: string) => (idOf(key).loop === 'after-pause' ? AFTER_PAUSE_OPACITY : (OPACITY[idOf(key).mode] ?? 1));
 type Colors = (key: string) => string;
 const colorsOf = (report: BenchReport): Colors => {
   const map = seriesColors(columns(report));
@@ -139,11 +144,16 @@ function legendHtml(cols: string[], color: Colors): string {
   const items = [...series.values()].map((keys) => {
     const id = idOf(keys[0]);
     const name = `${SHORT[baseKey(id)] ?? baseKey(id)}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}`;
-    const modes = keys.map((k) => idOf(k).mode).join(', ');
+    const modes = keys.map(modeName).join(', ');
     return `<span><i style="background:${color(keys[0])}"></i>${esc(name)} <span class="sub">${esc(modes)}</span></span>`;
   });
   const modes = [...new Set(cols.map((c) => idOf(c).mode))];
-  const key = modes.map((m) => `<span><i style="background:#5b6475;opacity:${OPACITY[m]}"></i>${esc(m)}</span>`).join('');
+  const paused = cols.some((c) => idOf(c).loop === 'after-pause');
+  const key =
+    modes.map((m) => `<span><i style="background:#5b6475;opacity:${OPACITY[m]}"></i>${esc(m)}</span>`).join('') +
+    (paused
+      ? `<span><i style="background:#5b6475;opacity:${AFTER_PAUSE_OPACITY}"></i>after pause (single calls, each after a pause; the others back to back)</span>`
+      : '');
   return `<div class="legend">${items.join('')}</div><div class="legend modes">mode (opacity): ${key}</div>`;
 }
 
@@ -221,7 +231,7 @@ function table(report: BenchReport): string {
           : r.medianMs === null
             ? '—'
             : `<span class="na">no GPU time</span>${r.gpuNote ? `<div class="why">${esc(r.gpuNote)}</div>` : ''}`;
-      return `<tr><td>${esc(shapeKey(r))}</td><td title="${esc(`${r.impl} / ${r.backend} / ${r.runtime}`)}"><i class="dot" style="background:${color(rowKey(r))};opacity:${opacity(rowKey(r))}"></i>${esc(label(r))}</td><td>${esc(r.mode)}</td>
+      return `<tr><td>${esc(shapeKey(r))}</td><td title="${esc(`${r.impl} / ${r.backend} / ${r.runtime}`)}"><i class="dot" style="background:${color(rowKey(r))};opacity:${opacity(rowKey(r))}"></i>${esc(label(r))}</td><td>${esc(modeName(rowKey(r)))}</td>
 <td class="num">${fmtMs(r.medianMs)}</td><td class="num">${r.minMs === null ? '—' : `${fmtMs(r.minMs)} – ${fmtMs(r.maxMs)}`}</td><td class="num">${fmtGops(r.gops)}</td>
 <td class="num">${gpu}</td><td class="num">${fmtGops(r.gpuGops)}</td><td>${esc(r.kernel ?? '')}</td><td class="num">${esc(roofText(r))}</td><td class="num">${r.reps}</td><td>${v}</td></tr>`;
     })

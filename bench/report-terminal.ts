@@ -7,6 +7,7 @@ import type { Comparison } from './compare.ts';
 import type { BenchReport, Row } from './harness.ts';
 import { baseKey, rowKey, rowRank, type RowId } from './impls/types.ts';
 import { shapeKey, type ConvLayer } from './shapes.ts';
+import { PAUSE_MS } from './timing.ts';
 
 export const SHORT: Record<string, string> = {
   'qgemm/webgpu/node': 'qgemm webgpu node',
@@ -27,9 +28,12 @@ export const SHORT: Record<string, string> = {
   'onnxruntime-web-matmulinteger/cpu/chrome': 'ort-web wasm int8',
 };
 
-/** Short name of a row series: the implementation, plus the mode for WebGPU rows and resident CPU rows, plus "4-bit" for qgemm's 4-bit weights. */
+/**
+ * Short name of a row series: the implementation, plus the mode for WebGPU rows and resident CPU rows,
+ * plus "4-bit" for qgemm's 4-bit weights, plus "after pause" for the decode loop's after-pause rows.
+ */
 export const label = (id: RowId): string =>
-  `${SHORT[baseKey(id)] ?? baseKey(id)}${id.backend === 'webgpu' || id.mode !== 'call' ? ` ${id.mode}` : ''}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}`;
+  `${SHORT[baseKey(id)] ?? baseKey(id)}${id.backend === 'webgpu' || id.mode !== 'call' ? ` ${id.mode}` : ''}${id.impl === 'qgemm' && id.rhsBits === 4 ? ' 4-bit' : ''}${id.loop === 'after-pause' ? ' after pause' : ''}`;
 
 export function fmtGops(g: number | null): string {
   if (g === null) return '—';
@@ -58,8 +62,15 @@ export function columns(report: BenchReport): string[] {
 
 /** The inverse of rowKey. */
 export const idOf = (key: string): RowId => {
-  const [impl, backend, runtime, mode, bits] = key.split('/');
-  return { impl, backend, runtime, mode, ...(bits === 'rhs4' ? { rhsBits: 4 } : {}) } as RowId;
+  const [impl, backend, runtime, mode, ...rest] = key.split('/');
+  return {
+    impl,
+    backend,
+    runtime,
+    mode,
+    ...(rest.includes('rhs4') ? { rhsBits: 4 } : {}),
+    ...(rest.includes('after-pause') ? { loop: 'after-pause' } : {}),
+  } as RowId;
 };
 
 export function shapesOf(report: BenchReport): { m: number; n: number; k: number; conv?: ConvLayer }[] {
@@ -105,14 +116,15 @@ export function terminalReport(report: BenchReport): string {
   }
   lines.push('');
   lines.push(
-    'wall = median of one call, calls back to back (", after N ms idle": single calls after a pause); GPU = timestamp queries, in separate calls; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time',
+    `wall = median of one call, calls back to back ("after pause" rows: single calls, each after ${PAUSE_MS} ms idle, wall only); GPU = timestamp queries, in separate calls; ✓ = every timed qgemm result verified bit-exact; roofline = floor / GPU time`,
   );
   const header = ['shape (MxNxK or conv layer)', 'implementation', 'wall', 'GPU', 'GOPS (wall)', 'GOPS (GPU)', 'kernel', 'roofline', ''];
   const table: string[][] = [];
   for (const s of shapesOf(report)) {
     const rows = report.runs.filter((r) => shapeKey(r) === shapeKey(s)).sort((a, b) => rowRank(a) - rowRank(b));
     for (const r of rows) {
-      const gpu = r.gpuMedianMs !== null ? fmtMs(r.gpuMedianMs) : r.medianMs === null ? '—' : 'no GPU time';
+      const gpu =
+        r.gpuMedianMs !== null ? fmtMs(r.gpuMedianMs) : r.medianMs === null ? '—' : r.loop === 'after-pause' ? 'wall only' : 'no GPU time';
       table.push([
         shapeKey(r),
         label(r),
@@ -124,19 +136,6 @@ export function terminalReport(report: BenchReport): string {
         roofText(r),
         mark(r),
       ]);
-      // The decode loop's other case: single calls, each after a pause (the row above: back to back).
-      if (r.afterPause)
-        table.push([
-          shapeKey(r),
-          `${label(r)}, after ${r.afterPause.pauseMs} ms idle`,
-          fmtMs(r.afterPause.medianMs),
-          '',
-          '',
-          '',
-          '',
-          '',
-          '',
-        ]);
     }
   }
   const widths = header.map((h, i) => Math.max([...h].length, ...table.map((row) => [...row[i]].length)));

@@ -82,14 +82,21 @@ async function qgemmCell(
   const traces: GemmTrace[] = [];
   for (let i = 0; traced && i < TRACE_CALLS; i++) await once({ onTrace: (t) => traces.push(t) });
   const trace = summarize(traces);
-  const pause = paused ? await afterPause(policy, async () => (await once({})).wallMs) : undefined;
+  const pauseHashes: string[] = [];
+  const pause = paused
+    ? await afterPause(policy, async () => {
+        const { result, wallMs } = await once({});
+        pauseHashes.push(hashBytes(bytesOf(result.data)));
+        return wallMs;
+      })
+    : undefined;
   return {
     wall: m.wall,
     gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
     output: { data: m.last.data, dtype: m.last.dtype },
     hashes,
     ...(trace ? { trace } : {}),
-    ...(pause ? { afterPause: pause } : {}),
+    ...(pause ? { afterPause: pause, afterPauseHashes: pauseHashes } : {}),
   };
 }
 

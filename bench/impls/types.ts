@@ -36,6 +36,14 @@ export type Mode = (typeof MODES)[number];
 
 export { RHS_BITS, type RhsBits } from '../problems.ts';
 
+/**
+ * The decode loop's two cases: calls back to back (no pause: every row's own timing), and single calls
+ * each after a pause with nothing running (bench/timing.ts afterPause: `resident` WebGPU rows in Node,
+ * qgemm's and the peers', a row series of their own).
+ */
+export const LOOPS = ['back-to-back', 'after-pause'] as const;
+export type Loop = (typeof LOOPS)[number];
+
 export interface RowId {
   impl: ImplName;
   backend: BackendName;
@@ -47,6 +55,8 @@ export interface RowId {
    * rhsBitsOf); every Row has it.
    */
   rhsBits?: RhsBits | null;
+  /** Which case of the decode loop the row times (absent on ids: back to back); every Row has it. */
+  loop?: Loop;
 }
 
 /** The rhs bit width of a row: its own where it says, else the implementation's (qgemm 8, MatMulNBits-8/4, others null). */
@@ -64,9 +74,11 @@ export const convolutionRows = (r: RowId): boolean => (r.impl === 'qgemm' && r.b
 export const baseKey = (r: Omit<RowId, 'mode'>): string => `${r.impl}/${r.backend}/${r.runtime}`;
 /**
  * impl/backend/runtime/mode: one row series; qgemm rows with 4-bit weights are a series of their own,
- * impl/backend/runtime/mode/rhs4 (a peer's bit width is in its impl name already).
+ * impl/backend/runtime/mode/rhs4 (a peer's bit width is in its impl name already), and so are the
+ * after-pause rows, .../after-pause.
  */
-export const rowKey = (r: RowId): string => `${baseKey(r)}/${r.mode}${r.impl === 'qgemm' && r.rhsBits === 4 ? '/rhs4' : ''}`;
+export const rowKey = (r: RowId): string =>
+  `${baseKey(r)}/${r.mode}${r.impl === 'qgemm' && r.rhsBits === 4 ? '/rhs4' : ''}${r.loop === 'after-pause' ? '/after-pause' : ''}`;
 
 /** The order of rows within a shape, and of the report's columns: implementation first, then mode. */
 export const ROW_ORDER = [
@@ -90,7 +102,13 @@ export const ROW_ORDER = [
 export const rowRank = (r: RowId): number => {
   const i = ROW_ORDER.indexOf(baseKey(r));
   // qgemm's 4-bit series right after its 8-bit one of the same mode.
-  return (i < 0 ? ROW_ORDER.length : i) * MODES.length + MODES.indexOf(r.mode) + (r.impl === 'qgemm' && r.rhsBits === 4 ? 0.5 : 0);
+  // After-pause rows right after their back-to-back series.
+  return (
+    (i < 0 ? ROW_ORDER.length : i) * MODES.length +
+    MODES.indexOf(r.mode) +
+    (r.impl === 'qgemm' && r.rhsBits === 4 ? 0.5 : 0) +
+    (r.loop === 'after-pause' ? 0.25 : 0)
+  );
 };
 
 export interface CellOutcome {
@@ -105,8 +123,13 @@ export interface CellOutcome {
   gpuNote?: string;
   /** qgemm rows with prepacked weights: PackedOperand.bytes (packed rhs + its column sums), for the roofline. */
   rhsBytes?: number;
-  /** `resident` GPU rows in Node: single calls, each after a pause (bench/timing.ts afterPause); `wall` is back to back. */
+  /**
+   * `resident` GPU rows in Node: single calls, each after a pause (bench/timing.ts afterPause), which the
+   * harness reports as a row of their own (loop 'after-pause'); `wall` is back to back.
+   */
   afterPause?: Stats;
+  /** qgemm rows with afterPause: each after-pause call's hash, checked against the back-to-back calls'. */
+  afterPauseHashes?: string[];
   /** qgemm WebGPU rows that read back: the median of each step over a few traced calls (src/scheduler/trace.ts). */
   trace?: TraceSummary;
 }

@@ -107,6 +107,7 @@ function checkContract(report: BenchReport) {
     expect('gpuGeomean' in c).toBe(true);
     expect(c.gpuGeomean === null || c.gpuGeomean > 0).toBe(true);
     expect(c.ours.mode).toBe(c.peer.mode);
+    expect(c.ours.loop).toBe(c.peer.loop);
   }
   return json;
 }
@@ -115,7 +116,12 @@ describe('benchmark harness', () => {
   it('runs every Node implementation on tiny shapes and writes the JSON contract, every qgemm row verified', async () => {
     const report = await run('uint8');
     const json = checkContract(report);
-    const keys = new Set(json.runs.map((r: { impl: string; backend: string; mode: string }) => `${r.impl}/${r.backend}/${r.mode}`));
+    const keys = new Set(
+      json.runs.map(
+        (r: { impl: string; backend: string; mode: string; loop: string }) =>
+          `${r.impl}/${r.backend}/${r.mode}${r.loop === 'after-pause' ? '/after-pause' : ''}`,
+      ),
+    );
     for (const k of ['qgemm/cpu/call', 'onnxruntime-node-matmulinteger/cpu/call', 'naive-js/cpu/call']) expect(keys).toContain(k);
     if (report.adapterKind !== 'none' || process.env.CI === 'true') {
       for (const mode of MODES) {
@@ -135,18 +141,21 @@ describe('benchmark harness', () => {
       expect(resident?.gpuGeomean ?? null).not.toBeNull(); // both sides have GPU time where timestamps exist
     }
     // The decode loop: qgemm's WebGPU rows have their wall time from untimed calls and their GPU time from
-    // separate timed ones (the note says so), a trace of each step where they read back, and the resident
-    // rows (qgemm's and the peers' on WebGPU in Node) single calls after a pause.
-    for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && x.medianMs !== null)) {
+    // separate timed ones (the note says so) and a trace of each step where they read back; every resident
+    // row (qgemm's and the peers' on WebGPU in Node) times calls back to back and has an after-pause row
+    // of its own: single calls, each after a pause, wall time only, qgemm's verified.
+    const live = json.runs.filter((x: Row) => x.medianMs !== null);
+    for (const r of live.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && x.loop === 'back-to-back')) {
       if (r.gpuMedianMs !== null) expect(r.gpuNote).toMatch(/separate/);
       if (r.mode !== 'device') expect(r.trace.steps.map((s: { step: string }) => s.step)).toEqual([...TRACE_STEPS]);
-      if (r.mode === 'resident') {
-        expect(r.trace.plan).toBe('hit'); // the prepacked rhs and the CPU lhs: every traced call replays its plan
-        expect(r.afterPause).toMatchObject({ pauseMs: PAUSE_MS, reps: POLICY.minReps });
-      }
+      if (r.mode === 'resident') expect(r.trace.plan).toBe('hit'); // the prepacked rhs and the CPU lhs: every traced call replays its plan
     }
-    for (const r of json.runs.filter((x: Row) => x.backend === 'webgpu' && x.mode === 'resident' && x.medianMs !== null))
-      expect(r.afterPause?.reps, rowKey(r)).toBe(POLICY.minReps);
+    for (const r of live.filter((x: Row) => x.backend === 'webgpu' && x.mode === 'resident' && x.loop === 'back-to-back')) {
+      const paused = json.runs.filter((x: Row) => rowKey(x) === `${rowKey(r)}/after-pause` && shapeKey(x) === shapeKey(r));
+      expect(paused.length, rowKey(r)).toBe(1);
+      expect(paused[0], rowKey(r)).toMatchObject({ pauseMs: PAUSE_MS, reps: POLICY.minReps, gpuMedianMs: null, verified: r.verified });
+    }
+    expect(live.filter((x: Row) => x.loop === 'after-pause').every((x: Row) => x.mode === 'resident' && x.backend === 'webgpu')).toBe(true);
     // The reports render.
     expect(terminalReport(report)).toContain('24x40x36');
     expect(terminalReport(report)).toMatch(/wall .* \| GPU/);
@@ -185,8 +194,8 @@ describe('benchmark harness', () => {
       ];
       expect([...keys].sort()).toEqual(expected.sort());
       expect(json.runs.every((r: { runtime: string }) => r.runtime === 'chrome')).toBe(true);
-      // qgemm's GEMM rows: the wall time from untimed calls, the GPU time from separate timed calls.
-      for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && !x.conv && x.gpuMedianMs !== null))
+      // qgemm's rows, GEMM and convolution: the wall time from untimed calls, the GPU time from separate timed calls.
+      for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && x.gpuMedianMs !== null))
         expect(r.gpuNote, rowKey(r)).toMatch(/separate/);
       // Every Chrome row ran here (a peer's reason would be a failure: they all run on SwiftShader).
       for (const r of json.runs) expect(r.medianMs, `${rowKey(r)}: ${r.error}`).not.toBeNull();
@@ -307,7 +316,7 @@ describe('benchmark harness', () => {
     if (report.adapterKind === 'none' && process.env.CI !== 'true') return; // no WebGPU here: nothing more to see
     for (const s of shapes) {
       const at = json.runs.filter((r: { m: number; n: number; k: number }) => r.m === s.m && r.n === s.n && r.k === s.k);
-      const qgemm = at.filter((r: { impl: string }) => r.impl === 'qgemm');
+      const qgemm = at.filter((r: Row) => r.impl === 'qgemm' && r.loop === 'back-to-back');
       expect(qgemm.map((r: { rhsBits: number }) => r.rhsBits).sort()).toEqual([4, 8]);
       for (const r of qgemm) expect(r.verified, JSON.stringify(r.verification)).toBe(true);
       // Two values per byte: the 4-bit row's roofline counts the packed operand (PackedOperand.bytes), fewer
@@ -319,10 +328,18 @@ describe('benchmark harness', () => {
       }
     }
     // Two row series, two labels, and the 4-bit series compared with the 8-bit one and with MatMulNBits-4.
+    // (and the decode loop's after-pause row of each).
     expect(new Set(report.runs.filter((r) => r.impl === 'qgemm').map((r) => rowKey(r)))).toEqual(
-      new Set(['qgemm/webgpu/node/resident', 'qgemm/webgpu/node/resident/rhs4']),
+      new Set([
+        'qgemm/webgpu/node/resident',
+        'qgemm/webgpu/node/resident/rhs4',
+        'qgemm/webgpu/node/resident/after-pause',
+        'qgemm/webgpu/node/resident/rhs4/after-pause',
+      ]),
     );
     expect(terminalReport(report)).toContain('qgemm webgpu node resident 4-bit');
+    expect(terminalReport(report)).toContain('qgemm webgpu node resident 4-bit after pause');
+    expect(htmlReport(report)).toContain('resident after pause');
     const vs8 = report.comparisons.find((c) => c.ours.rhsBits === 4 && c.peer.impl === 'qgemm');
     expect(vs8?.shapes.length).toBe(shapes.length);
     expect(htmlReport(report)).not.toMatch(/NaN|undefined/);
