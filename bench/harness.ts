@@ -172,7 +172,7 @@ const rowIdOf = (r: RowId): RowId & { rhsBits: RhsBits | null } => ({
  * 'after-pause', its wall time from the single calls, no GPU time (the back-to-back row has it). A qgemm
  * row is verified where its back-to-back row is and every after-pause call returned the same bytes.
  */
-function afterPauseRow(row: Row, pause: Stats, hashes: { loop: string[]; paused?: string[] }, shape: Shape): Row {
+export function afterPauseRow(row: Row, pause: Stats, hashes: { loop: string[]; paused?: string[] }, shape: Shape): Row {
   const { medianMs, gops: rowGops, ...spread } = statsFields(pause, null, shape);
   const same = !hashes.paused || hashes.paused.every((h) => hashes.loop.includes(h));
   const verification = row.verification && {

@@ -11,7 +11,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
-import { runBenchmark, type BenchOptions, type BenchReport, type Row } from '../../bench/harness.ts';
+import { afterPauseRow, runBenchmark, type BenchOptions, type BenchReport, type Row } from '../../bench/harness.ts';
 import { PAUSE_MS } from '../../bench/timing.ts';
 import { TRACE_STEPS } from '../../src/scheduler/trace.ts';
 import { roofline } from '../../bench/ceilings.ts';
@@ -343,6 +343,50 @@ describe('benchmark harness', () => {
     const vs8 = report.comparisons.find((c) => c.ours.rhsBits === 4 && c.peer.impl === 'qgemm');
     expect(vs8?.shapes.length).toBe(shapes.length);
     expect(htmlReport(report)).not.toMatch(/NaN|undefined/);
+  });
+
+  it("makes a row of the after-pause calls: wall only, qgemm's verified only where every call returned the back-to-back bytes", () => {
+    const shape = parseShapes('1x64x64')[0];
+    const verification = { verified: true, method: 'full' as const, checked: 64, mismatches: 0, consistent: true };
+    const row = {
+      impl: 'qgemm',
+      backend: 'webgpu',
+      runtime: 'node',
+      mode: 'resident',
+      adapter: 'swiftshader',
+      m: 1,
+      n: 64,
+      k: 64,
+      rhsBits: 8,
+      loop: 'back-to-back',
+      medianMs: 1,
+      gops: 0.0082,
+      verified: true,
+      minMs: 1,
+      maxMs: 1,
+      q1Ms: 1,
+      q3Ms: 1,
+      reps: 3,
+      gpuMedianMs: 0.5,
+      gpuMinMs: 0.5,
+      gpuMaxMs: 0.5,
+      gpuGops: 0.016,
+      kernel: 'gemv',
+      roofline: null,
+      computes: '',
+      verification,
+      trace: { calls: 5, plan: 'hit', steps: [], totalMs: 1 },
+    } as Row;
+    const pause = { medianMs: 3, minMs: 2, maxMs: 4, q1Ms: 2.5, q3Ms: 3.5, reps: 3 };
+    const same = afterPauseRow(row, pause, { loop: ['a', 'a'], paused: ['a', 'a', 'a'] }, shape);
+    expect(same).toMatchObject({ loop: 'after-pause', pauseMs: PAUSE_MS, medianMs: 3, reps: 3, gpuMedianMs: null, verified: true });
+    expect(same.trace).toBeUndefined();
+    expect(rowKey(same)).toBe('qgemm/webgpu/node/resident/after-pause');
+    const other = afterPauseRow(row, pause, { loop: ['a'], paused: ['a', 'b', 'a'] }, shape);
+    expect(other.verified).toBe(false);
+    expect(other.verification).toMatchObject({ verified: false, consistent: false, error: expect.stringMatching(/after-pause/) });
+    const peer = afterPauseRow({ ...row, impl: 'tfjs-webgpu-f32', verified: null, verification: undefined }, pause, { loop: [] }, shape);
+    expect(peer.verified).toBeNull();
   });
 
   it('verifies 4-bit results against the reference with the same bitDepth (sampled and full checks)', () => {
