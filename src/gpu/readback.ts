@@ -5,16 +5,18 @@
 // device are serialized, so one of each is enough.
 
 import { allocateDst } from '../problem/dst.ts';
-import type { DstData, DstType, GemmResult } from '../types.ts';
+import type { DstType, GemmResult } from '../types.ts';
 import type { GpuMatrix } from './matrix.ts';
 import { roundUp } from './plan.ts';
 import { runInErrorScope } from './scopes.ts';
 
+/** Bytes of one element of a matrix of `dtype`. */
+const elementBytes = (dtype: GpuMatrix['dtype']): number => (dtype === 'int32' ? 4 : dtype === 'int16' ? 2 : 1);
+
 /** Bytes a GpuMatrix occupies (its lines at their stride). */
 function matrixBytes(m: GpuMatrix): number {
   const lines = m.order === 'row-major' ? m.rows : m.cols;
-  const elementBytes = m.dtype === 'int32' ? 4 : m.dtype === 'int16' ? 2 : 1;
-  return roundUp(lines * m.stride * elementBytes, 4);
+  return roundUp(lines * m.stride * elementBytes(m.dtype), 4);
 }
 
 /**
@@ -26,27 +28,13 @@ function unstride(m: GpuMatrix, mapped: ArrayBuffer): GemmResult {
   const lines = m.order === 'row-major' ? m.rows : m.cols;
   const inner = m.order === 'row-major' ? m.cols : m.rows;
   const data = allocateDst(dtype, lines * inner);
-  if (m.stride === inner) {
-    data.set(viewOf(dtype, mapped, lines * inner) as never);
-  } else {
-    const full = viewOf(dtype, mapped, (lines - 1) * m.stride + inner);
-    for (let l = 0; l < lines; l++) data.set(full.subarray(l * m.stride, l * m.stride + inner) as never, l * inner);
-  }
+  const into = new Uint8Array(data.buffer);
+  const from = new Uint8Array(mapped);
+  const lineBytes = inner * elementBytes(dtype);
+  const strideBytes = m.stride * elementBytes(dtype);
+  if (m.stride === inner) into.set(from.subarray(0, lines * lineBytes));
+  else for (let l = 0; l < lines; l++) into.set(from.subarray(l * strideBytes, l * strideBytes + lineBytes), l * lineBytes);
   return { data, rows: m.rows, cols: m.cols, order: m.order, dtype };
-}
-
-/** The first `length` elements of `buffer` as `dtype`, without a copy. */
-function viewOf(dtype: DstType, buffer: ArrayBuffer, length: number): DstData {
-  switch (dtype) {
-    case 'int32':
-      return new Int32Array(buffer, 0, length);
-    case 'int16':
-      return new Int16Array(buffer, 0, length);
-    case 'int8':
-      return new Int8Array(buffer, 0, length);
-    case 'uint8':
-      return new Uint8Array(buffer, 0, length);
-  }
 }
 
 export class Staging {
