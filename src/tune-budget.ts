@@ -7,8 +7,9 @@
 //   kernel showed at the shape; the rules' kernel must fit the sweep's end, any other configuration the
 //   shape's share of what is left (shares are even over the shapes still to come);
 // - a verify problem costs the least of the measured problems' times scaled up by its work (M x N x K,
-//   never down); each winner first runs the suite's problems of its own shape class whatever the clock
-//   says (exactness before speed), then the rest in turn, each where it fits the budget's end.
+//   never down); each winner runs the suite's problems of its own shape class as soon as it wins a shape,
+//   whatever the clock says (exactness before speed), inside the sweep's time, so the shapes after it get
+//   less; the rest of the suite follows, in turn, each problem where it fits the budget's end.
 // What is skipped is returned, so the report can say so.
 
 import type { ShapeClass } from './kernels/tuning.ts';
@@ -121,50 +122,92 @@ export class TuneBudget {
 
   /**
    * Verifies each winner: first on the problems of its own classes (all of them), then on the rest while
-   * each fits the budget's end. `check` returns the mismatch detail ('' when exact). A winner stops at its
-   * first mismatch.
+   * each fits the budget's end (see WinnerVerifier). `check` returns the mismatch detail ('' when exact).
    */
   async verifyWinners<P>(
     winners: readonly { id: string; classes: readonly ShapeClass[] }[],
-    problems: readonly { problem: P; class: ShapeClass; macs: number }[],
+    problems: readonly VerifyItem<P>[],
     supports: (winner: string, problem: P) => boolean,
     check: (winner: string, problem: P) => Promise<string>,
   ): Promise<WinnerVerification[]> {
-    const out: WinnerVerification[] = winners.map((w) => ({ id: w.id, classProblems: 0, problems: 0, of: 0, detail: '', ms: 0 }));
-    const run = async (v: WinnerVerification, p: (typeof problems)[number]) => {
-      const t0 = this.clock.now();
-      const why = await check(v.id, p.problem);
-      const ms = this.clock.now() - t0;
-      this.recordProblem(p.macs, ms);
-      v.ms += ms;
-      v.problems++;
-      if (why) v.detail = why;
-    };
-    const queue: [WinnerVerification, (typeof problems)[number]][] = [];
-    for (const [i, w] of winners.entries()) {
-      const v = out[i];
-      const mine = problems.filter((p) => supports(w.id, p.problem));
-      v.of = mine.length;
-      const own = mine.filter((p) => w.classes.includes(p.class));
-      // At least one problem, whatever its class.
-      for (const p of own.length ? own : mine.slice(0, 1)) {
-        if (!v.detail) await run(v, p);
-      }
-      v.classProblems = v.problems;
-      for (const p of mine) if (!own.includes(p) && !(own.length === 0 && p === mine[0])) queue.push([v, p]);
+    const verifier = new WinnerVerifier(this, problems, supports, check);
+    for (const w of winners) for (const c of w.classes.length ? w.classes : [null]) await verifier.own(w.id, c);
+    await verifier.rest();
+    return verifier.results();
+  }
+}
+
+export interface VerifyItem<P> {
+  problem: P;
+  class: ShapeClass;
+  macs: number;
+}
+
+/**
+ * The verification of the winners, in two steps: own(id, class) as soon as a winner wins a shape of that
+ * class (the suite's problems of that class, all of them, whatever the clock says; at least one problem),
+ * so that their cost is paid inside the sweep's time; rest() at the end, round-robin over the winners,
+ * each remaining problem where its predicted time fits the budget's end. A winner stops at its first mismatch.
+ */
+export class WinnerVerifier<P> {
+  private readonly byId = new Map<string, { v: WinnerVerification; mine: VerifyItem<P>[]; ran: Set<VerifyItem<P>> }>();
+
+  constructor(
+    private readonly budget: TuneBudget,
+    private readonly problems: readonly VerifyItem<P>[],
+    private readonly supports: (winner: string, problem: P) => boolean,
+    private readonly check: (winner: string, problem: P) => Promise<string>,
+  ) {}
+
+  private state(id: string) {
+    let st = this.byId.get(id);
+    if (!st) {
+      const mine = this.problems.filter((p) => this.supports(id, p.problem));
+      st = { v: { id, classProblems: 0, problems: 0, of: mine.length, detail: '', ms: 0 }, mine, ran: new Set() };
+      this.byId.set(id, st);
     }
-    // The rest, round-robin over the winners, each problem where it fits.
-    const rounds = new Map<WinnerVerification, (typeof problems)[number][]>();
-    for (const [v, p] of queue) rounds.set(v, [...(rounds.get(v) ?? []), p]);
-    for (let r = 0; [...rounds.values()].some((l) => r < l.length); r++) {
-      for (const [v, list] of rounds) {
+    return st;
+  }
+
+  private async run(id: string, p: VerifyItem<P>): Promise<void> {
+    const st = this.state(id);
+    const clock = this.budget.clock;
+    const t0 = clock.now();
+    const why = await this.check(id, p.problem);
+    const ms = clock.now() - t0;
+    this.budget.recordProblem(p.macs, ms);
+    st.ran.add(p);
+    st.v.ms += ms;
+    st.v.problems++;
+    if (why) st.v.detail = why;
+  }
+
+  /** Winner `id` on the suite's problems of class `cls` (null: none in particular), at least one problem. */
+  async own(id: string, cls: ShapeClass | null): Promise<WinnerVerification> {
+    const st = this.state(id);
+    const own = st.mine.filter((p) => p.class === cls);
+    for (const p of own.length ? own : st.mine.slice(0, 1)) {
+      if (!st.v.detail && !st.ran.has(p)) await this.run(id, p);
+    }
+    st.v.classProblems = st.v.problems;
+    return st.v;
+  }
+
+  /** The rest of the suite, round-robin over the winners, each problem where it fits the budget's end. */
+  async rest(): Promise<void> {
+    const lists = [...this.byId.entries()].map(([id, st]) => [id, st.mine.filter((p) => !st.ran.has(p))] as const);
+    for (let r = 0; lists.some(([, l]) => r < l.length); r++) {
+      for (const [id, list] of lists) {
         const p = list[r];
-        if (!p || v.detail) continue;
-        if (this.clock.now() + this.predictProblem(p.macs) > this.end) continue;
-        await run(v, p);
+        if (!p || this.state(id).v.detail) continue;
+        if (this.budget.clock.now() + this.budget.predictProblem(p.macs) > this.budget.end) continue;
+        await this.run(id, p);
       }
     }
-    return out;
+  }
+
+  results(): WinnerVerification[] {
+    return [...this.byId.values()].map((st) => st.v);
   }
 }
 

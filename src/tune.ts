@@ -15,14 +15,22 @@
 // wall clock (the table's `method` says which). The rules' own kernel is measured first at every shape,
 // so each entry carries the comparison. The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE
 // of it and starts a configuration only where its predicted cost (set-up and compilation as measured in
-// its family, warm-up, shortest batches) fits; the winners' verification runs each winner on the verify
-// suite's problems of its own shape class first, whatever the time, then on the rest of the suite while
-// each problem fits the budget. The report says what was skipped and which winners were fully verified; a
+// its family, warm-up, shortest batches) fits; a shape's winner runs the verify suite's problems of its
+// shape class at once, whatever the time (inside the sweep's share, so later shapes get less), and the
+// winners run the rest of the suite at the end while each problem fits the budget. The report says what was skipped and which winners were fully verified; a
 // winner that fails is dropped (the rules serve its shapes).
 
 import { InputError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
-import { type CandidateCost, type Clock, performanceClock, problemClass, TuneBudget, type WinnerVerification } from './tune-budget.ts';
+import {
+  type CandidateCost,
+  type Clock,
+  performanceClock,
+  problemClass,
+  TuneBudget,
+  type WinnerVerification,
+  WinnerVerifier,
+} from './tune-budget.ts';
 import { describeAdapter } from './gpu/adapter.ts';
 import { describeToggles } from './gpu/toggles.ts';
 import type { AdapterCaps } from './gpu/caps.ts';
@@ -100,7 +108,7 @@ export interface TuneReport {
   verified: WinnerVerification[];
   /** Configurations not measured: they would not have fit the budget (or threw), per shape. */
   skipped: { class: ShapeClass; shape: string; id: string; why: string }[];
-  /** Wall time of the sweep and of the verification. */
+  /** Wall time of the sweep (the device's acquisition included) and of the verification (its problems, wherever they ran). */
   sweepMs: number;
   verifyMs: number;
 }
@@ -254,7 +262,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
   try {
     const probe = await GpuContext.create({ device });
     const caps = probe.caps;
-    const toggles = describeToggles(caps.toggles);
+    const toggles = describeToggles(acquired.toggles);
     probe.destroy();
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
     const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
@@ -263,6 +271,24 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       minBatches: MIN_BATCHES,
     });
     const entries: (TuningEntry & { winner: GpuGemmKernel })[] = [];
+    // Every winner bit for bit against the reference, one verify problem at a time: those of its shape
+    // class as soon as it wins (inside the sweep's time), the rest of the suite as the budget allows at the
+    // end; a failure drops its entries.
+    const suite = verifyProblems().map((p) => {
+      const [M, N, K] = [p.lhs.rows, p.rhs.cols, p.lhs.cols];
+      return { problem: p, class: problemClass(M, N, K), macs: M * N * K };
+    });
+    const kernelsById = new Map<string, GpuGemmKernel>();
+    const verifier = new WinnerVerifier(
+      budget,
+      suite,
+      (id, p) => (kernelsById.get(id) as GpuGemmKernel).supports(caps, problemShape(p)),
+      async (id, p) => {
+        const k = kernelsById.get(id) as GpuGemmKernel;
+        const row = await verifyGpuKernel(device, k, [p], { kernels: [k, ...GPU_KERNELS] });
+        return row.mismatches === 0 && row.problems === 1 ? '' : row.detail || 'did not run';
+      },
+    );
     const skipped: TuneReport['skipped'] = [];
     for (const [i, [cls, mnk]] of shapes.entries()) {
       const shape = shapeOf(mnk);
@@ -306,29 +332,19 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         tried: result.measured.length,
         winner,
       });
+      kernelsById.set(winner.id, winner);
+      const v = await verifier.own(winner.id, cls);
+      log(
+        `${where}: verify ${winner.id} on the ${cls} problems of the suite: ${v.detail ? `MISMATCH (${v.detail})` : `exact (${v.problems} in all)`}`,
+      );
     }
-    const sweepMs = clock.now() - t0;
-    // Every winner bit for bit: the verify suite's problems of its own classes first, then the rest as the
-    // budget allows; a failure drops its entries.
-    const winners = [...new Map(entries.map((e) => [e.winner.id, e.winner])).values()];
-    const suite = verifyProblems().map((p) => {
-      const [M, N, K] = [p.lhs.rows, p.rhs.cols, p.lhs.cols];
-      return { problem: p, class: problemClass(M, N, K), macs: M * N * K };
-    });
-    const kernelsById = new Map(winners.map((k) => [k.id, k]));
-    const verified = await budget.verifyWinners(
-      winners.map((k) => ({ id: k.id, classes: entries.filter((e) => e.winner === k).map((e) => e.class) })),
-      suite,
-      (id, p) => (kernelsById.get(id) as GpuGemmKernel).supports(caps, problemShape(p)),
-      async (id, p) => {
-        const k = kernelsById.get(id) as GpuGemmKernel;
-        const row = await verifyGpuKernel(device, k, [p], { kernels: [k, ...GPU_KERNELS] });
-        return row.mismatches === 0 && row.problems === 1 ? '' : row.detail || 'did not run';
-      },
-    );
+    await verifier.rest();
+    const verified = verifier.results();
+    const verifyMs = verified.reduce((a, v) => a + v.ms, 0);
+    const sweepMs = clock.now() - t0 - verifyMs;
     const refused: TuneReport['refused'] = [];
     for (const v of verified) {
-      const full = v.problems === v.of ? 'all' : `${v.problems} (${v.classProblems} of its class first)`;
+      const full = v.problems === v.of ? 'all' : `${v.problems} (${v.classProblems} of its classes first)`;
       log(`verify ${v.id}: ${full} of ${v.of} problems, ${v.detail ? 'MISMATCH' : 'exact'}, ${(v.ms / 1000).toFixed(1)} s`);
       if (v.detail || v.problems === 0) refused.push({ id: v.id, detail: v.detail || 'no problem of the suite ran' });
     }
@@ -345,7 +361,6 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         `winners verified bit for bit: ${fully} of ${ok.size} on the whole verify suite, the others on its problems of their shape class and as many more as the budget allowed`,
       entries: entries.filter((e) => ok.has(e.winner.id)).map(({ winner: _, ...e }) => e),
     };
-    const verifyMs = clock.now() - t0 - sweepMs;
     return { table, device: describeAdapter(acquired.summary), refused, verified, skipped, sweepMs, verifyMs };
   } finally {
     if (!opts.device) device.destroy();

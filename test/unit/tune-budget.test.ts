@@ -5,7 +5,7 @@
 // time, then the rest of the suite round-robin while each fits, and stops a winner at its first mismatch.
 
 import { describe, expect, it } from 'vitest';
-import { type Candidate, type CandidateCost, type Clock, problemClass, TuneBudget } from '../../src/tune-budget.ts';
+import { type Candidate, type CandidateCost, type Clock, problemClass, TuneBudget, WinnerVerifier } from '../../src/tune-budget.ts';
 
 class FakeClock implements Clock {
   t = 1000;
@@ -194,6 +194,46 @@ describe('verifying the winners within the budget', () => {
     expect(ran).toEqual(['broken:s1', 'broken:s2', 'lonely:s1', 'lonely:s2', 'lonely:huge']);
     expect(out[0]).toMatchObject({ id: 'broken', problems: 2, detail: '3 of 16 elements differ' });
     expect(out[1]).toMatchObject({ id: 'lonely', classProblems: 1, problems: 3, of: 3, detail: '' });
+  });
+});
+
+describe('sweep and verification interleaved', () => {
+  it("a winner's own-class verification comes out of the sweep's time: the next shape gets less, the budget holds", async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 30_000, 0.8, RULES);
+    const problems = [0, 1, 2, 3].map((i) => ({ problem: i, class: 'square' as const, macs: 1000 }));
+    const verifier = new WinnerVerifier(
+      b,
+      problems,
+      () => true,
+      async () => {
+        clock.t += 1500; // SwiftShader-like: a compilation per problem
+        return '';
+      },
+    );
+    const costs: Record<string, CandidateCost> = {};
+    const cands = (s: number) =>
+      ['r', 'a', 'b', 'c'].map((id) => {
+        costs[`${id}${s}`] = { setupMs: 2000, callMs: 30 };
+        return { id: `${id}${s}`, family: 'registry' };
+      });
+    const log: string[] = [];
+    const deadlines: number[] = [];
+    for (let s = 0; s < 2; s++) {
+      const r = await b.sweepShape(s, 2, cands(s), async (c, d) => {
+        deadlines.push(d - clock.now());
+        return fakeMeasure(clock, costs, log)(c, d);
+      });
+      await verifier.own(r.measured[0].candidate.id, 'square');
+    }
+    await verifier.rest();
+    // 4 x 1.5 s of verification after shape 0: shape 1's candidates got less than shape 0's.
+    expect(deadlines[deadlines.length - 1]).toBeLessThan(deadlines[0]);
+    expect(clock.t - 1000).toBeLessThanOrEqual(30_000);
+    expect(verifier.results().map((v) => [v.id, v.problems, v.of])).toEqual([
+      ['r0', 4, 4],
+      ['r1', 4, 4],
+    ]);
   });
 });
 
