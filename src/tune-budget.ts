@@ -5,7 +5,8 @@
 // - a configuration costs its set-up (context, prepacked operands, pipeline compilation: the largest seen
 //   in its family, else in any family) plus its warm-up and shortest batches at the call time the rules'
 //   kernel showed at the shape; the rules' kernel must fit the sweep's end, any other configuration the
-//   shape's share of what is left (shares are even over the shapes still to come);
+//   shape's share of what is left (shares are even over the shapes still to come) less the predicted
+//   verification of the shape's winner on its class's problems, which follows the shape;
 // - a verify problem costs the least of the measured problems' times scaled up by its work (M x N x K,
 //   never down); each winner runs the suite's problems of its own shape class as soon as it wins a shape,
 //   whatever the clock says (exactness before speed), inside the sweep's time, so the shapes after it get
@@ -70,26 +71,33 @@ export class TuneBudget {
     return seen + Math.max(this.rules.warmupMs, 2 * call) + this.rules.minBatches * Math.max(this.rules.batchMs, call);
   }
 
+  /** The smallest set-up seen (a first call: pipelines compiled), or 0 before any. */
+  smallestSetup(): number {
+    return this.setups.size ? Math.min(...this.setups.values()) : 0;
+  }
+
   recordCandidate(family: string, cost: CandidateCost): void {
     this.setups.set(family, Math.max(this.setups.get(family) ?? 0, cost.setupMs));
   }
 
   /**
    * Measures `candidates` at shape `index` of `shapes` (the first is the rules' kernel) while they fit:
-   * the first must fit the sweep's end, the others this shape's share of the time left.
+   * the first must fit the sweep's end, the others this shape's share of the time left less `reserve()`,
+   * the predicted verification of the shape's winner that follows.
    */
   async sweepShape<M extends { cost: CandidateCost }>(
     index: number,
     shapes: number,
     candidates: readonly Candidate[],
     measure: (c: Candidate, deadline: number) => Promise<M>,
+    reserve: () => number = () => 0,
   ): Promise<SweepShapeResult<M>> {
     const now = this.clock.now();
     const shapeEnd = now + Math.max(0, this.sweepEnd - now) / (shapes - index);
     const out: SweepShapeResult<M> = { measured: [], skipped: [] };
     let callMs: number | undefined;
     for (const [i, c] of candidates.entries()) {
-      const end = i === 0 ? this.sweepEnd : shapeEnd;
+      const end = i === 0 ? this.sweepEnd : shapeEnd - reserve();
       const predicted = this.predictCandidate(c.family, callMs);
       const t = this.clock.now();
       if (t + predicted > end) {
@@ -191,6 +199,18 @@ export class WinnerVerifier<P> {
     }
     st.v.classProblems = st.v.problems;
     return st.v;
+  }
+
+  /**
+   * The predicted time of own(<a new winner>, cls): each of the suite's problems of that class at its
+   * predicted time, or, before any problem ran, at the smallest set-up the sweep has seen (a compilation).
+   */
+  predictOwn(cls: ShapeClass): number {
+    const own = this.problems.filter((p) => p.class === cls);
+    return (own.length ? own : this.problems.slice(0, 1)).reduce((sum, p) => {
+      const t = this.budget.predictProblem(p.macs);
+      return sum + (Number.isFinite(t) ? t : this.budget.smallestSetup());
+    }, 0);
   }
 
   /** The rest of the suite, round-robin over the winners, each problem where it fits the budget's end. */

@@ -306,6 +306,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
           log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
           return m;
         },
+        () => verifier.predictOwn(cls),
       );
       for (const x of result.skipped) {
         skipped.push({ class: cls, shape: mnk.join('x'), ...x });

@@ -198,7 +198,7 @@ describe('verifying the winners within the budget', () => {
 });
 
 describe('sweep and verification interleaved', () => {
-  it("a winner's own-class verification comes out of the sweep's time: the next shape gets less, the budget holds", async () => {
+  it("a winner's own-class verification is reserved in its shape's share and paid inside the sweep's time", async () => {
     const clock = new FakeClock();
     const b = new TuneBudget(clock, 30_000, 0.8, RULES);
     const problems = [0, 1, 2, 3].map((i) => ({ problem: i, class: 'square' as const, macs: 1000 }));
@@ -220,15 +220,24 @@ describe('sweep and verification interleaved', () => {
     const log: string[] = [];
     const deadlines: number[] = [];
     for (let s = 0; s < 2; s++) {
-      const r = await b.sweepShape(s, 2, cands(s), async (c, d) => {
-        deadlines.push(d - clock.now());
-        return fakeMeasure(clock, costs, log)(c, d);
-      });
+      const r = await b.sweepShape(
+        s,
+        2,
+        cands(s),
+        async (c, d) => {
+          deadlines.push(d - clock.now());
+          return fakeMeasure(clock, costs, log)(c, d);
+        },
+        () => verifier.predictOwn('square'),
+      );
       await verifier.own(r.measured[0].candidate.id, 'square');
     }
-    await verifier.rest();
-    // 4 x 1.5 s of verification after shape 0: shape 1's candidates got less than shape 0's.
+    // Shape 0: before any verification, 4 problems at the smallest set-up (2 s each) are reserved, so only
+    // the rules' kernel runs; shape 1 reserves 4 x the measured 1.5 s and fits two more configurations.
+    expect(log).toEqual(['r0', 'r1', 'a1', 'b1']);
     expect(deadlines[deadlines.length - 1]).toBeLessThan(deadlines[0]);
+    expect(clock.t - 1000).toBeLessThanOrEqual(24_000); // sweep and own-class verification within the share
+    await verifier.rest();
     expect(clock.t - 1000).toBeLessThanOrEqual(30_000);
     expect(verifier.results().map((v) => [v.id, v.problems, v.of])).toEqual([
       ['r0', 4, 4],
