@@ -29,6 +29,10 @@ xz -dc .device/node.xz > $N && chmod +x $N
 xz -dc .device/dawn.node.xz > /tmp/dawn.node
 [ -f .device/ort.tar.xz ] && tar -xJf .device/ort.tar.xz
 export QGEMM_DAWN_NODE=/tmp/dawn.node
+# Dawn's device toggles for every stage (docs/gpu.md "Dawn toggles"; the bench JSON records them as
+# adapter.toggles, the table's method names them): the audited default, or QGEMM_DAWN_TOGGLES as given.
+export QGEMM_DAWN_TOGGLES=${QGEMM_DAWN_TOGGLES:-disable_workgroup_init}
+say "Dawn toggles: $QGEMM_DAWN_TOGGLES"
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv > "$OUT/gpu.csv" 2>> "$LOG"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active \

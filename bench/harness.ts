@@ -442,6 +442,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       kind: choice.kind,
       isSoftware: summary?.isSoftware ?? null,
       dot4: choice.ctx ? choice.ctx.dot4 : null,
+      toggles: choice.ctx ? (choice.ctx.caps.toggles ?? null) : null,
       ceilings: ceilings ?? {
         dot4Tops: null,
         copyGBs: null,

@@ -52,9 +52,9 @@ const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>(
 
 /** The one place the options that make two contexts differ are turned into a cache key. */
 function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
-  const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '', tuning = null } = opts;
+  const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '', tuning = null, toggles = null } = opts;
   const sortedLimits = Object.entries(limits).sort(([a], [b]) => a.localeCompare(b));
-  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference, tuning]);
+  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference, tuning, toggles]);
 }
 
 /**

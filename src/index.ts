@@ -36,6 +36,7 @@ export {
   type VerifyRow,
 } from './verify.ts';
 export { tune, type TuneOptions, type TuneReport } from './tune.ts';
+export type { WinnerVerification } from './tune-budget.ts';
 export {
   parseTuningTable,
   SHAPE_CLASSES,
@@ -93,6 +94,7 @@ export type { WarmupItem, WarmupShape } from './scheduler/warmup.ts';
 export type { AdapterCaps, PlanLimits, SubgroupMatrixConfig } from './gpu/caps.ts';
 export { describeAdapter, type AdapterSummary } from './gpu/adapter.ts';
 export { isHardwareAdapterAvailable } from './gpu/acquire.ts';
+export { AUDITED_TOGGLES, type DawnToggle } from './gpu/toggles.ts';
 export { kernelIds } from './kernels/registry.ts';
 export { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
 export {

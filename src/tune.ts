@@ -13,12 +13,26 @@
 // as the shape's share of the budget allows; the median of the batches' per-call times and their
 // coefficient of variation. GPU time comes from timestamp queries; an adapter without them is timed by
 // wall clock (the table's `method` says which). The rules' own kernel is measured first at every shape,
-// so each entry carries the comparison. The sweep takes SWEEP_SHARE of the budget; the winners'
-// verification follows and always finishes (a winner that fails is dropped: the rules serve that shape).
+// so each entry carries the comparison. The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE
+// of it and starts a configuration only where its predicted cost (set-up and compilation as measured in
+// its family, warm-up, shortest batches) fits; a shape's winner runs the verify suite's problems of its
+// shape class at once, whatever the time (inside the sweep's share, so later shapes get less), and the
+// winners run the rest of the suite at the end while each problem fits the budget. The report says what was skipped and which winners were fully verified; a
+// winner that fails is dropped (the rules serve its shapes).
 
 import { InputError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
+import {
+  type CandidateCost,
+  type Clock,
+  performanceClock,
+  problemClass,
+  TuneBudget,
+  type WinnerVerification,
+  WinnerVerifier,
+} from './tune-budget.ts';
 import { describeAdapter } from './gpu/adapter.ts';
+import { describeToggles } from './gpu/toggles.ts';
 import type { AdapterCaps } from './gpu/caps.ts';
 import type { GemmShape } from './gpu/plan.ts';
 import { candidateConfigs, type KernelConfig, kernelOf } from './kernels/kernel-configs.ts';
@@ -27,6 +41,7 @@ import { SHAPE_CLASSES, type ShapeClass, TUNING_FORMAT, type TuningEntry, type T
 import type { GpuGemmKernel } from './kernels/types.ts';
 import { createGpuContextWith, GpuContext, type GpuGemmProblem } from './scheduler/context.ts';
 import type { OutputStage } from './types.ts';
+import type { GemmProblem } from './types.ts';
 import { verifyGpuKernel, verifyProblems } from './verify.ts';
 
 export const DEFAULT_BUDGET_MS = 5 * 60_000;
@@ -79,6 +94,8 @@ export interface TuneOptions {
   onProgress?: (line: string) => void;
   /** At most this many configurations per shape, the rules' kernel included (default: as the budget allows). */
   maxCandidates?: number;
+  /** The clock the budget is kept by (default: performance.now). */
+  clock?: Clock;
 }
 
 export interface TuneReport {
@@ -87,7 +104,11 @@ export interface TuneReport {
   device: string;
   /** Winners that failed verification (their shapes are left to the rules). */
   refused: { id: string; detail: string }[];
-  /** Wall time of the sweep and of the verification. */
+  /** Per winner: the verify problems of its own class, all it ran, and how many of the suite it can run. */
+  verified: WinnerVerification[];
+  /** Configurations not measured: they would not have fit the budget (or threw), per shape. */
+  skipped: { class: ShapeClass; shape: string; id: string; why: string }[];
+  /** Wall time of the sweep (the device's acquisition included) and of the verification (its problems, wherever they ran). */
   sweepMs: number;
   verifyMs: number;
 }
@@ -133,10 +154,12 @@ interface Measured {
   ms: number;
   cv: number;
   batches: number;
+  cost: CandidateCost;
 }
 
 /** One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. */
-async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk, deadline: number): Promise<Measured> {
+async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk, deadline: number, clock: Clock): Promise<Measured> {
+  const s0 = clock.now();
   const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} });
   try {
     const gpuTimer = ctx.caps.timestamps;
@@ -155,10 +178,14 @@ async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk,
       if (ctx.lastRun.kernel !== kernel.id) throw new Error(`ran ${ctx.lastRun.kernel} instead of ${kernel.id} (failed its self-test)`);
       return gpuTimer && timing.gpuMs !== null ? timing.gpuMs : wall;
     };
-    const w0 = performance.now();
-    for (let n = 0; n < 2 || performance.now() - w0 < WARMUP_MS; n++) await once();
+    await once(); // compiles the pipelines
+    const w0 = clock.now();
+    const setupMs = w0 - s0;
+    let warmCalls = 0;
+    for (; warmCalls < 1 || clock.now() - w0 < WARMUP_MS; warmCalls++) await once();
+    const callMs = (clock.now() - w0) / warmCalls;
     const batches: number[] = [];
-    while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && performance.now() < deadline)) {
+    while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && clock.now() < deadline)) {
       let sum = 0;
       let calls = 0;
       while (sum < BATCH_MS || calls === 0) {
@@ -168,13 +195,22 @@ async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk,
       batches.push(sum / calls);
     }
     const s = stats(batches);
-    return { ms: s.median, cv: s.cv, batches: batches.length };
+    return { ms: s.median, cv: s.cv, batches: batches.length, cost: { setupMs, callMs } };
   } finally {
     ctx.destroy();
   }
 }
 
 const shapeOf = ([M, N, K]: Mnk): GemmShape => ({ M, N, K, dstType: 'uint8', dstOrder: 'row-major' });
+/** The shape the registry's supports() sees for a verify problem. */
+const problemShape = (p: GemmProblem): GemmShape => ({
+  M: p.lhs.rows,
+  N: p.rhs.cols,
+  K: p.lhs.cols,
+  dstType: 'int32',
+  dstOrder: p.dstOrder ?? 'row-major',
+  bitDepth: p.bitDepth,
+});
 
 /**
  * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
@@ -219,73 +255,102 @@ export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKe
 export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
   const { budgetMs, classes } = checkOptions(opts);
   const log = opts.onProgress ?? (() => {});
-  const t0 = performance.now();
+  const clock = opts.clock ?? performanceClock;
+  const t0 = clock.now();
   const acquired = await acquireDevice({ allowSoftware: true, device: opts.device });
   const device = acquired.device;
   try {
     const probe = await GpuContext.create({ device });
     const caps = probe.caps;
+    const toggles = describeToggles(acquired.toggles);
     probe.destroy();
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
-    const sweepEnd = t0 + budgetMs * SWEEP_SHARE;
+    const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
+      warmupMs: WARMUP_MS,
+      batchMs: BATCH_MS,
+      minBatches: MIN_BATCHES,
+    });
     const entries: (TuningEntry & { winner: GpuGemmKernel })[] = [];
+    // Every winner bit for bit against the reference, one verify problem at a time: those of its shape
+    // class as soon as it wins (inside the sweep's time), the rest of the suite as the budget allows at the
+    // end; a failure drops its entries.
+    const suite = verifyProblems().map((p) => {
+      const [M, N, K] = [p.lhs.rows, p.rhs.cols, p.lhs.cols];
+      return { problem: p, class: problemClass(M, N, K), macs: M * N * K };
+    });
+    const kernelsById = new Map<string, GpuGemmKernel>();
+    const verifier = new WinnerVerifier(
+      budget,
+      suite,
+      (id, p) => (kernelsById.get(id) as GpuGemmKernel).supports(caps, problemShape(p)),
+      async (id, p) => {
+        const k = kernelsById.get(id) as GpuGemmKernel;
+        const row = await verifyGpuKernel(device, k, [p], { kernels: [k, ...GPU_KERNELS] });
+        return row.mismatches === 0 && row.problems === 1 ? '' : row.detail || 'did not run';
+      },
+    );
+    const skipped: TuneReport['skipped'] = [];
     for (const [i, [cls, mnk]] of shapes.entries()) {
-      const now = performance.now();
-      const shapeEnd = now + (sweepEnd - now) / (shapes.length - i);
       const shape = shapeOf(mnk);
       const rules = selectGemmKernel(caps, shape, { force: '' });
       const list = candidates(caps, shape, rules).slice(0, opts.maxCandidates ?? Infinity);
-      let best: { kernel: GpuGemmKernel; m: Measured } | null = null;
-      let rulesMs: number | undefined;
-      let tried = 0;
-      let lastWall = 0;
-      for (const kernel of list) {
-        // The next configuration starts only where its warm-up and shortest batches fit, at the rules' speed,
-        // or as long as the last configuration took (compiling included).
-        const least = Math.max(WARMUP_MS + MIN_BATCHES * Math.max(BATCH_MS, rulesMs ?? 0), lastWall);
-        if (tried > 0 && performance.now() + least >= shapeEnd) break;
-        const c0 = performance.now();
-        try {
-          const m = await measure(device, kernel, mnk, Math.min(shapeEnd, performance.now() + (shapeEnd - performance.now()) / 2));
-          tried++;
-          if (kernel === rules) rulesMs = m.ms;
-          log(`${cls} ${mnk.join('x')}: ${kernel.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
-          if (!best || m.ms < best.m.ms) best = { kernel, m };
-          lastWall = performance.now() - c0;
-        } catch (e) {
-          log(`${cls} ${mnk.join('x')}: ${kernel.id} skipped (${(e as Error).message.split('\n')[0]})`);
-        }
+      const byId = new Map(list.map((k) => [k.id, k]));
+      const family = (k: GpuGemmKernel) => candidateConfigs(caps).find((c) => kernelOf(c).id === k.id)?.family ?? 'registry';
+      const where = `${cls} ${mnk.join('x')}`;
+      const result = await budget.sweepShape(
+        i,
+        shapes.length,
+        list.map((k) => ({ id: k.id, family: family(k) })),
+        async (c, deadline) => {
+          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock);
+          log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
+          return m;
+        },
+        () => verifier.predictOwn(cls),
+      );
+      for (const x of result.skipped) {
+        skipped.push({ class: cls, shape: mnk.join('x'), ...x });
+        log(`${where}: ${x.id} skipped (${x.why})`);
       }
+      const rulesMs = result.measured.find((x) => x.candidate.id === rules.id)?.m.ms;
+      let best: (typeof result.measured)[number] | null = null;
+      for (const x of result.measured) if (!best || x.m.ms < best.m.ms) best = x;
       if (!best) continue;
-      const config = candidateConfigs(caps).find((c) => kernelOf(c).id === best.kernel.id) ?? {
+      const winner = byId.get(best.candidate.id) as GpuGemmKernel;
+      const config = candidateConfigs(caps).find((c) => kernelOf(c).id === winner.id) ?? {
         family: 'registry' as const,
-        id: best.kernel.id,
+        id: winner.id,
       };
       entries.push({
         class: cls,
         shape: { M: mnk[0], N: mnk[1], K: mnk[2] },
         kernel: config,
-        id: best.kernel.id,
+        id: winner.id,
         gpuMs: best.m.ms,
         cv: best.m.cv,
         rulesId: rules.id,
         ...(rulesMs === undefined ? {} : { rulesMs }),
-        tried,
-        winner: best.kernel,
+        tried: result.measured.length,
+        winner,
       });
+      kernelsById.set(winner.id, winner);
+      const v = await verifier.own(winner.id, cls);
+      log(
+        `${where}: verify ${winner.id} on the ${cls} problems of the suite: ${v.detail ? `MISMATCH (${v.detail})` : `exact (${v.problems} in all)`}`,
+      );
     }
-    const sweepMs = performance.now() - t0;
-    // Every winner, once, bit for bit over the verify suite; a failure drops its entries.
+    await verifier.rest();
+    const verified = verifier.results();
+    const verifyMs = verified.reduce((a, v) => a + v.ms, 0);
+    const sweepMs = clock.now() - t0 - verifyMs;
     const refused: TuneReport['refused'] = [];
-    const verified = new Map<string, boolean>();
-    for (const e of entries) {
-      if (verified.has(e.winner.id)) continue;
-      const row = await verifyGpuKernel(device, e.winner, verifyProblems(), { kernels: [e.winner, ...GPU_KERNELS] });
-      const ok = row.mismatches === 0 && row.problems > 0;
-      verified.set(e.winner.id, ok);
-      log(`verify ${e.winner.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
-      if (!ok) refused.push({ id: e.winner.id, detail: row.detail || 'no problem of the suite ran' });
+    for (const v of verified) {
+      const full = v.problems === v.of ? 'all' : `${v.problems} (${v.classProblems} of its classes first)`;
+      log(`verify ${v.id}: ${full} of ${v.of} problems, ${v.detail ? 'MISMATCH' : 'exact'}, ${(v.ms / 1000).toFixed(1)} s`);
+      if (v.detail || v.problems === 0) refused.push({ id: v.id, detail: v.detail || 'no problem of the suite ran' });
     }
+    const ok = new Set(verified.filter((v) => !refused.some((r) => r.id === v.id)).map((v) => v.id));
+    const fully = verified.filter((v) => ok.has(v.id) && v.problems === v.of).length;
     const table: TuningTable = {
       format: TUNING_FORMAT,
       adapter: tuningAdapter(acquired.summary),
@@ -293,10 +358,11 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       method:
         `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms, batches >= ${BATCH_MS} ms ` +
         `(${MIN_BATCHES}-${MAX_BATCHES}), median and coefficient of variation of the batches; ` +
-        `${caps.timestamps ? 'GPU time (timestamp queries)' : 'wall time (no timestamp queries)'}; budget ${Math.round(budgetMs / 1000)} s`,
-      entries: entries.filter((e) => verified.get(e.winner.id)).map(({ winner: _, ...e }) => e),
+        `${caps.timestamps ? 'GPU time (timestamp queries)' : 'wall time (no timestamp queries)'}; budget ${Math.round(budgetMs / 1000)} s; Dawn toggles: ${toggles}; ` +
+        `winners verified bit for bit: ${fully} of ${ok.size} on the whole verify suite, the others on its problems of their shape class and as many more as the budget allowed`,
+      entries: entries.filter((e) => ok.has(e.winner.id)).map(({ winner: _, ...e }) => e),
     };
-    return { table, device: describeAdapter(acquired.summary), refused, sweepMs, verifyMs: performance.now() - t0 - sweepMs };
+    return { table, device: describeAdapter(acquired.summary), refused, verified, skipped, sweepMs, verifyMs };
   } finally {
     if (!opts.device) device.destroy();
   }

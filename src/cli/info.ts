@@ -5,6 +5,7 @@
 
 import type { DeviceDescription } from '../api.ts';
 import { describeAdapter } from '../gpu/adapter.ts';
+import { describeToggles } from '../gpu/toggles.ts';
 import { selectCpuKernel, selectGemmKernel } from '../kernels/registry.ts';
 import { tunedKernel } from '../kernels/tuning.ts';
 import { normalizeProblem } from '../problem/problem.ts';
@@ -40,6 +41,7 @@ export function formatInfo(d: DeviceDescription): string {
     const sgm = caps.subgroupMatrix.map((c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`);
     lines.push(`  subgroup matrices (tensor cores): ${sgm.length ? sgm.join(', ') : 'none'}`);
     lines.push(`  max storage binding ${(caps.limits.maxStorageBufferBindingSize / 2 ** 20).toFixed(0)} MiB`);
+    lines.push(`  Dawn toggles: ${describeToggles(caps.toggles)}`);
     lines.push(`  tuning table: ${d.tuning?.description ?? "none (the registry's rules)"}`);
     const table = d.tuning?.table ?? null;
     lines.push('  GPU kernels (M x N x K):');

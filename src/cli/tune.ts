@@ -1,7 +1,8 @@
 // `qgemm tune` and the CLI's `--tuning FILE`: the command line around the tuner (src/tune.ts) and the
 // tuning tables it writes (src/kernels/tuning.ts). `qgemm tune --budget 30s --out table.json` sweeps the
 // kernel configurations on the WebGPU adapter, prints one line per measured configuration on stderr and a
-// summary table on stdout, and writes the table atomically (nothing is written when the run fails);
+// summary table on stdout (with how far each winner was verified, and what the budget left out), and writes
+// the table atomically (nothing is written when the run fails);
 // `--tuning FILE` (gemm, run, info) reads a table back for the context. Bad input is an InputError naming
 // the flag: a budget of 0 or one that does not parse, an unknown shape class, a file that is not a
 // tuning table, a table of another adapter.
@@ -69,9 +70,13 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
     return;
   }
   const lines = [`tuned on ${report.device}: ${report.table.entries.length} entries -> ${o.out}`];
-  lines.push('class  | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms');
+  lines.push(
+    'class  | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | verified',
+  );
   for (const e of report.table.entries) {
     const shape = `${e.shape.M}x${e.shape.N}x${e.shape.K}`;
+    const v = report.verified.find((x) => x.id === e.id);
+    const verified = !v ? '-' : v.problems === v.of ? `all ${v.of}` : `${v.problems} of ${v.of}`;
     lines.push(
       [
         e.class.padEnd(6),
@@ -80,11 +85,25 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
         (e.gpuMs ?? 0).toFixed(4).padStart(9),
         `${(100 * (e.cv ?? 0)).toFixed(1)}%`.padStart(5),
         (e.rulesId ?? '').padEnd(22),
-        e.rulesMs === undefined ? '-' : e.rulesMs.toFixed(4),
+        (e.rulesMs === undefined ? '-' : e.rulesMs.toFixed(4)).padEnd(9),
+        verified,
       ].join(' | '),
     );
   }
   for (const r of report.refused) lines.push(`refused ${r.id} (failed verification: ${r.detail}); the rules serve its shapes`);
+  const partly = report.verified.filter((v) => v.problems < v.of && !report.refused.some((r) => r.id === v.id));
+  if (partly.length) {
+    lines.push(
+      `verified: ${partly.map((v) => v.id).join(', ')} on the verify suite's problems of their shape class (and more as time allowed), ` +
+        'not the whole suite: the budget ran out (qgemm verify checks every kernel fully)',
+    );
+  }
+  if (report.skipped.length) {
+    const shapes = new Set(report.skipped.map((x) => `${x.class} ${x.shape}`));
+    lines.push(
+      `skipped ${report.skipped.length} configurations at ${shapes.size} shape${shapes.size === 1 ? '' : 's'}: they would not fit the budget (--json lists them)`,
+    );
+  }
   lines.push(`sweep ${(report.sweepMs / 1000).toFixed(1)} s, verification ${(report.verifyMs / 1000).toFixed(1)} s`);
   io.out(`${lines.join('\n')}\n`);
 }

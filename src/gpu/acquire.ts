@@ -2,8 +2,9 @@
 // browsers (and Deno), or Dawn in Node (./dawn.ts, with its SwiftShader fallback). It asks each device
 // for the adapter's own limits (big storage buffers, big workgroups), and for the optional features the
 // kernels can use: 'timestamp-query', 'subgroups', 'shader-f16' and 'chromium-experimental-subgroup-matrix'
-// where offered. What the device can then do is summed up once in AdapterCaps (./caps.ts). Failures
-// throw NoAdapterError, naming what was tried and the fix.
+// where offered. What the device can then do is summed up once in AdapterCaps (./caps.ts). A device made
+// through Dawn in Node gets the Dawn toggles of ./toggles.ts (default: the audited ones; docs/gpu.md), and
+// says which. Failures throw NoAdapterError, naming what was tried and the fix.
 
 import { NoAdapterError } from '../errors.ts';
 import {
@@ -17,6 +18,7 @@ import {
 } from './adapter.ts';
 import { findDawnAdapter, INSTALL_HINT, nodeProcess, SWIFTSHADER_ICD } from './dawn.ts';
 import { rememberAdapterInfo } from './caps.ts';
+import { AUDITED_TOGGLES, checkToggles, type DawnToggle, envToggles } from './toggles.ts';
 
 export interface AcquiredDevice {
   device: GPUDevice;
@@ -26,6 +28,11 @@ export interface AcquiredDevice {
   source: 'navigator' | 'dawn' | 'user';
   /** WGSL has packed_4x8_integer_dot_product (dot4U8Packed / dot4I8Packed); else the manual-unpack kernel. */
   hasDot4: boolean;
+  /**
+   * The Dawn toggles the device was created with (source 'dawn'); null where the library did not create
+   * it through Dawn (a browser's navigator.gpu: a page cannot set toggles; a caller's device).
+   */
+  toggles: DawnToggle[] | null;
 }
 
 export interface AcquireOptions {
@@ -37,6 +44,14 @@ export interface AcquireOptions {
   dawnPath?: string;
   /** Default 'high-performance' (the discrete GPU on a laptop with two). */
   powerPreference?: GPUPowerPreference;
+  /**
+   * Node (Dawn): the device toggles, from 'disable_workgroup_init' and 'disable_robustness'; [] for
+   * Dawn's defaults. Default: env QGEMM_DAWN_TOGGLES ('none' or a comma-separated list), else
+   * AUDITED_TOGGLES, what the audit of every kernel proves safe (docs/gpu.md, "Dawn toggles").
+   * 'disable_robustness' is not in the audited set: with it an out-of-bounds access is undefined.
+   * Ignored for navigator.gpu and for a caller's device. An unknown name is an InputError.
+   */
+  toggles?: readonly DawnToggle[];
 }
 
 /** The WGSL language feature behind dot4U8Packed / dot4I8Packed. */
@@ -50,7 +65,7 @@ function navigatorGpu(): GPU | undefined {
 }
 
 /** Finds an adapter (no device yet), trying navigator.gpu, then Dawn in Node. */
-async function findAdapter(opts: AcquireOptions, tried: Tried): Promise<Found | null> {
+async function findAdapter(opts: AcquireOptions, toggles: readonly DawnToggle[], tried: Tried): Promise<Found | null> {
   const navGpu = navigatorGpu();
   if (navGpu) {
     const found = await requestFrom(navGpu, 'navigator', opts, tried, 'navigator.gpu');
@@ -66,7 +81,13 @@ async function findAdapter(opts: AcquireOptions, tried: Tried): Promise<Found | 
     }
     return null;
   }
-  return findDawnAdapter(opts, tried);
+  return findDawnAdapter({ ...opts, toggles }, tried);
+}
+
+/** The toggles asked for: opts.toggles, else QGEMM_DAWN_TOGGLES, else the audited ones; checked. */
+function requestedToggles(opts: Pick<AcquireOptions, 'toggles'>): DawnToggle[] {
+  if (opts.toggles !== undefined) return checkToggles('toggles', opts.toggles);
+  return envToggles(nodeProcess()?.env.QGEMM_DAWN_TOGGLES) ?? [...AUDITED_TOGGLES];
 }
 
 function noAdapter(opts: AcquireOptions, tried: Tried): NoAdapterError {
@@ -105,10 +126,11 @@ export async function acquireDevice(opts: AcquireOptions): Promise<AcquiredDevic
     const summary = summarizeAdapter(device, wgsl);
     const hasDot4 = wgsl ? wgsl.has(DOT4_FEATURE) : await probeDot4(device);
     if (!wgsl && hasDot4) summary.wgslLanguageFeatures = [DOT4_FEATURE];
-    return { device, adapter: null, summary, source: 'user', hasDot4 };
+    return { device, adapter: null, summary, source: 'user', hasDot4, toggles: null };
   }
+  const toggles = requestedToggles(opts);
   const tried: Tried = [];
-  const found = await findAdapter(opts, tried);
+  const found = await findAdapter(opts, toggles, tried);
   if (!found) throw noAdapter(opts, tried);
   const { adapter, gpu, summary, source } = found;
   const requiredLimits: Record<string, number> = {};
@@ -124,7 +146,14 @@ export async function acquireDevice(opts: AcquireOptions): Promise<AcquiredDevic
     throw new NoAdapterError(`requestDevice failed on ${describeAdapter(summary)}: ${(e as Error).message}`);
   }
   rememberAdapterInfo(device, adapter.info);
-  return { device, adapter, summary, source, hasDot4: gpu.wgslLanguageFeatures.has(DOT4_FEATURE) };
+  return {
+    device,
+    adapter,
+    summary,
+    source,
+    hasDot4: gpu.wgslLanguageFeatures.has(DOT4_FEATURE),
+    toggles: source === 'dawn' ? [...toggles] : null,
+  };
 }
 
 /**
@@ -132,12 +161,16 @@ export async function acquireDevice(opts: AcquireOptions): Promise<AcquiredDevic
  * software adapters are slower than the CPU path). No device is created. Costs ~200 ms in Node on a
  * machine without a GPU (Dawn probes the Vulkan drivers once per process), ~0 after.
  */
-async function findHardwareAdapter(opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference'> = {}): Promise<AdapterSummary | null> {
-  const found = await findAdapter({ ...opts, allowSoftware: false }, []);
+async function findHardwareAdapter(
+  opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference' | 'toggles'> = {},
+): Promise<AdapterSummary | null> {
+  const found = await findAdapter({ ...opts, allowSoftware: false }, requestedToggles(opts), []);
   return found ? found.summary : null;
 }
 
 /** True when a hardware WebGPU adapter exists: backend 'auto' then picks WebGPU, else the CPU. */
-export async function isHardwareAdapterAvailable(opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference'> = {}): Promise<boolean> {
+export async function isHardwareAdapterAvailable(
+  opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference' | 'toggles'> = {},
+): Promise<boolean> {
   return (await findHardwareAdapter(opts)) !== null;
 }

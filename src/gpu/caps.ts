@@ -4,6 +4,7 @@
 // with its limits. Limits may be lowered below the device's (tests use that to exercise splitting).
 
 import type { AdapterSummary } from './adapter.ts';
+import type { DawnToggle } from './toggles.ts';
 
 /** One subgroup-matrix configuration the adapter offers (Dawn's adapter.info.subgroupMatrixConfigs). */
 export interface SubgroupMatrixConfig {
@@ -47,6 +48,8 @@ export interface AdapterCaps {
   f16: boolean;
   timestamps: boolean;
   limits: PlanLimits;
+  /** The Dawn toggles the device runs with (./toggles.ts); null or absent where the library did not set them. */
+  toggles?: readonly DawnToggle[] | null;
 }
 
 const LIMIT_KEYS: (keyof PlanLimits)[] = [

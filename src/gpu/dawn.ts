@@ -4,7 +4,9 @@
 // `chromium` package, by pointing the Vulkan loader at it (VK_ICD_FILENAMES) and asking a second Dawn
 // instance. Dawn instances are created with the `allow_unsafe_apis` toggle, which is what exposes
 // `chromium-experimental-subgroup-matrix` (the int8 tensor cores), and without timestamp quantization
-// (see DAWN_TOGGLES).
+// (see DAWN_TOGGLES). The device toggles of ./toggles.ts travel the same way: dawn.node passes its instance
+// flags on to each adapter and device it creates (src/dawn/node/binding/GPUAdapter.cpp, TogglesLoader), and
+// JavaScript has no other way to them, so each set of device toggles has its own Dawn instance.
 // How the Vulkan loader and Dawn instances interact was measured; see docs/gpu.md, "Finding an adapter
 // in Node". On Linux, Dawn asks the loader's default drivers only where the caller named a driver
 // (VK_ICD_FILENAMES, VK_DRIVER_FILES) or where a GPU device node exists (/dev/dri/renderD*, /dev/nvidia*,
@@ -15,6 +17,7 @@
 // even load Dawn, and a software one goes straight to SwiftShader.
 
 import { requestFrom, type Found, type RequestOptions, type Tried } from './adapter.ts';
+import type { DawnToggle } from './toggles.ts';
 
 /** The Debian command that provides SwiftShader (chromium) and the Vulkan loader Dawn needs (libvulkan1). */
 export const INSTALL_HINT = 'apt-get install -y chromium libvulkan1';
@@ -28,6 +31,11 @@ export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
  * ns; with it, 29174, 70171, ... ns.
  */
 const DAWN_TOGGLES = ['enable-dawn-features=allow_unsafe_apis', 'disable-dawn-features=timestamp_quantization'];
+
+/** The instance flags: DAWN_TOGGLES with the device toggles added to the enabled ones. */
+export function dawnFlags(toggles: readonly DawnToggle[]): string[] {
+  return toggles.length ? [`${DAWN_TOGGLES[0]},${toggles.join(',')}`, ...DAWN_TOGGLES.slice(1)] : [...DAWN_TOGGLES];
+}
 
 interface DawnModule {
   create(options: string[]): GPU;
@@ -53,7 +61,7 @@ export function runtimeImport<T>(specifier: string): Promise<T> {
 }
 
 const dawnModules = new Map<string, Promise<DawnModule>>();
-/** One Dawn instance per (binary, Vulkan ICD setting): creating one probes every driver (~200 ms). */
+/** One Dawn instance per (binary, Vulkan ICD setting, device toggles): creating one probes every driver (~200 ms). */
 const dawnInstances = new Map<string, GPU>();
 
 async function loadDawnModule(proc: NodeProcessLike, dawnPath: string | undefined): Promise<DawnModule> {
@@ -88,14 +96,18 @@ async function loadDawnModule(proc: NodeProcessLike, dawnPath: string | undefine
  * The Dawn instance for the given Vulkan ICD setting ('' = the loader's default drivers), created while
  * the environment says so: the Vulkan loader reads VK_ICD_FILENAMES when an instance is created.
  */
-function dawnInstance(mod: DawnModule, dawnPath: string | undefined, icd: string): GPU {
-  const key = `${dawnPath ?? 'webgpu'}|${icd}`;
+function dawnInstance(mod: DawnModule, dawnPath: string | undefined, icd: string, toggles: readonly DawnToggle[]): GPU {
+  const key = instanceKey(dawnPath, icd, toggles);
   let gpu = dawnInstances.get(key);
   if (!gpu) {
-    gpu = mod.create(DAWN_TOGGLES);
+    gpu = mod.create(dawnFlags(toggles));
     dawnInstances.set(key, gpu);
   }
   return gpu;
+}
+
+function instanceKey(dawnPath: string | undefined, icd: string, toggles: readonly DawnToggle[]): string {
+  return `${dawnPath ?? 'webgpu'}|${icd}|${toggles.join(',')}`;
 }
 
 /** Set once this module has pointed VK_ICD_FILENAMES at SwiftShader (the caller had not set it). */
@@ -163,6 +175,8 @@ const NO_VULKAN_DRIVER = "Vulkan: no driver manifest (ICD) in the loader's folde
 interface DawnOptions extends RequestOptions {
   /** Node: load this dawn.node binary instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
   dawnPath?: string;
+  /** The device toggles, checked (./toggles.ts). */
+  toggles: readonly DawnToggle[];
 }
 
 /** Finds an adapter through Dawn in Node (the caller's drivers, then SwiftShader); null in browsers. */
@@ -208,7 +222,10 @@ async function searchDawn(
   const callerIcd = swiftShaderSetByUs ? '' : (proc.env.VK_ICD_FILENAMES ?? '');
   // Without a GPU or a driver manifest the default instance is never created (asking it would only print).
   if (skipped) tried.push(skipped);
-  const first = swiftShaderSetByUs || skipped ? dawnInstances.get(`${dawnPath ?? 'webgpu'}|`) : dawnInstance(mod, dawnPath, callerIcd);
+  const first =
+    swiftShaderSetByUs || skipped
+      ? dawnInstances.get(instanceKey(dawnPath, '', opts.toggles))
+      : dawnInstance(mod, dawnPath, callerIcd, opts.toggles);
   const label = `${what}${callerIcd ? ` with VK_ICD_FILENAMES=${callerIcd}` : ''}`;
   const found = first ? await requestFrom(first, 'dawn', opts, tried, label) : null;
   if (found) return found;
@@ -231,7 +248,7 @@ async function searchDawn(
   const layerOff = setNow && proc.env.NODEVICE_SELECT === undefined;
   if (layerOff) proc.env.NODEVICE_SELECT = '1';
   const fallback = await requestFrom(
-    dawnInstance(mod, dawnPath, SWIFTSHADER_ICD),
+    dawnInstance(mod, dawnPath, SWIFTSHADER_ICD, opts.toggles),
     'dawn',
     opts,
     tried,

@@ -102,6 +102,7 @@ export class GpuContext {
     const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
     const info = acquired.adapter?.info ?? (acquired.device as { adapterInfo?: unknown }).adapterInfo;
     const caps = adapterCaps(acquired.device, acquired.summary, acquired.hasDot4, info, opts.limits);
+    caps.toggles = acquired.toggles;
     if ((opts as InternalOptions)[AS_HARDWARE]) caps.slowCompiler = false;
     const owns = acquired.source !== 'user';
     let tuning: TuningChoice;

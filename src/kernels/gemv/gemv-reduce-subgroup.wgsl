@@ -4,10 +4,15 @@
 // (u32 adds wrap mod 2^32, as the raw sums do). Works for any subgroup size and any mapping of
 // invocations to subgroups. The source of the gemv kernel starts with `enable subgroups;` (./kernel.ts).
 
-var<workgroup> gemvTotals: array<array<atomic<u32>, 4>, 4>; // [row][column], zero-initialized
+var<workgroup> gemvTotals: array<array<atomic<u32>, 4>, 4>; // [row][column], zeroed by reduceRows
 
 /** Sums acc (rows 0..rows-1) over the workgroup into gemvTotals; every invocation must call it. */
 fn reduceRows(acc: array<vec4<u32>, 4>, rows: u32, tid: u32) {
+  // Zeroed here, not by Dawn: devices may run with disable_workgroup_init (docs/gpu.md, "Dawn toggles").
+  for (var i = tid; i < 16u; i += THREADS) {
+    atomicStore(&gemvTotals[i / 4u][i % 4u], 0u);
+  }
+  workgroupBarrier();
   for (var r = 0u; r < rows; r++) {
     let s = subgroupAdd(acc[r]);
     if (subgroupElect()) {

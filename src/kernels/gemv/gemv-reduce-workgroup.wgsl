@@ -3,7 +3,7 @@
 // workgroup memory (log2(THREADS) barriers per row).
 
 var<workgroup> gemvPartial: array<vec4<u32>, THREADS>;
-var<workgroup> gemvTotals: array<vec4<u32>, 4>; // [row], zero-initialized
+var<workgroup> gemvTotals: array<vec4<u32>, 4>; // [row], every row written by reduceRows
 
 /** Sums acc (rows 0..rows-1) over the workgroup into gemvTotals; every invocation must call it. */
 fn reduceRows(acc: array<vec4<u32>, 4>, rows: u32, tid: u32) {
@@ -21,6 +21,14 @@ fn reduceRows(acc: array<vec4<u32>, 4>, rows: u32, tid: u32) {
     }
     workgroupBarrier();
   }
+  // Rows past `rows` as zeros, written here, not by Dawn: devices may run with disable_workgroup_init
+  // (docs/gpu.md, "Dawn toggles"). The barrier publishes them to the invocations that read them.
+  if (tid == 0u) {
+    for (var r = rows; r < 4u; r++) {
+      gemvTotals[r] = vec4<u32>(0u);
+    }
+  }
+  workgroupBarrier();
 }
 
 /** Row r's 4 column sums after reduceRows (zeros for rows it did not reduce). */

@@ -1,0 +1,251 @@
+// The tuner's time budget (src/tune.ts, `qgemm tune --budget`), apart from the GPU so that it can be
+// tested with a fake clock: the sweep, which measures kernel configurations per shape, and the
+// verification of the winners, which runs them on the verify suite. Both predict what the next step will
+// cost from what the steps before it cost, and start it only where it fits:
+// - a configuration costs its set-up (context, prepacked operands, pipeline compilation: the largest seen
+//   in its family, else in any family) plus its warm-up and shortest batches at the call time the rules'
+//   kernel showed at the shape; the rules' kernel must fit the sweep's end, any other configuration the
+//   shape's share of what is left (shares are even over the shapes still to come) less the predicted
+//   verification of the shape's winner on its class's problems, which follows the shape;
+// - a verify problem costs the least of the measured problems' times scaled up by its work (M x N x K,
+//   never down); each winner runs the suite's problems of its own shape class as soon as it wins a shape,
+//   whatever the clock says (exactness before speed), inside the sweep's time, so the shapes after it get
+//   less; the rest of the suite follows, in turn, each problem where it fits the budget's end.
+// What is skipped is returned, so the report can say so.
+
+import type { ShapeClass } from './kernels/tuning.ts';
+
+export interface Clock {
+  now(): number;
+}
+
+export const performanceClock: Clock = { now: () => performance.now() };
+
+/** What measuring one configuration took, in wall milliseconds. */
+export interface CandidateCost {
+  /** Context, prepacks, the first call (pipeline compilation). */
+  setupMs: number;
+  /** Wall time per call after warm-up. */
+  callMs: number;
+}
+
+export interface SweepRules {
+  warmupMs: number;
+  batchMs: number;
+  minBatches: number;
+}
+
+export interface Candidate {
+  id: string;
+  family: string;
+}
+
+export interface SweepShapeResult<M> {
+  measured: { candidate: Candidate; m: M }[];
+  /** Candidates not started: they would not have fit (predicted ms), or they threw. */
+  skipped: { id: string; why: string }[];
+}
+
+export class TuneBudget {
+  private readonly setups = new Map<string, number>();
+  private readonly work: { macs: number; ms: number }[] = [];
+  readonly start: number;
+  readonly sweepEnd: number;
+  readonly end: number;
+
+  constructor(
+    readonly clock: Clock,
+    budgetMs: number,
+    sweepShare: number,
+    private readonly rules: SweepRules,
+  ) {
+    this.start = clock.now();
+    this.sweepEnd = this.start + budgetMs * sweepShare;
+    this.end = this.start + budgetMs;
+  }
+
+  /** The predicted wall time of measuring one more configuration of `family` at a shape whose calls take callMs. */
+  predictCandidate(family: string, callMs: number | undefined): number {
+    const seen = this.setups.get(family) ?? Math.max(0, ...this.setups.values());
+    const call = callMs ?? 0;
+    return seen + Math.max(this.rules.warmupMs, 2 * call) + this.rules.minBatches * Math.max(this.rules.batchMs, call);
+  }
+
+  /** The smallest set-up seen (a first call: pipelines compiled), or 0 before any. */
+  smallestSetup(): number {
+    return this.setups.size ? Math.min(...this.setups.values()) : 0;
+  }
+
+  recordCandidate(family: string, cost: CandidateCost): void {
+    this.setups.set(family, Math.max(this.setups.get(family) ?? 0, cost.setupMs));
+  }
+
+  /**
+   * Measures `candidates` at shape `index` of `shapes` (the first is the rules' kernel) while they fit:
+   * the first must fit the sweep's end, the others this shape's share of the time left less `reserve()`,
+   * the predicted verification of the shape's winner that follows.
+   */
+  async sweepShape<M extends { cost: CandidateCost }>(
+    index: number,
+    shapes: number,
+    candidates: readonly Candidate[],
+    measure: (c: Candidate, deadline: number) => Promise<M>,
+    reserve: () => number = () => 0,
+  ): Promise<SweepShapeResult<M>> {
+    const now = this.clock.now();
+    const shapeEnd = now + Math.max(0, this.sweepEnd - now) / (shapes - index);
+    const out: SweepShapeResult<M> = { measured: [], skipped: [] };
+    let callMs: number | undefined;
+    for (const [i, c] of candidates.entries()) {
+      const end = i === 0 ? this.sweepEnd : shapeEnd - reserve();
+      const predicted = this.predictCandidate(c.family, callMs);
+      const t = this.clock.now();
+      if (t + predicted > end) {
+        out.skipped.push({ id: c.id, why: `predicted ${Math.round(predicted)} ms, ${Math.round(Math.max(0, end - t))} ms left` });
+        continue;
+      }
+      try {
+        // Batches beyond the shortest run until half of what is left, so the next configurations keep theirs.
+        const m = await measure(c, Math.min(end, t + Math.max(predicted, (end - t) / 2)));
+        this.recordCandidate(c.family, m.cost);
+        callMs ??= m.cost.callMs;
+        out.measured.push({ candidate: c, m });
+      } catch (e) {
+        out.skipped.push({ id: c.id, why: (e as Error).message.split('\n')[0] });
+      }
+    }
+    return out;
+  }
+
+  /** The predicted wall time of verifying one problem of `macs` multiply-accumulates (Infinity before any). */
+  predictProblem(macs: number): number {
+    let best = Infinity;
+    for (const w of this.work) best = Math.min(best, w.ms * Math.max(1, macs / w.macs));
+    return best;
+  }
+
+  recordProblem(macs: number, ms: number): void {
+    this.work.push({ macs: Math.max(1, macs), ms });
+  }
+
+  /**
+   * Verifies each winner: first on the problems of its own classes (all of them), then on the rest while
+   * each fits the budget's end (see WinnerVerifier). `check` returns the mismatch detail ('' when exact).
+   */
+  async verifyWinners<P>(
+    winners: readonly { id: string; classes: readonly ShapeClass[] }[],
+    problems: readonly VerifyItem<P>[],
+    supports: (winner: string, problem: P) => boolean,
+    check: (winner: string, problem: P) => Promise<string>,
+  ): Promise<WinnerVerification[]> {
+    const verifier = new WinnerVerifier(this, problems, supports, check);
+    for (const w of winners) for (const c of w.classes.length ? w.classes : [null]) await verifier.own(w.id, c);
+    await verifier.rest();
+    return verifier.results();
+  }
+}
+
+export interface VerifyItem<P> {
+  problem: P;
+  class: ShapeClass;
+  macs: number;
+}
+
+/**
+ * The verification of the winners, in two steps: own(id, class) as soon as a winner wins a shape of that
+ * class (the suite's problems of that class, all of them, whatever the clock says; at least one problem),
+ * so that their cost is paid inside the sweep's time; rest() at the end, round-robin over the winners,
+ * each remaining problem where its predicted time fits the budget's end. A winner stops at its first mismatch.
+ */
+export class WinnerVerifier<P> {
+  private readonly byId = new Map<string, { v: WinnerVerification; mine: VerifyItem<P>[]; ran: Set<VerifyItem<P>> }>();
+
+  constructor(
+    private readonly budget: TuneBudget,
+    private readonly problems: readonly VerifyItem<P>[],
+    private readonly supports: (winner: string, problem: P) => boolean,
+    private readonly check: (winner: string, problem: P) => Promise<string>,
+  ) {}
+
+  private state(id: string) {
+    let st = this.byId.get(id);
+    if (!st) {
+      const mine = this.problems.filter((p) => this.supports(id, p.problem));
+      st = { v: { id, classProblems: 0, problems: 0, of: mine.length, detail: '', ms: 0 }, mine, ran: new Set() };
+      this.byId.set(id, st);
+    }
+    return st;
+  }
+
+  private async run(id: string, p: VerifyItem<P>): Promise<void> {
+    const st = this.state(id);
+    const clock = this.budget.clock;
+    const t0 = clock.now();
+    const why = await this.check(id, p.problem);
+    const ms = clock.now() - t0;
+    this.budget.recordProblem(p.macs, ms);
+    st.ran.add(p);
+    st.v.ms += ms;
+    st.v.problems++;
+    if (why) st.v.detail = why;
+  }
+
+  /** Winner `id` on the suite's problems of class `cls` (null: none in particular), at least one problem. */
+  async own(id: string, cls: ShapeClass | null): Promise<WinnerVerification> {
+    const st = this.state(id);
+    const own = st.mine.filter((p) => p.class === cls);
+    for (const p of own.length ? own : st.mine.slice(0, 1)) {
+      if (!st.v.detail && !st.ran.has(p)) await this.run(id, p);
+    }
+    st.v.classProblems = st.v.problems;
+    return st.v;
+  }
+
+  /**
+   * The predicted time of own(<a new winner>, cls): each of the suite's problems of that class at its
+   * predicted time, or, before any problem ran, at the smallest set-up the sweep has seen (a compilation).
+   */
+  predictOwn(cls: ShapeClass): number {
+    const own = this.problems.filter((p) => p.class === cls);
+    return (own.length ? own : this.problems.slice(0, 1)).reduce((sum, p) => {
+      const t = this.budget.predictProblem(p.macs);
+      return sum + (Number.isFinite(t) ? t : this.budget.smallestSetup());
+    }, 0);
+  }
+
+  /** The rest of the suite, round-robin over the winners, each problem where it fits the budget's end. */
+  async rest(): Promise<void> {
+    const lists = [...this.byId.entries()].map(([id, st]) => [id, st.mine.filter((p) => !st.ran.has(p))] as const);
+    for (let r = 0; lists.some(([, l]) => r < l.length); r++) {
+      for (const [id, list] of lists) {
+        const p = list[r];
+        if (!p || this.state(id).v.detail) continue;
+        if (this.budget.clock.now() + this.budget.predictProblem(p.macs) > this.budget.end) continue;
+        await this.run(id, p);
+      }
+    }
+  }
+
+  results(): WinnerVerification[] {
+    return [...this.byId.values()].map((st) => st.v);
+  }
+}
+
+export interface WinnerVerification {
+  id: string;
+  /** Problems of the winner's own classes run first (all of them). */
+  classProblems: number;
+  /** Problems run in all, and how many of the suite the kernel can run: fully verified when equal. */
+  problems: number;
+  of: number;
+  /** The first mismatch ('' when every problem run was exact). */
+  detail: string;
+  ms: number;
+}
+
+/** The shape class of a verify problem: few rows (decode), tall and narrow (conv), else square. */
+export function problemClass(M: number, N: number, K: number): ShapeClass {
+  if (M <= 16 || 4 * M <= Math.min(N, K)) return 'decode';
+  if (N <= 64 && M >= 2 * N) return 'conv';
+  return 'square';
+}

@@ -1,0 +1,258 @@
+// Unit tier for the tuner's budget (src/tune-budget.ts), on a fake clock that only the fake measurements
+// advance: the sweep predicts each configuration's cost from its family's set-up and the rules' call time,
+// holds its share (never starting a configuration that would overrun), reports what it skipped, and hands
+// unused time on to later shapes; the verification runs each winner's own-class problems whatever the
+// time, then the rest of the suite round-robin while each fits, and stops a winner at its first mismatch.
+
+import { describe, expect, it } from 'vitest';
+import { type Candidate, type CandidateCost, type Clock, problemClass, TuneBudget, WinnerVerifier } from '../../src/tune-budget.ts';
+
+class FakeClock implements Clock {
+  t = 1000;
+  now(): number {
+    return this.t;
+  }
+}
+
+const RULES = { warmupMs: 500, batchMs: 10, minBatches: 5 };
+
+/** A fake measurement: setup + warm-up + shortest batches of wall time, at a given call time. */
+function fakeMeasure(clock: FakeClock, costs: Record<string, CandidateCost>, log: string[]) {
+  return async (c: Candidate, _deadline: number) => {
+    const cost = costs[c.id];
+    clock.t += cost.setupMs + Math.max(RULES.warmupMs, cost.callMs) + RULES.minBatches * Math.max(RULES.batchMs, cost.callMs);
+    log.push(c.id);
+    return { cost, ms: cost.callMs };
+  };
+}
+
+describe('the sweep holds its share', () => {
+  it('predicts a configuration from the largest set-up seen in its family (else any), warm-up and shortest batches', () => {
+    const b = new TuneBudget(new FakeClock(), 30_000, 0.8, RULES);
+    expect(b.predictCandidate('sgmat', undefined)).toBe(500 + 5 * 10);
+    b.recordCandidate('registry', { setupMs: 2000, callMs: 40 });
+    b.recordCandidate('registry', { setupMs: 1500, callMs: 40 });
+    expect(b.predictCandidate('registry', 40)).toBe(2000 + 500 + 5 * 40);
+    b.recordCandidate('sgmat', { setupMs: 6000, callMs: 40 });
+    expect(b.predictCandidate('sgmat', 300)).toBe(6000 + 600 + 5 * 300);
+    expect(b.predictCandidate('dot4-wide', 1)).toBe(6000 + 500 + 50); // unseen family: the largest set-up
+  });
+
+  it('never starts a configuration that would overrun; reports the skipped; the sweep ends within its share', async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 30_000, 0.8, RULES); // sweep: 24 s
+    // SwiftShader-like costs: seconds of compilation per configuration.
+    const costs: Record<string, CandidateCost> = {};
+    const shape = (s: number): Candidate[] =>
+      ['rules', 'a', 'b', 'c', 'd', 'e'].map((id, i) => {
+        costs[`${id}${s}`] = { setupMs: 1500 + 700 * i, callMs: 30 };
+        return { id: `${id}${s}`, family: i % 2 ? 'sgmat' : 'registry' };
+      });
+    const log: string[] = [];
+    const skipped: string[] = [];
+    for (let s = 0; s < 4; s++) {
+      const r = await b.sweepShape(s, 4, shape(s), fakeMeasure(clock, costs, log));
+      skipped.push(...r.skipped.map((x) => x.id));
+      expect(r.measured[0]?.candidate.id).toBe(`rules${s}`); // the rules' kernel first at every shape
+      for (const x of r.skipped) expect(x.why).toMatch(/^predicted \d+ ms, \d+ ms left$/);
+    }
+    expect(clock.t - 1000).toBeLessThanOrEqual(24_000);
+    expect(log.length + skipped.length).toBe(24);
+    expect(skipped.length).toBeGreaterThan(0);
+    expect(log.length).toBeGreaterThan(4);
+  });
+
+  it('a shape that finishes early leaves its time to the next ones', async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 10_000, 1, RULES);
+    const costs = { r0: { setupMs: 100, callMs: 1 }, r1: { setupMs: 100, callMs: 1 }, x1: { setupMs: 100, callMs: 1 } };
+    const log: string[] = [];
+    // Shape 0 has one candidate (about 0.65 s of its 5 s share); shape 1 then gets the ~9.35 s left.
+    await b.sweepShape(0, 2, [{ id: 'r0', family: 'registry' }], fakeMeasure(clock, costs, log));
+    const r = await b.sweepShape(
+      1,
+      2,
+      [
+        { id: 'r1', family: 'registry' },
+        { id: 'x1', family: 'registry' },
+      ],
+      async (c, deadline) => {
+        expect(deadline).toBeGreaterThan(clock.now() + 4000); // more than the 5 s even share minus what ran
+        return fakeMeasure(clock, costs, log)(c, deadline);
+      },
+    );
+    expect(r.skipped).toEqual([]);
+    expect(log).toEqual(['r0', 'r1', 'x1']);
+  });
+
+  it('a configuration that throws is reported as skipped, with its reason, and the sweep goes on', async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 60_000, 0.8, RULES);
+    const costs = { ok: { setupMs: 100, callMs: 1 } };
+    const log: string[] = [];
+    const r = await b.sweepShape(
+      0,
+      1,
+      [
+        { id: 'bad', family: 'registry' },
+        { id: 'ok', family: 'registry' },
+      ],
+      async (c, d) => {
+        if (c.id === 'bad') throw new Error('ran dot4-64x64 instead\nstack');
+        return fakeMeasure(clock, costs, log)(c, d);
+      },
+    );
+    expect(r.skipped).toEqual([{ id: 'bad', why: 'ran dot4-64x64 instead' }]);
+    expect(log).toEqual(['ok']);
+  });
+});
+
+describe('verifying the winners within the budget', () => {
+  type P = { name: string; macs: number; cls: 'square' | 'decode' | 'conv' };
+  const suite: P[] = [
+    { name: 'd1', macs: 1_000, cls: 'decode' },
+    { name: 's1', macs: 100_000, cls: 'square' },
+    { name: 's2', macs: 1_000_000, cls: 'square' },
+    { name: 'c1', macs: 200_000, cls: 'conv' },
+    { name: 'huge', macs: 100_000_000, cls: 'square' },
+  ];
+  const problems = suite.map((p) => ({ problem: p, class: p.cls, macs: p.macs }));
+
+  it("runs each winner's own-class problems whatever the time, then the rest while each fits", async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 10_000, 0.8, RULES);
+    clock.t += 8000; // the sweep used its share: 2 s left
+    const ran: string[] = [];
+    const out = await b.verifyWinners(
+      [
+        { id: 'gemv', classes: ['decode'] },
+        { id: 'tile', classes: ['square'] },
+      ],
+      problems,
+      (id, p) => id !== 'gemv' || p.macs < 10_000_000,
+      async (id, p) => {
+        ran.push(`${id}:${p.name}`);
+        clock.t += 100 + p.macs / 1000; // 100 ms a problem, plus 1 ms per 1000 MACs
+        return '';
+      },
+    );
+    // Own class first (tile's square problems cost 100 + 1100 + 100100 ms: over the budget, still run).
+    expect(ran.slice(0, 4)).toEqual(['gemv:d1', 'tile:s1', 'tile:s2', 'tile:huge']);
+    expect(clock.t - 1000).toBeGreaterThan(10_000);
+    // Then nothing more fits the budget's end.
+    expect(ran.length).toBe(4);
+    expect(out.map((v) => [v.id, v.classProblems, v.problems, v.of, v.detail])).toEqual([
+      ['gemv', 1, 1, 4, ''],
+      ['tile', 3, 3, 5, ''],
+    ]);
+  });
+
+  it('with time left, the rest runs round-robin and predicted overruns are skipped', async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 20_000, 0.5, RULES);
+    const ran: string[] = [];
+    const out = await b.verifyWinners(
+      [
+        { id: 'gemv', classes: ['decode'] },
+        { id: 'conv', classes: ['conv'] },
+      ],
+      problems,
+      () => true,
+      async (id, p) => {
+        ran.push(`${id}:${p.name}`);
+        clock.t += 100 + p.macs / 1000;
+        return '';
+      },
+    );
+    expect(ran.slice(0, 2)).toEqual(['gemv:d1', 'conv:c1']);
+    // 'huge' (predicted >= 100 s) never starts; the others fit, alternating between the winners.
+    expect(ran.slice(2)).toEqual(['gemv:s1', 'conv:d1', 'gemv:s2', 'conv:s1', 'gemv:c1', 'conv:s2']);
+    expect(clock.t - 1000).toBeLessThanOrEqual(20_000);
+    expect(out.map((v) => [v.problems, v.of])).toEqual([
+      [4, 5],
+      [4, 5],
+    ]);
+  });
+
+  it('a winner stops at its first mismatch, which is reported; a winner with no own-class problem runs one anyway', async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 1_000_000, 0.5, RULES);
+    const ran: string[] = [];
+    const out = await b.verifyWinners(
+      [
+        { id: 'broken', classes: ['square'] },
+        { id: 'lonely', classes: ['conv'] },
+      ],
+      problems,
+      (id, p) => id === 'broken' || p.cls === 'square',
+      async (id, p) => {
+        ran.push(`${id}:${p.name}`);
+        clock.t += 10;
+        return id === 'broken' && p.name === 's2' ? '3 of 16 elements differ' : '';
+      },
+    );
+    expect(ran).toEqual(['broken:s1', 'broken:s2', 'lonely:s1', 'lonely:s2', 'lonely:huge']);
+    expect(out[0]).toMatchObject({ id: 'broken', problems: 2, detail: '3 of 16 elements differ' });
+    expect(out[1]).toMatchObject({ id: 'lonely', classProblems: 1, problems: 3, of: 3, detail: '' });
+  });
+});
+
+describe('sweep and verification interleaved', () => {
+  it("a winner's own-class verification is reserved in its shape's share and paid inside the sweep's time", async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 30_000, 0.8, RULES);
+    const problems = [0, 1, 2, 3].map((i) => ({ problem: i, class: 'square' as const, macs: 1000 }));
+    const verifier = new WinnerVerifier(
+      b,
+      problems,
+      () => true,
+      async () => {
+        clock.t += 1500; // SwiftShader-like: a compilation per problem
+        return '';
+      },
+    );
+    const costs: Record<string, CandidateCost> = {};
+    const cands = (s: number) =>
+      ['r', 'a', 'b', 'c'].map((id) => {
+        costs[`${id}${s}`] = { setupMs: 2000, callMs: 30 };
+        return { id: `${id}${s}`, family: 'registry' };
+      });
+    const log: string[] = [];
+    const deadlines: number[] = [];
+    for (let s = 0; s < 2; s++) {
+      const r = await b.sweepShape(
+        s,
+        2,
+        cands(s),
+        async (c, d) => {
+          deadlines.push(d - clock.now());
+          return fakeMeasure(clock, costs, log)(c, d);
+        },
+        () => verifier.predictOwn('square'),
+      );
+      await verifier.own(r.measured[0].candidate.id, 'square');
+    }
+    // Shape 0: before any verification, 4 problems at the smallest set-up (2 s each) are reserved, so only
+    // the rules' kernel runs; shape 1 reserves 4 x the measured 1.5 s and fits two more configurations.
+    expect(log).toEqual(['r0', 'r1', 'a1', 'b1']);
+    expect(deadlines[deadlines.length - 1]).toBeLessThan(deadlines[0]);
+    expect(clock.t - 1000).toBeLessThanOrEqual(24_000); // sweep and own-class verification within the share
+    await verifier.rest();
+    expect(clock.t - 1000).toBeLessThanOrEqual(30_000);
+    expect(verifier.results().map((v) => [v.id, v.problems, v.of])).toEqual([
+      ['r0', 4, 4],
+      ['r1', 4, 4],
+    ]);
+  });
+});
+
+describe('shape classes of verify problems', () => {
+  it('few rows: decode; tall and narrow: conv; else square', () => {
+    expect(problemClass(1, 1, 1)).toBe('decode');
+    expect(problemClass(3, 200, 130)).toBe('decode');
+    expect(problemClass(64, 64, 128)).toBe('square');
+    expect(problemClass(130, 65, 200)).toBe('square');
+    expect(problemClass(196, 32, 288)).toBe('conv');
+    expect(problemClass(128, 192, 320)).toBe('square');
+  });
+});
