@@ -9,6 +9,7 @@ import {
   planSplitK,
   prefersSplitK,
   REDUCE_THREADS,
+  type SplitKDispatch,
   SPLITK_STEP,
   SPLITK_TILE,
   splitKPartition,
@@ -17,7 +18,9 @@ import {
 } from '../../src/kernels/splitk/partition.ts';
 import { splitGeometry } from '../../src/kernels/sgmat/split-k.ts';
 import { DEFAULT_TILING, SPLITK_TILING } from '../../src/kernels/sgmat/config.ts';
-import { testLimits } from '../support/caps.ts';
+import { selfTestProblems } from '../../src/scheduler/self-test.ts';
+import { sgmatSplitKKernel } from '../../src/kernels/sgmat/kernel.ts';
+import { h100Caps, testLimits } from '../support/caps.ts';
 
 const limits = testLimits;
 const shape = (M: number, N: number, K: number, dstOrder: 'row-major' | 'col-major' = 'row-major') => ({
@@ -86,6 +89,27 @@ describe('split-K of the subgroup-matrix kernel', () => {
     const partial = plan.filter((d) => d.phase === 'partial');
     expect(partial[0]).toMatchObject({ liveRows: 128, liveCols: 384, splits: 3, stepsPerSplit: 2 }); // 704 bytes: 6 steps of 128
     expect(partial.reduce((n, d) => n + d.x * d.y, 0)).toBe(3 * 3);
+  });
+});
+
+describe('the device self-test covers split-K', () => {
+  it("one of its problems runs in 2 or more uneven slices over 2 or more tiles on 'sgmat-64x64-sk'", () => {
+    const lavapipe = h100Caps({
+      isSoftware: true,
+      subgroupMinSize: 8,
+      subgroupMaxSize: 8,
+      subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 8, N: 8, K: 8 }],
+    });
+    for (const caps of [h100Caps(), lavapipe]) {
+      const split = selfTestProblems().filter((p) => {
+        const steps = Math.ceil(p.lhs.cols / 64); // 64-byte k steps of the padded depth
+        const plan = sgmatSplitKKernel.plan(shape(p.lhs.rows, p.rhs.cols, p.lhs.cols), caps.limits, caps) as SplitKDispatch[];
+        return plan.some(
+          (d) => d.phase === 'partial' && d.splits >= 2 && d.liveRows * d.liveCols >= 2 * 64 * 64 && steps % d.stepsPerSplit !== 0,
+        );
+      });
+      expect(split.length).toBeGreaterThanOrEqual(1);
+    }
   });
 });
 
