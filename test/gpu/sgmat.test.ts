@@ -59,7 +59,8 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
 
     it('seeded random problems: the shape sweep, and shapes of several tiles and k steps', async () => {
       const seed = 17 + config.M * 3 + config.N + config.K;
-      for (const p of fc.sample(arbProblem(), { numRuns: 4, seed })) await check(p, 'sweep');
+      // Two (CI's budget): the split-K sweep (./sgmat-splitk.test.ts) draws more over the same kernel text.
+      for (const p of fc.sample(arbProblem(), { numRuns: 2, seed })) await check(p, 'sweep');
       for (const p of fc.sample(arbProblemOfShape(129, 70, 200), { numRuns: 2, seed })) await check(p, 'tiles');
     });
 
