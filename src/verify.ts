@@ -3,7 +3,7 @@
 // one fixed suite, pack -> gemm -> output end to end, and compared bit for bit with the normative
 // reference (src/reference/gemm.ts): the self-test problems (src/scheduler/self-test.ts) plus a small
 // deterministic sweep (every operand type, storage order, zero-point form and stage kind; odd shapes;
-// shapes with several 64-tiles and at least two 64-byte k steps; less-than-8-bit operands): 16 problems,
+// shapes with several 64-tiles and at least two 64-byte k steps; less-than-8-bit operands): 17 problems,
 // the largest 64 x 64 x 40000. On SwiftShader most of the time is pipeline compilation (seconds per
 // kernel; more on a loaded machine), and the emulated subgroup-matrix kernel's 40000-deep problem.
 //
