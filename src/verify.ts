@@ -309,7 +309,11 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
     if (!wanted(k.id)) continue;
     if (!problems.some((p) => k.supports(caps, gemmShape(p)))) continue;
     const configuration =
-      k.id === 'sgmat-64x64' && real ? configLabel(real) : k === emulated ? `${configLabel(emulatedConfig)}, emulated builtins` : '';
+      k.id.startsWith('sgmat-64x64') && real
+        ? configLabel(real)
+        : k === emulated
+          ? `${configLabel(emulatedConfig)}, emulated builtins`
+          : '';
     push(await verifyGpuKernel(acquired.device, k, problems, { kernels: [k, ...GPU_KERNELS], configuration }));
   }
   if (!opts.device) acquired.device.destroy();
