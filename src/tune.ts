@@ -215,7 +215,8 @@ const problemShape = (p: GemmProblem): GemmShape => ({
 /**
  * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
  * taken from each family in turn (registry, sgmat, dot4-wide, dot4-tiled), so a short budget still
- * compares families; within the subgroup-matrix family, larger tiles first where the shape fills them;
+ * compares families; within the subgroup-matrix family, split-K first at M <= 128 (last above), larger
+ * tiles first where the shape fills them;
  * at M <= 128, the registry's skinny kernels (gemv, split-K) first.
  */
 export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
@@ -232,7 +233,14 @@ export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKe
   byFamily.get('sgmat')?.sort((a, b) => {
     if (a.family !== 'sgmat' || b.family !== 'sgmat') return 0;
     const area = (x: typeof a) => x.tileM * x.tileN;
-    return (big ? area(b) - area(a) : area(a) - area(b)) || b.buffers - a.buffers || Math.abs(a.kStep - 64) - Math.abs(b.kStep - 64);
+    // Split-K tilings first at M <= 128 (few tiles), last above.
+    const split = (x: typeof a) => Number((x.splitK ?? 1) !== 1) ^ Number(shape.M <= 128);
+    return (
+      split(a) - split(b) ||
+      (big ? area(b) - area(a) : area(a) - area(b)) ||
+      b.buffers - a.buffers ||
+      Math.abs(a.kStep - 64) - Math.abs(b.kStep - 64)
+    );
   });
   const lists = [...byFamily.values()];
   const out: GpuGemmKernel[] = [rules];

@@ -3,7 +3,7 @@
 // one fixed suite, pack -> gemm -> output end to end, and compared bit for bit with the normative
 // reference (src/reference/gemm.ts): the self-test problems (src/scheduler/self-test.ts) plus a small
 // deterministic sweep (every operand type, storage order, zero-point form and stage kind; odd shapes;
-// shapes with several 64-tiles and at least two 64-byte k steps; less-than-8-bit operands): 16 problems,
+// shapes with several 64-tiles and at least two 64-byte k steps; less-than-8-bit operands): 17 problems,
 // the largest 64 x 64 x 40000. On SwiftShader most of the time is pipeline compilation (seconds per
 // kernel; more on a loaded machine), and the emulated subgroup-matrix kernel's 40000-deep problem.
 //
@@ -309,7 +309,11 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
     if (!wanted(k.id)) continue;
     if (!problems.some((p) => k.supports(caps, gemmShape(p)))) continue;
     const configuration =
-      k.id === 'sgmat-64x64' && real ? configLabel(real) : k === emulated ? `${configLabel(emulatedConfig)}, emulated builtins` : '';
+      k.id.startsWith('sgmat-64x64') && real
+        ? configLabel(real)
+        : k === emulated
+          ? `${configLabel(emulatedConfig)}, emulated builtins`
+          : '';
     push(await verifyGpuKernel(acquired.device, k, problems, { kernels: [k, ...GPU_KERNELS], configuration }));
   }
   if (!opts.device) acquired.device.destroy();

@@ -11,7 +11,16 @@ import type { AdapterCaps } from '../gpu/caps.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
-import { bestConfig, type SgmatTiling, sgmatTilings, tilingProblem } from './sgmat/config.ts';
+import {
+  bestConfig,
+  DEFAULT_TILING,
+  SPLIT_KS,
+  type SgmatTiling,
+  sgmatTilings,
+  TILE_SIDES,
+  tilingId,
+  tilingProblem,
+} from './sgmat/config.ts';
 import { sgmatTiledKernel } from './sgmat/kernel.ts';
 import type { GpuGemmKernel } from './types.ts';
 
@@ -20,7 +29,7 @@ export interface RegistryKernelConfig {
   family: 'registry';
   id: string;
 }
-/** The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration). */
+/** The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration; split-K where `splitK` says). */
 export interface SgmatKernelConfig extends SgmatTiling {
   family: 'sgmat';
 }
@@ -72,17 +81,28 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       return { family: 'registry', id: x.id as string };
     case 'sgmat': {
       for (const [key, allowed] of [
-        ['tileM', [64, 128]],
-        ['tileN', [64, 128]],
+        ['tileM', TILE_SIDES],
+        ['tileN', TILE_SIDES],
         ['sgRows', [2, 4]],
         ['sgCols', [2, 4]],
         ['kStep', [32, 64, 128]],
         ['buffers', [1, 2]],
       ] as const)
         one(key, allowed);
+      if (x.splitK !== undefined) one('splitK', SPLIT_KS);
       const t = x as unknown as SgmatKernelConfig;
       if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
-      return { family: 'sgmat', tileM: t.tileM, tileN: t.tileN, sgRows: t.sgRows, sgCols: t.sgCols, kStep: t.kStep, buffers: t.buffers };
+      const split = t.splitK !== undefined ? { splitK: t.splitK } : {};
+      return {
+        family: 'sgmat',
+        tileM: t.tileM,
+        tileN: t.tileN,
+        sgRows: t.sgRows,
+        sgCols: t.sgCols,
+        kStep: t.kStep,
+        buffers: t.buffers,
+        ...split,
+      };
     }
     case 'dot4-tiled':
       one('dot4', ['native', 'emulated']);
@@ -140,8 +160,10 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
   }));
   const best = bestConfig(caps);
   if (best) {
-    for (const t of sgmatTilings(best, caps.limits).slice(1)) {
-      if (!tilingProblem(best, t, caps.limits)) out.push({ family: 'sgmat', ...t });
+    // Every tiling in one pass and split-K (slices that fill the GPU); fixed slice counts at the default tiling.
+    const listed = new Set(GPU_KERNELS.map((k) => k.id)); // 'sgmat-64x64', 'sgmat-64x64-sk'
+    for (const t of [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))]) {
+      if (!tilingProblem(best, t, caps.limits) && !listed.has(tilingId(t))) out.push({ family: 'sgmat', ...t });
     }
   }
   for (const threadsX of [16, 8] as const)

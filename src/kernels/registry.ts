@@ -14,7 +14,8 @@ import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { DOT4_TILED_ID, type Dot4TiledId, dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_ID, type Dot4WideId, dot4WideKernel } from './dot4-wide/kernel.ts';
 import { GEMV_ID, type GemvId, gemvKernel } from './gemv/kernel.ts';
-import { SGMAT_ID, type SgmatId, sgmatKernel } from './sgmat/kernel.ts';
+import { SGMAT_ID, SGMAT_SPLITK_ID, type SgmatId, sgmatKernel, sgmatSplitKKernel } from './sgmat/kernel.ts';
+import { prefersSgmatSplitK } from './sgmat/split-k.ts';
 import { SPLITK_ID, type SplitKId, splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
 import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
@@ -25,6 +26,7 @@ type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
+  sgmatSplitKKernel,
   dot4WideKernel('native'),
   dot4TiledKernel(64, 'native'),
   dot4TiledKernel(32, 'native'),
@@ -122,7 +124,10 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   if (tuned && fits(tuned)) return tuned;
   const dot4 = caps.dot4 ? 'native' : 'emulated';
   // The choice table. Skinny shapes are bound by reading rhs: gemv serves M <= 4 (one row group, so
-  // rhs is read once; subgroupAdd reductions where the adapter has subgroups). For 5 <= M <= 128,
+  // rhs is read once; subgroupAdd reductions where the adapter has subgroups). M >= 64 (and N > 32) goes
+  // to the tensor cores (subgroup matrices) where the adapter has them and they passed their self-test:
+  // split-K ('sgmat-64x64-sk') where the 64x64 tile grid alone would leave the GPU idle (few tiles, large
+  // K: ./sgmat/split-k.ts prefersSgmatSplitK), else one pass. Else, for 5 <= M <= 128,
   // split-K where the 32x32 tile grid alone would leave the GPU idle (few tiles, large K:
   // ./splitk/partition.ts prefersSplitK), else a 32-row tile reads rhs once for more rows; 64-tiles
   // where both sides are large, on the tensor cores (subgroup matrices) where the adapter has them and
@@ -139,6 +144,8 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   const table: [boolean, GpuKernelId][] = [
     [shape.M <= 4 && caps.subgroups, GEMV_ID.subgroup[rhsBits]],
     [shape.M <= 4, caps.dot4 ? GEMV_ID.workgroup[rhsBits] : GEMV_ID.emulated],
+    [!nibbles && shape.M >= 64 && shape.N > 32 && prefersSgmatSplitK(caps, shape), SGMAT_SPLITK_ID],
+    [!nibbles && shape.M >= 64 && shape.N > 32, SGMAT_ID],
     [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), SPLITK_ID[rhsBits]],
     [nibbles && opts.rhsPackFormat === 'u4k8-r64', SPLITK_ID[4]],
     [small, DOT4_TILED_ID[32][dot4]],

@@ -20,7 +20,7 @@ export interface PackLayout {
 /** Bytes of one packed row of `depth` values in `layout`. */
 export const packedRowBytes = (depth: number, layout: PackLayout) => (roundUp(depth, layout.depthAlign) * (layout.valueBits ?? 8)) / 8;
 
-export type PackFormatId = 'u8k4-r64' | 'u8k4-r128' | 'u4k8-r64';
+export type PackFormatId = 'u8k4-r64' | 'u8k4-r128' | 'u8k4-r256' | 'u4k8-r64';
 
 export interface PackFormat extends PackLayout {
   id: PackFormatId;
@@ -43,6 +43,13 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
     id: 'u8k4-r128',
     description: 'as u8k4-r64, with rows padded to a multiple of 128 (the 128 x 128 tiles of dot4-128x128)',
     rowAlign: 128,
+    depthAlign: 64,
+    valueBits: 8,
+  },
+  'u8k4-r256': {
+    id: 'u8k4-r256',
+    description: 'as u8k4-r64, with rows padded to a multiple of 256 (the 256-wide tiles of the subgroup-matrix kernel)',
+    rowAlign: 256,
     depthAlign: 64,
     valueBits: 8,
   },

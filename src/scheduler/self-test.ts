@@ -24,7 +24,10 @@ function operand(rows: number, cols: number, signed: boolean, order: Order, seed
 
 const vector = (n: number, f: (i: number) => number) => Int32Array.from({ length: n }, (_, i) => f(i));
 
-/** The self-test problems: odd shapes around the 64-row tiles, every type and order, every zero-point form, wrap, stages. */
+/**
+ * The self-test problems: odd shapes around the 64-row tiles, every type and order, every zero-point form,
+ * wrap, stages, and a depth that split-K kernels cut into uneven slices over two tiles.
+ */
 export function selfTestProblems(): GemmProblem[] {
   const filled = (rows: number, cols: number, v: number): Operand => ({
     data: new Uint8Array(rows * cols).fill(v),
@@ -77,6 +80,14 @@ export function selfTestProblems(): GemmProblem[] {
         { type: 'tanh', realZeroAsInt32: 0, realAmplitudeAsInt32: 2000 },
         { type: 'saturatingCast', to: 'int16' },
       ],
+    },
+    // Two 64 x 64 tiles, 9 k steps of 64 bytes: 2 uneven slices for a split-K kernel on any adapter
+    // (src/kernels/splitk/partition.ts), int8 lhs with a per-row zero point, raw int32 sums.
+    {
+      lhs: operand(64, 520, true, 'col-major', 7),
+      rhs: operand(520, 70, false, 'row-major', 8),
+      lhsZeroPoint: vector(64, (i) => (i % 11) - 5),
+      rhsZeroPoint: 201,
     },
   ];
 }

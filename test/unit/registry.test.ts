@@ -7,7 +7,7 @@ import { InputError } from '../../src/errors.ts';
 import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/problem/problem.ts';
-import { testCaps, testShape } from '../support/caps.ts';
+import { h100Caps, testCaps, testShape } from '../support/caps.ts';
 
 const caps = testCaps;
 const shape = (M: number, N: number, K: number) => testShape(M, N, K);
@@ -71,6 +71,28 @@ describe('selectGemmKernel', () => {
     expect(selectGemmKernel(sg, shape(129, 4096, 4096)).id).toBe('dot4-64x64');
     // A software adapter runs a few workgroups at a time: its grid is full already.
     expect(selectGemmKernel(caps({ isSoftware: true }), shape(16, 1024, 1024)).id).toBe('dot4-32x32');
+  });
+  it('M >= 64 on the tensor cores where the adapter has them: split-K where the 64x64 grid leaves the GPU idle', () => {
+    const h100 = h100Caps();
+    expect(selectGemmKernel(h100, shape(128, 4096, 4096)).id).toBe('sgmat-64x64-sk');
+    expect(selectGemmKernel(h100, shape(128, 1024, 1024)).id).toBe('sgmat-64x64-sk');
+    expect(selectGemmKernel(h100, shape(64, 11008, 11008)).id).toBe('sgmat-64x64-sk');
+    expect(selectGemmKernel(h100, shape(128, 11008, 11008)).id).toBe('sgmat-64x64'); // 344 tiles: one slice
+    expect(selectGemmKernel(h100, shape(128, 1024, 128)).id).toBe('sgmat-64x64'); // K too short to split
+    expect(selectGemmKernel(h100, shape(4096, 4096, 4096)).id).toBe('sgmat-64x64');
+    expect(selectGemmKernel(h100, shape(96, 4096, 4096)).id).toBe('sgmat-64x64-sk');
+    // Below 64 rows, and at N <= 32, the dot4 ladder as before; M <= 4 stays gemv.
+    expect(selectGemmKernel(h100, shape(16, 1024, 1024)).id).toBe('splitk-32x32');
+    expect(selectGemmKernel(h100, shape(128, 32, 4096)).id).toBe('splitk-32x32');
+    expect(selectGemmKernel(h100, shape(256, 32, 256)).id).toBe('dot4-32x32');
+    expect(selectGemmKernel(h100, shape(1, 4096, 4096)).id).toBe('gemv');
+    // A split-K kernel that failed its self-test: the one-pass kernel; both failed: the dot4 ladder.
+    expect(selectGemmKernel(h100, shape(128, 4096, 4096), { disabled: new Set(['sgmat-64x64-sk']) }).id).toBe('sgmat-64x64');
+    const neither = new Set(['sgmat-64x64-sk', 'sgmat-64x64']);
+    expect(selectGemmKernel(h100, shape(128, 4096, 4096), { disabled: neither }).id).toBe('splitk-32x32');
+    // 4-bit rhs keeps the nibble kernels.
+    const b4 = { ...shape(128, 4096, 4096), bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } };
+    expect(selectGemmKernel(h100, b4).id).toBe('splitk-u4-32x32');
   });
   it('4-bit rhs: nibble kernels up to M = 128 (8-bit lanes above), a nibble-prepacked rhs at any M', () => {
     const sg = caps({ subgroups: true });

@@ -8,7 +8,17 @@
 import { describe, expect, it } from 'vitest';
 import { namedEntries, uniformLayout } from '../../src/gpu/reflect.ts';
 import { sgmatDeclarations, sgmatKernel, sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
-import { bestConfig, configConstants } from '../../src/kernels/sgmat/config.ts';
+import {
+  bestConfig,
+  configConstants,
+  DEFAULT_TILING,
+  sgmatTilings,
+  SPLITK_TILING,
+  tilingId,
+  tilingLayout,
+  tilingProblem,
+} from '../../src/kernels/sgmat/config.ts';
+import { splitDeclarations } from '../../src/kernels/sgmat/split-k.ts';
 import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
 import { h100Caps } from '../support/caps.ts';
@@ -88,5 +98,50 @@ describe('sgmat-64x64 source', () => {
     expect(() =>
       emulateSubgroupMatrix(sgmatSource(config).replace('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
     ).toThrow(/fragment stores to the staging buffer/);
+  });
+  it('the split-K form: its own slice uniform and workspace, the raw sums to the workspace instead of the epilogue', () => {
+    const config = EMULATED_CONFIGS[0];
+    const split = sgmatSource(config, SPLITK_TILING);
+    expect(split).toContain('workspace[((o.slice * tile.bandRows + row + r) * tile.bandCols + col) / 4u] = raw[r];');
+    expect(split).not.toContain('storeBlock(raw, tile.bandM + row');
+    expect(sgmatSource(config)).toContain('storeBlock(raw, tile.bandM + row');
+    expect([...uniformLayout(splitDeclarations, 'SliceParams').members.keys()]).toEqual(['splits', 'stepsPerSplit']);
+    const buffer = {} as GPUBuffer;
+    const names = ['tile', 'slicing', 'lhsPacked', 'rhsPacked', 'rowSums', 'colSums', 'workspace'];
+    const entries = namedEntries(splitDeclarations, Object.fromEntries(names.map((n) => [n, { buffer }])));
+    expect(entries.map((e) => e.binding)).toEqual([5, 8, 6, 7, 1, 2, 9]);
+    expect(emulateSubgroupMatrix(split)).toContain('emuMultiplyAccumulate(');
+  });
+});
+
+describe('sgmat tilings: 64 to 256 wide', () => {
+  const nvidia = EMULATED_CONFIGS[0];
+  const h100 = h100Caps().limits;
+  it('256-wide tiles as 8 subgroups of 4 x 4 fragments, within the workgroup memory of the adapter', () => {
+    const ids = sgmatTilings(nvidia, h100).map(tilingId);
+    expect(ids[0]).toBe('sgmat-64x64');
+    expect(ids).toEqual(expect.arrayContaining(['sgmat-256x128-w4x2-k32-b2', 'sgmat-64x256-w2x4-k64-b1', 'sgmat-256x64-w4x2-k64-b1']));
+    // 128 x 256 stages a subgroup row of results at the full 256 width (64 KiB): not within 48 KiB.
+    const tall = { tileM: 128, tileN: 256, sgRows: 2, sgCols: 4, kStep: 32, buffers: 1 as const };
+    expect(tilingProblem(nvidia, tall)).toBe('');
+    expect(tilingProblem(nvidia, tall, h100)).toBe('too much workgroup memory');
+    for (const t of sgmatTilings(nvidia, h100)) expect(tilingLayout(t).workgroupBytes).toBeLessThanOrEqual(49152);
+    // 256 x 128 with 4 x 2 subgroups: 64 x 64 per subgroup, 4 x 4 fragments of 16 x 16.
+    const wide = { tileM: 256, tileN: 128, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 as const };
+    expect(tilingProblem(nvidia, wide)).toBe('');
+    expect(tilingProblem(nvidia, wide, h100)).toBe('too much workgroup memory');
+    expect(tilingProblem(nvidia, { ...wide, tileN: 256 })).toMatch(/1 to 4 fragments per subgroup/);
+    expect(tilingProblem(EMULATED_CONFIGS[2], wide)).toMatch(/1 to 4 fragments per subgroup/); // 8x8x8: 8 x 8 per subgroup
+    expect(tilingProblem(nvidia, { ...wide, tileM: 512 })).toBe('tileM and tileN are 64, 128 or 256');
+    // SwiftShader's 32 KiB: the emulated sweep runs the 256-wide tilings that fit.
+    const swiftshader = { ...h100, maxComputeWorkgroupStorageSize: 32768, maxComputeInvocationsPerWorkgroup: 256 };
+    expect(sgmatTilings(nvidia, swiftshader).map(tilingId)).toContain('sgmat-256x128-w4x2-k32-b1');
+  });
+  it('split-K ids and validation', () => {
+    expect(tilingId(SPLITK_TILING)).toBe('sgmat-64x64-sk');
+    expect(tilingId({ ...DEFAULT_TILING, splitK: 4 })).toBe('sgmat-64x64-s4');
+    expect(tilingId({ ...DEFAULT_TILING, splitK: 1 })).toBe('sgmat-64x64');
+    expect(tilingProblem(nvidia, { ...DEFAULT_TILING, splitK: 3 })).toMatch(/splitK is one of/);
+    expect(sgmatTilings(nvidia, h100, [0, 4]).slice(0, 3).map(tilingId)).toEqual(['sgmat-64x64', 'sgmat-64x64-sk', 'sgmat-64x64-s4']);
   });
 });

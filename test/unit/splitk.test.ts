@@ -9,12 +9,18 @@ import {
   planSplitK,
   prefersSplitK,
   REDUCE_THREADS,
+  type SplitKDispatch,
   SPLITK_STEP,
   SPLITK_TILE,
   splitKPartition,
+  workgroupTarget,
   workspaceBytes,
 } from '../../src/kernels/splitk/partition.ts';
-import { testLimits } from '../support/caps.ts';
+import { splitGeometry } from '../../src/kernels/sgmat/split-k.ts';
+import { DEFAULT_TILING, SPLITK_TILING } from '../../src/kernels/sgmat/config.ts';
+import { selfTestProblems } from '../../src/scheduler/self-test.ts';
+import { sgmatSplitKKernel } from '../../src/kernels/sgmat/kernel.ts';
+import { h100Caps, testLimits } from '../support/caps.ts';
 
 const limits = testLimits;
 const shape = (M: number, N: number, K: number, dstOrder: 'row-major' | 'col-major' = 'row-major') => ({
@@ -56,6 +62,54 @@ describe('splitKPartition', () => {
     expect(prefersSplitK({ isSoftware: false }, shape(129, 4096, 4096))).toBe(false);
     expect(prefersSplitK({ isSoftware: true }, shape(16, 4096, 4096))).toBe(false);
     expect(prefersSplitK({ isSoftware: true }, shape(16, 32, 4096))).toBe(true);
+  });
+});
+
+describe('split-K of the subgroup-matrix kernel', () => {
+  const sk = splitGeometry(SPLITK_TILING);
+  it('workgroups of 128 invocations: half the target; slices of k steps, at most the rhs bytes of workspace traffic', () => {
+    expect(workgroupTarget({ isSoftware: false }, 128)).toBe(512);
+    expect(workgroupTarget({ isSoftware: true }, 128)).toBe(4);
+    // 128x4096x4096: 128 tiles of 64x64; 128x1024x1024: 32 tiles; 16x1024x1024: 16 tiles of 64 rows.
+    expect(splitKPartition(128, 128, 4096, 512, Infinity, sk)).toEqual({ splits: 4, stepsPerSplit: 16 });
+    expect(splitKPartition(32, 128, 1024, 512, Infinity, sk)).toEqual({ splits: 2, stepsPerSplit: 8 });
+    expect(splitKPartition(16, 64, 1024, 512, Infinity, sk)).toEqual({ splits: 4, stepsPerSplit: 4 });
+    expect(splitKPartition(344, 128, 11008, 512, Infinity, sk).splits).toBe(1);
+  });
+  it('a fixed slice count: capped by the k steps and the binding only', () => {
+    const s4 = splitGeometry({ ...DEFAULT_TILING, splitK: 4 });
+    expect(splitKPartition(1000, 64, 640, 8, Infinity, s4)).toEqual({ splits: 4, stepsPerSplit: 3 }); // 10 steps: 3 + 3 + 3 + 1
+    expect(splitKPartition(1000, 64, 128, 8, Infinity, s4)).toEqual({ splits: 2, stepsPerSplit: 1 });
+    expect(splitKPartition(1, 64, 64000, 8, 2, s4).splits).toBe(2);
+  });
+  it("plans bands of the tiling's tiles over the padded depth; every step in one slice", () => {
+    const layout = PACK_FORMATS['u8k4-r128'];
+    const g = splitGeometry({ ...DEFAULT_TILING, tileM: 128, tileN: 128, sgRows: 4, kStep: 128, splitK: 4 });
+    const plan = planSplitK(shape(65, 300, 700), layout, limits(), 512, g);
+    const partial = plan.filter((d) => d.phase === 'partial');
+    expect(partial[0]).toMatchObject({ liveRows: 128, liveCols: 384, splits: 3, stepsPerSplit: 2 }); // 704 bytes: 6 steps of 128
+    expect(partial.reduce((n, d) => n + d.x * d.y, 0)).toBe(3 * 3);
+  });
+});
+
+describe('the device self-test covers split-K', () => {
+  it("one of its problems runs in 2 or more uneven slices over 2 or more tiles on 'sgmat-64x64-sk'", () => {
+    const lavapipe = h100Caps({
+      isSoftware: true,
+      subgroupMinSize: 8,
+      subgroupMaxSize: 8,
+      subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 8, N: 8, K: 8 }],
+    });
+    for (const caps of [h100Caps(), lavapipe]) {
+      const split = selfTestProblems().filter((p) => {
+        const steps = Math.ceil(p.lhs.cols / 64); // 64-byte k steps of the padded depth
+        const plan = sgmatSplitKKernel.plan(shape(p.lhs.rows, p.rhs.cols, p.lhs.cols), caps.limits, caps) as SplitKDispatch[];
+        return plan.some(
+          (d) => d.phase === 'partial' && d.splits >= 2 && d.liveRows * d.liveCols >= 2 * 64 * 64 && steps % d.stepsPerSplit !== 0,
+        );
+      });
+      expect(split.length).toBeGreaterThanOrEqual(1);
+    }
   });
 });
 

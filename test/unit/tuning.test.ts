@@ -105,6 +105,17 @@ describe('tuning tables', () => {
 describe('kernel configurations', () => {
   it('the defaults keep the registry ids; others name every parameter', () => {
     expect(kernelOf({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2 }).id).toBe('sgmat-64x64');
+    expect(kernelOf({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2, splitK: 0 }).id).toBe(
+      'sgmat-64x64-sk',
+    );
+    expect(kernelOf({ family: 'sgmat', tileM: 256, tileN: 128, sgRows: 4, sgCols: 2, kStep: 32, buffers: 1, splitK: 4 }).id).toBe(
+      'sgmat-256x128-w4x2-k32-b1-s4',
+    );
+    expect(
+      fieldOf(() =>
+        parseKernelConfig({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2, splitK: 3 }, 'k'),
+      ),
+    ).toBe('k.splitK');
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x128');
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 8, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x64-r8-kw8');
     expect(kernelOf({ family: 'dot4-tiled', dot4: 'emulated', tileM: 64, tileN: 64, tileKW: 16 }).id).toBe('dot4-64x64-emulated');
@@ -133,7 +144,13 @@ describe('kernel configurations', () => {
     expect(decode.slice(0, 8).filter((id) => /^(gemv|splitk)/.test(id)).length).toBeGreaterThanOrEqual(1);
     const big = order(4096, 4096, 4096);
     expect(big[0]).toBe('sgmat-64x64');
-    expect(big.find((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64')).toMatch(/^sgmat-128x128-/);
+    expect(big.find((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64')).toMatch(/^sgmat-(256x128|128x256)-/);
+    // Split-K tilings: every tiling with slices that fill the GPU, fixed counts at the default; first at
+    // M <= 128, after every one-pass tiling above.
+    expect(ids).toEqual(expect.arrayContaining(['sgmat-256x128-w4x2-k64-b1', 'sgmat-128x128-w4x2-k64-b2-sk', 'sgmat-64x64-s4']));
+    expect(decode.find((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64-sk')).toMatch(/-(sk|s\d+)$/);
+    const split = big.filter((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64-sk').map((id) => /-(sk|s\d+)$/.test(id));
+    expect(split.indexOf(true)).toBe(split.lastIndexOf(false) + 1);
     expect(new Set(big).size).toBe(big.length);
   });
 });

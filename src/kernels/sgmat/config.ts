@@ -34,10 +34,12 @@ export interface SgmatConfig {
 
 /**
  * How the kernel tiles the work (the tunable part, src/kernels/tuning.ts): a workgroup of
- * `sgRows` x `sgCols` subgroups (4 or 8) computes a `tileM` x `tileN` dst tile (64 or 128 each), each
+ * `sgRows` x `sgCols` subgroups (4 or 8) computes a `tileM` x `tileN` dst tile (64, 128 or 256 each), each
  * subgroup a (tileM / sgRows) x (tileN / sgCols) block of 1 to 4 fragments per side; `kStep` bytes of k
  * (32, 64 or 128) are staged per step in workgroup memory, rows padded by 16 bytes, with `buffers` (1 or 2)
- * staging buffers fed by a register prefetch of the next step.
+ * staging buffers fed by a register prefetch of the next step. `splitK` cuts K into slices computed by
+ * separate workgroups (./split-k.ts): absent or 1, none (one pass, the epilogue in the kernel); 0, as many
+ * as fill the GPU (../splitk/partition.ts); n >= 2, n (fewer where K has fewer k steps).
  */
 export interface SgmatTiling {
   tileM: number;
@@ -46,10 +48,24 @@ export interface SgmatTiling {
   sgCols: number;
   kStep: number;
   buffers: 1 | 2;
+  splitK?: number;
 }
+
+/** The tile sides, subgroup grids, k steps and slice counts of the family (the tuner's sweep). */
+export const TILE_SIDES = [64, 128, 256] as const;
+export const SUBGROUP_GRIDS = [
+  [2, 2],
+  [4, 2],
+  [2, 4],
+] as const;
+export const K_STEPS = [32, 64, 128] as const;
+export const SPLIT_KS = [1, 0, 2, 4, 8, 16] as const;
 
 /** The tiling of the registry's 'sgmat-64x64': 4 subgroups as 2 x 2, 64-byte k steps, double buffered. */
 export const DEFAULT_TILING: SgmatTiling = { tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2 };
+
+/** The tiling of the registry's split-K kernel 'sgmat-64x64-sk': the default, as many K slices as fill the GPU. */
+export const SPLITK_TILING: SgmatTiling = { ...DEFAULT_TILING, splitK: 0 };
 
 /** Bytes of workgroup memory the default tiling declares: two staging buffers of two 64 x 80-byte tiles. */
 export const SGMAT_WORKGROUP_BYTES = 2 * 2 * 64 * 80;
@@ -74,10 +90,13 @@ export function tilingLayout(t: SgmatTiling): { rowBytes: number; stageWords: nu
 /** Why tiling t cannot run fragment configuration c ('' where it can): sizes, fragments per subgroup, workgroup. */
 export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCaps['limits']): string {
   const subgroups = t.sgRows * t.sgCols;
-  if (![64, 128].includes(t.tileM) || ![64, 128].includes(t.tileN)) return 'tileM and tileN are 64 or 128';
+  if (!(TILE_SIDES as readonly number[]).includes(t.tileM) || !(TILE_SIDES as readonly number[]).includes(t.tileN)) {
+    return 'tileM and tileN are 64, 128 or 256';
+  }
   if (subgroups !== 4 && subgroups !== 8) return 'sgRows x sgCols is 4 or 8 subgroups';
   if (![32, 64, 128].includes(t.kStep) || t.kStep % c.K !== 0) return 'kStep is 32, 64 or 128 and a multiple of the fragment K';
   if (t.buffers !== 1 && t.buffers !== 2) return 'buffers is 1 or 2';
+  if (!(SPLIT_KS as readonly number[]).includes(t.splitK ?? 1)) return `splitK is one of ${SPLIT_KS.join(', ')}`;
   const fm = t.tileM / t.sgRows / c.M;
   const fn = t.tileN / t.sgCols / c.N;
   if (!Number.isInteger(fm) || !Number.isInteger(fn) || fm < 1 || fn < 1 || fm > 4 || fn > 4) {
@@ -90,12 +109,19 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
   return '';
 }
 
-/** The kernel id of a tiling: 'sgmat-64x64' for the default, else its every parameter. */
+/**
+ * The kernel id of a tiling: 'sgmat-64x64' for the default, else its every parameter; split-K adds
+ * '-sk' (slices that fill the GPU: 'sgmat-64x64-sk', the registry's) or '-s4' (four slices).
+ */
 export function tilingId(t: SgmatTiling): string {
   const base = `sgmat-${t.tileM}x${t.tileN}`;
   const same = (Object.keys(DEFAULT_TILING) as (keyof SgmatTiling)[]).every((k) => t[k] === DEFAULT_TILING[k]);
-  return same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`;
+  const split = t.splitK === 0 ? '-sk' : t.splitK && t.splitK > 1 ? `-s${t.splitK}` : '';
+  return `${same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`}${split}`;
 }
+
+/** Whether a tiling cuts K into slices (a split-K kernel: partial sums, then ../splitk/reduce.wgsl). */
+export const isSplitK = (t: SgmatTiling) => t.splitK !== undefined && t.splitK !== 1;
 
 const pow2 = (x: number) => x > 0 && (x & (x - 1)) === 0;
 
@@ -167,22 +193,21 @@ function tilingConstants(t: SgmatTiling): string[] {
 /** What reflection reads in place of the generated constants (the parser knows no subgroup-matrix types). */
 export const REFLECTION_CONSTANTS = `${['alias StageWord = u32;', ...tilingConstants(DEFAULT_TILING)].join('\n')}\n`;
 
-/** Every tiling of the family that fragment configuration c can run (within `limits` where given), default first. */
-export function sgmatTilings(c: SgmatConfig, limits?: AdapterCaps['limits']): SgmatTiling[] {
+/**
+ * Every one-pass tiling of the family that fragment configuration c can run (within `limits` where
+ * given), default first; with `splitK`, each of them also with those slice counts (the one-pass first).
+ */
+export function sgmatTilings(c: SgmatConfig, limits?: AdapterCaps['limits'], splitK: readonly number[] = []): SgmatTiling[] {
   const out: SgmatTiling[] = [DEFAULT_TILING];
-  for (const tileM of [64, 128])
-    for (const tileN of [64, 128])
-      for (const [sgRows, sgCols] of [
-        [2, 2],
-        [4, 2],
-        [2, 4],
-      ])
-        for (const kStep of [32, 64, 128])
+  for (const tileM of TILE_SIDES)
+    for (const tileN of TILE_SIDES)
+      for (const [sgRows, sgCols] of SUBGROUP_GRIDS)
+        for (const kStep of K_STEPS)
           for (const buffers of [2, 1] as const) {
             const t: SgmatTiling = { tileM, tileN, sgRows, sgCols, kStep, buffers };
             if (!tilingProblem(c, t, limits) && tilingId(t) !== tilingId(DEFAULT_TILING)) out.push(t);
           }
-  return out;
+  return splitK.length ? out.flatMap((t) => [t, ...splitK.map((s) => ({ ...t, splitK: s }))]) : out;
 }
 
 /** A seeded sample of n tilings of c (an LCG over the family; the default tiling is not drawn). */

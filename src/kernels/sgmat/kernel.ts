@@ -10,6 +10,7 @@
 // are checked on the device itself: the kernel declares `needsSelfTest`, so before a device first uses
 // it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables
 // the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
+// A split-K tiling (./config.ts splitK) runs as two passes instead (./split-k.ts): 'sgmat-64x64-sk'.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -22,19 +23,26 @@ import {
   bestConfig,
   configConstants,
   DEFAULT_TILING,
+  isSplitK,
   REFLECTION_CONSTANTS,
   type SgmatConfig,
+  SPLITK_TILING,
   type SgmatTiling,
   tilingId,
   tilingProblem,
 } from './config.ts';
+import direct from './sgmat-direct.wgsl?raw';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
+import { sgmatSplitKernel, splitForm } from './split-k.ts';
 
-/** The kernel's full source for configuration c and tiling t: directives, generated constants, libraries, declarations, kernel. */
+/**
+ * The kernel's full source for configuration c and tiling t: directives, generated constants, libraries,
+ * declarations, the one-pass or the split-K form (./sgmat-direct.wgsl, ./sgmat-split.wgsl), kernel.
+ */
 export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING): string {
-  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, sgmat].join('\n');
+  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, isSplitK(t) ? splitForm : direct, sgmat].join('\n');
 }
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
 export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings].join('\n');
@@ -45,8 +53,9 @@ function configKey(c: SgmatConfig): string {
 }
 
 /** The pack format a tiling reads: rows padded to its larger side. */
-function tilingFormat(t: SgmatTiling): 'u8k4-r64' | 'u8k4-r128' {
-  return Math.max(t.tileM, t.tileN) > 64 ? 'u8k4-r128' : 'u8k4-r64';
+function tilingFormat(t: SgmatTiling): 'u8k4-r64' | 'u8k4-r128' | 'u8k4-r256' {
+  const side = Math.max(t.tileM, t.tileN);
+  return side > 128 ? 'u8k4-r256' : side > 64 ? 'u8k4-r128' : 'u8k4-r64';
 }
 
 /** The configuration the kernel runs with on an adapter: `fixed` where given, else the adapter's best. */
@@ -68,6 +77,17 @@ export function sgmatVariant(
     const c = choose(caps);
     return c && !tilingProblem(c, tiling, caps.limits) ? c : null;
   };
+  if (isSplitK(tiling)) {
+    return sgmatSplitKernel({
+      id,
+      tiling,
+      format: PACK_FORMATS[tilingFormat(tiling)],
+      usable,
+      source: (c) => source(c, tiling),
+      pipelineId: (c) => `${id}/${configKey(c)}`,
+      needsSelfTest,
+    });
+  }
   const base = bandedKernel({
     id,
     source: '',
@@ -99,10 +119,13 @@ export function sgmatVariant(
 }
 
 export const SGMAT_ID = 'sgmat-64x64';
-export type SgmatId = typeof SGMAT_ID;
+export const SGMAT_SPLITK_ID = 'sgmat-64x64-sk';
+export type SgmatId = typeof SGMAT_ID | typeof SGMAT_SPLITK_ID;
 
 /** The registry's kernel: the adapter's best configuration (./config.ts bestConfig), real builtins. */
 export const sgmatKernel: GpuGemmKernel = sgmatVariant(SGMAT_ID, bestConfig, sgmatSource, true);
+/** The registry's split-K kernel (./split-k.ts), self-tested on a device before its first use. */
+export const sgmatSplitKKernel: GpuGemmKernel = sgmatVariant(SGMAT_SPLITK_ID, bestConfig, sgmatSource, true, SPLITK_TILING);
 
 /**
  * The kernel at tiling t (the tuner's family, src/kernels/tuning.ts): the adapter's best fragment

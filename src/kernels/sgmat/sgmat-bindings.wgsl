@@ -14,3 +14,14 @@ const OUT_STRIDE: u32 = TILE_N;            // elements per row of a staged resul
 
 // BUFFERS staging buffers during the k loop; the raw sums after it, OUT_BANDS subgroup rows per pass.
 var<workgroup> stage: array<StageWord, STAGING_WORDS>;
+
+/** What one workgroup computes (sgmatWork of sgmat-direct.wgsl or sgmat-split.wgsl). */
+struct SgmatWork {
+  rowBase: u32,     // the tile's first row and column in the band
+  colBase: u32,
+  live: bool,       // false past the last tile: the whole workgroup returns, so barriers stay uniform
+  firstStep: u32,   // its k steps: firstStep .. firstStep + steps - 1, of KSTEP bytes
+  steps: u32,
+  slice: u32,       // its K slice (0 without split-K)
+  firstSlice: bool, // slice 0: it adds the i8 fragments' correction to the raw sums
+}

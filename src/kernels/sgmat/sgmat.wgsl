@@ -18,8 +18,10 @@
 // The last step may reach past the packed depth (K is padded to 64 bytes, KSTEP may be 128): those
 // pieces are staged as zeros of the fragment's type. The accumulators then go through workgroup memory
 // (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations, which hand 4 x 4 blocks to
-// storeBlock. The enable directives are in sgmat-enable.wgsl, composed first; the declarations in
-// sgmat-bindings.wgsl.
+// sgmatStore. Which tile and which k steps a workgroup computes (sgmatWork), and where its sums go
+// (sgmatStore), come from one of two files composed beside this one: sgmat-direct.wgsl (the whole depth,
+// the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw sums to the split-K workspace). The
+// enable directives are in sgmat-enable.wgsl, composed first; the declarations in sgmat-bindings.wgsl.
 
 const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
 const SUB_M: u32 = TILE_M / SG_ROWS;      // a subgroup's block of the tile
@@ -99,7 +101,7 @@ fn sgmat(
   @builtin(local_invocation_index) t: u32,
   @builtin(subgroup_id) sg: u32,
 ) {
-  let o = tileOrigin(wid, nwg, TILE_M, TILE_N);
+  let o = sgmatWork(wid, nwg);
   if (!o.live) {
     return;
   }
@@ -109,21 +111,21 @@ fn sgmat(
   let fm = band * SUB_M; // this subgroup's block of the tile
   let fn_ = (sg % SG_COLS) * SUB_N;
   let depthBytes = tile.depthWords * 4u;
-  let steps = (depthBytes + KSTEP - 1u) / KSTEP;
+  let steps = o.steps; // k steps o.firstStep, o.firstStep + 1, ...
 
   var acc: array<ResultFragment, FRAGS_M * FRAGS_N>;
   for (var f = 0u; f < FRAGS_M * FRAGS_N; f++) {
     acc[f] = ResultFragment();
   }
 
-  storeStep(t, 0u, loadStep(t, rowBase, colBase, 0u));
+  storeStep(t, 0u, loadStep(t, rowBase, colBase, o.firstStep));
   workgroupBarrier();
   for (var kt = 0u; kt < steps; kt++) {
     let current = kt % BUFFERS;
     let more = kt + 1u < steps;
     var next: array<vec4<u32>, LOADS_A + LOADS_B>;
     if (more) {
-      next = loadStep(t, rowBase, colBase, kt + 1u);
+      next = loadStep(t, rowBase, colBase, o.firstStep + kt + 1u);
     }
     let lhsBase = current * BUFFER_WORDS * 4u; // byte offsets into `stage`
     let rhsBase = lhsBase + LHS_WORDS * 4u;
@@ -167,19 +169,22 @@ fn sgmat(
       if (block < OUT_BLOCKS) {
         let r0 = (block / (TILE_N / 4u)) * 4u;
         let n0 = (block % (TILE_N / 4u)) * 4u;
-        let m = tile.bandM + rowBase + outPass * OUT_ROWS + r0;
-        let n = tile.bandN + colBase + n0;
+        let row = rowBase + outPass * OUT_ROWS + r0; // in the band
+        let col = colBase + n0;
+        let m = tile.bandM + row;
+        let n = tile.bandN + col;
         var raw: array<vec4<u32>, 4>;
         for (var r = 0u; r < 4u; r++) {
           let w = (r0 + r) * OUT_STRIDE + n0;
           raw[r] = bitcast<vec4<u32>>(vec4<StageWord>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]));
-          if (SIGNED_FRAGMENTS) {
-            // sum (a - 128)(b - 128) over the padded depth = raw - 128 rowSum - 128 colSum + 16384 depth (mod 2^32).
+          if (SIGNED_FRAGMENTS && o.firstSlice) {
+            // sum (a - 128)(b - 128) over the padded depth = raw - 128 rowSum - 128 colSum + 16384 depth (mod 2^32);
+            // split-K: the first slice adds the whole correction, the reduce pass's sum of the slices is then raw.
             let colSum = bitcast<vec4<u32>>(vec4<i32>(colSums[n], colSums[n + 1u], colSums[n + 2u], colSums[n + 3u]));
             raw[r] += 128u * (bitcast<u32>(rowSums[m + r]) + colSum) - 16384u * depthBytes;
           }
         }
-        storeBlock(raw, m, n);
+        sgmatStore(o, raw, row, col);
       }
     }
   }

@@ -3,7 +3,9 @@
 // ./reduce.wgsl sums the slices and runs the fused epilogue, both passes in the GEMM's one compute pass.
 // How many slices, and when the registry picks these kernels: ./partition.ts. 'splitk-32x32' reads
 // 8-bit rhs ('u8k4-r64'); 'splitk-u4-32x32' reads 4-bit rhs stored two per byte ('u4k8-r64') and is
-// the registry's kernel for such a rhs at any M (one slice where splitting does not pay).
+// the registry's kernel for such a rhs at any M (one slice where splitting does not pay). The reduce
+// pass (prepareReduce, encodeReduce) also serves the split-K variants of the subgroup-matrix kernel
+// (../sgmat/split-k.ts), whose partial pass writes the same workspace layout.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -21,6 +23,33 @@ import splitk from './splitk.wgsl?raw';
 
 const partialSource = [dot4Library(true), dot4TileLoop, splitk].join('\n');
 const reduceSource = [epilogueLibrary, reduceWgsl].join('\n');
+
+/** The reduce pipeline (./reduce.wgsl), one per device and set of stage kinds, shared by every split-K kernel. */
+export function prepareReduce(device: GPUDevice, stageKinds: number): Promise<GPUComputePipeline> {
+  return getPipeline(device, {
+    id: 'splitk-reduce',
+    source: reduceSource,
+    entryPoint: 'reduceSplits',
+    overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds) },
+    reflect: [reduceSource, epilogueLibrary],
+  });
+}
+
+/** Records reduce dispatch d: the sum of its band's slices in `workspace`, through the epilogue to dst. */
+export function encodeReduce(e: GemmEncoding, reduce: GPUComputePipeline, d: SplitKDispatch, workspace: GPUBuffer): void {
+  const used = d.splits * d.liveRows * d.liveCols * 4;
+  const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits };
+  const entries = [
+    ...epilogueEntries(reduceSource, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
+    ...namedEntries(reduceSource, {
+      reduction: e.uniforms.alloc(uniformLayout(reduceSource, 'ReduceParams'), { ...common, bandM: d.m0, bandN: d.n0 }),
+      workspace: { buffer: workspace, offset: 0, size: used },
+    }),
+  ];
+  e.pass.setPipeline(reduce);
+  e.pass.setBindGroup(0, e.device.createBindGroup({ layout: reduce.getBindGroupLayout(0), entries }));
+  e.pass.dispatchWorkgroups(d.x, d.y);
+}
 
 /** The ids of these kernels, by the bits of the rhs they read. */
 export const SPLITK_ID = { 8: 'splitk-32x32', 4: 'splitk-u4-32x32' } as const;
@@ -42,13 +71,7 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
     prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
       const [partial, reduce] = await Promise.all([
         getPipeline(device, { id, source: partialSource, entryPoint: 'partial', overrides: partialOverrides, reflect: [partialSource] }),
-        getPipeline(device, {
-          id: 'splitk-reduce',
-          source: reduceSource,
-          entryPoint: 'reduceSplits',
-          overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds) },
-          reflect: [reduceSource, epilogueLibrary],
-        }),
+        prepareReduce(device, stageKinds),
       ]);
       return { encode: (e) => encodeSplitK(e, partial, reduce) };
     },
@@ -61,32 +84,21 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
     const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
     const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
     const splitLayout = uniformLayout(partialSource, 'SplitParams');
-    const reduceLayout = uniformLayout(reduceSource, 'ReduceParams');
     for (const d of dispatches) {
+      if (d.phase === 'reduce') {
+        encodeReduce(e, reduce, d, workspace);
+        continue;
+      }
       const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits };
       const used = d.splits * d.liveRows * d.liveCols * 4;
-      let entries: GPUBindGroupEntry[];
-      let pipeline: GPUComputePipeline;
-      if (d.phase === 'partial') {
-        pipeline = partial;
-        entries = namedEntries(partialSource, {
-          split: e.uniforms.alloc(splitLayout, { ...common, depthWords: lhsRow / 4, stepsPerSplit: d.stepsPerSplit }),
-          lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
-          rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
-          workspace: { buffer: workspace, offset: 0, size: used },
-        });
-      } else {
-        pipeline = reduce;
-        entries = [
-          ...epilogueEntries(reduceSource, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
-          ...namedEntries(reduceSource, {
-            reduction: e.uniforms.alloc(reduceLayout, { ...common, bandM: d.m0, bandN: d.n0 }),
-            workspace: { buffer: workspace, offset: 0, size: used },
-          }),
-        ];
-      }
-      e.pass.setPipeline(pipeline);
-      e.pass.setBindGroup(0, e.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+      const entries = namedEntries(partialSource, {
+        split: e.uniforms.alloc(splitLayout, { ...common, depthWords: lhsRow / 4, stepsPerSplit: d.stepsPerSplit }),
+        lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
+        rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
+        workspace: { buffer: workspace, offset: 0, size: used },
+      });
+      e.pass.setPipeline(partial);
+      e.pass.setBindGroup(0, e.device.createBindGroup({ layout: partial.getBindGroupLayout(0), entries }));
       e.pass.dispatchWorkgroups(d.x, d.y);
     }
   }

@@ -1,0 +1,147 @@
+// Split-K for the subgroup-matrix kernel (the GEMM stage of pack -> gemm -> output): the host side of its
+// split-K tilings (./config.ts SgmatTiling.splitK; ids 'sgmat-64x64-sk', '...-s4'). Shapes with few dst
+// tiles (decode and short prefill, M = 16..128 against N = 1024..11008) leave most of a large GPU idle:
+// 128 x 1024 is 32 tiles of 64 x 64 for an H100's 132 SMs. Here K is cut into slices; the partial pass
+// (./sgmat.wgsl with ./sgmat-split.wgsl) computes one tile over one slice per workgroup and writes raw
+// sums to a per-call workspace, and the dot4 split-K kernels' reduce pass (../splitk/reduce.wgsl) sums the
+// slices and runs the shared epilogue. Slices and bands are planned by ../splitk/partition.ts.
+//
+// Split-K, not stream-K: stream-K (each workgroup a contiguous range of k steps across tile boundaries)
+// balances the last wave of large grids, but needs a fix-up pass or atomics per tile and, without
+// knowing the GPU's size (WebGPU does not report it), cannot size its ranges to the SMs; and at the
+// shapes that need it here the grid is far smaller than one wave, which split-K fills as well. Split-K
+// reuses the reduce pass, its workspace layout and its partition planning as they are, and each
+// slice is a plain run of the one kernel over fewer k steps, so the emulated sweep and the real
+// builtins check the same text.
+
+import type { AdapterCaps } from '../../gpu/caps.ts';
+import { getPipeline } from '../../gpu/pipelines.ts';
+import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
+import { type PackFormat, packedRowBytes } from '../../pack/formats.ts';
+import { epilogueLibrary } from '../../epilogue/source.ts';
+import { tileBindings } from '../banded.ts';
+import { encodeReduce, prepareReduce } from '../splitk/kernel.ts';
+import {
+  planSplitK,
+  type SplitKDispatch,
+  type SplitKGeometry,
+  splitKPartition,
+  workgroupTarget,
+  workspaceBytes,
+} from '../splitk/partition.ts';
+import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
+import { roundUp, type GemmShape } from '../../gpu/plan.ts';
+import { bestConfig, REFLECTION_CONSTANTS, type SgmatConfig, type SgmatTiling, SPLITK_TILING } from './config.ts';
+import bindings from './sgmat-bindings.wgsl?raw';
+import split from './sgmat-split.wgsl?raw';
+
+/** What the host code reflects of the partial pass (the parser reads no subgroup-matrix syntax). */
+export const splitDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings, split].join('\n');
+/** The partial pass's form of the kernel (composed by ./kernel.ts sgmatSource for a split-K tiling). */
+export const splitForm = split;
+
+/** The workspace traffic share of the subgroup-matrix kernels (../splitk/partition.ts: splits <= K / (4 rows)). */
+const SGMAT_DIVISOR = 4;
+
+/** The slicing geometry of tiling t: its tile, its k step, and its fixed slice count if any. */
+export function splitGeometry(t: SgmatTiling): SplitKGeometry {
+  const fixed = t.splitK && t.splitK > 1 ? { splits: t.splitK } : {};
+  return { tileM: t.tileM, tileN: t.tileN, step: t.kStep, divisor: SGMAT_DIVISOR, ...fixed };
+}
+
+/** Workgroups that fill the GPU with this tiling's workgroups (subgroups x subgroup size invocations). */
+export function sgmatWorkgroupTarget(caps: { isSoftware: boolean }, t: SgmatTiling, subgroupSize: number): number {
+  return workgroupTarget(caps, t.sgRows * t.sgCols * subgroupSize);
+}
+
+/**
+ * Whether the registry should run `shape` on 'sgmat-64x64-sk': the adapter runs the subgroup-matrix
+ * kernel and its 64 x 64 tile grid alone would leave the GPU idle (2 slices or more; ../splitk/partition.ts).
+ */
+export function prefersSgmatSplitK(caps: AdapterCaps, shape: GemmShape): boolean {
+  const c = bestConfig(caps);
+  if (!c) return false;
+  const t = SPLITK_TILING;
+  const rows = roundUp(shape.M, t.tileM);
+  const tiles = (rows / t.tileM) * Math.ceil(shape.N / t.tileN);
+  const target = sgmatWorkgroupTarget(caps, t, c.subgroupSize);
+  return splitKPartition(tiles, rows, roundUp(shape.K, 64), target, Infinity, splitGeometry(t)).splits >= 2;
+}
+
+interface SplitSpec {
+  id: string;
+  tiling: SgmatTiling;
+  format: PackFormat;
+  /** The configuration on an adapter, or null where the tiling cannot run there. */
+  usable: (caps: AdapterCaps) => SgmatConfig | null;
+  /** The full source of the partial pass at a configuration, and its pipeline cache id. */
+  source: (c: SgmatConfig) => string;
+  pipelineId: (c: SgmatConfig) => string;
+  needsSelfTest: boolean;
+}
+
+/** A split-K subgroup-matrix kernel: partial passes over K slices, then the shared reduce pass. */
+export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
+  const geometry = splitGeometry(s.tiling);
+  return {
+    id: s.id,
+    backend: 'webgpu',
+    packFormat: s.format.id,
+    supports: (caps) => s.usable(caps) !== null,
+    plan: (shape, limits, caps) => {
+      const c = caps ? s.usable(caps) : null;
+      const target = sgmatWorkgroupTarget(caps ?? { isSoftware: false }, s.tiling, c?.subgroupSize ?? 32);
+      return planSplitK(shape, s.format, limits, target, geometry);
+    },
+    prepare: async (device, caps, stageKinds) => {
+      const c = s.usable(caps);
+      if (!c) throw new Error(`${s.id}: no usable subgroup-matrix configuration on this adapter`);
+      const [partial, reduce] = await Promise.all([
+        getPipeline(device, {
+          id: s.pipelineId(c),
+          source: s.source(c),
+          entryPoint: 'sgmat',
+          overrides: {},
+          reflect: [splitDeclarations],
+        }),
+        prepareReduce(device, stageKinds),
+      ]);
+      return { encode: (e) => encodeSplit(e, partial, reduce, s.format) };
+    },
+    ...(s.needsSelfTest ? { needsSelfTest: true } : {}),
+  };
+}
+
+/** Records each band's partial dispatches (one tile and slice per workgroup), then its reduce dispatches. */
+function encodeSplit(e: GemmEncoding, partial: GPUComputePipeline, reduce: GPUComputePipeline, format: PackFormat): void {
+  const dispatches = e.dispatches as SplitKDispatch[];
+  const workspace = e.workspace(workspaceBytes(dispatches));
+  const row = packedRowBytes(e.shape.K, format);
+  const tileLayout = uniformLayout(splitDeclarations, 'TileParams');
+  const sliceLayout = uniformLayout(splitDeclarations, 'SliceParams');
+  for (const d of dispatches) {
+    if (d.phase === 'reduce') {
+      encodeReduce(e, reduce, d, workspace);
+      continue;
+    }
+    const entries = namedEntries(splitDeclarations, {
+      tile: e.uniforms.alloc(tileLayout, {
+        depthWords: row / 4,
+        bandM: d.m0,
+        bandN: d.n0,
+        bandRows: d.liveRows,
+        bandCols: d.liveCols,
+        workgroupBase: d.base,
+      }),
+      slicing: e.uniforms.alloc(sliceLayout, { splits: d.splits, stepsPerSplit: d.stepsPerSplit }),
+      lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * row, size: d.rows * row },
+      rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * row, size: d.cols * row },
+      rowSums: { buffer: e.operands.rowSums },
+      colSums: { buffer: e.operands.colSums },
+      workspace: { buffer: workspace, offset: 0, size: d.splits * d.liveRows * d.liveCols * 4 },
+    });
+    e.pass.setPipeline(partial);
+    e.pass.setBindGroup(0, e.device.createBindGroup({ layout: partial.getBindGroupLayout(0), entries }));
+    e.pass.dispatchWorkgroups(d.x, d.y);
+  }
+}
