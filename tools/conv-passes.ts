@@ -5,7 +5,8 @@
 // inside the GEMM's pass: one submission); an older tree packs them with ctx.packPatches first (a
 // submission of its own), then runs ctx.gemm on the packed operand. Per round, `calls` iterations each
 // run every tree's call with timestamp queries (GPU time: the sum of the call's passes) and then without
-// (wall time), the trees in turn, so that the machine's load falls on both alike; medians per round.
+// (wall time), the trees in turn (in alternating order), so that the machine's load falls on both alike;
+// medians per round.
 // Also the submissions (queue.submit calls), compute passes and dispatches of one call per tree.
 // Run with Node 24 from the repository root (tools/ts-raw-hook.mjs lets it import the sources):
 //   node --import ./tools/ts-raw-hook.mjs --experimental-transform-types --no-warnings tools/conv-passes.ts \
@@ -131,7 +132,10 @@ for (const shape of LAYERS) {
   for (let round = 0; round < rounds; round++) {
     const per = setups.map(() => ({ gpu: [] as number[], wall: [] as number[] }));
     for (let i = 0; i < calls; i++) {
-      for (const [j, s] of setups.entries()) {
+      // The trees in turn, the order reversed every other iteration (no tree always runs first).
+      const order = [...setups.entries()];
+      if (i % 2) order.reverse();
+      for (const [j, s] of order) {
         const timing = { gpuMs: null as number | null };
         const { gpuMs } = await s.call(s.timed, s.rhsTimed, timing);
         if (gpuMs !== null) per[j].gpu.push(gpuMs);
