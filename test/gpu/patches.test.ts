@@ -10,7 +10,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InputError } from '../../src/errors.ts';
+import { InputError, LimitExceededError } from '../../src/errors.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
 import { GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
 import type { GemmProblem } from '../../src/types.ts';
@@ -232,6 +232,38 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
       expect(Array.from(fused.data)).toEqual(Array.from(twoPass.data));
     } finally {
       queue.submit = submit;
+    }
+  });
+
+  it('limits lowered: packed-row chunks and grids split inside the pass; an input above one binding is a LimitExceededError', async () => {
+    const small = await GpuContext.create({
+      device: gpu!.device,
+      limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
+    });
+    try {
+      // 24 x 24 x 3 under 3x3 SAME: 576 packed rows of 64 bytes (two chunks of at most 512), 9-workgroup grids.
+      const g = { ...geometryAt(1, 1), height: 24, width: 24, outHeight: 24, outWidth: 24 };
+      const input = Uint8Array.from({ length: 24 * 24 * 3 }, (_, i) => (i * 101) & 0xff);
+      const rhs = { data: Uint8Array.from({ length: 27 * 3 }, (_, i) => (i * 13) & 0xff), rows: 27, cols: 3, order: 'col-major' as const };
+      const got = await small.gemm({ lhs: { input, geometry: g, zeroPoint: 200 }, rhs, lhsZeroPoint: 200, rhsZeroPoint: 5 });
+      expect(small.lastRun.packDispatches).toBeGreaterThan(2);
+      const problem: GemmProblem = {
+        lhs: { data: naivePatches(input, g, 200), rows: 576, cols: 27 },
+        rhs,
+        lhsZeroPoint: 200,
+        rhsZeroPoint: 5,
+      };
+      expectExact(got, problem, `patches lhs under lowered limits on ${small.lastRun.kernel}`);
+      // 24 x 24 x 64 = 36864 bytes of input, above the 32 KiB binding: typed, before anything is acquired.
+      const big = { ...g, channels: 64 };
+      const wide = { data: new Uint8Array(576), rows: 576, cols: 1, order: 'col-major' as const };
+      await expect(small.gemm({ lhs: { input: new Uint8Array(36864), geometry: big, zeroPoint: 0 }, rhs: wide })).rejects.toThrow(
+        LimitExceededError,
+      );
+      const again = await small.gemm({ lhs: { input, geometry: g, zeroPoint: 200 }, rhs, lhsZeroPoint: 200, rhsZeroPoint: 5 });
+      expect(Array.from(again.data)).toEqual(Array.from(got.data));
+    } finally {
+      small.destroy();
     }
   });
 
