@@ -152,6 +152,7 @@ export async function runGemm(
     lhs: PACK_FORMATS[kernelFormats(kernel).lhs],
     rhs: PACK_FORMATS[kernelFormats(kernel).rhs],
   };
+  if (patches && formats.lhs.valueBits !== 8) throw new Error(`internal: ${kernel.id} reads lhs as ${formats.lhs.id}, patches are 8-bit`);
   // An input above one storage binding: a LimitExceededError before anything is acquired.
   const patchDispatches = patches && checked ? patchPlan(patches, checked, formats.lhs, r.limits) : null;
   const layout = dstLayout(p);
