@@ -73,6 +73,7 @@ export {
   type SequentialInputs,
   type SequentialLayer,
   type SequentialOptions,
+  type SequentialRunOptions,
 } from './layers/sequential.ts';
 export {
   GpuContext,
@@ -85,6 +86,8 @@ export {
   type GemmTiming,
   type GemmTrace,
   type GemmCallOptions,
+  type GemmChain,
+  type ChainLayer,
   type LastRun,
 } from './scheduler/context.ts';
 export type { WarmupItem, WarmupShape } from './scheduler/warmup.ts';

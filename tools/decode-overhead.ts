@@ -123,7 +123,12 @@ for (let round = 0; round < rounds; round++) {
 }
 
 // --sequential LxW: one token (1 x W, uint8) through L fully connected W x W layers (Sequential.run), per
-// tree, the trees in turn per run; medians over `calls` runs.
+// tree, the trees in turn per run; medians over `calls` runs of the wall time (a context without
+// timestamps). The GPU time: each layer's GEMM timed on its own (a context with timestamps: ctx.gemm of
+// the layer's problem, the token's lhs from the CPU; the same kernels and dispatches as in the run),
+// summed over the layers (sumGpuMs); and, where a tree's Sequential.run takes `timing`, the GPU time of
+// the run itself (runGpuMs: one pass for the chain); and the median of each run's wall over the first
+// tree's in the same iteration (wallOverFirstTreePaired), which the machine's load drifts least.
 const sequential = opt('--sequential', '');
 const sequentialSummary: Record<string, unknown>[] = [];
 if (sequential) {
@@ -152,30 +157,129 @@ if (sequential) {
     return p;
   });
   const x = { data: Uint8Array.from({ length: width }, () => next() % 256), shape: [1, width] };
-  const runs = [];
+  const fc = params.map((p) => ({ op: 'fullyConnected', params: p }));
+  interface SequentialRun {
+    name: string;
+    ctx: Ctx;
+    seq: Ctx;
+    timedCtx: Ctx;
+    timedSeq: Ctx;
+    layerProblems: unknown[];
+    walls: number[];
+    sums: number[];
+    runGpu: number[];
+    out: string;
+  }
+  const runs: SequentialRun[] = [];
   for (const t of loaded) {
     const { Sequential } = await import(`${t.root}/src/layers/sequential.ts`);
     const ctx: Ctx = await t.GpuContext.create({ device });
-    const seq = await Sequential.create(
+    const seq = await Sequential.create(ctx, fc);
+    const timedCtx: Ctx = await t.GpuContext.create({ device, timestamps: true });
+    const timedSeq = await Sequential.create(timedCtx, fc);
+    // each layer's GEMM as the run makes it (the Sequential's derived problem), its rhs prepacked, a 1 x W lhs
+    const layerProblems = [];
+    for (const n of seq.graph.nodes) {
+      const { rhs, lhsZeroPoint, rhsZeroPoint, pipeline } = n.gemm;
+      const lhs = { data: x.data, rows: 1, cols: width, order: 'row-major' };
+      layerProblems.push({ lhs, rhs: await timedCtx.prepack('rhs', rhs), lhsZeroPoint, rhsZeroPoint, pipeline });
+    }
+    for (let i = 0; i < 5; i++) {
+      await seq.run(x);
+      await timedSeq.run(x, { timing: { gpuMs: null } });
+      for (const lp of layerProblems) await timedCtx.gemm(lp, { gpuMs: null });
+    }
+    runs.push({
+      name: t.name,
       ctx,
-      params.map((p) => ({ op: 'fullyConnected', params: p })),
-    );
-    for (let i = 0; i < 5; i++) await seq.run(x);
-    runs.push({ name: t.name, ctx, seq, walls: [] as number[], out: '' });
+      seq,
+      timedCtx,
+      timedSeq,
+      layerProblems,
+      walls: [] as number[],
+      sums: [] as number[],
+      runGpu: [] as number[],
+      out: '',
+    });
   }
+  // What one run asks of the device, counted (the calls of WebGPU's API made by the library per token).
+  const countCalls = async (fn: () => Promise<unknown>) => {
+    const counts = { submits: 0, commandBuffers: 0, maps: 0, errorScopes: 0, bindGroups: 0, buffers: 0 };
+    const queue = Object.getPrototypeOf(device.queue);
+    const probe = device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ });
+    const bufferProto = Object.getPrototypeOf(probe);
+    probe.destroy();
+    const deviceProto = Object.getPrototypeOf(device);
+    const wrap = (o: Record<string, (...a: unknown[]) => unknown>, name: string, count: (...a: unknown[]) => void) => {
+      const f = o[name];
+      o[name] = function (this: unknown, ...a: unknown[]) {
+        count(...a);
+        return f.apply(this, a);
+      };
+      return () => {
+        o[name] = f;
+      };
+    };
+    const undo = [
+      wrap(queue, 'submit', (b) => {
+        counts.submits++;
+        counts.commandBuffers += [...(b as GPUCommandBuffer[])].length;
+      }),
+      wrap(bufferProto, 'mapAsync', () => counts.maps++),
+      wrap(deviceProto, 'pushErrorScope', () => counts.errorScopes++),
+      wrap(deviceProto, 'createBindGroup', () => counts.bindGroups++),
+      wrap(deviceProto, 'createBuffer', () => counts.buffers++),
+    ];
+    try {
+      await fn();
+    } finally {
+      for (const u of undo) u();
+    }
+    return counts;
+  };
+  const perToken = new Map<string, unknown>();
+  for (const r of runs) perToken.set(r.name, await countCalls(() => r.seq.run(x)));
   for (let i = 0; i < calls; i++) {
     for (const r of runs) {
       const t0 = performance.now();
       const y = await r.seq.run(x);
       r.walls.push(performance.now() - t0);
       r.out = Array.from(y.data as Uint8Array).join(',');
+      let sum = 0;
+      for (const lp of r.layerProblems) {
+        const timing = { gpuMs: null as number | null };
+        await r.timedCtx.gemm(lp, timing);
+        sum += timing.gpuMs ?? Number.NaN;
+      }
+      r.sums.push(sum);
+      const timing = { gpuMs: null as number | null };
+      await r.timedSeq.run(x, { timing });
+      if (timing.gpuMs !== null) r.runGpu.push(timing.gpuMs);
     }
   }
   if (new Set(runs.map((r) => r.out)).size !== 1) throw new Error('the trees disagree on the Sequential output');
   for (const r of runs) {
-    sequentialSummary.push({ tree: r.name, layers, width, runs: calls, medianMs: median(r.walls), minMs: Math.min(...r.walls) });
+    const medianMs = median(r.walls);
+    const sumGpuMs = median(r.sums);
+    sequentialSummary.push({
+      tree: r.name,
+      layers,
+      width,
+      runs: calls,
+      medianMs,
+      minMs: Math.min(...r.walls),
+      sumGpuMs,
+      wallOverSumGpu: medianMs / sumGpuMs,
+      runGpuMs: r.runGpu.length ? median(r.runGpu) : null,
+      // this tree's wall over the first tree's in the same iteration (calls a few milliseconds apart), median
+      wallOverFirstTreePaired: median(r.walls.map((w, i) => w / runs[0].walls[i])),
+      perToken: perToken.get(r.name),
+      load1: loadavg()[0],
+    });
     r.seq.destroy();
+    r.timedSeq.destroy();
     r.ctx.destroy();
+    r.timedCtx.destroy();
   }
   console.log(JSON.stringify(sequentialSummary));
 }

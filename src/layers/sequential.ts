@@ -4,6 +4,8 @@
 //   prepacked once, when the Sequential is made; a run uploads the inputs once, keeps every intermediate
 //   tensor on the GPU (a GEMM's dst feeds the next GEMM as its lhs, a convolution's patches are packed
 //   straight from it, an elementwise op reads and writes GPU buffers) and reads back the last output only;
+//   a chain of FULLY_CONNECTED layers runs as one chain of GEMMs (GpuContext.gemmChain,
+//   src/scheduler/chain-plan.ts): one submit and one map per run, through a plan reused across runs;
 // - runLayers, layer by layer through fullyConnected(), conv2d() and elementwise() on any backend, which
 //   is also what Sequential is checked against.
 // Each GEMM layer's requantization is derived by ./derive.ts for its kernel path, as in fullyConnected()
@@ -15,7 +17,14 @@
 import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
-import type { GpuContext, GpuGemmProblem, GpuMatrix, PackedOperand } from '../scheduler/context.ts';
+import type {
+  GemmCallOptions,
+  GemmTiming,
+  GpuContext,
+  GpuGemmProblem,
+  GpuMatrix,
+  PackedOperand,
+} from '../scheduler/context.ts';
 import { prepareElementwise } from '../problem/elementwise-plan.ts';
 import {
   elementwiseProblem,
@@ -81,12 +90,40 @@ interface Value {
   own?: boolean;
 }
 
+/** Options of one Sequential.run. */
+export interface SequentialRunOptions extends GemmCallOptions {
+  /** Receives the GPU time of the run's GEMMs, where the run is a chain of GEMMs (else null). */
+  timing?: GemmTiming;
+}
+
+/**
+ * The graph is a chain of FULLY_CONNECTED layers, the first reading the graph input 'input' and each next
+ * one its predecessor's output, whose depth is that output's width: it runs as one chain of GEMMs
+ * (GpuContext.gemmChain: one submit, one map, a plan reused across runs).
+ */
+function isGemmChain(g: Graph): boolean {
+  const weights = (n: Node) => (n.params as FullyConnectedParams).weights.shape;
+  return (
+    g.inputNames.length === 1 &&
+    g.nodes.every(
+      (n, i) =>
+        n.layer.op === 'fullyConnected' &&
+        n.inputs.length === 1 &&
+        n.inputs[0] === (i === 0 ? 'input' : g.nodes[i - 1].name) &&
+        (i === 0 || weights(n)[1] === weights(g.nodes[i - 1])[0]),
+    )
+  );
+}
+
 export class Sequential {
+  private readonly chain: boolean;
   private constructor(
     private readonly ctx: GpuContext,
     private readonly graph: Graph,
     private readonly packed: PackedOperand[],
-  ) {}
+  ) {
+    this.chain = isGemmChain(graph);
+  }
 
   /** Checks the graph, derives each layer's stages and prepacks every layer's weights on `ctx`. */
   static async create(ctx: GpuContext, layers: SequentialLayer[], opts: SequentialOptions = {}): Promise<Sequential> {
@@ -114,11 +151,28 @@ export class Sequential {
     for (const p of this.packed) if (!p.destroyed) p.destroy();
   }
 
-  /** Runs the graph on its inputs (one tensor: the graph input 'input'); returns the last layer's output. */
-  async run(inputs: SequentialInputs): Promise<Tensor> {
+  /**
+   * Runs the graph on its inputs (one tensor: the graph input 'input'); returns the last layer's output.
+   * A chain of FULLY_CONNECTED layers runs as one chain of GEMMs: ONE command buffer, ONE submit and ONE
+   * map (the last output read back once), its input written into the buffer planned for it, through a
+   * plan that a later run of the same shapes and parameters reuses (a changed one makes a new plan).
+   */
+  async run(inputs: SequentialInputs, opts: SequentialRunOptions = {}): Promise<Tensor> {
     const g = this.graph;
     const named = namedInputs(g, inputs);
     const steps = inferShapes(g, named);
+    if (opts.timing) opts.timing.gpuMs = null;
+    if (this.chain) {
+      const x = named.tensors.get('input')!;
+      const K = (g.nodes[0].params as FullyConnectedParams).weights.shape[1];
+      const layers = g.nodes.map((n, i) => {
+        const { lhsZeroPoint, rhsZeroPoint, pipeline } = n.gemm!;
+        return { rhs: this.packed[i], lhsZeroPoint, rhsZeroPoint, pipeline };
+      });
+      const lhs = { data: x.data, rows: sizeOf(x.shape) / K, cols: K };
+      const out = await this.ctx.gemmChain({ lhs, layers }, opts.timing, { onTrace: opts.onTrace });
+      return { data: out.data as Uint8Array | Int8Array, shape: steps[steps.length - 1].outShape };
+    }
     const values = new Map<string, Value>([...named.tensors].map(([k, t]) => [k, { shape: [...t.shape], host: t.data }]));
     const free = (v: Value | undefined) => {
       if (!v?.gpu) return;

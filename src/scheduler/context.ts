@@ -16,6 +16,7 @@ import type { GpuGemmKernel } from '../kernels/types.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { plannable, replay } from './call-plan.ts';
+import { ChainPlans, type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
   checkMatrix,
@@ -31,6 +32,7 @@ import type { PatchGeometry } from '../pack/patches.ts';
 import { DeviceResources } from './resources.ts';
 import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './trace.ts';
 
+export type { ChainLayer, GemmChain } from './chain-plan.ts';
 export type { GemmTiming, GemmTrace, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
 export type { PatchOperand } from './patches.ts';
 
@@ -70,6 +72,8 @@ export class GpuContext {
   readonly caps: AdapterCaps;
   private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0 });
   private readonly resources: DeviceResources;
+  /** The plans of GEMM chains (./chain-plan.ts). */
+  private readonly chains = new ChainPlans();
   private readonly choice: KernelChoice;
   /** The tuning table that serves this device (committed, the caller's, or none: the rules). */
   readonly tuning: TuningChoice;
@@ -195,6 +199,22 @@ export class GpuContext {
     return this.exclusive(async () => claimMatrix(this.resources, (await this.run(problem, timing, false)).dst));
   }
 
+  /**
+   * A chain of GEMMs, each reading the previous one's dst as its lhs (kept on the GPU), the last dst read
+   * back: through a plan made by the chain's first call, one command buffer, one submit and one map
+   * (./chain-plan.ts). `timing` receives the GPU time of the chain.
+   */
+  gemmChain(chain: GemmChain, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
+    const listener = opts?.onTrace ?? envTraceListener();
+    const trace = listener ? new Tracer() : undefined;
+    return this.exclusive(async () => {
+      const { result, ran } = await runChain(this.resources, this.choice, this.chains, chain, timing, trace);
+      this.ran = Object.freeze(ran);
+      if (trace && listener) listener(trace.finish());
+      return result;
+    });
+  }
+
   /** Reads a GPU matrix back into a dense typed array in its own storage order. */
   read(m: GpuMatrix): Promise<GemmResult> {
     const r = this.resources;
@@ -261,6 +281,7 @@ export class GpuContext {
 
   /** Frees every buffer of this context (GpuMatrix results included) and a device it acquired itself. */
   destroy(): void {
+    this.chains.destroy();
     this.resources.destroy(this.ownsDevice);
   }
 

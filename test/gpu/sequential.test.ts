@@ -1,13 +1,22 @@
 // GPU tier: Sequential (src/layers/sequential.ts), a chain of FULLY_CONNECTED layers on one GpuContext
 // with prepacked weights and the intermediate activations kept on the GPU, equals running the layers
 // one by one with fullyConnected() on the CPU, bit for bit, for the XNNPACK and optimized paths, int8
-// per-channel and legacy uint8; bad chains are InputErrors naming the field.
+// per-channel and legacy uint8; bad chains are InputErrors naming the field. Such a chain runs through a
+// chain plan (src/scheduler/chain-plan.ts): a chain of GEMMs, each reading the previous dst on the GPU,
+// equals the reference GEMMs one by one, bit for bit, on its first call (which makes the plan) and on the
+// calls that replay it; a replay is one command buffer, one submit and one map, and creates no buffer and
+// no bind group. A changed lhs shape, a zero point, a multiplier/shift, a per-channel vector edited in
+// place (of any GEMM of the chain), or another rhs makes a new plan, never a stale one. One token through
+// a Sequential reuses its plan across tokens, re-made when a layer's bias is edited in place or the
+// input's shape changes; a destroyed Sequential, or one whose context is gone, refuses to run.
 
-import { afterAll, describe, expect, test } from 'vitest';
-import { InputError } from '../../src/errors.ts';
+import { afterAll, describe, expect, it, test, vi } from 'vitest';
+import { DeviceLostError, InputError } from '../../src/errors.ts';
 import { fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
 import { Sequential } from '../../src/layers/sequential.ts';
-import { GpuContext } from '../../src/scheduler/context.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import { type ChainLayer, type GemmTrace, GpuContext } from '../../src/scheduler/context.ts';
+import type { GemmProblem, Operand, OutputStage } from '../../src/types.ts';
 import { Rng } from '../../tools/random.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
@@ -84,5 +93,165 @@ describe.skipIf(!gpu)('Sequential on WebGPU == the layers one by one on the CPU'
     expect(e).toBeInstanceOf(InputError);
     expect((e as InputError).field).toBe('layers[1].params.input');
     ctx.destroy();
+  });
+});
+
+const bytes = (r: Rng, n: number) => Uint8Array.from({ length: n }, () => r.next() % 256);
+
+/** GEMM layer i of a chain: [K, N] uint8 weights, a per-channel zero point, bias, requantization to uint8. */
+function gemmLayer(r: Rng, K: number, N: number): ChainLayer & { weights: Operand } {
+  const pipeline: OutputStage[] = [
+    { type: 'bias', axis: 'col', values: Int32Array.from({ length: N }, () => (r.next() % 40001) - 20000) },
+    { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent: -10, offsetAfterShift: 128 },
+    { type: 'saturatingCast', to: 'uint8' },
+  ];
+  const weights: Operand = { data: bytes(r, K * N), rows: K, cols: N, order: 'row-major' };
+  return { weights, rhs: null as never, lhsZeroPoint: 7, rhsZeroPoint: Int32Array.from({ length: N }, () => r.next() % 256), pipeline };
+}
+
+/** The chain's result by the reference GEMMs one by one. */
+function reference(lhs: Operand, layers: (ChainLayer & { weights: Operand })[]): number[] {
+  let x = lhs;
+  for (const l of layers) {
+    const p: GemmProblem = { ...l, lhs: x, rhs: l.weights };
+    const d = referenceGemm(p);
+    x = { data: d.data as Uint8Array, rows: d.rows, cols: d.cols, order: 'row-major' };
+  }
+  return Array.from(x.data);
+}
+
+describe.skipIf(!gpu)('chain plans', () => {
+  it('replays a chain bit-exact in one submit and one map, and re-plans any changed GEMM', async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const r = new Rng(31);
+    const dims = [24, 40, 16, 36];
+    const layers = dims.slice(1).map((N, i) => gemmLayer(r, dims[i], N));
+    for (const l of layers) l.rhs = await ctx.prepack('rhs', l.weights);
+    const plans: string[] = [];
+    const onTrace = (t: GemmTrace) => plans.push(t.plan);
+    const run = async (lhs: Operand, ls = layers, what = '') => {
+      const got = await ctx.gemmChain({ lhs, layers: ls }, undefined, { onTrace });
+      expect(Array.from(got.data), what).toEqual(reference(lhs, ls));
+    };
+    const token = (M = 1) => ({ data: bytes(r, M * 24), rows: M, cols: 24 }) as Operand;
+    for (let i = 0; i < 3; i++) await run(token(), layers, `token ${i}`);
+    expect(plans.splice(0)).toEqual(['new', 'hit', 'hit']);
+
+    // A replay: one command buffer, one submit, one map; no buffer, no bind group made.
+    const device = gpu!.device;
+    const queue = Object.getPrototypeOf(device.queue) as GPUQueue;
+    const submit = queue.submit;
+    const probe = device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ });
+    const bufferProto = Object.getPrototypeOf(probe) as GPUBuffer;
+    probe.destroy();
+    const mapAsync = bufferProto.mapAsync;
+    const counts = { submits: 0, commandBuffers: 0, maps: 0 };
+    queue.submit = function (this: GPUQueue, buffers: Iterable<GPUCommandBuffer>) {
+      counts.submits++;
+      counts.commandBuffers += [...buffers].length;
+      return submit.call(this, buffers);
+    };
+    bufferProto.mapAsync = function (this: GPUBuffer, ...args: Parameters<GPUBuffer['mapAsync']>) {
+      counts.maps++;
+      return mapAsync.apply(this, args);
+    };
+    const created = [vi.spyOn(device, 'createBuffer'), vi.spyOn(device, 'createBindGroup')];
+    try {
+      await run(token(), layers, 'counted');
+    } finally {
+      queue.submit = submit;
+      bufferProto.mapAsync = mapAsync;
+      for (const s of created) s.mockRestore();
+    }
+    expect(counts).toEqual({ submits: 1, commandBuffers: 1, maps: 1 });
+    expect(created.map((s) => s.mock.calls.length)).toEqual([0, 0]);
+    expect(plans.splice(0)).toEqual(['hit']);
+
+    // Each change, in any GEMM of the chain, makes a new plan; the unchanged chain then hits again.
+    const zp = (layers[1].rhsZeroPoint as Int32Array).slice();
+    const edited = layers.map((l, i) => (i === 1 ? { ...l, rhsZeroPoint: zp } : l));
+    await run(token(), edited, 'equal copy of a zero-point vector');
+    zp[3] ^= 0x55;
+    await run(token(), edited, 'zero-point vector edited in place');
+    const bias = layers[2].pipeline![0] as Extract<OutputStage, { type: 'bias' }>;
+    bias.values[5] += 999;
+    await run(token(), layers, 'last bias edited in place');
+    expect(plans.splice(0)).toEqual(['hit', 'new', 'new']);
+    const scale = <L extends ChainLayer>(l: L, multiplier: number, exponent: number): L => ({
+      ...l,
+      pipeline: l.pipeline!.map((s) => (s.type === 'scaleInt32ByFixedPointAndExponent' ? { ...s, multiplier, exponent } : s)),
+    });
+    await run(token(), [layers[0], scale(layers[1], 1518500251, -10), layers[2]], 'multiplier');
+    await run(token(), [scale(layers[0], 1518500250, -9), layers[1], layers[2]], 'shift');
+    await run(token(), [{ ...layers[0], lhsZeroPoint: 8 }, layers[1], layers[2]], 'lhs zero point');
+    await run(token(2), layers, 'M = 2');
+    const other = { ...layers[2], rhs: await ctx.prepack('rhs', layers[2].weights) };
+    await run(token(), [layers[0], layers[1], other], 'another rhs');
+    await run(token(2), layers, 'M = 2 again');
+    expect(plans.splice(0)).toEqual(['new', 'new', 'new', 'new', 'new', 'hit']);
+
+    // A destroyed rhs: refused, naming the GEMM; the plans that used it go.
+    other.rhs.destroy();
+    const e = await ctx.gemmChain({ lhs: token(), layers: [layers[0], layers[1], other] }).catch((x) => x);
+    expect(e).toBeInstanceOf(InputError);
+    expect((e as InputError).field).toBe('layers[2].rhs');
+    ctx.destroy();
+  });
+});
+
+/** A chain of FULLY_CONNECTED layers of the given widths, uint8, legacy per-tensor weights. */
+function fcChain(r: Rng, dims: number[]): FullyConnectedParams[] {
+  let input = { scale: 0.02, zeroPoint: 128 };
+  return dims.slice(1).map((N, i) => {
+    const output = { scale: Math.fround(0.02 + (r.next() % 100) / 10000), zeroPoint: 100 + (r.next() % 50) };
+    const p: FullyConnectedParams = {
+      input,
+      weights: { data: bytes(r, N * dims[i]), shape: [N, dims[i]], scale: 0.0005, zeroPoint: 120 },
+      bias: Int32Array.from({ length: N }, () => (r.next() % 4001) - 2000),
+      output,
+      activation: i === dims.length - 2 ? 'NONE' : 'RELU',
+    };
+    input = output;
+    return p;
+  });
+}
+
+describe.skipIf(!gpu)('Sequential.run of one token through a chain plan', () => {
+  it('reuses the plan across tokens, re-plans a changed layer or shape, and refuses once destroyed', async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device, timestamps: true });
+    const r = new Rng(32);
+    const params = fcChain(r, [32, 48, 48, 24, 16]);
+    const seq = await Sequential.create(
+      ctx,
+      params.map((p) => ({ op: 'fullyConnected' as const, params: p })),
+    );
+    const plans: string[] = [];
+    const onTrace = (t: GemmTrace) => plans.push(t.plan);
+    const check = async (M: number, what: string) => {
+      const x = { data: bytes(r, M * 32), shape: [M, 32] };
+      const timing = { gpuMs: null as number | null };
+      const got = await seq.run(x, { onTrace, timing });
+      let want = { data: x.data as Uint8Array | Int8Array, shape: x.shape };
+      for (const p of params) want = await fullyConnected(want, p, { backend: 'cpu' });
+      expect(got.shape, what).toEqual([M, 16]);
+      expect(Array.from(got.data), what).toEqual(Array.from(want.data));
+      expect(timing.gpuMs, what).toBeTypeOf('number'); // SwiftShader offers timestamp-query
+    };
+    for (let i = 0; i < 3; i++) await check(1, `token ${i}`);
+    expect(plans.splice(0)).toEqual(['new', 'hit', 'hit']);
+    for (const j of params[3].bias!.keys()) params[3].bias![j] += 16000; // the last layer's bias edited in place: +8 at its output scale
+    await check(1, 'bias edited');
+    await check(1, 'bias edited, replayed');
+    await check(3, 'three tokens');
+    await check(1, 'one token again');
+    expect(plans.splice(0)).toEqual(['new', 'hit', 'new', 'hit']);
+    seq.destroy();
+    const destroyed = await seq.run({ data: bytes(r, 32), shape: [1, 32] }).catch((x) => x);
+    expect(destroyed).toBeInstanceOf(InputError);
+    expect((destroyed as InputError).message).toMatch(/destroyed/);
+    const again = await Sequential.create(ctx, [{ op: 'fullyConnected', params: params[0] }]); // one layer: a chain of one
+    expect(Array.from((await again.run({ data: bytes(r, 32), shape: [1, 32] })).data)).toHaveLength(48);
+    ctx.destroy();
+    await expect(again.run({ data: bytes(r, 32), shape: [1, 32] })).rejects.toBeInstanceOf(DeviceLostError);
   });
 });

@@ -1,0 +1,174 @@
+// Chain plans: a chain of GEMMs on the GPU (pack -> gemm -> output, layer after layer), each reading the
+// previous one's dst as its lhs, the first one's lhs from the CPU and the last one's dst read back, as a
+// Sequential of FULLY_CONNECTED layers runs one token (src/layers/sequential.ts). The first call of a chain
+// runs each GEMM through ./gemm.ts runGemm into buffers that the plan owns (a ./record.ts PlanBuilder per
+// GEMM: the lhs upload, every packed lhs and its sums, the stage values, every dst, the uniform slabs, the
+// workspaces, the readback buffer), its compute passes recording their commands; the GEMMs after the first
+// read a GPU-resident lhs, the previous dst, where the plan keeps it. A later call whose chain equals it in
+// everything but the lhs data (each GEMM's problem by src/problem/snapshot.ts, as a call plan, and its
+// prepacked rhs by identity) writes the lhs into the plan's upload buffer with writeBuffer and replays
+// every GEMM's commands into ONE compute pass of ONE command buffer: one submit, one map of the last dst
+// (./call-plan.ts replay). Anything that differs (the lhs shape or type, a zero point, a pipeline, a
+// per-channel vector edited in place, a rhs) misses and makes a new plan; a plan whose rhs was destroyed
+// is freed by the next chain call or with the context.
+
+import { InputError } from '../errors.ts';
+import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
+import type { GemmProblem, GemmResult, Operand } from '../types.ts';
+import { replay } from './call-plan.ts';
+import { type GpuGemmProblem, type KernelChoice, runGemm } from './gemm.ts';
+import type { GpuMatrix, PackedOperand } from './operands.ts';
+import type { CallPlan } from './plans.ts';
+import type { GemmTiming, LastRun, PlanBuilder } from './record.ts';
+import type { DeviceResources } from './resources.ts';
+import type { Tracer } from './trace.ts';
+
+/** One GEMM of a chain: its problem but the lhs (the previous dst, or the chain's lhs for the first). */
+export interface ChainLayer extends Omit<GpuGemmProblem, 'lhs' | 'rhs'> {
+  rhs: PackedOperand;
+}
+
+/** A chain of GEMMs: `lhs` (on the CPU) into the first, each dst the next one's lhs, the last read back. */
+export interface GemmChain {
+  lhs: Operand;
+  layers: ChainLayer[];
+}
+
+/** Chain plans kept per context (e.g. a decode and a prefill shape of two models); the oldest goes first. */
+const CHAIN_PLANS = 4;
+
+/** What the GEMMs after the first are keyed by in place of their lhs (it is the previous dst, fixed by the chain). */
+const PREVIOUS_DST: Operand = { data: new Uint8Array(0), rows: 0, cols: 0, order: 'row-major' };
+
+interface ChainPlan {
+  /** Each GEMM's problem but the lhs data (snapshotProblem). */
+  readonly input: ProblemSnapshot[];
+  readonly rhs: PackedOperand[];
+  readonly builders: PlanBuilder[];
+  /** The whole chain as one call plan: every GEMM's commands, the first lhs upload, the last dst. */
+  readonly call: CallPlan;
+}
+
+const keyOf = (chain: GemmChain, i: number): Omit<GemmProblem, 'rhs'> => ({ ...chain.layers[i], lhs: i === 0 ? chain.lhs : PREVIOUS_DST });
+
+/** The chain plans of one context. */
+export class ChainPlans {
+  private plans: ChainPlan[] = [];
+
+  /** The plan that serves `chain` exactly, or null; frees plans whose rhs was destroyed (the caller holds the device). */
+  find(chain: GemmChain): ChainPlan | null {
+    for (const plan of this.plans.filter((p) => p.rhs.some((x) => x.destroyed))) this.remove(plan);
+    const { layers } = chain;
+    return (
+      this.plans.find(
+        (p) => p.rhs.length === layers.length && layers.every((l, i) => l.rhs === p.rhs[i] && sameProblem(keyOf(chain, i), p.input[i])),
+      ) ?? null
+    );
+  }
+
+  add(plan: ChainPlan): void {
+    this.plans.push(plan);
+    while (this.plans.length > CHAIN_PLANS) this.remove(this.plans[0]);
+  }
+
+  /** Plans held (for tests). */
+  get size(): number {
+    return this.plans.length;
+  }
+
+  destroy(): void {
+    for (const plan of [...this.plans]) this.remove(plan);
+  }
+
+  private remove(plan: ChainPlan): void {
+    this.plans.splice(this.plans.indexOf(plan), 1);
+    freeAll(plan.builders);
+  }
+}
+
+function freeAll(builders: PlanBuilder[]): void {
+  for (const b of builders) {
+    b.pool.destroy();
+    b.uniforms.destroy();
+    b.staging.destroy();
+  }
+}
+
+/** A chain's shape checked before any GPU work: at least one GEMM, each a prepacked rhs. */
+function checkChain(chain: GemmChain): void {
+  if (!chain || typeof chain !== 'object' || !chain.lhs || typeof chain.lhs !== 'object') throw new InputError('lhs', 'missing operand');
+  if (!Array.isArray(chain.layers) || chain.layers.length === 0) throw new InputError('layers', 'expected at least one GEMM');
+  for (const [i, l] of chain.layers.entries()) {
+    if (!l || typeof l !== 'object' || !l.rhs || typeof l.rhs !== 'object' || !('packed' in l.rhs))
+      throw new InputError(`layers[${i}].rhs`, 'expected a PackedOperand made by GpuContext.prepack');
+    if (l.rhs.destroyed) throw new InputError(`layers[${i}].rhs`, 'this prepacked operand was destroyed');
+  }
+}
+
+/**
+ * Runs a chain while the caller holds the device: through its plan where one serves (one submit, one
+ * map), else GEMM by GEMM through runGemm, making the plan. `timing` receives the GPU time of the chain
+ * (its one pass; while the plan is made, the sum of the GEMMs' passes).
+ */
+export async function runChain(
+  r: DeviceResources,
+  choice: KernelChoice,
+  plans: ChainPlans,
+  chain: GemmChain,
+  timing: GemmTiming | undefined,
+  trace: Tracer | undefined,
+): Promise<{ result: GemmResult; ran: LastRun }> {
+  r.checkAlive();
+  checkChain(chain);
+  const hit = plans.find(chain);
+  if (hit) {
+    if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.call.ran.kernel });
+    return { result: await replay(r, hit.call, chain.lhs, timing, trace), ran: hit.call.ran };
+  }
+  const builders: PlanBuilder[] = [];
+  try {
+    let lhs: GpuMatrix | Operand = chain.lhs;
+    let lhsSource: GPUBuffer | undefined;
+    let gpuMs: number | null = 0;
+    for (const [i, layer] of chain.layers.entries()) {
+      const last = i === chain.layers.length - 1;
+      const b = r.plans.builder();
+      builders.push(b);
+      const t: GemmTiming | undefined = timing ? { gpuMs: null } : undefined;
+      const run = await runGemm(r, choice, { ...layer, lhs }, t, last, { trace, plan: b });
+      if (i === 0) lhsSource = run.lhsSource;
+      const result = last ? await run.result!.catch((e) => Promise.reject(r.lostOr(e))) : null;
+      gpuMs = gpuMs !== null && t?.gpuMs != null ? gpuMs + t.gpuMs : null;
+      if (!result) {
+        lhs = run.dst;
+        continue;
+      }
+      if (timing) timing.gpuMs = gpuMs;
+      if (trace) Object.assign(trace, { plan: lhsSource ? 'new' : 'none', kernel: run.ran.kernel });
+      trace?.mark('copyOut');
+      if (lhsSource && !chain.layers.some((l) => l.rhs.destroyed)) {
+        const call: CallPlan = {
+          ...b,
+          commands: builders.flatMap((x) => x.commands),
+          rhs: layer.rhs,
+          input: null,
+          ran: run.ran,
+          lhsSource,
+          dst: run.dst,
+          label: `gemm chain of ${chain.layers.length}, ${run.dst.rows}x${run.dst.cols}`,
+        };
+        plans.add({
+          input: chain.layers.map((_, j) => snapshotProblem(keyOf(chain, j))),
+          rhs: chain.layers.map((l) => l.rhs),
+          builders,
+          call,
+        });
+      } else freeAll(builders);
+      return { result, ran: run.ran };
+    }
+    throw new Error('unreachable');
+  } catch (e) {
+    freeAll(builders);
+    throw e;
+  }
+}
