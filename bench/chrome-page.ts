@@ -21,9 +21,9 @@
 //                 build, ort.min.mjs, takes 2 and 4 bits only): weights as initializers (resident), each
 //                 call feeds A and reads Y; GPU time from its profiler in a second, profiled session;
 //   onnxruntime-web WASM EP MatMulInteger: call (A and B fed) and resident (B an initializer).
-// A convolution layer (args.conv) runs as in Node: qgemm packs the patches from the NHWC input per call
-// (ctx.packPatches) and runs ctx.gemm against the OHWI filter (the rhs [K, O] column-major; resident:
-// prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
+// A convolution layer (args.conv) runs as in Node: one ctx.gemm per call whose lhs is the NHWC input with
+// its patch geometry (the patches packed in the GEMM's own pass), against the OHWI filter (the rhs [K, O]
+// column-major; resident: prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
 // The input and the filter are __gen(seed, H*W, O*KH*KW, C)'s lhs and rhs (bench/problems.ts convOperands).
 
 import type { ConvLayer } from './shapes.ts';
@@ -267,7 +267,6 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   /** GPU time from policy.minReps separate timed calls after the wall-time ones (qgemm's GEMM rows). */
   let separateGpu = false;
   const cleanups: (() => unknown)[] = [];
-  let afterRuns: (() => void) | null = null;
   const asBytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   // q - zeroPoint as f32 in a loop: Float32Array.from(q, fn) collects into a JS array first (out of heap at 11008^2).
   const centered = (q: Uint8Array, zeroPoint: number) => {
@@ -321,34 +320,22 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           cleanups.push(() => packed.destroy());
           result.rhsBytes = packed.bytes;
         }
-        const patchShare: number[] = [];
+        const patches = { input: lhs, geometry: conv.geometry, zeroPoint: args.lhsZeroPoint };
         // As the GEMM rows: the wall time from calls that ask for no GPU time (no timestamp query), the GPU
         // time from separate timed calls.
         once = async (timed) => {
           const timing = timed ? { gpuMs: null as number | null } : undefined;
-          const patchTiming = timed ? { gpuMs: null as number | null } : undefined;
           const t0 = performance.now();
-          const patches = await ctx.packPatches(lhs, conv.geometry, args.lhsZeroPoint, patchTiming);
-          try {
-            const r = await ctx.gemm({ ...problem, lhs: patches, rhs: packed ?? filter }, timing);
-            const wallMs = performance.now() - t0;
-            const gpuMs = timing?.gpuMs != null && patchTiming?.gpuMs != null ? timing.gpuMs + patchTiming.gpuMs : null;
-            if (gpuMs) patchShare.push(patchTiming!.gpuMs! / gpuMs);
-            return { wallMs, gpuMs, bytes: asBytes(r.data), dtype: r.dtype };
-          } finally {
-            patches.destroy();
-          }
+          const r = await ctx.gemm({ ...problem, lhs: patches, rhs: packed ?? filter }, timing);
+          const wallMs = performance.now() - t0;
+          return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
         };
-        // As in Node (bench/impls/qgemm-node.ts convCell): GPU time = the patch pack's pass + the GEMM's.
+        // As in Node (bench/impls/qgemm-node.ts convCell): GPU time = the one pass of the patch pack and the GEMM.
         if (!ctx.device.features.has('timestamp-query')) result.gpuNote = 'the device has no timestamp-query';
         else {
           separateGpu = true;
-          result.gpuNote = `GPU time = the patch pack's pass (packPatches) + the GEMM's pass, from ${policy.minReps} separate calls with timestamp queries; the wall time from calls without any`;
+          result.gpuNote = `GPU time = the one pass of the patch pack, the GEMM and its output stages, from ${policy.minReps} separate calls with timestamp queries; the wall time from calls without any`;
         }
-        afterRuns = () => {
-          const share = [...patchShare].sort((a, b) => a - b)[patchShare.length >> 1];
-          if (patchShare.length) result.gpuNote += ` (the patch pack: median ${(share * 100).toFixed(0)}%)`;
-        };
       } else {
         const ctx = w.__ctx;
         if (bitDepth && mode === 'call') throw new Error('4-bit weights need a prepacked rhs: mode resident or device, not call');
@@ -499,7 +486,6 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       for (let i = 0; i < policy.minReps; i++) gpus.push((await once(true)).gpuMs);
     }
     if (args.impl === 'qgemm') result.kernel = w.__ctx.lastRun?.kernel ?? null;
-    afterRuns?.();
     if (last.bytes) {
       let text = '';
       for (let i = 0; i < last.bytes.length; i += 0x8000) text += String.fromCharCode(...last.bytes.subarray(i, i + 0x8000));

@@ -83,6 +83,7 @@ export {
   type GpuMatrix,
   type GpuOperandInput,
   type PackedOperand,
+  type PatchOperand,
   type GemmTiming,
   type GemmTrace,
   type GemmCallOptions,

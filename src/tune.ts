@@ -1,13 +1,14 @@
 // `qgemm tune` and tune(): the kernel tuner. On the user's adapter it sweeps kernel configurations
 // (src/kernels/kernel-configs.ts: the registry's kernels as they are, the subgroup-matrix tilings, the dot4
 // tilings) over the shapes of each shape class (squares; decode at M = 1, 16, 128; the benchmark suite's
-// convolution layers as GEMMs) within a time budget, measures each pack -> gemm -> output call's GPU time,
-// checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
+// convolution layers, run as conv2d runs them) within a time budget, measures each pack -> gemm -> output
+// call's GPU time, checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
 // tuning table keyed by the adapter (src/kernels/tuning.ts) that GpuContext.create({ tuning }) and
 // `--tuning FILE` take.
 //
 // Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
-// packed and multiplied, the uint8 result left on the GPU), rotating among OPERAND_SETS operand sets so
+// packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
+// patches are packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
 // that no cache holds one set; a warm-up of at least WARMUP_MS of back-to-back calls (clocks rise,
 // pipelines compile); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
 // as the shape's share of the budget allows; the median of the batches' per-call times and their
@@ -40,6 +41,8 @@ import { GPU_KERNELS, selectGemmKernel } from './kernels/registry.ts';
 import { SHAPE_CLASSES, type ShapeClass, TUNING_FORMAT, type TuningEntry, type TuningTable, tuningAdapter } from './kernels/tuning.ts';
 import type { GpuGemmKernel } from './kernels/types.ts';
 import { createGpuContextWith, GpuContext, type GpuGemmProblem } from './scheduler/context.ts';
+import { convGeometry } from './layers/layers.ts';
+import type { PatchGeometry } from './pack/patches.ts';
 import type { OutputStage } from './types.ts';
 import type { GemmProblem } from './types.ts';
 import { verifyGpuKernel, verifyProblems } from './verify.ts';
@@ -53,6 +56,36 @@ const OPERAND_SETS = 3;
 const SWEEP_SHARE = 0.8;
 
 type Mnk = [number, number, number];
+
+/**
+ * The conv class's shapes are layers: their patch geometries by M x N x K, so that a layer is measured as
+ * conv2d runs it (the patches packed from the NHWC input in the GEMM's own pass, src/scheduler/patches.ts).
+ */
+const CONV_GEOMETRY = new Map<string, PatchGeometry>();
+
+/** A 3x3 SAME convolution of batch 1 on a square input: its GEMM's M x N x K, its geometry recorded in CONV_GEOMETRY. */
+function convLayer(size: number, channels: number, stride: number, outChannels: number): Mnk {
+  const { out, pad } = convGeometry(size, 3, stride, 1, 'SAME');
+  const geometry: PatchGeometry = {
+    batch: 1,
+    height: size,
+    width: size,
+    channels,
+    filterHeight: 3,
+    filterWidth: 3,
+    strideHeight: stride,
+    strideWidth: stride,
+    dilationHeight: 1,
+    dilationWidth: 1,
+    padTop: pad,
+    padLeft: pad,
+    outHeight: out,
+    outWidth: out,
+  };
+  const mnk: Mnk = [out * out, outChannels, 9 * channels];
+  CONV_GEOMETRY.set(mnk.join('x'), geometry);
+  return mnk;
+}
 /** The shapes of each class on a hardware adapter: the benchmark's squares, decode steps and conv layers. */
 const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
   square: [256, 512, 1024, 2048, 4096].map((s): Mnk => [s, s, s]),
@@ -62,11 +95,8 @@ const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
     [128, 1024, 1024],
     [128, 4096, 4096],
   ],
-  // conv56x56x64-k3x3-s1-o64 and conv112x112x32-k3x3-s2-o64 (bench/shapes.ts CONV_LAYERS) as GEMMs.
-  conv: [
-    [3136, 64, 576],
-    [3136, 64, 288],
-  ],
+  // conv56x56x64-k3x3-s1-o64 and conv112x112x32-k3x3-s2-o64 (bench/shapes.ts CONV_LAYERS), run as conv2d runs them.
+  conv: [convLayer(56, 64, 1, 64), convLayer(112, 32, 2, 64)],
 };
 /** On a software adapter (a CPU emulation, thousands of times slower), the same classes at small sizes. */
 const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
@@ -75,7 +105,7 @@ const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
     [1, 256, 256],
     [16, 256, 256],
   ],
-  conv: [[196, 32, 288]],
+  conv: [convLayer(14, 32, 1, 32)], // 196 x 32 x 288
 };
 
 const PIPELINE: OutputStage[] = [
@@ -164,9 +194,14 @@ async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk,
   try {
     const gpuTimer = ctx.caps.timestamps;
     const sets: GpuGemmProblem[] = [];
+    const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
     for (let i = 0; i < OPERAND_SETS; i++) {
       const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' });
-      sets.push({ lhs: { data: bytes(M * K, 2 * i + 1), rows: M, cols: K }, rhs, lhsZeroPoint: 3, rhsZeroPoint: 128, pipeline: PIPELINE });
+      // A conv layer's lhs is its NHWC input (the patch pack in the GEMM's pass); padding holds the zero point.
+      const lhs = geometry
+        ? { input: bytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
+        : { data: bytes(M * K, 2 * i + 1), rows: M, cols: K };
+      sets.push({ lhs, rhs, lhsZeroPoint: 3, rhsZeroPoint: 128, pipeline: PIPELINE });
     }
     let call = 0;
     const once = async (): Promise<number> => {

@@ -9,9 +9,10 @@
 //             uploads lhs, packs it, runs gemm + output and reads dst back: the inference call;
 //   device:   lhs also uploaded once (a GpuMatrix) and dst left on the GPU (ctx.gemmOnGpu): GPU work
 //             plus submission. Each run's dst is read back after its timing, for verification.
-// A convolution layer (ShapeData.conv) runs as the library's conv2d does on WebGPU: each call packs the
-// lhs straight from the NHWC input (ctx.packPatches: implicit im2col, no patch matrix in memory), then
-// ctx.gemm against the filter (OHWI = the rhs [K, O] column-major) with the output stages conv2d derives;
+// A convolution layer (ShapeData.conv) runs as the library's conv2d does on WebGPU: one ctx.gemm whose
+// lhs is the NHWC input with its patch geometry (src/scheduler/patches.ts: the patches packed straight
+// from the input in the GEMM's own pass, no patch matrix in memory), against the filter (OHWI = the rhs
+// [K, O] column-major) with the output stages conv2d derives;
 // call: the filter packed inside the GEMM on every call (conv2d's own path); resident: the filter
 // prepacked once outside the timing; device: the filter prepacked and the NHWC input uploaded once (a
 // GpuMatrix [H * W, C] that packPatches reads where it is), dst left on the GPU (ctx.gemmOnGpu).
@@ -130,11 +131,11 @@ const MODE_DETAILS: Record<Mode, string> = {
 };
 
 const CONV_MODE_DETAILS: Record<Mode, string> = {
-  call: 'each call packs the patches from the NHWC input (ctx.packPatches) and the filter inside ctx.gemm, as conv2d does',
+  call: 'each call is one ctx.gemm that packs the patches from the NHWC input and the filter in its own pass, as conv2d does',
   resident:
-    'the filter prepacked once (ctx.prepack), outside the timing; each call packs the patches (ctx.packPatches), runs gemm + output, reads dst back',
+    'the filter prepacked once (ctx.prepack), outside the timing; each call is one ctx.gemm that packs the patches from the NHWC input in its own pass, runs gemm + output, reads dst back',
   device:
-    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call packs the patches from it on the GPU and ctx.gemmOnGpu leaves dst there (read back after the timing, for verification)',
+    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call is one ctx.gemmOnGpu that packs the patches from it in its own pass and leaves dst on the GPU (read back after the timing, for verification)',
 };
 
 /** Why a runner with `rhsBits`-bit weights runs no convolution layer, or true where it runs them. */
@@ -144,10 +145,10 @@ function convolutionIn(rhsBits: RhsBits): true | string {
 }
 
 /**
- * A convolution layer, as the library's conv2d runs it on a GpuContext: per call, the patches packed from
- * the input (ctx.packPatches), then ctx.gemm with the filter (prepacked once for `resident` and `device`).
- * Its GPU time is the sum of the two submissions' passes (timestamp queries): the patch pack, and the
- * GEMM (gemm + output; in `call` the filter's pack too); gpuNote gives the patch pack's share.
+ * A convolution layer, as the library's conv2d runs it on a GpuContext: per call, one ctx.gemm whose lhs
+ * is the input with its patch geometry (the patches packed in the GEMM's pass) and whose rhs is the filter
+ * (prepacked once for `resident` and `device`). Its GPU time is that one pass (timestamp queries): the
+ * patch pack, the GEMM and its output stages (in `call` the filter's pack too).
  */
 async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: RepeatPolicy): Promise<CellOutcome> {
   const packed = mode !== 'call' ? await ctx.prepack('rhs', conv.gemm.rhs) : null;
@@ -156,53 +157,41 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
     mode === 'device'
       ? uploadMatrix(ctx, { data: conv.input, rows: g.batch * g.height * g.width, cols: g.channels, order: 'row-major' })
       : conv.input;
-  const patchShare: number[] = [];
   try {
     const timestamps = ctx.device.features.has('timestamp-query');
+    const lhs = { input, geometry: conv.geometry, zeroPoint: conv.params.input.zeroPoint };
+    const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
     const outcome = await qgemmCell(
       policy,
       async ({ timing: asked, onTrace }) => {
         const timing = asked ? { gpuMs: null as number | null } : undefined;
-        const patchTiming = asked ? { gpuMs: null as number | null } : undefined;
         const t0 = performance.now();
-        const lhs = await ctx.packPatches(input, conv.geometry, conv.params.input.zeroPoint, patchTiming);
-        try {
-          const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
-          let result: GemmResult;
-          let wallMs: number;
-          if (mode === 'device') {
-            const dst = await ctx.gemmOnGpu(problem, timing);
-            wallMs = performance.now() - t0;
-            try {
-              result = await ctx.read(dst);
-            } finally {
-              ctx.releaseMatrix(dst);
-            }
-          } else {
-            result = await ctx.gemm(problem, timing, { onTrace });
-            wallMs = performance.now() - t0;
+        let result: GemmResult;
+        let wallMs: number;
+        if (mode === 'device') {
+          const dst = await ctx.gemmOnGpu(problem, timing);
+          wallMs = performance.now() - t0;
+          try {
+            result = await ctx.read(dst);
+          } finally {
+            ctx.releaseMatrix(dst);
           }
-          if (asked && timing && patchTiming) {
-            const gpuMs = timing.gpuMs !== null && patchTiming.gpuMs !== null ? timing.gpuMs + patchTiming.gpuMs : null;
-            if (gpuMs) patchShare.push(patchTiming.gpuMs! / gpuMs);
-            asked.gpuMs = gpuMs;
-          }
-          return { result, wallMs };
-        } finally {
-          lhs.destroy();
+        } else {
+          result = await ctx.gemm(problem, timing, { onTrace });
+          wallMs = performance.now() - t0;
         }
+        if (asked && timing) asked.gpuMs = timing.gpuMs;
+        return { result, wallMs };
       },
       { timestamps, traced: mode !== 'device' },
     );
-    const share = patchShare.length ? [...patchShare].sort((a, b) => a - b)[patchShare.length >> 1] : null;
     return {
       ...outcome,
       kernel: kernelOf(ctx),
       ...(packed ? { rhsBytes: packed.bytes } : {}),
-      gpuNote:
-        share === null
-          ? 'the device has no timestamp-query'
-          : `GPU time = the patch pack's pass (packPatches, median ${(share * 100).toFixed(0)}% of it) + the GEMM's pass, from ${policy.minReps} separate timed calls; the wall time from untimed calls`,
+      gpuNote: timestamps
+        ? `GPU time = the one pass of the patch pack, the GEMM and its output stages, from ${policy.minReps} separate timed calls; the wall time from untimed calls`
+        : 'the device has no timestamp-query',
     };
   } finally {
     packed?.destroy();

@@ -4,13 +4,14 @@
 // (FC weights [N, K]; conv input NHWC, filter OHWI), one GEMM with the output stages ./derive.ts derives
 // for the chosen kernel path. The FC weights are the GEMM's rhs as they lie ([N, K] is [K, N]
 // column-major). conv2d lowers to the same GEMM over the input's patches (padded positions hold the input
-// zero point, as in TFLite): on the GPU packed straight from the NHWC input (GpuContext.packPatches,
-// src/pack/patches.wgsl), on the CPU as im2col rows built on the host; the output is NHWC directly.
+// zero point, as in TFLite): on the GPU packed straight from the NHWC input in the GEMM's own pass (a
+// PatchOperand lhs, src/pack/patches.wgsl), on the CPU as im2col rows built on the host; the output is
+// NHWC directly.
 
 import { gemm, onBackend, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { MAX_PATCH_POSITION, type PatchGeometry, patchShape } from '../pack/patches.ts';
-import type { GpuContext, GpuGemmProblem, GpuOperandInput, PackedOperand } from '../scheduler/context.ts';
+import type { GpuContext, GpuGemmProblem } from '../scheduler/context.ts';
 import type { GemmProblem, Operand, OperandData, OutputStage } from '../types.ts';
 import {
   activationRange,
@@ -300,22 +301,17 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   const f = params.filter;
   const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
   const { post, ...common } = g;
-  const gemmOf = (lhs: GpuOperandInput): GpuGemmProblem => ({ ...common, lhs });
+  const gemmOf = (lhs: GpuGemmProblem['lhs']): GpuGemmProblem => ({ ...common, lhs });
   const hostPatches = (): Operand => ({ data: im2col(input.data, geometry, params.input.zeroPoint), rows: M, cols: K });
-  // On the GPU the patches are packed straight from the input; an input too large for one binding goes
-  // through host im2col rows, which the GEMM splits into bands.
+  // On the GPU the patches are packed straight from the input inside the GEMM's own pass (one
+  // submission); an input too large for one binding goes through host im2col rows, which the GEMM splits
+  // into bands.
   const onGpu = async (ctx: GpuContext) => {
-    let lhs: PackedOperand;
     try {
-      lhs = await ctx.packPatches(input.data, geometry, params.input.zeroPoint);
+      return await ctx.gemm(gemmOf({ input: input.data, geometry, zeroPoint: params.input.zeroPoint }));
     } catch (e) {
       if (!(e instanceof LimitExceededError)) throw e;
       return ctx.gemm(gemmOf(hostPatches()));
-    }
-    try {
-      return await ctx.gemm(gemmOf(lhs));
-    } finally {
-      lhs.destroy();
     }
   };
   const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { backend: 'cpu' });

@@ -17,15 +17,7 @@
 import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
-import type {
-  GemmCallOptions,
-  GemmTiming,
-  GpuContext,
-  GpuGemmProblem,
-  GpuMatrix,
-  GpuOperandInput,
-  PackedOperand,
-} from '../scheduler/context.ts';
+import type { GemmCallOptions, GemmTiming, GpuContext, GpuGemmProblem, GpuMatrix, PackedOperand } from '../scheduler/context.ts';
 import { prepareElementwise } from '../problem/elementwise-plan.ts';
 import {
   elementwiseProblem,
@@ -219,7 +211,7 @@ export class Sequential {
   private async gemmLayer(n: Node, step: Step, input: Value, rhs: PackedOperand, last: boolean): Promise<Value> {
     const { rhsZeroPoint, lhsZeroPoint, pipeline } = n.gemm!;
     const common = { rhs, lhsZeroPoint, rhsZeroPoint, pipeline };
-    const gemm = async (lhs: GpuOperandInput): Promise<Value> => {
+    const gemm = async (lhs: GpuGemmProblem['lhs']): Promise<Value> => {
       const problem: GpuGemmProblem = { ...common, lhs };
       if (last) return { shape: step.outShape, host: (await this.ctx.gemm(problem)).data as Uint8Array | Int8Array };
       return { shape: step.outShape, gpu: await this.ctx.gemmOnGpu(problem) };
@@ -230,18 +222,14 @@ export class Sequential {
       return gemm(Sequential.viewOf(input, K) ?? { data: await this.hostOf(input), rows: M, cols: K });
     }
     const { geometry, M, K } = step.conv;
-    let lhs: PackedOperand;
     try {
-      lhs = await this.ctx.packPatches(Sequential.viewOf(input, geometry.channels) ?? (await this.hostOf(input)), geometry, lhsZeroPoint);
+      // the patches packed from the input in the GEMM's own pass
+      const patches = Sequential.viewOf(input, geometry.channels) ?? (await this.hostOf(input));
+      return await gemm({ input: patches, geometry, zeroPoint: lhsZeroPoint });
     } catch (e) {
       if (!(e instanceof LimitExceededError)) throw e;
       // an input above one storage binding: host im2col rows, which the GEMM splits into bands
       return gemm({ data: im2col(await this.hostOf(input), geometry, lhsZeroPoint), rows: M, cols: K });
-    }
-    try {
-      return await gemm(lhs);
-    } finally {
-      lhs.destroy();
     }
   }
 

@@ -15,6 +15,7 @@ import { writeOperandBytes } from '../gpu/write.ts';
 import type { GemmResult, Operand } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';
 import { isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
+import { isPatches } from './patches.ts';
 import type { CallPlan } from './plans.ts';
 import type { GemmTiming } from './record.ts';
 import type { DeviceResources } from './resources.ts';
@@ -24,10 +25,10 @@ import type { Tracer } from './trace.ts';
 const ENCODER: GPUCommandEncoderDescriptor = { label: 'qgemm gemm' };
 const UNTIMED_PASS: GPUComputePassDescriptor = {};
 
-/** A CPU lhs with a prepacked rhs, read back: the calls a plan serves. */
+/** A CPU lhs (not a convolution's patches) with a prepacked rhs, read back: the calls a plan serves. */
 export function plannable(problem: GpuGemmProblem, readback: boolean): problem is GpuGemmProblem & { lhs: Operand; rhs: PackedOperand } {
   const { lhs, rhs } = problem;
-  return readback && !!lhs && !!rhs && typeof lhs === 'object' && isPacked(rhs) && !isPacked(lhs) && !isGpuMatrix(lhs);
+  return readback && !!lhs && !!rhs && typeof lhs === 'object' && isPacked(rhs) && !isPacked(lhs) && !isGpuMatrix(lhs) && !isPatches(lhs);
 }
 
 /**

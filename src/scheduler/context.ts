@@ -34,6 +34,7 @@ import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './
 
 export type { ChainLayer, GemmChain } from './chain-plan.ts';
 export type { GemmTiming, GemmTrace, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
+export type { PatchOperand } from './patches.ts';
 
 /** Options of one ctx.gemm() call. */
 export interface GemmCallOptions {
@@ -253,7 +254,8 @@ export class GpuContext {
    * padded positions holding `zeroPoint`: a PackedOperand of patchShape(geometry) rows x cols to multiply
    * by the filter (OHWI [O, KH, KW, C] is the rhs [K, O] column-major) in `gemm`. src/pack/patches.wgsl.
    * The input may be a GpuMatrix [batch * height * width, channels] (row-major), e.g. a previous GEMM's dst.
-   * `timing` receives the GPU time of the pack's pass, as gemm's does.
+   * `timing` receives the GPU time of the pack's pass, as gemm's does. For one GEMM, `gemm({ lhs: { input,
+   * geometry, zeroPoint }, ... })` packs the same patches inside the GEMM's own pass (one submission).
    */
   packPatches(
     input: Uint8Array | Int8Array | GpuMatrix,

@@ -14,9 +14,11 @@ import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
 import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { encodePatches, type PatchJob, patchPipeline } from '../pack/patches.ts';
 import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
+import { type CheckedPatches, checkPatches, isPatches, type PatchOperand, patchJob, patchPlan } from './patches.ts';
 import { type GemmTiming, type LastRun, type PlanBuilder, recordingPass } from './record.ts';
 
 export type { GemmTiming, LastRun };
@@ -25,7 +27,8 @@ import { runSelfTest } from './self-test.ts';
 import type { Tracer } from './trace.ts';
 
 export interface GpuGemmProblem extends Omit<GemmProblem, 'lhs' | 'rhs'> {
-  lhs: GpuOperandInput;
+  /** A convolution's lhs may be given by its input (a PatchOperand): its patches are packed in this call's pass. */
+  lhs: GpuOperandInput | PatchOperand;
   rhs: GpuOperandInput;
 }
 
@@ -81,7 +84,7 @@ async function kernelFor(
   problem: GpuGemmProblem,
   force = choice.force,
 ): Promise<GpuGemmKernel> {
-  const format = (x: GpuOperandInput) => (isPacked(x) ? x.packFormat : undefined);
+  const format = (x: GpuOperandInput | PatchOperand) => (isPacked(x) ? x.packFormat : undefined);
   const verdicts = selfTests(r.device);
   const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id));
   const kernel = selectGemmKernel(r.caps, p, {
@@ -130,16 +133,28 @@ export async function runGemm(
   const pool = plan?.pool ?? r.pool;
   const staging = plan?.staging ?? r.staging;
   const { device } = r;
-  const p = normalizeProblem(
-    { ...problem, lhs: shapeOf(problem.lhs, 'lhs', r), rhs: shapeOf(problem.rhs, 'rhs', r) },
-    { shapesOnly: true },
-  );
+  // A convolution's lhs by its input: checked here, its patches packed below in this call's own pass.
+  const patches = problem.lhs && typeof problem.lhs === 'object' && isPatches(problem.lhs) ? problem.lhs : null;
+  if (problem.rhs && typeof problem.rhs === 'object' && isPatches(problem.rhs)) {
+    throw new InputError('rhs', 'convolution patches (input, geometry, zeroPoint) are an lhs');
+  }
+  const checked: CheckedPatches | null = patches ? checkPatches(r, patches, 'lhs') : null;
+  const lhsShape = checked
+    ? { data: checked.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: checked.rows, cols: checked.cols }
+    : shapeOf(problem.lhs as GpuOperandInput, 'lhs', r);
+  const p = normalizeProblem({ ...problem, lhs: lhsShape, rhs: shapeOf(problem.rhs, 'rhs', r) }, { shapesOnly: true });
   const { M, N, K } = p;
+  if (patches && requantizationOf(p.bitDepth, 'lhs', K).bits !== 8) {
+    throw new InputError('bitDepth.lhs', 'convolution patches are packed at 8 bits');
+  }
   const kernel = await kernelFor(r, choice, p, problem);
   const formats: Record<'lhs' | 'rhs', PackFormat> = {
     lhs: PACK_FORMATS[kernelFormats(kernel).lhs],
     rhs: PACK_FORMATS[kernelFormats(kernel).rhs],
   };
+  if (patches && formats.lhs.valueBits !== 8) throw new Error(`internal: ${kernel.id} reads lhs as ${formats.lhs.id}, patches are 8-bit`);
+  // An input above one storage binding: a LimitExceededError before anything is acquired.
+  const patchDispatches = patches && checked ? patchPlan(patches, checked, formats.lhs, r.limits) : null;
   const layout = dstLayout(p);
   const packedBytes = (side: 'lhs' | 'rhs', outer: number) => roundUp(outer, formats[side].rowAlign) * packedRowBytes(K, formats[side]);
   for (const [bytes, what] of [
@@ -159,9 +174,13 @@ export async function runGemm(
     // Only the pipelines this call runs: the kernel for its stage kinds, the pack entry of each unpacked operand.
     const packEntries = (['lhs', 'rhs'] as const).flatMap((side) => {
       const x = problem[side];
-      return isPacked(x) ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
+      return isPacked(x) || x === patches ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
     });
-    const [prepared, pipelinesForPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries)]);
+    const [prepared, pipelinesForPack, patchPipe] = await Promise.all([
+      r.prepare(kernel, stages.kinds),
+      packPipelines(device, packEntries),
+      patches ? patchPipeline(device) : null,
+    ]);
     await runInErrorScope(
       device,
       () => {
@@ -172,7 +191,8 @@ export async function runGemm(
 
         // Operands: packed ones as they are, the others packed in this same submission.
         const jobs: PackJob[] = [];
-        const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput, outer: number) => {
+        const patchJobs: PatchJob[] = [];
+        const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput | PatchOperand, outer: number) => {
           const requant = requantizationOf(p.bitDepth, side, K);
           if (isPacked(x)) {
             if (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding)) {
@@ -187,6 +207,10 @@ export async function runGemm(
           const packed = pool.acquire(packedBytes(side, outer), `${side} packed`);
           const sums = pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
           pooled.push(packed, sums);
+          if (x === patches && checked && patchDispatches) {
+            patchJobs.push(patchJob(device.queue, patches, checked, format, patchDispatches, { packed, sums }, { pool, pooled }));
+            return { packed, sums };
+          }
           jobs.push(
             packOperand(device, x as Operand | GpuMatrix, side, format, requant, r.limits, { packed, sums }, { pool, pooled }, r.caps),
           );
@@ -199,7 +223,7 @@ export async function runGemm(
         const rhs = operand('rhs', problem.rhs, N);
         const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
 
-        ran.packDispatches = jobs.reduce((n, j) => n + j.plan.length, 0);
+        ran.packDispatches = [...jobs, ...patchJobs].reduce((n, j) => n + j.plan.length, 0);
         const slab = (plan?.uniforms ?? r.uniforms).slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
         // Timestamp queries only in a call that asks for its GPU time: an untimed call creates and resolves none.
@@ -208,6 +232,7 @@ export async function runGemm(
           querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
         );
         const pass = plan ? recordingPass(realPass, plan.commands) : realPass;
+        for (const job of patchJobs) encodePatches(device, pass, patchPipe!, job, slab);
         for (const job of jobs) encodePack(device, pass, pipelinesForPack, job, r.xorshiftBuffer(), slab);
         const workspace = (bytes: number) => {
           r.checkBuffer(bytes, 'workspace');

@@ -34,7 +34,7 @@ export interface PackedOperand {
 
 export type GpuOperandInput = Operand | GpuMatrix | PackedOperand;
 
-export function isPacked(x: GpuOperandInput): x is PackedOperand {
+export function isPacked(x: object): x is PackedOperand {
   return 'packed' in x;
 }
 

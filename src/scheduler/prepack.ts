@@ -6,16 +6,16 @@
 import { InputError } from '../errors.ts';
 import { runInErrorScope, withDevice } from '../gpu/scopes.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
-import { writeOperandBytes } from '../gpu/write.ts';
-import { checkPatchGeometry, encodePatches, type PatchGeometry, patchPipeline, patchShape, planPatches } from '../pack/patches.ts';
+import { encodePatches, type PatchGeometry, patchPipeline } from '../pack/patches.ts';
 import { roundUp } from '../gpu/plan.ts';
 import { PACK_FORMATS, packedRowBytes, prepackFormat } from '../pack/formats.ts';
 import { encodePack, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
 import { brief } from '../problem/echo.ts';
 import { checkBitDepth } from '../problem/problem.ts';
 import type { BitDepth, Operand } from '../types.ts';
-import { claimPacked, type GpuMatrix, isGpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
+import { claimPacked, type GpuMatrix, type PackedOperand, shapeOf } from './operands.ts';
 import type { GemmTiming } from './gemm.ts';
+import { checkPatches, type PatchOperand, patchJob, patchPlan } from './patches.ts';
 import type { DeviceResources } from './resources.ts';
 
 /**
@@ -64,40 +64,14 @@ export async function prepackPatches(
   timing?: GemmTiming,
 ): Promise<PackedOperand> {
   r.checkAlive();
-  const onGpu = !!input && typeof input === 'object' && !ArrayBuffer.isView(input) && isGpuMatrix(input);
-  if (!onGpu && !(input instanceof Uint8Array || input instanceof Int8Array)) {
-    throw new InputError('input', 'expected a Uint8Array, an Int8Array or a GpuMatrix');
-  }
-  let type: 'uint8' | 'int8';
-  let inputBytes: number;
-  if (onGpu) {
-    shapeOf(input, 'input', r); // this context's live uint8/int8 matrix, its stride within its buffer
-    if (input.order !== 'row-major') throw new InputError('input.order', 'expected a row-major [pixels, channels] matrix');
-    const pixels = geometry?.batch * geometry?.height * geometry?.width;
-    if (input.rows !== pixels || input.cols !== geometry?.channels) {
-      throw new InputError(
-        'input',
-        `expected a [${pixels}, ${geometry?.channels}] matrix (NHWC pixels, channels), got [${input.rows}, ${input.cols}]`,
-      );
-    }
-    checkPatchGeometry(geometry, input.rows * input.cols);
-    type = input.dtype as 'uint8' | 'int8';
-    inputBytes = (input.rows - 1) * input.stride + input.cols;
-  } else {
-    checkPatchGeometry(geometry, input.length);
-    type = input instanceof Int8Array ? 'int8' : 'uint8';
-    inputBytes = input.byteLength;
-  }
-  const [lo, hi] = type === 'int8' ? [-128, 127] : [0, 255];
-  if (!Number.isInteger(zeroPoint) || zeroPoint < lo || zeroPoint > hi) {
-    throw new InputError('zeroPoint', `expected an integer in ${lo}..${hi} (${type}), got ${zeroPoint}`);
-  }
-  const { rows, cols } = patchShape(geometry);
+  const x: PatchOperand = { input, geometry, zeroPoint };
+  const checked = checkPatches(r, x);
+  const { rows, cols, type } = checked;
   const format = PACK_FORMATS[prepackFormat(r.caps, 'lhs', 8)];
   const packedBytes = roundUp(rows, format.rowAlign) * packedRowBytes(cols, format);
   const sumsBytes = roundUp(rows, format.rowAlign) * 4;
   r.checkBuffer(packedBytes, 'packed convolution patches');
-  const plan = planPatches(geometry, onGpu ? Math.min(roundUp(inputBytes, 4), input.buffer.size) : inputBytes, format, r.limits);
+  const plan = patchPlan(x, checked, format, r.limits); // a LimitExceededError before any buffer is made
   const what: PackedShape = { side: 'lhs', rows, cols, type, packFormat: format.id, bits: 8, rounding: 'nearest' };
   return prepacked(
     r,
@@ -106,16 +80,8 @@ export async function prepackPatches(
     sumsBytes,
     'pack patches',
     async (packed, sums, pooled) => {
-      let src: GPUBuffer;
-      if (onGpu) src = input.buffer;
-      else {
-        src = r.pool.acquire(Math.max(4, Math.ceil(input.byteLength / 4) * 4), 'convolution input');
-        pooled.push(src);
-        writeOperandBytes(r.device.queue, src, input);
-      }
+      const job = patchJob(r.device.queue, x, checked, format, plan, { packed, sums }, { pool: r.pool, pooled });
       const pipeline = await patchPipeline(r.device);
-      const pixelStride = onGpu ? input.stride : geometry.channels;
-      const job = { geometry, src, pixelStride, signed: type === 'int8', zeroPoint, format, plan, packed, sums };
       return (pass, slab) => encodePatches(r.device, pass, pipeline, job, slab);
     },
     timing,

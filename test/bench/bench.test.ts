@@ -6,7 +6,7 @@
 // No timing thresholds: only the shape of the results. The Chrome runtime runs once, on one small shape:
 // every Chrome row (qgemm in three modes on WebGPU, 4-bit weights resident, two modes on the CPU, tfjs, onnxruntime-web's WebGPU and
 // WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons; and a tiny
-// convolution layer (qgemm packPatches + gemm, tfjs conv2d), in Node and in Chrome.
+// convolution layer (qgemm: one gemm that packs the patches in its pass; tfjs conv2d), in Node and in Chrome.
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
 
 import { describe, expect, it } from 'vitest';
@@ -224,7 +224,7 @@ describe('benchmark harness', () => {
     180_000,
   );
 
-  it('runs convolution layers as convolutions: qgemm packPatches + gemm verified in every mode, tfjs conv2d f32 beside it', async () => {
+  it('runs convolution layers as convolutions: qgemm (patches packed in the gemm pass) verified in every mode, tfjs conv2d f32 beside it', async () => {
     // SAME at stride 1 and 2 (uneven padding), VALID; one beside the GEMM of the same M x N x K.
     const shapes = parseShapes('conv9x7x5-k3x3-s1-o6,conv10x9x4-k3x3-s2-o5,conv6x6x3-k3x3-s1-valid-o4,63x6x45');
     const report = await runBenchmark({
@@ -243,7 +243,7 @@ describe('benchmark harness', () => {
     if (report.adapterKind === 'none' && process.env.CI !== 'true') return; // no WebGPU here: nothing more to see
     const convRows = json.runs.filter((r: { conv?: object }) => r.conv);
     // Only the convolution implementations run the layers: qgemm WebGPU (each verified, a GEMM kernel named;
-    // device: the input a GpuMatrix that packPatches reads) and tfjs, in every mode.
+    // device: the input a GpuMatrix the patch pack reads) and tfjs, in every mode.
     const series = (key: string) => convRows.filter((r: RowId) => rowKey(r) === key);
     for (const s of shapes.filter((x) => x.conv)) {
       const at = convRows.filter((r: { conv: object }) => shapeKey(r as never) === shapeKey(s));
@@ -254,8 +254,8 @@ describe('benchmark harness', () => {
         expect(r.verified, JSON.stringify(r.verification)).toBe(true);
         expect(r.verification.method).toBe('full');
         expect([r.m, r.n, r.k]).toEqual([s.m, s.n, s.k]);
-        expect(r.gpuNote).toMatch(/packPatches/);
-        expect(r.gpuMedianMs).toBeGreaterThan(0); // the patch pack's pass + the GEMM's
+        expect(r.gpuNote).toMatch(/one pass of the patch pack/);
+        expect(r.gpuMedianMs).toBeGreaterThan(0); // the one pass: the patch pack and the GEMM
       }
     }
     expect(series('qgemm/webgpu/node/call').length).toBe(3);

@@ -3,13 +3,16 @@
 // patch matrix built here naively, bit for bit: random geometries (batch, odd sizes, channels not a
 // multiple of 4, filters 1..3 with dilation, strides 1..3, padding up to the filter's extent), uint8 and
 // int8 input, any zero points (the padding value and the GEMM's zero points drawn apart, so the row sums
-// the pack writes are checked too), several kernels; and the typed errors of bad geometry.
+// the pack writes are checked too), several kernels; and the typed errors of bad geometry. The same
+// patches given to ctx.gemm as the lhs ({ input, geometry, zeroPoint }: packed in the GEMM's own pass, as
+// conv2d runs) at the edges: channels 1-10, 15-17, 31-33, input zero points across the range, a CPU or
+// GPU input (a GpuMatrix with a row stride), in one submission.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InputError } from '../../src/errors.ts';
+import { InputError, LimitExceededError } from '../../src/errors.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
-import { GpuContext } from '../../src/scheduler/context.ts';
+import { GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { expectExact } from '../support/kernel-harness.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
@@ -34,37 +37,44 @@ function naivePatches(input: Uint8Array | Int8Array, g: PatchGeometry, pad: numb
   return out;
 }
 
-const arbGeometry: fc.Arbitrary<PatchGeometry> = fc
-  .record({
-    batch: fc.integer({ min: 1, max: 2 }),
-    height: fc.integer({ min: 1, max: 9 }),
-    width: fc.integer({ min: 1, max: 9 }),
-    channels: fc.oneof(fc.integer({ min: 1, max: 9 }), fc.constantFrom(4, 8, 12)), // multiples of 4: the aligned word path
-    filterHeight: fc.integer({ min: 1, max: 3 }),
-    filterWidth: fc.integer({ min: 1, max: 3 }),
-    strideHeight: fc.integer({ min: 1, max: 3 }),
-    strideWidth: fc.integer({ min: 1, max: 3 }),
-    dilationHeight: fc.integer({ min: 1, max: 2 }),
-    dilationWidth: fc.integer({ min: 1, max: 2 }),
-    padH: fc.nat(),
-    padW: fc.nat(),
-  })
-  .map(({ padH, padW, ...g }) => {
-    // The padding is below the filter's extent; the outputs are as many as fit the padded input.
-    const extent = (f: number, d: number) => (f - 1) * d + 1;
-    const eh = extent(g.filterHeight, g.dilationHeight);
-    const ew = extent(g.filterWidth, g.dilationWidth);
-    const padTop = padH % eh;
-    const padLeft = padW % ew;
-    const outputs = (size: number, pad: number, e: number, s: number) => Math.max(1, Math.floor((size + 2 * pad - e) / s) + 1);
-    return {
-      ...g,
-      padTop,
-      padLeft,
-      outHeight: Math.min(outputs(g.height, padTop, eh, g.strideHeight), Math.floor((g.height - 1 + padTop) / g.strideHeight) + 1),
-      outWidth: Math.min(outputs(g.width, padLeft, ew, g.strideWidth), Math.floor((g.width - 1 + padLeft) / g.strideWidth) + 1),
-    };
-  });
+/** Channels at the edges of the packed word (1-10) and of 16 and 32 (15-17, 31-33). */
+const edgeChannels = fc.constantFrom(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 16, 17, 31, 32, 33);
+
+const geometryOf = (channels: fc.Arbitrary<number>): fc.Arbitrary<PatchGeometry> =>
+  fc
+    .record({
+      batch: fc.integer({ min: 1, max: 2 }),
+      height: fc.integer({ min: 1, max: 9 }),
+      width: fc.integer({ min: 1, max: 9 }),
+      channels,
+      filterHeight: fc.integer({ min: 1, max: 3 }),
+      filterWidth: fc.integer({ min: 1, max: 3 }),
+      strideHeight: fc.integer({ min: 1, max: 3 }),
+      strideWidth: fc.integer({ min: 1, max: 3 }),
+      dilationHeight: fc.integer({ min: 1, max: 2 }),
+      dilationWidth: fc.integer({ min: 1, max: 2 }),
+      padH: fc.nat(),
+      padW: fc.nat(),
+    })
+    .map(({ padH, padW, ...g }) => {
+      // The padding is below the filter's extent; the outputs are as many as fit the padded input.
+      const extent = (f: number, d: number) => (f - 1) * d + 1;
+      const eh = extent(g.filterHeight, g.dilationHeight);
+      const ew = extent(g.filterWidth, g.dilationWidth);
+      const padTop = padH % eh;
+      const padLeft = padW % ew;
+      const outputs = (size: number, pad: number, e: number, s: number) => Math.max(1, Math.floor((size + 2 * pad - e) / s) + 1);
+      return {
+        ...g,
+        padTop,
+        padLeft,
+        outHeight: Math.min(outputs(g.height, padTop, eh, g.strideHeight), Math.floor((g.height - 1 + padTop) / g.strideHeight) + 1),
+        outWidth: Math.min(outputs(g.width, padLeft, ew, g.strideWidth), Math.floor((g.width - 1 + padLeft) / g.strideWidth) + 1),
+      };
+    });
+
+// multiples of 4: the aligned word path
+const arbGeometry = geometryOf(fc.oneof(fc.integer({ min: 1, max: 9 }), fc.constantFrom(4, 8, 12)));
 
 describe.skipIf(!gpu)('GpuContext.packPatches (implicit im2col) then gemm == CPU reference', () => {
   let ctx: GpuContext;
@@ -101,7 +111,7 @@ describe.skipIf(!gpu)('GpuContext.packPatches (implicit im2col) then gemm == CPU
           }
         },
       ),
-      { numRuns: 40, seed: 20261125 },
+      { numRuns: 20, seed: 20261125 },
     );
   });
 
@@ -140,3 +150,162 @@ describe.skipIf(!gpu)('GpuContext.packPatches (implicit im2col) then gemm == CPU
     expect(await field(ctx.packPatches(new Int8Array(48), g, 128))).toBe('zeroPoint');
   });
 });
+
+describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM's own pass) == CPU reference", () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await GpuContext.create({ device: gpu!.device });
+  });
+  afterAll(() => ctx?.destroy());
+
+  /** The input as a GpuMatrix [pixels, channels] whose rows lie `stride` bytes apart. */
+  function upload(input: Uint8Array | Int8Array, g: PatchGeometry, stride: number): GpuMatrix {
+    const pixels = g.batch * g.height * g.width;
+    const bytes = new Uint8Array(Math.ceil((pixels * stride) / 4) * 4);
+    for (let p = 0; p < pixels; p++) bytes.set(new Uint8Array(input.buffer, input.byteOffset + p * g.channels, g.channels), p * stride);
+    const buffer = ctx.device.createBuffer({ size: bytes.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    ctx.device.queue.writeBuffer(buffer, 0, bytes);
+    const dtype = input instanceof Int8Array ? 'int8' : 'uint8';
+    return { buffer, rows: pixels, cols: g.channels, order: 'row-major', dtype, stride };
+  }
+
+  it('edge channels, strides, dilations, padding, batch, any input zero point, CPU or GPU input', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        geometryOf(edgeChannels),
+        fc.boolean(),
+        fc.constantFrom(0, 1, 4),
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer(),
+        fc.integer({ min: -300, max: 300 }),
+        async (g, signed, extraStride, O, seed, rhsZeroPoint) => {
+          const n = g.batch * g.height * g.width * g.channels;
+          const byte = (i: number) => (Math.imul(i + 1, 2654435761) ^ seed) >>> 24;
+          const input = signed ? Int8Array.from({ length: n }, (_, i) => byte(i) - 128) : Uint8Array.from({ length: n }, (_, i) => byte(i));
+          // The padding value is the input zero point (TFLite), drawn across the type's whole range.
+          const zeroPoint = signed ? (seed & 0xff) - 128 : seed & 0xff;
+          const { rows, cols } = patchShape(g);
+          const filter = Uint8Array.from({ length: O * cols }, (_, i) => byte(i * 7 + 3));
+          const rhs = { data: filter, rows: cols, cols: O, order: 'col-major' as const };
+          const gpuInput = extraStride > 0 ? upload(input, g, g.channels + extraStride) : null;
+          try {
+            const lhs = { input: gpuInput ?? input, geometry: g, zeroPoint };
+            const got = await ctx.gemm({ lhs, rhs, lhsZeroPoint: zeroPoint, rhsZeroPoint });
+            expect(ctx.lastRun.packDispatches).toBeGreaterThan(0);
+            const problem: GemmProblem = {
+              lhs: { data: naivePatches(input, g, zeroPoint), rows, cols },
+              rhs,
+              lhsZeroPoint: zeroPoint,
+              rhsZeroPoint,
+            };
+            expectExact(got, problem, `patches lhs ${JSON.stringify(g)} zp=${zeroPoint} stride+${extraStride} on ${ctx.lastRun.kernel}`);
+          } finally {
+            gpuInput?.buffer.destroy();
+          }
+        },
+      ),
+      { numRuns: 24, seed: 20261127 },
+    );
+  });
+
+  it('one submission for a conv layer, where packPatches then gemm takes two', async () => {
+    const g = geometryAt(1, 0);
+    const input = Uint8Array.from({ length: 48 }, (_, i) => (i * 37) & 0xff);
+    const rhs = { data: Uint8Array.from({ length: 27 * 2 }, (_, i) => i), rows: 27, cols: 2, order: 'col-major' as const };
+    const queue = ctx.device.queue;
+    const submit = queue.submit.bind(queue);
+    let submissions = 0;
+    queue.submit = (buffers) => {
+      submissions++;
+      submit(buffers);
+    };
+    try {
+      await ctx.gemm({ lhs: { input, geometry: g, zeroPoint: 9 }, rhs, lhsZeroPoint: 9 }); // compiles, self-tests
+      submissions = 0;
+      const fused = await ctx.gemm({ lhs: { input, geometry: g, zeroPoint: 9 }, rhs, lhsZeroPoint: 9 });
+      expect(submissions).toBe(1);
+      submissions = 0;
+      const packed = await ctx.packPatches(input, g, 9);
+      const twoPass = await ctx.gemm({ lhs: packed, rhs, lhsZeroPoint: 9 });
+      packed.destroy();
+      expect(submissions).toBe(2);
+      expect(Array.from(fused.data)).toEqual(Array.from(twoPass.data));
+    } finally {
+      queue.submit = submit;
+    }
+  });
+
+  it('limits lowered: packed-row chunks and grids split inside the pass; an input above one binding is a LimitExceededError', async () => {
+    const small = await GpuContext.create({
+      device: gpu!.device,
+      limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
+    });
+    try {
+      // 24 x 24 x 3 under 3x3 SAME: 576 packed rows of 64 bytes (two chunks of at most 512), 9-workgroup grids.
+      const g = { ...geometryAt(1, 1), height: 24, width: 24, outHeight: 24, outWidth: 24 };
+      const input = Uint8Array.from({ length: 24 * 24 * 3 }, (_, i) => (i * 101) & 0xff);
+      const rhs = { data: Uint8Array.from({ length: 27 * 3 }, (_, i) => (i * 13) & 0xff), rows: 27, cols: 3, order: 'col-major' as const };
+      const got = await small.gemm({ lhs: { input, geometry: g, zeroPoint: 200 }, rhs, lhsZeroPoint: 200, rhsZeroPoint: 5 });
+      expect(small.lastRun.packDispatches).toBeGreaterThan(2);
+      const problem: GemmProblem = {
+        lhs: { data: naivePatches(input, g, 200), rows: 576, cols: 27 },
+        rhs,
+        lhsZeroPoint: 200,
+        rhsZeroPoint: 5,
+      };
+      expectExact(got, problem, `patches lhs under lowered limits on ${small.lastRun.kernel}`);
+      // 24 x 24 x 64 = 36864 bytes of input, above the 32 KiB binding: typed, before anything is acquired.
+      const big = { ...g, channels: 64 };
+      const wide = { data: new Uint8Array(576), rows: 576, cols: 1, order: 'col-major' as const };
+      await expect(small.gemm({ lhs: { input: new Uint8Array(36864), geometry: big, zeroPoint: 0 }, rhs: wide })).rejects.toThrow(
+        LimitExceededError,
+      );
+      const again = await small.gemm({ lhs: { input, geometry: g, zeroPoint: 200 }, rhs, lhsZeroPoint: 200, rhsZeroPoint: 5 });
+      expect(Array.from(again.data)).toEqual(Array.from(got.data));
+    } finally {
+      small.destroy();
+    }
+  });
+
+  it('bad patches: InputError naming the field under lhs; patches as rhs or at 4 bits refused', async () => {
+    const g = geometryAt(1, 1);
+    const input = new Uint8Array(48);
+    const rhs = { data: new Uint8Array(27), rows: 27, cols: 1, order: 'col-major' as const };
+    const field = async (p: Promise<unknown>) =>
+      (
+        (await p.then(
+          () => null,
+          (e) => e,
+        )) as InputError | null
+      )?.field;
+    const run = (lhs: object, extra: object = {}) => ctx.gemm({ lhs, rhs, ...extra } as Parameters<GpuContext['gemm']>[0]);
+    expect(await field(run({ input: new Uint8Array(47), geometry: g, zeroPoint: 0 }))).toBe('lhs.input');
+    expect(await field(run({ input, geometry: { ...g, padTop: 3 }, zeroPoint: 0 }))).toBe('lhs.geometry.padTop');
+    expect(await field(run({ input, geometry: { ...g, channels: 2.5 }, zeroPoint: 0 }))).toBe('lhs.geometry.channels');
+    expect(await field(run({ input, geometry: g, zeroPoint: 256 }))).toBe('lhs.zeroPoint');
+    expect(await field(run({ input: [1, 2], geometry: g, zeroPoint: 0 }))).toBe('lhs.input');
+    expect(await field(run({ input, geometry: g, zeroPoint: 0 }, { bitDepth: { lhs: 4, rhs: 8 } }))).toBe('bitDepth.lhs');
+    const asRhs = ctx.gemm({ lhs: { data: new Uint8Array(27), rows: 1, cols: 27 }, rhs: { input, geometry: g, zeroPoint: 0 } } as never);
+    expect(await field(asRhs)).toBe('rhs');
+  });
+});
+
+/** A 4x4x3 input under a 3x3 filter at stride 1, padding `pad` on top and left (16 outputs). */
+function geometryAt(batch: number, pad: number): PatchGeometry {
+  return {
+    batch,
+    height: 4,
+    width: 4,
+    channels: 3,
+    filterHeight: 3,
+    filterWidth: 3,
+    strideHeight: 1,
+    strideWidth: 1,
+    dilationHeight: 1,
+    dilationWidth: 1,
+    padTop: pad,
+    padLeft: pad,
+    outHeight: 4 - 2 + 2 * pad,
+    outWidth: 4 - 2 + 2 * pad,
+  };
+}

@@ -5,7 +5,8 @@
 // kernel (the adapter's best configuration, u8) and the same source at the i8 configuration over the
 // fixed exactness suite of src/verify.ts (the self-test problems and a sweep of every type, order,
 // zero-point form and stage kind, shapes of several tiles and k steps), the context's self-test gate,
-// lowered limits that split operands and grids into bands, and split-K (4 slices; the registry's '-sk').
+// lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), and a
+// conv layer (patches packed in the pass).
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
@@ -82,6 +83,40 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     expect(row).toBe('');
     expect(small.lastRun.gemmDispatches).toBeGreaterThan(1);
     small.destroy();
+  });
+
+  it('a conv layer, its patches packed in the GEMM pass from the NHWC input: 0 mismatches', async () => {
+    const { im2col } = await import('../../src/layers/layers.ts');
+    const { referenceGemm } = await import('../../src/reference/gemm.ts');
+    const { diffResults, formatMismatch } = await import('../support/compare.ts');
+    const ctx = await GpuContext.create({ device: gpu.device, kernel: 'sgmat-64x64' });
+    // 9x9x3 at stride 1 (SAME), and 2 x 16x12x33 at stride 2 with dilation 2: rows 81 and 96, K 27 and 297.
+    const cases = [
+      { batch: 1, height: 9, width: 9, channels: 3, stride: 1, dilation: 1, pad: 1, out: [9, 9], O: 70, zeroPoint: 255 },
+      { batch: 2, height: 16, width: 12, channels: 33, stride: 2, dilation: 2, pad: 2, out: [8, 6], O: 9, zeroPoint: 0 },
+    ];
+    for (const c of cases) {
+      const geometry = {
+        ...{ batch: c.batch, height: c.height, width: c.width, channels: c.channels, filterHeight: 3, filterWidth: 3 },
+        ...{ strideHeight: c.stride, strideWidth: c.stride, dilationHeight: c.dilation, dilationWidth: c.dilation },
+        ...{ padTop: c.pad, padLeft: c.pad, outHeight: c.out[0], outWidth: c.out[1] },
+      };
+      const input = Uint8Array.from({ length: c.batch * c.height * c.width * c.channels }, (_, i) => (i * 2654435761) >>> 24);
+      const [M, K] = [c.batch * c.out[0] * c.out[1], 9 * c.channels];
+      const rhs = {
+        data: Uint8Array.from({ length: K * c.O }, (_, i) => (i * 40503) & 0xff),
+        rows: K,
+        cols: c.O,
+        order: 'col-major' as const,
+      };
+      const common = { rhs, lhsZeroPoint: c.zeroPoint, rhsZeroPoint: 77 };
+      const got = await ctx.gemm({ ...common, lhs: { input, geometry, zeroPoint: c.zeroPoint } });
+      expect(ctx.lastRun.kernel).toBe('sgmat-64x64');
+      const want = referenceGemm({ ...common, lhs: { data: im2col(input, geometry, c.zeroPoint), rows: M, cols: K } });
+      const d = diffResults(got, want);
+      if (d) expect.fail(formatMismatch(d, `conv ${JSON.stringify(geometry)}`));
+    }
+    ctx.destroy();
   });
 
   afterAll(() => expect(uncapturedErrors).toEqual([]));
