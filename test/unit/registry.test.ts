@@ -7,7 +7,7 @@ import { InputError } from '../../src/errors.ts';
 import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/problem/problem.ts';
-import { testCaps, testShape } from '../support/caps.ts';
+import { h100Caps, testCaps, testShape } from '../support/caps.ts';
 
 const caps = testCaps;
 const shape = (M: number, N: number, K: number) => testShape(M, N, K);
@@ -84,6 +84,26 @@ describe('selectGemmKernel', () => {
     // A nibble kernel cannot run an 8-bit rhs, nor read an 8-bit-packed one.
     expect(() => selectGemmKernel(sg, shape(1, 64, 64), { force: 'gemv-u4' })).toThrow(InputError);
     expect(() => selectGemmKernel(sg, b4(1), { force: 'gemv-u4', rhsPackFormat: 'u8k4-r64' })).toThrow(InputError);
+  });
+  it('4-bit rhs on the tensor cores: sgmat-64x64-u4 above M = 128 where N > 32, unless disabled by its self-test', () => {
+    const b4 = (M: number, N = 4096) => ({ ...shape(M, N, 4096), bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } });
+    const h100 = h100Caps();
+    expect(selectGemmKernel(h100, b4(129)).id).toBe('sgmat-64x64-u4');
+    expect(selectGemmKernel(h100, b4(4096), { rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
+    expect(selectGemmKernel(h100, b4(129)).rhsPackFormat).toBe('u4k8-r64');
+    // M <= 128 stays with the nibble gemv and split-K kernels; N <= 32 with the 32-tiles (or split-K u4 prepacked).
+    expect(selectGemmKernel(h100, b4(128)).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(h100, b4(1)).id).toBe('gemv-u4');
+    expect(selectGemmKernel(h100, b4(512, 32)).id).toBe('dot4-32x32');
+    expect(selectGemmKernel(h100, b4(512, 32), { rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    // A failed self-test: the 8-bit tensor-core kernel (8-bit lanes), or split-K u4 for a nibble-prepacked rhs.
+    const disabled = new Set(['sgmat-64x64-u4']);
+    expect(selectGemmKernel(h100, b4(512), { disabled }).id).toBe('sgmat-64x64');
+    expect(selectGemmKernel(h100, b4(512), { disabled, rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    // Without subgroup matrices, or with an 8-bit rhs, the choices of before.
+    expect(selectGemmKernel(caps({ subgroups: true }), b4(512)).id).toBe('dot4-128x128');
+    expect(selectGemmKernel(h100, shape(512, 4096, 4096)).id).toBe('sgmat-64x64');
+    expect(() => selectGemmKernel(h100, shape(512, 4096, 4096), { force: 'sgmat-64x64-u4' })).toThrow(/cannot run/);
   });
 });
 
