@@ -5,14 +5,16 @@
 // kernel (the adapter's best configuration, u8) and the same source at the i8 configuration over the
 // fixed exactness suite of src/verify.ts (the self-test problems and a sweep of every type, order,
 // zero-point form and stage kind, shapes of several tiles and k steps), the context's self-test gate,
-// and lowered limits that split operands and grids into bands.
+// and lowered limits that split operands and grids into bands; and the '-u4' variant (a 4-bit rhs read
+// two values per byte, unpacked into the staging) at u8 and i8 over 4-bit problems at tile edges.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
 import { bestConfig, configLabel, sampleTilings, type SgmatConfig, sgmatTilings, tilingId } from '../../src/kernels/sgmat/config.ts';
-import { sgmatKernel, sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
+import { sgmatKernel, sgmatSource, sgmatSourceU4, sgmatU4Kernel, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
+import { nibbleProblems } from '../support/nibble-problems.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from '../gpu/gpu-env.ts';
 
 // Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
@@ -49,6 +51,43 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
     expect(row.detail).toBe('');
     expect(row.problems).toBeGreaterThanOrEqual(15);
+    expect(row.mismatches).toBe(0);
+  });
+
+  // The registry's '-u4' kernel as built, without its self-test gate (the gate's 40000-deep problem takes
+  // minutes here; test/gpu/gemm.test.ts checks that the gate gives such a kernel its 4-bit problems).
+  const u4 = (id: string, c: SgmatConfig) =>
+    sgmatVariant(
+      id,
+      (x) => (x.subgroupMatrix.some((y) => y.componentType === c.componentType) ? c : null),
+      sgmatSourceU4,
+      false,
+      undefined,
+      4,
+    );
+  const nibbles = [
+    ['u8 -> u32', u4('sgmat-64x64-u4-u8', { ...i8, componentType: 'u8' })],
+    ['i8 -> i32', u4('sgmat-64x64-u4-i8', i8)],
+  ] as const;
+  it('the registry kernel sgmat-64x64-u4 runs here, at u8 8x8x8', () => {
+    expect(
+      sgmatU4Kernel().supports(caps, {
+        M: 256,
+        N: 256,
+        K: 256,
+        dstType: 'int32',
+        dstOrder: 'row-major',
+        bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' },
+      }),
+    ).toBe(true);
+    expect(sgmatU4Kernel().rhsPackFormat).toBe('u4k8-r64');
+  });
+  it.each(nibbles)("sgmat-64x64-u4 at %s: 4-bit rhs at tile edges and the suite's 4-bit problems, 0 mismatches", async (_, kernel) => {
+    const problems = [...nibbleProblems(4, 340), ...verifyProblems().filter((p) => (p.bitDepth?.rhs ?? 8) <= 4)];
+    const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
+    console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
+    expect(row.detail).toBe('');
+    expect(row.problems).toBe(problems.length);
     expect(row.mismatches).toBe(0);
   });
 
