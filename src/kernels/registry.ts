@@ -131,19 +131,19 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // both sides fill at least two such tiles (less padding than that would eat the gain of twice the
   // arithmetic per loaded byte), except where compiling is slow (a software adapter: it compiles in
   // over 2 s on SwiftShader and runs no faster there than dot4-64x64). 4-bit rhs (bitDepth.rhs <= 4,
-  // or prepacked so) is read two values per byte by the gemv and split-K kernels ('-u4') for M <= 128,
-  // where the rhs bytes dominate; above, by the tensor cores' 'sgmat-64x64-u4' (nibbles unpacked into
-  // its 8-bit staging) where N > 32 and the adapter has them and they passed their self-test; else it is
-  // packed in 8-bit lanes for the tiled kernels, unless it was prepacked in nibbles (split-K u4 runs
-  // any M). Without dot4 only the '-emulated' kernels run.
+  // or prepacked so) is read two values per byte: by the tensor cores' 'sgmat-64x64-u4' (nibbles
+  // unpacked into its 8-bit staging) where an 8-bit rhs would get tiles (M, N > 32, not split-K) and the
+  // adapter has them and they passed their self-test; else by the gemv and split-K kernels ('-u4') for
+  // M <= 128, where the rhs bytes dominate; above, it is packed in 8-bit lanes for the tiled kernels,
+  // unless it was prepacked in nibbles (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
   const nibbles = caps.dot4 && (opts.rhsPackFormat === 'u4k8-r64' || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
   const rhsBits = nibbles ? 4 : 8;
   const small = shape.M <= 32 || shape.N <= 32;
   const table: [boolean, GpuKernelId][] = [
     [shape.M <= 4 && caps.subgroups, GEMV_ID.subgroup[rhsBits]],
     [shape.M <= 4, caps.dot4 ? GEMV_ID.workgroup[rhsBits] : GEMV_ID.emulated],
+    [nibbles && !small && !prefersSplitK(caps, shape), SGMAT_U4_ID],
     [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), SPLITK_ID[rhsBits]],
-    [nibbles && shape.M > 128 && !small, SGMAT_U4_ID],
     [nibbles && opts.rhsPackFormat === 'u4k8-r64', SPLITK_ID[4]],
     [small, DOT4_TILED_ID[32][dot4]],
     [true, SGMAT_ID],
