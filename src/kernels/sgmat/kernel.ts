@@ -82,7 +82,8 @@ export function sgmatVariant(
   tiling: SgmatTiling = DEFAULT_TILING,
   rhsBits: SgmatRhsBits = 8,
 ): GpuGemmKernel {
-  if (rhsBits === 4 && tilingFormat(tiling) !== 'u8k4-r64') throw new Error(`${id}: 4-bit rhs rows are padded to 64, not ${tiling.tileN}`);
+  if (rhsBits === 4 && tilingFormat(tiling) !== 'u8k4-r64')
+    throw new Error(`${id}: 4-bit rhs rows are padded to 64, and this tiling has a 128 side`);
   // A configuration the tiling cannot run (fragments per subgroup, invocations, workgroup memory) is none.
   const usable: ConfigChoice = (caps) => {
     const c = choose(caps);
