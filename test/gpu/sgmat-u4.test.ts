@@ -13,6 +13,9 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { configLabel, DEFAULT_TILING, type SgmatConfig, type SgmatTiling, tilingId } from '../../src/kernels/sgmat/config.ts';
 import { sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import { createGpuContextWith } from '../../src/scheduler/context.ts';
+import { diffResults, formatMismatch } from '../support/compare.ts';
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { nibbleProblems } from '../support/nibble-problems.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
@@ -48,6 +51,19 @@ describe.skipIf(!gpu)(`sgmat -u4 (4-bit rhs, two per byte; seed ${seed}, ${sampl
     expect(row.detail).toBe('');
     expect(row.mismatches).toBe(0);
     expect(row.problems).toBe(problems.length);
+  });
+  it.skipIf(!gpu?.hasDot4)('a rhs prepacked in nibbles (u4k8-r64) feeds the kernel as it is', async () => {
+    const [, config, tiling, i] = cases[0];
+    const kernel = sgmatEmulatedKernel(config, { tiling, rhsBits: 4, id: `${tilingId(tiling)}-u4-emulated-${i}` });
+    const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu!.device, kernel: kernel.id });
+    const p = nibbleProblems(1, seed + 7)[1]; // the problem of several tiles and k steps
+    const packed = await ctx.prepack('rhs', p.rhs, p.bitDepth);
+    expect(packed.packFormat).toBe('u4k8-r64');
+    const d = diffResults(await ctx.gemm({ ...p, rhs: packed }), referenceGemm(p));
+    if (d) expect.fail(formatMismatch(d, 'prepacked nibble rhs'));
+    expect(ctx.lastRun.kernel).toBe(kernel.id);
+    packed.destroy();
+    ctx.destroy();
   });
 });
 
