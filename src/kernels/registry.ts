@@ -31,7 +31,7 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   gemvKernel({ reduce: 'subgroup', rhsBits: 8, dot4: 'native' }),
   gemvKernel({ reduce: 'workgroup', rhsBits: 8, dot4: 'native' }),
   splitKKernel(8),
-  // 4-bit rhs stored two values per byte ('u4k8-r64'): the tensor cores for M > 128, split-K for any M.
+  // 4-bit rhs stored two values per byte ('u4k8-r64'): the tensor cores where tiles pay, split-K for any M.
   sgmatU4Kernel(),
   splitKKernel(4),
   gemvKernel({ reduce: 'subgroup', rhsBits: 4, dot4: 'native' }),

@@ -33,7 +33,7 @@ const vector = (n: number, f: (i: number) => number) => Int32Array.from({ length
 export function selfTestProblems(rhsBits = 8): GemmProblem[] {
   const problems = eightBitProblems();
   if (rhsBits > 4) return problems;
-  // The 40000-deep problem keeps 4 bits: its largest products, so its sums still pass 2^31 with the zero points.
+  // The 40000-deep problem keeps 4 bits (the largest values): its zero-point terms still wrap int32.
   const bits = [3, 2, 4, 1];
   const rounding: BitDepthRounding[] = ['nearest', 'probabilistic-addmod', 'nearest', 'probabilistic-xorshift'];
   return problems.map((p, i) => ({ ...p, bitDepth: { lhs: 8, rhs: Math.min(rhsBits, bits[i]), rounding: rounding[i] } }));
