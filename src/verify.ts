@@ -9,7 +9,8 @@
 //
 // On WebGPU the list also holds the emulated subgroup-matrix kernel (src/kernels/sgmat/emulation.ts,
 // 'sgmat-64x64-emulated'), which any adapter runs: it checks the real kernel's indexing and staging with
-// plain-WGSL builtins, and is never chosen by 'auto'. A kernel that needs a self-test and fails it is
+// plain-WGSL builtins, and is never chosen by 'auto'; and its 4-bit rhs variant 'sgmat-64x64-u4-emulated'
+// (nibble staging; the suite's less-than-8-bit problems). A kernel that needs a self-test and fails it is
 // disabled by the context and reported here with all its problems as mismatches.
 
 import { InputError, QgemmError } from './errors.ts';
@@ -257,7 +258,9 @@ function finish(
 
 /** Checks every kernel on this adapter (or CPU) over the fixed suite; the same data `qgemm verify` prints. */
 export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyReport> {
-  const gpuIds = new Set([...GPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated'));
+  const gpuIds = new Set(
+    [...GPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated', 'sgmat-64x64-u4-emulated'),
+  );
   const cpuIds = new Set(CPU_KERNELS.map((k) => k.id));
   const backend = checkOptions(opts, new Set([...gpuIds, ...cpuIds]));
   const problems = verifyProblems();
@@ -304,15 +307,16 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
   const real = bestConfig(caps);
   const emulatedConfig: SgmatConfig = real ?? EMULATED_CONFIGS[0];
   const emulated = sgmatEmulatedKernel(emulatedConfig);
-  const kernels = [...GPU_KERNELS, emulated, ...(opts.extraKernels ?? [])];
+  const emulatedU4 = sgmatEmulatedKernel(emulatedConfig, { rhsBits: 4 });
+  const kernels = [...GPU_KERNELS, emulated, emulatedU4, ...(opts.extraKernels ?? [])];
   for (const k of kernels) {
     if (!wanted(k.id)) continue;
     if (!problems.some((p) => k.supports(caps, gemmShape(p)))) continue;
     const configuration =
-      k.id.startsWith('sgmat-64x64') && real
-        ? configLabel(real)
-        : k === emulated
-          ? `${configLabel(emulatedConfig)}, emulated builtins`
+      k === emulated || k === emulatedU4
+        ? `${configLabel(emulatedConfig)}, emulated builtins`
+        : k.id.startsWith('sgmat-64x64') && real
+          ? configLabel(real)
           : '';
     push(await verifyGpuKernel(acquired.device, k, problems, { kernels: [k, ...GPU_KERNELS], configuration }));
   }

@@ -14,7 +14,16 @@ import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
 import { DOT4_TILED_ID, type Dot4TiledId, dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_ID, type Dot4WideId, dot4WideKernel } from './dot4-wide/kernel.ts';
 import { GEMV_ID, type GemvId, gemvKernel } from './gemv/kernel.ts';
-import { SGMAT_ID, SGMAT_SPLITK_ID, type SgmatId, sgmatKernel, sgmatSplitKKernel } from './sgmat/kernel.ts';
+import {
+  SGMAT_ID,
+  SGMAT_SPLITK_ID,
+  SGMAT_U4_ID,
+  type SgmatId,
+  type SgmatU4Id,
+  sgmatKernel,
+  sgmatSplitKKernel,
+  sgmatU4Kernel,
+} from './sgmat/kernel.ts';
 import { prefersSgmatSplitK } from './sgmat/split-k.ts';
 import { SPLITK_ID, type SplitKId, splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
@@ -22,7 +31,7 @@ import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } f
 import { brief } from '../problem/echo.ts';
 
 /** The id of every GPU kernel, each exported by its kernel's module. */
-type GpuKernelId = SgmatId | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
+type GpuKernelId = SgmatId | SgmatU4Id | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
 
 export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   sgmatKernel,
@@ -33,7 +42,8 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   gemvKernel({ reduce: 'subgroup', rhsBits: 8, dot4: 'native' }),
   gemvKernel({ reduce: 'workgroup', rhsBits: 8, dot4: 'native' }),
   splitKKernel(8),
-  // 4-bit rhs stored two values per byte ('u4k8-r64'): split-K first, the kernel for any M.
+  // 4-bit rhs stored two values per byte ('u4k8-r64'): the tensor cores where tiles pay, split-K for any M.
+  sgmatU4Kernel(),
   splitKKernel(4),
   gemvKernel({ reduce: 'subgroup', rhsBits: 4, dot4: 'native' }),
   gemvKernel({ reduce: 'workgroup', rhsBits: 4, dot4: 'native' }),
@@ -135,9 +145,11 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // both sides fill at least two such tiles (less padding than that would eat the gain of twice the
   // arithmetic per loaded byte), except where compiling is slow (a software adapter: it compiles in
   // over 2 s on SwiftShader and runs no faster there than dot4-64x64). 4-bit rhs (bitDepth.rhs <= 4,
-  // or prepacked so) is read two values per byte by the gemv and split-K kernels ('-u4') for M <= 128,
-  // where the rhs bytes dominate; above, it is packed in 8-bit lanes for the tiled kernels, unless it
-  // was prepacked in nibbles (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
+  // or prepacked so) is read two values per byte: by the tensor cores' 'sgmat-64x64-u4' (nibbles
+  // unpacked into its 8-bit staging) where an 8-bit rhs would get tiles (M, N > 32, not split-K) and the
+  // adapter has them and they passed their self-test; else by the gemv and split-K kernels ('-u4') for
+  // M <= 128, where the rhs bytes dominate; above, it is packed in 8-bit lanes for the tiled kernels,
+  // unless it was prepacked in nibbles (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
   const nibbles = caps.dot4 && (opts.rhsPackFormat === 'u4k8-r64' || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
   const rhsBits = nibbles ? 4 : 8;
   const small = shape.M <= 32 || shape.N <= 32;
@@ -146,6 +158,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     [shape.M <= 4, caps.dot4 ? GEMV_ID.workgroup[rhsBits] : GEMV_ID.emulated],
     [!nibbles && shape.M >= 64 && shape.N > 32 && prefersSgmatSplitK(caps, shape), SGMAT_SPLITK_ID],
     [!nibbles && shape.M >= 64 && shape.N > 32, SGMAT_ID],
+    [nibbles && !small && !prefersSplitK(caps, shape), SGMAT_U4_ID],
     [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), SPLITK_ID[rhsBits]],
     [nibbles && opts.rhsPackFormat === 'u4k8-r64', SPLITK_ID[4]],
     [small, DOT4_TILED_ID[32][dot4]],

@@ -68,7 +68,8 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
 
 /**
  * The format prepack() stores an operand in: a rhs of at most 4 bits two values per byte where the
- * adapter runs the kernels that read it (dot4: src/kernels/gemv, src/kernels/splitk), else 8-bit lanes.
+ * adapter runs the kernels that read it (dot4: src/kernels/gemv, src/kernels/splitk; and the tensor
+ * cores' sgmat-64x64-u4, src/kernels/sgmat, which the registry picks for it where tiles pay), else 8-bit lanes.
  * lhs stays in 8-bit lanes (no kernel reads 4-bit lhs: activations are the small operand).
  */
 export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number): PackFormatId {

@@ -97,16 +97,19 @@ async function kernelFor(
   });
   if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
   verdicts.set(kernel.id, 'testing');
-  const result = await runSelfTest(async (q) => {
-    // Compiled for every stage kind, so the pipeline the self-test passes is the one later calls run.
-    await r.prepare(kernel, ALL_STAGE_KINDS);
-    const run = await runGemm(r, { ...choice, force: kernel.id }, q, undefined, true);
-    try {
-      return await run.result!;
-    } finally {
-      r.pool.release(run.dst.buffer);
-    }
-  });
+  const result = await runSelfTest(
+    async (q) => {
+      // Compiled for every stage kind, so the pipeline the self-test passes is the one later calls run.
+      await r.prepare(kernel, ALL_STAGE_KINDS);
+      const run = await runGemm(r, { ...choice, force: kernel.id }, q, undefined, true);
+      try {
+        return await run.result!;
+      } finally {
+        r.pool.release(run.dst.buffer);
+      }
+    },
+    PACK_FORMATS[kernelFormats(kernel).rhs].valueBits, // a '-u4' kernel: its 4-bit problems
+  );
   verdicts.set(kernel.id, result.ok ? 'passed' : 'failed');
   if (result.ok) return kernel;
   choice.warn(

@@ -2,10 +2,12 @@
 // SwiftShader lacks, such as the subgroup-matrix tensor cores): a fixed set of problems with edge values,
 // odd shapes, every zero-point form, int32 wrap and output stages, run through the kernel and compared
 // bit for bit with the normative reference (src/reference/gemm.ts). The context runs it once per device
-// before the kernel's first use; a kernel that fails is disabled there, never trusted.
+// before the kernel's first use; a kernel that fails is disabled there, never trusted. A kernel that reads
+// a rhs of at most 4 bits (two values per byte: sgmat's '-u4') runs the same problems with the rhs
+// requantized to 1 to 4 bits, under each rounding.
 
 import { referenceGemm } from '../reference/gemm.ts';
-import type { GemmProblem, GemmResult, Operand, Order } from '../types.ts';
+import type { BitDepthRounding, GemmProblem, GemmResult, Operand, Order } from '../types.ts';
 
 /** Deterministic bytes: 0, 255 (or -128, 127) edges at the ends, a mixed sequence between. */
 function operand(rows: number, cols: number, signed: boolean, order: Order, seed: number): Operand {
@@ -26,9 +28,20 @@ const vector = (n: number, f: (i: number) => number) => Int32Array.from({ length
 
 /**
  * The self-test problems: odd shapes around the 64-row tiles, every type and order, every zero-point form,
- * wrap, stages, and a depth that split-K kernels cut into uneven slices over two tiles.
+ * wrap, stages, and a depth that split-K kernels cut into uneven slices over two tiles; for a kernel
+ * reading rhs values of `rhsBits` <= 4, the same with rhs bit depths 1 to 4.
  */
-export function selfTestProblems(): GemmProblem[] {
+export function selfTestProblems(rhsBits = 8): GemmProblem[] {
+  const problems = eightBitProblems();
+  if (rhsBits > 4) return problems;
+  // The 40000-deep problem keeps 4 bits (the largest values): its zero-point terms still wrap int32.
+  const bits = [3, 2, 4, 1, 2];
+  const rounding: BitDepthRounding[] = ['nearest', 'probabilistic-addmod', 'nearest', 'probabilistic-xorshift', 'nearest'];
+  if (bits.length !== problems.length) throw new Error('selfTestProblems: a rhs bit depth for every problem');
+  return problems.map((p, i) => ({ ...p, bitDepth: { lhs: 8, rhs: Math.min(rhsBits, bits[i]), rounding: rounding[i] } }));
+}
+
+function eightBitProblems(): GemmProblem[] {
   const filled = (rows: number, cols: number, v: number): Operand => ({
     data: new Uint8Array(rows * cols).fill(v),
     rows,
@@ -98,9 +111,9 @@ interface SelfTestResult {
   detail: string;
 }
 
-/** Runs every self-test problem through `run` and compares bit for bit with the reference. */
-export async function runSelfTest(run: (p: GemmProblem) => Promise<GemmResult>): Promise<SelfTestResult> {
-  const problems = selfTestProblems();
+/** Runs every self-test problem (those for a kernel reading `rhsBits`-bit rhs values) through `run` and compares bit for bit with the reference. */
+export async function runSelfTest(run: (p: GemmProblem) => Promise<GemmResult>, rhsBits = 8): Promise<SelfTestResult> {
+  const problems = selfTestProblems(rhsBits);
   for (let i = 0; i < problems.length; i++) {
     const p = problems[i];
     const shape = `${p.lhs.rows}x${p.rhs.cols}x${p.lhs.cols}`;

@@ -102,6 +102,13 @@ describe('verify never reports success after checking nothing', () => {
     expect(text).not.toMatch(/exact/);
     expect(text).toMatch(/^NOT VERIFIED: 2 of 2 kernels asked for did not run here: gemv, sgmat-64x64$/m);
   });
+  it('knows the WebGPU-only sgmat variants by id: the 4-bit rhs kernel and its emulated form (test/gpu/sgmat-u4.test.ts runs them)', async () => {
+    const report = await verifyDevice({ backend: 'cpu', kernels: ['sgmat-64x64-u4', 'sgmat-64x64-u4-emulated'] });
+    expect(report.rows.map((r) => [r.kernel, r.ran, r.detail])).toEqual([
+      ['sgmat-64x64-u4', false, 'not run: a WebGPU kernel (verify it with backend "webgpu")'],
+      ['sgmat-64x64-u4-emulated', false, 'not run: a WebGPU kernel (verify it with backend "webgpu")'],
+    ]);
+  });
   it('cpu-wasm-relaxed where the runtime has no relaxed SIMD is a row that did not run', async () => {
     const report = await verifyDevice({ backend: 'cpu', kernels: ['cpu-wasm-relaxed'] });
     if (report.device.includes('relaxed-simd')) {

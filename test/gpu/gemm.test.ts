@@ -15,6 +15,7 @@ import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { adapterCaps } from '../../src/gpu/caps.ts';
 import { describeAdapter } from '../../src/gpu/adapter.ts';
 import { dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
+import { splitKKernel } from '../../src/kernels/splitk/kernel.ts';
 import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import { getPipeline } from '../../src/gpu/pipelines.ts';
 import { withDevice } from '../../src/gpu/scopes.ts';
@@ -192,6 +193,25 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
     expect(warnings).toHaveLength(1);
     s.destroy();
     again.destroy();
+  });
+  it.skipIf(!gpu?.hasDot4)('a kernel reading a 4-bit rhs (two per byte) is self-tested over 4-bit problems', async () => {
+    // Split-K u4 recording no dispatch, under another name (what sgmat-64x64-u4 is to a GPU with tensor
+    // cores): it cannot run the 8-bit problems, so the self-test must give it the 4-bit ones, and they fail.
+    const nibbles: GpuGemmKernel = {
+      ...splitKKernel(4),
+      id: 'test-broken-u4',
+      needsSelfTest: true,
+      prepare: async () => ({ encode: () => {} }),
+    };
+    const warnings: string[] = [];
+    const s = scheduler([nibbles, ...GPU_KERNELS], 'test-broken-u4', warnings);
+    const q = { ...p, bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } };
+    const { result, kernel } = await s.gemm(q);
+    expect(diffResults(result, referenceGemm(q))).toBeNull();
+    expect(kernel).not.toBe('test-broken-u4');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/test-broken-u4 failed its exactness self-test .*\(problem 0 \(67x45x97\): \d+ of 3015 elements differ/);
+    s.destroy();
   });
   it('a kernel whose shader the driver rejects is disabled the same way, with no uncaptured GPU error', async () => {
     const warnings: string[] = [];

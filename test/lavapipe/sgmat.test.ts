@@ -5,8 +5,9 @@
 // kernel (the adapter's best configuration, u8) and the same source at the i8 configuration over the
 // fixed exactness suite of src/verify.ts (the self-test problems and a sweep of every type, order,
 // zero-point form and stage kind, shapes of several tiles and k steps), the context's self-test gate,
-// lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), and a
-// conv layer (patches packed in the pass).
+// lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), a
+// conv layer (patches packed in the pass), and the '-u4' variant (a 4-bit rhs read two values per byte,
+// unpacked into the staging) at u8 or i8 (a seeded one) over 4-bit problems at tile edges.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
@@ -19,9 +20,10 @@ import {
   sgmatTilings,
   tilingId,
 } from '../../src/kernels/sgmat/config.ts';
-import { SGMAT_SPLITK_ID, sgmatKernel, sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
+import { SGMAT_SPLITK_ID, sgmatKernel, sgmatSource, sgmatSourceU4, sgmatU4Kernel, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
+import { nibbleProblems } from '../support/nibble-problems.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from '../gpu/gpu-env.ts';
 
 // Pipelines compile slowly on software adapters (seconds each, more on a loaded machine).
@@ -56,6 +58,45 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
   it.each(variants)('%s: the exactness suite, 0 mismatches', async (_, kernel) => {
     // The 40000-deep problem runs in the gate below (16 slices on this adapter).
     const problems = verifyProblems().filter((p) => p.lhs.cols <= 10000);
+    const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
+    console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
+    expect(row.detail).toBe('');
+    expect(row.problems).toBe(problems.length);
+    expect(row.mismatches).toBe(0);
+  });
+
+  // The registry's '-u4' kernel as built, without its self-test gate (the gate's 40000-deep problem takes
+  // minutes here; test/gpu/gemm.test.ts checks that the gate gives such a kernel its 4-bit problems).
+  const u4 = (id: string, c: SgmatConfig) =>
+    sgmatVariant(
+      id,
+      (x) => (x.subgroupMatrix.some((y) => y.componentType === c.componentType) ? c : null),
+      sgmatSourceU4,
+      false,
+      undefined,
+      4,
+    );
+  // u8 and i8: a seeded one of the two in CI (QGEMM_SGMAT_SAMPLE, QGEMM_SGMAT_SEED as below; 'all' for both).
+  const both = [
+    ['u8 -> u32', u4('sgmat-64x64-u4-u8', { ...i8, componentType: 'u8' })],
+    ['i8 -> i32', u4('sgmat-64x64-u4-i8', i8)],
+  ] as const;
+  const nibbles = (process.env.QGEMM_SGMAT_SAMPLE ?? '1') === 'all' ? both : [both[Number(process.env.QGEMM_SGMAT_SEED ?? 34) % 2]];
+  it('the registry kernel sgmat-64x64-u4 runs here, at u8 8x8x8', () => {
+    expect(
+      sgmatU4Kernel().supports(caps, {
+        M: 256,
+        N: 256,
+        K: 256,
+        dstType: 'int32',
+        dstOrder: 'row-major',
+        bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' },
+      }),
+    ).toBe(true);
+    expect(sgmatU4Kernel().rhsPackFormat).toBe('u4k8-r64');
+  });
+  it.each(nibbles)("sgmat-64x64-u4 at %s: 4-bit rhs at tile edges and the suite's 4-bit problems, 0 mismatches", async (_, kernel) => {
+    const problems = [...nibbleProblems(4, 340), ...verifyProblems().filter((p) => (p.bitDepth?.rhs ?? 8) <= 4)];
     const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
     console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
     expect(row.detail).toBe('');

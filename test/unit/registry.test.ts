@@ -107,6 +107,32 @@ describe('selectGemmKernel', () => {
     expect(() => selectGemmKernel(sg, shape(1, 64, 64), { force: 'gemv-u4' })).toThrow(InputError);
     expect(() => selectGemmKernel(sg, b4(1), { force: 'gemv-u4', rhsPackFormat: 'u8k4-r64' })).toThrow(InputError);
   });
+  it('4-bit rhs on the tensor cores: sgmat-64x64-u4 where an 8-bit rhs gets tiles, unless disabled by its self-test', () => {
+    const b4 = (M: number, N = 4096, K = 4096) => ({ ...shape(M, N, K), bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } });
+    const h100 = h100Caps();
+    expect(selectGemmKernel(h100, b4(129)).id).toBe('sgmat-64x64-u4');
+    expect(selectGemmKernel(h100, b4(4096), { rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
+    expect(selectGemmKernel(h100, b4(129)).rhsPackFormat).toBe('u4k8-r64');
+    // The bench's 128x11008x11008: tiles, as for 8 bits (2.70 ms split-K u4 against 0.42 ms sgmat-64x64 on the H100).
+    expect(selectGemmKernel(h100, shape(128, 11008, 11008)).id).toBe('sgmat-64x64');
+    expect(selectGemmKernel(h100, b4(128, 11008, 11008)).id).toBe('sgmat-64x64-u4');
+    expect(selectGemmKernel(h100, b4(128, 11008, 11008), { rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
+    // Where split-K pays (few tiles, deep K), M <= 4, or N <= 32: the nibble gemv and split-K kernels, or the 32-tiles.
+    expect(selectGemmKernel(h100, shape(128, 4096, 4096)).id).toBe('splitk-32x32');
+    expect(selectGemmKernel(h100, b4(128)).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(h100, b4(32, 11008, 11008)).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(h100, b4(1)).id).toBe('gemv-u4');
+    expect(selectGemmKernel(h100, b4(512, 32)).id).toBe('dot4-32x32');
+    expect(selectGemmKernel(h100, b4(512, 32), { rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    // A failed self-test: the 8-bit tensor-core kernel (8-bit lanes), or split-K u4 for a nibble-prepacked rhs.
+    const disabled = new Set(['sgmat-64x64-u4']);
+    expect(selectGemmKernel(h100, b4(512), { disabled }).id).toBe('sgmat-64x64');
+    expect(selectGemmKernel(h100, b4(512), { disabled, rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    // Without subgroup matrices, or with an 8-bit rhs, the choices of before.
+    expect(selectGemmKernel(caps({ subgroups: true }), b4(512)).id).toBe('dot4-128x128');
+    expect(selectGemmKernel(h100, shape(512, 4096, 4096)).id).toBe('sgmat-64x64');
+    expect(() => selectGemmKernel(h100, shape(512, 4096, 4096), { force: 'sgmat-64x64-u4' })).toThrow(/cannot run/);
+  });
 });
 
 describe('selectCpuKernel', () => {

@@ -7,7 +7,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { namedEntries, uniformLayout } from '../../src/gpu/reflect.ts';
-import { sgmatDeclarations, sgmatKernel, sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
+import { sgmatDeclarations, sgmatKernel, sgmatSource, sgmatSourceU4, sgmatU4Kernel, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import {
   bestConfig,
   configConstants,
@@ -21,6 +21,8 @@ import {
 import { splitDeclarations } from '../../src/kernels/sgmat/split-k.ts';
 import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
+import rhs from '../../src/kernels/sgmat/sgmat-rhs.wgsl?raw';
+import rhsU4 from '../../src/kernels/sgmat/sgmat-rhs-u4.wgsl?raw';
 import { h100Caps } from '../support/caps.ts';
 
 describe('sgmat-64x64 source', () => {
@@ -98,6 +100,26 @@ describe('sgmat-64x64 source', () => {
     expect(() =>
       emulateSubgroupMatrix(sgmatSource(config).replace('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
     ).toThrow(/fragment stores to the staging buffer/);
+  });
+  it('the -u4 variant composes the nibble staging in place of the 8-bit one, reads u4k8-r64, and runs 4-bit rhs only', () => {
+    const config = EMULATED_CONFIGS[0];
+    const u4 = sgmatSourceU4(config);
+    expect(u4).toContain(rhsU4);
+    expect(u4).not.toContain(rhs);
+    expect(sgmatSource(config)).toContain(rhs);
+    expect(u4.replace(rhsU4, rhs)).toBe(sgmatSource(config));
+    for (const piece of [rhs, rhsU4]) expect(piece).not.toContain('${');
+    expect(emulateSubgroupMatrix(u4)).toContain('(v[j] >> 4u) & 0x0f0f0f0fu');
+    const k = sgmatU4Kernel();
+    expect([k.id, k.packFormat, k.rhsPackFormat, k.needsSelfTest]).toEqual(['sgmat-64x64-u4', 'u8k4-r64', 'u4k8-r64', true]);
+    const shape = { M: 512, N: 512, K: 512, dstType: 'int32' as const, dstOrder: 'row-major' as const };
+    expect(k.supports(h100Caps(), shape)).toBe(false);
+    expect(k.supports(h100Caps(), { ...shape, bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' } })).toBe(true);
+    expect(k.supports(h100Caps({ subgroupMatrix: [] }), { ...shape, bitDepth: { lhs: 8, rhs: 3, rounding: 'nearest' } })).toBe(false);
+    // Nibble rows are padded to 64: a 128 side would read past them.
+    const wide = { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 } as const;
+    expect(() => sgmatVariant('x-u4', () => config, sgmatSourceU4, false, wide, 4)).toThrow(/padded to 64/);
+    expect(sgmatU4Kernel({ ...wide, tileM: 64 }).id).toBe('sgmat-64x64-w4x2-k64-b2-u4');
   });
   it('the split-K form: its own slice uniform and workspace, the raw sums to the workspace instead of the epilogue', () => {
     const config = EMULATED_CONFIGS[0];

@@ -14,7 +14,7 @@
 
 import { configLabel, DEFAULT_TILING, type SgmatConfig, type SgmatTiling, tilingId, tilingProblem } from './config.ts';
 import emulation from './emulation.wgsl?raw';
-import { sgmatSource, sgmatVariant } from './kernel.ts';
+import { type SgmatRhsBits, sgmatSource, sgmatSourceU4, sgmatVariant } from './kernel.ts';
 import type { GpuGemmKernel } from '../types.ts';
 
 /** One textual rule: a pattern (global), what replaces it, and what it does. */
@@ -70,18 +70,20 @@ export const EMULATED_CONFIGS: readonly SgmatConfig[] = [
 
 /**
  * The emulated kernel 'sgmat-64x64-emulated' at configuration c (at another tiling t:
- * `${tilingId(t)}-emulated`). `source` gives another kernel text to rewrite (the mutation test plants bugs
- * there), under another `id` (pipelines are cached by id). Runs on any adapter with the workgroup memory
- * and size.
+ * `${tilingId(t)}-emulated`; with rhsBits 4, the nibble-rhs variant 'sgmat-64x64-u4-emulated'). `source`
+ * gives another kernel text to rewrite (the mutation test plants bugs there), under another `id`
+ * (pipelines are cached by id). Runs on any adapter with the workgroup memory and size.
  */
 export function sgmatEmulatedKernel(
   c: SgmatConfig,
-  opts: { source?: (c: SgmatConfig, t: SgmatTiling) => string; id?: string; tiling?: SgmatTiling } = {},
+  opts: { source?: (c: SgmatConfig, t: SgmatTiling) => string; id?: string; tiling?: SgmatTiling; rhsBits?: SgmatRhsBits } = {},
 ): GpuGemmKernel {
-  const source = opts.source ?? sgmatSource;
+  const rhsBits = opts.rhsBits ?? 8;
+  const source = opts.source ?? (rhsBits === 4 ? sgmatSourceU4 : sgmatSource);
   const tiling = opts.tiling ?? DEFAULT_TILING;
   const fits = (caps: Parameters<GpuGemmKernel['supports']>[0]) => (tilingProblem(c, tiling, caps.limits) ? null : c);
-  return sgmatVariant(opts.id ?? `${tilingId(tiling)}-emulated`, fits, (x, t) => emulateSubgroupMatrix(source(x, t)), false, tiling);
+  const id = opts.id ?? `${tilingId(tiling)}${rhsBits === 4 ? '-u4' : ''}-emulated`;
+  return sgmatVariant(id, fits, (x, t) => emulateSubgroupMatrix(source(x, t)), false, tiling, rhsBits);
 }
 
 export { configLabel };

@@ -11,6 +11,11 @@
 // it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables
 // the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 // A split-K tiling (./config.ts splitK) runs as two passes instead (./split-k.ts): 'sgmat-64x64-sk'.
+//
+// The '-u4' variants ('sgmat-64x64-u4') read a 4-bit rhs stored two values per byte ('u4k8-r64') and
+// unpack it into the same 8-bit staging (./sgmat-rhs-u4.wgsl in place of ./sgmat-rhs.wgsl): half the
+// rhs bytes per k step, the same fragments, sums and epilogue. They run the 64 x 64 tilings only (the
+// packed nibble rows are padded to 64; a 128 side would need a 'u4k8-r128' format, not built).
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -34,16 +39,26 @@ import {
 import direct from './sgmat-direct.wgsl?raw';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
+import rhsStaging from './sgmat-rhs.wgsl?raw';
+import rhsStagingU4 from './sgmat-rhs-u4.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
 import { sgmatSplitKernel, splitForm } from './split-k.ts';
 
+/** The bits of the rhs values a variant reads: 8 (one per byte) or 4 (two per byte, the '-u4' variants). */
+export type SgmatRhsBits = 8 | 4;
+
 /**
  * The kernel's full source for configuration c and tiling t: directives, generated constants, libraries,
- * declarations, the one-pass or the split-K form (./sgmat-direct.wgsl, ./sgmat-split.wgsl), kernel.
+ * declarations, the one-pass or the split-K form (./sgmat-direct.wgsl, ./sgmat-split.wgsl), the rhs
+ * staging (8-bit rows, or nibble rows where rhsBits is 4), kernel.
  */
-export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING): string {
-  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, isSplitK(t) ? splitForm : direct, sgmat].join('\n');
+export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, rhsBits: SgmatRhsBits = 8): string {
+  const rhs = rhsBits === 4 ? rhsStagingU4 : rhsStaging;
+  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, isSplitK(t) ? splitForm : direct, rhs, sgmat].join('\n');
 }
+
+/** The source of the '-u4' variant: nibble rhs rows unpacked into the staging. */
+export const sgmatSourceU4 = (c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING) => sgmatSource(c, t, 4);
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
 export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings].join('\n');
 
@@ -63,7 +78,8 @@ type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
 
 /**
  * A subgroup-matrix kernel: `id`, how its configuration is chosen, and how its source is made from a
- * configuration (the real one here; ./emulation.ts rewrites it).
+ * configuration (the real one here; ./emulation.ts rewrites it). `rhsBits` 4: a rhs of at most 4 bits
+ * read as 'u4k8-r64' (the source must compose ./sgmat-rhs-u4.wgsl: sgmatSourceU4), 64 x 64 tilings only.
  */
 export function sgmatVariant(
   id: string,
@@ -71,7 +87,11 @@ export function sgmatVariant(
   source: (c: SgmatConfig, t: SgmatTiling) => string,
   needsSelfTest: boolean,
   tiling: SgmatTiling = DEFAULT_TILING,
+  rhsBits: SgmatRhsBits = 8,
 ): GpuGemmKernel {
+  if (rhsBits === 4 && tilingFormat(tiling) !== 'u8k4-r64')
+    throw new Error(`${id}: 4-bit rhs rows are padded to 64, and this tiling has a 128 side`);
+  if (rhsBits === 4 && isSplitK(tiling)) throw new Error(`${id}: the split-K form reads 8-bit rhs rows only`);
   // A configuration the tiling cannot run (fragments per subgroup, invocations, workgroup memory) is none.
   const usable: ConfigChoice = (caps) => {
     const c = choose(caps);
@@ -97,11 +117,13 @@ export function sgmatVariant(
     tileM: tiling.tileM,
     tileN: tiling.tileN,
     format: tilingFormat(tiling),
-    supports: (caps) => usable(caps) !== null,
+    supports: (caps, shape) => usable(caps) !== null && (rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
   });
   const format = PACK_FORMATS[base.packFormat];
+  const rhsFormat = PACK_FORMATS[rhsBits === 4 ? 'u4k8-r64' : base.packFormat];
   return {
     ...base,
+    ...(rhsBits === 4 ? { rhsPackFormat: rhsFormat.id } : {}),
     prepare: async (device, caps, stageKinds) => {
       const c = usable(caps);
       if (!c) throw new Error(`${id}: no usable subgroup-matrix configuration on this adapter`);
@@ -112,7 +134,7 @@ export function sgmatVariant(
         overrides: epilogueOverrides(stageKinds),
         reflect: [sgmatDeclarations, epilogueLibrary],
       });
-      return { encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat: format }) };
+      return { encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat }) };
     },
     ...(needsSelfTest ? { needsSelfTest: true } : {}),
   };
@@ -134,4 +156,16 @@ export const sgmatSplitKKernel: GpuGemmKernel = sgmatVariant(SGMAT_SPLITK_ID, be
  */
 export function sgmatTiledKernel(t: SgmatTiling): GpuGemmKernel {
   return sgmatVariant(tilingId(t), bestConfig, sgmatSource, true, t);
+}
+
+export const SGMAT_U4_ID = 'sgmat-64x64-u4';
+export type SgmatU4Id = typeof SGMAT_U4_ID;
+
+/**
+ * The '-u4' kernel at a 64 x 64 tiling t (default: the registry's 'sgmat-64x64-u4'): a rhs of at most
+ * 4 bits read two values per byte, the adapter's best configuration, real builtins, self-tested on the
+ * device before its first use (over the self-test's 4-bit problems).
+ */
+export function sgmatU4Kernel(t: SgmatTiling = DEFAULT_TILING): GpuGemmKernel {
+  return sgmatVariant(`${tilingId(t)}-u4`, bestConfig, sgmatSourceU4, true, t, 4);
 }

@@ -20,8 +20,10 @@
 // (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations, which hand 4 x 4 blocks to
 // sgmatStore. Which tile and which k steps a workgroup computes (sgmatWork), and where its sums go
 // (sgmatStore), come from one of two files composed beside this one: sgmat-direct.wgsl (the whole depth,
-// the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw sums to the split-K workspace). The
-// enable directives are in sgmat-enable.wgsl, composed first; the declarations in sgmat-bindings.wgsl.
+// the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw sums to the split-K workspace). The rhs
+// half of the staging (RHS_LOADS pieces per k step, rhsLoad, rhsStore) comes from sgmat-rhs.wgsl for
+// 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per byte ('-u4'). The enable directives are in
+// sgmat-enable.wgsl, composed first; the declarations in sgmat-bindings.wgsl.
 
 const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
 const SUB_M: u32 = TILE_M / SG_ROWS;      // a subgroup's block of the tile
@@ -30,9 +32,8 @@ const FRAGS_M: u32 = SUB_M / FRAG_M;      // fragments of a subgroup's block
 const FRAGS_N: u32 = SUB_N / FRAG_N;
 const PIECES: u32 = KSTEP / 16u;          // 16-byte pieces of a staged row per k step
 const PIECES_A: u32 = TILE_M * PIECES;    // pieces of the lhs tile per k step
-const PIECES_B: u32 = TILE_N * PIECES;
 const LOADS_A: u32 = (PIECES_A + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE; // per invocation and step
-const LOADS_B: u32 = (PIECES_B + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+const LOADS_B: u32 = (RHS_LOADS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 const OUT_ROWS: u32 = OUT_BANDS * SUB_M;  // result rows per pass through `stage`
 const OUT_BLOCKS: u32 = OUT_ROWS * TILE_N / 16u; // 4 x 4 blocks per pass
 const OUT_LOADS: u32 = (OUT_BLOCKS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
@@ -60,9 +61,9 @@ fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, LOA
     }
   }
   for (var i = 0u; i < LOADS_B; i++) {
-    let index = t + i * WORKGROUP_SIZE;
-    if (index < PIECES_B) {
-      v[LOADS_A + i] = piece(false, colBase + index / PIECES, kt, index % PIECES, rowVec4s);
+    let index = t + i * WORKGROUP_SIZE; // RHS_LOADS: TILE_N rows x their 16-byte loads
+    if (index < RHS_LOADS) {
+      v[LOADS_A + i] = rhsLoad(colBase, index, kt, rowVec4s);
     }
   }
   return v;
@@ -85,11 +86,8 @@ fn storeStep(t: u32, buffer: u32, v: array<vec4<u32>, LOADS_A + LOADS_B>) {
   }
   for (var i = 0u; i < LOADS_B; i++) {
     let index = t + i * WORKGROUP_SIZE;
-    if (index < PIECES_B) {
-      let word = buffer * BUFFER_WORDS + LHS_WORDS + (index / PIECES) * ROW_WORDS + (index % PIECES) * 4u;
-      for (var j = 0u; j < 4u; j++) {
-        stage[word + j] = stageWord(v[LOADS_A + i][j]);
-      }
+    if (index < RHS_LOADS) {
+      rhsStore(buffer * BUFFER_WORDS + LHS_WORDS, index, v[LOADS_A + i]);
     }
   }
 }
