@@ -37,7 +37,7 @@ import {
   STANDARD_ICD_DIR,
   stderrLines,
 } from './chrome-probe/attempts.mjs';
-import { prepareLaunch } from './chrome-probe/setup.mjs';
+import { libraryPath, prepareLaunch } from './chrome-probe/setup.mjs';
 import { connectPipe, evaluate, openPage, poll } from './chrome-probe/cdp.mjs';
 
 const USAGE =
@@ -85,14 +85,6 @@ function parseArgs(argv) {
 }
 
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
-
-/** The payload's library folders first on LD_LIBRARY_PATH, the NVIDIA driver's own folders last (as the payload's wrapper). */
-function libraryPath(prefix) {
-  const own = prefix ? ['lib', 'usr/lib/x86_64-linux-gnu'].map((d) => join(prefix, d)) : [];
-  const driver = ['/usr/local/nvidia/lib64', '/usr/local/nvidia/lib'];
-  const inherited = process.env.LD_LIBRARY_PATH ? [process.env.LD_LIBRARY_PATH] : [];
-  return [...own.filter((d) => existsSync(d)), ...inherited, ...(prefix ? driver.filter((d) => existsSync(d)) : [])].join(':');
-}
 
 /** The page's adapter, asked with requestAdapter(options): the attempt's launch plan's adapterOptions. */
 function adapterQuery(options) {

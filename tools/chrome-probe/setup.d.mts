@@ -8,6 +8,7 @@ export interface PreparedLaunch {
   cleanup(): void;
 }
 
+export function libraryPath(prefix: string, inherited?: string): string;
 export function installIcd(icd: string, dir: string): () => void;
 export function startXvfb(
   prefix: string,

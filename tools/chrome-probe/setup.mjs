@@ -12,6 +12,20 @@ import { COPIED_ICD_NAME, runAsCommand } from './attempts.mjs';
 
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
+/**
+ * LD_LIBRARY_PATH for a process of the payload (prefix: the unpacked payload, '' for none): its library
+ * folders first, the inherited value, the NVIDIA driver's own folders last (as the payload's chromium wrapper).
+ */
+export function libraryPath(prefix, inherited = process.env.LD_LIBRARY_PATH) {
+  const own = prefix ? ['lib', 'usr/lib/x86_64-linux-gnu'].map((d) => join(prefix, d)) : [];
+  const driver = ['/usr/local/nvidia/lib64', '/usr/local/nvidia/lib'];
+  return [
+    ...own.filter((d) => existsSync(d)),
+    ...(inherited ? [inherited] : []),
+    ...(prefix ? driver.filter((d) => existsSync(d)) : []),
+  ].join(':');
+}
+
 /** Copies the ICD manifest into dir, its library path made absolute where it was relative; returns a cleanup. */
 export function installIcd(icd, dir) {
   const target = join(dir, COPIED_ICD_NAME);
@@ -40,7 +54,9 @@ export async function startXvfb(prefix, env) {
   const n = 90 + Math.floor(Math.random() * 9);
   const xkbdir = prefix ? join(prefix, 'usr/share/X11/xkb') : '';
   const args = [`:${n}`, '-screen', '0', '1280x1024x24', '-nolisten', 'tcp', ...(xkbdir && existsSync(xkbdir) ? ['-xkbdir', xkbdir] : [])];
-  const child = spawn(xvfb, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The carried Xvfb needs the payload's libraries (libXfont2 and others), which Chrome's wrapper adds for Chrome alone.
+  const ld = libraryPath(prefix, env.LD_LIBRARY_PATH);
+  const child = spawn(xvfb, args, { env: { ...env, ...(ld ? { LD_LIBRARY_PATH: ld } : {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stdout.on('data', (d) => (log += d));
   child.stderr.on('data', (d) => (log += d));
