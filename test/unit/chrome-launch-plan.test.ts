@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { attemptArgs, attemptById, launchPlan, runAsCommand, type LaunchMachine } from '../../tools/chrome-probe/attempts.mjs';
-import { prepareLaunch, runAsWrapper } from '../../tools/chrome-probe/setup.mjs';
+import { libraryPath, prepareLaunch, runAsWrapper } from '../../tools/chrome-probe/setup.mjs';
 import { hardwarePlan } from '../../tools/chromium.ts';
 
 const ICD = '/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json';
@@ -111,6 +111,15 @@ describe('carrying out a plan (tools/chrome-probe/setup.mjs)', () => {
     expect(setup.notes).toEqual([`ICD copied to ${icdDir}/qgemm-probe-icd.json`]);
     setup.cleanup();
     expect(existsSync(join(t, 'share'))).toBe(false);
+  });
+
+  it("puts the payload's library folders first on LD_LIBRARY_PATH (the carried Xvfb needs them), the inherited value after", () => {
+    const p = temp();
+    mkdirSync(join(p, 'lib'));
+    mkdirSync(join(p, 'usr/lib/x86_64-linux-gnu'), { recursive: true });
+    const driver = ['/usr/local/nvidia/lib64', '/usr/local/nvidia/lib'].filter((d) => existsSync(d));
+    expect(libraryPath(p, '/opt/x')).toBe([join(p, 'lib'), join(p, 'usr/lib/x86_64-linux-gnu'), '/opt/x', ...driver].join(':'));
+    expect(libraryPath('', '/opt/x')).toBe('/opt/x');
   });
 
   it("writes the uid wrapper puppeteer-core starts: it execs setpriv, Chrome's arguments passed on", () => {
