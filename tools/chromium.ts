@@ -178,15 +178,15 @@ export function hardwareFlags(attempt?: string): string[] {
 
 /**
  * The launch plan of the hardware profile's attempt (launchPlan in tools/chrome-probe/attempts.mjs), on
- * this machine: the ICD is VK_ICD_FILENAMES where set, else NVIDIA's where present, else none (the
- * loader's own search); the EGL vendor file likewise; the ICD folder QGEMM_CHROME_ICD_DIR (a rehearsal)
+ * this machine: the ICD is VK_ICD_FILENAMES or VK_DRIVER_FILES where set, else NVIDIA's where present,
+ * else none (the loader's own search); the EGL vendor file likewise; the ICD folder QGEMM_CHROME_ICD_DIR (a rehearsal)
  * or the loader's standard one; HOME the profile folder.
  */
 export function hardwarePlan(attempt: string | undefined, userDataDir: string): LaunchPlan {
   const env = process.env;
   return launchPlan(hardwareAttempt(attempt), {
     uid: process.getuid?.(),
-    icd: env.VK_ICD_FILENAMES || (existsSync(NVIDIA_ICD) ? NVIDIA_ICD : ''),
+    icd: env.VK_ICD_FILENAMES || env.VK_DRIVER_FILES || (existsSync(NVIDIA_ICD) ? NVIDIA_ICD : ''),
     eglVendor: env.__EGL_VENDOR_LIBRARY_FILENAMES || (existsSync(NVIDIA_EGL_VENDOR) ? NVIDIA_EGL_VENDOR : ''),
     icdDir: env.QGEMM_CHROME_ICD_DIR ? resolve(env.QGEMM_CHROME_ICD_DIR) : STANDARD_ICD_DIR,
     home: userDataDir,

@@ -132,7 +132,7 @@ describe('carrying out a plan (tools/chrome-probe/setup.mjs)', () => {
 });
 
 describe("the launcher's machine (tools/chromium.ts hardwarePlan)", () => {
-  const names = ['VK_ICD_FILENAMES', '__EGL_VENDOR_LIBRARY_FILENAMES', 'QGEMM_CHROME_ICD_DIR', 'QGEMM_CHROME_ATTEMPT'];
+  const names = ['VK_ICD_FILENAMES', 'VK_DRIVER_FILES', '__EGL_VENDOR_LIBRARY_FILENAMES', 'QGEMM_CHROME_ICD_DIR', 'QGEMM_CHROME_ATTEMPT'];
   const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
   beforeEach(() => {
     for (const n of names) delete process.env[n];
@@ -155,6 +155,9 @@ describe("the launcher's machine (tools/chromium.ts hardwarePlan)", () => {
     });
     process.env.QGEMM_CHROME_ICD_DIR = '/tmp/r/vulkan/icd.d';
     expect(hardwarePlan('C', '/tmp/p').copyIcd).toEqual({ from: '/x/icd.json', dir: '/tmp/r/vulkan/icd.d' });
+    delete process.env.VK_ICD_FILENAMES;
+    process.env.VK_DRIVER_FILES = '/y/icd.json';
+    expect(hardwarePlan('A', '/tmp/p').env.VK_ICD_FILENAMES).toBe('/y/icd.json');
     expect(() => hardwarePlan('Z', '/tmp/p')).toThrow('QGEMM_CHROME_ATTEMPT: "Z" is not one of A, B, C, D, E, F');
   });
 });
