@@ -17,10 +17,10 @@
 // without a GPU, with --icd pointing at SwiftShader's ICD).
 
 import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   ATTEMPTS,
   attemptArgs,
@@ -29,12 +29,15 @@ import {
   describeAdapter,
   gpuPageLines,
   isHardwareAdapter,
+  launchPlan,
   NVIDIA_EGL_VENDOR,
   NVIDIA_ICD,
+  runAsCommand,
   runAttempts,
   STANDARD_ICD_DIR,
   stderrLines,
 } from './chrome-probe/attempts.mjs';
+import { libraryPath, prepareLaunch } from './chrome-probe/setup.mjs';
 import { connectPipe, evaluate, openPage, poll } from './chrome-probe/cdp.mjs';
 
 const USAGE =
@@ -83,66 +86,13 @@ function parseArgs(argv) {
 
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
-/** The payload's library folders first on LD_LIBRARY_PATH, the NVIDIA driver's own folders last (as the payload's wrapper). */
-function libraryPath(prefix) {
-  const own = prefix ? ['lib', 'usr/lib/x86_64-linux-gnu'].map((d) => join(prefix, d)) : [];
-  const driver = ['/usr/local/nvidia/lib64', '/usr/local/nvidia/lib'];
-  const inherited = process.env.LD_LIBRARY_PATH ? [process.env.LD_LIBRARY_PATH] : [];
-  return [...own.filter((d) => existsSync(d)), ...inherited, ...(prefix ? driver.filter((d) => existsSync(d)) : [])].join(':');
-}
-
-/** Copies the ICD manifest into dir, its library path made absolute where it was relative; returns a cleanup. */
-function installIcd(icd, dir) {
-  const target = join(dir, 'qgemm-probe-icd.json');
-  const manifest = JSON.parse(readFileSync(icd, 'utf8'));
-  const lib = manifest.ICD?.library_path;
-  if (lib?.includes('/') && !lib.startsWith('/')) manifest.ICD.library_path = resolve(dirname(icd), lib);
-  // mkdirSync gives the topmost folder it made (undefined: none): the cleanup removes that, or the file alone.
-  const made = mkdirSync(dir, { recursive: true });
-  writeFileSync(target, JSON.stringify(manifest, null, 2));
-  return () => rmSync(made ?? target, { recursive: true, force: true });
-}
-
-/** Starts the payload's Xvfb on a free display; returns { display, stop, notes }. */
-async function startXvfb(prefix, env) {
-  const xvfb = prefix ? join(prefix, 'usr/bin/Xvfb') : '/usr/bin/Xvfb';
-  if (!existsSync(xvfb)) throw new Error(`no Xvfb at ${xvfb} (bench/chrome-pack.sh carries one)`);
-  const notes = [];
-  const cleanups = [];
-  // Xvfb runs xkbcomp from /usr/bin (compiled in): link the carried one there when there is none.
-  const xkbcomp = join(prefix, 'usr/bin/xkbcomp');
-  if (prefix && !existsSync('/usr/bin/xkbcomp') && existsSync(xkbcomp)) {
-    symlinkSync(xkbcomp, '/usr/bin/xkbcomp');
-    cleanups.push(() => rmSync('/usr/bin/xkbcomp', { force: true }));
-    notes.push(`linked /usr/bin/xkbcomp -> ${xkbcomp}`);
-  }
-  const n = 90 + Math.floor(Math.random() * 9);
-  const xkbdir = join(prefix, 'usr/share/X11/xkb');
-  const args = [`:${n}`, '-screen', '0', '1280x1024x24', '-nolisten', 'tcp', ...(prefix && existsSync(xkbdir) ? ['-xkbdir', xkbdir] : [])];
-  const child = spawn(xvfb, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  child.stdout.on('data', (d) => (log += d));
-  child.stderr.on('data', (d) => (log += d));
-  const socket = `/tmp/.X11-unix/X${n}`;
-  for (let i = 0; i < 40 && !existsSync(socket) && child.exitCode === null; i++) await sleep(250);
-  const stop = () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    for (const c of cleanups) c();
-  };
-  if (!existsSync(socket)) {
-    stop();
-    throw new Error(`Xvfb did not start: ${log.trim().split('\n').slice(-3).join(' / ')}`);
-  }
-  return { display: `:${n}`, stop, notes };
-}
-
-/** The page's adapter, asked with requestAdapter({ featureLevel }). */
-function adapterQuery(featureLevel) {
+/** The page's adapter, asked with requestAdapter(options): the attempt's launch plan's adapterOptions. */
+function adapterQuery(options) {
   return `(async () => {
     const gpu = navigator.gpu;
     if (!gpu) return { adapterError: 'navigator.gpu is missing' };
     let adapter;
-    try { adapter = await gpu.requestAdapter(${JSON.stringify(featureLevel === 'core' ? {} : { featureLevel })}); }
+    try { adapter = await gpu.requestAdapter(${JSON.stringify(options)}); }
     catch (e) { return { adapterError: String((e && e.message) || e) }; }
     if (!adapter) return { adapter: null };
     const info = adapter.info || {};
@@ -152,7 +102,7 @@ function adapterQuery(featureLevel) {
     return { adapter: {
       vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description,
       isFallbackAdapter: !!(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
-      featureLevel: info.featureLevel ?? ${JSON.stringify(featureLevel)},
+      featureLevel: info.featureLevel ?? ${JSON.stringify(options.featureLevel ?? 'core')},
       subgroupMinSize: info.subgroupMinSize, subgroupMaxSize: info.subgroupMaxSize,
       features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs: configs,
       wgslLanguageFeatures: [...gpu.wgslLanguageFeatures].map(String).sort(), limits } };
@@ -176,34 +126,29 @@ async function runAttempt(attempt, o, pageUrl, deadline) {
   let stderr = '';
   let child = null;
   try {
-    const env = { ...process.env, VK_LOADER_DEBUG: 'error,warn', HOME: profile, XDG_RUNTIME_DIR: profile };
-    delete env.VK_ICD_FILENAMES;
-    delete env.VK_DRIVER_FILES;
-    delete env.DISPLAY;
+    const plan = launchPlan(attempt, {
+      uid: process.getuid?.(),
+      icd: o.icd,
+      eglVendor: existsSync(o.eglVendor) ? o.eglVendor : '',
+      icdDir: resolve(o.icdDir),
+      home: profile,
+    });
+    const base = { ...process.env, VK_LOADER_DEBUG: 'error,warn' };
     const ld = libraryPath(o.prefix);
-    if (ld) env.LD_LIBRARY_PATH = ld;
-    if (attempt.icdEnv) env.VK_ICD_FILENAMES = o.icd;
-    if (attempt.eglVendor && existsSync(o.eglVendor)) env.__EGL_VENDOR_LIBRARY_FILENAMES = o.eglVendor;
-    if (attempt.copyIcd) {
-      cleanups.push(installIcd(o.icd, o.icdDir));
-      record.notes.push(`ICD copied to ${o.icdDir}/qgemm-probe-icd.json`);
-      // The loader reads the standard folder on its own; another folder only through XDG_DATA_DIRS (a rehearsal).
-      if (resolve(o.icdDir) !== STANDARD_ICD_DIR) env.XDG_DATA_DIRS = resolve(o.icdDir, '../..');
-    }
-    if (attempt.xvfb) {
-      const x = await startXvfb(o.prefix, env);
-      cleanups.push(x.stop);
-      record.notes.push(...x.notes);
-      env.DISPLAY = x.display;
-    }
+    if (ld) base.LD_LIBRARY_PATH = ld;
+    const setup = await prepareLaunch(plan, { env: base, prefix: o.prefix, profile });
+    cleanups.push(() => {
+      setup.cleanup();
+      record.notes.push(...setup.notes.filter((n) => n.startsWith('cleanup:')));
+    });
+    record.notes.push(...setup.notes);
+    const env = setup.env;
     let command = o.chrome;
     let args = [...record.args, `--user-data-dir=${profile}`, '--remote-debugging-pipe', 'about:blank'];
-    if (attempt.sandbox && process.getuid?.() === 0) {
-      // Chrome refuses to run as root with its sandbox on: run it as nobody.
-      chownSync(profile, 65534, 65534);
-      args = ['--reuid=65534', '--regid=65534', '--clear-groups', '--', command, ...args];
-      command = 'setpriv';
-      record.notes.push('run as uid 65534 (setpriv), so that the sandbox can start');
+    if (plan.runAs !== null) {
+      const [file, ...prefix] = runAsCommand(plan.runAs, command);
+      args = [...prefix, ...args];
+      command = file;
     }
     for (const k of ['VK_ICD_FILENAMES', '__EGL_VENDOR_LIBRARY_FILENAMES', 'DISPLAY', 'XDG_DATA_DIRS', 'VK_LOADER_DEBUG'])
       if (env[k]) record.env[k] = env[k];
@@ -224,7 +169,7 @@ async function runAttempt(attempt, o, pageUrl, deadline) {
       await poll(cdp, page, 'location.protocol + document.readyState', (v) => v === 'http:complete', 10_000);
       // A GPU process that hangs must not cost chrome://gpu's lines: requestAdapter() gets 25 s.
       const r = await Promise.race([
-        evaluate(cdp, page, adapterQuery(attempt.featureLevel)),
+        evaluate(cdp, page, adapterQuery(plan.adapterOptions)),
         sleep(25_000).then(() => ({ adapterError: 'requestAdapter() did not answer in 25 s' })),
       ]);
       record.adapter = r?.adapter ?? null;

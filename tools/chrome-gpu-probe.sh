@@ -6,7 +6,14 @@
 #   sh tools/chrome-gpu-probe.sh stage            keep this call's part(s); say which are still missing
 #   sh tools/chrome-gpu-probe.sh unpack           stage, then unpack (for the bench: CHROMIUM_PATH=/tmp/qgemm-chrome/root/chromium)
 #   sh tools/chrome-gpu-probe.sh run [OPTIONS]    stage, unpack, then the probe (OPTIONS go to it; results under $OUT)
-# Exit: 0 a hardware adapter (run) or done (stage, unpack); 1 no attempt gave one; 2 bad use; 3 parts missing.
+#   sh tools/chrome-gpu-probe.sh bench [BENCH]    stage, unpack, the probe (QGEMM_PROBE_BUDGET s, default 200; extra
+#                                                 options in QGEMM_PROBE_ARGS; log in $OUT/probe.log), then with the
+#                                                 attempt that gave a hardware adapter (A-F, tools/chromium.ts does
+#                                                 its setup) dist/node/bench.js BENCH on the carried Node
+# QGEMM_CHROME_ICD: the Vulkan ICD for the probe, Chrome and Dawn (default NVIDIA's). A carried .device/ort.tar.xz
+# (onnxruntime-node) is staged like a part and unpacked before the bench.
+# Exit: 0 a hardware adapter (run) or done (stage, unpack, bench: the bench's own); 1 no attempt gave one; 2 bad
+# use; 3 parts missing.
 set -u
 cd "$(dirname "$0")/.."
 base=${QGEMM_CHROME_BASE:-/tmp/qgemm-chrome}
@@ -14,10 +21,11 @@ parts=$base/parts
 root=$base/root
 mode=${1:-run}
 [ $# -gt 0 ] && shift
-case "$mode" in stage | unpack | run) ;; *) echo "usage: sh tools/chrome-gpu-probe.sh stage|unpack|run [probe options]" >&2; exit 2 ;; esac
+icd=${QGEMM_CHROME_ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+case "$mode" in stage | unpack | run | bench) ;; *) echo "usage: sh tools/chrome-gpu-probe.sh stage|unpack|run|bench [probe or bench options]" >&2; exit 2 ;; esac
 
 mkdir -p "$parts"
-for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz; do [ -f "$f" ] && cp "$f" "$parts/"; done
+for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz .device/ort.tar.xz; do [ -f "$f" ] && cp "$f" "$parts/"; done
 if [ ! -f "$parts/manifest.txt" ]; then
   echo "chrome-gpu-probe: no manifest: carry .chrome-pack/manifest.txt with each part (npm run bench:chrome-pack makes them)" >&2
   exit 3
@@ -58,4 +66,20 @@ if [ -d "$root/node_modules" ] && [ ! -e node_modules ]; then ln -s "$root/node_
 [ "$mode" = unpack ] && exit 0
 
 export QGEMM_CHROME_PREFIX="$root"
-"$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "${OUT:-chrome-probe-out}" "$@"
+out=${OUT:-chrome-probe-out}
+if [ "$mode" = run ]; then exec "$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" "$@"; fi
+
+# bench: the probe first, its log kept; then the bench with the attempt it found, or nothing.
+mkdir -p "$out"
+# shellcheck disable=SC2086
+"$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" --budget "${QGEMM_PROBE_BUDGET:-200}" ${QGEMM_PROBE_ARGS:-} > "$out/probe.log" 2>&1
+tail -12 "$out/probe.log"
+attempt=$(sed -n 's/^  "hardware": "\([A-F]\)",$/\1/p' "$out/chrome-gpu-probe.json" 2>/dev/null)
+if [ -z "$attempt" ]; then
+  echo "chrome-gpu-probe: no attempt gave a hardware adapter, so no bench in Chrome: the table above names each blocker ($out/chrome-gpu-probe.json)" >&2
+  exit 1
+fi
+if [ -f "$parts/ort.tar.xz" ]; then tar --keep-directory-symlink -xJf "$parts/ort.tar.xz" && echo "chrome-gpu-probe: onnxruntime-node unpacked"; fi
+export QGEMM_CHROME_ATTEMPT="$attempt" QGEMM_CHROMIUM_ADAPTER=hardware CHROMIUM_PATH="$root/chromium" VK_ICD_FILENAMES="$icd" VK_DRIVER_FILES="$icd"
+echo "chrome-gpu-probe: the bench, Chrome with attempt $attempt: dist/node/bench.js $*"
+exec "$root/bin/node" dist/node/bench.js "$@"

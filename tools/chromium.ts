@@ -2,16 +2,20 @@
 // the one place that knows how to start the system Chromium with WebGPU through puppeteer-core, and how
 // to serve pages so that `navigator.gpu` exists (a secure context: http://127.0.0.1, not file://).
 // Two flag profiles: 'swiftshader' (the software adapter; verified on this project's CPU-only machines)
-// and 'hardware' (a real GPU on a server with no display: the flags of an attempt of
-// tools/chrome-gpu-probe.mjs, by default A, the Colab recipe; not yet run on a GPU).
+// and 'hardware' (a real GPU on a server with no display: an attempt of tools/chrome-gpu-probe.mjs, A to
+// F, by default A, the Colab recipe, launched as the probe launches it: the same launch plan, from
+// tools/chrome-probe/attempts.mjs, carried out by tools/chrome-probe/setup.mjs; not yet run on a GPU).
 //
 // Stable API (the benchmark imports it too; extend, don't break):
 //   chromiumPath(): string | null
 //       CHROMIUM_PATH from the environment, else /usr/bin/chromium; null when that file is missing.
 //   chromiumArgs({ swiftshader, userDataDir, attempt? }): string[]
 //       The exact command-line flags launchChromium uses; WEBGPU_FLAGS: the WebGPU ones, each explained.
-//       The hardware profile takes the flags of the probe's attempt `attempt` (A, B or E; default: env
-//       QGEMM_CHROME_ATTEMPT, else A): hardwareFlags(attempt).
+//       The hardware profile takes the flags of the probe's attempt `attempt` (A to F; default: env
+//       QGEMM_CHROME_ATTEMPT, else A): hardwareFlags(attempt); --no-sandbox unless the attempt has the
+//       sandbox on (C).
+//   hardwarePlan(attempt, userDataDir): LaunchPlan
+//       What else launching with that attempt takes (env, ICD copy, uid, display, requestAdapter options).
 //   chromeProfile(swiftshader?): 'swiftshader' | 'hardware'
 //       env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware when set, else as wantSwiftShader (below).
 //   launchChromium({ swiftshader?, executablePath?, onConsole?, timeoutMs? }): Promise<Browser>
@@ -19,8 +23,16 @@
 //       browser.close() removes. swiftshader: true forces the SwiftShader adapter
 //       (--use-webgpu-adapter=swiftshader), false asks for the hardware adapter; undefined = auto
 //       (env QGEMM_CHROMIUM_ADAPTER=swiftshader|hardware, else hardware only when a GPU device node
-//       /dev/nvidia0 or /dev/dri/renderD* exists). onConsole receives the console messages and uncaught
-//       errors of every page of the browser. Throws ChromiumNotFoundError when there is no executable.
+//       /dev/nvidia0 or /dev/dri/renderD* exists). The hardware profile carries out the attempt's launch
+//       plan: C runs Chrome as uid 65534 (a setpriv wrapper) with the ICD copied to the loader's folder,
+//       D starts the carried Xvfb (QGEMM_CHROME_PREFIX) and Chrome not headless on it. onConsole receives
+//       the console messages and uncaught errors of every page of the browser. Throws
+//       ChromiumNotFoundError when there is no executable.
+//   openPage(browser): Promise<Page>
+//       A new page with the attempt's requestAdapter() options in place before any script (F: every
+//       requestAdapter() of the page asks for featureLevel 'compatibility').
+//   launchNotes(browser): string[]
+//       The attempt and what its launch did (ICD copy, uid, display), for the report.
 //   watchPage(page, onConsole?): PageLog
 //       Attaches to one page; returns { entries, errors } that fill as the page logs, and forwards to onConsole.
 //   serveStatic(rootDir, { isolated? }): Promise<{ url, close() }>
@@ -32,14 +44,23 @@
 //   INSTALL_HINT: the Debian command that provides chromium and SwiftShader.
 
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, normalize, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { attemptById, HARDWARE_FLAGS } from './chrome-probe/attempts.mjs';
+import {
+  ATTEMPTS,
+  attemptById,
+  HARDWARE_FLAGS,
+  type LaunchPlan,
+  launchPlan,
+  NVIDIA_EGL_VENDOR,
+  NVIDIA_ICD,
+  STANDARD_ICD_DIR,
+} from './chrome-probe/attempts.mjs';
+import { prepareLaunch, runAsWrapper } from './chrome-probe/setup.mjs';
 
 export type { Browser, Page } from 'puppeteer-core';
+export { type StaticServer, serveStatic } from './static-server.ts';
 
 /** Debian: chromium brings headless Chrome and SwiftShader; libvulkan1 the Vulkan loader Dawn needs. */
 export { INSTALL_HINT } from '../src/gpu/dawn.ts';
@@ -74,6 +95,8 @@ export interface LaunchOptions {
   onConsole?: (entry: ConsoleEntry) => void;
   /** Launch timeout; default 60 s (a cold start on a busy 2-core machine can take several seconds). */
   timeoutMs?: number;
+  /** The hardware profile's probe attempt, A to F; default env QGEMM_CHROME_ATTEMPT, else A. */
+  attempt?: string;
 }
 
 export function chromiumPath(): string | null {
@@ -135,16 +158,39 @@ export const WEBGPU_FLAGS = {
   hardware: ['--ignore-gpu-blocklist', ...HARDWARE_FLAGS],
 } as const;
 
-/** The probe attempts whose flags the hardware profile can take (headless ones that need no setup but environment variables). */
-export const HARDWARE_ATTEMPTS = ['A', 'B', 'E'] as const;
+/** The probe attempts the hardware profile can take: every one (tools/chrome-probe/attempts.mjs, A to F). */
+export const HARDWARE_ATTEMPTS: readonly string[] = ATTEMPTS.map((a) => a.id);
+
+/** The attempt `attempt` names (default: env QGEMM_CHROME_ATTEMPT, else A); a wrong name throws, named. */
+function hardwareAttempt(attempt: string = process.env.QGEMM_CHROME_ATTEMPT || 'A') {
+  const found = attemptById(attempt);
+  if (!found)
+    throw new Error(`QGEMM_CHROME_ATTEMPT: "${attempt}" is not one of ${HARDWARE_ATTEMPTS.join(', ')} (tools/chrome-probe/attempts.mjs)`);
+  return found;
+}
 
 /** The hardware profile's flags: WEBGPU_FLAGS.hardware (attempt A), or another attempt's (env QGEMM_CHROME_ATTEMPT). */
-export function hardwareFlags(attempt: string = process.env.QGEMM_CHROME_ATTEMPT || 'A'): string[] {
-  const id = attempt.toUpperCase();
-  if (!(HARDWARE_ATTEMPTS as readonly string[]).includes(id))
-    throw new Error(`QGEMM_CHROME_ATTEMPT: "${attempt}" is not one of ${HARDWARE_ATTEMPTS.join(', ')} (tools/chrome-probe/attempts.mjs)`);
-  if (id === 'A') return [...WEBGPU_FLAGS.hardware];
-  return ['--ignore-gpu-blocklist', ...(attemptById(id)?.flags ?? [])];
+export function hardwareFlags(attempt?: string): string[] {
+  const found = hardwareAttempt(attempt);
+  if (found.id === 'A') return [...WEBGPU_FLAGS.hardware];
+  return ['--ignore-gpu-blocklist', ...found.flags];
+}
+
+/**
+ * The launch plan of the hardware profile's attempt (launchPlan in tools/chrome-probe/attempts.mjs), on
+ * this machine: the ICD is VK_ICD_FILENAMES or VK_DRIVER_FILES where set, else NVIDIA's where present,
+ * else none (the loader's own search); the EGL vendor file likewise; the ICD folder QGEMM_CHROME_ICD_DIR (a rehearsal)
+ * or the loader's standard one; HOME the profile folder.
+ */
+export function hardwarePlan(attempt: string | undefined, userDataDir: string): LaunchPlan {
+  const env = process.env;
+  return launchPlan(hardwareAttempt(attempt), {
+    uid: process.getuid?.(),
+    icd: env.VK_ICD_FILENAMES || env.VK_DRIVER_FILES || (existsSync(NVIDIA_ICD) ? NVIDIA_ICD : ''),
+    eglVendor: env.__EGL_VENDOR_LIBRARY_FILENAMES || (existsSync(NVIDIA_EGL_VENDOR) ? NVIDIA_EGL_VENDOR : ''),
+    icdDir: env.QGEMM_CHROME_ICD_DIR ? resolve(env.QGEMM_CHROME_ICD_DIR) : STANDARD_ICD_DIR,
+    home: userDataDir,
+  });
 }
 
 export type ChromeProfile = 'swiftshader' | 'hardware';
@@ -158,8 +204,10 @@ export function chromeProfile(swiftshader?: boolean): ChromeProfile {
 }
 
 export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string; attempt?: string }): string[] {
+  // --no-sandbox: needed when running as root; the hardware attempt C keeps the sandbox (and runs as uid 65534).
+  const sandbox = !opts.swiftshader && hardwareAttempt(opts.attempt).sandbox;
   return [
-    '--no-sandbox', // needed when running as root
+    ...(sandbox ? [] : ['--no-sandbox']),
     ...WEBGPU_FLAGS.common,
     ...(opts.swiftshader ? WEBGPU_FLAGS.swiftshader : hardwareFlags(opts.attempt)),
     '--disable-background-networking',
@@ -169,6 +217,36 @@ export function chromiumArgs(opts: { swiftshader: boolean; userDataDir: string; 
     '--disable-quic',
     `--user-data-dir=${opts.userDataDir}`,
   ];
+}
+
+/** What launchChromium did for a hardware attempt: its plan, and notes for the report. */
+interface LaunchRecord {
+  plan: LaunchPlan;
+  notes: string[];
+}
+const launches = new WeakMap<Browser, LaunchRecord>();
+
+/** The attempt a browser was launched with and what its launch did; [] for SwiftShader. */
+export function launchNotes(browser: Browser): string[] {
+  return [...(launches.get(browser)?.notes ?? [])];
+}
+
+/**
+ * A new page of the browser, with the attempt's requestAdapter() options in place before any of its
+ * scripts runs: every navigator.gpu.requestAdapter(options) of the page gets them over its own (F:
+ * featureLevel 'compatibility', for qgemm, tfjs and onnxruntime-web alike). Other attempts: a plain page.
+ */
+export async function openPage(browser: Browser): Promise<Page> {
+  const page = await browser.newPage();
+  const extra = launches.get(browser)?.plan.adapterOptions ?? {};
+  if (Object.keys(extra).length)
+    await page.evaluateOnNewDocument((options: GPURequestAdapterOptions) => {
+      const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
+      if (!gpu) return;
+      const request = gpu.requestAdapter.bind(gpu);
+      gpu.requestAdapter = (own?: GPURequestAdapterOptions) => request({ ...own, ...options });
+    }, extra as GPURequestAdapterOptions);
+  return page;
 }
 
 export function watchPage(page: Page, onConsole?: (entry: ConsoleEntry) => void): PageLog {
@@ -194,19 +272,44 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser>
     );
   }
   const userDataDir = mkdtempSync(join(tmpdir(), 'qgemm-chromium-'));
-  const removeProfile = () => rmSync(userDataDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 });
+  const cleanups = [() => rmSync(userDataDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 })];
+  const removeProfile = () => {
+    for (const c of cleanups.splice(0).reverse()) c();
+  };
+  const swiftshader = wantSwiftShader(opts.swiftshader);
   let browser: Browser;
+  let launch: LaunchRecord | null = null;
   try {
+    let command = executablePath;
+    let headless = true;
+    let env: Record<string, string | undefined> | undefined;
+    if (!swiftshader) {
+      const attempt = hardwareAttempt(opts.attempt);
+      const plan = hardwarePlan(attempt.id, userDataDir);
+      const setup = await prepareLaunch(plan, { env: process.env, prefix: process.env.QGEMM_CHROME_PREFIX || '', profile: userDataDir });
+      cleanups.push(setup.cleanup);
+      launch = { plan, notes: [`attempt ${attempt.id}: ${attempt.title}`, ...setup.notes] };
+      env = setup.env;
+      headless = plan.headless;
+      if (plan.runAs !== null) {
+        // puppeteer-core takes one executable: a wrapper (outside the profile) that execs Chrome as that user.
+        const wrapperDir = mkdtempSync(join(tmpdir(), 'qgemm-chromium-run-'));
+        cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
+        command = runAsWrapper(plan.runAs, executablePath, wrapperDir);
+      }
+    }
     browser = await puppeteer.launch({
-      executablePath,
-      headless: true,
-      args: chromiumArgs({ swiftshader: wantSwiftShader(opts.swiftshader), userDataDir }),
+      executablePath: command,
+      headless,
+      ...(env ? { env } : {}),
+      args: chromiumArgs({ swiftshader, userDataDir, attempt: opts.attempt }),
       timeout: opts.timeoutMs ?? 60_000,
     });
   } catch (e) {
     removeProfile();
     throw e;
   }
+  if (launch) launches.set(browser, launch);
   if (opts.onConsole) {
     const onConsole = opts.onConsole;
     const watched = new WeakSet<Page>();
@@ -236,82 +339,6 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser>
     else removeProfile();
   });
   return browser;
-}
-
-const MIME: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.wasm': 'application/wasm',
-  '.wgsl': 'text/plain; charset=utf-8',
-  '.txt': 'text/plain; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-};
-
-export interface StaticServer {
-  /** http://127.0.0.1:PORT/ */
-  url: string;
-  close(): Promise<void>;
-}
-
-/** isolated: send COOP/COEP headers, so that pages are cross-origin isolated (SharedArrayBuffer, threads). */
-export async function serveStatic(rootDir: string, { isolated = false }: { isolated?: boolean } = {}): Promise<StaticServer> {
-  const root = resolve(rootDir);
-  const server: Server = createServer(async (req, res) => {
-    try {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405).end();
-        return;
-      }
-      let path = decodeURIComponent(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
-      let file = normalize(join(root, path));
-      if (file !== root && !file.startsWith(root + sep)) {
-        res.writeHead(403).end();
-        return;
-      }
-      if ((await stat(file).catch(() => null))?.isDirectory()) {
-        if (!path.endsWith('/')) {
-          res.writeHead(301, { Location: path + '/' }).end();
-          return;
-        }
-        file = join(file, 'index.html');
-        path += 'index.html';
-      }
-      const body = await readFile(file).catch(() => null);
-      if (!body) {
-        res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`not found: ${path}`);
-        return;
-      }
-      res.writeHead(200, {
-        'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
-        'Content-Length': body.length,
-        'Cache-Control': 'no-store',
-        ...(isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
-      });
-      res.end(req.method === 'HEAD' ? undefined : body);
-    } catch (e) {
-      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(String(e));
-    }
-  });
-  await new Promise<void>((ok, fail) => {
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => ok());
-  });
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('serveStatic: no TCP address');
-  return {
-    url: `http://127.0.0.1:${address.port}/`,
-    close: () =>
-      new Promise<void>((ok) => {
-        server.closeAllConnections();
-        server.close(() => ok());
-      }),
-  };
 }
 
 /** The adapter a loaded page sees (run in the page; needs a secure context). */

@@ -23,6 +23,8 @@ import {
   chromeProfile,
   chromiumArgs,
   launchChromium,
+  launchNotes,
+  openPage,
   serveStatic,
   type Browser,
   type ChromeProfile,
@@ -216,9 +218,10 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
       },
     });
     cleanups.push(() => browser.close());
+    for (const n of launchNotes(browser)) notes.push(`Chrome launch: ${n}`);
     const fullVersion = await browser.version();
     const version = fullVersion.replace(/^HeadlessChrome\//, '');
-    const page: Page = await browser.newPage();
+    const page: Page = await openPage(browser);
     await page.goto(server.url, { waitUntil: 'load' });
     await page.waitForFunction('window.__ready === true', { timeout: 60_000 });
     await page.evaluate(

@@ -91,15 +91,22 @@ describe('the hardware profile of tools/chromium.ts', () => {
     expect(software.some((f) => f.startsWith('--use-angle='))).toBe(false);
   });
 
-  it("takes another headless attempt's flags by name, and refuses the ones that need more than flags", () => {
+  it("takes every attempt's flags by name (A to F), and names a wrong one", () => {
     expect(hardwareFlags('B')).toContain('--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan');
     expect(hardwareFlags('b')).toContain('--disable-vulkan-surface');
     expect(hardwareFlags('E')).toContain('--use-angle=gl-egl');
-    expect(() => hardwareFlags('C')).toThrow(/QGEMM_CHROME_ATTEMPT: "C" is not one of A, B, E/);
+    expect(hardwareFlags('D')).toContain('--ozone-platform=x11');
+    expect(hardwareFlags('C')).toEqual(hardwareFlags('A'));
+    expect(hardwareFlags('F')).toEqual(hardwareFlags('A'));
+    expect(() => hardwareFlags('G')).toThrow('QGEMM_CHROME_ATTEMPT: "G" is not one of A, B, C, D, E, F');
     process.env.QGEMM_CHROME_ATTEMPT = 'B';
     expect(chromiumArgs({ swiftshader: false, userDataDir: '/tmp/p' })).toContain(
       '--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan',
     );
+    // C keeps the sandbox; SwiftShader and every other attempt run without it.
+    expect(chromiumArgs({ swiftshader: false, userDataDir: '/tmp/p', attempt: 'C' })).not.toContain('--no-sandbox');
+    expect(chromiumArgs({ swiftshader: false, userDataDir: '/tmp/p', attempt: 'D' })).toContain('--no-sandbox');
+    expect(chromiumArgs({ swiftshader: true, userDataDir: '/tmp/p', attempt: 'C' })).toContain('--no-sandbox');
   });
 
   it('QGEMM_CHROMIUM_ADAPTER overrides the adapter choice; a wrong value is named', () => {

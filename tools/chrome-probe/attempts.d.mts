@@ -48,6 +48,31 @@ export interface AttemptRecord {
   seconds?: number;
 }
 
+/** What a launch plan needs to know of the machine (launchPlan). */
+export interface LaunchMachine {
+  uid?: number;
+  icd?: string;
+  eglVendor?: string;
+  icdDir?: string;
+  home?: string;
+}
+
+/** launchPlan's answer: what launching Chrome with an attempt takes beside its flags. */
+export interface LaunchPlan {
+  args: string[];
+  headless: boolean;
+  unsetEnv: string[];
+  env: Record<string, string>;
+  copyIcd: { from: string; dir: string } | null;
+  runAs: number | null;
+  adapterOptions: { featureLevel?: 'compatibility' };
+}
+
+export const SANDBOX_UID: number;
+export const COPIED_ICD_NAME: string;
+export function launchPlan(attempt: Attempt, machine: LaunchMachine): LaunchPlan;
+export function runAsCommand(uid: number, command: string): string[];
+
 export const PROBE_COMMON_FLAGS: string[];
 export const HARDWARE_FLAGS: string[];
 export const NVIDIA_ICD: string;

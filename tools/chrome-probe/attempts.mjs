@@ -140,6 +140,56 @@ export function attemptArgs(attempt) {
   ];
 }
 
+/** The user an attempt with the sandbox on runs Chrome as when started by root (Chrome refuses root with its sandbox): nobody. */
+export const SANDBOX_UID = 65534;
+/** The ICD file name an attempt that copies the ICD writes into the ICD folder. */
+export const COPIED_ICD_NAME = 'qgemm-probe-icd.json';
+
+/**
+ * What launching Chrome with an attempt takes, beside its flags: the one definition the probe
+ * (tools/chrome-gpu-probe.mjs) and the benchmark's launcher (tools/chromium.ts) both follow; pure, so
+ * test/unit/chrome-probe.test.ts checks it on canned machines. `machine`: { uid (the launching
+ * process's), icd (the driver's ICD manifest, or '' for the loader's own search), eglVendor (the EGL
+ * vendor file, or '' where there is none), icdDir (the folder the ICD is copied into; default
+ * STANDARD_ICD_DIR), home (a folder for HOME and XDG_RUNTIME_DIR: the fresh profile) }. Returns:
+ *   args          attemptArgs(attempt): --no-sandbox unless the sandbox is on, --headless=new when headless;
+ *   headless      false: Chrome needs a display (startXvfb in ./setup.mjs);
+ *   unsetEnv      taken out of the inherited environment first (an ICD or display from outside must not leak in);
+ *   env           then set: VK_ICD_FILENAMES where the attempt names the ICD, the EGL vendor file, HOME, and
+ *                 XDG_DATA_DIRS (icdDir's grandparent: the loader reads <dir>/vulkan/icd.d) where the ICD is copied
+ *                 to a folder other than the standard one (a rehearsal);
+ *   copyIcd       { from, dir } where the ICD is copied into the loader's standard folder first, else null;
+ *   runAs         the uid Chrome runs as (SANDBOX_UID where the sandbox is on and the caller is root), else null;
+ *   adapterOptions what the page's requestAdapter() gets beside its own options ({ featureLevel } for F).
+ */
+export function launchPlan(attempt, machine) {
+  const icd = machine.icd ?? '';
+  const icdDir = machine.icdDir ?? STANDARD_ICD_DIR;
+  const env = {};
+  if (attempt.icdEnv && icd) env.VK_ICD_FILENAMES = icd;
+  if (attempt.eglVendor && machine.eglVendor) env.__EGL_VENDOR_LIBRARY_FILENAMES = machine.eglVendor;
+  if (attempt.copyIcd && icd && icdDir.replace(/\/+$/, '') !== STANDARD_ICD_DIR)
+    env.XDG_DATA_DIRS = icdDir.replace(/\/+$/, '').split('/').slice(0, -2).join('/') || '/';
+  if (machine.home) {
+    env.HOME = machine.home;
+    env.XDG_RUNTIME_DIR = machine.home;
+  }
+  return {
+    args: attemptArgs(attempt),
+    headless: attempt.headless,
+    unsetEnv: ['VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'DISPLAY'],
+    env,
+    copyIcd: attempt.copyIcd && icd ? { from: icd, dir: icdDir } : null,
+    runAs: attempt.sandbox && machine.uid === 0 ? SANDBOX_UID : null,
+    adapterOptions: attempt.featureLevel === 'core' ? {} : { featureLevel: attempt.featureLevel },
+  };
+}
+
+/** The command that runs `command` as `uid` (util-linux's setpriv, no supplementary groups): [file, ...args]. */
+export function runAsCommand(uid, command) {
+  return ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', command];
+}
+
 /** chrome://gpu's rows the probe prints, by their label (the page's innerText gives "label<TAB>value" rows). */
 const GPU_PAGE_ROWS = /^(WebGPU|WebGPU interop|Vulkan|Skia Backend|GL_RENDERER|GL implementation parts|Display type|Sandboxed)\s*(:|\t)/;
 /** Lines of the "Problems Detected" and "Log Messages" sections that concern WebGPU's way to the GPU. */
