@@ -52,5 +52,11 @@ fn lhsWord(m: u32, w: u32) -> u32 {
 /** The lhs words 4c..4c+3 (k = 16c..16c+15) of band row `row`, as lhsPacked would hold them. */
 fn lhsChunk(row: u32, c: u32) -> vec4<u32> {
   let m = tile.bandM + row;
+  let at = m * lhsSource.outerStride + 16u * c;
+  if (lhsSource.depthStride == 1u && (at & 3u) == 0u && 16u * c + 16u <= lhsSource.depth) {
+    // Whole aligned words (a row-major lhs with K % 4 == 0, or its first row): 4 loads.
+    let i = at >> 2u;
+    return vec4<u32>(lhsRaw[i], lhsRaw[i + 1u], lhsRaw[i + 2u], lhsRaw[i + 3u]) ^ vec4<u32>(lhsSource.signFlip * 0x01010101u);
+  }
   return vec4<u32>(lhsWord(m, 4u * c), lhsWord(m, 4u * c + 1u), lhsWord(m, 4u * c + 2u), lhsWord(m, 4u * c + 3u));
 }

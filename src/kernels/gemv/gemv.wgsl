@@ -77,16 +77,24 @@ fn gemv(
       }
     }
   }
+  // LHS_RAW: the row sums are reduced as one more row of 4 (its lanes are rows): in the products'
+  // reduction where a row is free (M = 1: two rows, no barrier more), else in a reduction of their own.
   var rowSumsHere = vec4<u32>(0u);
-  if (LHS_RAW) {
-    // The row sums first, reduced as one more row of 4 (its lanes are rows), read before the products reuse the totals.
+  if (LHS_RAW && rows == 4u) {
     var s: array<vec4<u32>, 4>;
     s[0] = sums;
     reduceRows(s, 1u, tid);
     rowSumsHere = reducedRow(0u);
     workgroupBarrier(); // every read of the totals before reduceRows below writes them again
   }
-  reduceRows(acc, rows, tid);
+  let sumsRow = select(rows, 4u, !LHS_RAW || rows == 4u); // acc's row of the sums; 4: none
+  if (sumsRow < 4u) {
+    acc[sumsRow] = sums;
+  }
+  reduceRows(acc, select(rows, rows + 1u, sumsRow < 4u), tid);
+  if (sumsRow < 4u) {
+    rowSumsHere = reducedRow(sumsRow);
+  }
   if (tid >= 4u) {
     return;
   }
@@ -95,6 +103,8 @@ fn gemv(
   kernelRowSums = bitcast<vec4<i32>>(rowSumsHere); // read by the epilogue where LHS_SUMS_IN_KERNEL
   kernelRowBase = m0;
   let colMajor = dstColMajor(); // one storeQuad call site: each inlined copy of the epilogue costs compile time
-  let column = vec4<u32>(reducedRow(0u)[tid], reducedRow(1u)[tid], reducedRow(2u)[tid], reducedRow(3u)[tid]);
+  // Rows past `rows` (dst's padding) as zeros, not the row sums reduced there.
+  let live = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(rows);
+  let column = select(vec4<u32>(0u), vec4<u32>(reducedRow(0u)[tid], reducedRow(1u)[tid], reducedRow(2u)[tid], reducedRow(3u)[tid]), live);
   storeQuad(select(reducedRow(tid), column, colMajor), select(m0 + tid, m0, colMajor), select(n0, n0 + tid, colMajor));
 }
