@@ -58,9 +58,10 @@ export interface PreparedGemmKernel {
   encode(e: GemmEncoding): void;
   /**
    * A kernel that can read an unpacked 8-bit lhs (PackedPair.rawLhs) and compute its row sums itself, so
-   * that the lhs pack pass is skipped: its variant for that, compiled on first use.
+   * that the lhs pack pass is skipped: its variant for an lhs whose k are contiguous in its storage
+   * (RawLhs.depthStride 1) or not, compiled on first use.
    */
-  rawLhs?(): Promise<PreparedGemmKernel>;
+  rawLhs?(kContiguous: boolean): Promise<PreparedGemmKernel>;
 }
 
 export interface GpuGemmKernel {

@@ -59,7 +59,7 @@ export async function packPipelines(device: GPUDevice, entries: readonly PackEnt
 }
 
 /** How x's bytes are read as [outer][depth]: bytes between outer indices, and between consecutive k. */
-function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStride: number; depthStride: number } {
+export function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStride: number; depthStride: number } {
   const stride = isGpuMatrix(x) ? x.stride : x.order === 'col-major' ? x.rows : x.cols;
   // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
   const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default

@@ -13,7 +13,7 @@ import { runInErrorScope } from '../gpu/scopes.ts';
 import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats, type PackedPair, type RawLhs } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
-import { encodePack, operandSource, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { encodePack, operandSource, type PackJob, packEntry, packOperand, packPipelines, requantizationOf, strides } from '../pack/pack.ts';
 import { encodePatches, type PatchJob, patchPipeline } from '../pack/patches.ts';
 import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
@@ -197,7 +197,9 @@ export async function runGemm(
     ]);
     // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.
     const raw =
-      base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.limits.maxStorageBufferBindingSize) ? await base.rawLhs() : null;
+      base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.limits.maxStorageBufferBindingSize)
+        ? await base.rawLhs(strides(problem.lhs as Operand | GpuMatrix, 'lhs').depthStride === 1)
+        : null;
     const prepared = raw ?? base;
     const pipelinesForPack = { ...rhsPack, ...(await packPipelines(device, raw ? [] : packEntries('lhs'))) };
     await runInErrorScope(

@@ -34,9 +34,11 @@ fn chunkDot(a: vec4<u32>, a1: vec4<u32>, b: vec4<u32>) -> u32 {
   return dot4(a.x, b.x) + dot4(a.y, b.y) + dot4(a.z, b.z) + dot4(a.w, b.w);
 }
 
-/** The sum of the 16 bytes of an lhs chunk (a row sum's share). */
+/** The sum of the 16 bytes of an lhs chunk (a row sum's share): in 16-bit lanes (at most 8 * 255), then folded. */
 fn chunkSum(a: vec4<u32>) -> u32 {
-  return dot4(a.x, 0x01010101u) + dot4(a.y, 0x01010101u) + dot4(a.z, 0x01010101u) + dot4(a.w, 0x01010101u);
+  let pairs = (a & vec4<u32>(0x00ff00ffu)) + ((a >> vec4<u32>(8u)) & vec4<u32>(0x00ff00ffu));
+  let lanes = pairs.x + pairs.y + pairs.z + pairs.w;
+  return (lanes & 0xffffu) + (lanes >> 16u);
 }
 
 @compute @workgroup_size(THREADS)

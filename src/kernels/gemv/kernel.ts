@@ -134,12 +134,13 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
         reflect: [source, epilogueLibrary],
       });
       // Compiled on first use (getPipeline keeps it per device).
-      const rawLhs = async (): Promise<PreparedGemmKernel> => {
+      // One pipeline per lhs layout (k contiguous in its storage or strided), compiled on first use.
+      const rawLhs = async (kContiguous: boolean): Promise<PreparedGemmKernel> => {
         const p = await getPipeline(device, {
           id: `${id}-raw-lhs`,
           source: rawSource,
           entryPoint: 'gemv',
-          overrides: { ...overrides, LHS_SUMS_IN_KERNEL: 1, ...epilogueOverrides(stageKinds) },
+          overrides: { ...overrides, LHS_SUMS_IN_KERNEL: 1, LHS_CONTIGUOUS: kContiguous ? 1 : 0, ...epilogueOverrides(stageKinds) },
           reflect: [rawSource, epilogueLibrary],
         });
         return { encode: (e) => encodeRaw(e, p, rawSource, lhsFormat, rhsFormat) };
