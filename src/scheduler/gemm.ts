@@ -6,6 +6,7 @@
 // ./context.ts calls it while it holds the device.
 
 import { InputError } from '../errors.ts';
+import type { AdapterCaps } from '../gpu/caps.ts';
 import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
 import { dstLayout, roundUp } from '../gpu/plan.ts';
@@ -121,12 +122,17 @@ async function kernelFor(
 /**
  * Whether a kernel that can read an unpacked lhs (PreparedGemmKernel.rawLhs) may read this one: an 8-bit
  * CPU array or GpuMatrix (not prepacked, not a convolution's patches, not requantized), for a kernel
- * whose lhs format is 'u8k4-r64', whose bytes fit one storage binding.
+ * whose lhs format is 'u8k4-r64', whose bytes fit one storage binding. Never where compiling is slow
+ * (AdapterCaps.slowCompiler: a software adapter), as packEntry's transposing pack: there it costs a
+ * pipeline more per output program, and the CPU emulation runs every workgroup's rebuild of the lhs
+ * words at CPU speed, slower than the one pack dispatch it saves
+ * (bench/results/2026-11-27-swiftshader-decode-overhead-3.txt).
  */
-function rawLhsReadable(lhs: GpuGemmProblem['lhs'], p: NormalizedProblem, format: PackFormat, maxBinding: number): boolean {
+function rawLhsReadable(lhs: GpuGemmProblem['lhs'], p: NormalizedProblem, format: PackFormat, caps: AdapterCaps): boolean {
+  if (caps.slowCompiler) return false;
   if (isPacked(lhs) || isPatches(lhs) || format.id !== 'u8k4-r64' || requantizationOf(p.bitDepth, 'lhs', p.K).bits !== 8) return false;
   const bytes = isGpuMatrix(lhs) ? lhs.buffer.size : roundUp(lhs.data.byteLength, 4);
-  return bytes <= maxBinding;
+  return bytes <= caps.limits.maxStorageBufferBindingSize;
 }
 
 /**
@@ -197,7 +203,7 @@ export async function runGemm(
     ]);
     // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.
     const raw =
-      base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.limits.maxStorageBufferBindingSize)
+      base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.caps)
         ? await base.rawLhs(strides(problem.lhs as Operand | GpuMatrix, 'lhs').depthStride === 1)
         : null;
     const prepared = raw ?? base;

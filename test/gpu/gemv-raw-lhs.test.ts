@@ -4,13 +4,15 @@
 // int8 and uint8 lhs in both storage orders, scalar and per-channel zero points on both sides, 8-bit and
 // 4-bit rhs (int32 dst: one pipeline per kernel; test/gpu/skinny.test.ts runs the stage kinds through
 // the same path); then which calls take the raw path (no pack dispatch) and which keep the packed one, a
-// strided GpuMatrix lhs, and a planned decode call replayed. Small shapes, one call per case.
+// strided GpuMatrix lhs, a planned decode call replayed, bands split by lowered limits, and a software
+// adapter keeping the pack. Small shapes, one call per case. The contexts compile as on a hardware
+// adapter (createGpuContextAsHardware): on a software one the scheduler keeps the lhs pack (gemm.ts).
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GEMV_ID } from '../../src/kernels/gemv/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { GpuContext } from '../../src/scheduler/context.ts';
+import { createGpuContextAsHardware, GpuContext } from '../../src/scheduler/context.ts';
 import type { BitDepth, GemmProblem, Operand, Order } from '../../src/types.ts';
 import { arbOperand } from '../support/arbitraries.ts';
 import { diffResults } from '../support/compare.ts';
@@ -53,7 +55,7 @@ describe.skipIf(!gpu)('gemv with an unpacked lhs == CPU reference', () => {
   describe.each(KERNELS)('kernel %s', (id) => {
     let ctx: GpuContext;
     beforeAll(async () => {
-      ctx = await GpuContext.create({ device: gpu!.device, kernel: id });
+      ctx = await createGpuContextAsHardware({ device: gpu!.device, kernel: id });
     });
     afterAll(() => ctx?.destroy());
     const bitDepth: BitDepth | undefined = id.includes('u4') ? { lhs: 8, rhs: 4, rounding: 'nearest' } : undefined;
@@ -72,7 +74,7 @@ describe.skipIf(!gpu)('gemv with an unpacked lhs == CPU reference', () => {
   describe('with the registry choosing', () => {
     let ctx: GpuContext;
     beforeAll(async () => {
-      ctx = await GpuContext.create({ device: gpu!.device });
+      ctx = await createGpuContextAsHardware({ device: gpu!.device });
     });
     afterAll(() => ctx?.destroy());
 
@@ -101,6 +103,33 @@ describe.skipIf(!gpu)('gemv with an unpacked lhs == CPU reference', () => {
       const q = { ...p, bitDepth: { lhs: 7, rhs: 8, rounding: 'nearest' } as BitDepth };
       expectExact(await ctx.gemm(q), q, 'requantized lhs');
       expect(ctx.lastRun.packDispatches).toBe(2);
+    });
+
+    it('bands and grids split by lowered limits', async () => {
+      const lowered = await createGpuContextAsHardware({
+        device: gpu!.device,
+        kernel: GEMV_ID.subgroup[8],
+        limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
+      });
+      // problem(i): M = 1 + i % 4; 300 and 150 columns of packed rhs rows past 32 KiB, grids past 3 workgroups.
+      for (const [i, N, K] of [
+        [2, 300, 65],
+        [3, 150, 200],
+      ]) {
+        const p: GemmProblem = { ...problem(i, K, N), dstOrder: 'col-major' }; // 64 dst lines within 32 KiB
+        expectExact(await lowered.gemm(p), p, `lowered M=${p.lhs.rows}`);
+        expect(lowered.lastRun.gemmDispatches).toBeGreaterThan(1);
+      }
+      lowered.destroy();
+    });
+
+    it('a software adapter keeps the lhs pack (AdapterCaps.slowCompiler)', async () => {
+      const soft = await GpuContext.create({ device: gpu!.device, kernel: GEMV_ID.subgroup[8] });
+      if (!soft.caps.slowCompiler) return soft.destroy(); // a hardware adapter: the cases above
+      const p = problem(1, 17, 9);
+      expectExact(await soft.gemm(p), p, 'software');
+      expect(soft.lastRun.packDispatches).toBe(2);
+      soft.destroy();
     });
 
     it('a GpuMatrix lhs with padded rows (stride > K), read where it is', async () => {
