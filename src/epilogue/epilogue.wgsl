@@ -49,6 +49,20 @@ struct EpilogueParams {
 // Every bit set, the default, compiles the whole interpreter.
 override STAGE_KINDS: u32 = 0xffffffffu;
 
+// A kernel that reads its lhs unpacked (the gemv, src/kernels/gemv/) computes the lhs row sums itself:
+// with LHS_SUMS_IN_KERNEL set, step 1 takes rowSum(m) from kernelRowSums (rows kernelRowBase..+3,
+// set by the invocation before it calls storeQuad) instead of the pack stage's `rowSums`.
+override LHS_SUMS_IN_KERNEL: bool = false;
+var<private> kernelRowSums: vec4<i32>;
+var<private> kernelRowBase: u32;
+
+fn rowSum(m: u32) -> i32 {
+  if (LHS_SUMS_IN_KERNEL) {
+    return kernelRowSums[m - kernelRowBase];
+  }
+  return rowSums[m];
+}
+
 fn stageIn(op: i32) -> bool {
   return ((STAGE_KINDS >> u32(op)) & 1u) != 0u;
 }
@@ -73,7 +87,7 @@ fn outputValue(raw: u32, m: u32, n: u32) -> i32 {
   let zL = zeroPoint(epilogue.lhsZeroPoint, epilogue.lhsZeroPointOffset, m);
   let zR = zeroPoint(epilogue.rhsZeroPoint, epilogue.rhsZeroPointOffset, n);
   var x = roundingMultiplyByConstantFraction(bitcast<i32>(raw), epilogue.xxIdentity, epilogue.xxIntQuotient, epilogue.xxScaledRemainingNumerator)
-    + roundingMultiplyByConstantFraction(rowSums[m] * -zR, epilogue.x1Identity, epilogue.x1IntQuotient, epilogue.x1ScaledRemainingNumerator)
+    + roundingMultiplyByConstantFraction(rowSum(m) * -zR, epilogue.x1Identity, epilogue.x1IntQuotient, epilogue.x1ScaledRemainingNumerator)
     + roundingMultiplyByConstantFraction(colSums[n] * -zL, epilogue.onexIdentity, epilogue.onexIntQuotient, epilogue.onexScaledRemainingNumerator)
     + i32(epilogue.K) * zL * zR;
   for (var s = 0u; s < epilogue.stageCount; s++) {

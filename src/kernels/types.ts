@@ -18,6 +18,21 @@ export interface PackedPair {
   rhs: GPUBuffer;
   rowSums: GPUBuffer;
   colSums: GPUBuffer;
+  /**
+   * Set when the kernel reads an unpacked 8-bit lhs itself (PreparedGemmKernel.rawLhs): where its bytes
+   * are, read as [m][k]; `lhs` and `rowSums` then hold no packed data.
+   */
+  rawLhs?: RawLhs;
+}
+
+/** An unpacked 8-bit lhs on the GPU: element (m, k) at byte m * outerStride + k * depthStride of buffer. */
+export interface RawLhs {
+  buffer: GPUBuffer;
+  /** The lhs's bytes in buffer (the binding covers them, rounded up to 4). */
+  bytes: number;
+  outerStride: number;
+  depthStride: number;
+  signed: boolean;
 }
 
 /** Everything a prepared GPU kernel encodes one GEMM with. */
@@ -41,6 +56,12 @@ export interface GemmEncoding {
  */
 export interface PreparedGemmKernel {
   encode(e: GemmEncoding): void;
+  /**
+   * A kernel that can read an unpacked 8-bit lhs (PackedPair.rawLhs) and compute its row sums itself, so
+   * that the lhs pack pass is skipped: its variant for an lhs whose k are contiguous in its storage
+   * (RawLhs.depthStride 1) or not, compiled on first use.
+   */
+  rawLhs?(kContiguous: boolean): Promise<PreparedGemmKernel>;
 }
 
 export interface GpuGemmKernel {

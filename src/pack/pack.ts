@@ -35,7 +35,7 @@ export function requantizationOf(bitDepth: BitDepth | undefined, side: 'lhs' | '
 }
 
 /** An operand's bytes on the GPU and how to read them as [outer][depth]. */
-interface OperandSource extends PackSource {
+export interface OperandSource extends PackSource {
   buffer: GPUBuffer;
   signed: boolean;
 }
@@ -59,7 +59,7 @@ export async function packPipelines(device: GPUDevice, entries: readonly PackEnt
 }
 
 /** How x's bytes are read as [outer][depth]: bytes between outer indices, and between consecutive k. */
-function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStride: number; depthStride: number } {
+export function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStride: number; depthStride: number } {
   const stride = isGpuMatrix(x) ? x.stride : x.order === 'col-major' ? x.rows : x.cols;
   // lhs [M,K]: outer = m. rhs [K,N]: outer = n. k runs along the contiguous dimension or across it.
   const kContiguous = (side === 'lhs') === (x.order !== 'col-major'); // an Operand is row-major by default
@@ -102,7 +102,7 @@ export interface PackJob {
  * Where an operand's bytes are on the GPU: a GpuMatrix where it is; a CPU array uploaded into a pooled
  * buffer (added to `uploads.pooled`, to be released by the caller after submission).
  */
-function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 'rhs', uploads: Uploads): OperandSource {
+export function operandSource(device: GPUDevice, x: Operand | GpuMatrix, side: 'lhs' | 'rhs', uploads: Uploads): OperandSource {
   let buffer: GPUBuffer;
   let bytes: number;
   const signed = isGpuMatrix(x) ? x.dtype === 'int8' : x.data instanceof Int8Array;

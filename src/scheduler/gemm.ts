@@ -6,18 +6,19 @@
 // ./context.ts calls it while it holds the device.
 
 import { InputError } from '../errors.ts';
+import type { AdapterCaps } from '../gpu/caps.ts';
 import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
 import { dstLayout, roundUp } from '../gpu/plan.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
-import { type GpuGemmKernel, kernelFormats, type PackedPair } from '../kernels/types.ts';
+import { type GpuGemmKernel, kernelFormats, type PackedPair, type RawLhs } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
-import { encodePack, type PackJob, packEntry, packOperand, packPipelines, requantizationOf } from '../pack/pack.ts';
+import { encodePack, operandSource, type PackJob, packEntry, packOperand, packPipelines, requantizationOf, strides } from '../pack/pack.ts';
 import { encodePatches, type PatchJob, patchPipeline } from '../pack/patches.ts';
 import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
-import { type GpuMatrix, type GpuOperandInput, isPacked, shapeOf } from './operands.ts';
+import { type GpuMatrix, type GpuOperandInput, isGpuMatrix, isPacked, shapeOf } from './operands.ts';
 import { type CheckedPatches, checkPatches, isPatches, type PatchOperand, patchJob, patchPlan } from './patches.ts';
 import { type GemmTiming, type LastRun, type PlanBuilder, recordingPass } from './record.ts';
 
@@ -119,6 +120,22 @@ async function kernelFor(
 }
 
 /**
+ * Whether a kernel that can read an unpacked lhs (PreparedGemmKernel.rawLhs) may read this one: an 8-bit
+ * CPU array or GpuMatrix (not prepacked, not a convolution's patches, not requantized), for a kernel
+ * whose lhs format is 'u8k4-r64', whose bytes fit one storage binding. Never where compiling is slow
+ * (AdapterCaps.slowCompiler: a software adapter), as packEntry's transposing pack: there it costs a
+ * pipeline more per output program, and the CPU emulation runs every workgroup's rebuild of the lhs
+ * words at CPU speed, slower than the one pack dispatch it saves
+ * (bench/results/2026-11-27-swiftshader-decode-overhead-3.txt).
+ */
+function rawLhsReadable(lhs: GpuGemmProblem['lhs'], p: NormalizedProblem, format: PackFormat, caps: AdapterCaps): boolean {
+  if (caps.slowCompiler) return false;
+  if (isPacked(lhs) || isPatches(lhs) || format.id !== 'u8k4-r64' || requantizationOf(p.bitDepth, 'lhs', p.K).bits !== 8) return false;
+  const bytes = isGpuMatrix(lhs) ? lhs.buffer.size : roundUp(lhs.data.byteLength, 4);
+  return bytes <= caps.limits.maxStorageBufferBindingSize;
+}
+
+/**
  * Packs what needs packing and runs the chosen kernel with the fused epilogue, all in one submission;
  * with `readback`, also copies dst to a mapped buffer (`result` resolves with the data). The caller
  * holds the device.
@@ -175,15 +192,22 @@ export async function runGemm(
   let result: Promise<GemmResult> | undefined;
   try {
     // Only the pipelines this call runs: the kernel for its stage kinds, the pack entry of each unpacked operand.
-    const packEntries = (['lhs', 'rhs'] as const).flatMap((side) => {
+    const packEntries = (side: 'lhs' | 'rhs') => {
       const x = problem[side];
       return isPacked(x) || x === patches ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
-    });
-    const [prepared, pipelinesForPack, patchPipe] = await Promise.all([
+    };
+    const [base, rhsPack, patchPipe] = await Promise.all([
       r.prepare(kernel, stages.kinds),
-      packPipelines(device, packEntries),
+      packPipelines(device, packEntries('rhs')),
       patches ? patchPipeline(device) : null,
     ]);
+    // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.
+    const raw =
+      base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.caps)
+        ? await base.rawLhs(strides(problem.lhs as Operand | GpuMatrix, 'lhs').depthStride === 1)
+        : null;
+    const prepared = raw ?? base;
+    const pipelinesForPack = { ...rhsPack, ...(await packPipelines(device, raw ? [] : packEntries('lhs'))) };
     await runInErrorScope(
       device,
       () => {
@@ -194,6 +218,7 @@ export async function runGemm(
 
         // Operands: packed ones as they are, the others packed in this same submission.
         const jobs: PackJob[] = [];
+        let rawLhs: RawLhs | undefined;
         const patchJobs: PatchJob[] = [];
         const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput | PatchOperand, outer: number) => {
           const requant = requantizationOf(p.bitDepth, side, K);
@@ -205,6 +230,18 @@ export async function runGemm(
               );
             }
             return { packed: x.packed, sums: x.sums };
+          }
+          if (side === 'lhs' && raw) {
+            const src = operandSource(device, x as Operand | GpuMatrix, side, { pool, pooled });
+            rawLhs = {
+              buffer: src.buffer,
+              bytes: src.bytes,
+              outerStride: src.outerStride,
+              depthStride: src.depthStride,
+              signed: src.signed,
+            };
+            lhsSource = src.buffer;
+            return { packed: src.buffer, sums: src.buffer }; // unread: the kernel reads rawLhs
           }
           const format = formats[side];
           const packed = pool.acquire(packedBytes(side, outer), `${side} packed`);
@@ -221,10 +258,10 @@ export async function runGemm(
         };
         trace?.mark('validate');
         const lhs = operand('lhs', problem.lhs, M);
-        lhsSource = jobs.find((j) => j.side === 'lhs')?.src.buffer;
+        lhsSource ??= jobs.find((j) => j.side === 'lhs')?.src.buffer;
         trace?.mark('lhsWrite');
         const rhs = operand('rhs', problem.rhs, N);
-        const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums };
+        const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums, rawLhs };
 
         ran.packDispatches = [...jobs, ...patchJobs].reduce((n, j) => n + j.plan.length, 0);
         const slab = (plan?.uniforms ?? r.uniforms).slab();

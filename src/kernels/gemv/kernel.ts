@@ -5,18 +5,23 @@
 // registry, so the per-kernel tests run each: 'gemv', 'gemv-workgroup', 'gemv-emulated' (workgroup
 // reduction, manual dot4) read 8-bit rhs ('u8k4-r64'); 'gemv-u4', 'gemv-u4-workgroup' read 4-bit rhs
 // stored two per byte ('u4k8-r64'). They run any M (row groups of 4, rhs re-read per group); the
-// registry gives them M <= 4, where rhs is read once.
+// registry gives them M <= 4, where rhs is read once. Each reads lhs packed (./gemv-lhs-packed.wgsl) or,
+// in its rawLhs variant, the caller's unpacked 8-bit lhs with its row sums computed in the kernel
+// (./gemv-lhs-raw.wgsl): src/scheduler/gemm.ts then skips the lhs pack pass.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
 import { type GemmDispatch, type GemmShape, planGemm } from '../../gpu/plan.ts';
-import { PACK_FORMATS } from '../../pack/formats.ts';
+import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../../pack/formats.ts';
+import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { encodeBanded, tileBindings } from '../banded.ts';
-import type { GpuGemmKernel } from '../types.ts';
-import { epilogueOverrides } from '../../epilogue/epilogue.ts';
+import type { GemmEncoding, GpuGemmKernel, PreparedGemmKernel } from '../types.ts';
+import { epilogueEntries, epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
+import lhsPacked from './gemv-lhs-packed.wgsl?raw';
+import lhsRaw from './gemv-lhs-raw.wgsl?raw';
 import reduceSubgroup from './gemv-reduce-subgroup.wgsl?raw';
 import reduceWorkgroup from './gemv-reduce-workgroup.wgsl?raw';
 
@@ -29,7 +34,7 @@ interface GemvVariant {
 }
 
 /** The WGSL of one variant: `enable subgroups;` must open the module, before every declaration. */
-function gemvSource(v: GemvVariant): string {
+function gemvSource(v: GemvVariant, raw: boolean): string {
   const subgroup = v.reduce === 'subgroup';
   return [
     subgroup ? 'enable subgroups;' : '',
@@ -37,6 +42,7 @@ function gemvSource(v: GemvVariant): string {
     dot4Library(v.dot4 === 'native'),
     subgroup ? reduceSubgroup : reduceWorkgroup,
     tileBindings,
+    raw ? lhsRaw : lhsPacked,
     gemv,
   ].join('\n');
 }
@@ -57,9 +63,54 @@ function gemvId(v: GemvVariant): GemvId {
   return GEMV_ID[v.reduce][v.rhsBits];
 }
 
+/** TileParams.bandRows: the band's dst rows (gemv runs row groups of 4 up to them). */
+const bandRows = (d: GemmDispatch, shape: GemmShape) => Math.min(d.rows, shape.M - d.m0);
+
+/**
+ * The rawLhs variant's encoder: as encodeBanded, but the lhs bound unpacked (LhsSource and lhsRaw, the
+ * whole buffer: M <= 4 rows) and no packed lhs; the epilogue's rowSums binding, which this pipeline
+ * never reads (LHS_SUMS_IN_KERNEL), is given the lhs buffer.
+ */
+function encodeRaw(e: GemmEncoding, pipeline: GPUComputePipeline, source: string, lhsFormat: PackFormat, rhsFormat: PackFormat): void {
+  const raw = e.operands.rawLhs;
+  if (!raw) throw new Error('internal: the rawLhs gemv needs PackedPair.rawLhs');
+  const tileLayout = uniformLayout(source, 'TileParams');
+  const lhsLayout = uniformLayout(source, 'LhsSource');
+  const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
+  const bindGroupLayout = pipeline.getBindGroupLayout(0);
+  const lhsSource = e.uniforms.alloc(lhsLayout, {
+    depth: e.shape.K,
+    outerStride: raw.outerStride,
+    depthStride: raw.depthStride,
+    signFlip: raw.signed ? 0x80 : 0,
+  });
+  e.pass.setPipeline(pipeline);
+  for (const d of e.dispatches) {
+    const entries = [
+      ...epilogueEntries(source, e.epilogue, raw.buffer, e.operands.colSums, e.dst, d, e.uniforms),
+      ...namedEntries(source, {
+        tile: e.uniforms.alloc(tileLayout, {
+          depthWords: packedRowBytes(e.shape.K, lhsFormat) / 4,
+          bandM: d.m0,
+          bandN: d.n0,
+          bandRows: bandRows(d, e.shape),
+          bandCols: d.liveCols,
+          workgroupBase: d.base,
+        }),
+        rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
+        lhsSource,
+        lhsRaw: { buffer: raw.buffer, size: Math.min(raw.buffer.size, Math.ceil(raw.bytes / 4) * 4) },
+      }),
+    ];
+    e.pass.setBindGroup(0, e.device.createBindGroup({ layout: bindGroupLayout, entries }));
+    e.pass.dispatchWorkgroups(d.x, d.y);
+  }
+}
+
 export function gemvKernel(v: GemvVariant): GpuGemmKernel {
   const id = gemvId(v);
-  const source = gemvSource(v);
+  const source = gemvSource(v, false);
+  const rawSource = gemvSource(v, true);
   const lhsFormat = PACK_FORMATS['u8k4-r64'];
   const rhsFormat = PACK_FORMATS[v.rhsBits === 4 ? 'u4k8-r64' : 'u8k4-r64'];
   const overrides = { THREADS, RHS_NIBBLES: v.rhsBits === 4 ? 1 : 0 };
@@ -82,9 +133,19 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
         overrides: { ...overrides, ...epilogueOverrides(stageKinds) },
         reflect: [source, epilogueLibrary],
       });
-      // TileParams.bandRows: the band's dst rows (gemv runs row groups of 4 up to them).
-      const bandRows = (d: GemmDispatch, shape: GemmShape) => Math.min(d.rows, shape.M - d.m0);
-      return { encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }) };
+      // Compiled on first use (getPipeline keeps it per device).
+      // One pipeline per lhs layout (k contiguous in its storage or strided), compiled on first use.
+      const rawLhs = async (kContiguous: boolean): Promise<PreparedGemmKernel> => {
+        const p = await getPipeline(device, {
+          id: `${id}-raw-lhs`,
+          source: rawSource,
+          entryPoint: 'gemv',
+          overrides: { ...overrides, LHS_SUMS_IN_KERNEL: 1, LHS_CONTIGUOUS: kContiguous ? 1 : 0, ...epilogueOverrides(stageKinds) },
+          reflect: [rawSource, epilogueLibrary],
+        });
+        return { encode: (e) => encodeRaw(e, p, rawSource, lhsFormat, rhsFormat) };
+      };
+      return { encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }), rawLhs };
     },
   };
 }
