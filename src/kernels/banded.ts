@@ -36,14 +36,26 @@ export function dot4LoadConstants(vecWords: VecWords): string {
   return `// Generated: global loads of ${vecWords} packed word(s) (src/kernels/banded.ts).\n${loadConstants[vecWords]}`;
 }
 
+/** dst rows or columns per invocation of the dot4-tiled kernel: 4 or 8 (whole 4x4 quads). */
+export type ThreadSide = 4 | 8;
+export const THREAD_SIDES: readonly ThreadSide[] = [4, 8];
+/**
+ * The generated constants of ./dot4-tile.wgsl's thread tile: THREAD_M x THREAD_N dst elements per
+ * invocation (its accumulator array's size must be a const-expression, so these are not overrides).
+ */
+export function dot4ThreadConstants(threadM: ThreadSide, threadN: ThreadSide): string {
+  return `const THREAD_M: u32 = ${threadM}u;\nconst THREAD_N: u32 = ${threadN}u;\n`;
+}
+
 /** ./tile.wgsl with the packed operands declared as arrays of PackedLoad (see dot4LoadConstants). */
 export const dot4TileBindings = tileWgsl.replaceAll('array<vec4<u32>>', 'array<PackedLoad>');
 
 /**
  * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with
- * vec4<u32> loads: the form that kernels declaring their operands as arrays of vec4<u32> include.
+ * vec4<u32> loads and 4x4 per invocation: the form that kernels declaring their operands as arrays of
+ * vec4<u32> include (split-K).
  */
-export const dot4TileLoop = dot4LoadConstants(4) + dot4TileWgsl;
+export const dot4TileLoop = dot4LoadConstants(4) + dot4ThreadConstants(4, 4) + dot4TileWgsl;
 /** ./dot4-tile.wgsl alone, for a kernel that generates its own load constants. */
 export const dot4TileLoopBody = dot4TileWgsl;
 

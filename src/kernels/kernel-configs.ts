@@ -8,7 +8,7 @@
 
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
-import { VEC_WORDS, type VecWords } from './banded.ts';
+import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
@@ -35,8 +35,8 @@ export interface SgmatKernelConfig extends SgmatTiling {
   family: 'sgmat';
 }
 /**
- * The dot4-tiled kernel: 4 x 4 per invocation, 32- or 64-tiles, tileKW packed words per k step, vecWords
- * packed words per global load (1, 2 or 4; absent: 4).
+ * The dot4-tiled kernel: threadM x threadN per invocation (4 or 8 each; absent: 4), 32- or 64-tiles,
+ * tileKW packed words per k step, vecWords packed words per global load (1, 2 or 4; absent: 4).
  */
 export interface Dot4TiledKernelConfig {
   family: 'dot4-tiled';
@@ -45,6 +45,8 @@ export interface Dot4TiledKernelConfig {
   tileN: 32 | 64;
   tileKW: 4 | 8 | 16;
   vecWords?: VecWords;
+  threadM?: ThreadSide;
+  threadN?: ThreadSide;
 }
 /** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage, vecWords per load. */
 export interface Dot4WideKernelConfig {
@@ -82,6 +84,16 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
     if (x.vecWords === undefined) return {};
     one('vecWords', VEC_WORDS);
     return { vecWords: x.vecWords as VecWords };
+  };
+  // dot4-tiled's thread tile: optional, 4 x 4 where absent.
+  const thread = () => {
+    const out: { threadM?: ThreadSide; threadN?: ThreadSide } = {};
+    for (const key of ['threadM', 'threadN'] as const)
+      if (x[key] !== undefined) {
+        one(key, THREAD_SIDES);
+        out[key] = x[key] as ThreadSide;
+      }
+    return out;
   };
   switch (x.family) {
     case 'registry':
@@ -121,7 +133,15 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       one('tileM', [32, 64]);
       one('tileN', [32, 64]);
       one('tileKW', [4, 8, 16]);
-      return { family: 'dot4-tiled', dot4: x.dot4, tileM: x.tileM, tileN: x.tileN, tileKW: x.tileKW, ...vec() } as Dot4TiledKernelConfig;
+      return {
+        family: 'dot4-tiled',
+        dot4: x.dot4,
+        tileM: x.tileM,
+        tileN: x.tileN,
+        tileKW: x.tileKW,
+        ...thread(),
+        ...vec(),
+      } as Dot4TiledKernelConfig;
     default: {
       one('dot4', ['native', 'emulated']);
       one('threadsX', [8, 16]);
@@ -203,5 +223,12 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
       }
   for (const tile of [64, 32] as const)
     for (const vecWords of [2, 1] as const) out.push({ family: 'dot4-tiled', dot4, tileM: tile, tileN: tile, tileKW: 16, vecWords });
+  // Larger thread tiles at the 64-tile (more dot4 per staged word; 128, 128 and 64 invocations).
+  for (const [threadM, threadN] of [
+    [8, 4],
+    [4, 8],
+    [8, 8],
+  ] as const)
+    out.push({ family: 'dot4-tiled', dot4, tileM: 64, tileN: 64, tileKW: 16, threadM, threadN });
   return out;
 }

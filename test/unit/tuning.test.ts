@@ -129,6 +129,15 @@ describe('kernel configurations', () => {
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8, vecWords: 2 }).id).toBe(
       'dot4-128x128-r8-kw8-v2',
     );
+    expect(
+      kernelOf({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 32, tileKW: 8, threadM: 8, threadN: 4, vecWords: 2 }).id,
+    ).toBe('dot4-64x32-kw8-t8x4-v2');
+    expect(kernelOf({ family: 'dot4-tiled', dot4: 'native', tileM: 32, tileN: 32, tileKW: 16, threadM: 4, threadN: 4 }).id).toBe(
+      'dot4-32x32',
+    );
+    expect(
+      fieldOf(() => parseKernelConfig({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 64, tileKW: 8, threadN: 16 }, 'k')),
+    ).toBe('k.threadN');
     for (const family of ['dot4-tiled', 'dot4-wide'])
       expect(
         fieldOf(() =>
