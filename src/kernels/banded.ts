@@ -49,6 +49,8 @@ export function dot4ThreadConstants(threadM: ThreadSide, threadN: ThreadSide): s
 
 /** ./tile.wgsl with the packed operands declared as arrays of PackedLoad (see dot4LoadConstants). */
 export const dot4TileBindings = tileWgsl.replaceAll('array<vec4<u32>>', 'array<PackedLoad>');
+if (dot4TileBindings.split('array<PackedLoad>').length !== 3)
+  throw new Error('tile.wgsl: expected lhsPacked and rhsPacked as array<vec4<u32>>');
 
 /**
  * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with
