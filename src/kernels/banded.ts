@@ -17,8 +17,49 @@ import type { GemmEncoding, GpuGemmKernel } from './types.ts';
 
 /** ./tile.wgsl: TileParams and the packed-operand bindings, declared once for the banded kernels. */
 export const tileBindings = tileWgsl;
-/** ./dot4-tile.wgsl: the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice). */
-export const dot4TileLoop = dot4TileWgsl;
+
+/** Packed words per global load of the dot4 kernels: u32, vec2<u32> or vec4<u32>. */
+export type VecWords = 1 | 2 | 4;
+export const VEC_WORDS: readonly VecWords[] = [4, 2, 1];
+
+/**
+ * The generated constants of a dot4 kernel's global load width: VEC_WORDS, the type PackedLoad of one
+ * load, and packedWord (word j of a load). Rows are packed with K padded to 64 (16 words), so every
+ * width divides a row and no load crosses one.
+ */
+const loadConstants: Record<VecWords, string> = {
+  1: 'const VEC_WORDS: u32 = 1u;\nalias PackedLoad = u32;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v; }\n',
+  2: 'const VEC_WORDS: u32 = 2u;\nalias PackedLoad = vec2<u32>;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v[j]; }\n',
+  4: 'const VEC_WORDS: u32 = 4u;\nalias PackedLoad = vec4<u32>;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v[j]; }\n',
+};
+export function dot4LoadConstants(vecWords: VecWords): string {
+  return `// Generated: global loads of ${vecWords} packed word(s) (src/kernels/banded.ts).\n${loadConstants[vecWords]}`;
+}
+
+/** dst rows or columns per invocation of the dot4-tiled kernel: 4 or 8 (whole 4x4 quads). */
+export type ThreadSide = 4 | 8;
+export const THREAD_SIDES: readonly ThreadSide[] = [4, 8];
+/**
+ * The generated constants of ./dot4-tile.wgsl's thread tile: THREAD_M x THREAD_N dst elements per
+ * invocation (its accumulator array's size must be a const-expression, so these are not overrides).
+ */
+export function dot4ThreadConstants(threadM: ThreadSide, threadN: ThreadSide): string {
+  return `const THREAD_M: u32 = ${threadM}u;\nconst THREAD_N: u32 = ${threadN}u;\n`;
+}
+
+/** ./tile.wgsl with the packed operands declared as arrays of PackedLoad (see dot4LoadConstants). */
+export const dot4TileBindings = tileWgsl.replaceAll('array<vec4<u32>>', 'array<PackedLoad>');
+if (dot4TileBindings.split('array<PackedLoad>').length !== 3)
+  throw new Error('tile.wgsl: expected lhsPacked and rhsPacked as array<vec4<u32>>');
+
+/**
+ * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with
+ * vec4<u32> loads and 4x4 per invocation: the form that kernels declaring their operands as arrays of
+ * vec4<u32> include (split-K).
+ */
+export const dot4TileLoop = dot4LoadConstants(4) + dot4ThreadConstants(4, 4) + dot4TileWgsl;
+/** ./dot4-tile.wgsl alone, for a kernel that generates its own load constants. */
+export const dot4TileLoopBody = dot4TileWgsl;
 
 /** How one banded kernel is encoded: its pipeline, the WGSL reflected, its formats and tile values. */
 interface BandedEncoding {

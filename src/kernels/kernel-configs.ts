@@ -8,6 +8,7 @@
 
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
+import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
 import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
@@ -33,21 +34,28 @@ export interface RegistryKernelConfig {
 export interface SgmatKernelConfig extends SgmatTiling {
   family: 'sgmat';
 }
-/** The dot4-tiled kernel: 4 x 4 per invocation, 32- or 64-tiles, tileKW packed words per k step. */
+/**
+ * The dot4-tiled kernel: threadM x threadN per invocation (4 or 8 each; absent: 4), 32- or 64-tiles,
+ * tileKW packed words per k step, vecWords packed words per global load (1, 2 or 4; absent: 4).
+ */
 export interface Dot4TiledKernelConfig {
   family: 'dot4-tiled';
   dot4: 'native' | 'emulated';
   tileM: 32 | 64;
   tileN: 32 | 64;
   tileKW: 4 | 8 | 16;
+  vecWords?: VecWords;
+  threadM?: ThreadSide;
+  threadN?: ThreadSide;
 }
-/** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage. */
+/** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage, vecWords per load. */
 export interface Dot4WideKernelConfig {
   family: 'dot4-wide';
   dot4: 'native' | 'emulated';
   threadsX: 8 | 16;
   threadsY: 8 | 16;
   tileKW: 4 | 8 | 16;
+  vecWords?: VecWords;
 }
 export type KernelConfig = RegistryKernelConfig | SgmatKernelConfig | Dot4TiledKernelConfig | Dot4WideKernelConfig;
 
@@ -71,6 +79,22 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
   };
   if (extraFamilies.has(x.family as string)) return x as unknown as KernelConfig;
   one('family', KERNEL_FAMILIES);
+  // The dot4 families' load width: optional, 4 words where absent (tables written before it existed).
+  const vec = () => {
+    if (x.vecWords === undefined) return {};
+    one('vecWords', VEC_WORDS);
+    return { vecWords: x.vecWords as VecWords };
+  };
+  // dot4-tiled's thread tile: optional, 4 x 4 where absent.
+  const thread = () => {
+    const out: { threadM?: ThreadSide; threadN?: ThreadSide } = {};
+    for (const key of ['threadM', 'threadN'] as const)
+      if (x[key] !== undefined) {
+        one(key, THREAD_SIDES);
+        out[key] = x[key] as ThreadSide;
+      }
+    return out;
+  };
   switch (x.family) {
     case 'registry':
       if (!GPU_KERNELS.some((k) => k.id === x.id))
@@ -109,13 +133,28 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       one('tileM', [32, 64]);
       one('tileN', [32, 64]);
       one('tileKW', [4, 8, 16]);
-      return { family: 'dot4-tiled', dot4: x.dot4, tileM: x.tileM, tileN: x.tileN, tileKW: x.tileKW } as Dot4TiledKernelConfig;
+      return {
+        family: 'dot4-tiled',
+        dot4: x.dot4,
+        tileM: x.tileM,
+        tileN: x.tileN,
+        tileKW: x.tileKW,
+        ...thread(),
+        ...vec(),
+      } as Dot4TiledKernelConfig;
     default: {
       one('dot4', ['native', 'emulated']);
       one('threadsX', [8, 16]);
       one('threadsY', [8, 16]);
       one('tileKW', [4, 8, 16]);
-      const c = { family: 'dot4-wide', dot4: x.dot4, threadsX: x.threadsX, threadsY: x.threadsY, tileKW: x.tileKW } as Dot4WideKernelConfig;
+      const c = {
+        family: 'dot4-wide',
+        dot4: x.dot4,
+        threadsX: x.threadsX,
+        threadsY: x.threadsY,
+        tileKW: x.tileKW,
+        ...vec(),
+      } as Dot4WideKernelConfig;
       const problem = dot4WideProblem(c);
       if (problem) throw new InputError(`${field}.tileKW`, problem);
       return c;
@@ -174,11 +213,22 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
           threadsX === DOT4_WIDE_DEFAULT.threadsX && threadsY === DOT4_WIDE_DEFAULT.threadsY && tileKW === DOT4_WIDE_DEFAULT.tileKW;
         if (!same && !dot4WideProblem(c)) out.push(c);
       }
+  // Narrower global loads at the registry's tilings only (the width is independent of the tiling's shape).
+  for (const vecWords of [2, 1] as const) out.push({ family: 'dot4-wide', dot4, ...DOT4_WIDE_DEFAULT, vecWords });
   for (const tileM of [64, 32] as const)
     for (const tileN of [64, 32] as const)
       for (const tileKW of [16, 8, 4] as const) {
         if (tileM === tileN && tileKW === 16) continue; // the registry's dot4-64x64 and dot4-32x32
         out.push({ family: 'dot4-tiled', dot4, tileM, tileN, tileKW });
       }
+  for (const tile of [64, 32] as const)
+    for (const vecWords of [2, 1] as const) out.push({ family: 'dot4-tiled', dot4, tileM: tile, tileN: tile, tileKW: 16, vecWords });
+  // Larger thread tiles at the 64-tile (more dot4 per staged word; 128, 128 and 64 invocations).
+  for (const [threadM, threadN] of [
+    [8, 4],
+    [4, 8],
+    [8, 8],
+  ] as const)
+    out.push({ family: 'dot4-tiled', dot4, tileM: 64, tileN: 64, tileKW: 16, threadM, threadN });
   return out;
 }

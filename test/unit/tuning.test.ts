@@ -119,6 +119,31 @@ describe('kernel configurations', () => {
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x128');
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 8, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x64-r8-kw8');
     expect(kernelOf({ family: 'dot4-tiled', dot4: 'emulated', tileM: 64, tileN: 64, tileKW: 16 }).id).toBe('dot4-64x64-emulated');
+    // The global load width: 4 words (vec4<u32>) keeps the registry's ids; 1 and 2 are named.
+    expect(kernelOf({ family: 'dot4-tiled', dot4: 'emulated', tileM: 64, tileN: 64, tileKW: 16, vecWords: 4 }).id).toBe(
+      'dot4-64x64-emulated',
+    );
+    expect(kernelOf({ family: 'dot4-tiled', dot4: 'emulated', tileM: 64, tileN: 64, tileKW: 16, vecWords: 1 }).id).toBe(
+      'dot4-64x64-kw16-v1-emulated',
+    );
+    expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8, vecWords: 2 }).id).toBe(
+      'dot4-128x128-r8-kw8-v2',
+    );
+    expect(
+      kernelOf({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 32, tileKW: 8, threadM: 8, threadN: 4, vecWords: 2 }).id,
+    ).toBe('dot4-64x32-kw8-t8x4-v2');
+    expect(kernelOf({ family: 'dot4-tiled', dot4: 'native', tileM: 32, tileN: 32, tileKW: 16, threadM: 4, threadN: 4 }).id).toBe(
+      'dot4-32x32',
+    );
+    expect(
+      fieldOf(() => parseKernelConfig({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 64, tileKW: 8, threadN: 16 }, 'k')),
+    ).toBe('k.threadN');
+    for (const family of ['dot4-tiled', 'dot4-wide'])
+      expect(
+        fieldOf(() =>
+          parseKernelConfig({ family, dot4: 'native', tileM: 64, tileN: 64, threadsX: 16, threadsY: 16, tileKW: 8, vecWords: 3 }, 'k'),
+        ),
+      ).toBe('k.vecWords');
     expect(kernelOf({ family: 'registry', id: 'dot4-32x32' }).needsSelfTest).toBe(true);
     expect(
       fieldOf(() => parseKernelConfig({ family: 'sgmat', tileM: 128, tileN: 128, sgRows: 4, sgCols: 4, kStep: 64, buffers: 2 }, 'k')),

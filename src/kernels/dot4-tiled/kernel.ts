@@ -1,15 +1,35 @@
 // The dot4-tiled GEMM kernels (pack -> GEMM -> output): ./gemm.wgsl with TILE_M x TILE_N workgroup tiles
 // of 4x4 register blocks, on dot4U8Packed where the adapter has it (packed_4x8_integer_dot_product) and
-// on the manual unpack elsewhere. Each (tile, dot4 variant) pair is one kernel of the registry; which
-// one runs for which shape is decided there (src/kernels/registry.ts), not here.
+// on the manual unpack elsewhere, with global loads of 1, 2 or 4 packed words and 4 or 8 dst rows and
+// columns per invocation (../banded.ts dot4LoadConstants, dot4ThreadConstants). Each (tile, dot4 variant) pair is one kernel of the registry; which one runs for
+// which shape is decided there (src/kernels/registry.ts), not here.
 
-import { bandedKernel, dot4TileLoop, tileBindings } from '../banded.ts';
+import {
+  bandedKernel,
+  dot4LoadConstants,
+  dot4ThreadConstants,
+  dot4TileBindings,
+  dot4TileLoopBody,
+  type ThreadSide,
+  type VecWords,
+} from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
-const kernel = [tileBindings, dot4TileLoop, gemm].join('\n');
-const sources = { native: gemmKernelSource(kernel, true), emulated: gemmKernelSource(kernel, false) };
+/** The kernel's source per load width, thread tile and dot4 variant (generated once each, on first use). */
+const sources = new Map<string, string>();
+function sourceOf(c: Dot4TiledConfig, dot4: 'native' | 'emulated'): string {
+  const [vec, tm, tn] = [c.vecWords ?? 4, c.threadM ?? 4, c.threadN ?? 4];
+  const key = `${vec}-${tm}x${tn}-${dot4}`;
+  let s = sources.get(key);
+  if (!s) {
+    const constants = dot4LoadConstants(vec) + dot4ThreadConstants(tm, tn);
+    s = gemmKernelSource([constants, dot4TileBindings, dot4TileLoopBody, gemm].join('\n'), dot4 === 'native');
+    sources.set(key, s);
+  }
+  return s;
+}
 
 /** The ids of these kernels, by tile and dot4 variant. */
 export const DOT4_TILED_ID = {
@@ -25,12 +45,23 @@ export interface Dot4TiledConfig {
   tileN: 32 | 64;
   /** Packed words (4 k each) staged per k step: 4, 8 or 16. */
   tileKW: 4 | 8 | 16;
+  /** Packed words per global load: 1 (u32), 2 (vec2<u32>) or 4 (vec4<u32>, the default). */
+  vecWords?: VecWords;
+  /** dst rows and columns per invocation: 4 or 8 each (default 4). */
+  threadM?: ThreadSide;
+  threadN?: ThreadSide;
 }
 
-/** The id of a tiling: the registry's ids for square tiles with 16-word k steps, else every parameter. */
+/**
+ * The id of a tiling: the registry's ids for square tiles with 16-word k steps, vec4 loads and 4x4 per
+ * invocation, else every parameter ('dot4-32x64-kw8', then '-t8x4' for another thread tile and '-v1' or
+ * '-v2' for narrower loads).
+ */
 export function dot4TiledId(c: Dot4TiledConfig, dot4: 'native' | 'emulated'): string {
-  if (c.tileM === c.tileN && c.tileKW === 16) return DOT4_TILED_ID[c.tileM][dot4];
-  return `dot4-${c.tileM}x${c.tileN}-kw${c.tileKW}${dot4 === 'emulated' ? '-emulated' : ''}`;
+  const [vec, tm, tn] = [c.vecWords ?? 4, c.threadM ?? 4, c.threadN ?? 4];
+  if (c.tileM === c.tileN && c.tileKW === 16 && vec === 4 && tm === 4 && tn === 4) return DOT4_TILED_ID[c.tileM][dot4];
+  const t = tm === 4 && tn === 4 ? '' : `-t${tm}x${tn}`;
+  return `dot4-${c.tileM}x${c.tileN}-kw${c.tileKW}${t}${vec === 4 ? '' : `-v${vec}`}${dot4 === 'emulated' ? '-emulated' : ''}`;
 }
 
 /**
@@ -41,7 +72,7 @@ export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated', conf
   const c: Dot4TiledConfig = config ?? { tileM: tile, tileN: tile, tileKW: 16 };
   return bandedKernel({
     id: dot4TiledId(c, dot4),
-    source: sources[dot4],
+    source: sourceOf(c, dot4),
     entryPoint: 'gemm',
     overrides: { TILE_M: c.tileM, TILE_N: c.tileN, TILE_KW: c.tileKW },
     // SwiftShader compiles the unrolled k step (TILE_KW x 16 dot4 per invocation, between barriers) in

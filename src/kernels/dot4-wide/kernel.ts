@@ -1,38 +1,49 @@
 // The wide-tile dot4 GEMM kernels (pack -> GEMM -> output): ./gemm.wgsl, 8 x 8 dst elements per
-// invocation and 128 x 128 workgroup tiles with double-buffered staging, reading 'u8k4-r128' packs,
-// on dot4U8Packed where the adapter has it and on the manual unpack elsewhere. The dot4 kernels for
+// invocation and 128 x 128 workgroup tiles with double-buffered staging, reading 'u8k4-r128' packs
+// with global loads of 1, 2 or 4 packed words (../banded.ts dot4LoadConstants), on dot4U8Packed where the adapter has it and on the manual unpack elsewhere. The dot4 kernels for
 // large shapes on adapters without subgroup matrices; ../dot4-tiled (4 x 4 per invocation, 32- and
 // 64-tiles) stays for shapes that would leave most of a 128-tile empty. Which one runs for which shape
 // is decided in src/kernels/registry.ts.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
-import { bandedKernel, tileBindings } from '../banded.ts';
+import { bandedKernel, dot4LoadConstants, dot4TileBindings, type VecWords } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
 
-const kernel = [tileBindings, gemm].join('\n');
-const sources = { native: gemmKernelSource(kernel, true), emulated: gemmKernelSource(kernel, false) };
+/** The kernel's source per load width and dot4 variant (generated once each, on first use). */
+const sources = new Map<string, string>();
+function sourceOf(vecWords: VecWords, dot4: 'native' | 'emulated'): string {
+  const key = `${vecWords}-${dot4}`;
+  let s = sources.get(key);
+  if (!s) {
+    s = gemmKernelSource([dot4LoadConstants(vecWords), dot4TileBindings, gemm].join('\n'), dot4 === 'native');
+    sources.set(key, s);
+  }
+  return s;
+}
 
 /**
  * A tiling of the wide kernel (the tuner's family, src/kernels/tuning.ts): THREADS_Y x THREADS_X
  * invocations of 8 x 8 each (a (8 THREADS_Y) x (8 THREADS_X) tile, each side 64 or 128) and TILE_KW packed
- * words per stage; each invocation loads 1 or 2 vec4 pieces per operand and stage (gemm.wgsl's registers).
+ * words per stage; each invocation loads 4 or 8 packed words per operand and stage (gemm.wgsl's
+ * registers), in pieces of vecWords words (default 4: vec4<u32>).
  */
 export interface Dot4WideConfig {
   threadsX: 8 | 16;
   threadsY: 8 | 16;
   tileKW: 4 | 8 | 16;
+  vecWords?: VecWords;
 }
 
 /** The registry's tiling: 128 x 128 tiles of 16 x 16 invocations, 8 words per stage. */
 export const DOT4_WIDE_DEFAULT: Dot4WideConfig = { threadsX: 16, threadsY: 16, tileKW: 8 };
 
-/** Why tiling c cannot run ('' where it can): the loads per invocation must be 1 or 2 for both operands. */
+/** Why tiling c cannot run ('' where it can): each invocation loads 4 or 8 words of both operands per stage. */
 export function dot4WideProblem(c: Dot4WideConfig): string {
   const threads = c.threadsX * c.threadsY;
-  const loads = [(8 * c.threadsY * c.tileKW) / 4 / threads, (8 * c.threadsX * c.tileKW) / 4 / threads];
-  return loads.every((x) => x === 1 || x === 2) ? '' : `loads per invocation ${loads.join(' and ')} (must be 1 or 2)`;
+  const words = [(8 * c.threadsY * c.tileKW) / threads, (8 * c.threadsX * c.tileKW) / threads];
+  return words.every((x) => x === 4 || x === 8) ? '' : `words loaded per invocation ${words.join(' and ')} (must be 4 or 8)`;
 }
 
 /** Bytes of workgroup memory of tiling c: two stages of both operand tiles. */
@@ -42,11 +53,13 @@ const stagingBytes = (c: Dot4WideConfig) => 2 * 8 * (c.threadsX + c.threadsY) * 
 export const DOT4_WIDE_ID = { native: 'dot4-128x128', emulated: 'dot4-128x128-emulated' } as const;
 export type Dot4WideId = (typeof DOT4_WIDE_ID)['native' | 'emulated'];
 
-/** The id of tiling c: the registry's ids for the default, else 'dot4-{M}x{N}-r8-kw{KW}'. */
+/** The id of tiling c: the registry's ids for the default, else 'dot4-{M}x{N}-r8-kw{KW}' (and '-v1', '-v2'). */
 export function dot4WideId(c: Dot4WideConfig, dot4: 'native' | 'emulated'): string {
-  const same = c.threadsX === 16 && c.threadsY === 16 && c.tileKW === 8;
+  const vec = c.vecWords ?? 4;
+  const same = c.threadsX === 16 && c.threadsY === 16 && c.tileKW === 8 && vec === 4;
   if (same) return DOT4_WIDE_ID[dot4];
-  return `dot4-${8 * c.threadsY}x${8 * c.threadsX}-r8-kw${c.tileKW}${dot4 === 'emulated' ? '-emulated' : ''}`;
+  const v = vec === 4 ? '' : `-v${vec}`;
+  return `dot4-${8 * c.threadsY}x${8 * c.threadsX}-r8-kw${c.tileKW}${v}${dot4 === 'emulated' ? '-emulated' : ''}`;
 }
 
 export function dot4WideKernel(dot4: 'native' | 'emulated', c: Dot4WideConfig = DOT4_WIDE_DEFAULT): GpuGemmKernel {
@@ -54,7 +67,7 @@ export function dot4WideKernel(dot4: 'native' | 'emulated', c: Dot4WideConfig = 
   if (problem) throw new Error(`dot4 wide tiling ${JSON.stringify(c)}: ${problem}`);
   return bandedKernel({
     id: dot4WideId(c, dot4),
-    source: sources[dot4],
+    source: sourceOf(c.vecWords ?? 4, dot4),
     entryPoint: 'gemm',
     overrides: { THREADS_X: c.threadsX, THREADS_Y: c.threadsY, TILE_KW: c.tileKW },
     tileM: 8 * c.threadsY,
