@@ -9,7 +9,7 @@
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
-import { dot4TiledKernel } from './dot4-tiled/kernel.ts';
+import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
 import {
@@ -38,15 +38,9 @@ export interface SgmatKernelConfig extends SgmatTiling {
  * The dot4-tiled kernel: threadM x threadN per invocation (4 or 8 each; absent: 4), 32- or 64-tiles,
  * tileKW packed words per k step, vecWords packed words per global load (1, 2 or 4; absent: 4).
  */
-export interface Dot4TiledKernelConfig {
+export interface Dot4TiledKernelConfig extends Dot4TiledConfig {
   family: 'dot4-tiled';
   dot4: 'native' | 'emulated';
-  tileM: 32 | 64;
-  tileN: 32 | 64;
-  tileKW: 4 | 8 | 16;
-  vecWords?: VecWords;
-  threadM?: ThreadSide;
-  threadN?: ThreadSide;
 }
 /** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage, vecWords per load. */
 export interface Dot4WideKernelConfig {

@@ -15,6 +15,7 @@ import type { Dot4TiledKernelConfig, Dot4WideKernelConfig } from '../../src/kern
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { arbProblemOfShape } from '../support/arbitraries.ts';
+import { Rng } from '../../tools/random.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
 
 vi.setConfig({ testTimeout: 900_000, hookTimeout: 600_000 });
@@ -53,15 +54,12 @@ const kinds: ((c: Config) => boolean)[] = [
 
 const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';
 const seed = Number(process.env.QGEMM_DOT4_SEED ?? 34);
-/** A seeded draw without replacement (the LCG of src/kernels/sgmat/config.ts sampleTilings). */
-function draw<T>(from: readonly T[], n: number, s0: number): T[] {
+/** A seeded draw without replacement (tools/random.ts, the repository's one seeded generator). */
+function draw<T>(from: readonly T[], n: number, seed: number): T[] {
   const left = [...from];
+  const rng = new Rng(seed);
   const out: T[] = [];
-  let s = s0 >>> 0;
-  while (out.length < n && left.length) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out.push(left.splice(s % left.length, 1)[0]);
-  }
+  while (out.length < n && left.length) out.push(left.splice(rng.int(0, left.length - 1), 1)[0]);
   return out;
 }
 // One configuration of each kind first, then a second of each, and so on.

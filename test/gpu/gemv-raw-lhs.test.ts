@@ -17,6 +17,7 @@ import type { BitDepth, GemmProblem, Operand, Order } from '../../src/types.ts';
 import { arbOperand } from '../support/arbitraries.ts';
 import { diffResults } from '../support/compare.ts';
 import { expectExact } from '../support/kernel-harness.ts';
+import { Rng } from '../../tools/random.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
 const gpu = await getGpu();
@@ -28,11 +29,8 @@ const KERNELS = [GEMV_ID.subgroup[8], GEMV_ID.workgroup[8], GEMV_ID.emulated, GE
 /** A seeded operand of the given signedness and order. */
 function operand(rows: number, cols: number, signed: boolean, order: Order, seed: number): Operand {
   const data = signed ? new Int8Array(rows * cols) : new Uint8Array(rows * cols);
-  let s = seed >>> 0;
-  for (let i = 0; i < data.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    data[i] = s >>> 24;
-  }
+  const rng = new Rng(seed);
+  for (let i = 0; i < data.length; i++) data[i] = rng.next() >>> 24;
   return { data, rows, cols, order };
 }
 

@@ -22,6 +22,8 @@ import {
 } from '../../src/kernels/sgmat/config.ts';
 import { SGMAT_SPLITK_ID, sgmatKernel, sgmatSource, sgmatSourceU4, sgmatU4Kernel, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import type { GpuGemmKernel } from '../../src/kernels/types.ts';
+import type { GemmProblem } from '../../src/types.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
 import { nibbleProblems } from '../support/nibble-problems.ts';
 import { getGpu, releaseGpu, uncapturedErrors } from '../gpu/gpu-env.ts';
@@ -32,6 +34,17 @@ vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 const gpu = await getGpu();
 afterAll(releaseGpu);
 if (!gpu) throw new Error('no WebGPU adapter: run this file through tools/test-lavapipe.sh');
+
+/** `kernel` over `problems` (src/verify.ts verifyGpuKernel): every problem runs, 0 mismatches. */
+const expectExact = async (kernel: GpuGemmKernel, problems: GemmProblem[]): Promise<void> => {
+  const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
+  console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
+  expect(row.detail).toBe('');
+  expect(row.problems).toBe(problems.length);
+  expect(row.mismatches).toBe(0);
+};
+/** The exactness suite but its 40000-deep problem, which runs in the self-test gate (16 slices on this adapter). */
+const shallowSuite = () => verifyProblems().filter((p) => p.lhs.cols <= 10000);
 
 describe('sgmat-64x64 with the real builtins on lavapipe', () => {
   let caps: GpuContext['caps'];
@@ -56,13 +69,7 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     ],
   ] as const;
   it.each(variants)('%s: the exactness suite, 0 mismatches', async (_, kernel) => {
-    // The 40000-deep problem runs in the gate below (16 slices on this adapter).
-    const problems = verifyProblems().filter((p) => p.lhs.cols <= 10000);
-    const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
-    console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
-    expect(row.detail).toBe('');
-    expect(row.problems).toBe(problems.length);
-    expect(row.mismatches).toBe(0);
+    await expectExact(kernel, shallowSuite());
   });
 
   // The registry's '-u4' kernel as built, without its self-test gate (the gate's 40000-deep problem takes
@@ -96,12 +103,7 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     expect(sgmatU4Kernel().rhsPackFormat).toBe('u4k8-r64');
   });
   it.each(nibbles)("sgmat-64x64-u4 at %s: 4-bit rhs at tile edges and the suite's 4-bit problems, 0 mismatches", async (_, kernel) => {
-    const problems = [...nibbleProblems(4, 340), ...verifyProblems().filter((p) => (p.bitDepth?.rhs ?? 8) <= 4)];
-    const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
-    console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
-    expect(row.detail).toBe('');
-    expect(row.problems).toBe(problems.length);
-    expect(row.mismatches).toBe(0);
+    await expectExact(kernel, [...nibbleProblems(4, 340), ...verifyProblems().filter((p) => (p.bitDepth?.rhs ?? 8) <= 4)]);
   });
 
   it('lowered limits: operands, bands and grids split', async () => {
@@ -192,13 +194,7 @@ describe('split-K sgmat with the real builtins on lavapipe', () => {
   const tiling = { ...DEFAULT_TILING, kStep: 32, splitK: 4 };
   it(`${tilingId(tiling)}: the exactness suite, 0 mismatches`, async () => {
     const kernel = sgmatVariant(`${tilingId(tiling)}-lavapipe`, (c) => (c.subgroupMatrix.length ? u8 : null), sgmatSource, false, tiling);
-    // The 40000-deep problem runs in the gate below (16 slices on this adapter).
-    const problems = verifyProblems().filter((p) => p.lhs.cols <= 10000);
-    const row = await verifyGpuKernel(gpu.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
-    console.log(`[lavapipe] ${kernel.id}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);
-    expect(row.detail).toBe('');
-    expect(row.problems).toBe(problems.length);
-    expect(row.mismatches).toBe(0);
+    await expectExact(kernel, shallowSuite());
   });
   it(`${SGMAT_SPLITK_ID} passes the self-test gate and runs`, async () => {
     const warnings: string[] = [];
