@@ -3,11 +3,13 @@
 // self-contained: it reaches this project's browser bundle (dist/browser/qgemm.js) as `window.qgemm`,
 // tfjs as `window.tf` (the tfjs-core and tfjs-backend-webgpu UMD bundles), onnxruntime-web as
 // `window.ort` (its ES module, whose .wasm/.mjs files the same local server serves from node_modules),
-// and three helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
-// operands as in Node), __hash (hashBytes) and __moreReps (bench/timing.ts moreReps: the same repeat
-// policy). Timing happens in the page, with the page's performance.now(), so no DevTools round trip is
-// inside a timed region. The page is cross-origin isolated (COOP/COEP from the server), so qgemm's
-// WebAssembly CPU kernel and onnxruntime-web's WASM EP run on worker threads.
+// and four helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
+// operands as in Node), __hash (hashBytes), __moreReps and __pausedCalls (bench/timing.ts: the same
+// repeat policy and the same after-pause rule). The page's HTML and its one-time setup (qgemm's context
+// as __ctx, tfjs, onnxruntime-web) are bench/chrome-page-setup.ts. Timing happens in the page, with the
+// page's performance.now(), so no DevTools round trip is inside a timed region. The page is cross-origin
+// isolated (COOP/COEP from the server), so qgemm's WebAssembly CPU kernel and onnxruntime-web's WASM EP
+// run on worker threads. Each `resident` WebGPU GEMM row also makes the decode loop's after-pause calls.
 //
 // The modes are Node's (bench/README.md's table):
 //   qgemm WebGPU  call: ctx.gemm with both operands; resident: rhs prepacked once (ctx.prepack('rhs'));
@@ -29,19 +31,6 @@
 import type { ConvLayer } from './shapes.ts';
 import type { RepeatPolicy } from './timing.ts';
 
-/** The page's HTML: the tfjs UMD bundles and onnxruntime-web's module (when available) and qgemm's ES module as window globals. */
-export function pageHtml(opts: { tfjs: boolean; ort: boolean }): string {
-  return `<!doctype html>
-<html><head><meta charset="utf-8"><title>qgemm-webgpu bench</title><link rel="icon" href="data:,">
-${opts.tfjs ? '<script src="./tf-core.js"></script>\n<script src="./tf-backend-webgpu.js"></script>' : ''}
-<script type="module">
-import * as qgemm from './dist/browser/qgemm.js';
-window.qgemm = qgemm;
-${opts.ort ? "try { window.ort = await import('./ort/ort.webgpu.min.mjs'); } catch (e) { window.__ortError = String(e && e.message || e); }" : ''}
-window.__ready = true;
-</script></head><body>qgemm-webgpu benchmark page</body></html>`;
-}
-
 /** Who runs in a cell: qgemm on WebGPU or CPU, tfjs, onnxruntime-web's WebGPU or WASM EP. */
 export type PageImpl = 'qgemm' | 'qgemm-cpu' | 'tfjs-webgpu-f32' | 'ort-webgpu' | 'ort-wasm';
 
@@ -57,6 +46,11 @@ export interface PageCellArgs {
   /** bench/problems.ts pipelineToJson: Int32Arrays as {int32: number[]}, Float32Arrays as {float32: number[]}. */
   pipeline: Record<string, unknown>[];
   policy: RepeatPolicy;
+  /**
+   * The decode loop's after-pause calls (resident WebGPU rows): policy.minReps single calls, each after
+   * this many ms with nothing running (bench/timing.ts pausedCalls, injected as __pausedCalls); absent: none.
+   */
+  pauseMs?: number;
   /** onnxruntime rows: the model's URL on the page's server (bench/onnx-model.ts bytes). */
   model?: string;
   /** onnxruntime WebGPU rows: the profiled session's run count (GPU time); 0 = none. */
@@ -82,6 +76,9 @@ export interface PageCellResult {
   dtype?: string;
   /** qgemm: the kernel that ran last (ctx.lastRun.kernel, or the CPU kernel's id), null where it does not say. */
   kernel?: string | null;
+  /** With args.pauseMs: each after-pause call's wall time, and (qgemm) its output's hash. */
+  pausedWalls?: number[];
+  pausedHashes?: string[];
   /** Why gpus are null, where the page knows. */
   gpuNote?: string;
   /** qgemm resident/device: PackedOperand.bytes of the prepacked rhs. */
@@ -89,155 +86,6 @@ export interface PageCellResult {
   /** onnxruntime-web WebGPU: the profiled session ran and printed its profile to the console. */
   profiled?: boolean;
   error?: string;
-}
-
-/** verifyDevice() in the page before any cell: on a hardware adapter ('hardware'), or on any ('always'); kernels: a subset (default all). */
-export interface PageVerifyPlan {
-  when: 'hardware' | 'always';
-  kernels?: string[];
-}
-
-/** The page's verifyDevice() report, shortened (src/verify.ts VerifyReport), or why it could not run. */
-export type PageVerifyResult =
-  | {
-      ok: boolean;
-      device: string;
-      ms: number;
-      rows: { kernel: string; configuration: string; problems: number; mismatches: number; detail: string }[];
-    }
-  | { error: string };
-
-export interface PageSetupResult {
-  qgemm: { adapter: Record<string, unknown>; features: string[]; dot4: string; timestamps: boolean } | { error: string };
-  cpu: { kernel: string; threads: number; wasmSimd: boolean; sharedMemory: boolean; relaxedNote: string } | { error: string };
-  tfjs: { backend: string; version: string; timestamps: boolean } | { error: string } | null;
-  ort: { version: string; numThreads: number; webgpu: boolean; webgpuError?: string } | { error: string } | null;
-  crossOriginIsolated: boolean;
-  hardwareConcurrency: number;
-  /** verifyDevice() on the page's device (PageVerifyPlan), null where it did not run. */
-  verify: PageVerifyResult | null;
-}
-
-/**
- * In the page: create qgemm's GpuContext (timestamps on), run verifyDevice() on its device where `verify`
- * asks (every GPU kernel forced over the exactness suite, the subgroup-matrix kernel at the adapter's own
- * configuration included, before any timed cell), read the CPU caps, start tfjs's webgpu backend and
- * onnxruntime-web, once.
- */
-export async function pageSetup(verify: PageVerifyPlan | null = null): Promise<PageSetupResult> {
-  // biome-ignore lint/suspicious/noExplicitAny: the page's globals (__ctx, __gen, ...) are set by this file, untyped
-  const w = window as any;
-  const err = (e: unknown) => String((e as Error)?.message ?? e);
-  const out: PageSetupResult = {
-    qgemm: { error: 'not tried' },
-    cpu: { error: 'not tried' },
-    tfjs: null,
-    ort: null,
-    crossOriginIsolated: self.crossOriginIsolated,
-    hardwareConcurrency: navigator.hardwareConcurrency,
-    verify: null,
-  };
-  try {
-    w.__ctx = await w.qgemm.GpuContext.create({ timestamps: true });
-    const s = w.__ctx.summary;
-    out.qgemm = {
-      adapter: {
-        vendor: s.vendor,
-        architecture: s.architecture,
-        description: s.description,
-        device: s.device,
-        isSoftware: s.isSoftware,
-        // The subgroup-matrix configurations the context read (adapter.info.subgroupMatrixConfigs, u8/i8 only):
-        // empty where the feature or the configurations are missing, and then no tensor-core kernel runs.
-        subgroupMatrix: w.__ctx.caps.subgroupMatrix,
-      },
-      features: [...w.__ctx.device.features].map(String).sort(),
-      dot4: w.__ctx.dot4,
-      timestamps: w.__ctx.device.features.has('timestamp-query'),
-    };
-  } catch (e) {
-    out.qgemm = { error: err(e) };
-  }
-  if (verify && !('error' in out.qgemm) && (verify.when === 'always' || !out.qgemm.adapter.isSoftware)) {
-    const t0 = performance.now();
-    try {
-      const report = await w.qgemm.verifyDevice({ device: w.__ctx.device, ...(verify.kernels ? { kernels: verify.kernels } : {}) });
-      out.verify = {
-        ok: report.ok,
-        device: report.device,
-        ms: performance.now() - t0,
-        rows: report.rows.map((r: { kernel: string; configuration: string; problems: number; mismatches: number; detail: string }) => ({
-          kernel: r.kernel,
-          configuration: r.configuration,
-          problems: r.problems,
-          mismatches: r.mismatches,
-          detail: r.detail,
-        })),
-      };
-    } catch (e) {
-      out.verify = { error: err(e) };
-    }
-  }
-  try {
-    const caps = await w.qgemm.readyCpuCaps();
-    // The kernel the registry picks (src/kernels/registry.ts, first supported): relaxed SIMD, SIMD, JavaScript.
-    w.__cpuKernel = caps.relaxedSimd ? 'cpu-wasm-relaxed' : caps.wasmSimd ? 'cpu-wasm-simd' : 'cpu-js';
-    out.cpu = {
-      kernel: w.__cpuKernel,
-      threads: caps.threads,
-      wasmSimd: caps.wasmSimd,
-      sharedMemory: caps.sharedMemory,
-      relaxedNote: caps.relaxedNote,
-    };
-  } catch (e) {
-    out.cpu = { error: err(e) };
-  }
-  if (w.tf) {
-    try {
-      const ok = await w.tf.setBackend('webgpu');
-      await w.tf.ready();
-      if (!ok || w.tf.getBackend() !== 'webgpu') throw new Error(`tf.setBackend('webgpu') gave ${w.tf.getBackend()}`);
-      const device = w.tf.backend().device as GPUDevice;
-      out.tfjs = { backend: w.tf.getBackend(), version: w.tf.version_core, timestamps: device.features.has('timestamp-query') };
-    } catch (e) {
-      out.tfjs = { error: err(e) };
-    }
-  }
-  if (w.__ortError) out.ort = { error: w.__ortError };
-  else if (w.ort) {
-    const ort = w.ort;
-    try {
-      // As many threads as qgemm's CPU kernel takes (onnxruntime-web's default is half the cores).
-      ort.env.wasm.numThreads = self.crossOriginIsolated ? navigator.hardwareConcurrency : 1;
-      ort.env.wasm.proxy = false;
-      ort.env.logLevel = 'error';
-      // A tiny MatMul on each EP: fail here (the rows then say why), not in the first cell.
-      const tiny = w.__tinyModel as Uint8Array;
-      const feed = { A: new ort.Tensor('float32', new Float32Array(32), [1, 32]) };
-      const cpu = await ort.InferenceSession.create(tiny, { executionProviders: ['wasm'] });
-      await cpu.run(feed);
-      await cpu.release();
-      let webgpu = true;
-      let webgpuError: string | undefined;
-      try {
-        const gpu = await ort.InferenceSession.create(tiny, { executionProviders: ['webgpu'] });
-        await gpu.run(feed);
-        await gpu.release();
-      } catch (e) {
-        webgpu = false;
-        webgpuError = err(e);
-      }
-      out.ort = {
-        version: ort.env.versions?.web ?? ort.env.versions?.common ?? '?',
-        numThreads: ort.env.wasm.numThreads,
-        webgpu,
-        webgpuError,
-      };
-    } catch (e) {
-      out.ort = { error: err(e) };
-    }
-  }
-  return out;
 }
 
 /** In the page: warm-up and timed runs of one implementation, in one mode, at one shape. */
@@ -269,6 +117,8 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   const cleanups: (() => unknown)[] = [];
   const asBytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   // q - zeroPoint as f32 in a loop: Float32Array.from(q, fn) collects into a JS array first (out of heap at 11008^2).
+  // As tfjs in Node (bench/impls/tfjs-node.ts): the wall time from plain calls, the kernel time from separate tf.time calls.
+  const tfjsNote = (reps: number) => `kernel time from ${reps} separate tf.time calls; the wall time from plain calls`;
   const centered = (q: Uint8Array, zeroPoint: number) => {
     const out = new Float32Array(q.length);
     for (let i = 0; i < q.length; i++) out[i] = q[i] - zeroPoint;
@@ -392,18 +242,20 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       const fShape = [c.filterHeight, c.filterWidth, c.channels, c.outChannels];
       const backend = tf.backend();
       const timestamps = (backend.device as GPUDevice).features.has('timestamp-query');
-      if (!timestamps) result.gpuNote = 'the device has no timestamp-query';
+      result.gpuNote = timestamps ? tfjsNote(policy.minReps) : 'the device has no timestamp-query';
+      separateGpu = timestamps;
       const keptF = mode === 'call' ? null : tf.tensor4d(f32, fShape);
       const keptX = mode === 'device' ? tf.tensor4d(x32, xShape) : null;
       cleanups.push(() => tf.dispose([...(keptX ? [keptX] : []), ...(keptF ? [keptF] : [])]));
-      once = async () => {
+      once = async (timed) => {
         const t0 = performance.now();
         const x = keptX ?? tf.tensor4d(x32, xShape);
         const f = keptF ?? tf.tensor4d(f32, fShape);
         let y: { data(): Promise<Float32Array> } | undefined;
-        const timing = await tf.time(() => {
+        const conv2d = () => {
           y = tf.conv2d(x, f, c.stride, c.padding === 'SAME' ? 'same' : 'valid');
-        });
+        };
+        const timing = timed ? await tf.time(conv2d) : (conv2d(), null);
         if (mode === 'device') {
           if (backend.commandEncoder) backend.submitQueue?.();
           await (backend.device as GPUDevice).queue.onSubmittedWorkDone();
@@ -412,7 +264,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         }
         const wallMs = performance.now() - t0;
         tf.dispose([y, ...(keptX ? [] : [x]), ...(keptF ? [] : [f])]);
-        return { wallMs, gpuMs: timestamps && typeof timing.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
+        return { wallMs, gpuMs: timestamps && typeof timing?.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
       };
     } else if (args.impl === 'tfjs-webgpu-f32') {
       const tf = w.tf;
@@ -420,18 +272,20 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       const b32 = centered(rhs, args.rhsZeroPoint);
       const backend = tf.backend();
       const timestamps = (backend.device as GPUDevice).features.has('timestamp-query');
-      if (!timestamps) result.gpuNote = 'the device has no timestamp-query';
+      result.gpuNote = timestamps ? tfjsNote(policy.minReps) : 'the device has no timestamp-query';
+      separateGpu = timestamps;
       const keptB = mode === 'call' ? null : tf.tensor2d(b32, [k, n]);
       const keptA = mode === 'device' ? tf.tensor2d(a32, [m, k]) : null;
       cleanups.push(() => tf.dispose([...(keptA ? [keptA] : []), ...(keptB ? [keptB] : [])]));
-      once = async () => {
+      once = async (timed) => {
         const t0 = performance.now();
         const a = keptA ?? tf.tensor2d(a32, [m, k]);
         const b = keptB ?? tf.tensor2d(b32, [k, n]);
         let c: { data(): Promise<Float32Array> } | undefined;
-        const timing = await tf.time(() => {
+        const matMul = () => {
           c = tf.matMul(a, b);
-        });
+        };
+        const timing = timed ? await tf.time(matMul) : (matMul(), null);
         if (mode === 'device') {
           if (backend.commandEncoder) backend.submitQueue?.();
           await (backend.device as GPUDevice).queue.onSubmittedWorkDone();
@@ -440,7 +294,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         }
         const wallMs = performance.now() - t0;
         tf.dispose([c, ...(keptA ? [] : [a]), ...(keptB ? [] : [b])]);
-        return { wallMs, gpuMs: timestamps && typeof timing.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
+        return { wallMs, gpuMs: timestamps && typeof timing?.kernelMs === 'number' ? timing.kernelMs : null, bytes: null };
       };
     } else {
       const ort = w.ort;
@@ -484,6 +338,17 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
     if (separateGpu) {
       gpus.length = 0;
       for (let i = 0; i < policy.minReps; i++) gpus.push((await once(true)).gpuMs);
+    }
+    // The decode loop's other case, as in Node (bench/timing.ts afterPause): single untimed calls, each
+    // after a pause; qgemm's outputs hashed, to be checked against the back-to-back calls'.
+    if (args.pauseMs !== undefined) {
+      const pausedHashes: string[] = [];
+      result.pausedWalls = await w.__pausedCalls(policy.minReps, args.pauseMs, async () => {
+        const r = await once();
+        if (r.bytes) pausedHashes.push(w.__hash(r.bytes));
+        return r.wallMs;
+      });
+      if (pausedHashes.length) result.pausedHashes = pausedHashes;
     }
     if (args.impl === 'qgemm') result.kernel = w.__ctx.lastRun?.kernel ?? null;
     if (last.bytes) {

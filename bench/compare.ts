@@ -61,7 +61,7 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
     peer: id(impl, 'webgpu', 'node', 'resident'),
   })),
   { ours: QGEMM_RHS4, peer: QGEMM_NODE('resident') },
-  // The decode loop's after-pause rows (resident, Node): against the peers' after-pause rows.
+  // The decode loop's after-pause rows (resident): against the peers' after-pause rows.
   ...(
     ['tfjs-webgpu-f32', 'onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4', 'onnxruntime-webgpu-matmul-f32'] as const
   ).map((impl) => ({
@@ -82,6 +82,17 @@ export const PAIRS: { ours: RowId; peer: RowId }[] = [
   {
     ours: { ...id('qgemm', 'webgpu', 'chrome', 'resident'), rhsBits: 4 },
     peer: id('onnxruntime-webgpu-matmulnbits4', 'webgpu', 'chrome', 'resident'),
+  },
+  // The decode loop's after-pause rows in Chrome, as in Node.
+  ...(
+    ['tfjs-webgpu-f32', 'onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4', 'onnxruntime-webgpu-matmul-f32'] as const
+  ).map((impl) => ({
+    ours: paused(id('qgemm', 'webgpu', 'chrome', 'resident')),
+    peer: paused(id(impl, 'webgpu', 'chrome', 'resident')),
+  })),
+  {
+    ours: paused({ ...id('qgemm', 'webgpu', 'chrome', 'resident'), rhsBits: 4 }),
+    peer: paused(id('onnxruntime-webgpu-matmulnbits4', 'webgpu', 'chrome', 'resident')),
   },
   ...(['call', 'resident'] as const).map((mode) => ({
     ours: id('qgemm', 'cpu', 'chrome', mode),

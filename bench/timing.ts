@@ -3,7 +3,8 @@
 // one. The statistics are the median and the spread (min, max, quartiles). GOPS = 2*M*N*K / time.
 //
 // The same policy object travels to the Chrome page (it is plain JSON), where the loop is repeated in
-// page code (bench/chrome-page.ts) so that no DevTools round trip lands inside a timed region.
+// page code (bench/chrome-page.ts) so that no DevTools round trip lands inside a timed region; moreReps
+// and pausedCalls go there by their source.
 
 export interface RepeatPolicy {
   /** Untimed runs first (pipeline compilation, buffer pools, JIT). */
@@ -92,14 +93,22 @@ export async function measure<T>(
 export const PAUSE_MS = 200;
 
 /**
+ * `count` single calls, each after `pauseMs` with nothing running; their wall times (`call` returns its
+ * own). Self-contained: the Chrome page runs it from its source (bench/chrome-page.ts), so the rule is one.
+ */
+export async function pausedCalls(count: number, pauseMs: number, call: () => Promise<number>): Promise<number[]> {
+  const walls: number[] = [];
+  for (let i = 0; i < count; i++) {
+    await new Promise((r) => setTimeout(r, pauseMs));
+    walls.push(await call());
+  }
+  return walls;
+}
+
+/**
  * The decode loop's other case: `policy.minReps` single calls, each after PAUSE_MS with nothing running
  * (the back-to-back case is measure()'s loop, which never pauses). `call` returns its wall time.
  */
 export async function afterPause(policy: RepeatPolicy, call: () => Promise<number>): Promise<Stats> {
-  const walls: number[] = [];
-  for (let i = 0; i < policy.minReps; i++) {
-    await new Promise((r) => setTimeout(r, PAUSE_MS));
-    walls.push(await call());
-  }
-  return stats(walls);
+  return stats(await pausedCalls(policy.minReps, PAUSE_MS, call));
 }

@@ -11,6 +11,8 @@
 //                                 resident (weights as initializers; models from bench/onnx-model.ts,
 //                                 served to the page as files);
 //   onnxruntime-web-matmulinteger / cpu / chrome   MatMulInteger on its WASM EP, call and resident.
+// Every resident WebGPU GEMM row (qgemm's and the peers') has an after-pause row beside it, as in Node:
+// single calls, each after bench/timing.ts PAUSE_MS, made in the page (./chrome-outcome.ts).
 // Convolution layers (shape.conv): qgemm WebGPU in call and resident (packPatches + gemm, verified) and
 // tfjs's conv2d f32 in every mode, as in Node; the other rows are GEMMs and do not run them.
 // The in-page code is bench/chrome-page.ts.
@@ -30,24 +32,14 @@ import {
   type ChromeProfile,
   type Page,
 } from '../../tools/chromium.ts';
-import type { DstType } from '../../src/types.ts';
-import {
-  pageHtml,
-  pageRunCell,
-  pageSetup,
-  type PageCellResult,
-  type PageImpl,
-  type PageSetupResult,
-  type PageVerifyPlan,
-  type PageVerifyResult,
-} from '../chrome-page.ts';
+import { pageRunCell, type PageCellResult, type PageImpl } from '../chrome-page.ts';
+import { pageHtml, pageSetup, type PageSetupResult, type PageVerifyPlan, type PageVerifyResult } from '../chrome-page-setup.ts';
 import { matMulF32Model, matMulIntegerModel, matMulIntegerWeightsModel } from '../onnx-model.ts';
 import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
-import { moreReps, stats, type RepeatPolicy } from '../timing.ts';
-import { fromBytes } from '../verify.ts';
-import { gpuMsPerRun, modelFor, ortWebgpuUnsupported } from './onnxruntime-webgpu.ts';
-import { kernelOf } from './qgemm-node.ts';
+import { moreReps, PAUSE_MS, pausedCalls, type RepeatPolicy } from '../timing.ts';
+import { pageOutcome } from './chrome-outcome.ts';
+import { modelFor, ortWebgpuUnsupported } from './onnxruntime-webgpu.ts';
 import {
   convolutionRows,
   ORT_WEBGPU_IMPLS,
@@ -226,6 +218,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     await page.waitForFunction('window.__ready === true', { timeout: 60_000 });
     await page.evaluate(
       `window.__gen = (${generateOperands.toString()}); window.__hash = (${hashBytes.toString()}); window.__moreReps = (${moreReps.toString()});` +
+        `window.__pausedCalls = (${pausedCalls.toString()});` +
         `window.__tinyModel = Uint8Array.from(${JSON.stringify([...matMulF32Model(new Float32Array(32 * 4), 32, 4)])});`,
     );
     const setup: PageSetupResult = await page.evaluate(pageSetup, verifyPlan());
@@ -279,6 +272,8 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
             policy,
             ...(model ? { model: `/${model}` } : {}),
             ...(impl === 'ort-webgpu' ? { profiledRuns: policy.minReps } : {}),
+            // The decode loop's after-pause calls: every resident WebGPU GEMM row, qgemm's and the peers', as in Node.
+            ...(id.mode === 'resident' && id.backend === 'webgpu' && !data.shape.conv ? { pauseMs: PAUSE_MS } : {}),
             ...(id.rhsBits === 4 ? { rhsBits: 4 as const } : {}),
             ...(data.shape.conv ? { conv: { layer: data.shape.conv, geometry: { ...data.conv!.geometry } } } : {}),
           });
@@ -289,32 +284,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
         }
         const lines = profileLines ?? [];
         profileLines = null;
-        if (r.error) throw new Error(`in Chrome: ${r.error.split('\n')[0]}`);
-        let gpu = r.gpus.length && r.gpus.every((g): g is number => g !== null) ? stats(r.gpus) : null;
-        if (r.profiled) {
-          const events = lines.flatMap((line) => {
-            const text = line.trim().replace(/,$/, '');
-            if (!text.startsWith('{')) return [];
-            try {
-              return [JSON.parse(text) as { cat?: string; ts?: number; dur?: number }];
-            } catch {
-              return [];
-            }
-          });
-          const perRun = gpuMsPerRun(events, policy.minReps);
-          gpu = perRun ? stats(perRun) : null;
-        }
-        // A peer's note explains a missing GPU time; qgemm's also says how its GPU time was taken.
-        const note = r.gpuNote && (gpu === null || impl === 'qgemm') ? { gpuNote: r.gpuNote } : {};
-        const out: CellOutcome = { wall: stats(r.walls), gpu, ...note };
-        if (impl === 'qgemm' || impl === 'qgemm-cpu') {
-          if (r.outputBase64 === undefined) throw new Error('in Chrome: the page returned no output');
-          out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
-          out.hashes = r.hashes;
-          out.kernel = kernelOf({ lastRun: { kernel: r.kernel } });
-          if (r.rhsBytes !== undefined) out.rhsBytes = r.rhsBytes;
-        }
-        return out;
+        return pageOutcome(impl, r, lines, policy.minReps);
       };
     const slug = () => (adapter ? adapterSlug(adapter as { vendor: string; architecture: string; description: string }) : 'unknown');
     const row = (id: RowId, computes: string, details: string): Runner => ({

@@ -192,7 +192,17 @@ describe('benchmark harness', () => {
         'onnxruntime-web-matmulinteger/cpu/chrome/call',
         'onnxruntime-web-matmulinteger/cpu/chrome/resident',
       ];
-      expect([...keys].sort()).toEqual(expected.sort());
+      // The decode loop's after-pause rows, as in Node: every resident WebGPU row, qgemm's and the peers'.
+      const resident = expected.filter((key) => key.includes('/webgpu/chrome/resident'));
+      expect([...keys].sort()).toEqual([...expected, ...resident.map((key) => `${key}/after-pause`)].sort());
+      for (const r of json.runs.filter(
+        (x: Row) => x.loop === 'back-to-back' && x.mode === 'resident' && x.backend === 'webgpu' && !x.conv,
+      )) {
+        const paused = json.runs.filter((x: Row) => rowKey(x) === `${rowKey(r)}/after-pause` && shapeKey(x) === shapeKey(r));
+        expect(paused.length, rowKey(r)).toBe(1);
+        expect(paused[0], rowKey(r)).toMatchObject({ pauseMs: PAUSE_MS, reps: POLICY.minReps, gpuMedianMs: null, verified: r.verified });
+      }
+      expect(json.runs.some((x: Row) => x.loop === 'after-pause' && x.conv)).toBe(false);
       expect(json.runs.every((r: { runtime: string }) => r.runtime === 'chrome')).toBe(true);
       // qgemm's rows, GEMM and convolution: the wall time from untimed calls, the GPU time from separate timed calls.
       for (const r of json.runs.filter((x: Row) => x.impl === 'qgemm' && x.backend === 'webgpu' && x.gpuMedianMs !== null))
@@ -210,6 +220,9 @@ describe('benchmark harness', () => {
       for (const impl of ORT_WEBGPU_IMPLS) expect(pairs).toContain(`qgemm/webgpu/chrome/resident vs ${impl}/webgpu/chrome/resident`);
       expect(pairs).toContain('qgemm/webgpu/chrome/resident/rhs4 vs onnxruntime-webgpu-matmulnbits4/webgpu/chrome/resident');
       expect(pairs).toContain('qgemm/cpu/chrome/call vs onnxruntime-web-matmulinteger/cpu/chrome/call');
+      expect(pairs).toContain(
+        'qgemm/webgpu/chrome/resident/after-pause vs onnxruntime-webgpu-matmulnbits8/webgpu/chrome/resident/after-pause',
+      );
       if ((json.chrome.adapter?.features ?? []).includes('timestamp-query')) {
         const nbits8 = json.comparisons.find((c: { peer: RowId }) => c.peer.impl === 'onnxruntime-webgpu-matmulnbits8');
         expect(nbits8.gpuGeomean).not.toBeNull(); // both sides have GPU time: timestamps and onnxruntime-web's profile
