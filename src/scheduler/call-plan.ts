@@ -7,14 +7,15 @@
 // (src/problem/snapshot.ts, as the CPU path's plan cache) writes its lhs into the plan's upload buffer,
 // replays the commands into a new pass, and submits and maps once. Anything that differs (a shape, a
 // zero point, a per-channel vector edited in place, the stages, the order, the bit depth) misses and
-// makes a new plan.
+// makes a new plan. gemmOnGpu's plans (./plans.ts GpuCallPlan) replay the same way without the readback,
+// into the dst the plan owns and hands out; with a GpuMatrix lhs they read it where it is (no write).
 
 import { InputError } from '../errors.ts';
 import { openErrorScope } from '../gpu/scopes.ts';
 import { writeOperandBytes } from '../gpu/write.ts';
 import type { GemmResult, Operand } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';
-import { isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
+import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
 import { isPatches } from './patches.ts';
 import type { CallPlan } from './plans.ts';
 import type { GemmTiming } from './record.ts';
@@ -24,6 +25,12 @@ import type { Tracer } from './trace.ts';
 /** The descriptors of every replay: made once, not per call. */
 const ENCODER: GPUCommandEncoderDescriptor = { label: 'qgemm gemm' };
 const UNTIMED_PASS: GPUComputePassDescriptor = {};
+
+/** gemmOnGpu's calls a plan serves: a prepacked rhs, and a CPU lhs or a GpuMatrix one (not prepacked, not patches). */
+export function plannableOnGpu(problem: GpuGemmProblem): problem is GpuGemmProblem & { lhs: Operand | GpuMatrix; rhs: PackedOperand } {
+  const { lhs, rhs } = problem;
+  return !!lhs && !!rhs && typeof lhs === 'object' && isPacked(rhs) && !isPacked(lhs) && !isPatches(lhs);
+}
 
 /** A CPU lhs (not a convolution's patches) with a prepacked rhs, read back: the calls a plan serves. */
 export function plannable(problem: GpuGemmProblem, readback: boolean): problem is GpuGemmProblem & { lhs: Operand; rhs: PackedOperand } {
@@ -44,15 +51,35 @@ export async function replay(
   timing: GemmTiming | undefined,
   tracer: Tracer | undefined,
 ): Promise<GemmResult> {
+  return (await replayPlan(r, plan, lhs, timing, tracer, true)) as GemmResult;
+}
+
+/**
+ * One gemmOnGpu call through its plan: as replay() without the readback (one submit, the error scope and
+ * any GPU time awaited); `lhs` null where the plan reads a GpuMatrix lhs where it is. The plan's dst holds
+ * the result.
+ */
+export async function replayOnGpu(r: DeviceResources, plan: CallPlan, lhs: Operand | null, timing: GemmTiming | undefined): Promise<void> {
+  await replayPlan(r, plan, lhs, timing, undefined, false);
+}
+
+async function replayPlan(
+  r: DeviceResources,
+  plan: CallPlan,
+  lhs: Operand | null,
+  timing: GemmTiming | undefined,
+  tracer: Tracer | undefined,
+  readback: boolean,
+): Promise<GemmResult | null> {
   r.checkAlive();
   if (plan.rhs.destroyed) throw new InputError('rhs', 'this prepacked operand was destroyed');
   tracer?.mark('validate');
   const { device } = r;
   const close = openErrorScope(device, plan.label);
-  let finish: (onMapped?: () => void) => Promise<GemmResult>;
+  let finish: ((onMapped?: () => void) => Promise<GemmResult>) | null;
   let gpuMs: Promise<number> | null = null;
   try {
-    writeOperandBytes(device.queue, plan.lhsSource, lhs.data);
+    if (lhs) writeOperandBytes(device.queue, plan.lhsSource, lhs.data);
     tracer?.mark('lhsWrite');
     const encoder = device.createCommandEncoder(ENCODER);
     const querySet = timing && r.timestamps ? r.staging.querySet() : null;
@@ -62,7 +89,7 @@ export async function replay(
     for (const [name, args] of plan.commands) pass[name](...args);
     (pass as unknown as GPUComputePassEncoder).end();
     const times = querySet ? r.staging.timestamps(encoder) : null;
-    finish = plan.staging.copy(encoder, plan.dst);
+    finish = readback ? plan.staging.copy(encoder, plan.dst) : null;
     const commands = encoder.finish();
     tracer?.mark('encode');
     device.queue.submit([commands]);
@@ -82,7 +109,7 @@ export async function replay(
     await device.queue.onSubmittedWorkDone();
     tracer.mark('wait');
   }
-  const [scope, data, ms] = await Promise.allSettled([closed, finish(() => tracer?.mark('map')), gpuMs]);
+  const [scope, data, ms] = await Promise.allSettled([closed, finish?.(() => tracer?.mark('map')) ?? null, gpuMs]);
   if (scope.status === 'rejected') throw r.lostOr(scope.reason);
   if (data.status === 'rejected') throw r.lostOr(data.reason);
   if (timing) timing.gpuMs = ms.status === 'fulfilled' && ms.value !== null ? ms.value : null;

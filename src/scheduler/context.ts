@@ -15,7 +15,7 @@ import { withDevice } from '../gpu/scopes.ts';
 import type { GpuGemmKernel } from '../kernels/types.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
-import { plannable, replay } from './call-plan.ts';
+import { plannable, plannableOnGpu, replay, replayOnGpu } from './call-plan.ts';
 import { ChainPlans, type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
@@ -195,9 +195,43 @@ export class GpuContext {
     }
   }
 
-  /** dst = pipeline(lhs * rhs), left on the GPU (the caller owns dst.buffer; see releaseMatrix). */
+  /**
+   * dst = pipeline(lhs * rhs), left on the GPU (the caller owns dst.buffer; see releaseMatrix). A repeated
+   * call with a prepacked rhs and a CPU lhs, or the same GpuMatrix lhs, runs a plan made by its first call
+   * (./call-plan.ts replayOnGpu). Such a plan owns the dst it hands out: it is not replayed while the
+   * caller holds that matrix (another plan, or a call without one, serves meanwhile), and runs again once
+   * releaseMatrix gives the matrix back; so a held matrix is never written by a later call.
+   */
   gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
-    return this.exclusive(async () => claimMatrix(this.resources, (await this.run(problem, timing, false)).dst));
+    return this.exclusive(async () => {
+      const r = this.resources;
+      if (!plannableOnGpu(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);
+      const { lhs } = problem;
+      if (isGpuMatrix(lhs)) checkMatrix(r, lhs, 'lhs'); // a released or another context's matrix: refused, as runGemm does
+      const lhsMatrix = isGpuMatrix(lhs) ? { buffer: lhs.buffer, dtype: lhs.dtype, stride: lhs.stride } : null;
+      const hit = r.plans.findOnGpu(problem, lhsMatrix);
+      if (hit) {
+        await replayOnGpu(r, hit, lhsMatrix ? null : (lhs as Operand), timing);
+        hit.busy = true;
+        this.ran = hit.ran;
+        return claimMatrix(r, { ...hit.dst });
+      }
+      const plan = r.plans.roomOnGpu(problem.rhs) ? r.plans.builder() : undefined;
+      let run: Awaited<ReturnType<typeof runGemm>>;
+      try {
+        run = await this.run(problem, timing, false, { plan });
+      } catch (e) {
+        if (plan) r.plans.discard(plan);
+        throw e;
+      }
+      if (plan) {
+        // The upload buffer a CPU lhs is written into on replay (runGemm always makes one); a GpuMatrix lhs is read where it is.
+        const lhsSource = lhsMatrix ? lhsMatrix.buffer : run.lhsSource!;
+        const label = `gemm ${run.dst.rows}x${run.dst.cols}`;
+        r.plans.addOnGpu(plan, problem, { ran: this.ran, lhsSource, dst: run.dst, label, lhsMatrix });
+      }
+      return claimMatrix(r, run.dst);
+    });
   }
 
   /**
@@ -237,7 +271,7 @@ export class GpuContext {
     checkMatrix(r, m, 'matrix');
     if (!isHandedOut(r, m)) throw new InputError('matrix', 'this GpuMatrix was not made by gemmOnGpu of this context');
     r.handedOut.delete(m.buffer);
-    r.pool.release(m.buffer);
+    if (!r.plans.releaseDst(m.buffer)) r.pool.release(m.buffer); // a gemmOnGpu plan's dst goes back to its plan
     r.released.add(m);
   }
 

@@ -1,21 +1,37 @@
 // The call plans of one device's resources (./resources.ts), by prepacked rhs: what a plan serves (the
 // problem's snapshot, src/problem/snapshot.ts, and the rhs), what it owns (./record.ts PlanBuilder) and
 // ran, at most PLANS_PER_RHS per rhs, freed with the rhs or the context. ./call-plan.ts makes and replays
-// them.
+// them. The plans of gemmOnGpu are kept apart (GPU_PLANS_PER_RHS), since each owns the dst it hands out:
+// one whose dst the caller holds is busy, never replayed, and never freed, until releaseMatrix gives it
+// back (a plan dropped while busy is freed then).
 
 import { BufferPool } from '../gpu/pool.ts';
 import { Staging } from '../gpu/readback.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
 import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
-import type { GemmProblem } from '../types.ts';
+import type { GemmProblem, Operand } from '../types.ts';
 import type { GpuMatrix, PackedOperand } from './operands.ts';
 import type { LastRun, PlanBuilder } from './record.ts';
 
 /** A problem a plan serves: a CPU lhs and a prepacked rhs (./call-plan.ts plannable). */
 export type PlannedProblem = Omit<GemmProblem, 'rhs'> & { rhs: PackedOperand };
 
+/**
+ * A problem a gemmOnGpu plan serves: a prepacked rhs, a CPU lhs or a GpuMatrix one. The snapshot keys a
+ * GpuMatrix lhs by its rows, cols and order (it has no data); the plan's lhsMatrix by the rest.
+ */
+export type PlannedOnGpu = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | GpuMatrix };
+const keyOf = (problem: PlannedOnGpu) => problem as Omit<GemmProblem, 'rhs'>;
+
 /** Plans kept per prepacked rhs (e.g. one M for decode, one for prefill); the oldest goes first. */
 const PLANS_PER_RHS = 2;
+
+/**
+ * gemmOnGpu plans kept per prepacked rhs, busy or free: a caller may hold several results of one problem
+ * at once (each its own plan and dst), or alternate a decode and a prefill shape. A call finding every
+ * plan of its rhs busy and GPU_PLANS_PER_RHS of them runs without a plan (its dst from the pool).
+ */
+const GPU_PLANS_PER_RHS = 4;
 
 /** A made plan: what it serves (`input`, `rhs`) and what it replays. */
 export interface CallPlan extends PlanBuilder {
@@ -27,10 +43,95 @@ export interface CallPlan extends PlanBuilder {
   readonly label: string;
 }
 
+/**
+ * A gemmOnGpu plan: a call plan without readback whose dst is handed to the caller. `lhsMatrix`: a
+ * GpuMatrix lhs, read where it is by the recorded commands (so the plan serves that buffer, with that
+ * dtype and stride, only); null: a CPU lhs, written into lhsSource on each replay.
+ */
+export interface GpuCallPlan extends CallPlan {
+  readonly lhsMatrix: { buffer: GPUBuffer; dtype: string; stride: number } | null;
+  /** Its dst is handed out and not yet released: not replayed, not freed. */
+  busy: boolean;
+  /** Dropped (its rhs destroyed, or the context's plans freed) while busy: freed whole at release. */
+  orphan: boolean;
+}
+
 /** The plans of one device's resources, by prepacked rhs. */
 export class CallPlans {
   private readonly byRhs = new Map<PackedOperand, CallPlan[]>();
+  /** gemmOnGpu's plans, by prepacked rhs, and every one whose dst may be handed out, by that dst. */
+  private readonly onGpu = new Map<PackedOperand, GpuCallPlan[]>();
+  private readonly byDst = new Map<GPUBuffer, GpuCallPlan>();
   constructor(private readonly device: GPUDevice) {}
+
+  /** A free gemmOnGpu plan that serves `problem` (and its GpuMatrix lhs, by buffer, dtype and stride) exactly, or null. */
+  findOnGpu(problem: PlannedOnGpu, lhsMatrix: GpuCallPlan['lhsMatrix']): GpuCallPlan | null {
+    if (problem.rhs.destroyed) return null;
+    const same = (a: GpuCallPlan['lhsMatrix'], b: GpuCallPlan['lhsMatrix']) =>
+      a === b || (!!a && !!b && a.buffer === b.buffer && a.dtype === b.dtype && a.stride === b.stride);
+    return (
+      this.onGpu
+        .get(problem.rhs)
+        ?.find((plan) => !plan.busy && same(plan.lhsMatrix, lhsMatrix) && sameProblem(keyOf(problem), plan.input)) ?? null
+    );
+  }
+
+  /** Whether a gemmOnGpu call of `rhs` may make a plan: room for one more, or a free one to push out. */
+  roomOnGpu(rhs: PackedOperand): boolean {
+    const list = this.onGpu.get(rhs) ?? [];
+    return !rhs.destroyed && (list.length < GPU_PLANS_PER_RHS || list.some((plan) => !plan.busy));
+  }
+
+  /**
+   * Keeps the gemmOnGpu plan that `b` made for `problem`, busy (its dst is being handed out); the oldest
+   * free plan of its rhs goes past GPU_PLANS_PER_RHS. A rhs destroyed meanwhile: the plan is dropped at once
+   * (freed when its dst comes back).
+   */
+  addOnGpu(
+    b: PlanBuilder,
+    problem: PlannedOnGpu,
+    made: { ran: LastRun; lhsSource: GPUBuffer; dst: GpuMatrix; label: string; lhsMatrix: GpuCallPlan['lhsMatrix'] },
+  ): GpuCallPlan {
+    const plan: GpuCallPlan = { ...b, ...made, rhs: problem.rhs, input: snapshotProblem(keyOf(problem)), busy: true, orphan: false };
+    this.byDst.set(plan.dst.buffer, plan);
+    const list = this.onGpu.get(problem.rhs) ?? [];
+    list.push(plan);
+    this.onGpu.set(problem.rhs, list);
+    while (list.length > GPU_PLANS_PER_RHS) {
+      const i = list.findIndex((p) => !p.busy);
+      if (i < 0) break;
+      this.dropOnGpu(list.splice(i, 1)[0]);
+    }
+    if (problem.rhs.destroyed) this.drop(problem.rhs);
+    return plan;
+  }
+
+  /**
+   * A dst given back by releaseMatrix: true where it is a gemmOnGpu plan's (the plan is free again, or
+   * freed if it was dropped while busy); false for any other buffer (the pool's).
+   */
+  releaseDst(buffer: GPUBuffer): boolean {
+    const plan = this.byDst.get(buffer);
+    if (!plan) return false;
+    plan.busy = false;
+    if (plan.orphan) this.dropOnGpu(plan);
+    return true;
+  }
+
+  /** gemmOnGpu plans held (busy or free, dropped ones waiting for their dst included), for tests. */
+  get sizeOnGpu(): number {
+    return this.byDst.size;
+  }
+
+  /** Frees a gemmOnGpu plan, or marks it to be freed when its dst comes back (busy). */
+  private dropOnGpu(plan: GpuCallPlan): void {
+    if (plan.busy) {
+      plan.orphan = true;
+      return;
+    }
+    this.byDst.delete(plan.dst.buffer);
+    free(plan);
+  }
 
   /** The plan that serves `problem` exactly, or null. */
   find(problem: PlannedProblem): CallPlan | null {
@@ -66,10 +167,12 @@ export class CallPlans {
     free(b);
   }
 
-  /** Frees the plans of `rhs` (it is being destroyed). */
+  /** Frees the plans of `rhs` (it is being destroyed); a gemmOnGpu plan whose dst the caller holds, once it comes back. */
   drop(rhs: PackedOperand): void {
     for (const plan of this.byRhs.get(rhs) ?? []) free(plan);
     this.byRhs.delete(rhs);
+    for (const plan of this.onGpu.get(rhs) ?? []) this.dropOnGpu(plan);
+    this.onGpu.delete(rhs);
   }
 
   /** Plans held, in all (for tests). */
@@ -79,9 +182,13 @@ export class CallPlans {
     return n;
   }
 
+  /** Frees every plan, gemmOnGpu's busy ones too (the context is destroyed: its matrices go with it). */
   destroy(): void {
     for (const list of this.byRhs.values()) for (const plan of list) free(plan);
     this.byRhs.clear();
+    for (const plan of this.byDst.values()) free(plan);
+    this.byDst.clear();
+    this.onGpu.clear();
   }
 }
 
