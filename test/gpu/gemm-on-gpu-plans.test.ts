@@ -36,6 +36,9 @@ function problemOf(M: number, N: number, K: number): GemmProblem {
   };
 }
 
+/** The gemmOnGpu plans a context holds (busy, free, or dropped and waiting for their dst). */
+const plansHeld = (ctx: GpuContext) => (ctx as unknown as { resources: { plans: { sizeOnGpu: number } } }).resources.plans.sizeOnGpu;
+
 const withLhs = (p: GemmProblem) => ({ ...p, lhs: { ...p.lhs, data: bytes(p.lhs.data.length) } });
 
 function expectExact(got: GemmResult, p: GemmProblem, what: string): void {
@@ -103,6 +106,7 @@ describe.skipIf(!gpu)('gemmOnGpu plans', () => {
       held.push({ m: await ctx.gemmOnGpu({ ...q, rhs: packed }), p: q });
     }
     expect(new Set(held.map((h) => h.m.buffer)).size).toBe(6);
+    expect(plansHeld(ctx)).toBe(4); // four plans per rhs; the fifth and sixth calls ran without one
     for (const [i, h] of held.entries()) expectExact(await ctx.read(h.m), h.p, `held ${i}, after every later call`);
     // Two given back: the next two calls replay into their buffers; the four still held are intact.
     const freed = held.splice(1, 2);
@@ -191,7 +195,9 @@ describe.skipIf(!gpu)('gemmOnGpu plans', () => {
     const m = await onGpu(ctx, q, packed, 'replayed, held', true);
     packed.destroy();
     expectExact(await ctx.read(m), q, 'held after its rhs was destroyed');
+    expect(plansHeld(ctx)).toBe(1); // dropped, its dst still held
     ctx.releaseMatrix(m);
+    expect(plansHeld(ctx)).toBe(0);
     await expect(ctx.gemmOnGpu({ ...p, rhs: packed })).rejects.toThrow(/destroyed/);
   });
 });
