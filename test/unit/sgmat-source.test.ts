@@ -35,6 +35,9 @@ import rhsDirect from '../../src/kernels/sgmat/sgmat-rhs-direct.wgsl?raw';
 import rhsU4 from '../../src/kernels/sgmat/sgmat-rhs-u4.wgsl?raw';
 import right from '../../src/kernels/sgmat/sgmat-right.wgsl?raw';
 import { h100Caps } from '../support/caps.ts';
+import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
+import { selectGemmKernel } from '../../src/kernels/registry.ts';
+import { candidates } from '../../src/tune.ts';
 
 describe('sgmat-64x64 source', () => {
   it.each(EMULATED_CONFIGS)('puts the enable and diagnostic directives before any declaration (%o)', (config) => {
@@ -175,6 +178,23 @@ describe('sgmat direct rhs: right fragments loaded from the packed rhs', () => {
     expect(sgmatTiledKernel(dr).supports(i8Only, { M: 512, N: 512, K: 512, dstType: 'int32', dstOrder: 'row-major' })).toBe(false);
     expect(() => sgmatVariant('x-u4', () => u8, sgmatSourceU4, false, dr, 4)).toThrow(/8-bit rhs rows only/);
     expect(directTilings(u8, h100Caps().limits).every((t) => t.rhsDirect && !tilingProblem(u8, t))).toBe(true);
+  });
+  it("is the tuner's candidate right after each staged one-pass tiling (u8 adapters), and a table may name it", () => {
+    const caps = h100Caps();
+    const ids = candidateConfigs(caps).map((c) => kernelOf(c).id);
+    expect(ids).toEqual(expect.arrayContaining(['sgmat-64x64-dr', 'sgmat-128x128-w4x2-k64-b2-dr']));
+    expect(ids.some((id) => id.includes('-dr-'))).toBe(false); // one-pass only
+    const big = { M: 4096, N: 4096, K: 4096, dstType: 'int32' as const, dstOrder: 'row-major' as const };
+    const order = candidates(caps, big, selectGemmKernel(caps, big, { force: '' })).map((k) => k.id);
+    const at = order.indexOf('sgmat-128x128-w4x2-k64-b2');
+    expect(order.indexOf('sgmat-128x128-w4x2-k64-b2-dr')).toBeGreaterThan(at);
+    const sgmat = order.filter((id) => id.startsWith('sgmat-'));
+    expect(sgmat[sgmat.indexOf('sgmat-128x128-w4x2-k64-b2') + 1]).toBe('sgmat-128x128-w4x2-k64-b2-dr');
+    const config = { family: 'sgmat', ...DEFAULT_TILING, rhsDirect: true };
+    expect(parseKernelConfig(JSON.parse(JSON.stringify(config)), 'k')).toEqual(config);
+    expect(() => parseKernelConfig({ ...config, rhsDirect: 'yes' }, 'k')).toThrow(/k\.rhsDirect/);
+    const i8Caps = h100Caps({ subgroupMatrix: [{ componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 }] });
+    expect(candidateConfigs(i8Caps).some((c) => c.family === 'sgmat' && c.rhsDirect)).toBe(false);
   });
 });
 
