@@ -14,7 +14,10 @@
 // are in the uint8 domain, as u8 fragments read them; i8 fragments would need each byte XORed with 0x80,
 // which a direct load cannot do, so these tilings run u8 configurations only (./config.ts tilingProblem).
 // Every load is in bounds by construction: Np is padded to the tile's side, and sgmat.wgsl stops each
-// k step at the packed depth (a 128-byte step over a depth padded to 64 never reads past a row).
+// k step at the packed depth (a 128-byte step over a depth padded to 64 never reads past a row). That
+// matters for exactness, not only safety: under Dawn's robustness (Tint's subgroup-matrix clamp) a load
+// whose last column would end past the binding is not dropped but redirected to offset 0 with the
+// minimum stride, so it would read the wrong bytes without any error.
 
 @group(0) @binding(7) var<storage, read> rhsWords: array<u32>;
 
