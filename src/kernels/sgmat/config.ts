@@ -51,7 +51,7 @@ export interface SgmatTiling {
   splitK?: number;
   /**
    * Right fragments loaded by subgroupMatrixLoad straight from the packed rhs in global memory
-   * (./sgmat-rhs-direct.wgsl): no rhs staging, no rhs barriers' worth of workgroup memory. u8 fragment
+   * (./sgmat-rhs-direct.wgsl): no rhs staging, the workgroup memory holds the lhs tile only. u8 fragment
    * configurations only. Absent: staged, as the registry's kernels are.
    */
   rhsDirect?: boolean;
