@@ -15,6 +15,7 @@ import { GPU_KERNELS } from './registry.ts';
 import {
   bestConfig,
   DEFAULT_TILING,
+  isSplitK,
   SPLIT_KS,
   type SgmatTiling,
   sgmatTilings,
@@ -108,9 +109,11 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       ] as const)
         one(key, allowed);
       if (x.splitK !== undefined) one('splitK', SPLIT_KS);
+      if (x.rhsDirect !== undefined) one('rhsDirect', [true, false]);
       const t = x as unknown as SgmatKernelConfig;
       if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
       const split = t.splitK !== undefined ? { splitK: t.splitK } : {};
+      const direct = t.rhsDirect ? { rhsDirect: true } : {};
       return {
         family: 'sgmat',
         tileM: t.tileM,
@@ -120,6 +123,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         kStep: t.kStep,
         buffers: t.buffers,
         ...split,
+        ...direct,
       };
     }
     case 'dot4-tiled':
@@ -195,8 +199,12 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
   if (best) {
     // Every tiling in one pass and split-K (slices that fill the GPU); fixed slice counts at the default tiling.
     const listed = new Set(GPU_KERNELS.map((k) => k.id)); // 'sgmat-64x64', 'sgmat-64x64-sk'
+    // Each one-pass tiling is followed by its twin with right fragments from the packed rhs (u8 fragments
+    // only), so that the tuner's order (src/tune.ts, a stable sort) measures the two together.
     for (const t of [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))]) {
       if (!tilingProblem(best, t, caps.limits) && !listed.has(tilingId(t))) out.push({ family: 'sgmat', ...t });
+      const twin = { ...t, rhsDirect: true };
+      if (!isSplitK(t) && !tilingProblem(best, twin, caps.limits)) out.push({ family: 'sgmat', ...twin });
     }
   }
   for (const threadsX of [16, 8] as const)

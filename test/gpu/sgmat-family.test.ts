@@ -3,12 +3,22 @@
 // variant (the real kernel text with plain-WGSL builtins, src/kernels/sgmat/emulation.ts) on SwiftShader
 // over the fixed exactness suite of src/verify.ts (its 40000-deep problem aside: the default tiling runs
 // it in test/gpu/sgmat.test.ts), bit for bit against the CPU reference, at NVIDIA's 16x16x32 and at
-// lavapipe's 8x8x8. The sample is small so CI stays in its budget: QGEMM_SGMAT_SAMPLE (default 1 per
-// configuration; 'all' for the whole family) and QGEMM_SGMAT_SEED (default 34) choose it, and the log
-// names every tiling that ran. The real builtins run a sample on lavapipe (test/lavapipe/sgmat.test.ts).
+// lavapipe's 8x8x8, with right fragments staged (16x16x32) or loaded straight from the packed rhs (the
+// direct-rhs tilings, `-dr`, at 8x8x8; u8 only). The sample is small so CI stays in its budget:
+// QGEMM_SGMAT_SAMPLE (default 1 per configuration; 'all' for the whole family, staged and direct, at both
+// configurations) and QGEMM_SGMAT_SEED (default 34) choose it, and the log names every tiling that ran.
+// The real builtins run a sample on lavapipe (test/lavapipe/sgmat.test.ts).
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { configLabel, type SgmatConfig, sampleTilings, sgmatTilings, tilingId } from '../../src/kernels/sgmat/config.ts';
+import {
+  configLabel,
+  directTilings,
+  type SgmatConfig,
+  type SgmatTiling,
+  sampleTilings,
+  sgmatTilings,
+  tilingId,
+} from '../../src/kernels/sgmat/config.ts';
 import { sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
@@ -19,17 +29,22 @@ vi.setConfig({ testTimeout: 900_000, hookTimeout: 600_000 });
 const gpu = await getGpu();
 afterAll(releaseGpu);
 
-const CONFIGS: SgmatConfig[] = [
-  { componentType: 'u8', M: 16, N: 16, K: 32, subgroupSize: 32 },
-  { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 },
+// Each configuration with the pool its sample is drawn from: staged at 16x16x32, direct rhs at 8x8x8.
+const CONFIGS: [SgmatConfig, 'staged' | 'direct'][] = [
+  [{ componentType: 'u8', M: 16, N: 16, K: 32, subgroupSize: 32 }, 'staged'],
+  [{ componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 }, 'direct'],
 ];
 const sample = process.env.QGEMM_SGMAT_SAMPLE ?? '1';
 const seed = Number(process.env.QGEMM_SGMAT_SEED ?? 34);
 // Tilings this device can run (SwiftShader: 32 KiB of workgroup memory, 256 invocations).
 const limits = gpu?.device.limits as unknown as Parameters<typeof sgmatTilings>[1];
-const chosen = (c: SgmatConfig) =>
-  sample === 'all' ? sgmatTilings(c, limits).slice(1) : sampleTilings(c, Number(sample), seed + c.M, limits);
-const cases = CONFIGS.flatMap((c) => chosen(c).map((t) => [`${tilingId(t)} at ${configLabel(c)}`, c, t] as const));
+const chosen = (c: SgmatConfig, pool: 'staged' | 'direct'): SgmatTiling[] =>
+  sample === 'all'
+    ? [...sgmatTilings(c, limits).slice(1), ...directTilings(c, limits)]
+    : pool === 'staged'
+      ? sampleTilings(c, Number(sample), seed + c.M, limits)
+      : sampleTilings(c, Number(sample), seed + c.M, limits, directTilings(c, limits));
+const cases = CONFIGS.flatMap(([c, pool]) => chosen(c, pool).map((t) => [`${tilingId(t)} at ${configLabel(c)}`, c, t] as const));
 const problems = verifyProblems().filter((p) => p.lhs.cols <= 10000);
 
 describe.skipIf(!gpu)(`sampled sgmat tilings (seed ${seed}, ${sample} per configuration), emulated builtins == CPU reference`, () => {

@@ -5,13 +5,14 @@
 // problems; every operand type, storage order, zero-point form and stage kind; shapes of several 64-tiles
 // and at least two 64-byte k steps; less-than-8-bit operands), seeded random problems, and lowered limits
 // that split operands, bands and grids. Then the mutation test: bugs planted in the kernel text (fragment
-// offset, k step, operand order, staging buffer index, prefetch condition, a barrier), each of which must
-// make the suite fail. The real builtins run on lavapipe (test/lavapipe/).
+// offset, k step, operand order, a named fragment's guard, staging buffer index, prefetch condition, a
+// barrier, the direct-rhs load's k offset), each of which must make the suite fail. The real builtins run
+// on lavapipe (test/lavapipe/).
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createGpuContextWith, type GpuContext } from '../../src/scheduler/context.ts';
-import { configLabel, type SgmatConfig } from '../../src/kernels/sgmat/config.ts';
+import { configLabel, DEFAULT_TILING, type SgmatConfig, type SgmatTiling } from '../../src/kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
@@ -85,10 +86,11 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
 
 // Bugs planted in the real kernel text (each replacement must match exactly once): every one must make
 // the suite fail on the emulated kernel. Run at NVIDIA's 16x16x32, the configuration real hardware uses.
-const MUTATIONS: [string, string, string][] = [
-  ['fragment offset', '(fm + i * FRAG_M) * ROW_BYTES', '(fm + i * FRAG_M / 2u) * ROW_BYTES'],
+const MUTATIONS: [string, string, string, SgmatTiling?][] = [
+  ['fragment offset', 'lhs + FRAG_M * ROW_BYTES', 'lhs + FRAG_M / 2u * ROW_BYTES'],
   ['k step', 'kk += FRAG_K)', 'kk += 2u * FRAG_K)'],
-  ['operand order', 'subgroupMatrixMultiplyAccumulate(a[i], b, ', 'subgroupMatrixMultiplyAccumulate(b, a[i], '],
+  ['operand order', 'subgroupMatrixMultiplyAccumulate(a1, b, acc11)', 'subgroupMatrixMultiplyAccumulate(b, a1, acc11)'],
+  ['fragment guard', 'if (FRAGS_N > 1u) { // column 1', 'if (FRAGS_N > 2u) { // column 1'],
   ['staging buffer index', 'storeStep(t, (kt + 1u) % BUFFERS, next);', 'storeStep(t, current, next);'],
   ['prefetch condition', 'let more = kt + 1u < steps;', 'let more = kt + 2u < steps;'],
   [
@@ -96,6 +98,8 @@ const MUTATIONS: [string, string, string][] = [
     'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }\n    workgroupBarrier();',
     'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }',
   ],
+  // The direct-rhs form (sgmat-rhs-direct.wgsl): a right fragment loaded from the wrong k of its packed row.
+  ['direct rhs k offset', 'depthBytes + kBase + kk, true', 'depthBytes + kk, true', { ...DEFAULT_TILING, rhsDirect: true }],
 ];
 
 describe.skipIf(!gpu)('mutation test: every bug planted in the kernel text makes the suite fail', () => {
@@ -104,12 +108,13 @@ describe.skipIf(!gpu)('mutation test: every bug planted in the kernel text makes
   const all = verifyProblems();
   const self = selfTestProblems().length;
   const problems = [...all.slice(self), ...all.slice(0, self)].filter((p) => p.lhs.cols <= 10000);
-  it.each(MUTATIONS)('%s', async (name, from, to) => {
-    const real = sgmatSource(config);
+  it.each(MUTATIONS)('%s', async (name, from, to, tiling = DEFAULT_TILING) => {
+    const real = sgmatSource(config, tiling);
     expect(real.split(from).length - 1, `"${from}" must occur once in the kernel`).toBe(1);
     const kernel = sgmatEmulatedKernel(config, {
       source: (c, t) => sgmatSource(c, t).replace(from, to),
       id: `sgmat-mutant-${name.replace(/\W+/g, '-')}`,
+      tiling,
     });
     const row = await verifyGpuKernel(gpu!.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS], stopAtFirst: true });
     console.log(`[sgmat mutation] ${name}: ${row.mismatches ? `caught (${row.detail})` : 'NOT CAUGHT'}`);

@@ -2,9 +2,11 @@
 // offers M8 N8 K8 fragments (u8 -> u32 and i8 -> i32) with subgroups of 8. Run by tools/test-lavapipe.sh
 // (it fetches lavapipe into .lavapipe/ and points Vulkan at it), never by the default `vitest run`. It
 // FAILS, never skips, where the adapter is not lavapipe with subgroup matrices. Covers the registry's
-// kernel (the adapter's best configuration, u8) and the same source at the i8 configuration over the
+// kernel (the adapter's best configuration, u8: at 8x8x8 its 64 x 64 tile gives each subgroup 4 x 4
+// fragments, so all 16 named accumulators run) and the same source at the i8 configuration over the
 // fixed exactness suite of src/verify.ts (the self-test problems and a sweep of every type, order,
-// zero-point form and stage kind, shapes of several tiles and k steps), the context's self-test gate,
+// zero-point form and stage kind, shapes of several tiles and k steps), the direct-rhs form (right
+// fragments loaded from the packed rhs in storage, `sgmat-64x64-dr`), the context's self-test gate,
 // lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), a
 // conv layer (patches packed in the pass), and the '-u4' variant (a 4-bit rhs read two values per byte,
 // unpacked into the staging) at u8 or i8 (a seeded one) over 4-bit problems at tile edges.
@@ -69,6 +71,13 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     ],
   ] as const;
   it.each(variants)('%s: the exactness suite, 0 mismatches', async (_, kernel) => {
+    await expectExact(kernel, shallowSuite());
+  });
+  // Right fragments loaded by subgroupMatrixLoad straight from the packed rhs in storage (sgmat-rhs-direct.wgsl).
+  const u8: SgmatConfig = { ...i8, componentType: 'u8' };
+  const direct = { ...DEFAULT_TILING, rhsDirect: true };
+  it(`${tilingId(direct)} (rhs fragments from storage) at u8: the exactness suite, 0 mismatches`, async () => {
+    const kernel = sgmatVariant(`${tilingId(direct)}-lavapipe`, (c) => (c.subgroupMatrix.length ? u8 : null), sgmatSource, false, direct);
     await expectExact(kernel, shallowSuite());
   });
 
@@ -176,7 +185,8 @@ describe('sampled sgmat tilings with the real builtins on lavapipe', () => {
   const tilings = sample === 'all' ? sgmatTilings(u8, limits).slice(1) : sampleTilings(u8, Number(sample), seed + 100, limits);
   it.each(tilings.map((t) => [tilingId(t), t] as const))('%s: the exactness suite, 0 mismatches', async (id, tiling) => {
     const kernel = sgmatVariant(`${id}-lavapipe`, (c) => (c.subgroupMatrix.length ? u8 : null), sgmatSource, false, tiling);
-    const row = await verifyGpuKernel(gpu.device, kernel, verifyProblems(), { kernels: [kernel, ...GPU_KERNELS] });
+    // The shallow suite: the 40000-deep problem's int32 wrap runs in the self-test gates above and below.
+    const row = await verifyGpuKernel(gpu.device, kernel, shallowSuite(), { kernels: [kernel, ...GPU_KERNELS] });
     console.log(
       `[lavapipe] ${id} at ${configLabel(u8)}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`,
     );

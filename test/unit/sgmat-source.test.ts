@@ -7,11 +7,20 @@
 
 import { describe, expect, it } from 'vitest';
 import { namedEntries, uniformLayout } from '../../src/gpu/reflect.ts';
-import { sgmatDeclarations, sgmatKernel, sgmatSource, sgmatSourceU4, sgmatU4Kernel, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
+import {
+  sgmatDeclarations,
+  sgmatKernel,
+  sgmatSource,
+  sgmatSourceU4,
+  sgmatTiledKernel,
+  sgmatU4Kernel,
+  sgmatVariant,
+} from '../../src/kernels/sgmat/kernel.ts';
 import {
   bestConfig,
   configConstants,
   DEFAULT_TILING,
+  directTilings,
   sgmatTilings,
   SPLITK_TILING,
   tilingId,
@@ -22,8 +31,13 @@ import { splitDeclarations } from '../../src/kernels/sgmat/split-k.ts';
 import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
 import rhs from '../../src/kernels/sgmat/sgmat-rhs.wgsl?raw';
+import rhsDirect from '../../src/kernels/sgmat/sgmat-rhs-direct.wgsl?raw';
 import rhsU4 from '../../src/kernels/sgmat/sgmat-rhs-u4.wgsl?raw';
+import right from '../../src/kernels/sgmat/sgmat-right.wgsl?raw';
 import { h100Caps } from '../support/caps.ts';
+import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
+import { selectGemmKernel } from '../../src/kernels/registry.ts';
+import { candidates } from '../../src/tune.ts';
 
 describe('sgmat-64x64 source', () => {
   it.each(EMULATED_CONFIGS)('puts the enable and diagnostic directives before any declaration (%o)', (config) => {
@@ -94,11 +108,12 @@ describe('sgmat-64x64 source', () => {
     const emulated = emulateSubgroupMatrix(sgmatSource(config));
     const code = emulated.replace(/\/\/.*$/gm, '');
     expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix|subgroup_id|enable /);
-    expect(code).toContain('emuMultiplyAccumulate(a[i], b, acc[i * FRAGS_N + j])');
-    expect(EMULATION_RULES.length).toBe(7);
+    expect(code).toContain('acc33 = emuMultiplyAccumulate(a3, b, acc33);');
+    expect(code).toContain('fn emuWord(packed: u32, index: u32) -> u32 {\n  return bitcast<u32>(stage[index]);');
+    expect(EMULATION_RULES.length).toBe(8);
     // A kernel text a rule no longer matches is refused, not silently half-emulated.
     expect(() =>
-      emulateSubgroupMatrix(sgmatSource(config).replace('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
+      emulateSubgroupMatrix(sgmatSource(config).replaceAll('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
     ).toThrow(/fragment stores to the staging buffer/);
   });
   it('the -u4 variant composes the nibble staging in place of the 8-bit one, reads u4k8-r64, and runs 4-bit rhs only', () => {
@@ -133,6 +148,53 @@ describe('sgmat-64x64 source', () => {
     const entries = namedEntries(splitDeclarations, Object.fromEntries(names.map((n) => [n, { buffer }])));
     expect(entries.map((e) => e.binding)).toEqual([5, 8, 6, 7, 1, 2, 9]);
     expect(emulateSubgroupMatrix(split)).toContain('emuMultiplyAccumulate(');
+  });
+});
+
+describe('sgmat direct rhs: right fragments loaded from the packed rhs', () => {
+  const [u8, , , i8] = EMULATED_CONFIGS;
+  const dr = { ...DEFAULT_TILING, rhsDirect: true };
+  it('composes sgmat-rhs-direct.wgsl in place of the rhs staging, reads rhs bytes as words, and stages the lhs only', () => {
+    const source = sgmatSource(u8, dr);
+    expect(source).toContain(rhsDirect);
+    for (const staged of [rhs, right]) expect(source).not.toContain(staged);
+    expect(sgmatSource(u8)).toContain(right);
+    // Binding 7 as words; its vec4 declaration (../tile.wgsl) is never used by this form.
+    expect(source).toContain('@group(0) @binding(7) var<storage, read> rhsWords: array<u32>;');
+    expect(source.replace(/\/\/.*$/gm, '')).not.toMatch(/rhsPacked\[/);
+    expect(source).toContain('const RHS_ROWS_STAGED: u32 = 0u;');
+    expect(tilingLayout(dr).workgroupBytes).toBe(tilingLayout(DEFAULT_TILING).workgroupBytes / 2);
+    expect(emulateSubgroupMatrix(source)).toContain('return rhsWords[index];');
+    expect(emulateSubgroupMatrix(sgmatSource(u8)).replace(/\/\/.*$/gm, '')).not.toContain('rhsWords');
+    for (const piece of [rhsDirect, right]) expect(piece).not.toContain('${');
+  });
+  it("is named '-dr', runs u8 fragments only, and no nibble rhs", () => {
+    expect(tilingId(dr)).toBe('sgmat-64x64-dr');
+    expect(tilingId({ ...dr, kStep: 128, splitK: 0 })).toBe('sgmat-64x64-w2x2-k128-b2-dr-sk');
+    expect(tilingProblem(u8, dr)).toBe('');
+    expect(tilingProblem(i8, dr)).toMatch(/u8 fragments/);
+    expect(sgmatTiledKernel(dr).supports(h100Caps(), { M: 512, N: 512, K: 512, dstType: 'int32', dstOrder: 'row-major' })).toBe(true);
+    const i8Only = h100Caps({ subgroupMatrix: [{ componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 }] });
+    expect(sgmatTiledKernel(dr).supports(i8Only, { M: 512, N: 512, K: 512, dstType: 'int32', dstOrder: 'row-major' })).toBe(false);
+    expect(() => sgmatVariant('x-u4', () => u8, sgmatSourceU4, false, dr, 4)).toThrow(/8-bit rhs rows only/);
+    expect(directTilings(u8, h100Caps().limits).every((t) => t.rhsDirect && !tilingProblem(u8, t))).toBe(true);
+  });
+  it("is the tuner's candidate right after each staged one-pass tiling (u8 adapters), and a table may name it", () => {
+    const caps = h100Caps();
+    const ids = candidateConfigs(caps).map((c) => kernelOf(c).id);
+    expect(ids).toEqual(expect.arrayContaining(['sgmat-64x64-dr', 'sgmat-128x128-w4x2-k64-b2-dr']));
+    expect(ids.some((id) => id.includes('-dr-'))).toBe(false); // one-pass only
+    const big = { M: 4096, N: 4096, K: 4096, dstType: 'int32' as const, dstOrder: 'row-major' as const };
+    const order = candidates(caps, big, selectGemmKernel(caps, big, { force: '' })).map((k) => k.id);
+    const at = order.indexOf('sgmat-128x128-w4x2-k64-b2');
+    expect(order.indexOf('sgmat-128x128-w4x2-k64-b2-dr')).toBeGreaterThan(at);
+    const sgmat = order.filter((id) => id.startsWith('sgmat-'));
+    expect(sgmat[sgmat.indexOf('sgmat-128x128-w4x2-k64-b2') + 1]).toBe('sgmat-128x128-w4x2-k64-b2-dr');
+    const config = { family: 'sgmat', ...DEFAULT_TILING, rhsDirect: true };
+    expect(parseKernelConfig(JSON.parse(JSON.stringify(config)), 'k')).toEqual(config);
+    expect(() => parseKernelConfig({ ...config, rhsDirect: 'yes' }, 'k')).toThrow(/k\.rhsDirect/);
+    const i8Caps = h100Caps({ subgroupMatrix: [{ componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 }] });
+    expect(candidateConfigs(i8Caps).some((c) => c.family === 'sgmat' && c.rhsDirect)).toBe(false);
   });
 });
 

@@ -49,6 +49,12 @@ export interface SgmatTiling {
   kStep: number;
   buffers: 1 | 2;
   splitK?: number;
+  /**
+   * Right fragments loaded by subgroupMatrixLoad straight from the packed rhs in global memory
+   * (./sgmat-rhs-direct.wgsl): no rhs staging, the workgroup memory holds the lhs tile only. u8 fragment
+   * configurations only. Absent: staged, as the registry's kernels are.
+   */
+  rhsDirect?: boolean;
 }
 
 /** The tile sides, subgroup grids, k steps and slice counts of the family (the tuner's sweep). */
@@ -73,7 +79,7 @@ export const SGMAT_WORKGROUP_BYTES = 2 * 2 * 64 * 80;
 /** The sizes derived from a tiling: padded row, staging words, and the result's passes through `stage`. */
 export function tilingLayout(t: SgmatTiling): { rowBytes: number; stageWords: number; outBands: number; workgroupBytes: number } {
   const rowBytes = t.kStep + 16;
-  const buffered = (t.buffers * (t.tileM + t.tileN) * rowBytes) / 4;
+  const buffered = (t.buffers * (t.tileM + (t.rhsDirect ? 0 : t.tileN)) * rowBytes) / 4;
   const subM = t.tileM / t.sgRows;
   // The result leaves through `stage` in passes of outBands subgroup rows: as many as the staging holds.
   let outBands = 1;
@@ -97,6 +103,7 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
   if (![32, 64, 128].includes(t.kStep) || t.kStep % c.K !== 0) return 'kStep is 32, 64 or 128 and a multiple of the fragment K';
   if (t.buffers !== 1 && t.buffers !== 2) return 'buffers is 1 or 2';
   if (!(SPLIT_KS as readonly number[]).includes(t.splitK ?? 1)) return `splitK is one of ${SPLIT_KS.join(', ')}`;
+  if (t.rhsDirect && c.componentType !== 'u8') return 'direct rhs loads need u8 fragments (i8 ones read bytes XORed with 0x80)';
   const fm = t.tileM / t.sgRows / c.M;
   const fn = t.tileN / t.sgCols / c.N;
   if (!Number.isInteger(fm) || !Number.isInteger(fn) || fm < 1 || fn < 1 || fm > 4 || fn > 4) {
@@ -111,13 +118,14 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
 
 /**
  * The kernel id of a tiling: 'sgmat-64x64' for the default, else its every parameter; split-K adds
- * '-sk' (slices that fill the GPU: 'sgmat-64x64-sk', the registry's) or '-s4' (four slices).
+ * '-sk' (slices that fill the GPU: 'sgmat-64x64-sk', the registry's) or '-s4' (four slices); right
+ * fragments loaded from the packed rhs add '-dr' before that ('sgmat-64x64-dr').
  */
 export function tilingId(t: SgmatTiling): string {
   const base = `sgmat-${t.tileM}x${t.tileN}`;
   const same = (Object.keys(DEFAULT_TILING) as (keyof SgmatTiling)[]).every((k) => t[k] === DEFAULT_TILING[k]);
   const split = t.splitK === 0 ? '-sk' : t.splitK && t.splitK > 1 ? `-s${t.splitK}` : '';
-  return `${same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`}${split}`;
+  return `${same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`}${t.rhsDirect ? '-dr' : ''}${split}`;
 }
 
 /** Whether a tiling cuts K into slices (a split-K kernel: partial sums, then ../splitk/reduce.wgsl). */
@@ -187,6 +195,7 @@ function tilingConstants(t: SgmatTiling): string[] {
     `const ROW_BYTES: u32 = ${l.rowBytes}u;`,
     `const OUT_BANDS: u32 = ${l.outBands}u;`,
     `const STAGING_WORDS: u32 = ${l.stageWords}u;`,
+    `const RHS_ROWS_STAGED: u32 = ${t.rhsDirect ? 0 : t.tileN}u;`,
   ];
 }
 
@@ -210,9 +219,22 @@ export function sgmatTilings(c: SgmatConfig, limits?: AdapterCaps['limits'], spl
   return splitK.length ? out.flatMap((t) => [t, ...splitK.map((s) => ({ ...t, splitK: s }))]) : out;
 }
 
-/** A seeded sample of n tilings of c (an LCG over the family; the default tiling is not drawn). */
-export function sampleTilings(c: SgmatConfig, n: number, seed: number, limits?: AdapterCaps['limits']): SgmatTiling[] {
-  const pool = sgmatTilings(c, limits).slice(1);
+/** The direct-rhs forms (SgmatTiling rhsDirect) of the one-pass tilings of sgmatTilings that c can run. */
+export function directTilings(c: SgmatConfig, limits?: AdapterCaps['limits']): SgmatTiling[] {
+  return sgmatTilings(c, limits)
+    .map((t) => ({ ...t, rhsDirect: true }))
+    .filter((t) => !tilingProblem(c, t, limits));
+}
+
+/** A seeded sample of n tilings of c (an LCG over the family, or over `from`; the default tiling is not drawn). */
+export function sampleTilings(
+  c: SgmatConfig,
+  n: number,
+  seed: number,
+  limits?: AdapterCaps['limits'],
+  from: SgmatTiling[] = sgmatTilings(c, limits).slice(1),
+): SgmatTiling[] {
+  const pool = [...from];
   const out: SgmatTiling[] = [];
   let s = seed >>> 0;
   while (out.length < n && pool.length) {

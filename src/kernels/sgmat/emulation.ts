@@ -4,7 +4,9 @@
 // any adapter runs (SwiftShader in CI). The rewrite is applied whenever the variant's pipeline is built,
 // so the emulated kernel can never drift from the real one: every index, k step, staging buffer, barrier
 // and prefetch condition it runs is the real kernel's text. Each rule must match, or the rewrite throws
-// (the kernel changed in a way the emulation must be taught).
+// (the kernel changed in a way the emulation must be taught), but the one for loads from the packed rhs,
+// which only the direct-rhs tilings make (./sgmat-rhs-direct.wgsl): where it matches, the fragments read
+// their bytes through ./emulation-packed.wgsl, else through ./emulation-stage.wgsl.
 //
 // What it checks: the kernel's indexing, staging and synchronization, for fragment shapes no CI driver
 // offers (16x16x32, 16x8x32). What it cannot: the builtins' real semantics in Dawn and the driver,
@@ -14,14 +16,17 @@
 
 import { configLabel, DEFAULT_TILING, type SgmatConfig, type SgmatTiling, tilingId, tilingProblem } from './config.ts';
 import emulation from './emulation.wgsl?raw';
+import emulationPacked from './emulation-packed.wgsl?raw';
+import emulationStage from './emulation-stage.wgsl?raw';
 import { type SgmatRhsBits, sgmatSource, sgmatSourceU4, sgmatVariant } from './kernel.ts';
 import type { GpuGemmKernel } from '../types.ts';
 
-/** One textual rule: a pattern (global), what replaces it, and what it does. */
+/** One textual rule: a pattern (global), what replaces it, what it does, and whether a kernel may lack it. */
 interface RewriteRule {
   what: string;
   pattern: RegExp;
   replace: string;
+  optional?: boolean;
 }
 
 export const EMULATION_RULES: readonly RewriteRule[] = [
@@ -34,6 +39,12 @@ export const EMULATION_RULES: readonly RewriteRule[] = [
   { what: 'left and right fragment types', pattern: /subgroup_matrix_(left|right)<\w+, \w+, \w+>/g, replace: 'EmuOperand' },
   { what: 'result fragment type', pattern: /subgroup_matrix_result<\w+, \w+, \w+>/g, replace: 'EmuResult' },
   { what: 'fragment loads from the staging buffer', pattern: /subgroupMatrixLoad<\w+>\(&stage, /g, replace: 'emuLoad(' },
+  {
+    what: 'fragment loads from the packed rhs (the direct-rhs form only)',
+    pattern: /subgroupMatrixLoad<\w+>\(&rhsWords, /g,
+    replace: 'emuLoadPacked(',
+    optional: true,
+  },
   { what: 'multiply-accumulate', pattern: /subgroupMatrixMultiplyAccumulate\(/g, replace: 'emuMultiplyAccumulate(' },
   { what: 'fragment stores to the staging buffer', pattern: /subgroupMatrixStore\(&stage, /g, replace: 'emuStore(' },
   {
@@ -46,18 +57,20 @@ export const EMULATION_RULES: readonly RewriteRule[] = [
 /** Rewrites a subgroup-matrix kernel source into plain WGSL; throws when a rule matches nothing. */
 export function emulateSubgroupMatrix(source: string): string {
   let out = source;
+  let packed = false;
   for (const rule of EMULATION_RULES) {
     let n = 0;
     out = out.replace(rule.pattern, () => {
       n++;
       return rule.replace;
     });
-    if (n === 0) throw new Error(`subgroup-matrix emulation: rule "${rule.what}" matches nothing in the kernel source`);
+    if (rule.optional) packed ||= n > 0;
+    else if (n === 0) throw new Error(`subgroup-matrix emulation: rule "${rule.what}" matches nothing in the kernel source`);
   }
   if (/subgroup_?[mM]atrix|subgroup_id/.test(out.replace(/\/\/.*$/gm, ''))) {
     throw new Error('subgroup-matrix emulation: the rewritten source still uses a subgroup-matrix builtin');
   }
-  return `${out}\n${emulation}`;
+  return `${out}\n${emulation}\n${packed ? emulationPacked : emulationStage}`;
 }
 
 /** The configurations the emulated kernel is checked at: NVIDIA's two, lavapipe's, and an i8 one. */

@@ -2,7 +2,9 @@
 // subgroup-matrix kernel (./emulation.ts rewrites ./sgmat.wgsl to call these; GEMM stage of
 // pack -> gemm -> output). A virtual subgroup is SUBGROUP_SIZE consecutive invocations, emuLane an
 // invocation's index in it. A left or right fragment is recorded as (byte offset, column-major, stride)
-// into the workgroup array `stage`, and its bytes are read when it is multiplied; a result fragment holds
+// into the workgroup array `stage` (or, `packed`, into the packed rhs `rhsWords` of the direct-rhs form,
+// ./sgmat-rhs-direct.wgsl), and its bytes are read when it is multiplied, through emuWord (composed after
+// this file: ./emulation-stage.wgsl, or ./emulation-packed.wgsl where the kernel loads from rhsWords); a result fragment holds
 // FRAG_M x FRAG_N sums spread over the lanes, EMU_PER_LANE consecutive row-major elements per lane.
 // Offsets and strides follow the conventions measured on real hardware: bytes for 8-bit fragments,
 // elements for 32-bit results. Sums wrap modulo 2^32, as int32 and uint32 results do.
@@ -13,6 +15,7 @@ struct EmuOperand {
   offset: u32,
   colMajor: u32,
   stride: u32,
+  packed: u32, // 1: bytes of rhsWords (a direct load), 0: bytes of stage
 }
 
 struct EmuResult {
@@ -22,18 +25,23 @@ struct EmuResult {
 var<private> emuLane: u32;
 
 fn emuLoad(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
-  return EmuOperand(offset, select(0u, 1u, colMajor), stride);
+  return EmuOperand(offset, select(0u, 1u, colMajor), stride, 0u);
 }
 
-/** Byte `offset` of `stage` as the fragment's component: u8, or i8 sign-extended (as a wrapped u32). */
-fn emuByte(offset: u32) -> u32 {
-  let b = (bitcast<u32>(stage[offset / 4u]) >> ((offset % 4u) * 8u)) & 0xffu;
+/** A load from the packed rhs (storage): offset and stride in bytes, as for `stage`. */
+fn emuLoadPacked(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
+  return EmuOperand(offset, select(0u, 1u, colMajor), stride, 1u);
+}
+
+/** Byte `offset` of an operand's memory as the fragment's component: u8, or i8 sign-extended (as a wrapped u32). */
+fn emuByte(packed: u32, offset: u32) -> u32 {
+  let b = (emuWord(packed, offset / 4u) >> ((offset % 4u) * 8u)) & 0xffu;
   return select(b, b | 0xffffff00u, SIGNED_FRAGMENTS && b >= 128u);
 }
 
 /** Element (row, col) of an operand: left FRAG_M x FRAG_K, right FRAG_K x FRAG_N. */
 fn emuElement(x: EmuOperand, row: u32, col: u32) -> u32 {
-  return emuByte(select(x.offset + row * x.stride + col, x.offset + col * x.stride + row, x.colMajor != 0u));
+  return emuByte(x.packed, select(x.offset + row * x.stride + col, x.offset + col * x.stride + row, x.colMajor != 0u));
 }
 
 fn emuMultiplyAccumulate(a: EmuOperand, b: EmuOperand, c: EmuResult) -> EmuResult {

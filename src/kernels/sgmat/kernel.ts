@@ -40,7 +40,9 @@ import direct from './sgmat-direct.wgsl?raw';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import rhsStaging from './sgmat-rhs.wgsl?raw';
+import rhsDirect from './sgmat-rhs-direct.wgsl?raw';
 import rhsStagingU4 from './sgmat-rhs-u4.wgsl?raw';
+import rightStaged from './sgmat-right.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
 import { sgmatSplitKernel, splitForm } from './split-k.ts';
 
@@ -50,11 +52,14 @@ export type SgmatRhsBits = 8 | 4;
 /**
  * The kernel's full source for configuration c and tiling t: directives, generated constants, libraries,
  * declarations, the one-pass or the split-K form (./sgmat-direct.wgsl, ./sgmat-split.wgsl), the rhs
- * staging (8-bit rows, or nibble rows where rhsBits is 4), kernel.
+ * staging (8-bit rows, or nibble rows where rhsBits is 4) and the right fragments' loads from it
+ * (./sgmat-right.wgsl), or, where t.rhsDirect, both replaced by loads from the packed rhs
+ * (./sgmat-rhs-direct.wgsl), kernel.
  */
 export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, rhsBits: SgmatRhsBits = 8): string {
-  const rhs = rhsBits === 4 ? rhsStagingU4 : rhsStaging;
-  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, isSplitK(t) ? splitForm : direct, rhs, sgmat].join('\n');
+  const rhs = t.rhsDirect ? [rhsDirect] : [rhsBits === 4 ? rhsStagingU4 : rhsStaging, rightStaged];
+  const form = isSplitK(t) ? splitForm : direct;
+  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, form, ...rhs, sgmat].join('\n');
 }
 
 /** The source of the '-u4' variant: nibble rhs rows unpacked into the staging. */
@@ -92,6 +97,7 @@ export function sgmatVariant(
   if (rhsBits === 4 && tilingFormat(tiling) !== 'u8k4-r64')
     throw new Error(`${id}: 4-bit rhs rows are padded to 64, and this tiling has a 128 side`);
   if (rhsBits === 4 && isSplitK(tiling)) throw new Error(`${id}: the split-K form reads 8-bit rhs rows only`);
+  if (rhsBits === 4 && tiling.rhsDirect) throw new Error(`${id}: direct rhs loads read 8-bit rhs rows only`);
   // A configuration the tiling cannot run (fragments per subgroup, invocations, workgroup memory) is none.
   const usable: ConfigChoice = (caps) => {
     const c = choose(caps);

@@ -8,7 +8,11 @@ const RHS_LOADS: u32 = TILE_N * PIECES; // 16-byte global loads of the rhs tile 
 
 /** Load `index` of k step kt for the rhs tile at colBase: piece index % PIECES of row index / PIECES. */
 fn rhsLoad(colBase: u32, index: u32, kt: u32, rowVec4s: u32) -> vec4<u32> {
-  return piece(false, colBase + index / PIECES, kt, index % PIECES, rowVec4s);
+  let p = kt * PIECES + index % PIECES;
+  if (p >= rowVec4s) {
+    return PAST_DEPTH;
+  }
+  return rhsPacked[(colBase + index / PIECES) * rowVec4s + p];
 }
 
 /** Stores load `index` into the staged rhs tile that starts at word `base`. */

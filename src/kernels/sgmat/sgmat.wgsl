@@ -11,18 +11,23 @@
 // and SIGNED_FRAGMENTS for i8 -> i32 configurations (staged bytes XOR 0x80 back to int8 values x - 128,
 // and the raw sum recovered below from the pack stage's row and column sums). The tiling comes from
 // generated constants too: a workgroup of SG_ROWS x SG_COLS subgroups computes a TILE_M x TILE_N dst tile;
-// subgroup s owns block (s / SG_COLS, s % SG_COLS) of SUB_M x SUB_N as FRAGS_M x FRAGS_N fragments. The k
-// loop steps KSTEP bytes: both operand tiles are staged in workgroup memory with rows padded to ROW_BYTES,
+// subgroup s owns block (s / SG_COLS, s % SG_COLS) of SUB_M x SUB_N as FRAGS_M x FRAGS_N fragments (1, 2
+// or 4 a side), held in accumulators named one by one (acc00 .. acc33) and left fragments a0 .. a3, never
+// in an array indexed at run time: each use is guarded by a condition on the constants FRAGS_M and
+// FRAGS_N, so the unused ones fold away and control flow stays uniform. The k loop steps KSTEP bytes:
+// both operand tiles are staged in workgroup memory with rows padded to ROW_BYTES,
 // the next step's 16-byte global loads held in registers while this step's multiply-accumulates run, then
 // stored into the other buffer (BUFFERS = 2: one barrier per step) or the same one (BUFFERS = 1: two).
 // The last step may reach past the packed depth (K is padded to 64 bytes, KSTEP may be 128): those
-// pieces are staged as zeros of the fragment's type. The accumulators then go through workgroup memory
+// pieces are staged as zeros of the fragment's type, and the fragments stop at the depth. The accumulators then go through workgroup memory
 // (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations, which hand 4 x 4 blocks to
 // sgmatStore. Which tile and which k steps a workgroup computes (sgmatWork), and where its sums go
 // (sgmatStore), come from one of two files composed beside this one: sgmat-direct.wgsl (the whole depth,
 // the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw sums to the split-K workspace). The rhs
 // half of the staging (RHS_LOADS pieces per k step, rhsLoad, rhsStore) comes from sgmat-rhs.wgsl for
-// 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per byte ('-u4'). The enable directives are in
+// 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per byte ('-u4'), and the right fragments'
+// loads from it (rightFragment) from sgmat-right.wgsl; the direct-rhs tilings compose sgmat-rhs-direct.wgsl
+// in place of both (no rhs staging, right fragments loaded from the packed rhs). The enable directives are in
 // sgmat-enable.wgsl, composed first; the declarations in sgmat-bindings.wgsl.
 
 const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
@@ -38,16 +43,16 @@ const OUT_ROWS: u32 = OUT_BANDS * SUB_M;  // result rows per pass through `stage
 const OUT_BLOCKS: u32 = OUT_ROWS * TILE_N / 16u; // 4 x 4 blocks per pass
 const OUT_LOADS: u32 = (OUT_BLOCKS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
-/** Piece q of k step kt of a packed row, or zeros of the fragment's type past the packed depth. */
-fn piece(fromLhs: bool, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
+/** Zeros of the fragment's type, in the uint8 domain: what is staged past the packed depth. */
+const PAST_DEPTH: vec4<u32> = vec4<u32>(select(0u, 0x80808080u, SIGNED_FRAGMENTS));
+
+/** Piece q of k step kt of packed lhs row `row`, or zeros past the packed depth. */
+fn piece(row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
   let p = kt * PIECES + q;
   if (p >= rowVec4s) {
-    return vec4<u32>(select(0u, 0x80808080u, SIGNED_FRAGMENTS));
+    return PAST_DEPTH;
   }
-  if (fromLhs) {
-    return lhsPacked[row * rowVec4s + p];
-  }
-  return rhsPacked[row * rowVec4s + p];
+  return lhsPacked[row * rowVec4s + p];
 }
 
 /** The LOADS_A + LOADS_B vec4 loads (lhs, then rhs) of k step `kt` for invocation t, from global memory. */
@@ -57,7 +62,7 @@ fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, LOA
   for (var i = 0u; i < LOADS_A; i++) {
     let index = t + i * WORKGROUP_SIZE; // TILE_M rows x PIECES
     if (index < PIECES_A) {
-      v[i] = piece(true, rowBase + index / PIECES, kt, index % PIECES, rowVec4s);
+      v[i] = piece(rowBase + index / PIECES, kt, index % PIECES, rowVec4s);
     }
   }
   for (var i = 0u; i < LOADS_B; i++) {
@@ -111,10 +116,13 @@ fn sgmat(
   let depthBytes = tile.depthWords * 4u;
   let steps = o.steps; // k steps o.firstStep, o.firstStep + 1, ...
 
-  var acc: array<ResultFragment, FRAGS_M * FRAGS_N>;
-  for (var f = 0u; f < FRAGS_M * FRAGS_N; f++) {
-    acc[f] = ResultFragment();
-  }
+  // FRAGS_M x FRAGS_N accumulators, named one by one (accIJ: fragment row I, column J) so that no fragment
+  // is ever indexed at run time; every use past acc00 is guarded by a condition on the constants FRAGS_M
+  // and FRAGS_N (1, 2 or 4), which the compiler folds, so control flow stays uniform.
+  var acc00 = ResultFragment(); var acc01 = ResultFragment(); var acc02 = ResultFragment(); var acc03 = ResultFragment();
+  var acc10 = ResultFragment(); var acc11 = ResultFragment(); var acc12 = ResultFragment(); var acc13 = ResultFragment();
+  var acc20 = ResultFragment(); var acc21 = ResultFragment(); var acc22 = ResultFragment(); var acc23 = ResultFragment();
+  var acc30 = ResultFragment(); var acc31 = ResultFragment(); var acc32 = ResultFragment(); var acc33 = ResultFragment();
 
   storeStep(t, 0u, loadStep(t, rowBase, colBase, o.firstStep));
   workgroupBarrier();
@@ -127,16 +135,49 @@ fn sgmat(
     }
     let lhsBase = current * BUFFER_WORDS * 4u; // byte offsets into `stage`
     let rhsBase = lhsBase + LHS_WORDS * 4u;
-    for (var kk = 0u; kk < KSTEP; kk += FRAG_K) {
-      var a: array<LeftFragment, FRAGS_M>;
-      for (var i = 0u; i < FRAGS_M; i++) {
-        a[i] = subgroupMatrixLoad<LeftFragment>(&stage, lhsBase + (fm + i * FRAG_M) * ROW_BYTES + kk, false, ROW_BYTES);
+    let kBase = (o.firstStep + kt) * KSTEP; // byte of the packed depth at this step's k = 0
+    let kEnd = min(KSTEP, depthBytes - kBase); // past the packed depth every lhs byte is zero: skipped
+    for (var kk = 0u; kk < kEnd; kk += FRAG_K) {
+      let lhs = lhsBase + fm * ROW_BYTES + kk; // fragment row i at lhs + i * FRAG_M * ROW_BYTES
+      let a0 = subgroupMatrixLoad<LeftFragment>(&stage, lhs, false, ROW_BYTES);
+      var a1 = LeftFragment();
+      var a2 = LeftFragment();
+      var a3 = LeftFragment();
+      if (FRAGS_M > 1u) {
+        a1 = subgroupMatrixLoad<LeftFragment>(&stage, lhs + FRAG_M * ROW_BYTES, false, ROW_BYTES);
       }
-      for (var j = 0u; j < FRAGS_N; j++) {
-        let b = subgroupMatrixLoad<RightFragment>(&stage, rhsBase + (fn_ + j * FRAG_N) * ROW_BYTES + kk, true, ROW_BYTES);
-        for (var i = 0u; i < FRAGS_M; i++) {
-          acc[i * FRAGS_N + j] = subgroupMatrixMultiplyAccumulate(a[i], b, acc[i * FRAGS_N + j]);
-        }
+      if (FRAGS_M > 2u) {
+        a2 = subgroupMatrixLoad<LeftFragment>(&stage, lhs + 2u * FRAG_M * ROW_BYTES, false, ROW_BYTES);
+      }
+      if (FRAGS_M > 3u) {
+        a3 = subgroupMatrixLoad<LeftFragment>(&stage, lhs + 3u * FRAG_M * ROW_BYTES, false, ROW_BYTES);
+      }
+      // Fragment column j: one right fragment (./sgmat-right.wgsl or ./sgmat-rhs-direct.wgsl), FRAGS_M products.
+      var b = rightFragment(rhsBase, colBase, fn_, kBase, kk);
+      acc00 = subgroupMatrixMultiplyAccumulate(a0, b, acc00);
+      if (FRAGS_M > 1u) { acc10 = subgroupMatrixMultiplyAccumulate(a1, b, acc10); }
+      if (FRAGS_M > 2u) { acc20 = subgroupMatrixMultiplyAccumulate(a2, b, acc20); }
+      if (FRAGS_M > 3u) { acc30 = subgroupMatrixMultiplyAccumulate(a3, b, acc30); }
+      if (FRAGS_N > 1u) { // column 1
+        b = rightFragment(rhsBase, colBase, fn_ + FRAG_N, kBase, kk);
+        acc01 = subgroupMatrixMultiplyAccumulate(a0, b, acc01);
+        if (FRAGS_M > 1u) { acc11 = subgroupMatrixMultiplyAccumulate(a1, b, acc11); }
+        if (FRAGS_M > 2u) { acc21 = subgroupMatrixMultiplyAccumulate(a2, b, acc21); }
+        if (FRAGS_M > 3u) { acc31 = subgroupMatrixMultiplyAccumulate(a3, b, acc31); }
+      }
+      if (FRAGS_N > 2u) { // column 2
+        b = rightFragment(rhsBase, colBase, fn_ + 2u * FRAG_N, kBase, kk);
+        acc02 = subgroupMatrixMultiplyAccumulate(a0, b, acc02);
+        if (FRAGS_M > 1u) { acc12 = subgroupMatrixMultiplyAccumulate(a1, b, acc12); }
+        if (FRAGS_M > 2u) { acc22 = subgroupMatrixMultiplyAccumulate(a2, b, acc22); }
+        if (FRAGS_M > 3u) { acc32 = subgroupMatrixMultiplyAccumulate(a3, b, acc32); }
+      }
+      if (FRAGS_N > 3u) { // column 3
+        b = rightFragment(rhsBase, colBase, fn_ + 3u * FRAG_N, kBase, kk);
+        acc03 = subgroupMatrixMultiplyAccumulate(a0, b, acc03);
+        if (FRAGS_M > 1u) { acc13 = subgroupMatrixMultiplyAccumulate(a1, b, acc13); }
+        if (FRAGS_M > 2u) { acc23 = subgroupMatrixMultiplyAccumulate(a2, b, acc23); }
+        if (FRAGS_M > 3u) { acc33 = subgroupMatrixMultiplyAccumulate(a3, b, acc33); }
       }
     }
     if (BUFFERS == 1u) {
@@ -154,12 +195,24 @@ fn sgmat(
       workgroupBarrier(); // the previous pass's blocks are read
     }
     if (band / OUT_BANDS == outPass) {
-      let r = fm - outPass * OUT_ROWS;
-      for (var i = 0u; i < FRAGS_M; i++) {
-        for (var j = 0u; j < FRAGS_N; j++) {
-          subgroupMatrixStore(&stage, (r + i * FRAG_M) * OUT_STRIDE + fn_ + j * FRAG_N, acc[i * FRAGS_N + j], false, OUT_STRIDE);
-        }
-      }
+      let out = (fm - outPass * OUT_ROWS) * OUT_STRIDE + fn_; // accIJ goes to out + I * FRAG_M * OUT_STRIDE + J * FRAG_N
+      const R = FRAG_M * OUT_STRIDE;
+      subgroupMatrixStore(&stage, out, acc00, false, OUT_STRIDE);
+      if (FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + FRAG_N, acc01, false, OUT_STRIDE); }
+      if (FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + 2u * FRAG_N, acc02, false, OUT_STRIDE); }
+      if (FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + 3u * FRAG_N, acc03, false, OUT_STRIDE); }
+      if (FRAGS_M > 1u) { subgroupMatrixStore(&stage, out + R, acc10, false, OUT_STRIDE); }
+      if (FRAGS_M > 1u && FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + R + FRAG_N, acc11, false, OUT_STRIDE); }
+      if (FRAGS_M > 1u && FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + R + 2u * FRAG_N, acc12, false, OUT_STRIDE); }
+      if (FRAGS_M > 1u && FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + R + 3u * FRAG_N, acc13, false, OUT_STRIDE); }
+      if (FRAGS_M > 2u) { subgroupMatrixStore(&stage, out + 2u * R, acc20, false, OUT_STRIDE); }
+      if (FRAGS_M > 2u && FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + 2u * R + FRAG_N, acc21, false, OUT_STRIDE); }
+      if (FRAGS_M > 2u && FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + 2u * R + 2u * FRAG_N, acc22, false, OUT_STRIDE); }
+      if (FRAGS_M > 2u && FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + 2u * R + 3u * FRAG_N, acc23, false, OUT_STRIDE); }
+      if (FRAGS_M > 3u) { subgroupMatrixStore(&stage, out + 3u * R, acc30, false, OUT_STRIDE); }
+      if (FRAGS_M > 3u && FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + 3u * R + FRAG_N, acc31, false, OUT_STRIDE); }
+      if (FRAGS_M > 3u && FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + 3u * R + 2u * FRAG_N, acc32, false, OUT_STRIDE); }
+      if (FRAGS_M > 3u && FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + 3u * R + 3u * FRAG_N, acc33, false, OUT_STRIDE); }
     }
     workgroupBarrier();
     for (var i = 0u; i < OUT_LOADS; i++) {
