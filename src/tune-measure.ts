@@ -18,7 +18,7 @@ import { convGeometry } from './layers/layers.ts';
 import type { PatchGeometry } from './pack/patches.ts';
 import { createGpuContextWith, type GpuGemmProblem } from './scheduler/context.ts';
 import type { CandidateCost, Clock } from './tune-budget.ts';
-import type { OutputStage } from './types.ts';
+import type { BitDepth, OutputStage } from './types.ts';
 
 export const WARMUP_MS = 500;
 export const BATCH_MS = 10;
@@ -57,7 +57,11 @@ function convLayer(size: number, channels: number, stride: number, outChannels: 
   CONV_GEOMETRY.set(mnk.join('x'), geometry);
   return mnk;
 }
-/** The shapes of each class on a hardware adapter: the benchmark's squares, decode steps and conv layers. */
+/**
+ * The shapes of each class on a hardware adapter: the benchmark's squares, decode steps and conv layers;
+ * at 4 bits, decode and short prefill against the suite's 11008 x 11008 weights (bench/shapes.ts
+ * SKINNY_SHAPES with --rhs-bits 4), and 128 x 4096^2 as in the decode class.
+ */
 export const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
   square: [256, 512, 1024, 2048, 4096].map((s): Mnk => [s, s, s]),
   decode: [
@@ -68,6 +72,12 @@ export const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
   ],
   // conv56x56x64-k3x3-s1-o64 and conv112x112x32-k3x3-s2-o64 (bench/shapes.ts CONV_LAYERS), run as conv2d runs them.
   conv: [convLayer(56, 64, 1, 64), convLayer(112, 32, 2, 64)],
+  'decode-u4': [
+    [1, 11008, 11008],
+    [16, 11008, 11008],
+    [128, 11008, 11008],
+    [128, 4096, 4096],
+  ],
 };
 /** On a software adapter (a CPU emulation, thousands of times slower), the same classes at small sizes. */
 export const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
@@ -77,7 +87,17 @@ export const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
     [16, 256, 256],
   ],
   conv: [convLayer(14, 32, 1, 32)], // 196 x 32 x 288
+  'decode-u4': [
+    [1, 256, 256],
+    [16, 256, 256],
+    [128, 256, 256],
+  ],
 };
+
+/** The bitDepth a class is measured with: 4-bit rhs for the '-u4' classes (nearest rounding), else none. */
+export function classBitDepth(rhsBits: 4 | 8): BitDepth | undefined {
+  return rhsBits === 4 ? { lhs: 8, rhs: 4, rounding: 'nearest' } : undefined;
+}
 
 const PIPELINE: OutputStage[] = [
   { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 12, offsetAfterShift: 128 },
@@ -112,8 +132,19 @@ export interface Measured {
   cost: CandidateCost;
 }
 
-/** One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. */
-export async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk, deadline: number, clock: Clock): Promise<Measured> {
+/**
+ * One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. With
+ * rhsBits 4, the rhs is requantized to 4 bits as it is prepacked, and every call asks for that bitDepth.
+ */
+export async function measure(
+  device: GPUDevice,
+  kernel: GpuGemmKernel,
+  [M, N, K]: Mnk,
+  deadline: number,
+  clock: Clock,
+  rhsBits: 4 | 8 = 8,
+): Promise<Measured> {
+  const bitDepth = classBitDepth(rhsBits);
   const s0 = clock.now();
   const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} });
   try {
@@ -121,12 +152,19 @@ export async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K
     const sets: GpuGemmProblem[] = [];
     const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
     for (let i = 0; i < OPERAND_SETS; i++) {
-      const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' });
+      const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' }, bitDepth);
       // A conv layer's lhs is its NHWC input (the patch pack in the GEMM's pass); padding holds the zero point.
       const lhs = geometry
         ? { input: bytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
         : { data: bytes(M * K, 2 * i + 1), rows: M, cols: K };
-      sets.push({ lhs, rhs, lhsZeroPoint: 3, rhsZeroPoint: 128, pipeline: PIPELINE });
+      sets.push({
+        lhs,
+        rhs,
+        lhsZeroPoint: 3,
+        rhsZeroPoint: rhsBits === 4 ? 8 : 128,
+        pipeline: PIPELINE,
+        ...(bitDepth ? { bitDepth } : {}),
+      });
     }
     let call = 0;
     const once = async (): Promise<number> => {

@@ -1,7 +1,8 @@
 // `qgemm tune` and tune(): the kernel tuner. On the user's adapter it sweeps kernel configurations
 // (src/kernels/kernel-configs.ts: the registry's kernels as they are, the subgroup-matrix tilings, the dot4
 // tilings) over the shapes of each shape class (squares; decode at M = 1, 16, 128; the benchmark suite's
-// convolution layers, run as conv2d runs them) within a time budget, measures each pack -> gemm -> output
+// convolution layers, run as conv2d runs them; decode at 4-bit weights over the kernels that read them
+// two per byte) within a time budget, measures each pack -> gemm -> output
 // call's GPU time, checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
 // tuning table keyed by the adapter (src/kernels/tuning.ts) that GpuContext.create({ tuning }) and
 // `--tuning FILE` take.
@@ -25,12 +26,22 @@ import type { AdapterCaps } from './gpu/caps.ts';
 import type { GemmShape } from './gpu/plan.ts';
 import { candidateConfigs, type KernelConfig, kernelOf } from './kernels/kernel-configs.ts';
 import { GPU_KERNELS, selectGemmKernel } from './kernels/registry.ts';
-import { SHAPE_CLASSES, type ShapeClass, TUNING_FORMAT, type TuningEntry, type TuningTable, tuningAdapter } from './kernels/tuning.ts';
-import type { GpuGemmKernel } from './kernels/types.ts';
+import {
+  classRhsBits,
+  SHAPE_CLASSES,
+  type ShapeClass,
+  TUNING_FORMAT,
+  type TuningEntry,
+  type TuningTable,
+  tuningAdapter,
+} from './kernels/tuning.ts';
+import { PACK_FORMATS, prepackFormat } from './pack/formats.ts';
+import { type GpuGemmKernel, kernelFormats } from './kernels/types.ts';
 import { GpuContext } from './scheduler/context.ts';
 import type { GemmProblem } from './types.ts';
 import {
   BATCH_MS,
+  classBitDepth,
   HARDWARE_SHAPES,
   MAX_BATCHES,
   MIN_BATCHES,
@@ -48,7 +59,7 @@ const SWEEP_SHARE = 0.8;
 export interface TuneOptions {
   /** Time budget in milliseconds (default 5 minutes); more than 0. */
   budgetMs?: number;
-  /** Shape classes to sweep (default all: square, decode, conv). */
+  /** Shape classes to sweep (default all: square, decode, conv, decode-u4). */
   classes?: readonly string[];
   /** Run on this device instead of acquiring one. */
   device?: GPUDevice;
@@ -91,7 +102,11 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   return { budgetMs, classes: classes as ShapeClass[] };
 }
 
-const shapeOf = ([M, N, K]: Mnk): GemmShape => ({ M, N, K, dstType: 'uint8', dstOrder: 'row-major' });
+/** The shape a class measures: its rhs bits asked for where they are 4 (the '-u4' classes). */
+const shapeOf = ([M, N, K]: Mnk, rhsBits: 4 | 8 = 8): GemmShape => {
+  const bitDepth = classBitDepth(rhsBits);
+  return { M, N, K, dstType: 'uint8', dstOrder: 'row-major', ...(bitDepth ? { bitDepth } : {}) };
+};
 /** The shape the registry's supports() sees for a verify problem. */
 const problemShape = (p: GemmProblem): GemmShape => ({
   M: p.lhs.rows,
@@ -106,10 +121,13 @@ const problemShape = (p: GemmProblem): GemmShape => ({
  * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
  * taken from each family in turn (registry, sgmat, dot4-wide, dot4-tiled), so a short budget still
  * compares families; within the subgroup-matrix family, split-K first at M <= 128 (last above), larger
- * tiles first where the shape fills them;
- * at M <= 128, the registry's skinny kernels (gemv, split-K) first.
+ * tiles first where the shape fills them; at M <= 128, the registry's skinny kernels (gemv, split-K)
+ * first. Only kernels that read rhs values of the width it is prepacked in: a 4-bit rhs (the '-u4'
+ * classes) two per byte where the adapter reads nibbles (gemv-u4, split-K u4, the sgmat '-u4' tilings).
  */
 export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
+  const width = PACK_FORMATS[prepackFormat(caps, 'rhs', shape.bitDepth?.rhs ?? 8)].valueBits;
+  const readsRhs = (k: GpuGemmKernel) => PACK_FORMATS[kernelFormats(k).rhs].valueBits === width;
   const byFamily = new Map<string, KernelConfig[]>();
   for (const c of candidateConfigs(caps)) {
     const list = byFamily.get(c.family) ?? [];
@@ -140,7 +158,7 @@ export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKe
       if (i >= l.length) continue;
       // Measured without the self-test of a table's kernels: every winner is verified on the full suite after.
       const k = { ...kernelOf(l[i]), needsSelfTest: false };
-      if (!seen.has(k.id) && k.supports(caps, shape)) {
+      if (!seen.has(k.id) && k.supports(caps, shape) && readsRhs(k)) {
         seen.add(k.id);
         out.push(k);
       }
@@ -174,7 +192,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     // end; a failure drops its entries.
     const suite = verifyProblems().map((p) => {
       const [M, N, K] = [p.lhs.rows, p.rhs.cols, p.lhs.cols];
-      return { problem: p, class: problemClass(M, N, K), macs: M * N * K };
+      return { problem: p, class: problemClass(M, N, K, p.bitDepth?.rhs), macs: M * N * K };
     });
     const kernelsById = new Map<string, GpuGemmKernel>();
     const verifier = new WinnerVerifier(
@@ -189,8 +207,10 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     );
     const skipped: TuneReport['skipped'] = [];
     for (const [i, [cls, mnk]] of shapes.entries()) {
-      const shape = shapeOf(mnk);
-      const rules = selectGemmKernel(caps, shape, { force: '' });
+      const bits = classRhsBits(cls);
+      const shape = shapeOf(mnk, bits);
+      // The rules' kernel for the rhs as it is prepacked (4-bit classes: nibbles where the adapter reads them).
+      const rules = selectGemmKernel(caps, shape, { force: '', rhsPackFormat: prepackFormat(caps, 'rhs', bits) });
       const list = candidates(caps, shape, rules).slice(0, opts.maxCandidates ?? Infinity);
       const byId = new Map(list.map((k) => [k.id, k]));
       const family = (k: GpuGemmKernel) => candidateConfigs(caps).find((c) => kernelOf(c).id === k.id)?.family ?? 'registry';
@@ -200,7 +220,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         shapes.length,
         list.map((k) => ({ id: k.id, family: family(k) })),
         async (c, deadline) => {
-          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock);
+          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, bits);
           log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
           return m;
         },
@@ -222,6 +242,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       entries.push({
         class: cls,
         shape: { M: mnk[0], N: mnk[1], K: mnk[2] },
+        ...(bits === 4 ? { rhsBits: 4 as const } : {}),
         kernel: config,
         id: winner.id,
         gpuMs: best.m.ms,

@@ -1,6 +1,6 @@
 // Kernel configurations as data (the GEMM stage of pack -> gemm -> output): each tunable kernel family
-// (the subgroup-matrix tilings of ./sgmat/config.ts, the dot4-tiled and dot4-wide tilings) and every kernel
-// of the registry as it is, named by a small JSON object that a tuning table stores (./tuning.ts) and the
+// (the subgroup-matrix tilings of ./sgmat/config.ts, at 8-bit and 4-bit rhs, the dot4-tiled and dot4-wide
+// tilings) and every kernel of the registry as it is, named by a small JSON object that a tuning table stores (./tuning.ts) and the
 // tuner sweeps (src/tune.ts). `kernelOf` turns a configuration into the GPU kernel, with an id that names
 // it ('sgmat-128x128-w4x2-k64-b2'; the registry's own id where the configuration is its default), and
 // `candidateConfigs` lists what an adapter can run, the registry's defaults first. This module sits beside
@@ -22,7 +22,7 @@ import {
   tilingId,
   tilingProblem,
 } from './sgmat/config.ts';
-import { sgmatTiledKernel } from './sgmat/kernel.ts';
+import { sgmatTiledKernel, sgmatU4Kernel } from './sgmat/kernel.ts';
 import type { GpuGemmKernel } from './types.ts';
 
 /** A kernel of the registry as it is (gemv, split-K, or any other id of GPU_KERNELS). */
@@ -30,9 +30,13 @@ export interface RegistryKernelConfig {
   family: 'registry';
   id: string;
 }
-/** The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration; split-K where `splitK` says). */
+/**
+ * The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration; split-K where `splitK`
+ * says); rhsBits 4: its '-u4' variant, a rhs of at most 4 bits read two values per byte (absent: 8-bit rhs).
+ */
 export interface SgmatKernelConfig extends SgmatTiling {
   family: 'sgmat';
+  rhsBits?: 4;
 }
 /**
  * The dot4-tiled kernel: threadM x threadN per invocation (4 or 8 each; absent: 4), 32- or 64-tiles,
@@ -108,9 +112,11 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       ] as const)
         one(key, allowed);
       if (x.splitK !== undefined) one('splitK', SPLIT_KS);
+      if (x.rhsBits !== undefined) one('rhsBits', [4, 8]);
       const t = x as unknown as SgmatKernelConfig;
       if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
       const split = t.splitK !== undefined ? { splitK: t.splitK } : {};
+      const bits = x.rhsBits === 4 ? { rhsBits: 4 as const } : {};
       return {
         family: 'sgmat',
         tileM: t.tileM,
@@ -120,6 +126,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         kStep: t.kStep,
         buffers: t.buffers,
         ...split,
+        ...bits,
       };
     }
     case 'dot4-tiled':
@@ -173,8 +180,10 @@ export function kernelOf(c: KernelConfig): GpuGemmKernel {
     const found = GPU_KERNELS.find((x) => x.id === c.id);
     if (!found) throw new InputError('kernel.id', `unknown kernel ${c.id}`);
     k = found;
-  } else if (c.family === 'sgmat') k = sgmatTiledKernel(c);
-  else if (c.family === 'dot4-tiled') k = dot4TiledKernel(64, c.dot4, c);
+  } else if (c.family === 'sgmat') {
+    const { family: _, rhsBits, ...t } = c;
+    k = rhsBits === 4 ? sgmatU4Kernel(t) : sgmatTiledKernel(t);
+  } else if (c.family === 'dot4-tiled') k = dot4TiledKernel(64, c.dot4, c);
   else k = dot4WideKernel(c.dot4, c);
   k = { ...k, needsSelfTest: true };
   made.set(key, k);
@@ -195,9 +204,15 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
   if (best) {
     // Every tiling in one pass and split-K (slices that fill the GPU); fixed slice counts at the default tiling.
     const listed = new Set(GPU_KERNELS.map((k) => k.id)); // 'sgmat-64x64', 'sgmat-64x64-sk'
-    for (const t of [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))]) {
+    const tilings = [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))];
+    for (const t of tilings) {
       if (!tilingProblem(best, t, caps.limits) && !listed.has(tilingId(t))) out.push({ family: 'sgmat', ...t });
     }
+    // The same tilings reading a 4-bit rhs two values per byte ('-u4'; the registry lists 'sgmat-64x64-u4', '-sk-u4').
+    if (caps.dot4)
+      for (const t of tilings) {
+        if (!tilingProblem(best, t, caps.limits) && !listed.has(`${tilingId(t)}-u4`)) out.push({ family: 'sgmat', ...t, rhsBits: 4 });
+      }
   }
   for (const threadsX of [16, 8] as const)
     for (const threadsY of [16, 8] as const)
