@@ -94,9 +94,11 @@ export function formatOf(valueBits: 4 | 8, rowAlign: 64 | 128 | 256): PackFormat
  * Rows are padded to 128 at either width: that serves the 128-tile kernels (the tuner's 128-wide tilings
  * among them) and every 64-row one; 256 would serve the 256-wide tilings too, but pads up to 255 rows
  * of weights (a tuned 256-wide kernel is passed over for a rhs prepacked at 128: the rules choose).
+ * `rows`: the row padding of the one kernel the operand is for, where it is known (a context forced to a
+ * kernel, as the tuner's measurements are): 256 where that kernel reads 256-row packs.
  */
-export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number): PackFormatId {
-  return side === 'rhs' && bits <= 4 && caps.dot4 ? 'u4k8-r128' : 'u8k4-r128';
+export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number, rows = 0): PackFormatId {
+  return formatOf(side === 'rhs' && bits <= 4 && caps.dot4 ? 4 : 8, rows > 128 ? 256 : 128);
 }
 
 /** Whether an operand packed as `packed` can be read by a kernel that consumes `wanted`. */

@@ -12,7 +12,8 @@ import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
-import type { GpuGemmKernel } from '../kernels/types.ts';
+import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
+import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { plannable, replay } from './call-plan.ts';
@@ -246,7 +247,13 @@ export class GpuContext {
    * With `bitDepth`, the operand is requantized as a GEMM with that bitDepth would (same K, same N).
    */
   prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
-    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth));
+    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth, this.forcedRows(side)));
+  }
+
+  /** The row padding the kernel this context is forced to (`kernel`) reads `side` in, so a prepack serves it; 0 where none. */
+  private forcedRows(side: 'lhs' | 'rhs'): number {
+    const k = [...(this.choice.kernels ?? []), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
+    return k ? PACK_FORMATS[kernelFormats(k)[side]].rowAlign : 0;
   }
 
   /**

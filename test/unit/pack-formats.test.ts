@@ -20,6 +20,10 @@ describe('pack formats', () => {
     expect(prepackFormat({ dot4: true }, 'rhs', 8)).toBe('u8k4-r128');
     expect(prepackFormat({ dot4: true }, 'rhs', 4)).toBe('u4k8-r128');
     expect(prepackFormat({ dot4: false }, 'rhs', 4)).toBe('u8k4-r128');
+    // For a kernel that reads 256-row packs (a context forced to it): 256; never less than 128.
+    expect(prepackFormat({ dot4: true }, 'rhs', 4, 256)).toBe('u4k8-r256');
+    expect(prepackFormat({ dot4: true }, 'lhs', 8, 256)).toBe('u8k4-r256');
+    expect(prepackFormat({ dot4: true }, 'rhs', 8, 64)).toBe('u8k4-r128');
   });
   it('the 4-bit formats serve as the 8-bit ones do: more padding serves less, never across widths', () => {
     expect(formatServes('u4k8-r128', 'u4k8-r64')).toBe(true);
