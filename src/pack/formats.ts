@@ -93,9 +93,9 @@ export function formatOf(valueBits: 4 | 8, rowAlign: 64 | 128 | 256): PackFormat
  * lhs stays in 8-bit lanes (no kernel reads 4-bit lhs: activations are the small operand).
  * Rows are padded to 128 at either width: that serves the 128-tile kernels (the tuner's 128-wide tilings
  * among them) and every 64-row one; 256 would serve the 256-wide tilings too, but pads up to 255 rows
- * of weights (a tuned 256-wide kernel is passed over for a rhs prepacked at 128: the rules choose).
- * `rows`: the row padding of the one kernel the operand is for, where it is known (a context forced to a
- * kernel, as the tuner's measurements are): 256 where that kernel reads 256-row packs.
+ * of weights, so it is taken only where a kernel that reads 256-row packs may run: `rows` is the largest
+ * row padding of the kernels the operand is for, where known (a context forced to one kernel, as the
+ * tuner's measurements are, or one whose tuning table names a 256-wide tiling).
  */
 export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number, rows = 0): PackFormatId {
   return formatOf(side === 'rhs' && bits <= 4 && caps.dot4 ? 4 : 8, rows > 128 ? 256 : 128);

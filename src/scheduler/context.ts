@@ -247,13 +247,16 @@ export class GpuContext {
    * With `bitDepth`, the operand is requantized as a GEMM with that bitDepth would (same K, same N).
    */
   prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
-    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth, this.forcedRows(side)));
+    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth, this.prepackRows(side)));
   }
 
-  /** The row padding the kernel this context is forced to (`kernel`) reads `side` in, so a prepack serves it; 0 where none. */
-  private forcedRows(side: 'lhs' | 'rhs'): number {
-    const k = [...(this.choice.kernels ?? []), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
-    return k ? PACK_FORMATS[kernelFormats(k)[side]].rowAlign : 0;
+  /**
+   * The row padding a prepack needs to serve the kernel this context is forced to (`kernel`), else every
+   * kernel its tuning table names (a table's 256-wide tiling reads 256-row packs); 0 where none.
+   */
+  private prepackRows(side: 'lhs' | 'rhs'): number {
+    const forced = [...(this.choice.kernels ?? []), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
+    return Math.max(0, ...(forced ? [forced] : this.tuning.kernels).map((k) => PACK_FORMATS[kernelFormats(k)[side]].rowAlign));
   }
 
   /**

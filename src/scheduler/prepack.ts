@@ -20,8 +20,8 @@ import type { DeviceResources } from './resources.ts';
 
 /**
  * Packs a constant operand once, with its sums, for reuse across calls. With `bitDepth`, the operand is
- * requantized as a GEMM with that bitDepth would (same K, same N). `rows`: the row padding of the one
- * kernel it is for, where known (prepackFormat). The caller holds the device.
+ * requantized as a GEMM with that bitDepth would (same K, same N). `rows`: the largest row padding of
+ * the kernels it is for, where known (prepackFormat). The caller holds the device.
  */
 export async function prepackOperand(
   r: DeviceResources,
