@@ -10,7 +10,7 @@ import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
 import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
-import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
+import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
 import {
   bestConfig,
@@ -46,14 +46,13 @@ export interface Dot4TiledKernelConfig extends Dot4TiledConfig {
   family: 'dot4-tiled';
   dot4: 'native' | 'emulated';
 }
-/** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage, vecWords per load. */
-export interface Dot4WideKernelConfig {
+/**
+ * The dot4-wide kernel: threadM x threadN per invocation (4 or 8 each; absent: 8), threadsY x threadsX
+ * invocations, tileKW words per stage, vecWords per load.
+ */
+export interface Dot4WideKernelConfig extends Dot4WideConfig {
   family: 'dot4-wide';
   dot4: 'native' | 'emulated';
-  threadsX: 8 | 16;
-  threadsY: 8 | 16;
-  tileKW: 4 | 8 | 16;
-  vecWords?: VecWords;
 }
 export type KernelConfig = RegistryKernelConfig | SgmatKernelConfig | Dot4TiledKernelConfig | Dot4WideKernelConfig;
 
@@ -83,7 +82,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
     one('vecWords', VEC_WORDS);
     return { vecWords: x.vecWords as VecWords };
   };
-  // dot4-tiled's thread tile: optional, 4 x 4 where absent.
+  // The thread tile: optional, 4 x 4 (dot4-tiled) or 8 x 8 (dot4-wide) where absent.
   const thread = () => {
     const out: { threadM?: ThreadSide; threadN?: ThreadSide } = {};
     for (const key of ['threadM', 'threadN'] as const)
@@ -154,6 +153,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         threadsX: x.threadsX,
         threadsY: x.threadsY,
         tileKW: x.tileKW,
+        ...thread(),
         ...vec(),
       } as Dot4WideKernelConfig;
       const problem = dot4WideProblem(c);
@@ -224,6 +224,14 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
       }
   // Narrower global loads at the registry's tilings only (the width is independent of the tiling's shape).
   for (const vecWords of [2, 1] as const) out.push({ family: 'dot4-wide', dot4, ...DOT4_WIDE_DEFAULT, vecWords });
+  // Smaller thread tiles of the double-buffered kernel, 16 x 16 invocations, 16 words per stage: 64 x 64,
+  // 64 x 128 and 128 x 64 tiles (more workgroups in flight than the 128 x 128 one).
+  for (const [threadM, threadN] of [
+    [4, 4],
+    [4, 8],
+    [8, 4],
+  ] as const)
+    out.push({ family: 'dot4-wide', dot4, threadsX: 16, threadsY: 16, tileKW: 16, threadM, threadN });
   for (const tileM of [64, 32] as const)
     for (const tileN of [64, 32] as const)
       for (const tileKW of [16, 8, 4] as const) {

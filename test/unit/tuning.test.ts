@@ -172,6 +172,15 @@ describe('kernel configurations', () => {
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8, vecWords: 2 }).id).toBe(
       'dot4-128x128-r8-kw8-v2',
     );
+    // dot4-wide's thread tile: 8 x 8 keeps the ids; others are named, and must load 4 or 8 words a stage.
+    const wide = { family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 16 } as const;
+    expect(kernelOf({ ...wide, threadM: 4, threadN: 8 }).id).toBe('dot4-64x128-r4x8-kw16');
+    expect(kernelOf({ ...wide, threadM: 4, threadN: 4, vecWords: 1 }).id).toBe('dot4-64x64-r4x4-kw16-v1');
+    expect(kernelOf({ ...wide, tileKW: 8, threadM: 8, threadN: 8 }).id).toBe('dot4-128x128');
+    expect(kernelOf({ ...wide, threadM: 8, threadN: 4 }).packFormat).toBe('u8k4-r128');
+    expect(fieldOf(() => parseKernelConfig({ ...wide, threadM: 2 }, 'k'))).toBe('k.threadM');
+    expect(fieldOf(() => parseKernelConfig({ ...wide, tileKW: 8, threadM: 4 }, 'k'))).toBe('k.tileKW');
+    expect(parseKernelConfig({ ...wide, threadM: 4, threadN: 8 }, 'k')).toEqual({ ...wide, threadM: 4, threadN: 8 });
     expect(
       kernelOf({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 32, tileKW: 8, threadM: 8, threadN: 4, vecWords: 2 }).id,
     ).toBe('dot4-64x32-kw8-t8x4-v2');
