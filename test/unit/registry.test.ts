@@ -124,8 +124,8 @@ describe('selectGemmKernel', () => {
     expect(selectGemmKernel(h100, shape(128, 11008, 11008)).id).toBe('sgmat-64x64');
     expect(selectGemmKernel(h100, b4(128, 11008, 11008)).id).toBe('sgmat-64x64-u4');
     expect(selectGemmKernel(h100, b4(128, 11008, 11008), { rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
-    // Where split-K pays (few tiles, deep K), M <= 4, or N <= 32: the nibble gemv and split-K kernels, or the
-    // 32-tiles (an 8-bit rhs gets the tensor cores' split-K there; it reads 8-bit rows only).
+    // Where split-K pays (few tiles, deep K): the tensor cores' split-K '-u4' at M >= 64, as an 8-bit rhs
+    // gets 'sgmat-64x64-sk'; below, M <= 4, or N <= 32: the nibble gemv and split-K kernels, or the 32-tiles.
     expect(selectGemmKernel(h100, shape(128, 4096, 4096)).id).toBe('sgmat-64x64-sk');
     expect(selectGemmKernel(h100, b4(128)).id).toBe('sgmat-64x64-sk-u4');
     expect(selectGemmKernel(h100, b4(128), { rhsPackFormat: 'u4k8-r128' }).rhsPackFormat).toBe('u4k8-r64');
