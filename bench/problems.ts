@@ -130,7 +130,7 @@ export type RhsBits = (typeof RHS_BITS)[number];
  * The bitDepth of qgemm's rows with `rhsBits`-bit weights (--rhs-bits): none for 8 (the operands as
  * they are); for 4, lhs stays 8-bit and rhs is requantized to 4 bits with nearest rounding (the weights'
  * requantization happens once, in ctx.prepack, outside the timing) and stored two values per byte where
- * the adapter has dot4 (pack format 'u4k8-r64'). The GEMM is called, and verified, with the same bitDepth.
+ * the adapter has dot4 (pack format 'u4k8-r128'). The GEMM is called, and verified, with the same bitDepth.
  */
 export function bitDepthFor(rhsBits: RhsBits): BitDepth | undefined {
   return rhsBits === 8 ? undefined : { lhs: 8, rhs: rhsBits, rounding: 'nearest' };

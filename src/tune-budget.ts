@@ -243,8 +243,9 @@ export interface WinnerVerification {
   ms: number;
 }
 
-/** The shape class of a verify problem: few rows (decode), tall and narrow (conv), else square. */
-export function problemClass(M: number, N: number, K: number): ShapeClass {
+/** The shape class of a verify problem: a rhs of at most 4 bits (decode-u4), few rows (decode), tall and narrow (conv), else square. */
+export function problemClass(M: number, N: number, K: number, rhsBits = 8): ShapeClass {
+  if (rhsBits <= 4) return 'decode-u4';
   if (M <= 16 || 4 * M <= Math.min(N, K)) return 'decode';
   if (N <= 64 && M >= 2 * N) return 'conv';
   return 'square';

@@ -1,122 +1,65 @@
 // `qgemm tune` and tune(): the kernel tuner. On the user's adapter it sweeps kernel configurations
 // (src/kernels/kernel-configs.ts: the registry's kernels as they are, the subgroup-matrix tilings, the dot4
 // tilings) over the shapes of each shape class (squares; decode at M = 1, 16, 128; the benchmark suite's
-// convolution layers, run as conv2d runs them) within a time budget, measures each pack -> gemm -> output
+// convolution layers, run as conv2d runs them; decode at 4-bit weights over the kernels that read them
+// two per byte) within a time budget, measures each pack -> gemm -> output
 // call's GPU time, checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
 // tuning table keyed by the adapter (src/kernels/tuning.ts) that GpuContext.create({ tuning }) and
 // `--tuning FILE` take.
 //
-// Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
-// packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
-// patches are packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
-// that no cache holds one set; a warm-up of at least WARMUP_MS of back-to-back calls (clocks rise,
-// pipelines compile); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
-// as the shape's share of the budget allows; the median of the batches' per-call times and their
-// coefficient of variation. GPU time comes from timestamp queries; an adapter without them is timed by
-// wall clock (the table's `method` says which). The rules' own kernel is measured first at every shape,
-// so each entry carries the comparison. The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE
-// of it and starts a configuration only where its predicted cost (set-up and compilation as measured in
-// its family, warm-up, shortest batches) fits; a shape's winner runs the verify suite's problems of its
-// shape class at once, whatever the time (inside the sweep's share, so later shapes get less), and the
-// winners run the rest of the suite at the end while each problem fits the budget. The report says what was skipped and which winners were fully verified; a
-// winner that fails is dropped (the rules serve its shapes).
+// Measurement (./tune-measure.ts): per configuration and shape, the `resident` inference call with rhs
+// prepacked, rotating operand sets, a warm-up, then batches of GPU time: their median and coefficient of
+// variation. The rules' own kernel is measured first at every shape, so each entry carries the comparison.
+// The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE of it and starts a configuration only
+// where its predicted cost (set-up and compilation as measured in its family, warm-up, shortest batches)
+// fits; a shape's winner runs the verify suite's problems of its shape class at once, whatever the time
+// (inside the sweep's share, so later shapes get less), and the winners run the rest of the suite at the
+// end while each problem fits the budget. The report says what was skipped and which winners were fully
+// verified; a winner that fails is dropped (the rules serve its shapes).
 
 import { InputError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
-import {
-  type CandidateCost,
-  type Clock,
-  performanceClock,
-  problemClass,
-  TuneBudget,
-  type WinnerVerification,
-  WinnerVerifier,
-} from './tune-budget.ts';
+import { type Clock, performanceClock, problemClass, TuneBudget, type WinnerVerification, WinnerVerifier } from './tune-budget.ts';
 import { describeAdapter } from './gpu/adapter.ts';
 import { describeToggles } from './gpu/toggles.ts';
 import type { AdapterCaps } from './gpu/caps.ts';
 import type { GemmShape } from './gpu/plan.ts';
 import { candidateConfigs, type KernelConfig, kernelOf } from './kernels/kernel-configs.ts';
 import { GPU_KERNELS, selectGemmKernel } from './kernels/registry.ts';
-import { SHAPE_CLASSES, type ShapeClass, TUNING_FORMAT, type TuningEntry, type TuningTable, tuningAdapter } from './kernels/tuning.ts';
-import type { GpuGemmKernel } from './kernels/types.ts';
-import { createGpuContextWith, GpuContext, type GpuGemmProblem } from './scheduler/context.ts';
-import { convGeometry } from './layers/layers.ts';
-import type { PatchGeometry } from './pack/patches.ts';
-import type { OutputStage } from './types.ts';
+import {
+  classRhsBits,
+  SHAPE_CLASSES,
+  type ShapeClass,
+  TUNING_FORMAT,
+  type TuningEntry,
+  type TuningTable,
+  tuningAdapter,
+} from './kernels/tuning.ts';
+import { PACK_FORMATS, prepackFormat } from './pack/formats.ts';
+import { type GpuGemmKernel, kernelFormats } from './kernels/types.ts';
+import { GpuContext } from './scheduler/context.ts';
 import type { GemmProblem } from './types.ts';
+import {
+  BATCH_MS,
+  classBitDepth,
+  HARDWARE_SHAPES,
+  MAX_BATCHES,
+  MIN_BATCHES,
+  type Mnk,
+  measure,
+  OPERAND_SETS,
+  SOFTWARE_SHAPES,
+  WARMUP_MS,
+} from './tune-measure.ts';
 import { verifyGpuKernel, verifyProblems } from './verify.ts';
 
 export const DEFAULT_BUDGET_MS = 5 * 60_000;
-const WARMUP_MS = 500;
-const BATCH_MS = 10;
-const MIN_BATCHES = 5;
-const MAX_BATCHES = 15;
-const OPERAND_SETS = 3;
 const SWEEP_SHARE = 0.8;
-
-type Mnk = [number, number, number];
-
-/**
- * The conv class's shapes are layers: their patch geometries by M x N x K, so that a layer is measured as
- * conv2d runs it (the patches packed from the NHWC input in the GEMM's own pass, src/scheduler/patches.ts).
- */
-const CONV_GEOMETRY = new Map<string, PatchGeometry>();
-
-/** A 3x3 SAME convolution of batch 1 on a square input: its GEMM's M x N x K, its geometry recorded in CONV_GEOMETRY. */
-function convLayer(size: number, channels: number, stride: number, outChannels: number): Mnk {
-  const { out, pad } = convGeometry(size, 3, stride, 1, 'SAME');
-  const geometry: PatchGeometry = {
-    batch: 1,
-    height: size,
-    width: size,
-    channels,
-    filterHeight: 3,
-    filterWidth: 3,
-    strideHeight: stride,
-    strideWidth: stride,
-    dilationHeight: 1,
-    dilationWidth: 1,
-    padTop: pad,
-    padLeft: pad,
-    outHeight: out,
-    outWidth: out,
-  };
-  const mnk: Mnk = [out * out, outChannels, 9 * channels];
-  CONV_GEOMETRY.set(mnk.join('x'), geometry);
-  return mnk;
-}
-/** The shapes of each class on a hardware adapter: the benchmark's squares, decode steps and conv layers. */
-const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
-  square: [256, 512, 1024, 2048, 4096].map((s): Mnk => [s, s, s]),
-  decode: [
-    [1, 4096, 4096],
-    [16, 1024, 1024],
-    [128, 1024, 1024],
-    [128, 4096, 4096],
-  ],
-  // conv56x56x64-k3x3-s1-o64 and conv112x112x32-k3x3-s2-o64 (bench/shapes.ts CONV_LAYERS), run as conv2d runs them.
-  conv: [convLayer(56, 64, 1, 64), convLayer(112, 32, 2, 64)],
-};
-/** On a software adapter (a CPU emulation, thousands of times slower), the same classes at small sizes. */
-const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
-  square: [[128, 128, 128]],
-  decode: [
-    [1, 256, 256],
-    [16, 256, 256],
-  ],
-  conv: [convLayer(14, 32, 1, 32)], // 196 x 32 x 288
-};
-
-const PIPELINE: OutputStage[] = [
-  { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 12, offsetAfterShift: 128 },
-  { type: 'saturatingCast', to: 'uint8' },
-];
 
 export interface TuneOptions {
   /** Time budget in milliseconds (default 5 minutes); more than 0. */
   budgetMs?: number;
-  /** Shape classes to sweep (default all: square, decode, conv). */
+  /** Shape classes to sweep (default all: square, decode, conv, decode-u4). */
   classes?: readonly string[];
   /** Run on this device instead of acquiring one. */
   device?: GPUDevice;
@@ -159,84 +102,11 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   return { budgetMs, classes: classes as ShapeClass[] };
 }
 
-/** Deterministic bytes for operand set `seed` (an LCG), never all zeros. */
-function bytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let s = (seed * 2654435761) >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s >>> 24;
-  }
-  return out;
-}
-
-/** Median and coefficient of variation of samples. */
-function stats(xs: number[]): { median: number; cv: number } {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
-  return { median, cv: mean > 0 ? sd / mean : 0 };
-}
-
-interface Measured {
-  ms: number;
-  cv: number;
-  batches: number;
-  cost: CandidateCost;
-}
-
-/** One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. */
-async function measure(device: GPUDevice, kernel: GpuGemmKernel, [M, N, K]: Mnk, deadline: number, clock: Clock): Promise<Measured> {
-  const s0 = clock.now();
-  const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} });
-  try {
-    const gpuTimer = ctx.caps.timestamps;
-    const sets: GpuGemmProblem[] = [];
-    const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
-    for (let i = 0; i < OPERAND_SETS; i++) {
-      const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' });
-      // A conv layer's lhs is its NHWC input (the patch pack in the GEMM's pass); padding holds the zero point.
-      const lhs = geometry
-        ? { input: bytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
-        : { data: bytes(M * K, 2 * i + 1), rows: M, cols: K };
-      sets.push({ lhs, rhs, lhsZeroPoint: 3, rhsZeroPoint: 128, pipeline: PIPELINE });
-    }
-    let call = 0;
-    const once = async (): Promise<number> => {
-      const timing = { gpuMs: null as number | null };
-      const t0 = performance.now();
-      const dst = await ctx.gemmOnGpu(sets[call++ % OPERAND_SETS], timing);
-      const wall = performance.now() - t0;
-      ctx.releaseMatrix(dst);
-      if (ctx.lastRun.kernel !== kernel.id) throw new Error(`ran ${ctx.lastRun.kernel} instead of ${kernel.id} (failed its self-test)`);
-      return gpuTimer && timing.gpuMs !== null ? timing.gpuMs : wall;
-    };
-    await once(); // compiles the pipelines
-    const w0 = clock.now();
-    const setupMs = w0 - s0;
-    let warmCalls = 0;
-    for (; warmCalls < 1 || clock.now() - w0 < WARMUP_MS; warmCalls++) await once();
-    const callMs = (clock.now() - w0) / warmCalls;
-    const batches: number[] = [];
-    while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && clock.now() < deadline)) {
-      let sum = 0;
-      let calls = 0;
-      while (sum < BATCH_MS || calls === 0) {
-        sum += await once();
-        calls++;
-      }
-      batches.push(sum / calls);
-    }
-    const s = stats(batches);
-    return { ms: s.median, cv: s.cv, batches: batches.length, cost: { setupMs, callMs } };
-  } finally {
-    ctx.destroy();
-  }
-}
-
-const shapeOf = ([M, N, K]: Mnk): GemmShape => ({ M, N, K, dstType: 'uint8', dstOrder: 'row-major' });
+/** The shape a class measures: its rhs bits asked for where they are 4 (the '-u4' classes). */
+const shapeOf = ([M, N, K]: Mnk, rhsBits: 4 | 8 = 8): GemmShape => {
+  const bitDepth = classBitDepth(rhsBits);
+  return { M, N, K, dstType: 'uint8', dstOrder: 'row-major', ...(bitDepth ? { bitDepth } : {}) };
+};
 /** The shape the registry's supports() sees for a verify problem. */
 const problemShape = (p: GemmProblem): GemmShape => ({
   M: p.lhs.rows,
@@ -251,10 +121,13 @@ const problemShape = (p: GemmProblem): GemmShape => ({
  * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
  * taken from each family in turn (registry, sgmat, dot4-wide, dot4-tiled), so a short budget still
  * compares families; within the subgroup-matrix family, split-K first at M <= 128 (last above), larger
- * tiles first where the shape fills them;
- * at M <= 128, the registry's skinny kernels (gemv, split-K) first.
+ * tiles first where the shape fills them; at M <= 128, the registry's skinny kernels (gemv, split-K)
+ * first. Only kernels that read rhs values of the width it is prepacked in: a 4-bit rhs (the '-u4'
+ * classes) two per byte where the adapter reads nibbles (gemv-u4, split-K u4, the sgmat '-u4' tilings).
  */
 export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
+  const width = PACK_FORMATS[prepackFormat(caps, 'rhs', shape.bitDepth?.rhs ?? 8)].valueBits;
+  const readsRhs = (k: GpuGemmKernel) => PACK_FORMATS[kernelFormats(k).rhs].valueBits === width;
   const byFamily = new Map<string, KernelConfig[]>();
   for (const c of candidateConfigs(caps)) {
     const list = byFamily.get(c.family) ?? [];
@@ -285,7 +158,7 @@ export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKe
       if (i >= l.length) continue;
       // Measured without the self-test of a table's kernels: every winner is verified on the full suite after.
       const k = { ...kernelOf(l[i]), needsSelfTest: false };
-      if (!seen.has(k.id) && k.supports(caps, shape)) {
+      if (!seen.has(k.id) && k.supports(caps, shape) && readsRhs(k)) {
         seen.add(k.id);
         out.push(k);
       }
@@ -319,7 +192,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     // end; a failure drops its entries.
     const suite = verifyProblems().map((p) => {
       const [M, N, K] = [p.lhs.rows, p.rhs.cols, p.lhs.cols];
-      return { problem: p, class: problemClass(M, N, K), macs: M * N * K };
+      return { problem: p, class: problemClass(M, N, K, p.bitDepth?.rhs), macs: M * N * K };
     });
     const kernelsById = new Map<string, GpuGemmKernel>();
     const verifier = new WinnerVerifier(
@@ -334,8 +207,10 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     );
     const skipped: TuneReport['skipped'] = [];
     for (const [i, [cls, mnk]] of shapes.entries()) {
-      const shape = shapeOf(mnk);
-      const rules = selectGemmKernel(caps, shape, { force: '' });
+      const bits = classRhsBits(cls);
+      const shape = shapeOf(mnk, bits);
+      // The rules' kernel for the rhs as it is prepacked (4-bit classes: nibbles where the adapter reads them).
+      const rules = selectGemmKernel(caps, shape, { force: '', rhsPackFormat: prepackFormat(caps, 'rhs', bits) });
       const list = candidates(caps, shape, rules).slice(0, opts.maxCandidates ?? Infinity);
       const byId = new Map(list.map((k) => [k.id, k]));
       const family = (k: GpuGemmKernel) => candidateConfigs(caps).find((c) => kernelOf(c).id === k.id)?.family ?? 'registry';
@@ -345,7 +220,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         shapes.length,
         list.map((k) => ({ id: k.id, family: family(k) })),
         async (c, deadline) => {
-          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock);
+          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, bits);
           log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
           return m;
         },
@@ -367,6 +242,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       entries.push({
         class: cls,
         shape: { M: mnk[0], N: mnk[1], K: mnk[2] },
+        ...(bits === 4 ? { rhsBits: 4 as const } : {}),
         kernel: config,
         id: winner.id,
         gpuMs: best.m.ms,

@@ -114,7 +114,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .description('sweep kernel configurations on this adapter within a time budget, verify the winners, write a tuning table')
     .addOption(new Option('--backend <name>', 'webgpu (any adapter, software included)').choices(['webgpu']).default('webgpu'))
     .option('--budget <time>', 'time budget, e.g. 30s or 5m (default 5m)')
-    .option('--classes <list>', 'shape classes, comma-separated: square, decode, conv (default all)')
+    .option('--classes <list>', 'shape classes, comma-separated: square, decode, conv, decode-u4 (default all)')
     .option('--out <file>', 'where the table goes', 'qgemm-tuning.json')
     .option('--json', 'print the full report as JSON')
     .addHelpText('after', '\nUse the table with --tuning FILE (gemm, run, info) or GpuContext.create({ tuning }).')

@@ -71,7 +71,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   }
   const lines = [`tuned on ${report.device}: ${report.table.entries.length} entries -> ${o.out}`];
   lines.push(
-    'class  | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | verified',
+    'class     | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | verified',
   );
   for (const e of report.table.entries) {
     const shape = `${e.shape.M}x${e.shape.N}x${e.shape.K}`;
@@ -79,7 +79,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
     const verified = !v ? '-' : v.problems === v.of ? `all ${v.of}` : `${v.problems} of ${v.of}`;
     lines.push(
       [
-        e.class.padEnd(6),
+        e.class.padEnd(9), // 'decode-u4'
         shape.padEnd(16),
         (e.id ?? '').padEnd(30),
         (e.gpuMs ?? 0).toFixed(4).padStart(9),

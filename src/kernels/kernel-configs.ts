@@ -1,6 +1,6 @@
 // Kernel configurations as data (the GEMM stage of pack -> gemm -> output): each tunable kernel family
-// (the subgroup-matrix tilings of ./sgmat/config.ts, the dot4-tiled and dot4-wide tilings) and every kernel
-// of the registry as it is, named by a small JSON object that a tuning table stores (./tuning.ts) and the
+// (the subgroup-matrix tilings of ./sgmat/config.ts, at 8-bit and 4-bit rhs, the dot4-tiled and dot4-wide
+// tilings) and every kernel of the registry as it is, named by a small JSON object that a tuning table stores (./tuning.ts) and the
 // tuner sweeps (src/tune.ts). `kernelOf` turns a configuration into the GPU kernel, with an id that names
 // it ('sgmat-128x128-w4x2-k64-b2'; the registry's own id where the configuration is its default), and
 // `candidateConfigs` lists what an adapter can run, the registry's defaults first. This module sits beside
@@ -10,7 +10,7 @@ import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
 import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
-import { DOT4_WIDE_DEFAULT, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
+import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
 import {
   bestConfig,
@@ -23,7 +23,7 @@ import {
   tilingId,
   tilingProblem,
 } from './sgmat/config.ts';
-import { sgmatTiledKernel } from './sgmat/kernel.ts';
+import { sgmatTiledKernel, sgmatU4Kernel } from './sgmat/kernel.ts';
 import type { GpuGemmKernel } from './types.ts';
 
 /** A kernel of the registry as it is (gemv, split-K, or any other id of GPU_KERNELS). */
@@ -31,9 +31,13 @@ export interface RegistryKernelConfig {
   family: 'registry';
   id: string;
 }
-/** The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration; split-K where `splitK` says). */
+/**
+ * The subgroup-matrix kernel at a tiling (the adapter's best fragment configuration; split-K where `splitK`
+ * says); rhsBits 4: its '-u4' variant, a rhs of at most 4 bits read two values per byte (absent: 8-bit rhs).
+ */
 export interface SgmatKernelConfig extends SgmatTiling {
   family: 'sgmat';
+  rhsBits?: 4;
 }
 /**
  * The dot4-tiled kernel: threadM x threadN per invocation (4 or 8 each; absent: 4), 32- or 64-tiles,
@@ -43,14 +47,13 @@ export interface Dot4TiledKernelConfig extends Dot4TiledConfig {
   family: 'dot4-tiled';
   dot4: 'native' | 'emulated';
 }
-/** The dot4-wide kernel: 8 x 8 per invocation, threadsY x threadsX invocations, tileKW words per stage, vecWords per load. */
-export interface Dot4WideKernelConfig {
+/**
+ * The dot4-wide kernel: threadM x threadN per invocation (4 or 8 each; absent: 8), threadsY x threadsX
+ * invocations, tileKW words per stage, vecWords per load.
+ */
+export interface Dot4WideKernelConfig extends Dot4WideConfig {
   family: 'dot4-wide';
   dot4: 'native' | 'emulated';
-  threadsX: 8 | 16;
-  threadsY: 8 | 16;
-  tileKW: 4 | 8 | 16;
-  vecWords?: VecWords;
 }
 export type KernelConfig = RegistryKernelConfig | SgmatKernelConfig | Dot4TiledKernelConfig | Dot4WideKernelConfig;
 
@@ -80,7 +83,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
     one('vecWords', VEC_WORDS);
     return { vecWords: x.vecWords as VecWords };
   };
-  // dot4-tiled's thread tile: optional, 4 x 4 where absent.
+  // The thread tile: optional, 4 x 4 (dot4-tiled) or 8 x 8 (dot4-wide) where absent.
   const thread = () => {
     const out: { threadM?: ThreadSide; threadN?: ThreadSide } = {};
     for (const key of ['threadM', 'threadN'] as const)
@@ -110,10 +113,12 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         one(key, allowed);
       if (x.splitK !== undefined) one('splitK', SPLIT_KS);
       if (x.rhsDirect !== undefined) one('rhsDirect', [true, false]);
+      if (x.rhsBits !== undefined) one('rhsBits', [4, 8]);
       const t = x as unknown as SgmatKernelConfig;
       if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
       const split = t.splitK !== undefined ? { splitK: t.splitK } : {};
       const direct = t.rhsDirect ? { rhsDirect: true } : {};
+      const bits = x.rhsBits === 4 ? { rhsBits: 4 as const } : {};
       return {
         family: 'sgmat',
         tileM: t.tileM,
@@ -124,6 +129,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         buffers: t.buffers,
         ...split,
         ...direct,
+        ...bits,
       };
     }
     case 'dot4-tiled':
@@ -151,6 +157,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         threadsX: x.threadsX,
         threadsY: x.threadsY,
         tileKW: x.tileKW,
+        ...thread(),
         ...vec(),
       } as Dot4WideKernelConfig;
       const problem = dot4WideProblem(c);
@@ -177,8 +184,10 @@ export function kernelOf(c: KernelConfig): GpuGemmKernel {
     const found = GPU_KERNELS.find((x) => x.id === c.id);
     if (!found) throw new InputError('kernel.id', `unknown kernel ${c.id}`);
     k = found;
-  } else if (c.family === 'sgmat') k = sgmatTiledKernel(c);
-  else if (c.family === 'dot4-tiled') k = dot4TiledKernel(64, c.dot4, c);
+  } else if (c.family === 'sgmat') {
+    const { family: _, rhsBits, ...t } = c;
+    k = rhsBits === 4 ? sgmatU4Kernel(t) : sgmatTiledKernel(t);
+  } else if (c.family === 'dot4-tiled') k = dot4TiledKernel(64, c.dot4, c);
   else k = dot4WideKernel(c.dot4, c);
   k = { ...k, needsSelfTest: true };
   made.set(key, k);
@@ -201,11 +210,17 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
     const listed = new Set(GPU_KERNELS.map((k) => k.id)); // 'sgmat-64x64', 'sgmat-64x64-sk'
     // Each one-pass tiling is followed by its twin with right fragments from the packed rhs (u8 fragments
     // only), so that the tuner's order (src/tune.ts, a stable sort) measures the two together.
-    for (const t of [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))]) {
+    const tilings = [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))];
+    for (const t of tilings) {
       if (!tilingProblem(best, t, caps.limits) && !listed.has(tilingId(t))) out.push({ family: 'sgmat', ...t });
       const twin = { ...t, rhsDirect: true };
       if (!isSplitK(t) && !tilingProblem(best, twin, caps.limits)) out.push({ family: 'sgmat', ...twin });
     }
+    // The same tilings reading a 4-bit rhs two values per byte ('-u4'; the registry lists 'sgmat-64x64-u4', '-sk-u4').
+    if (caps.dot4)
+      for (const t of tilings) {
+        if (!tilingProblem(best, t, caps.limits) && !listed.has(`${tilingId(t)}-u4`)) out.push({ family: 'sgmat', ...t, rhsBits: 4 });
+      }
   }
   for (const threadsX of [16, 8] as const)
     for (const threadsY of [16, 8] as const)
@@ -217,6 +232,14 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
       }
   // Narrower global loads at the registry's tilings only (the width is independent of the tiling's shape).
   for (const vecWords of [2, 1] as const) out.push({ family: 'dot4-wide', dot4, ...DOT4_WIDE_DEFAULT, vecWords });
+  // Smaller thread tiles of the double-buffered kernel, 16 x 16 invocations, 16 words per stage: 64 x 64,
+  // 64 x 128 and 128 x 64 tiles (more workgroups in flight than the 128 x 128 one).
+  for (const [threadM, threadN] of [
+    [4, 4],
+    [4, 8],
+    [8, 4],
+  ] as const)
+    out.push({ family: 'dot4-wide', dot4, threadsX: 16, threadsY: 16, tileKW: 16, threadM, threadN });
   for (const tileM of [64, 32] as const)
     for (const tileN of [64, 32] as const)
       for (const tileKW of [16, 8, 4] as const) {

@@ -7,7 +7,7 @@
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import type { GemmShape } from '../gpu/plan.ts';
-import { formatServes, type PackFormatId } from '../pack/formats.ts';
+import { formatServes, PACK_FORMATS, type PackFormatId } from '../pack/formats.ts';
 import type { NormalizedProblem } from '../problem/problem.ts';
 import { cpuJsKernel } from './cpu-js/kernel.ts';
 import { CPU_WASM_RELAXED, CPU_WASM_SIMD } from './cpu-wasm/kernel.ts';
@@ -17,11 +17,13 @@ import { GEMV_ID, type GemvId, gemvKernel } from './gemv/kernel.ts';
 import {
   SGMAT_ID,
   SGMAT_SPLITK_ID,
+  SGMAT_SPLITK_U4_ID,
   SGMAT_U4_ID,
   type SgmatId,
   type SgmatU4Id,
   sgmatKernel,
   sgmatSplitKKernel,
+  sgmatSplitKU4Kernel,
   sgmatU4Kernel,
 } from './sgmat/kernel.ts';
 import { prefersSgmatSplitK } from './sgmat/split-k.ts';
@@ -42,8 +44,9 @@ export const GPU_KERNELS: readonly GpuGemmKernel[] = [
   gemvKernel({ reduce: 'subgroup', rhsBits: 8, dot4: 'native' }),
   gemvKernel({ reduce: 'workgroup', rhsBits: 8, dot4: 'native' }),
   splitKKernel(8),
-  // 4-bit rhs stored two values per byte ('u4k8-r64'): the tensor cores where tiles pay, split-K for any M.
+  // 4-bit rhs stored two values per byte ('u4k8-r*'): the tensor cores where tiles pay, split-K for any M.
   sgmatU4Kernel(),
+  sgmatSplitKU4Kernel,
   splitKKernel(4),
   gemvKernel({ reduce: 'subgroup', rhsBits: 4, dot4: 'native' }),
   gemvKernel({ reduce: 'workgroup', rhsBits: 4, dot4: 'native' }),
@@ -147,10 +150,12 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   // over 2 s on SwiftShader and runs no faster there than dot4-64x64). 4-bit rhs (bitDepth.rhs <= 4,
   // or prepacked so) is read two values per byte: by the tensor cores' 'sgmat-64x64-u4' (nibbles
   // unpacked into its 8-bit staging) where an 8-bit rhs would get tiles (M, N > 32, not split-K) and the
-  // adapter has them and they passed their self-test; else by the gemv and split-K kernels ('-u4') for
+  // adapter has them and they passed their self-test, and by its split-K form 'sgmat-64x64-sk-u4' where an
+  // 8-bit rhs would get 'sgmat-64x64-sk' (M >= 64); else by the gemv and split-K kernels ('-u4') for
   // M <= 128, where the rhs bytes dominate; above, it is packed in 8-bit lanes for the tiled kernels,
   // unless it was prepacked in nibbles (split-K u4 runs any M). Without dot4 only the '-emulated' kernels run.
-  const nibbles = caps.dot4 && (opts.rhsPackFormat === 'u4k8-r64' || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
+  const nibblePacked = opts.rhsPackFormat !== undefined && PACK_FORMATS[opts.rhsPackFormat].valueBits === 4; // 'u4k8-r*'
+  const nibbles = caps.dot4 && (nibblePacked || (!opts.rhsPackFormat && (shape.bitDepth?.rhs ?? 8) <= 4));
   const rhsBits = nibbles ? 4 : 8;
   const small = shape.M <= 32 || shape.N <= 32;
   const table: [boolean, GpuKernelId][] = [
@@ -158,9 +163,10 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
     [shape.M <= 4, caps.dot4 ? GEMV_ID.workgroup[rhsBits] : GEMV_ID.emulated],
     [!nibbles && shape.M >= 64 && shape.N > 32 && prefersSgmatSplitK(caps, shape), SGMAT_SPLITK_ID],
     [!nibbles && shape.M >= 64 && shape.N > 32, SGMAT_ID],
+    [nibbles && shape.M >= 64 && shape.N > 32 && prefersSgmatSplitK(caps, shape), SGMAT_SPLITK_U4_ID],
     [nibbles && !small && !prefersSplitK(caps, shape), SGMAT_U4_ID],
     [shape.M <= 128 && (nibbles || prefersSplitK(caps, shape)), SPLITK_ID[rhsBits]],
-    [nibbles && opts.rhsPackFormat === 'u4k8-r64', SPLITK_ID[4]],
+    [nibbles && nibblePacked, SPLITK_ID[4]],
     [small, DOT4_TILED_ID[32][dot4]],
     [true, SGMAT_ID],
     [shape.M >= 256 && shape.N >= 256 && !caps.slowCompiler, DOT4_WIDE_ID[dot4]],

@@ -4,9 +4,11 @@
 // is recorded beside them). The registry (./registry.ts) takes a table's choice before its own rules,
 // in this order: a table committed under ./tuned/ (one JSON per GPU) for a matching adapter, else a table
 // the user passes (GpuContext.create({ tuning }), `--tuning FILE`), else no table (the rules). An entry
-// serves the shapes within a factor of 2 of its measured M, N and K (the nearest entry wins), 8-bit rhs
-// only (4-bit weights keep the rules' nibble kernels). Every tuned kernel is self-tested on the device
-// before its first use; one that fails is disabled with a warning and the rules serve that shape.
+// serves the shapes within a factor of 2 of its measured M, N and K (the nearest entry wins) whose rhs
+// has its `rhsBits`: an entry of the 4-bit class ('decode-u4', rhsBits 4) serves a rhs of at most 4 bits
+// only, the other entries (rhsBits 8, or absent) an 8-bit rhs only; a rhs of 5 to 7 bits is left to the
+// rules. Every tuned kernel is self-tested on the device before its first use; one that fails is disabled
+// with a warning and the rules serve that shape.
 
 import { InputError } from '../errors.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
@@ -15,9 +17,15 @@ import { type KernelConfig, kernelOf, parseKernelConfig } from './kernel-configs
 import type { GpuGemmKernel } from './types.ts';
 
 export const TUNING_FORMAT = 'qgemm-tuning-1';
-/** The shape classes a table's entries belong to (what `qgemm tune --classes` accepts). */
-export const SHAPE_CLASSES = ['square', 'decode', 'conv'] as const;
+/**
+ * The shape classes a table's entries belong to (what `qgemm tune --classes` accepts): squares, decode and
+ * short prefill (M = 1, 16, 128), the suite's conv layers, and decode with 4-bit weights ('decode-u4').
+ */
+export const SHAPE_CLASSES = ['square', 'decode', 'conv', 'decode-u4'] as const;
 export type ShapeClass = (typeof SHAPE_CLASSES)[number];
+
+/** The rhs bits a class is measured with: 4 for the '-u4' classes (weights requantized to 4 bits), else 8. */
+export const classRhsBits = (c: ShapeClass): 4 | 8 => (c.endsWith('-u4') ? 4 : 8);
 
 /** The adapter a table was measured on. */
 export interface TuningAdapter {
@@ -32,6 +40,8 @@ export interface TuningAdapter {
 export interface TuningEntry {
   class: ShapeClass;
   shape: { M: number; N: number; K: number };
+  /** The rhs bits it was measured with and serves: 4 (the '-u4' classes), or 8 (absent: 8). */
+  rhsBits?: 4 | 8;
   kernel: KernelConfig;
   /** The winner's kernel id (informative: `kernel` is what is read). */
   id?: string;
@@ -83,6 +93,15 @@ export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
       if (!Number.isSafeInteger(s[d]) || (s[d] as number) < 1)
         throw new InputError(`${f}.shape.${d}`, `expected a positive integer, got ${shown(s[d])}`);
     }
+    if (e.rhsBits !== undefined && e.rhsBits !== 4 && e.rhsBits !== 8) {
+      throw new InputError(`${f}.rhsBits`, `expected 4 or 8, got ${shown(e.rhsBits)}`);
+    }
+    if ((e.rhsBits ?? 8) !== classRhsBits(e.class as ShapeClass)) {
+      throw new InputError(
+        `${f}.rhsBits`,
+        `class ${e.class} is measured with ${classRhsBits(e.class as ShapeClass)}-bit rhs, got ${shown(e.rhsBits)}`,
+      );
+    }
     for (const key of ['gpuMs', 'cv', 'rulesMs', 'tried']) {
       if (e[key] !== undefined && !(typeof e[key] === 'number' && Number.isFinite(e[key]) && (e[key] as number) >= 0)) {
         throw new InputError(`${f}.${key}`, `expected a non-negative number, got ${shown(e[key])}`);
@@ -120,12 +139,14 @@ export interface TuningChoice {
   readonly kernels: readonly GpuGemmKernel[];
 }
 
-/** The kernel of table t's nearest entry within a factor of 2 in M, N and K, or null. */
+/** The kernel of table t's nearest entry of the shape's rhs bits within a factor of 2 in M, N and K, or null. */
 export function tunedKernel(t: TuningTable, shape: GemmShape): GpuGemmKernel | null {
-  if ((shape.bitDepth?.rhs ?? 8) < 8) return null;
+  const bits = shape.bitDepth?.rhs ?? 8;
+  if (bits > 4 && bits < 8) return null;
   let best: TuningEntry | null = null;
   let bestDistance = Infinity;
   for (const e of t.entries) {
+    if ((e.rhsBits ?? 8) !== (bits <= 4 ? 4 : 8)) continue;
     const d = [e.shape.M / shape.M, e.shape.N / shape.N, e.shape.K / shape.K].map((r) => Math.abs(Math.log2(r)));
     if (d.some((x) => x > 1)) continue;
     const distance = d[0] + d[1] + d[2];

@@ -3,6 +3,7 @@
 // packed in, and the scheduler refuses to feed an operand to a kernel that reads another layout. The
 // 8-bit formats differ only in row padding, so an operand packed with more padding serves every kernel
 // whose row alignment divides its own (formatServes): a 'u8k4-r128' operand feeds the 64-row kernels too.
+// The same holds among the 4-bit formats ('u4k8-r64', '-r128', '-r256'), never across the two widths.
 
 import { roundUp } from '../gpu/plan.ts';
 
@@ -20,7 +21,7 @@ export interface PackLayout {
 /** Bytes of one packed row of `depth` values in `layout`. */
 export const packedRowBytes = (depth: number, layout: PackLayout) => (roundUp(depth, layout.depthAlign) * (layout.valueBits ?? 8)) / 8;
 
-export type PackFormatId = 'u8k4-r64' | 'u8k4-r128' | 'u8k4-r256' | 'u4k8-r64';
+export type PackFormatId = 'u8k4-r64' | 'u8k4-r128' | 'u8k4-r256' | 'u4k8-r64' | 'u4k8-r128' | 'u4k8-r256';
 
 export interface PackFormat extends PackLayout {
   id: PackFormatId;
@@ -64,17 +65,40 @@ export const PACK_FORMATS: Record<PackFormatId, PackFormat> = {
     depthAlign: 64,
     valueBits: 4,
   },
+  'u4k8-r128': {
+    id: 'u4k8-r128',
+    description: "as u4k8-r64, with rows padded to a multiple of 128 (the 128-wide tiles of the subgroup-matrix kernel's '-u4' variants)",
+    rowAlign: 128,
+    depthAlign: 64,
+    valueBits: 4,
+  },
+  'u4k8-r256': {
+    id: 'u4k8-r256',
+    description: "as u4k8-r64, with rows padded to a multiple of 256 (the 256-wide tiles of the subgroup-matrix kernel's '-u4' variants)",
+    rowAlign: 256,
+    depthAlign: 64,
+    valueBits: 4,
+  },
 };
+
+/** The format of `valueBits` values with rows padded to `rowAlign` (64, 128 or 256). */
+export function formatOf(valueBits: 4 | 8, rowAlign: 64 | 128 | 256): PackFormatId {
+  return `${valueBits === 4 ? 'u4k8' : 'u8k4'}-r${rowAlign}` as PackFormatId;
+}
 
 /**
  * The format prepack() stores an operand in: a rhs of at most 4 bits two values per byte where the
  * adapter runs the kernels that read it (dot4: src/kernels/gemv, src/kernels/splitk; and the tensor
- * cores' sgmat-64x64-u4, src/kernels/sgmat, which the registry picks for it where tiles pay), else 8-bit lanes.
+ * cores' '-u4' tilings, src/kernels/sgmat, which the registry picks for it where tiles pay), else 8-bit lanes.
  * lhs stays in 8-bit lanes (no kernel reads 4-bit lhs: activations are the small operand).
+ * Rows are padded to 128 at either width: that serves the 128-tile kernels (the tuner's 128-wide tilings
+ * among them) and every 64-row one; 256 would serve the 256-wide tilings too, but pads up to 255 rows
+ * of weights, so it is taken only where a kernel that reads 256-row packs may run: `rows` is the largest
+ * row padding of the kernels the operand is for, where known (a context forced to one kernel, as the
+ * tuner's measurements are, or one whose tuning table names a 256-wide tiling).
  */
-export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number): PackFormatId {
-  // 8-bit lanes with 128-row padding: that serves the 128-tile kernels and every 64-row one.
-  return side === 'rhs' && bits <= 4 && caps.dot4 ? 'u4k8-r64' : 'u8k4-r128';
+export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number, rows = 0): PackFormatId {
+  return formatOf(side === 'rhs' && bits <= 4 && caps.dot4 ? 4 : 8, rows > 128 ? 256 : 128);
 }
 
 /** Whether an operand packed as `packed` can be read by a kernel that consumes `wanted`. */

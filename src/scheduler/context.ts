@@ -12,7 +12,8 @@ import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
-import type { GpuGemmKernel } from '../kernels/types.ts';
+import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
+import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { plannable, plannableOnGpu, replay, replayOnGpu } from './call-plan.ts';
@@ -280,7 +281,16 @@ export class GpuContext {
    * With `bitDepth`, the operand is requantized as a GEMM with that bitDepth would (same K, same N).
    */
   prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
-    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth));
+    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth, this.prepackRows(side)));
+  }
+
+  /**
+   * The row padding a prepack needs to serve the kernel this context is forced to (`kernel`), else every
+   * kernel its tuning table names (a table's 256-wide tiling reads 256-row packs); 0 where none.
+   */
+  private prepackRows(side: 'lhs' | 'rhs'): number {
+    const forced = [...(this.choice.kernels ?? []), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
+    return Math.max(0, ...(forced ? [forced] : this.tuning.kernels).map((k) => PACK_FORMATS[kernelFormats(k)[side]].rowAlign));
   }
 
   /**

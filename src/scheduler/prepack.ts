@@ -20,28 +20,29 @@ import type { DeviceResources } from './resources.ts';
 
 /**
  * Packs a constant operand once, with its sums, for reuse across calls. With `bitDepth`, the operand is
- * requantized as a GEMM with that bitDepth would (same K, same N). The caller holds the device.
+ * requantized as a GEMM with that bitDepth would (same K, same N). `rows`: the largest row padding of
+ * the kernels it is for, where known (prepackFormat). The caller holds the device.
  */
 export async function prepackOperand(
   r: DeviceResources,
   side: 'lhs' | 'rhs',
   operand: Operand | GpuMatrix,
   bitDepth?: BitDepth,
+  rows = 0,
 ): Promise<PackedOperand> {
   r.checkAlive();
   if (side !== 'lhs' && side !== 'rhs') throw new InputError('side', `expected "lhs" or "rhs", got ${brief(side)}`);
   if (bitDepth !== undefined) bitDepth = checkBitDepth(bitDepth);
   const shape = shapeOf(operand, side, r);
   const type = shape.data instanceof Int8Array ? 'int8' : 'uint8';
-  const { rows, cols } = shape;
-  const outer = side === 'lhs' ? rows : cols;
-  const depth = side === 'lhs' ? cols : rows;
+  const outer = side === 'lhs' ? shape.rows : shape.cols;
+  const depth = side === 'lhs' ? shape.cols : shape.rows;
   const requant = requantizationOf(bitDepth, side, depth);
-  const format = PACK_FORMATS[prepackFormat(r.caps, side, requant.bits)];
+  const format = PACK_FORMATS[prepackFormat(r.caps, side, requant.bits, rows)];
   const packedBytes = roundUp(outer, format.rowAlign) * packedRowBytes(depth, format);
   const sumsBytes = roundUp(outer, format.rowAlign) * 4;
   r.checkBuffer(packedBytes, `prepacked ${side}`);
-  const what: PackedShape = { side, rows, cols, type, packFormat: format.id, ...requant };
+  const what: PackedShape = { side, rows: shape.rows, cols: shape.cols, type, packFormat: format.id, ...requant };
   return prepacked(r, what, packedBytes, sumsBytes, 'prepack', async (packed, sums, pooled) => {
     const job = packOperand(r.device, operand, side, format, requant, r.limits, { packed, sums }, { pool: r.pool, pooled }, r.caps);
     const pipelines = await packPipelines(r.device, [packEntry(operand, side, format, r.caps)]);

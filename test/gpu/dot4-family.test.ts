@@ -1,7 +1,8 @@
 // GPU tier for the configurations of the dot4 kernels beyond the registry's (src/kernels/kernel-configs.ts:
-// dot4-tiled and dot4-wide with vecWords 1 or 2, u32 or vec2<u32> global loads, and dot4-tiled with
-// 4x8, 8x4 or 8x8 per invocation; the registry's vec4 loads at 4x4 run in ./gemm.test.ts): a seeded
-// sample, one configuration of each kind, each on SwiftShader in its emulated dot4 form and, where the
+// dot4-tiled and dot4-wide with vecWords 1 or 2, u32 or vec2<u32> global loads, dot4-tiled with 4x8, 8x4
+// or 8x8 per invocation and dot4-wide with 4x4, 4x8 or 8x4; the registry's vec4 loads at 4x4 and 8x8 run
+// in ./gemm.test.ts): a seeded sample, one configuration of each kind (load width 1, 2, or a thread
+// tile), each on SwiftShader in its emulated dot4 form and, where the
 // adapter has dot4U8Packed, its native one, bit for bit against the CPU reference over seeded shapes at
 // the tile edges (M, N, K drawn from 1-10, 15-17, 31-33, 63-65; one shape of several k steps and past a
 // 128-row tile). QGEMM_DOT4_SAMPLE (default 3, one per kind; 'all' for every configuration) and
@@ -39,17 +40,18 @@ for (const vecWords of [1, 2, 4] as const) {
         for (const tileKW of [4, 8, 16] as const)
           if (vecWords !== 4 || threadM !== 4 || threadN !== 4)
             pool.push({ family: 'dot4-tiled', tileM, tileN, tileKW, vecWords, threadM, threadN });
-  for (const threadsX of [8, 16] as const)
-    for (const threadsY of [8, 16] as const)
-      for (const tileKW of [4, 8, 16] as const) {
-        const c = { family: 'dot4-wide', threadsX, threadsY, tileKW, vecWords } as const;
-        if (vecWords !== 4 && !dot4WideProblem(c)) pool.push(c);
-      }
+  for (const [threadM, threadN] of THREADS)
+    for (const threadsX of [8, 16] as const)
+      for (const threadsY of [8, 16] as const)
+        for (const tileKW of [4, 8, 16] as const) {
+          const c = { family: 'dot4-wide', threadsX, threadsY, tileKW, vecWords, threadM, threadN } as const;
+          if ((vecWords !== 4 || threadM !== 8 || threadN !== 8) && !dot4WideProblem(c)) pool.push(c);
+        }
 }
 const kinds: ((c: Config) => boolean)[] = [
   (c) => c.vecWords === 1,
   (c) => c.vecWords === 2,
-  (c) => c.family === 'dot4-tiled' && c.vecWords === 4,
+  (c) => c.vecWords === 4, // a thread tile: dot4-tiled's 4x8, 8x4, 8x8, or dot4-wide's 4x4, 4x8, 8x4
 ];
 
 const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';

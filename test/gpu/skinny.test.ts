@@ -134,8 +134,8 @@ describe.skipIf(!gpu)('skinny kernels == CPU reference', () => {
       for (const rounding of ROUNDINGS) {
         const bitDepth: BitDepth = { lhs: 8, rhs: 4, rounding };
         const packed = await ctx.prepack('rhs', rhs, bitDepth);
-        expect(packed.packFormat).toBe('u4k8-r64');
-        expect(packed.bytes).toBe(64 * (128 / 2) + 64 * 4); // 64 rows of 128 k at 4 bits, and the sums
+        expect(packed.packFormat).toBe('u4k8-r128');
+        expect(packed.bytes).toBe(128 * (128 / 2) + 128 * 4); // 128 rows of 128 k at 4 bits, and the sums
         for (const M of [1, 3, 4, 5, 8, 40, 130]) {
           const p = { ...sample(arbProblemOfShape(M, N, K), 100 + M), rhs, bitDepth };
           const d = diffResults(await ctx.gemm({ ...p, rhs: packed }), referenceGemm(p));

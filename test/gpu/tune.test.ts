@@ -1,13 +1,15 @@
 // GPU tier for tuning tables on SwiftShader (src/kernels/tuning.ts; the tuner itself, src/tune.ts, runs through
 // the binary in test/cli/tune-cli.test.ts): a GpuContext created with a table runs the table's kernel
 // where an entry serves the shape (exact against the reference) and the rules elsewhere; a table whose kernel
-// fails its exactness self-test is refused with a warning and the rules serve; a table of another adapter and
+// fails its exactness self-test is refused with a warning and the rules serve; a table naming a 256-wide
+// tiling makes the context prepack at 256 rows; a table of another adapter and
 // a malformed one are InputErrors before any GEMM.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { bandedKernel, dot4TileLoop, tileBindings } from '../../src/kernels/banded.ts';
 import { defineKernelFamily } from '../../src/kernels/kernel-configs.ts';
+import { sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { parseTuningTable, TUNING_FORMAT, type TuningTable, tuningAdapter } from '../../src/kernels/tuning.ts';
 import { gemmKernelSource } from '../../src/epilogue/source.ts';
 import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
@@ -84,6 +86,26 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
     expect(warnings.join('\n')).toMatch(/planted-64x64 failed its exactness self-test.*differ/);
     expect(ctx.lastRun.kernel).not.toBe('planted-64x64');
     ctx.destroy();
+  });
+
+  it("a context whose table names a 256-wide tiling prepacks at 256 rows, so the table's kernel can read the pack", async () => {
+    // The emulated subgroup-matrix kernel at 256 x 128 (no GEMM runs: only the prepack's format is checked).
+    const config = { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 } as const;
+    const tiling = { tileM: 256, tileN: 128, sgRows: 4, sgCols: 2, kStep: 32, buffers: 1 } as const;
+    defineKernelFamily('wide-emulated', () => sgmatEmulatedKernel(config, { tiling, id: 'wide-emulated' }));
+    const t = { ...table, entries: [{ ...table.entries[0], kernel: { family: 'wide-emulated' } }] } as unknown as TuningTable;
+    const rhs = problem(8, 40, 30, 5).rhs;
+    const wide = await GpuContext.create({ device: gpu!.device, tuning: t });
+    const plain = await GpuContext.create({ device: gpu!.device });
+    for (const [ctx, format] of [
+      [wide, 'u8k4-r256'],
+      [plain, 'u8k4-r128'],
+    ] as const) {
+      const packed = await ctx.prepack('rhs', rhs);
+      expect(packed.packFormat).toBe(format);
+      packed.destroy();
+      ctx.destroy();
+    }
   });
 
   it('a table of another adapter, or a malformed one, is an InputError naming the field', async () => {

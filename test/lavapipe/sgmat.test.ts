@@ -9,7 +9,8 @@
 // fragments loaded from the packed rhs in storage, `sgmat-64x64-dr`), the context's self-test gate,
 // lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), a
 // conv layer (patches packed in the pass), and the '-u4' variant (a 4-bit rhs read two values per byte,
-// unpacked into the staging) at u8 or i8 (a seeded one) over 4-bit problems at tile edges.
+// unpacked into the staging) at u8 on a 128-wide tiling or i8 on the default one (a seeded one) over
+// 4-bit problems at tile edges.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { GpuContext } from '../../src/scheduler/context.ts';
@@ -19,6 +20,7 @@ import {
   DEFAULT_TILING,
   sampleTilings,
   type SgmatConfig,
+  type SgmatTiling,
   sgmatTilings,
   tilingId,
 } from '../../src/kernels/sgmat/config.ts';
@@ -83,19 +85,21 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
 
   // The registry's '-u4' kernel as built, without its self-test gate (the gate's 40000-deep problem takes
   // minutes here; test/gpu/gemm.test.ts checks that the gate gives such a kernel its 4-bit problems).
-  const u4 = (id: string, c: SgmatConfig) =>
+  const u4 = (id: string, c: SgmatConfig, tiling?: SgmatTiling) =>
     sgmatVariant(
       id,
       (x) => (x.subgroupMatrix.some((y) => y.componentType === c.componentType) ? c : null),
       sgmatSourceU4,
       false,
-      undefined,
+      tiling,
       4,
     );
-  // u8 and i8: a seeded one of the two in CI (QGEMM_SGMAT_SAMPLE, QGEMM_SGMAT_SEED as below; 'all' for both).
+  // u8 at a 128-wide tiling (nibble rows padded to 128, 'u4k8-r128') and i8 at the default one: a seeded
+  // one of the two in CI (QGEMM_SGMAT_SAMPLE, QGEMM_SGMAT_SEED as below; 'all' for both).
+  const wide: SgmatTiling = { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 };
   const both = [
-    ['u8 -> u32', u4('sgmat-64x64-u4-u8', { ...i8, componentType: 'u8' })],
-    ['i8 -> i32', u4('sgmat-64x64-u4-i8', i8)],
+    ['u8 -> u32, sgmat-128x64-w4x2-k64-b2-u4', u4('sgmat-128x64-w4x2-k64-b2-u4-u8', { ...i8, componentType: 'u8' }, wide)],
+    ['i8 -> i32, sgmat-64x64-u4', u4('sgmat-64x64-u4-i8', i8)],
   ] as const;
   const nibbles = (process.env.QGEMM_SGMAT_SAMPLE ?? '1') === 'all' ? both : [both[Number(process.env.QGEMM_SGMAT_SEED ?? 34) % 2]];
   it('the registry kernel sgmat-64x64-u4 runs here, at u8 8x8x8', () => {
@@ -111,7 +115,7 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     ).toBe(true);
     expect(sgmatU4Kernel().rhsPackFormat).toBe('u4k8-r64');
   });
-  it.each(nibbles)("sgmat-64x64-u4 at %s: 4-bit rhs at tile edges and the suite's 4-bit problems, 0 mismatches", async (_, kernel) => {
+  it.each(nibbles)("-u4 at %s: 4-bit rhs at tile edges and the suite's 4-bit problems, 0 mismatches", async (_, kernel) => {
     await expectExact(kernel, [...nibbleProblems(4, 340), ...verifyProblems().filter((p) => (p.bitDepth?.rhs ?? 8) <= 4)]);
   });
 

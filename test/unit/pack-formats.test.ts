@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
-import { formatServes, PACK_FORMATS, prepackFormat } from '../../src/pack/formats.ts';
+import { formatOf, formatServes, PACK_FORMATS, packedRowBytes, prepackFormat } from '../../src/pack/formats.ts';
 import { packEntry } from '../../src/pack/pack.ts';
 import { testCaps, testShape } from '../support/caps.ts';
 
@@ -18,7 +18,26 @@ describe('pack formats', () => {
     expect(formatServes('u8k4-r64', 'u8k4-r64')).toBe(true);
     expect(formatServes('u8k4-r128', 'u4k8-r64')).toBe(false);
     expect(prepackFormat({ dot4: true }, 'rhs', 8)).toBe('u8k4-r128');
-    expect(prepackFormat({ dot4: true }, 'rhs', 4)).toBe('u4k8-r64');
+    expect(prepackFormat({ dot4: true }, 'rhs', 4)).toBe('u4k8-r128');
+    expect(prepackFormat({ dot4: false }, 'rhs', 4)).toBe('u8k4-r128');
+    // For a kernel that reads 256-row packs (a context forced to it): 256; never less than 128.
+    expect(prepackFormat({ dot4: true }, 'rhs', 4, 256)).toBe('u4k8-r256');
+    expect(prepackFormat({ dot4: true }, 'lhs', 8, 256)).toBe('u8k4-r256');
+    expect(prepackFormat({ dot4: true }, 'rhs', 8, 64)).toBe('u8k4-r128');
+  });
+  it('the 4-bit formats serve as the 8-bit ones do: more padding serves less, never across widths', () => {
+    expect(formatServes('u4k8-r128', 'u4k8-r64')).toBe(true);
+    expect(formatServes('u4k8-r256', 'u4k8-r128')).toBe(true);
+    expect(formatServes('u4k8-r256', 'u4k8-r64')).toBe(true);
+    expect(formatServes('u4k8-r64', 'u4k8-r128')).toBe(false);
+    expect(formatServes('u4k8-r128', 'u4k8-r256')).toBe(false);
+    expect(formatServes('u4k8-r128', 'u8k4-r128')).toBe(false);
+    expect(formatServes('u8k4-r256', 'u4k8-r64')).toBe(false);
+    expect(formatOf(4, 256)).toBe('u4k8-r256');
+    expect(formatOf(8, 64)).toBe('u8k4-r64');
+    for (const f of Object.values(PACK_FORMATS)) expect(formatOf(f.valueBits, f.rowAlign as 64 | 128 | 256)).toBe(f.id);
+    // Half the row bytes of the 8-bit format at the same padding.
+    expect(packedRowBytes(65, PACK_FORMATS['u4k8-r128'])).toBe(packedRowBytes(65, PACK_FORMATS['u8k4-r128']) / 2);
   });
 });
 

@@ -90,9 +90,10 @@ describe('selectGemmKernel', () => {
     expect(selectGemmKernel(h100, shape(128, 4096, 4096), { disabled: new Set(['sgmat-64x64-sk']) }).id).toBe('sgmat-64x64');
     const neither = new Set(['sgmat-64x64-sk', 'sgmat-64x64']);
     expect(selectGemmKernel(h100, shape(128, 4096, 4096), { disabled: neither }).id).toBe('splitk-32x32');
-    // 4-bit rhs keeps the nibble kernels.
+    // 4-bit rhs keeps the nibble kernels: the tensor cores' split-K '-u4', else split-K u4.
     const b4 = { ...shape(128, 4096, 4096), bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } };
-    expect(selectGemmKernel(h100, b4).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(h100, b4).id).toBe('sgmat-64x64-sk-u4');
+    expect(selectGemmKernel(h100, b4, { disabled: new Set(['sgmat-64x64-sk-u4']) }).id).toBe('splitk-u4-32x32');
   });
   it('4-bit rhs: nibble kernels up to M = 128 (8-bit lanes above), a nibble-prepacked rhs at any M', () => {
     const sg = caps({ subgroups: true });
@@ -102,6 +103,8 @@ describe('selectGemmKernel', () => {
     expect(selectGemmKernel(sg, b4(64)).id).toBe('splitk-u4-32x32');
     expect(selectGemmKernel(sg, b4(512)).id).toBe('dot4-128x128'); // 8-bit lanes: the wide tiles at M, N >= 256
     expect(selectGemmKernel(sg, b4(512), { rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(sg, b4(512), { rhsPackFormat: 'u4k8-r128' }).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(sg, b4(3), { rhsPackFormat: 'u4k8-r256' }).id).toBe('gemv-u4');
     expect(selectGemmKernel(sg, b4(2), { rhsPackFormat: 'u8k4-r64' }).id).toBe('gemv');
     // A nibble kernel cannot run an 8-bit rhs, nor read an 8-bit-packed one.
     expect(() => selectGemmKernel(sg, shape(1, 64, 64), { force: 'gemv-u4' })).toThrow(InputError);
@@ -110,17 +113,23 @@ describe('selectGemmKernel', () => {
   it('4-bit rhs on the tensor cores: sgmat-64x64-u4 where an 8-bit rhs gets tiles, unless disabled by its self-test', () => {
     const b4 = (M: number, N = 4096, K = 4096) => ({ ...shape(M, N, K), bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } });
     const h100 = h100Caps();
-    expect(selectGemmKernel(h100, b4(129)).id).toBe('sgmat-64x64-u4');
+    // As for an 8-bit rhs: split-K where the 64 x 64 grid alone would leave the GPU idle, else one pass.
+    expect(selectGemmKernel(h100, shape(129, 4096, 4096)).id).toBe('sgmat-64x64-sk');
+    expect(selectGemmKernel(h100, b4(129)).id).toBe('sgmat-64x64-sk-u4');
+    expect(selectGemmKernel(h100, b4(512)).id).toBe('sgmat-64x64-u4');
     expect(selectGemmKernel(h100, b4(4096), { rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
-    expect(selectGemmKernel(h100, b4(129)).rhsPackFormat).toBe('u4k8-r64');
+    expect(selectGemmKernel(h100, b4(4096), { rhsPackFormat: 'u4k8-r128' }).id).toBe('sgmat-64x64-u4'); // as prepacked
+    expect(selectGemmKernel(h100, b4(512)).rhsPackFormat).toBe('u4k8-r64');
     // The bench's 128x11008x11008: tiles, as for 8 bits (2.70 ms split-K u4 against 0.42 ms sgmat-64x64 on the H100).
     expect(selectGemmKernel(h100, shape(128, 11008, 11008)).id).toBe('sgmat-64x64');
     expect(selectGemmKernel(h100, b4(128, 11008, 11008)).id).toBe('sgmat-64x64-u4');
     expect(selectGemmKernel(h100, b4(128, 11008, 11008), { rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
-    // Where split-K pays (few tiles, deep K), M <= 4, or N <= 32: the nibble gemv and split-K kernels, or the
-    // 32-tiles (an 8-bit rhs gets the tensor cores' split-K there; it reads 8-bit rows only).
+    // Where split-K pays (few tiles, deep K): the tensor cores' split-K '-u4' at M >= 64, as an 8-bit rhs
+    // gets 'sgmat-64x64-sk'; below, M <= 4, or N <= 32: the nibble gemv and split-K kernels, or the 32-tiles.
     expect(selectGemmKernel(h100, shape(128, 4096, 4096)).id).toBe('sgmat-64x64-sk');
-    expect(selectGemmKernel(h100, b4(128)).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(h100, b4(128)).id).toBe('sgmat-64x64-sk-u4');
+    expect(selectGemmKernel(h100, b4(128), { rhsPackFormat: 'u4k8-r128' }).rhsPackFormat).toBe('u4k8-r64');
+    expect(selectGemmKernel(h100, b4(16, 1024, 1024)).id).toBe('splitk-u4-32x32');
     expect(selectGemmKernel(h100, b4(32, 11008, 11008)).id).toBe('splitk-u4-32x32');
     expect(selectGemmKernel(h100, b4(1)).id).toBe('gemv-u4');
     expect(selectGemmKernel(h100, b4(512, 32)).id).toBe('dot4-32x32');
@@ -129,10 +138,12 @@ describe('selectGemmKernel', () => {
     const disabled = new Set(['sgmat-64x64-u4']);
     expect(selectGemmKernel(h100, b4(512), { disabled }).id).toBe('sgmat-64x64');
     expect(selectGemmKernel(h100, b4(512), { disabled, rhsPackFormat: 'u4k8-r64' }).id).toBe('splitk-u4-32x32');
+    expect(selectGemmKernel(h100, b4(128), { disabled: new Set(['sgmat-64x64-sk-u4']) }).id).toBe('splitk-u4-32x32');
     // Without subgroup matrices, or with an 8-bit rhs, the choices of before.
     expect(selectGemmKernel(caps({ subgroups: true }), b4(512)).id).toBe('dot4-128x128');
     expect(selectGemmKernel(h100, shape(512, 4096, 4096)).id).toBe('sgmat-64x64');
     expect(() => selectGemmKernel(h100, shape(512, 4096, 4096), { force: 'sgmat-64x64-u4' })).toThrow(/cannot run/);
+    expect(() => selectGemmKernel(h100, shape(128, 4096, 4096), { force: 'sgmat-64x64-sk-u4' })).toThrow(/cannot run/);
   });
 });
 

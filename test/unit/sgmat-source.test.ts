@@ -22,6 +22,7 @@ import {
   DEFAULT_TILING,
   directTilings,
   sgmatTilings,
+  type SgmatTiling,
   SPLITK_TILING,
   tilingId,
   tilingLayout,
@@ -116,7 +117,7 @@ describe('sgmat-64x64 source', () => {
       emulateSubgroupMatrix(sgmatSource(config).replaceAll('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
     ).toThrow(/fragment stores to the staging buffer/);
   });
-  it('the -u4 variant composes the nibble staging in place of the 8-bit one, reads u4k8-r64, and runs 4-bit rhs only', () => {
+  it('the -u4 variant composes the nibble staging in place of the 8-bit one, reads u4k8 rows padded as the tiling, and runs 4-bit rhs only', () => {
     const config = EMULATED_CONFIGS[0];
     const u4 = sgmatSourceU4(config);
     expect(u4).toContain(rhsU4);
@@ -131,10 +132,22 @@ describe('sgmat-64x64 source', () => {
     expect(k.supports(h100Caps(), shape)).toBe(false);
     expect(k.supports(h100Caps(), { ...shape, bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' } })).toBe(true);
     expect(k.supports(h100Caps({ subgroupMatrix: [] }), { ...shape, bitDepth: { lhs: 8, rhs: 3, rounding: 'nearest' } })).toBe(false);
-    // Nibble rows are padded to 64: a 128 side would read past them.
+    // Nibble rows are padded as the lhs rows: to the tiling's larger side.
     const wide = { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 } as const;
-    expect(() => sgmatVariant('x-u4', () => config, sgmatSourceU4, false, wide, 4)).toThrow(/padded to 64/);
-    expect(sgmatU4Kernel({ ...wide, tileM: 64 }).id).toBe('sgmat-64x64-w4x2-k64-b2-u4');
+    const formats = (t: SgmatTiling) => {
+      const x = sgmatU4Kernel(t);
+      return [x.id, x.packFormat, x.rhsPackFormat];
+    };
+    expect(formats({ ...wide, tileM: 64 })).toEqual(['sgmat-64x64-w4x2-k64-b2-u4', 'u8k4-r64', 'u4k8-r64']);
+    expect(formats(wide)).toEqual(['sgmat-128x64-w4x2-k64-b2-u4', 'u8k4-r128', 'u4k8-r128']);
+    expect(formats({ ...wide, tileN: 256 })).toEqual(['sgmat-128x256-w4x2-k64-b2-u4', 'u8k4-r256', 'u4k8-r256']);
+    expect(formats(SPLITK_TILING)).toEqual(['sgmat-64x64-sk-u4', 'u8k4-r64', 'u4k8-r64']);
+    expect(formats({ ...wide, splitK: 4 })).toEqual(['sgmat-128x64-w4x2-k64-b2-s4-u4', 'u8k4-r128', 'u4k8-r128']);
+    // The split-K form composes the nibble staging too, and runs 4-bit rhs only.
+    expect(sgmatSourceU4(config, SPLITK_TILING)).toContain(rhsU4);
+    const sk = sgmatVariant('x-sk-u4', () => config, sgmatSourceU4, false, SPLITK_TILING, 4);
+    expect(sk.supports(h100Caps(), shape)).toBe(false);
+    expect(sk.supports(h100Caps(), { ...shape, bitDepth: { lhs: 8, rhs: 2, rounding: 'nearest' } })).toBe(true);
   });
   it('the split-K form: its own slice uniform and workspace, the raw sums to the workspace instead of the epilogue', () => {
     const config = EMULATED_CONFIGS[0];

@@ -252,6 +252,10 @@ describe('shape classes of verify problems', () => {
     expect(problemClass(3, 200, 130)).toBe('decode');
     expect(problemClass(64, 64, 128)).toBe('square');
     expect(problemClass(130, 65, 200)).toBe('square');
+    // A rhs of at most 4 bits: the 4-bit class, whatever the shape; 5 to 8 bits as above.
+    expect(problemClass(130, 65, 200, 4)).toBe('decode-u4');
+    expect(problemClass(1, 1, 1, 1)).toBe('decode-u4');
+    expect(problemClass(64, 64, 128, 5)).toBe('square');
     expect(problemClass(196, 32, 288)).toBe('conv');
     expect(problemClass(128, 192, 320)).toBe('square');
   });

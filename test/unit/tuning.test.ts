@@ -1,8 +1,10 @@
 // Unit tier for tuning tables and kernel configurations (src/kernels/tuning.ts, src/kernels/kernel-configs.ts,
 // src/cli/tune.ts): a malformed table, an unknown shape class or kernel family, a bad tiling, a budget of 0
 // and a table of another adapter are InputErrors naming the field; the order committed table > the
-// user's > the rules; an entry serves shapes within a factor of 2 (the nearest wins), 8-bit rhs only;
-// configurations map to kernel ids (the registry's ids for the defaults) and every candidate builds.
+// user's > the rules; an entry serves shapes within a factor of 2 (the nearest wins) of its own rhs bits
+// (a 'decode-u4' entry a rhs of at most 4 bits, the others an 8-bit one); configurations map to kernel ids
+// (the registry's ids for the defaults, '-u4' for the sgmat tilings at 4-bit rhs) and every candidate
+// builds; the 4-bit class's candidates read nibble rhs only.
 
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
@@ -100,6 +102,47 @@ describe('tuning tables', () => {
     expect(tunedKernel(t, shape(400, 300, 256))?.id).toBe('dot4-64x64');
     expect(tunedKernel(t, shape(1024, 1024, 1024, 4))).toBeNull();
   });
+
+  it("a 'decode-u4' entry (rhsBits 4) serves a rhs of at most 4 bits only, the others 8 bits only", () => {
+    const u4 = {
+      class: 'decode-u4' as const,
+      shape: { M: 128, N: 11008, K: 11008 },
+      rhsBits: 4 as const,
+      kernel: {
+        family: 'sgmat' as const,
+        tileM: 128,
+        tileN: 128,
+        sgRows: 4,
+        sgCols: 2,
+        kStep: 64,
+        buffers: 2 as const,
+        rhsBits: 4 as const,
+      },
+    };
+    const eight = { ...u4, class: 'decode' as const, rhsBits: undefined, kernel: { family: 'registry' as const, id: 'sgmat-64x64' } };
+    const t = parseTuningTable(JSON.parse(JSON.stringify(table({ entries: [eight, u4] }))));
+    expect(t.entries[1]).toEqual(u4);
+    for (const bits of [4, 3, 1]) expect(tunedKernel(t, shape(128, 11008, 11008, bits))?.id).toBe('sgmat-128x128-w4x2-k64-b2-u4');
+    expect(tunedKernel(t, shape(128, 11008, 11008))?.id).toBe('sgmat-64x64');
+    expect(tunedKernel(t, shape(128, 11008, 11008, 6))).toBeNull();
+    expect(tunedKernel(table({ entries: [eight] }), shape(128, 11008, 11008, 4))).toBeNull();
+    expect(tunedKernel(t, shape(128, 11008, 11008, 4))?.rhsPackFormat).toBe('u4k8-r128');
+    // Through the registry, as a context passes it: a 4-bit rhs asked for, or prepacked in nibbles.
+    const tuned = resolveTuning(adapter, { table: t }, { committed: {} });
+    const h100 = h100Caps();
+    expect(selectGemmKernel(h100, shape(128, 11008, 11008, 4), { tuned }).id).toBe('sgmat-128x128-w4x2-k64-b2-u4');
+    expect(selectGemmKernel(h100, shape(128, 11008, 11008, 4), { tuned, rhsPackFormat: 'u4k8-r128' }).id).toBe(
+      'sgmat-128x128-w4x2-k64-b2-u4',
+    );
+    expect(selectGemmKernel(h100, shape(128, 11008, 11008, 4), { tuned, rhsPackFormat: 'u4k8-r64' }).id).toBe('sgmat-64x64-u4');
+    expect(selectGemmKernel(h100, shape(128, 11008, 11008), { tuned }).id).toBe('sgmat-64x64');
+    // The class and the bits agree, or the entry is refused.
+    const bad = (e: object) => () => parseTuningTable({ ...table(), entries: [{ ...u4, ...e }] });
+    expect(fieldOf(bad({ rhsBits: undefined }))).toBe('tuning.entries[0].rhsBits');
+    expect(fieldOf(bad({ rhsBits: 2 }))).toBe('tuning.entries[0].rhsBits');
+    expect(fieldOf(bad({ class: 'square' }))).toBe('tuning.entries[0].rhsBits');
+    expect(fieldOf(bad({ kernel: { ...u4.kernel, rhsBits: 3 } }))).toBe('tuning.entries[0].kernel.rhsBits');
+  });
 });
 
 describe('kernel configurations', () => {
@@ -129,6 +172,15 @@ describe('kernel configurations', () => {
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8, vecWords: 2 }).id).toBe(
       'dot4-128x128-r8-kw8-v2',
     );
+    // dot4-wide's thread tile: 8 x 8 keeps the ids; others are named, and must load 4 or 8 words a stage.
+    const wide = { family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 16 } as const;
+    expect(kernelOf({ ...wide, threadM: 4, threadN: 8 }).id).toBe('dot4-64x128-r4x8-kw16');
+    expect(kernelOf({ ...wide, threadM: 4, threadN: 4, vecWords: 1 }).id).toBe('dot4-64x64-r4x4-kw16-v1');
+    expect(kernelOf({ ...wide, tileKW: 8, threadM: 8, threadN: 8 }).id).toBe('dot4-128x128');
+    expect(kernelOf({ ...wide, threadM: 8, threadN: 4 }).packFormat).toBe('u8k4-r128');
+    expect(fieldOf(() => parseKernelConfig({ ...wide, threadM: 2 }, 'k'))).toBe('k.threadM');
+    expect(fieldOf(() => parseKernelConfig({ ...wide, tileKW: 8, threadM: 4 }, 'k'))).toBe('k.tileKW');
+    expect(parseKernelConfig({ ...wide, threadM: 4, threadN: 8 }, 'k')).toEqual({ ...wide, threadM: 4, threadN: 8 });
     expect(
       kernelOf({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 32, tileKW: 8, threadM: 8, threadN: 4, vecWords: 2 }).id,
     ).toBe('dot4-64x32-kw8-t8x4-v2');
@@ -177,6 +229,29 @@ describe('kernel configurations', () => {
     const split = big.filter((id) => id.startsWith('sgmat-') && id !== 'sgmat-64x64-sk').map((id) => /-(sk|s\d+)$/.test(id));
     expect(split.indexOf(true)).toBe(split.lastIndexOf(false) + 1);
     expect(new Set(big).size).toBe(big.length);
+    // Every tiling at 4-bit rhs too ('-u4'); none of them among an 8-bit shape's candidates.
+    expect(ids).toEqual(expect.arrayContaining(['sgmat-256x128-w4x2-k64-b1-u4', 'sgmat-128x128-w4x2-k64-b2-sk-u4', 'sgmat-64x64-s4-u4']));
+    expect(big.some((id) => id.endsWith('-u4'))).toBe(false);
+  });
+
+  it("the 4-bit class's candidates read a nibble rhs: gemv-u4, split-K u4 and the sgmat '-u4' tilings", () => {
+    const caps = h100Caps();
+    for (const [M, N] of [
+      [1, 11008],
+      [16, 11008],
+      [128, 11008],
+      [128, 4096],
+    ]) {
+      const s = shape(M, N, N, 4);
+      const rules = selectGemmKernel(caps, s, { force: '', rhsPackFormat: 'u4k8-r128' });
+      const list = candidates(caps, s, rules);
+      expect(list[0]).toBe(rules);
+      expect(list.map((k) => k.rhsPackFormat?.slice(0, 4))).toEqual(list.map(() => 'u4k8'));
+      const ids = list.map((k) => k.id);
+      expect(ids).toEqual(expect.arrayContaining(['gemv-u4', 'splitk-u4-32x32', 'sgmat-64x64-u4', 'sgmat-128x128-w4x2-k64-b2-u4']));
+      expect(ids.filter((id) => id.startsWith('sgmat-')).length).toBeGreaterThan(40);
+    }
+    expect(selectGemmKernel(caps, shape(128, 11008, 11008, 4), { rhsPackFormat: 'u4k8-r128' }).id).toBe('sgmat-64x64-u4');
   });
 });
 
@@ -193,5 +268,6 @@ describe('qgemm tune flags', () => {
     expect(fieldOf(() => parseBudget('--budget', 'soon'))).toBe('--budget');
     expect(parseClasses('--classes', 'square, decode')).toEqual(['square', 'decode']);
     expect(fieldOf(() => parseClasses('--classes', 'square,prefill'))).toBe('--classes');
+    expect(parseClasses('--classes', 'decode-u4,conv')).toEqual(['decode-u4', 'conv']);
   });
 });

@@ -12,15 +12,16 @@
 // the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 // A split-K tiling (./config.ts splitK) runs as two passes instead (./split-k.ts): 'sgmat-64x64-sk'.
 //
-// The '-u4' variants ('sgmat-64x64-u4') read a 4-bit rhs stored two values per byte ('u4k8-r64') and
-// unpack it into the same 8-bit staging (./sgmat-rhs-u4.wgsl in place of ./sgmat-rhs.wgsl): half the
-// rhs bytes per k step, the same fragments, sums and epilogue. They run the 64 x 64 tilings only (the
-// packed nibble rows are padded to 64; a 128 side would need a 'u4k8-r128' format, not built).
+// The '-u4' variants ('sgmat-64x64-u4', 'sgmat-128x128-w4x2-k64-b2-u4', 'sgmat-64x64-sk-u4') read a 4-bit
+// rhs stored two values per byte ('u4k8-r64', or '-r128' / '-r256' where the tiling has a side that
+// wide) and unpack it into the same 8-bit staging (./sgmat-rhs-u4.wgsl in place of ./sgmat-rhs.wgsl):
+// half the rhs bytes per k step, the same fragments, sums and epilogue, at every tiling of the family,
+// split-K included.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
 import { bandedKernel, encodeBanded, tileBindings } from '../banded.ts';
-import { PACK_FORMATS } from '../../pack/formats.ts';
+import { formatOf, PACK_FORMATS, type PackFormatId } from '../../pack/formats.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import { epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
@@ -72,10 +73,10 @@ function configKey(c: SgmatConfig): string {
   return `${c.componentType}-${c.M}x${c.N}x${c.K}-sg${c.subgroupSize}`;
 }
 
-/** The pack format a tiling reads: rows padded to its larger side. */
-function tilingFormat(t: SgmatTiling): 'u8k4-r64' | 'u8k4-r128' | 'u8k4-r256' {
+/** The pack format a tiling reads values of `bits` in: rows padded to its larger side. */
+function tilingFormat(t: SgmatTiling, bits: SgmatRhsBits = 8): PackFormatId {
   const side = Math.max(t.tileM, t.tileN);
-  return side > 128 ? 'u8k4-r256' : side > 64 ? 'u8k4-r128' : 'u8k4-r64';
+  return formatOf(bits, side > 128 ? 256 : side > 64 ? 128 : 64);
 }
 
 /** The configuration the kernel runs with on an adapter: `fixed` where given, else the adapter's best. */
@@ -84,7 +85,8 @@ type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
 /**
  * A subgroup-matrix kernel: `id`, how its configuration is chosen, and how its source is made from a
  * configuration (the real one here; ./emulation.ts rewrites it). `rhsBits` 4: a rhs of at most 4 bits
- * read as 'u4k8-r64' (the source must compose ./sgmat-rhs-u4.wgsl: sgmatSourceU4), 64 x 64 tilings only.
+ * read two values per byte, rows padded as the 8-bit lhs ('u4k8-r64', '-r128' or '-r256'; the source
+ * must compose ./sgmat-rhs-u4.wgsl: sgmatSourceU4).
  */
 export function sgmatVariant(
   id: string,
@@ -94,9 +96,6 @@ export function sgmatVariant(
   tiling: SgmatTiling = DEFAULT_TILING,
   rhsBits: SgmatRhsBits = 8,
 ): GpuGemmKernel {
-  if (rhsBits === 4 && tilingFormat(tiling) !== 'u8k4-r64')
-    throw new Error(`${id}: 4-bit rhs rows are padded to 64, and this tiling has a 128 side`);
-  if (rhsBits === 4 && isSplitK(tiling)) throw new Error(`${id}: the split-K form reads 8-bit rhs rows only`);
   if (rhsBits === 4 && tiling.rhsDirect) throw new Error(`${id}: direct rhs loads read 8-bit rhs rows only`);
   // A configuration the tiling cannot run (fragments per subgroup, invocations, workgroup memory) is none.
   const usable: ConfigChoice = (caps) => {
@@ -108,6 +107,8 @@ export function sgmatVariant(
       id,
       tiling,
       format: PACK_FORMATS[tilingFormat(tiling)],
+      rhsFormat: PACK_FORMATS[tilingFormat(tiling, rhsBits)],
+      rhsBits,
       usable,
       source: (c) => source(c, tiling),
       pipelineId: (c) => `${id}/${configKey(c)}`,
@@ -126,7 +127,7 @@ export function sgmatVariant(
     supports: (caps, shape) => usable(caps) !== null && (rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
   });
   const format = PACK_FORMATS[base.packFormat];
-  const rhsFormat = PACK_FORMATS[rhsBits === 4 ? 'u4k8-r64' : base.packFormat];
+  const rhsFormat = PACK_FORMATS[tilingFormat(tiling, rhsBits)];
   return {
     ...base,
     ...(rhsBits === 4 ? { rhsPackFormat: rhsFormat.id } : {}),
@@ -165,13 +166,17 @@ export function sgmatTiledKernel(t: SgmatTiling): GpuGemmKernel {
 }
 
 export const SGMAT_U4_ID = 'sgmat-64x64-u4';
-export type SgmatU4Id = typeof SGMAT_U4_ID;
+export const SGMAT_SPLITK_U4_ID = 'sgmat-64x64-sk-u4';
+export type SgmatU4Id = typeof SGMAT_U4_ID | typeof SGMAT_SPLITK_U4_ID;
 
 /**
- * The '-u4' kernel at a 64 x 64 tiling t (default: the registry's 'sgmat-64x64-u4'): a rhs of at most
- * 4 bits read two values per byte, the adapter's best configuration, real builtins, self-tested on the
- * device before its first use (over the self-test's 4-bit problems).
+ * The '-u4' kernel at tiling t (default: the registry's 'sgmat-64x64-u4'; id: the tiling's, then '-u4'):
+ * a rhs of at most 4 bits read two values per byte, the adapter's best configuration, real builtins,
+ * self-tested on the device before its first use (over the self-test's 4-bit problems).
  */
 export function sgmatU4Kernel(t: SgmatTiling = DEFAULT_TILING): GpuGemmKernel {
   return sgmatVariant(`${tilingId(t)}-u4`, bestConfig, sgmatSourceU4, true, t, 4);
 }
+
+/** The registry's split-K '-u4' kernel: the split-K tiling over a nibble rhs. */
+export const sgmatSplitKU4Kernel: GpuGemmKernel = sgmatU4Kernel(SPLITK_TILING);

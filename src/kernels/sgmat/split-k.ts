@@ -12,7 +12,8 @@
 // shapes that need it here the grid is far smaller than one wave, which split-K fills as well. Split-K
 // reuses the reduce pass, its workspace layout and its partition planning as they are, and each
 // slice is a plain run of the one kernel over fewer k steps, so the emulated sweep and the real
-// builtins check the same text.
+// builtins check the same text. The '-u4' variants ('sgmat-64x64-sk-u4') read a nibble rhs the same
+// way (./sgmat-rhs-u4.wgsl): only its binding's row size differs.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -72,6 +73,9 @@ interface SplitSpec {
   id: string;
   tiling: SgmatTiling;
   format: PackFormat;
+  /** The format rhs is read in: `format`, or its 4-bit counterpart for the '-u4' variants (rhsBits 4). */
+  rhsFormat: PackFormat;
+  rhsBits: 4 | 8;
   /** The configuration on an adapter, or null where the tiling cannot run there. */
   usable: (caps: AdapterCaps) => SgmatConfig | null;
   /** The full source of the partial pass at a configuration, and its pipeline cache id. */
@@ -87,7 +91,8 @@ export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
     id: s.id,
     backend: 'webgpu',
     packFormat: s.format.id,
-    supports: (caps) => s.usable(caps) !== null,
+    ...(s.rhsBits === 4 ? { rhsPackFormat: s.rhsFormat.id } : {}),
+    supports: (caps, shape) => s.usable(caps) !== null && (s.rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
     plan: (shape, limits, caps) => {
       const c = caps ? s.usable(caps) : null;
       const target = sgmatWorkgroupTarget(caps ?? { isSoftware: false }, s.tiling, c?.subgroupSize ?? 32);
@@ -106,17 +111,24 @@ export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
         }),
         prepareReduce(device, stageKinds),
       ]);
-      return { encode: (e) => encodeSplit(e, partial, reduce, s.format) };
+      return { encode: (e) => encodeSplit(e, partial, reduce, s.format, s.rhsFormat) };
     },
     ...(s.needsSelfTest ? { needsSelfTest: true } : {}),
   };
 }
 
 /** Records each band's partial dispatches (one tile and slice per workgroup), then its reduce dispatches. */
-function encodeSplit(e: GemmEncoding, partial: GPUComputePipeline, reduce: GPUComputePipeline, format: PackFormat): void {
+function encodeSplit(
+  e: GemmEncoding,
+  partial: GPUComputePipeline,
+  reduce: GPUComputePipeline,
+  format: PackFormat,
+  rhsFormat: PackFormat,
+): void {
   const dispatches = e.dispatches as SplitKDispatch[];
   const workspace = e.workspace(workspaceBytes(dispatches));
   const row = packedRowBytes(e.shape.K, format);
+  const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
   const tileLayout = uniformLayout(splitDeclarations, 'TileParams');
   const sliceLayout = uniformLayout(splitDeclarations, 'SliceParams');
   for (const d of dispatches) {
@@ -135,7 +147,7 @@ function encodeSplit(e: GemmEncoding, partial: GPUComputePipeline, reduce: GPUCo
       }),
       slicing: e.uniforms.alloc(sliceLayout, { splits: d.splits, stepsPerSplit: d.stepsPerSplit }),
       lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * row, size: d.rows * row },
-      rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * row, size: d.cols * row },
+      rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
       rowSums: { buffer: e.operands.rowSums },
       colSums: { buffer: e.operands.colSums },
       workspace: { buffer: workspace, offset: 0, size: d.splits * d.liveRows * d.liveCols * 4 },

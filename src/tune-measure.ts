@@ -1,0 +1,200 @@
+// The tuner's measurements (src/tune.ts, `qgemm tune`; the GEMM stage of pack -> gemm -> output): the
+// shapes of each shape class (src/kernels/tuning.ts), on a hardware adapter and, far smaller, on a software
+// one, and how one kernel configuration is timed at one shape.
+//
+// Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
+// packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
+// patches are packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
+// that no cache holds one set; a warm-up of at least WARMUP_MS of back-to-back calls (clocks rise,
+// pipelines compile); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
+// as the shape's share of the budget allows; the median of the batches' per-call times and their
+// coefficient of variation. GPU time comes from timestamp queries; an adapter without them is timed by
+// wall clock (the table's `method` says which).
+
+import type { ShapeClass } from './kernels/tuning.ts';
+import { GPU_KERNELS } from './kernels/registry.ts';
+import type { GpuGemmKernel } from './kernels/types.ts';
+import { convGeometry } from './layers/layers.ts';
+import type { PatchGeometry } from './pack/patches.ts';
+import { createGpuContextWith, type GpuGemmProblem } from './scheduler/context.ts';
+import type { CandidateCost, Clock } from './tune-budget.ts';
+import type { BitDepth, OutputStage } from './types.ts';
+
+export const WARMUP_MS = 500;
+export const BATCH_MS = 10;
+export const MIN_BATCHES = 5;
+export const MAX_BATCHES = 15;
+export const OPERAND_SETS = 3;
+
+export type Mnk = [number, number, number];
+
+/**
+ * The conv class's shapes are layers: their patch geometries by M x N x K, so that a layer is measured as
+ * conv2d runs it (the patches packed from the NHWC input in the GEMM's own pass, src/scheduler/patches.ts).
+ */
+const CONV_GEOMETRY = new Map<string, PatchGeometry>();
+
+/** A 3x3 SAME convolution of batch 1 on a square input: its GEMM's M x N x K, its geometry recorded in CONV_GEOMETRY. */
+function convLayer(size: number, channels: number, stride: number, outChannels: number): Mnk {
+  const { out, pad } = convGeometry(size, 3, stride, 1, 'SAME');
+  const geometry: PatchGeometry = {
+    batch: 1,
+    height: size,
+    width: size,
+    channels,
+    filterHeight: 3,
+    filterWidth: 3,
+    strideHeight: stride,
+    strideWidth: stride,
+    dilationHeight: 1,
+    dilationWidth: 1,
+    padTop: pad,
+    padLeft: pad,
+    outHeight: out,
+    outWidth: out,
+  };
+  const mnk: Mnk = [out * out, outChannels, 9 * channels];
+  CONV_GEOMETRY.set(mnk.join('x'), geometry);
+  return mnk;
+}
+/**
+ * The shapes of each class on a hardware adapter: the benchmark's squares, decode steps and conv layers;
+ * at 4 bits, decode and short prefill against the suite's 11008 x 11008 weights (bench/shapes.ts
+ * SKINNY_SHAPES with --rhs-bits 4), and 128 x 4096^2 as in the decode class.
+ */
+export const HARDWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
+  square: [256, 512, 1024, 2048, 4096].map((s): Mnk => [s, s, s]),
+  decode: [
+    [1, 4096, 4096],
+    [16, 1024, 1024],
+    [128, 1024, 1024],
+    [128, 4096, 4096],
+  ],
+  // conv56x56x64-k3x3-s1-o64 and conv112x112x32-k3x3-s2-o64 (bench/shapes.ts CONV_LAYERS), run as conv2d runs them.
+  conv: [convLayer(56, 64, 1, 64), convLayer(112, 32, 2, 64)],
+  'decode-u4': [
+    [1, 11008, 11008],
+    [16, 11008, 11008],
+    [128, 11008, 11008],
+    [128, 4096, 4096],
+  ],
+};
+/** On a software adapter (a CPU emulation, thousands of times slower), the same classes at small sizes. */
+export const SOFTWARE_SHAPES: Record<ShapeClass, Mnk[]> = {
+  square: [[128, 128, 128]],
+  decode: [
+    [1, 256, 256],
+    [16, 256, 256],
+  ],
+  conv: [convLayer(14, 32, 1, 32)], // 196 x 32 x 288
+  'decode-u4': [
+    [1, 256, 256],
+    [16, 256, 256],
+    [128, 256, 256],
+  ],
+};
+
+/** The bitDepth a class is measured with: 4-bit rhs for the '-u4' classes (nearest rounding), else none. */
+export function classBitDepth(rhsBits: 4 | 8): BitDepth | undefined {
+  return rhsBits === 4 ? { lhs: 8, rhs: 4, rounding: 'nearest' } : undefined;
+}
+
+const PIPELINE: OutputStage[] = [
+  { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 12, offsetAfterShift: 128 },
+  { type: 'saturatingCast', to: 'uint8' },
+];
+
+/** Deterministic bytes for operand set `seed` (an LCG), never all zeros. */
+function bytes(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
+  let s = (seed * 2654435761) >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s >>> 24;
+  }
+  return out;
+}
+
+/** Median and coefficient of variation of samples. */
+function stats(xs: number[]): { median: number; cv: number } {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
+  return { median, cv: mean > 0 ? sd / mean : 0 };
+}
+
+export interface Measured {
+  ms: number;
+  cv: number;
+  batches: number;
+  cost: CandidateCost;
+}
+
+/**
+ * One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. With
+ * rhsBits 4, the rhs is requantized to 4 bits as it is prepacked, and every call asks for that bitDepth.
+ */
+export async function measure(
+  device: GPUDevice,
+  kernel: GpuGemmKernel,
+  [M, N, K]: Mnk,
+  deadline: number,
+  clock: Clock,
+  rhsBits: 4 | 8 = 8,
+): Promise<Measured> {
+  const bitDepth = classBitDepth(rhsBits);
+  const s0 = clock.now();
+  const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} });
+  try {
+    const gpuTimer = ctx.caps.timestamps;
+    const sets: GpuGemmProblem[] = [];
+    const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
+    for (let i = 0; i < OPERAND_SETS; i++) {
+      const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' }, bitDepth);
+      // A conv layer's lhs is its NHWC input (the patch pack in the GEMM's pass); padding holds the zero point.
+      const lhs = geometry
+        ? { input: bytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
+        : { data: bytes(M * K, 2 * i + 1), rows: M, cols: K };
+      sets.push({
+        lhs,
+        rhs,
+        lhsZeroPoint: 3,
+        rhsZeroPoint: rhsBits === 4 ? 8 : 128,
+        pipeline: PIPELINE,
+        ...(bitDepth ? { bitDepth } : {}),
+      });
+    }
+    let call = 0;
+    const once = async (): Promise<number> => {
+      const timing = { gpuMs: null as number | null };
+      const t0 = performance.now();
+      const dst = await ctx.gemmOnGpu(sets[call++ % OPERAND_SETS], timing);
+      const wall = performance.now() - t0;
+      ctx.releaseMatrix(dst);
+      if (ctx.lastRun.kernel !== kernel.id) throw new Error(`ran ${ctx.lastRun.kernel} instead of ${kernel.id} (failed its self-test)`);
+      return gpuTimer && timing.gpuMs !== null ? timing.gpuMs : wall;
+    };
+    await once(); // compiles the pipelines
+    const w0 = clock.now();
+    const setupMs = w0 - s0;
+    let warmCalls = 0;
+    for (; warmCalls < 1 || clock.now() - w0 < WARMUP_MS; warmCalls++) await once();
+    const callMs = (clock.now() - w0) / warmCalls;
+    const batches: number[] = [];
+    while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && clock.now() < deadline)) {
+      let sum = 0;
+      let calls = 0;
+      while (sum < BATCH_MS || calls === 0) {
+        sum += await once();
+        calls++;
+      }
+      batches.push(sum / calls);
+    }
+    const s = stats(batches);
+    return { ms: s.median, cv: s.cv, batches: batches.length, cost: { setupMs, callMs } };
+  } finally {
+    ctx.destroy();
+  }
+}
