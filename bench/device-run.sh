@@ -5,10 +5,11 @@
 # `qgemm verify` (every kernel exact, or the run stops), `qgemm tune` (200 s of budget, about 4 minutes
 # with the verification of its winners; the table it writes serves the bench through --tuning), then the
 # bench twice (squares, decode, the conv layers; `resident`; qgemm, tfjs f32, onnxruntime's
-# MatMulNBits-8), so the spread between passes is known; and prints a short table last
-# (bench/device-summary.mjs). Everything it writes goes under $OUT (8 files: verify.json, tune.json,
-# tuning.json, bench1.json, bench2.json, clocks.csv, gpu.csv, run.log). Each stage has its own time
-# limit (90 + 240 + 2 x 95 s, and about 15 s to unpack), so the whole run ends within 9 minutes.
+# MatMulNBits-8), so the spread between passes is known; then, in the time left, 128x11008² with 8- and
+# 4-bit weights; and prints a short table last (bench/device-summary.mjs). Everything it writes goes
+# under $OUT (9 files: verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json,
+# clocks.csv, gpu.csv, run.log). Each stage has its own time limit (90 + 240 + 2 x 95 s, about 15 s to
+# unpack, and the 4-bit pass whatever is left of 535 s), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -60,6 +61,21 @@ for pass in 1 2; do
     --no-save --json "$OUT/bench$pass.json" 2>&1 | grep -v 'deprecated builtin' >> "$LOG"
   say "bench pass $pass done"
 done
+# The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
+# onnxruntime's MatMulNBits-8 and -4, in what is left of the 9 minutes (the stages above rarely use their
+# whole limits); skipped with a line in run.log when under 45 s are left.
+LEFT=$(( 535 - ($(date +%s) - T0) ))
+if [ "$LEFT" -ge 45 ]; then
+  stage "bench 4-bit ($LEFT s left)"
+  # shellcheck disable=SC2086
+  timeout "$LEFT" $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
+    --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
+    --shapes 128x11008x11008 --budget $((LEFT - 10)) $TUNING \
+    --no-save --json "$OUT/bench-u4.json" 2>&1 | grep -v 'deprecated builtin' >> "$LOG"
+  say "bench 4-bit done"
+else
+  say "bench 4-bit skipped: $LEFT s left"
+fi
 kill "$SMI" 2>/dev/null
 stage "done"
-$N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" | tee -a "$LOG"
+$N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" | tee -a "$LOG"

@@ -1,22 +1,28 @@
 // The short table that bench/device-run.sh prints last: per shape, qgemm's GPU time (`resident`, the
 // median) in each of the two bench passes, their spread, the kernel that ran, the TOPS of the better
-// pass, and the peers' GPU times (tfjs f32, onnxruntime MatMulNBits-8) from the same passes. Plain Node,
-// no dependencies (it runs on the bare GPU machine). Usage: node device-summary.mjs pass1.json pass2.json
+// pass, and the peers' GPU times (tfjs f32, onnxruntime MatMulNBits-8) from the same passes; then, from
+// the 4-bit pass, qgemm with 8- and 4-bit weights beside MatMulNBits-8 and -4. Plain Node, no
+// dependencies (it runs on the bare GPU machine).
+// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json]
 import { readFileSync } from 'node:fs';
 
-const passes = process.argv.slice(2).map((f) => {
+const args = process.argv.slice(2);
+const u4At = args.indexOf('--u4');
+const u4File = u4At >= 0 ? args[u4At + 1] : null;
+const read = (f) => {
   try {
     return JSON.parse(readFileSync(f, 'utf8'));
   } catch {
     return { runs: [] };
   }
-});
+};
+const passes = (u4At >= 0 ? args.slice(0, u4At) : args).map(read);
 const key = (r) =>
   r.conv ? `conv ${r.m}x${r.n}x${r.k} (${r.conv.height}x${r.conv.width}x${r.conv.channels} s${r.conv.stride})` : `${r.m}x${r.n}x${r.k}`;
 const rows = new Map();
 for (const [i, p] of passes.entries()) {
   for (const r of p.runs ?? []) {
-    if (r.mode !== 'resident' || r.runtime !== 'node' || (r.rhsBits ?? 8) !== 8) continue;
+    if (r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause' || (r.rhsBits ?? 8) !== 8) continue;
     const k = key(r);
     if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernel: '', tfjs: [], ort: [] });
     const row = rows.get(k);
@@ -42,3 +48,25 @@ for (const [k, r] of rows) {
   lines.push([k, f(a), f(b), spread, r.kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
 console.log(lines.join('\n'));
+
+// The 4-bit pass: one line per shape, GPU time (`resident`, the median) of each row.
+if (u4File) {
+  const u4 = new Map();
+  for (const r of read(u4File).runs ?? []) {
+    if (r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause') continue;
+    const k = key(r);
+    if (!u4.has(k)) u4.set(k, {});
+    const row = u4.get(k);
+    const ms = r.gpuMedianMs ?? null;
+    if (r.impl === 'qgemm' && r.backend === 'webgpu') row[`q${r.rhsBits ?? 8}`] = { ms, kernel: r.kernel ?? '' };
+    else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort8 = ms;
+    else if (r.impl === 'onnxruntime-webgpu-matmulnbits4') row.ort4 = ms;
+  }
+  const out = ['', 'shape | qgemm 8-bit ms | kernel | qgemm 4-bit ms | kernel | 4-bit / 8-bit | ort nbits8 ms | ort nbits4 ms'];
+  for (const [k, r] of u4) {
+    const ratio = r.q8?.ms && r.q4?.ms ? `${(r.q4.ms / r.q8.ms).toFixed(2)}x` : '-';
+    out.push([k, f(r.q8?.ms), r.q8?.kernel ?? '-', f(r.q4?.ms), r.q4?.kernel ?? '-', ratio, f(r.ort8), f(r.ort4)].join(' | '));
+  }
+  if (u4.size === 0) out.push('(no 4-bit pass: see run.log)');
+  console.log(out.join('\n'));
+}

@@ -1,0 +1,67 @@
+// The short table bench/device-run.sh prints last (bench/device-summary.mjs), on bench JSON shaped as
+// the harness writes it: each `resident` row has an after-pause row beside it with no GPU time, which
+// the table must not take for the back-to-back row's; the 4-bit pass has its own table.
+
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const dir = mkdtempSync(join(tmpdir(), 'device-summary-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const row = (impl: string, m: number, n: number, gpuMedianMs: number | null, extra: Record<string, unknown> = {}) => ({
+  impl,
+  backend: 'webgpu',
+  runtime: 'node',
+  mode: 'resident',
+  m,
+  n,
+  k: n,
+  gpuMedianMs,
+  loop: 'back-to-back',
+  ...extra,
+});
+/** A back-to-back row and its after-pause row (wall time only), in the harness's order. */
+const pair = (impl: string, m: number, n: number, ms: number, extra: Record<string, unknown> = {}) => [
+  row(impl, m, n, ms, extra),
+  row(impl, m, n, null, { ...extra, loop: 'after-pause' }),
+];
+
+function write(name: string, runs: unknown[]): string {
+  const f = join(dir, name);
+  writeFileSync(f, JSON.stringify({ runs }));
+  return f;
+}
+
+const summary = (...args: string[]) => execFileSync(process.execPath, ['bench/device-summary.mjs', ...args], { encoding: 'utf8' });
+
+describe('bench/device-summary.mjs', () => {
+  const p1 = write('p1.json', [
+    ...pair('qgemm', 4096, 4096, 2, { kernel: 'sgmat-128x128-w4x2-k64-b2' }),
+    ...pair('onnxruntime-webgpu-matmulnbits8', 4096, 4096, 3, { rhsBits: 8 }),
+  ]);
+  const p2 = write('p2.json', [...pair('qgemm', 4096, 4096, 2.5, { kernel: 'sgmat-128x128-w4x2-k64-b2' })]);
+
+  it('takes GPU times from the back-to-back rows, not their after-pause twins', () => {
+    const line = summary(p1, p2)
+      .split('\n')
+      .find((l) => l.startsWith('4096x4096x4096'));
+    // 2 and 2.5 ms: 25% apart; 2 * 4096^3 ops in 2 ms = 68.7 TOPS; onnxruntime 3 ms.
+    expect(line).toBe('4096x4096x4096 | 2.000 | 2.500 | 25% | sgmat-128x128-w4x2-k64-b2 | 68.7 | - | 3.000');
+  });
+
+  it('prints the 4-bit pass as its own table, or says it is missing', () => {
+    const u4 = write('u4.json', [
+      ...pair('qgemm', 128, 11008, 0.4, { rhsBits: 8, kernel: 'sgmat-64x64' }),
+      ...pair('qgemm', 128, 11008, 0.3, { rhsBits: 4, kernel: 'sgmat-64x64-u4' }),
+      ...pair('onnxruntime-webgpu-matmulnbits8', 128, 11008, 0.8, { rhsBits: 8 }),
+      ...pair('onnxruntime-webgpu-matmulnbits4', 128, 11008, 0.7, { rhsBits: 4 }),
+    ]);
+    const out = summary(p1, p2, '--u4', u4);
+    expect(out).toContain('128x11008x11008 | 0.4000 | sgmat-64x64 | 0.3000 | sgmat-64x64-u4 | 0.75x | 0.8000 | 0.7000');
+    expect(out).not.toMatch(/^128x11008x11008 \| -/m); // not in the 8-bit table
+    expect(summary(p1, p2, '--u4', join(dir, 'absent.json'))).toContain('(no 4-bit pass: see run.log)');
+  });
+});
