@@ -30,7 +30,10 @@ export interface CandidateCost {
 }
 
 export interface SweepRules {
+  /** The warm-up of a shape's first configuration (the rules' kernel): the clocks rise. */
   warmupMs: number;
+  /** The warm-up of each later configuration of the shape, measured right after the previous one. */
+  nextWarmupMs: number;
   batchMs: number;
   minBatches: number;
 }
@@ -64,11 +67,19 @@ export class TuneBudget {
     this.end = this.start + budgetMs;
   }
 
-  /** The predicted wall time of measuring one more configuration of `family` at a shape whose calls take callMs. */
-  predictCandidate(family: string, callMs: number | undefined): number {
+  /** The warm-up of a shape's configuration `i` (0: the first, the rules' kernel). */
+  warmupOf(i: number): number {
+    return i === 0 ? this.rules.warmupMs : this.rules.nextWarmupMs;
+  }
+
+  /**
+   * The predicted wall time of measuring one more configuration of `family` at a shape whose calls take
+   * callMs, as the shape's configuration `i`.
+   */
+  predictCandidate(family: string, callMs: number | undefined, i = 0): number {
     const seen = this.setups.get(family) ?? Math.max(0, ...this.setups.values());
     const call = callMs ?? 0;
-    return seen + Math.max(this.rules.warmupMs, 2 * call) + this.rules.minBatches * Math.max(this.rules.batchMs, call);
+    return seen + Math.max(this.warmupOf(i), 2 * call) + this.rules.minBatches * Math.max(this.rules.batchMs, call);
   }
 
   /** The smallest set-up seen (a first call: pipelines compiled), or 0 before any. */
@@ -89,7 +100,7 @@ export class TuneBudget {
     index: number,
     shapes: number,
     candidates: readonly Candidate[],
-    measure: (c: Candidate, deadline: number) => Promise<M>,
+    measure: (c: Candidate, deadline: number, warmupMs: number) => Promise<M>,
     reserve: () => number = () => 0,
   ): Promise<SweepShapeResult<M>> {
     const now = this.clock.now();
@@ -98,7 +109,7 @@ export class TuneBudget {
     let callMs: number | undefined;
     for (const [i, c] of candidates.entries()) {
       const end = i === 0 ? this.sweepEnd : shapeEnd - reserve();
-      const predicted = this.predictCandidate(c.family, callMs);
+      const predicted = this.predictCandidate(c.family, callMs, i);
       const t = this.clock.now();
       if (t + predicted > end) {
         out.skipped.push({ id: c.id, why: `predicted ${Math.round(predicted)} ms, ${Math.round(Math.max(0, end - t))} ms left` });
@@ -106,7 +117,7 @@ export class TuneBudget {
       }
       try {
         // Batches beyond the shortest run until half of what is left, so the next configurations keep theirs.
-        const m = await measure(c, Math.min(end, t + Math.max(predicted, (end - t) / 2)));
+        const m = await measure(c, Math.min(end, t + Math.max(predicted, (end - t) / 2)), this.warmupOf(i));
         this.recordCandidate(c.family, m.cost);
         callMs ??= m.cost.callMs;
         out.measured.push({ candidate: c, m });

@@ -5,8 +5,9 @@
 // Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
 // packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
 // patches are packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
-// that no cache holds one set; a warm-up of at least WARMUP_MS of back-to-back calls (clocks rise,
-// pipelines compile); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
+// that no cache holds one set; a warm-up of back-to-back calls (the pipelines compile first): at least
+// WARMUP_MS for a shape's first configuration (the rules' kernel), so the clocks rise, and NEXT_WARMUP_MS
+// for each later one, which starts right after the previous one's calls (its set-up in between); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
 // as the shape's share of the budget allows; the median of the batches' per-call times and their
 // coefficient of variation. GPU time comes from timestamp queries; an adapter without them is timed by
 // wall clock (the table's `method` says which).
@@ -21,6 +22,7 @@ import type { CandidateCost, Clock } from './tune-budget.ts';
 import type { BitDepth, OutputStage } from './types.ts';
 
 export const WARMUP_MS = 500;
+export const NEXT_WARMUP_MS = 100;
 export const BATCH_MS = 10;
 export const MIN_BATCHES = 5;
 export const MAX_BATCHES = 15;
@@ -143,6 +145,7 @@ export async function measure(
   deadline: number,
   clock: Clock,
   rhsBits: 4 | 8 = 8,
+  warmupMs = WARMUP_MS,
 ): Promise<Measured> {
   const bitDepth = classBitDepth(rhsBits);
   const s0 = clock.now();
@@ -180,7 +183,7 @@ export async function measure(
     const w0 = clock.now();
     const setupMs = w0 - s0;
     let warmCalls = 0;
-    for (; warmCalls < 1 || clock.now() - w0 < WARMUP_MS; warmCalls++) await once();
+    for (; warmCalls < 1 || clock.now() - w0 < warmupMs; warmCalls++) await once();
     const callMs = (clock.now() - w0) / warmCalls;
     const batches: number[] = [];
     while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && clock.now() < deadline)) {

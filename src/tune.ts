@@ -49,6 +49,7 @@ import {
   measure,
   OPERAND_SETS,
   SOFTWARE_SHAPES,
+  NEXT_WARMUP_MS,
   WARMUP_MS,
 } from './tune-measure.ts';
 import { verifyGpuKernel, verifyProblems } from './verify.ts';
@@ -183,6 +184,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
     const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
       warmupMs: WARMUP_MS,
+      nextWarmupMs: NEXT_WARMUP_MS,
       batchMs: BATCH_MS,
       minBatches: MIN_BATCHES,
     });
@@ -219,8 +221,8 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         i,
         shapes.length,
         list.map((k) => ({ id: k.id, family: family(k) })),
-        async (c, deadline) => {
-          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, bits);
+        async (c, deadline, warmupMs) => {
+          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, bits, warmupMs);
           log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
           return m;
         },
@@ -275,7 +277,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       adapter: tuningAdapter(acquired.summary),
       created: new Date().toISOString(),
       method:
-        `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms, batches >= ${BATCH_MS} ms ` +
+        `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms per shape and ${NEXT_WARMUP_MS} ms per later configuration, batches >= ${BATCH_MS} ms ` +
         `(${MIN_BATCHES}-${MAX_BATCHES}), median and coefficient of variation of the batches; ` +
         `${caps.timestamps ? 'GPU time (timestamp queries)' : 'wall time (no timestamp queries)'}; budget ${Math.round(budgetMs / 1000)} s; Dawn toggles: ${toggles}; ` +
         `winners verified bit for bit: ${fully} of ${ok.size} on the whole verify suite, the others on its problems of their shape class and as many more as the budget allowed`,
