@@ -14,28 +14,12 @@
 
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { resolve } from 'node:path';
+import { median, option, sourceTrees } from './side-by-side.ts';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : dflt;
-};
-const trees = opt('--trees', 'after=.')
-  .split(',')
-  .map((t) => {
-    const [name, path] = t.split('=');
-    const root = resolve(path);
-    return { name, root, fused: existsSync(`${root}/src/scheduler/patches.ts`) };
-  });
-const rounds = Number(opt('--rounds', '3'));
-const calls = Number(opt('--calls', '5'));
-const out = opt('--out', '');
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const trees = sourceTrees('after=.').map((t) => ({ ...t, fused: existsSync(`${t.root}/src/scheduler/patches.ts`) }));
+const rounds = Number(option('--rounds', '3'));
+const calls = Number(option('--calls', '5'));
+const out = option('--out', '');
 
 // biome-ignore lint/suspicious/noExplicitAny: each tree's own GpuContext class, typed by its own sources
 type Ctx = any;
@@ -47,7 +31,7 @@ for (const t of trees) {
 const { makeShapeData } = await import(`${trees[0].root}/bench/problems.ts`);
 const { CONV_LAYERS, convKey, convShape, parseConvKey } = await import(`${trees[0].root}/bench/shapes.ts`);
 // --layers conv14x14x64-k3x3-s1-o64,...: other layers (bench/shapes.ts convKey), e.g. smaller ones on a software adapter.
-const layersArg = opt('--layers', '');
+const layersArg = option('--layers', '');
 const LAYERS = layersArg
   ? layersArg.split(',').map((key) => {
       const layer = parseConvKey(key);

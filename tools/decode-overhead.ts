@@ -13,29 +13,15 @@
 
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { resolve } from 'node:path';
+import { median, option, sourceTrees } from './side-by-side.ts';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : dflt;
-};
-const trees = opt('--trees', 'branch=.')
-  .split(',')
-  .map((t) => {
-    const [name, path] = t.split('=');
-    return { name, root: resolve(path) };
-  });
-const [m, n, k] = opt('--shape', '1x64x64').split('x').map(Number);
-const rounds = Number(opt('--rounds', '5'));
-const calls = Number(opt('--calls', '100'));
-const paused = Number(opt('--paused', '5'));
-const out = opt('--out', '');
+const trees = sourceTrees('branch=.');
+const [m, n, k] = option('--shape', '1x64x64').split('x').map(Number);
+const rounds = Number(option('--rounds', '5'));
+const calls = Number(option('--calls', '100'));
+const paused = Number(option('--paused', '5'));
+const out = option('--out', '');
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // biome-ignore lint/suspicious/noExplicitAny: each tree's own GpuContext class, typed by its own sources
@@ -129,7 +115,7 @@ for (let round = 0; round < rounds; round++) {
 // summed over the layers (sumGpuMs); and, where a tree's Sequential.run takes `timing`, the GPU time of
 // the run itself (runGpuMs: one pass for the chain); and the median of each run's wall over the first
 // tree's in the same iteration (wallOverFirstTreePaired), which the machine's load drifts least.
-const sequential = opt('--sequential', '');
+const sequential = option('--sequential', '');
 const sequentialSummary: Record<string, unknown>[] = [];
 if (sequential) {
   const [layers, width] = sequential.split('x').map(Number);

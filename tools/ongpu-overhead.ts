@@ -13,27 +13,13 @@
 
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { resolve } from 'node:path';
+import { median, option, sourceTrees } from './side-by-side.ts';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : dflt;
-};
-const trees = opt('--trees', 'branch=.')
-  .split(',')
-  .map((t) => {
-    const [name, path] = t.split('=');
-    return { name, root: resolve(path) };
-  });
-const [m, n, k] = opt('--shape', '1x64x64').split('x').map(Number);
-const rounds = Number(opt('--rounds', '5'));
-const calls = Number(opt('--calls', '60'));
-const out = opt('--out', '');
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const trees = sourceTrees('branch=.');
+const [m, n, k] = option('--shape', '1x64x64').split('x').map(Number);
+const rounds = Number(option('--rounds', '5'));
+const calls = Number(option('--calls', '60'));
+const out = option('--out', '');
 
 // biome-ignore lint/suspicious/noExplicitAny: each tree's own GpuContext class, typed by its own sources
 type Ctx = any;
