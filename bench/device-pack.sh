@@ -1,11 +1,11 @@
 #!/bin/sh
-# `npm run bench:device-pack`: prepares, in one step, everything a benchmark run on a lent GPU machine
-# (the device tool's `run`, which carries at most 8 ignored paths and 64 MiB) needs, in folders git
-# ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
+# `npm run bench:device-pack`: prepares, in one step, everything a benchmark run on a bare GPU machine
+# needs (a machine reached by a remote runner that copies the working tree plus at most 8 ignored paths
+# and 64 MiB), in folders git ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
 # onnxruntime-node with its own WebGPU EP, xz-compressed) and .gl/ (the Vulkan loader and GL/EGL
 # libraries as Debian packages, `apt-get download`: the GPU machine has the NVIDIA driver but no
 # loader). bench/device-run.sh is the one command that uses them on the GPU machine (verify, tune, the bench
-# twice with clocks.csv; bench/README.md "Tuning on a GPU"). Run it from the repo root.
+# twice with clocks.csv, the 4-bit pass; bench/README.md "Tuning on a GPU"). Run it from the repo root.
 set -eu
 cd "$(dirname "$0")/.."
 [ -d node_modules/webgpu ] || { echo "device-pack: run npm ci first" >&2; exit 1; }

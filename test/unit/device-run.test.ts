@@ -1,0 +1,65 @@
+// bench/device-run.sh, the one command of a GPU run, read as the shell would run it: every bench command
+// line in it parses with the bench's own CLI (bench/cli.ts parseCli: flags, implementations, shapes,
+// bit depths), its JSON files are the ones the closing summary reads, and its stage limits fit 9 minutes.
+// A flag the bench no longer takes would otherwise surface only on the GPU machine.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseCli } from '../../bench/cli.ts';
+
+const script = readFileSync('bench/device-run.sh', 'utf8').replace(/\\\n\s*/g, ''); // continuation lines joined
+const dir = mkdtempSync(join(tmpdir(), 'device-run-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const tuning = join(dir, 'tuning.json');
+writeFileSync(tuning, '{}');
+
+const shapes = /^SHAPES=(\S+)$/m.exec(script)?.[1] ?? '';
+
+/** A bench command line of the script, its variables given values and split into arguments. */
+function argsOf(line: string): string[] {
+  const cmd = line
+    .slice(line.indexOf('dist/node/bench.js') + 'dist/node/bench.js'.length)
+    .split(/ 2>&1| \|/)[0]
+    .replaceAll('"$SHAPES"', shapes)
+    .replaceAll('$TUNING', `--tuning ${tuning}`)
+    .replace(/\$\(\(LEFT - 10\)\)/g, '35')
+    .replace(/"\$OUT\/([^"]+)"/g, (_, f) => join(dir, f));
+  return cmd.trim().split(/\s+/);
+}
+
+const benchLines = script.split('\n').filter((l) => l.includes('dist/node/bench.js'));
+
+describe('bench/device-run.sh', () => {
+  it('runs the bench three times: two passes and the 4-bit pass', () => {
+    expect(benchLines).toHaveLength(2); // the passes' loop body and the 4-bit pass
+    expect(script).toMatch(/for pass in 1 2; do/);
+  });
+
+  it('every bench command line parses with the bench CLI', () => {
+    const [passes, u4] = benchLines.map((l) => parseCli(argsOf(l)));
+    if (passes === 'help' || u4 === 'help') throw new Error('a command line asked for help');
+    expect(passes.options.shapes.length).toBe(shapes.split(',').length);
+    expect(passes.options.modes).toEqual(['resident']);
+    expect(passes.options.tuning).toEqual({});
+    expect(u4.options.rhsBits).toEqual([8, 4]);
+    expect(u4.options.impls).toEqual(['qgemm', 'onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4']);
+    expect(u4.options.shapes.map((s) => `${s.m}x${s.n}x${s.k}`)).toEqual(['128x11008x11008']);
+  });
+
+  it('the summary reads the JSON files the bench commands write', () => {
+    const written = benchLines.flatMap((l) => [...l.matchAll(/--json "\$OUT\/([^"]+)"/g)].map((m) => m[1]));
+    expect(written).toEqual(['bench$pass.json', 'bench-u4.json']);
+    const summary = script.split('\n').find((l) => /^\$N bench\/device-summary\.mjs/.test(l)) ?? '';
+    expect(summary).toContain('"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json"');
+  });
+
+  it('its stage limits fit 9 minutes, the 4-bit pass in what is left', () => {
+    const limits = [...script.matchAll(/timeout (\d+) /g)].map((m) => Number(m[1]));
+    expect(limits).toEqual([90, 240, 95]); // verify, tune, each bench pass
+    const cap = Number(/LEFT=\$\(\( (\d+) -/.exec(script)?.[1]);
+    expect(90 + 240 + 2 * 95 + 15).toBeLessThanOrEqual(cap); // unpack about 15 s: at worst the 4-bit pass is skipped
+    expect(cap).toBeLessThanOrEqual(540);
+  });
+});
