@@ -198,7 +198,7 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
 
 /**
  * Bytes a GEMM must move at least: lhs and rhs read once, dst written once. `rhsBytes`: the weights as
- * stored, where they are not K*N bytes (4-bit weights: the packed operand, PackedOperand.bytes).
+ * stored, where they are not K*N bytes (4-bit weights: N packed rows of K nibbles).
  */
 export const minBytes = (m: number, n: number, k: number, dstBytes: number, rhsBytes: number = k * n): number =>
   m * k + rhsBytes + m * n * dstBytes;

@@ -28,6 +28,7 @@
 // column-major; resident: prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
 // The input and the filter are __gen(seed, H*W, O*KH*KW, C)'s lhs and rhs (bench/problems.ts convOperands).
 
+import type { PackFormatId } from '../src/pack/formats.ts';
 import type { ConvLayer } from './shapes.ts';
 import type { RepeatPolicy } from './timing.ts';
 
@@ -81,8 +82,8 @@ export interface PageCellResult {
   pausedHashes?: string[];
   /** Why gpus are null, where the page knows. */
   gpuNote?: string;
-  /** qgemm resident/device: PackedOperand.bytes of the prepacked rhs. */
-  rhsBytes?: number;
+  /** qgemm resident/device: the layout of the prepacked rhs (PackedOperand.packFormat). */
+  rhsFormat?: PackFormatId;
   /** onnxruntime-web WebGPU: the profiled session ran and printed its profile to the console. */
   profiled?: boolean;
   error?: string;
@@ -168,7 +169,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         const packed = mode === 'resident' ? await ctx.prepack('rhs', filter) : null;
         if (packed) {
           cleanups.push(() => packed.destroy());
-          result.rhsBytes = packed.bytes;
+          result.rhsFormat = packed.packFormat;
         }
         const patches = { input: lhs, geometry: conv.geometry, zeroPoint: args.lhsZeroPoint };
         // As the GEMM rows: the wall time from calls that ask for no GPU time (no timestamp query), the GPU
@@ -192,7 +193,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         const packed = mode === 'call' ? null : await ctx.prepack('rhs', problem.rhs, bitDepth);
         if (packed) {
           cleanups.push(() => packed.destroy());
-          result.rhsBytes = packed.bytes;
+          result.rhsFormat = packed.packFormat;
         }
         let lhsMatrix: Record<string, unknown> | null = null;
         if (mode === 'device') {

@@ -10,6 +10,7 @@
 // (gpuMedianMs, gpuGops) where the adapter offers them, and `gpuNote` says why where it is missing.
 
 import { describeAdapter } from '../src/gpu/adapter.ts';
+import { PACK_FORMATS, packedRowBytes } from '../src/pack/formats.ts';
 import { measureCeilings, roofline, type Ceilings, type Roofline } from './ceilings.ts';
 import { compare, type Comparison } from './compare.ts';
 import { adapterSlug, chooseAdapter, describeMachine, machineInfo, type AdapterKind, type Machine } from './environment.ts';
@@ -338,8 +339,11 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           ...(verification ? { verification } : {}),
           ...(outcome.trace ? { trace: outcome.trace } : {}),
         };
-        // 4-bit weights: the memory floor counts the packed rhs as stored (PackedOperand.bytes), not K*N.
-        const rhsBytes = row.rhsBits !== 8 && outcome.rhsBytes !== undefined ? outcome.rhsBytes : undefined;
+        // 4-bit weights: the memory floor counts them as stored, N packed rows of K values in the prepack's
+        // layout (two per byte where the adapter reads nibbles; K padded to 64), not K*N bytes; the rows a
+        // prepack pads for its kernels' tiles need not be read.
+        const rhsBytes =
+          row.rhsBits !== 8 && outcome.rhsFormat ? row.n * packedRowBytes(row.k, PACK_FORMATS[outcome.rhsFormat]) : undefined;
         // a convolution layer reads its NHWC input, not the M x K patch matrix the GEMM floor counts: no roofline
         if (runner.impl === 'qgemm' && runner.backend === 'webgpu' && ceilings && !shape.conv)
           row.roofline = roofline(row, ceilings, dstBytes, rhsBytes);

@@ -41,7 +41,7 @@ export function pageOutcome(impl: PageImpl, r: PageCellResult, lines: string[], 
     out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };
     out.hashes = r.hashes;
     out.kernel = kernelOf({ lastRun: { kernel: r.kernel } });
-    if (r.rhsBytes !== undefined) out.rhsBytes = r.rhsBytes;
+    if (r.rhsFormat !== undefined) out.rhsFormat = r.rhsFormat;
   }
   if (r.pausedWalls?.length) {
     out.afterPause = stats(r.pausedWalls);

@@ -188,7 +188,7 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
     return {
       ...outcome,
       kernel: kernelOf(ctx),
-      ...(packed ? { rhsBytes: packed.bytes } : {}),
+      ...(packed ? { rhsFormat: packed.packFormat } : {}),
       gpuNote: timestamps
         ? `GPU time = the one pass of the patch pack, the GEMM and its output stages, from ${policy.minReps} separate timed calls; the wall time from untimed calls`
         : 'the device has no timestamp-query',
@@ -251,7 +251,7 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
         return {
           ...outcome,
           kernel: kernelOf(ctx),
-          ...(packed ? { rhsBytes: packed.bytes } : {}),
+          ...(packed ? { rhsFormat: packed.packFormat } : {}),
           gpuNote: timestamps
             ? `GPU time from ${policy.minReps} separate calls with timestamp queries; the wall time from calls without any`
             : 'the device has no timestamp-query',
@@ -327,7 +327,6 @@ export async function qgemmCpuNode(computes: string, mode: 'call' | 'resident' =
         return {
           ...cell,
           kernel: packed ? packed.kernel : kernel.id,
-          ...(packed ? { rhsBytes: packed.bytes } : {}),
           gpuNote:
             k === null
               ? 'CPU row'

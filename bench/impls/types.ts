@@ -4,6 +4,7 @@
 // Rows of this project ('qgemm') also hand back their output and one hash per timed run, for
 // verification (bench/verify.ts), and the id of the kernel that ran.
 
+import type { PackFormatId } from '../../src/pack/formats.ts';
 import type { DstData, DstType } from '../../src/types.ts';
 import type { RhsBits, ShapeData } from '../problems.ts';
 import type { RepeatPolicy, Stats } from '../timing.ts';
@@ -121,8 +122,8 @@ export interface CellOutcome {
   kernel?: string | null;
   /** Why gpu is null, where the runner knows (e.g. "no timestamp-query on this device"). */
   gpuNote?: string;
-  /** qgemm rows with prepacked weights: PackedOperand.bytes (packed rhs + its column sums), for the roofline. */
-  rhsBytes?: number;
+  /** qgemm rows with prepacked weights: their layout (PackedOperand.packFormat), for the roofline's bytes. */
+  rhsFormat?: PackFormatId;
   /**
    * `resident` GPU rows in Node: single calls, each after a pause (bench/timing.ts afterPause), which the
    * harness reports as a row of their own (loop 'after-pause'); `wall` is back to back.
