@@ -241,11 +241,20 @@ export const BOTH_DIRECT_BASES: readonly SgmatTiling[] = [
   { tileM: 128, tileN: 128, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 },
 ];
 
-/** The '-dd' forms (SgmatTiling lhsDirect) of the one-pass tilings of sgmatTilings that c can run. */
+/**
+ * The '-dd' forms (SgmatTiling lhsDirect) of the one-pass tilings of sgmatTilings that c can run, one per
+ * tile, grid and k step: nothing is staged, so `buffers` changes nothing (the first one listed is kept).
+ */
 export function bothDirectTilings(c: SgmatConfig, limits?: AdapterCaps['limits']): SgmatTiling[] {
+  const seen = new Set<string>();
   return sgmatTilings(c, limits)
     .map((t) => ({ ...t, rhsDirect: true, lhsDirect: true }))
-    .filter((t) => !tilingProblem(c, t, limits));
+    .filter((t) => {
+      const key = `${t.tileM}x${t.tileN}-${t.sgRows}x${t.sgCols}-${t.kStep}`;
+      if (seen.has(key) || tilingProblem(c, t, limits)) return false;
+      seen.add(key);
+      return true;
+    });
 }
 
 /** A seeded sample of n tilings of c (an LCG over the family, or over `from`; the default tiling is not drawn). */
