@@ -11,6 +11,8 @@
 // it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables
 // the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 // A split-K tiling (./config.ts splitK) runs as two passes instead (./split-k.ts): 'sgmat-64x64-sk'.
+// The direct tilings load fragments straight from the packed operands in storage: the right ones ('-dr',
+// ./sgmat-rhs-direct.wgsl), or both ('-dd', with ./sgmat-lhs-direct.wgsl: no staging in the k loop).
 //
 // The '-u4' variants ('sgmat-64x64-u4', 'sgmat-128x128-w4x2-k64-b2-u4', 'sgmat-64x64-sk-u4') read a 4-bit
 // rhs stored two values per byte ('u4k8-r64', or '-r128' / '-r256' where the tiling has a side that
