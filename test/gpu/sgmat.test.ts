@@ -95,8 +95,8 @@ const MUTATIONS: [string, string, string, SgmatTiling?][] = [
   ['prefetch condition', 'let more = kt + 1u < steps;', 'let more = kt + 2u < steps;'],
   [
     'k-loop barrier',
-    'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }\n    workgroupBarrier();',
-    'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }',
+    'storeStep(t, (kt + 1u) % BUFFERS, next);\n      }\n      workgroupBarrier();',
+    'storeStep(t, (kt + 1u) % BUFFERS, next);\n      }',
   ],
   // The direct-rhs form (sgmat-rhs-direct.wgsl): a right fragment loaded from the wrong k of its packed row.
   ['direct rhs k offset', 'depthBytes + kBase + kk, true', 'depthBytes + kk, true', { ...DEFAULT_TILING, rhsDirect: true }],
