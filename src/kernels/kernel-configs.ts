@@ -13,6 +13,7 @@ import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
 import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
 import {
+  BOTH_DIRECT_BASES,
   bestConfig,
   DEFAULT_TILING,
   isSplitK,
@@ -113,11 +114,13 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
         one(key, allowed);
       if (x.splitK !== undefined) one('splitK', SPLIT_KS);
       if (x.rhsDirect !== undefined) one('rhsDirect', [true, false]);
+      if (x.lhsDirect !== undefined) one('lhsDirect', [true, false]);
+      if (x.lhsDirect && !x.rhsDirect) throw new InputError(`${field}.lhsDirect`, 'lhsDirect needs rhsDirect: true');
       if (x.rhsBits !== undefined) one('rhsBits', [4, 8]);
       const t = x as unknown as SgmatKernelConfig;
       if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
       const split = t.splitK !== undefined ? { splitK: t.splitK } : {};
-      const direct = t.rhsDirect ? { rhsDirect: true } : {};
+      const direct = t.rhsDirect ? { rhsDirect: true, ...(t.lhsDirect ? { lhsDirect: true } : {}) } : {};
       const bits = x.rhsBits === 4 ? { rhsBits: 4 as const } : {};
       return {
         family: 'sgmat',
@@ -209,12 +212,17 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
     // Every tiling in one pass and split-K (slices that fill the GPU); fixed slice counts at the default tiling.
     const listed = new Set(GPU_KERNELS.map((k) => k.id)); // 'sgmat-64x64', 'sgmat-64x64-sk'
     // Each one-pass tiling is followed by its twin with right fragments from the packed rhs (u8 fragments
-    // only), so that the tuner's order (src/tune.ts, a stable sort) measures the two together.
+    // only), and the registry's 64x64 and the 128x128 w4x2 k64 b2 also by their '-dd' twin, so that the
+    // tuner's order (src/tune.ts, a stable sort) measures the twins together.
     const tilings = [...sgmatTilings(best, caps.limits, [0]), ...[2, 4, 8, 16].map((splitK) => ({ ...DEFAULT_TILING, splitK }))];
     for (const t of tilings) {
       if (!tilingProblem(best, t, caps.limits) && !listed.has(tilingId(t))) out.push({ family: 'sgmat', ...t });
       const twin = { ...t, rhsDirect: true };
       if (!isSplitK(t) && !tilingProblem(best, twin, caps.limits)) out.push({ family: 'sgmat', ...twin });
+      // Both operands' fragments from the packed operands ('-dd'), at a few tilings only.
+      const both = { ...twin, lhsDirect: true };
+      if (BOTH_DIRECT_BASES.some((b) => tilingId(b) === tilingId(t)) && !tilingProblem(best, both, caps.limits))
+        out.push({ family: 'sgmat', ...both });
     }
     // The same tilings reading a 4-bit rhs two values per byte ('-u4'; the registry lists 'sgmat-64x64-u4', '-sk-u4').
     if (caps.dot4)

@@ -5,13 +5,14 @@
 // it in test/gpu/sgmat.test.ts), bit for bit against the CPU reference, at NVIDIA's 16x16x32 and at
 // lavapipe's 8x8x8, with right fragments staged (16x16x32) or loaded straight from the packed rhs (the
 // direct-rhs tilings, `-dr`, at 8x8x8; u8 only). The sample is small so CI stays in its budget:
-// QGEMM_SGMAT_SAMPLE (default 1 per configuration; 'all' for the whole family, staged and direct, at both
-// configurations) and QGEMM_SGMAT_SEED (default 34) choose it, and the log names every tiling that ran.
+// QGEMM_SGMAT_SAMPLE (default 1 per configuration and pool; 'all' for the whole family, staged and direct,
+// at both configurations, and every '-dd' tiling at both) and QGEMM_SGMAT_SEED (default 34) choose it, and the log names every tiling that ran.
 // The real builtins run a sample on lavapipe (test/lavapipe/sgmat.test.ts).
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import {
   configLabel,
+  bothDirectTilings,
   directTilings,
   type SgmatConfig,
   type SgmatTiling,
@@ -30,25 +31,36 @@ const gpu = await getGpu();
 afterAll(releaseGpu);
 
 // Each configuration with the pool its sample is drawn from: staged at 16x16x32, direct rhs at 8x8x8.
-const CONFIGS: [SgmatConfig, 'staged' | 'direct'][] = [
+// '-dd' (both operands' fragments loaded from the packed operands): at 16x16x32 and at 8x8x8.
+type Pool = 'staged' | 'direct' | 'both';
+const CONFIGS: [SgmatConfig, Pool][] = [
   [{ componentType: 'u8', M: 16, N: 16, K: 32, subgroupSize: 32 }, 'staged'],
   [{ componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 }, 'direct'],
+  [{ componentType: 'u8', M: 16, N: 16, K: 32, subgroupSize: 32 }, 'both'],
+  [{ componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 }, 'both'],
 ];
 const sample = process.env.QGEMM_SGMAT_SAMPLE ?? '1';
 const seed = Number(process.env.QGEMM_SGMAT_SEED ?? 34);
 // Tilings this device can run (SwiftShader: 32 KiB of workgroup memory, 256 invocations).
 const limits = gpu?.device.limits as unknown as Parameters<typeof sgmatTilings>[1];
-const chosen = (c: SgmatConfig, pool: 'staged' | 'direct'): SgmatTiling[] =>
+const POOLS = { staged: (c: SgmatConfig) => sgmatTilings(c, limits).slice(1), direct: directTilings, both: bothDirectTilings };
+const chosen = (c: SgmatConfig, pool: Pool): SgmatTiling[] =>
   sample === 'all'
-    ? [...sgmatTilings(c, limits).slice(1), ...directTilings(c, limits)]
-    : pool === 'staged'
-      ? sampleTilings(c, Number(sample), seed + c.M, limits)
-      : sampleTilings(c, Number(sample), seed + c.M, limits, directTilings(c, limits));
-const cases = CONFIGS.flatMap(([c, pool]) => chosen(c, pool).map((t) => [`${tilingId(t)} at ${configLabel(c)}`, c, t] as const));
+    ? pool === 'both'
+      ? bothDirectTilings(c, limits)
+      : [...POOLS.staged(c), ...directTilings(c, limits)]
+    : sampleTilings(c, Number(sample), seed + c.M, limits, POOLS[pool](c, limits));
 const problems = verifyProblems().filter((p) => p.lhs.cols <= 10000);
+// The '-dd' sample's problems (the whole suite under 'all'): tile edges past 64 and 128 rows and columns,
+// a depth past the 64-byte padding (65 x 130 x 130, 33 x 129 x 257), so CI time stays nearly flat.
+const edges = (p: (typeof problems)[number]) => !p.bitDepth && [65, 33].includes(p.lhs.rows) && [130, 257].includes(p.lhs.cols);
+const poolProblems = (pool: Pool) => (pool === 'both' && sample !== 'all' ? problems.filter(edges) : problems);
+const cases = CONFIGS.flatMap(([c, pool]) =>
+  chosen(c, pool).map((t) => [`${tilingId(t)} at ${configLabel(c)}`, c, t, poolProblems(pool)] as const),
+);
 
 describe.skipIf(!gpu)(`sampled sgmat tilings (seed ${seed}, ${sample} per configuration), emulated builtins == CPU reference`, () => {
-  it.each(cases)('%s: the fixed suite, 0 mismatches', async (name, config, tiling) => {
+  it.each(cases)('%s: the fixed suite, 0 mismatches', async (name, config, tiling, problems) => {
     const kernel = sgmatEmulatedKernel(config, { tiling, id: `${tilingId(tiling)}-emulated-${config.M}x${config.N}x${config.K}` });
     const row = await verifyGpuKernel(gpu!.device, kernel, problems, { kernels: [kernel, ...GPU_KERNELS] });
     console.log(`[sgmat family] ${name}: ${row.problems} problems, ${row.mismatches} mismatches, ${(row.ms / 1000).toFixed(1)} s`);

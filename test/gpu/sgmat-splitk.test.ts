@@ -3,7 +3,7 @@
 // bit against the CPU reference, at NVIDIA's 16x16x32, lavapipe's 8x8x8 and i8 -> i32 (whose first slice
 // adds the fragments' correction). Shapes at the tile edges (M, N, K drawn from 1-10, 15-17, 31-33, 63-65),
 // K cut into several slices and not a multiple of the slice (32-byte k steps, 4 slices), the slices that
-// fill the GPU ('-sk'), a 256-wide tiling, and lowered limits that split bands and cap the slices by the
+// fill the GPU ('-sk'), a 256-wide tiling, the '-dd' form (fragments from the packed operands), and lowered limits that split bands and cap the slices by the
 // workspace binding; then bugs planted in the split-K form, each of which must fail. Seeded and small (about
 // 80 s on a 2-core machine). The real builtins run one split-K tiling on lavapipe (test/lavapipe/sgmat.test.ts).
 
@@ -37,7 +37,9 @@ function edgeShapes(n: number, seed: number): [number, number, number][] {
 const FOUR: SgmatTiling = { ...DEFAULT_TILING, kStep: 32, splitK: 4 };
 const cases: [SgmatConfig, SgmatTiling, number][] = [
   [EMULATED_CONFIGS[0], FOUR, 4],
-  [EMULATED_CONFIGS[2], FOUR, 3],
+  [EMULATED_CONFIGS[2], FOUR, 2],
+  // '-dd' (fragments from the packed operands) in 4 slices: the slices' k offsets reach the direct loads.
+  [EMULATED_CONFIGS[2], { ...FOUR, rhsDirect: true, lhsDirect: true }, 2],
   [EMULATED_CONFIGS[3], FOUR, 3],
   [EMULATED_CONFIGS[0], { ...DEFAULT_TILING, splitK: 0 }, 2],
   // 256 x 128, 8 subgroups of 4 x 4 fragments: the 256-wide tiling that fits SwiftShader's 32 KiB.

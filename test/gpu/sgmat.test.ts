@@ -87,7 +87,7 @@ describe.skipIf(!gpu).each(EMULATED_CONFIGS.map((c) => [configLabel(c), c] as co
 // Bugs planted in the real kernel text (each replacement must match exactly once): every one must make
 // the suite fail on the emulated kernel. Run at NVIDIA's 16x16x32, the configuration real hardware uses.
 const MUTATIONS: [string, string, string, SgmatTiling?][] = [
-  ['fragment offset', 'lhs + FRAG_M * ROW_BYTES', 'lhs + FRAG_M / 2u * ROW_BYTES'],
+  ['fragment offset', 'rowBase, fm + FRAG_M, kBase', 'rowBase, fm + FRAG_M / 2u, kBase'],
   ['k step', 'kk += FRAG_K)', 'kk += 2u * FRAG_K)'],
   ['operand order', 'subgroupMatrixMultiplyAccumulate(a1, b, acc11)', 'subgroupMatrixMultiplyAccumulate(b, a1, acc11)'],
   ['fragment guard', 'if (FRAGS_N > 1u) { // column 1', 'if (FRAGS_N > 2u) { // column 1'],
@@ -95,11 +95,18 @@ const MUTATIONS: [string, string, string, SgmatTiling?][] = [
   ['prefetch condition', 'let more = kt + 1u < steps;', 'let more = kt + 2u < steps;'],
   [
     'k-loop barrier',
-    'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }\n    workgroupBarrier();',
-    'storeStep(t, (kt + 1u) % BUFFERS, next);\n    }',
+    'storeStep(t, (kt + 1u) % BUFFERS, next);\n      }\n      workgroupBarrier();',
+    'storeStep(t, (kt + 1u) % BUFFERS, next);\n      }',
   ],
   // The direct-rhs form (sgmat-rhs-direct.wgsl): a right fragment loaded from the wrong k of its packed row.
   ['direct rhs k offset', 'depthBytes + kBase + kk, true', 'depthBytes + kk, true', { ...DEFAULT_TILING, rhsDirect: true }],
+  // The '-dd' form (sgmat-lhs-direct.wgsl): a left fragment loaded from the wrong k of its packed row.
+  [
+    'direct lhs k offset',
+    'depthBytes + kBase + kk, false',
+    'depthBytes + kk, false',
+    { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true },
+  ],
 ];
 
 describe.skipIf(!gpu)('mutation test: every bug planted in the kernel text makes the suite fail', () => {

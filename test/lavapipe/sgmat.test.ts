@@ -5,8 +5,8 @@
 // kernel (the adapter's best configuration, u8: at 8x8x8 its 64 x 64 tile gives each subgroup 4 x 4
 // fragments, so all 16 named accumulators run) and the same source at the i8 configuration over the
 // fixed exactness suite of src/verify.ts (the self-test problems and a sweep of every type, order,
-// zero-point form and stage kind, shapes of several tiles and k steps), the direct-rhs form (right
-// fragments loaded from the packed rhs in storage, `sgmat-64x64-dr`), the context's self-test gate,
+// zero-point form and stage kind, shapes of several tiles and k steps), the direct forms (fragments loaded
+// from the packed operands in storage: `sgmat-64x64-dd`, and `sgmat-64x64-dr` under 'all'), the context's self-test gate,
 // lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), a
 // conv layer (patches packed in the pass), and the '-u4' variant (a 4-bit rhs read two values per byte,
 // unpacked into the staging) at u8 on a 128-wide tiling or i8 on the default one (a seeded one) over
@@ -75,13 +75,20 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
   it.each(variants)('%s: the exactness suite, 0 mismatches', async (_, kernel) => {
     await expectExact(kernel, shallowSuite());
   });
-  // Right fragments loaded by subgroupMatrixLoad straight from the packed rhs in storage (sgmat-rhs-direct.wgsl).
+  // Right fragments loaded by subgroupMatrixLoad straight from the packed rhs in storage (sgmat-rhs-direct.wgsl),
+  // and, '-dd', left ones too from the packed lhs (sgmat-lhs-direct.wgsl): in CI the '-dd' form only (its right
+  // fragments are the '-dr' form's loads), both under QGEMM_SGMAT_SAMPLE=all.
   const u8: SgmatConfig = { ...i8, componentType: 'u8' };
-  const direct = { ...DEFAULT_TILING, rhsDirect: true };
-  it(`${tilingId(direct)} (rhs fragments from storage) at u8: the exactness suite, 0 mismatches`, async () => {
-    const kernel = sgmatVariant(`${tilingId(direct)}-lavapipe`, (c) => (c.subgroupMatrix.length ? u8 : null), sgmatSource, false, direct);
-    await expectExact(kernel, shallowSuite());
-  });
+  const rhsOnly = { ...DEFAULT_TILING, rhsDirect: true };
+  const bothDirect = { ...rhsOnly, lhsDirect: true };
+  const directForms = (process.env.QGEMM_SGMAT_SAMPLE ?? '1') === 'all' ? [bothDirect, rhsOnly] : [bothDirect];
+  it.each(directForms.map((t) => [tilingId(t), t] as const))(
+    '%s (fragments from storage) at u8: the exactness suite, 0 mismatches',
+    async (id, t) => {
+      const kernel = sgmatVariant(`${id}-lavapipe`, (c) => (c.subgroupMatrix.length ? u8 : null), sgmatSource, false, t);
+      await expectExact(kernel, shallowSuite());
+    },
+  );
 
   // The registry's '-u4' kernel as built, without its self-test gate (the gate's 40000-deep problem takes
   // minutes here; test/gpu/gemm.test.ts checks that the gate gives such a kernel its 4-bit problems).

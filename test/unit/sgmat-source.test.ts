@@ -20,6 +20,7 @@ import {
   bestConfig,
   configConstants,
   DEFAULT_TILING,
+  bothDirectTilings,
   directTilings,
   sgmatTilings,
   type SgmatTiling,
@@ -32,6 +33,8 @@ import { splitDeclarations } from '../../src/kernels/sgmat/split-k.ts';
 import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
 import rhs from '../../src/kernels/sgmat/sgmat-rhs.wgsl?raw';
+import lhsStaged from '../../src/kernels/sgmat/sgmat-lhs.wgsl?raw';
+import lhsDirect from '../../src/kernels/sgmat/sgmat-lhs-direct.wgsl?raw';
 import rhsDirect from '../../src/kernels/sgmat/sgmat-rhs-direct.wgsl?raw';
 import rhsU4 from '../../src/kernels/sgmat/sgmat-rhs-u4.wgsl?raw';
 import right from '../../src/kernels/sgmat/sgmat-right.wgsl?raw';
@@ -111,7 +114,7 @@ describe('sgmat-64x64 source', () => {
     expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix|subgroup_id|enable /);
     expect(code).toContain('acc33 = emuMultiplyAccumulate(a3, b, acc33);');
     expect(code).toContain('fn emuWord(packed: u32, index: u32) -> u32 {\n  return bitcast<u32>(stage[index]);');
-    expect(EMULATION_RULES.length).toBe(8);
+    expect(EMULATION_RULES.length).toBe(9);
     // A kernel text a rule no longer matches is refused, not silently half-emulated.
     expect(() =>
       emulateSubgroupMatrix(sgmatSource(config).replaceAll('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
@@ -208,6 +211,68 @@ describe('sgmat direct rhs: right fragments loaded from the packed rhs', () => {
     expect(() => parseKernelConfig({ ...config, rhsDirect: 'yes' }, 'k')).toThrow(/k\.rhsDirect/);
     const i8Caps = h100Caps({ subgroupMatrix: [{ componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 }] });
     expect(candidateConfigs(i8Caps).some((c) => c.family === 'sgmat' && c.rhsDirect)).toBe(false);
+  });
+});
+
+describe("sgmat '-dd': left and right fragments loaded from the packed operands", () => {
+  const [u8, , , i8] = EMULATED_CONFIGS;
+  const dd = { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true };
+  it('composes both direct pieces, stages nothing in the k loop, and emulates loads from lhsWords', () => {
+    const source = sgmatSource(u8, dd);
+    for (const piece of [lhsDirect, rhsDirect]) expect(source).toContain(piece);
+    for (const staged of [lhsStaged, rhs, right]) expect(source).not.toContain(staged);
+    expect(sgmatSource(u8)).toContain(lhsStaged);
+    expect(source).toContain('@group(0) @binding(6) var<storage, read> lhsWords: array<u32>;');
+    expect(source.replace(/\/\/.*$/gm, '')).not.toMatch(/lhsPacked\[|rhsPacked\[|subgroupMatrixLoad<\w+>\(&stage/);
+    expect(source).toContain('const LHS_ROWS_STAGED: u32 = 0u;');
+    expect(sgmat).toContain('const STAGED: bool = BUFFER_WORDS > 0u;');
+    // Workgroup memory: the result pass only (one band of 32 rows x 64 columns), no staging buffers.
+    expect(tilingLayout(dd)).toEqual({ rowBytes: 80, stageWords: 32 * 64, outBands: 1, workgroupBytes: 32 * 64 * 4 });
+    const emulated = emulateSubgroupMatrix(source);
+    expect(emulated).toContain('return lhsWords[index];');
+    expect(emulated).toContain('emuLoadLhs(');
+    expect(emulated).not.toContain('return emuLoad('); // no fragment from `stage` (emuLoad itself stays defined)
+    expect(emulateSubgroupMatrix(sgmatSource(u8))).toContain('return emuLoad(');
+    expect(emulateSubgroupMatrix(sgmatSource(u8, { ...DEFAULT_TILING, rhsDirect: true }))).not.toContain('lhsWords[');
+    // A kernel text that loads no fragment the emulation knows of is refused.
+    expect(() =>
+      emulateSubgroupMatrix(
+        source
+          .replaceAll('subgroupMatrixLoad<LeftFragment>(&lhsWords, ', 'subgroupMatrixLoad<LeftFragment>(&other, ')
+          .replaceAll('(&rhsWords, ', '(&other, '),
+      ),
+    ).toThrow(/loads no fragments/);
+    for (const piece of [lhsDirect, lhsStaged]) expect(piece).not.toContain('${');
+  });
+  it("is named '-dd', needs rhsDirect and u8 fragments, no nibble rhs, and split-K is free", () => {
+    expect(tilingId(dd)).toBe('sgmat-64x64-dd');
+    expect(tilingId({ ...dd, tileM: 128, tileN: 128, sgRows: 4, sgCols: 2 })).toBe('sgmat-128x128-w4x2-k64-b2-dd');
+    expect(tilingId({ ...dd, splitK: 0 })).toBe('sgmat-64x64-dd-sk');
+    expect(tilingProblem(u8, dd)).toBe('');
+    expect(tilingProblem(u8, { ...dd, splitK: 4 })).toBe('');
+    expect(tilingProblem(u8, { ...DEFAULT_TILING, lhsDirect: true })).toMatch(/needs rhsDirect/);
+    expect(tilingProblem(i8, dd)).toMatch(/u8 fragments/);
+    expect(() => sgmatVariant('x', () => u8, sgmatSource, false, { ...DEFAULT_TILING, lhsDirect: true })).toThrow(/direct rhs/);
+    expect(() => sgmatVariant('x-u4', () => u8, sgmatSourceU4, false, dd, 4)).toThrow(/8-bit rhs rows only/);
+    expect(bothDirectTilings(u8, h100Caps().limits).every((t) => t.lhsDirect && t.rhsDirect && !tilingProblem(u8, t))).toBe(true);
+    expect(sgmatTiledKernel(dd).supports(h100Caps(), { M: 512, N: 512, K: 512, dstType: 'int32', dstOrder: 'row-major' })).toBe(true);
+  });
+  it("is the tuner's candidate at two tilings only, after their '-dr' twin, and a table may name it", () => {
+    const caps = h100Caps();
+    const ids = candidateConfigs(caps).map((c) => kernelOf(c).id);
+    expect(ids.filter((id) => id.includes('-dd'))).toEqual(['sgmat-64x64-dd', 'sgmat-128x128-w4x2-k64-b2-dd']);
+    const big = { M: 4096, N: 4096, K: 4096, dstType: 'int32' as const, dstOrder: 'row-major' as const };
+    const sgmat = candidates(caps, big, selectGemmKernel(caps, big, { force: '' }))
+      .map((k) => k.id)
+      .filter((id) => id.startsWith('sgmat-'));
+    const at = sgmat.indexOf('sgmat-128x128-w4x2-k64-b2');
+    expect(sgmat.slice(at, at + 3)).toEqual(['sgmat-128x128-w4x2-k64-b2', 'sgmat-128x128-w4x2-k64-b2-dr', 'sgmat-128x128-w4x2-k64-b2-dd']);
+    const config = { family: 'sgmat', ...dd };
+    expect(parseKernelConfig(JSON.parse(JSON.stringify(config)), 'k')).toEqual(config);
+    expect(() => parseKernelConfig({ ...config, lhsDirect: 1 }, 'k')).toThrow(/k\.lhsDirect/);
+    expect(() => parseKernelConfig({ ...config, rhsDirect: false }, 'k')).toThrow(/k\.lhsDirect/);
+    const i8Caps = h100Caps({ subgroupMatrix: [{ componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 }] });
+    expect(candidateConfigs(i8Caps).some((c) => c.family === 'sgmat' && c.lhsDirect)).toBe(false);
   });
 });
 

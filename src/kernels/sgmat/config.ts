@@ -55,6 +55,12 @@ export interface SgmatTiling {
    * configurations only. Absent: staged, as the registry's kernels are.
    */
   rhsDirect?: boolean;
+  /**
+   * Left fragments loaded straight from the packed lhs too (./sgmat-lhs-direct.wgsl; only with rhsDirect):
+   * the k loop stages nothing, prefetches nothing and has no barrier; workgroup memory serves the result
+   * pass only. Id suffix '-dd' in place of '-dr'.
+   */
+  lhsDirect?: boolean;
 }
 
 /** The tile sides, subgroup grids, k steps and slice counts of the family (the tuner's sweep). */
@@ -79,7 +85,7 @@ export const SGMAT_WORKGROUP_BYTES = 2 * 2 * 64 * 80;
 /** The sizes derived from a tiling: padded row, staging words, and the result's passes through `stage`. */
 export function tilingLayout(t: SgmatTiling): { rowBytes: number; stageWords: number; outBands: number; workgroupBytes: number } {
   const rowBytes = t.kStep + 16;
-  const buffered = (t.buffers * (t.tileM + (t.rhsDirect ? 0 : t.tileN)) * rowBytes) / 4;
+  const buffered = (t.buffers * ((t.lhsDirect ? 0 : t.tileM) + (t.rhsDirect ? 0 : t.tileN)) * rowBytes) / 4;
   const subM = t.tileM / t.sgRows;
   // The result leaves through `stage` in passes of outBands subgroup rows: as many as the staging holds.
   let outBands = 1;
@@ -103,6 +109,7 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
   if (![32, 64, 128].includes(t.kStep) || t.kStep % c.K !== 0) return 'kStep is 32, 64 or 128 and a multiple of the fragment K';
   if (t.buffers !== 1 && t.buffers !== 2) return 'buffers is 1 or 2';
   if (!(SPLIT_KS as readonly number[]).includes(t.splitK ?? 1)) return `splitK is one of ${SPLIT_KS.join(', ')}`;
+  if (t.lhsDirect && !t.rhsDirect) return 'lhsDirect needs rhsDirect (direct left fragments with staged right ones are not built)';
   if (t.rhsDirect && c.componentType !== 'u8') return 'direct rhs loads need u8 fragments (i8 ones read bytes XORed with 0x80)';
   const fm = t.tileM / t.sgRows / c.M;
   const fn = t.tileN / t.sgCols / c.N;
@@ -119,13 +126,14 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
 /**
  * The kernel id of a tiling: 'sgmat-64x64' for the default, else its every parameter; split-K adds
  * '-sk' (slices that fill the GPU: 'sgmat-64x64-sk', the registry's) or '-s4' (four slices); right
- * fragments loaded from the packed rhs add '-dr' before that ('sgmat-64x64-dr').
+ * fragments loaded from the packed rhs add '-dr' before that ('sgmat-64x64-dr'), left and right fragments
+ * both loaded from the packed operands '-dd' ('sgmat-64x64-dd').
  */
 export function tilingId(t: SgmatTiling): string {
   const base = `sgmat-${t.tileM}x${t.tileN}`;
   const same = (Object.keys(DEFAULT_TILING) as (keyof SgmatTiling)[]).every((k) => t[k] === DEFAULT_TILING[k]);
   const split = t.splitK === 0 ? '-sk' : t.splitK && t.splitK > 1 ? `-s${t.splitK}` : '';
-  return `${same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`}${t.rhsDirect ? '-dr' : ''}${split}`;
+  return `${same ? base : `${base}-w${t.sgRows}x${t.sgCols}-k${t.kStep}-b${t.buffers}`}${t.rhsDirect ? (t.lhsDirect ? '-dd' : '-dr') : ''}${split}`;
 }
 
 /** Whether a tiling cuts K into slices (a split-K kernel: partial sums, then ../splitk/reduce.wgsl). */
@@ -195,6 +203,7 @@ function tilingConstants(t: SgmatTiling): string[] {
     `const ROW_BYTES: u32 = ${l.rowBytes}u;`,
     `const OUT_BANDS: u32 = ${l.outBands}u;`,
     `const STAGING_WORDS: u32 = ${l.stageWords}u;`,
+    `const LHS_ROWS_STAGED: u32 = ${t.lhsDirect ? 0 : t.tileM}u;`,
     `const RHS_ROWS_STAGED: u32 = ${t.rhsDirect ? 0 : t.tileN}u;`,
   ];
 }
@@ -224,6 +233,28 @@ export function directTilings(c: SgmatConfig, limits?: AdapterCaps['limits']): S
   return sgmatTilings(c, limits)
     .map((t) => ({ ...t, rhsDirect: true }))
     .filter((t) => !tilingProblem(c, t, limits));
+}
+
+/** The tilings with both operands' fragments loaded from the packed operands ('-dd'): the registry's two that the tuner tries. */
+export const BOTH_DIRECT_BASES: readonly SgmatTiling[] = [
+  DEFAULT_TILING,
+  { tileM: 128, tileN: 128, sgRows: 4, sgCols: 2, kStep: 64, buffers: 2 },
+];
+
+/**
+ * The '-dd' forms (SgmatTiling lhsDirect) of the one-pass tilings of sgmatTilings that c can run, one per
+ * tile, grid and k step: nothing is staged, so `buffers` changes nothing (the first one listed is kept).
+ */
+export function bothDirectTilings(c: SgmatConfig, limits?: AdapterCaps['limits']): SgmatTiling[] {
+  const seen = new Set<string>();
+  return sgmatTilings(c, limits)
+    .map((t) => ({ ...t, rhsDirect: true, lhsDirect: true }))
+    .filter((t) => {
+      const key = `${t.tileM}x${t.tileN}-${t.sgRows}x${t.sgCols}-${t.kStep}`;
+      if (seen.has(key) || tilingProblem(c, t, limits)) return false;
+      seen.add(key);
+      return true;
+    });
 }
 
 /** A seeded sample of n tilings of c (an LCG over the family, or over `from`; the default tiling is not drawn). */

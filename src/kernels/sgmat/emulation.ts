@@ -4,9 +4,11 @@
 // any adapter runs (SwiftShader in CI). The rewrite is applied whenever the variant's pipeline is built,
 // so the emulated kernel can never drift from the real one: every index, k step, staging buffer, barrier
 // and prefetch condition it runs is the real kernel's text. Each rule must match, or the rewrite throws
-// (the kernel changed in a way the emulation must be taught), but the one for loads from the packed rhs,
-// which only the direct-rhs tilings make (./sgmat-rhs-direct.wgsl): where it matches, the fragments read
-// their bytes through ./emulation-packed.wgsl, else through ./emulation-stage.wgsl.
+// (the kernel changed in a way the emulation must be taught), but the three for fragment loads, of which
+// a form makes one or more: from `stage` (all but '-dd'), from the packed rhs (the direct-rhs and '-dd'
+// tilings, ./sgmat-rhs-direct.wgsl), from the packed lhs ('-dd', ./sgmat-lhs-direct.wgsl). The fragments
+// read their bytes through ./emulation-stage.wgsl, ./emulation-packed.wgsl (rhs too) or
+// ./emulation-direct.wgsl (both operands).
 //
 // What it checks: the kernel's indexing, staging and synchronization, for fragment shapes no CI driver
 // offers (16x16x32, 16x8x32). What it cannot: the builtins' real semantics in Dawn and the driver,
@@ -16,17 +18,21 @@
 
 import { configLabel, DEFAULT_TILING, type SgmatConfig, type SgmatTiling, tilingId, tilingProblem } from './config.ts';
 import emulation from './emulation.wgsl?raw';
+import emulationDirect from './emulation-direct.wgsl?raw';
 import emulationPacked from './emulation-packed.wgsl?raw';
 import emulationStage from './emulation-stage.wgsl?raw';
 import { type SgmatRhsBits, sgmatSource, sgmatSourceU4, sgmatVariant } from './kernel.ts';
 import type { GpuGemmKernel } from '../types.ts';
 
-/** One textual rule: a pattern (global), what replaces it, what it does, and whether a kernel may lack it. */
+/**
+ * One textual rule: a pattern (global), what replaces it, what it does, and, for the fragment loads, which
+ * memory they read (a kernel may lack any one of them, but must load fragments from somewhere).
+ */
 interface RewriteRule {
   what: string;
   pattern: RegExp;
   replace: string;
-  optional?: boolean;
+  optional?: 'stage' | 'rhs' | 'lhs';
 }
 
 export const EMULATION_RULES: readonly RewriteRule[] = [
@@ -38,12 +44,23 @@ export const EMULATION_RULES: readonly RewriteRule[] = [
   },
   { what: 'left and right fragment types', pattern: /subgroup_matrix_(left|right)<\w+, \w+, \w+>/g, replace: 'EmuOperand' },
   { what: 'result fragment type', pattern: /subgroup_matrix_result<\w+, \w+, \w+>/g, replace: 'EmuResult' },
-  { what: 'fragment loads from the staging buffer', pattern: /subgroupMatrixLoad<\w+>\(&stage, /g, replace: 'emuLoad(' },
   {
-    what: 'fragment loads from the packed rhs (the direct-rhs form only)',
+    what: 'fragment loads from the staging buffer (all but the -dd form)',
+    pattern: /subgroupMatrixLoad<\w+>\(&stage, /g,
+    replace: 'emuLoad(',
+    optional: 'stage',
+  },
+  {
+    what: 'fragment loads from the packed rhs (the direct-rhs and -dd forms only)',
     pattern: /subgroupMatrixLoad<\w+>\(&rhsWords, /g,
     replace: 'emuLoadPacked(',
-    optional: true,
+    optional: 'rhs',
+  },
+  {
+    what: 'fragment loads from the packed lhs (the -dd form only)',
+    pattern: /subgroupMatrixLoad<\w+>\(&lhsWords, /g,
+    replace: 'emuLoadLhs(',
+    optional: 'lhs',
   },
   { what: 'multiply-accumulate', pattern: /subgroupMatrixMultiplyAccumulate\(/g, replace: 'emuMultiplyAccumulate(' },
   { what: 'fragment stores to the staging buffer', pattern: /subgroupMatrixStore\(&stage, /g, replace: 'emuStore(' },
@@ -57,20 +74,25 @@ export const EMULATION_RULES: readonly RewriteRule[] = [
 /** Rewrites a subgroup-matrix kernel source into plain WGSL; throws when a rule matches nothing. */
 export function emulateSubgroupMatrix(source: string): string {
   let out = source;
-  let packed = false;
+  const loads = new Set<string>();
   for (const rule of EMULATION_RULES) {
     let n = 0;
     out = out.replace(rule.pattern, () => {
       n++;
       return rule.replace;
     });
-    if (rule.optional) packed ||= n > 0;
-    else if (n === 0) throw new Error(`subgroup-matrix emulation: rule "${rule.what}" matches nothing in the kernel source`);
+    if (rule.optional) {
+      if (n > 0) loads.add(rule.optional);
+    } else if (n === 0) throw new Error(`subgroup-matrix emulation: rule "${rule.what}" matches nothing in the kernel source`);
+  }
+  if (loads.size === 0 || (loads.has('lhs') && !loads.has('rhs'))) {
+    throw new Error('subgroup-matrix emulation: the kernel source loads no fragments the emulation knows of');
   }
   if (/subgroup_?[mM]atrix|subgroup_id/.test(out.replace(/\/\/.*$/gm, ''))) {
     throw new Error('subgroup-matrix emulation: the rewritten source still uses a subgroup-matrix builtin');
   }
-  return `${out}\n${emulation}\n${packed ? emulationPacked : emulationStage}`;
+  const words = loads.has('lhs') ? emulationDirect : loads.has('rhs') ? emulationPacked : emulationStage;
+  return `${out}\n${emulation}\n${words}`;
 }
 
 /** The configurations the emulated kernel is checked at: NVIDIA's two, lavapipe's, and an i8 one. */

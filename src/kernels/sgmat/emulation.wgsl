@@ -3,7 +3,7 @@
 // pack -> gemm -> output). A virtual subgroup is SUBGROUP_SIZE consecutive invocations, emuLane an
 // invocation's index in it. A left or right fragment is recorded as (byte offset, column-major, stride)
 // into the workgroup array `stage` (or, `packed`, into the packed rhs `rhsWords` of the direct-rhs form,
-// ./sgmat-rhs-direct.wgsl), and its bytes are read when it is multiplied, through emuWord (composed after
+// ./sgmat-rhs-direct.wgsl, or the packed lhs `lhsWords` of the '-dd' form, ./sgmat-lhs-direct.wgsl), and its bytes are read when it is multiplied, through emuWord (composed after
 // this file: ./emulation-stage.wgsl, or ./emulation-packed.wgsl where the kernel loads from rhsWords); a result fragment holds
 // FRAG_M x FRAG_N sums spread over the lanes, EMU_PER_LANE consecutive row-major elements per lane.
 // Offsets and strides follow the conventions measured on real hardware: bytes for 8-bit fragments,
@@ -15,7 +15,7 @@ struct EmuOperand {
   offset: u32,
   colMajor: u32,
   stride: u32,
-  packed: u32, // 1: bytes of rhsWords (a direct load), 0: bytes of stage
+  packed: u32, // 2: bytes of lhsWords, 1: bytes of rhsWords (direct loads), 0: bytes of stage
 }
 
 struct EmuResult {
@@ -31,6 +31,11 @@ fn emuLoad(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
 /** A load from the packed rhs (storage): offset and stride in bytes, as for `stage`. */
 fn emuLoadPacked(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
   return EmuOperand(offset, select(0u, 1u, colMajor), stride, 1u);
+}
+
+/** A load from the packed lhs (storage, the '-dd' form): offset and stride in bytes, as for `stage`. */
+fn emuLoadLhs(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
+  return EmuOperand(offset, select(0u, 1u, colMajor), stride, 2u);
 }
 
 /** Byte `offset` of an operand's memory as the fragment's component: u8, or i8 sign-extended (as a wrapped u32). */

@@ -11,6 +11,8 @@
 // it the context runs the exactness self-test of src/scheduler/self-test.ts and, if it fails, disables
 // the kernel for that device with a one-line warning; `qgemm verify` runs it over a larger suite.
 // A split-K tiling (./config.ts splitK) runs as two passes instead (./split-k.ts): 'sgmat-64x64-sk'.
+// The direct tilings load fragments straight from the packed operands in storage: the right ones ('-dr',
+// ./sgmat-rhs-direct.wgsl), or both ('-dd', with ./sgmat-lhs-direct.wgsl: no staging in the k loop).
 //
 // The '-u4' variants ('sgmat-64x64-u4', 'sgmat-128x128-w4x2-k64-b2-u4', 'sgmat-64x64-sk-u4') read a 4-bit
 // rhs stored two values per byte ('u4k8-r64', or '-r128' / '-r256' where the tiling has a side that
@@ -41,6 +43,8 @@ import direct from './sgmat-direct.wgsl?raw';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import rhsStaging from './sgmat-rhs.wgsl?raw';
+import lhsStaged from './sgmat-lhs.wgsl?raw';
+import lhsDirect from './sgmat-lhs-direct.wgsl?raw';
 import rhsDirect from './sgmat-rhs-direct.wgsl?raw';
 import rhsStagingU4 from './sgmat-rhs-u4.wgsl?raw';
 import rightStaged from './sgmat-right.wgsl?raw';
@@ -55,12 +59,14 @@ export type SgmatRhsBits = 8 | 4;
  * declarations, the one-pass or the split-K form (./sgmat-direct.wgsl, ./sgmat-split.wgsl), the rhs
  * staging (8-bit rows, or nibble rows where rhsBits is 4) and the right fragments' loads from it
  * (./sgmat-right.wgsl), or, where t.rhsDirect, both replaced by loads from the packed rhs
- * (./sgmat-rhs-direct.wgsl), kernel.
+ * (./sgmat-rhs-direct.wgsl), the lhs pieces and left fragments' loads (./sgmat-lhs.wgsl, or where
+ * t.lhsDirect loads from the packed lhs, ./sgmat-lhs-direct.wgsl), kernel.
  */
 export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, rhsBits: SgmatRhsBits = 8): string {
   const rhs = t.rhsDirect ? [rhsDirect] : [rhsBits === 4 ? rhsStagingU4 : rhsStaging, rightStaged];
   const form = isSplitK(t) ? splitForm : direct;
-  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, form, ...rhs, sgmat].join('\n');
+  const lhs = t.lhsDirect ? lhsDirect : lhsStaged;
+  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, form, ...rhs, lhs, sgmat].join('\n');
 }
 
 /** The source of the '-u4' variant: nibble rhs rows unpacked into the staging. */
@@ -97,6 +103,7 @@ export function sgmatVariant(
   rhsBits: SgmatRhsBits = 8,
 ): GpuGemmKernel {
   if (rhsBits === 4 && tiling.rhsDirect) throw new Error(`${id}: direct rhs loads read 8-bit rhs rows only`);
+  if (tiling.lhsDirect && !tiling.rhsDirect) throw new Error(`${id}: direct lhs loads are built only with direct rhs loads`);
   // A configuration the tiling cannot run (fragments per subgroup, invocations, workgroup memory) is none.
   const usable: ConfigChoice = (caps) => {
     const c = choose(caps);

@@ -27,7 +27,10 @@
 // half of the staging (RHS_LOADS pieces per k step, rhsLoad, rhsStore) comes from sgmat-rhs.wgsl for
 // 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per byte ('-u4'), and the right fragments'
 // loads from it (rightFragment) from sgmat-right.wgsl; the direct-rhs tilings compose sgmat-rhs-direct.wgsl
-// in place of both (no rhs staging, right fragments loaded from the packed rhs). The enable directives are in
+// in place of both (no rhs staging, right fragments loaded from the packed rhs). The lhs pieces (piece) and
+// the left fragments' loads (leftFragment) come from sgmat-lhs.wgsl, or, for the '-dd' tilings, from
+// sgmat-lhs-direct.wgsl (left fragments from the packed lhs; with nothing staged, STAGED is false and the
+// k loop has no loadStep, storeStep or barrier). The enable directives are in
 // sgmat-enable.wgsl, composed first; the declarations in sgmat-bindings.wgsl.
 
 const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
@@ -36,9 +39,11 @@ const SUB_N: u32 = TILE_N / SG_COLS;
 const FRAGS_M: u32 = SUB_M / FRAG_M;      // fragments of a subgroup's block
 const FRAGS_N: u32 = SUB_N / FRAG_N;
 const PIECES: u32 = KSTEP / 16u;          // 16-byte pieces of a staged row per k step
-const PIECES_A: u32 = TILE_M * PIECES;    // pieces of the lhs tile per k step
+const PIECES_A: u32 = LHS_ROWS_STAGED * PIECES; // pieces of the lhs tile per k step (0: left fragments direct)
 const LOADS_A: u32 = (PIECES_A + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE; // per invocation and step
 const LOADS_B: u32 = (RHS_LOADS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+const STEP_LOADS: u32 = max(1u, LOADS_A + LOADS_B); // WGSL has no zero-length array; '-dd' stages none
+const STAGED: bool = BUFFER_WORDS > 0u;   // false for '-dd': a k loop with no staging and no barrier
 const OUT_ROWS: u32 = OUT_BANDS * SUB_M;  // result rows per pass through `stage`
 const OUT_BLOCKS: u32 = OUT_ROWS * TILE_N / 16u; // 4 x 4 blocks per pass
 const OUT_LOADS: u32 = (OUT_BLOCKS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
@@ -46,19 +51,10 @@ const OUT_LOADS: u32 = (OUT_BLOCKS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 /** Zeros of the fragment's type, in the uint8 domain: what is staged past the packed depth. */
 const PAST_DEPTH: vec4<u32> = vec4<u32>(select(0u, 0x80808080u, SIGNED_FRAGMENTS));
 
-/** Piece q of k step kt of packed lhs row `row`, or zeros past the packed depth. */
-fn piece(row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
-  let p = kt * PIECES + q;
-  if (p >= rowVec4s) {
-    return PAST_DEPTH;
-  }
-  return lhsPacked[row * rowVec4s + p];
-}
-
 /** The LOADS_A + LOADS_B vec4 loads (lhs, then rhs) of k step `kt` for invocation t, from global memory. */
-fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, LOADS_A + LOADS_B> {
+fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, STEP_LOADS> {
   let rowVec4s = tile.depthWords / 4u;
-  var v: array<vec4<u32>, LOADS_A + LOADS_B>;
+  var v: array<vec4<u32>, STEP_LOADS>;
   for (var i = 0u; i < LOADS_A; i++) {
     let index = t + i * WORKGROUP_SIZE; // TILE_M rows x PIECES
     if (index < PIECES_A) {
@@ -79,7 +75,7 @@ fn stageWord(w: u32) -> StageWord {
   return bitcast<StageWord>(select(w, w ^ 0x80808080u, SIGNED_FRAGMENTS));
 }
 
-fn storeStep(t: u32, buffer: u32, v: array<vec4<u32>, LOADS_A + LOADS_B>) {
+fn storeStep(t: u32, buffer: u32, v: array<vec4<u32>, STEP_LOADS>) {
   for (var i = 0u; i < LOADS_A; i++) {
     let index = t + i * WORKGROUP_SIZE;
     if (index < PIECES_A) {
@@ -124,13 +120,15 @@ fn sgmat(
   var acc20 = ResultFragment(); var acc21 = ResultFragment(); var acc22 = ResultFragment(); var acc23 = ResultFragment();
   var acc30 = ResultFragment(); var acc31 = ResultFragment(); var acc32 = ResultFragment(); var acc33 = ResultFragment();
 
-  storeStep(t, 0u, loadStep(t, rowBase, colBase, o.firstStep));
-  workgroupBarrier();
+  if (STAGED) {
+    storeStep(t, 0u, loadStep(t, rowBase, colBase, o.firstStep));
+    workgroupBarrier();
+  }
   for (var kt = 0u; kt < steps; kt++) {
     let current = kt % BUFFERS;
     let more = kt + 1u < steps;
-    var next: array<vec4<u32>, LOADS_A + LOADS_B>;
-    if (more) {
+    var next: array<vec4<u32>, STEP_LOADS>;
+    if (STAGED && more) {
       next = loadStep(t, rowBase, colBase, o.firstStep + kt + 1u);
     }
     let lhsBase = current * BUFFER_WORDS * 4u; // byte offsets into `stage`
@@ -138,19 +136,19 @@ fn sgmat(
     let kBase = (o.firstStep + kt) * KSTEP; // byte of the packed depth at this step's k = 0
     let kEnd = min(KSTEP, depthBytes - kBase); // past the packed depth every lhs byte is zero: skipped
     for (var kk = 0u; kk < kEnd; kk += FRAG_K) {
-      let lhs = lhsBase + fm * ROW_BYTES + kk; // fragment row i at lhs + i * FRAG_M * ROW_BYTES
-      let a0 = subgroupMatrixLoad<LeftFragment>(&stage, lhs, false, ROW_BYTES);
+      // Fragment row i: one left fragment (./sgmat-lhs.wgsl or ./sgmat-lhs-direct.wgsl).
+      let a0 = leftFragment(lhsBase, rowBase, fm, kBase, kk);
       var a1 = LeftFragment();
       var a2 = LeftFragment();
       var a3 = LeftFragment();
       if (FRAGS_M > 1u) {
-        a1 = subgroupMatrixLoad<LeftFragment>(&stage, lhs + FRAG_M * ROW_BYTES, false, ROW_BYTES);
+        a1 = leftFragment(lhsBase, rowBase, fm + FRAG_M, kBase, kk);
       }
       if (FRAGS_M > 2u) {
-        a2 = subgroupMatrixLoad<LeftFragment>(&stage, lhs + 2u * FRAG_M * ROW_BYTES, false, ROW_BYTES);
+        a2 = leftFragment(lhsBase, rowBase, fm + 2u * FRAG_M, kBase, kk);
       }
       if (FRAGS_M > 3u) {
-        a3 = subgroupMatrixLoad<LeftFragment>(&stage, lhs + 3u * FRAG_M * ROW_BYTES, false, ROW_BYTES);
+        a3 = leftFragment(lhsBase, rowBase, fm + 3u * FRAG_M, kBase, kk);
       }
       // Fragment column j: one right fragment (./sgmat-right.wgsl or ./sgmat-rhs-direct.wgsl), FRAGS_M products.
       var b = rightFragment(rhsBase, colBase, fn_, kBase, kk);
@@ -180,13 +178,15 @@ fn sgmat(
         if (FRAGS_M > 3u) { acc33 = subgroupMatrixMultiplyAccumulate(a3, b, acc33); }
       }
     }
-    if (BUFFERS == 1u) {
-      workgroupBarrier(); // one buffer: every subgroup is done reading it before it is refilled
+    if (STAGED) {
+      if (BUFFERS == 1u) {
+        workgroupBarrier(); // one buffer: every subgroup is done reading it before it is refilled
+      }
+      if (more) {
+        storeStep(t, (kt + 1u) % BUFFERS, next);
+      }
+      workgroupBarrier();
     }
-    if (more) {
-      storeStep(t, (kt + 1u) % BUFFERS, next);
-    }
-    workgroupBarrier();
   }
 
   // The sums through workgroup memory, OUT_ROWS rows per pass, then 4 x 4 blocks to the epilogue.

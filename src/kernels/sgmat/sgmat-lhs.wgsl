@@ -1,0 +1,22 @@
+// sgmat-lhs.wgsl: the lhs half of the subgroup-matrix kernel's staging (./sgmat.wgsl; the GEMM stage of
+// pack -> gemm -> output): the 16-byte pieces of packed lhs rows that loadStep stages, and the left
+// fragments' loads from the staged tile. Composed before sgmat.wgsl; the '-dd' tilings compose
+// ./sgmat-lhs-direct.wgsl instead, which loads the left fragments from the packed lhs under the same names.
+
+/** Piece q of k step kt of packed lhs row `row`, or zeros past the packed depth. */
+fn piece(row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
+  let p = kt * PIECES + q;
+  if (p >= rowVec4s) {
+    return PAST_DEPTH;
+  }
+  return lhsPacked[row * rowVec4s + p];
+}
+
+/**
+ * The left fragment of tile rows row .. row + FRAG_M - 1 (row: from the tile's first row), k = kBase + kk
+ * .. + FRAG_K - 1 of the packed depth: kk bytes into the staged rows at byte lhsBase of `stage` (kBase and
+ * rowBase locate the same bytes in the packed operand; the staging has them).
+ */
+fn leftFragment(lhsBase: u32, rowBase: u32, row: u32, kBase: u32, kk: u32) -> LeftFragment {
+  return subgroupMatrixLoad<LeftFragment>(&stage, lhsBase + row * ROW_BYTES + kk, false, ROW_BYTES);
+}
