@@ -39,7 +39,7 @@ import {
   tilingId,
   tilingProblem,
 } from './config.ts';
-import direct from './sgmat-direct.wgsl?raw';
+import onePass from './sgmat-one-pass.wgsl?raw';
 import bindings from './sgmat-bindings.wgsl?raw';
 import enable from './sgmat-enable.wgsl?raw';
 import rhsStaging from './sgmat-rhs.wgsl?raw';
@@ -56,7 +56,7 @@ export type SgmatRhsBits = 8 | 4;
 
 /**
  * The kernel's full source for configuration c and tiling t: directives, generated constants, libraries,
- * declarations, the one-pass or the split-K form (./sgmat-direct.wgsl, ./sgmat-split.wgsl), the rhs
+ * declarations, the one-pass or the split-K form (./sgmat-one-pass.wgsl, ./sgmat-split.wgsl), the rhs
  * staging (8-bit rows, or nibble rows where rhsBits is 4) and the right fragments' loads from it
  * (./sgmat-right.wgsl), or, where t.rhsDirect, both replaced by loads from the packed rhs
  * (./sgmat-rhs-direct.wgsl), the lhs pieces and left fragments' loads (./sgmat-lhs.wgsl, or where
@@ -64,7 +64,7 @@ export type SgmatRhsBits = 8 | 4;
  */
 export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, rhsBits: SgmatRhsBits = 8): string {
   const rhs = t.rhsDirect ? [rhsDirect] : [rhsBits === 4 ? rhsStagingU4 : rhsStaging, rightStaged];
-  const form = isSplitK(t) ? splitForm : direct;
+  const form = isSplitK(t) ? splitForm : onePass;
   const lhs = t.lhsDirect ? lhsDirect : lhsStaged;
   return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, form, ...rhs, lhs, sgmat].join('\n');
 }

@@ -16,7 +16,7 @@ const OUT_STRIDE: u32 = TILE_N;            // elements per row of a staged resul
 // BUFFERS staging buffers during the k loop; the raw sums after it, OUT_BANDS subgroup rows per pass.
 var<workgroup> stage: array<StageWord, STAGING_WORDS>;
 
-/** What one workgroup computes (sgmatWork of sgmat-direct.wgsl or sgmat-split.wgsl). */
+/** What one workgroup computes (sgmatWork of sgmat-one-pass.wgsl or sgmat-split.wgsl). */
 struct SgmatWork {
   rowBase: u32,     // the tile's first row and column in the band
   colBase: u32,

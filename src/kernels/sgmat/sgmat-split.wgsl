@@ -4,7 +4,7 @@
 // have fewer) and stores its raw sums (u32, wrapping) to the workspace, [slice][row][col] over the band's
 // live rows and columns. ../splitk/reduce.wgsl then sums the slices and runs the shared epilogue (raw sums
 // add mod 2^32, so reduce-then-epilogue is exact). Composed beside sgmat.wgsl in place of
-// sgmat-direct.wgsl; host code: ./split-k.ts, slices planned by ../splitk/partition.ts.
+// sgmat-one-pass.wgsl; host code: ./split-k.ts, slices planned by ../splitk/partition.ts.
 
 struct SliceParams {
   splits: u32,

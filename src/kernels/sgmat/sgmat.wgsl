@@ -22,7 +22,7 @@
 // pieces are staged as zeros of the fragment's type, and the fragments stop at the depth. The accumulators then go through workgroup memory
 // (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations, which hand 4 x 4 blocks to
 // sgmatStore. Which tile and which k steps a workgroup computes (sgmatWork), and where its sums go
-// (sgmatStore), come from one of two files composed beside this one: sgmat-direct.wgsl (the whole depth,
+// (sgmatStore), come from one of two files composed beside this one: sgmat-one-pass.wgsl (the whole depth,
 // the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw sums to the split-K workspace). The rhs
 // half of the staging (RHS_LOADS pieces per k step, rhsLoad, rhsStore) comes from sgmat-rhs.wgsl for
 // 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per byte ('-u4'), and the right fragments'

@@ -1,4 +1,4 @@
-// sgmat-direct.wgsl: the one-pass form of the subgroup-matrix kernel (./sgmat.wgsl; GEMM -> output of
+// sgmat-one-pass.wgsl: the one-pass form of the subgroup-matrix kernel (./sgmat.wgsl; GEMM -> output of
 // pack -> gemm -> output): each workgroup computes one dst tile over the whole packed depth and hands its
 // raw sums to the shared epilogue (storeBlock, epilogue.wgsl). Composed beside sgmat.wgsl in place of
 // sgmat-split.wgsl, the split-K form.
