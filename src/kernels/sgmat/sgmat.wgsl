@@ -1,37 +1,38 @@
 // sgmat.wgsl: the subgroup-matrix GEMM kernel (pack -> GEMM -> output) on int8 tensor cores, through
 // Dawn's chromium-experimental-subgroup-matrix, for every int8 fragment shape an adapter reports and
-// every tiling of ./config.ts. It reads rows packed in the 'u8k4-r64' format (64-tiles) or 'u8k4-r128'
-// (a 128 side; src/pack/formats.ts): the packed lhs is a row-major Mp x Kp byte matrix, the packed rhs an
-// Np x Kp one, i.e. the right matrix stored column-major; every operand is in the uint8 domain already
-// (int8 XOR 0x80), so the raw sums are those of the dot4 kernels and the shared epilogue (epilogue.wgsl)
-// applies the same four-term expansion and output pipeline.
+// every tiling of ./config.ts. It reads rows packed in the 'u8k4-r64', '-r128' or '-r256' format (as its
+// tile's sides need; src/pack/formats.ts): the packed lhs is a row-major Mp x Kp byte matrix, the packed
+// rhs an Np x Kp one, i.e. the right matrix stored column-major; every operand is in the uint8 domain
+// already (int8 XOR 0x80), so the raw sums are those of the dot4 kernels and the shared epilogue
+// (epilogue.wgsl) applies the same four-term expansion and output pipeline.
 //
 // The fragment shape and type come from constants generated from the adapter's configuration: FRAG_M x
 // FRAG_N results, FRAG_K deep, the LeftFragment / RightFragment / ResultFragment aliases, SUBGROUP_SIZE,
 // and SIGNED_FRAGMENTS for i8 -> i32 configurations (staged bytes XOR 0x80 back to int8 values x - 128,
 // and the raw sum recovered below from the pack stage's row and column sums). The tiling comes from
-// generated constants too: a workgroup of SG_ROWS x SG_COLS subgroups computes a TILE_M x TILE_N dst tile;
-// subgroup s owns block (s / SG_COLS, s % SG_COLS) of SUB_M x SUB_N as FRAGS_M x FRAGS_N fragments (1, 2
-// or 4 a side), held in accumulators named one by one (acc00 .. acc33) and left fragments a0 .. a3, never
-// in an array indexed at run time: each use is guarded by a condition on the constants FRAGS_M and
-// FRAGS_N, so the unused ones fold away and control flow stays uniform. The k loop steps KSTEP bytes:
-// both operand tiles are staged in workgroup memory with rows padded to ROW_BYTES,
-// the next step's 16-byte global loads held in registers while this step's multiply-accumulates run, then
-// stored into the other buffer (BUFFERS = 2: one barrier per step) or the same one (BUFFERS = 1: two).
-// The last step may reach past the packed depth (K is padded to 64 bytes, KSTEP may be 128): those
-// pieces are staged as zeros of the fragment's type, and the fragments stop at the depth. The accumulators then go through workgroup memory
-// (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations, which hand 4 x 4 blocks to
-// sgmatStore. Which tile and which k steps a workgroup computes (sgmatWork), and where its sums go
-// (sgmatStore), come from one of two files composed beside this one: sgmat-one-pass.wgsl (the whole depth,
-// the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw sums to the split-K workspace). The rhs
-// half of the staging (RHS_LOADS pieces per k step, rhsLoad, rhsStore) comes from sgmat-rhs.wgsl for
-// 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per byte ('-u4'), and the right fragments'
-// loads from it (rightFragment) from sgmat-right.wgsl; the direct-rhs tilings compose sgmat-rhs-direct.wgsl
-// in place of both (no rhs staging, right fragments loaded from the packed rhs). The lhs pieces (piece) and
-// the left fragments' loads (leftFragment) come from sgmat-lhs.wgsl, or, for the '-dd' tilings, from
-// sgmat-lhs-direct.wgsl (left fragments from the packed lhs; with nothing staged, STAGED is false and the
-// k loop has no loadStep, storeStep or barrier). The enable directives are in
-// sgmat-enable.wgsl, composed first; the declarations in sgmat-bindings.wgsl.
+// generated constants too: a workgroup of SG_ROWS x SG_COLS subgroups computes a TILE_M x TILE_N dst
+// tile; subgroup s owns block (s / SG_COLS, s % SG_COLS) of SUB_M x SUB_N as FRAGS_M x FRAGS_N fragments
+// (1, 2 or 4 a side), held in accumulators named one by one (acc00 .. acc33) and left fragments a0 ..
+// a3, never in an array indexed at run time: each use is guarded by a condition on the constants FRAGS_M
+// and FRAGS_N, so the unused ones fold away and control flow stays uniform. The k loop steps KSTEP
+// bytes: both operand tiles are staged in workgroup memory with rows padded to ROW_BYTES, the next
+// step's 16-byte global loads held in registers while this step's multiply-accumulates run, then stored
+// into the other buffer (BUFFERS = 2: one barrier per step) or the same one (BUFFERS = 1: two). The last
+// step may reach past the packed depth (K is padded to 64 bytes, KSTEP may be 128): those pieces are
+// staged as zeros of the fragment's type, and the fragments stop at the depth. The accumulators then go
+// through workgroup memory (subgroupMatrixStore), OUT_BANDS subgroup rows per pass, to the invocations,
+// which hand 4 x 4 blocks to sgmatStore. Which tile and which k steps a workgroup computes (sgmatWork),
+// and where its sums go (sgmatStore), come from one of two files composed beside this one:
+// sgmat-one-pass.wgsl (the whole depth, the epilogue's storeBlock) or sgmat-split.wgsl (a K slice, raw
+// sums to the split-K workspace). The rhs half of the staging (RHS_LOADS pieces per k step, rhsLoad,
+// rhsStore) comes from sgmat-rhs.wgsl for 8-bit rows, or sgmat-rhs-u4.wgsl for rows of two values per
+// byte ('-u4'), and the right fragments' loads from it (rightFragment) from sgmat-right.wgsl; the
+// direct-rhs tilings compose sgmat-rhs-direct.wgsl in place of both (no rhs staging, right fragments
+// loaded from the packed rhs). The lhs pieces (piece) and the left fragments' loads (leftFragment) come
+// from sgmat-lhs.wgsl, or, for the '-dd' tilings, from sgmat-lhs-direct.wgsl (left fragments from the
+// packed lhs; with nothing staged, STAGED is false and the k loop has no loadStep, storeStep or
+// barrier). The enable directives are in sgmat-enable.wgsl, composed first; the declarations in
+// sgmat-bindings.wgsl.
 
 const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
 const SUB_M: u32 = TILE_M / SG_ROWS;      // a subgroup's block of the tile
