@@ -10,7 +10,7 @@ import { type GemmDispatch, type GemmShape, planGemm } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
 import { epilogueEntries, epilogueOverrides } from '../epilogue/epilogue.ts';
-import { epilogueLibrary } from '../epilogue/source.ts';
+import { epilogueLibrary, gemmKernelSource } from '../epilogue/source.ts';
 import dot4TileWgsl from './dot4-tile.wgsl?raw';
 import tileWgsl from './tile.wgsl?raw';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
@@ -51,6 +51,31 @@ export function dot4ThreadConstants(threadM: ThreadSide, threadN: ThreadSide): s
 export const dot4TileBindings = tileWgsl.replaceAll('array<vec4<u32>>', 'array<PackedLoad>');
 if (dot4TileBindings.split('array<PackedLoad>').length !== 3)
   throw new Error('tile.wgsl: expected lhsPacked and rhsPacked as array<vec4<u32>>');
+
+/** The dot4 kernels' sources, per kernel, load width, thread tile and dot4 variant (made once each, on first use). */
+const dot4Sources = new Map<string, string>();
+/**
+ * A dot4 kernel's whole source: its load and thread-tile constants, the bindings of dot4TileBindings, then
+ * `pieces` (the kernel's own WGSL, e.g. the k-tile loop and its gemm.wgsl), with the epilogue library and
+ * dot4 as native or emulated (gemmKernelSource). `kernel` names the kernel for the cache.
+ */
+export function dot4KernelSource(
+  kernel: string,
+  pieces: readonly string[],
+  vecWords: VecWords,
+  threadM: ThreadSide,
+  threadN: ThreadSide,
+  dot4: 'native' | 'emulated',
+): string {
+  const key = `${kernel}-${vecWords}-${threadM}x${threadN}-${dot4}`;
+  let s = dot4Sources.get(key);
+  if (!s) {
+    const constants = dot4LoadConstants(vecWords) + dot4ThreadConstants(threadM, threadN);
+    s = gemmKernelSource([constants, dot4TileBindings, ...pieces].join('\n'), dot4 === 'native');
+    dot4Sources.set(key, s);
+  }
+  return s;
+}
 
 /**
  * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with

@@ -4,32 +4,9 @@
 // columns per invocation (../banded.ts dot4LoadConstants, dot4ThreadConstants). Each (tile, dot4 variant) pair is one kernel of the registry; which one runs for
 // which shape is decided there (src/kernels/registry.ts), not here.
 
-import {
-  bandedKernel,
-  dot4LoadConstants,
-  dot4ThreadConstants,
-  dot4TileBindings,
-  dot4TileLoopBody,
-  type ThreadSide,
-  type VecWords,
-} from '../banded.ts';
+import { bandedKernel, dot4KernelSource, dot4TileLoopBody, type ThreadSide, type VecWords } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
-import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
-
-/** The kernel's source per load width, thread tile and dot4 variant (generated once each, on first use). */
-const sources = new Map<string, string>();
-function sourceOf(c: Dot4TiledConfig, dot4: 'native' | 'emulated'): string {
-  const [vec, tm, tn] = [c.vecWords ?? 4, c.threadM ?? 4, c.threadN ?? 4];
-  const key = `${vec}-${tm}x${tn}-${dot4}`;
-  let s = sources.get(key);
-  if (!s) {
-    const constants = dot4LoadConstants(vec) + dot4ThreadConstants(tm, tn);
-    s = gemmKernelSource([constants, dot4TileBindings, dot4TileLoopBody, gemm].join('\n'), dot4 === 'native');
-    sources.set(key, s);
-  }
-  return s;
-}
 
 /** The ids of these kernels, by tile and dot4 variant. */
 export const DOT4_TILED_ID = {
@@ -72,7 +49,7 @@ export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated', conf
   const c: Dot4TiledConfig = config ?? { tileM: tile, tileN: tile, tileKW: 16 };
   return bandedKernel({
     id: dot4TiledId(c, dot4),
-    source: sourceOf(c, dot4),
+    source: dot4KernelSource('dot4-tiled', [dot4TileLoopBody, gemm], c.vecWords ?? 4, c.threadM ?? 4, c.threadN ?? 4, dot4),
     entryPoint: 'gemm',
     overrides: { TILE_M: c.tileM, TILE_N: c.tileN, TILE_KW: c.tileKW },
     // SwiftShader compiles the unrolled k step (TILE_KW x 16 dot4 per invocation, between barriers) in

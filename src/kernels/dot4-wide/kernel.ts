@@ -8,24 +8,9 @@
 // is decided in src/kernels/registry.ts.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
-import { bandedKernel, dot4LoadConstants, dot4ThreadConstants, dot4TileBindings, type ThreadSide, type VecWords } from '../banded.ts';
+import { bandedKernel, dot4KernelSource, type ThreadSide, type VecWords } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
-import { gemmKernelSource } from '../../epilogue/source.ts';
 import gemm from './gemm.wgsl?raw';
-
-/** The kernel's source per load width, thread tile and dot4 variant (generated once each, on first use). */
-const sources = new Map<string, string>();
-function sourceOf(c: Dot4WideConfig, dot4: 'native' | 'emulated'): string {
-  const [vec, tm, tn] = [c.vecWords ?? 4, c.threadM ?? 8, c.threadN ?? 8];
-  const key = `${vec}-${tm}x${tn}-${dot4}`;
-  let s = sources.get(key);
-  if (!s) {
-    const constants = dot4LoadConstants(vec) + dot4ThreadConstants(tm, tn);
-    s = gemmKernelSource([constants, dot4TileBindings, gemm].join('\n'), dot4 === 'native');
-    sources.set(key, s);
-  }
-  return s;
-}
 
 /**
  * A tiling of the wide kernel (the tuner's family, src/kernels/tuning.ts): THREADS_Y x THREADS_X
@@ -86,7 +71,7 @@ export function dot4WideKernel(dot4: 'native' | 'emulated', c: Dot4WideConfig = 
   const { tileM, tileN } = dot4WideTile(c);
   return bandedKernel({
     id: dot4WideId(c, dot4),
-    source: sourceOf(c, dot4),
+    source: dot4KernelSource('dot4-wide', [gemm], c.vecWords ?? 4, c.threadM ?? 8, c.threadN ?? 8, dot4),
     entryPoint: 'gemm',
     overrides: { THREADS_X: c.threadsX, THREADS_Y: c.threadsY, TILE_KW: c.tileKW },
     tileM,
