@@ -20,6 +20,7 @@ import type { PatchGeometry } from './pack/patches.ts';
 import { createGpuContextWith, type GpuGemmProblem } from './scheduler/context.ts';
 import type { CandidateCost, Clock } from './tune-budget.ts';
 import type { BitDepth, OutputStage } from './types.ts';
+import { lcgBytes } from './verify-problems.ts';
 
 export const WARMUP_MS = 500;
 export const NEXT_WARMUP_MS = 100;
@@ -106,17 +107,6 @@ const PIPELINE: OutputStage[] = [
   { type: 'saturatingCast', to: 'uint8' },
 ];
 
-/** Deterministic bytes for operand set `seed` (an LCG), never all zeros. */
-function bytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let s = (seed * 2654435761) >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s >>> 24;
-  }
-  return out;
-}
-
 /** Median and coefficient of variation of samples. */
 function stats(xs: number[]): { median: number; cv: number } {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -155,11 +145,11 @@ export async function measure(
     const sets: GpuGemmProblem[] = [];
     const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
     for (let i = 0; i < OPERAND_SETS; i++) {
-      const rhs = await ctx.prepack('rhs', { data: bytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' }, bitDepth);
+      const rhs = await ctx.prepack('rhs', { data: lcgBytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' }, bitDepth);
       // A conv layer's lhs is its NHWC input (the patch pack in the GEMM's pass); padding holds the zero point.
       const lhs = geometry
-        ? { input: bytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
-        : { data: bytes(M * K, 2 * i + 1), rows: M, cols: K };
+        ? { input: lcgBytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
+        : { data: lcgBytes(M * K, 2 * i + 1), rows: M, cols: K };
       sets.push({
         lhs,
         rhs,

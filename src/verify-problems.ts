@@ -5,15 +5,22 @@
 
 import { selfTestProblems } from './scheduler/self-test.ts';
 import type { GemmProblem, Operand, OutputStage } from './types.ts';
-/** Deterministic operand bytes (an LCG; edge values at both ends). */
-function operand(rows: number, cols: number, signed: boolean, order: Operand['order'], seed: number): Operand {
-  const n = rows * cols;
-  const data = signed ? new Int8Array(n) : new Uint8Array(n);
+/** n deterministic bytes of operand set `seed` (an LCG's high bytes), never all zeros; the tuner's operands too. */
+export function lcgBytes(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
   let s = (seed * 2654435761) >>> 0;
   for (let i = 0; i < n; i++) {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    data[i] = s >>> 24;
+    out[i] = s >>> 24;
   }
+  return out;
+}
+
+/** Deterministic operand bytes (lcgBytes; edge values at both ends). */
+function operand(rows: number, cols: number, signed: boolean, order: Operand['order'], seed: number): Operand {
+  const n = rows * cols;
+  const bytes = lcgBytes(n, seed);
+  const data = signed ? new Int8Array(bytes.buffer) : bytes;
   for (let i = 0; i < Math.min(n, 4); i++) data[i] = signed ? (i % 2 ? 127 : -128) : i % 2 ? 255 : 0;
   return { data, rows, cols, order };
 }
