@@ -16,7 +16,7 @@ import { getPipeline } from '../gpu/pipelines.ts';
 import { planElementwise, roundUp } from '../gpu/plan.ts';
 import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
-import { ELEMENTWISE_KIND_CODE } from '../wgsl/codes.ts';
+import { ELEMENTWISE_KIND_CODE, wgslCodes } from '../gpu/codes.ts';
 import { float32Library } from '../wgsl/source.ts';
 import type { ElementwisePlan, ElementwiseResult } from '../problem/elementwise.ts';
 import elementwiseWgsl from './elementwise.wgsl?raw';
@@ -33,7 +33,7 @@ const WORKGROUP_SIZE = 64;
 /** The kernel path of each op (add and sub share one, as do the aligned ops), on TFLite's builtin arithmetic and on XNNPACK's. */
 const KIND = { add: 'add', sub: 'add', mul: 'mul', alignedAdd: 'aligned', alignedSub: 'aligned' } as const;
 const XNNPACK_KIND = { add: 'xnnpackAdd', sub: 'xnnpackAdd', mul: 'xnnpackMul' } as const;
-const source = [float32Library, elementwiseWgsl].join('\n');
+const source = [wgslCodes, float32Library, elementwiseWgsl].join('\n');
 
 /** The uniform values of ElementwiseParams for a plan (every member, by name). */
 function elementwiseUniforms(p: ElementwisePlan): Record<string, number> {

@@ -9,7 +9,7 @@ import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { unpackFractions } from '../quant/lowbit.ts';
 import type { NormalizedProblem } from '../problem/problem.ts';
-import { DST_TYPE_CODE } from '../wgsl/codes.ts';
+import { DST_TYPE_CODE } from '../gpu/codes.ts';
 import { epilogueLibrary } from './source.ts';
 import type { EncodedStages } from './stages.ts';
 

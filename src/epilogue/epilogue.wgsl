@@ -10,7 +10,7 @@
 //   3. stores: 8-bit results four per u32, 16-bit two per u32, int32 as is. Each call stores a quad of 4
 //      consecutive elements along dst's contiguous dimension (lines are padded to `dstStride`).
 // The epilogue owns its uniform struct and bindings (declared here, bound by name by ./epilogue.ts); a
-// kernel reads none of them. Enum codes (DST_*, STAGE_*) come from src/wgsl/codes.ts.
+// kernel reads none of them. Enum codes (DST_*, STAGE_*) come from src/gpu/codes.ts.
 
 struct EpilogueParams {
   M: u32,

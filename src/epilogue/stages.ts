@@ -1,14 +1,14 @@
 // The output pipeline as data for the fused OUTPUT stage (pack -> gemm -> OUTPUT): every op of the
 // lowered output program (src/problem/stages/) becomes one STAGE_WORDS-word i32 record that
 // ./epilogue.wgsl interprets (op codes STAGE_* generated from src/problem/stages/stage.ts STAGE_OP by
-// src/wgsl/codes.ts), followed by the per-channel vectors the records point to and the zero-point
+// src/gpu/codes.ts), followed by the per-channel vectors the records point to and the zero-point
 // vectors. One shader serves every output program; only this buffer changes, and `kinds` says which
 // ops the shader must be compiled for (./epilogue.ts epilogueOverrides).
 
 import type { NormalizedProblem } from '../problem/problem.ts';
 import { lowerPipeline } from '../problem/stages/pipeline.ts';
 import { UINT8_DOMAIN_SHIFT, type PerChannel } from '../types.ts';
-import { STAGE_WORDS } from '../wgsl/codes.ts';
+import { STAGE_WORDS } from '../gpu/codes.ts';
 
 export interface EncodedStages {
   /** Records, then vectors. Never empty (a storage binding cannot be). */

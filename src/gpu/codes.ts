@@ -1,8 +1,9 @@
 // The enum codes shared by TypeScript and WGSL, defined once: dst types, the output program's ops
-// (defined with the stages, src/problem/stages/stage.ts STAGE_OP), requantization roundings and
+// (defined with the stages, src/problem/stages/pipeline.ts STAGE_OP), requantization roundings and
 // elementwise op kinds. TypeScript reads the tables; the shaders read WGSL `const`s generated from the
-// same tables (wgslCodes), which the kernel sources are composed with (./source.ts). So `case
-// DST_INT16` in a shader and DST_TYPE_CODE.int16 here can never disagree.
+// same tables (wgslCodes), in front of every source that reads a code: the epilogue's (and so every GEMM
+// kernel's, src/epilogue/source.ts), the pack's and the elementwise kernel's. So `case DST_INT16` in a
+// shader and DST_TYPE_CODE.int16 here can never disagree.
 
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import { STAGE_OP } from '../problem/stages/pipeline.ts';
@@ -38,7 +39,7 @@ function consts(prefix: string, table: Record<string, number>, type: 'u32' | 'i3
 
 /** The WGSL `const` block of every code above. */
 export const wgslCodes: string = [
-  '// Generated from src/wgsl/codes.ts: the enum codes shared with TypeScript.',
+  '// Generated from src/gpu/codes.ts: the enum codes shared with TypeScript.',
   ...consts('DST', DST_TYPE_CODE, 'u32'),
   ...consts('STAGE', STAGE_OP, 'i32'),
   `const STAGE_WORDS: u32 = ${STAGE_WORDS}u;`,

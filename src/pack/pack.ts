@@ -14,7 +14,7 @@ import { resolveRounding, type ConcreteRounding } from '../quant/lowbit.ts';
 import type { BitDepth, Operand } from '../types.ts';
 import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { BufferPool } from '../gpu/pool.ts';
-import { ROUNDING_CODE, wgslCodes } from '../wgsl/codes.ts';
+import { ROUNDING_CODE, wgslCodes } from '../gpu/codes.ts';
 import type { PackFormat } from './formats.ts';
 import pack from './pack.wgsl?raw';
 import rowSum from './row-sum.wgsl?raw';

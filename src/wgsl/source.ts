@@ -3,9 +3,9 @@
 // The libraries mirror the TS modules file for file: fixedpoint.wgsl is src/quant/fixedpoint.ts,
 // tanh.wgsl src/quant/tanh.ts, lowbit.wgsl src/quant/lowbit.ts. No templating: per-call values go
 // through uniform structs, tile and workgroup sizes through `override` constants, enum codes through
-// ./codes.ts. The output stage's library (the epilogue, with these under it) is src/epilogue/source.ts.
+// src/gpu/codes.ts (none of these libraries reads one). The output stage's library (the epilogue, with
+// these under it) is src/epilogue/source.ts.
 
-import { wgslCodes } from './codes.ts';
 import dot4Emulated from './dot4-emulated.wgsl?raw';
 import dot4Native from './dot4-native.wgsl?raw';
 import fixedpoint from './fixedpoint.wgsl?raw';
@@ -13,8 +13,8 @@ import float32 from './float32.wgsl?raw';
 import lowbit from './lowbit.wgsl?raw';
 import tanh from './tanh.wgsl?raw';
 
-/** The codes and the exact fixed-point arithmetic (no bindings). */
-export const fixedpointLibrary = [wgslCodes, fixedpoint].join('\n');
+/** The exact fixed-point arithmetic (no bindings). */
+export const fixedpointLibrary = fixedpoint;
 
 /** The fixed-point arithmetic with the float32 requantization (the elementwise kernel's XNNPACK mul). */
 export const float32Library = [fixedpointLibrary, float32].join('\n');

@@ -31,7 +31,7 @@ const STAGES: { [T in OutputStage['type']]: StageDefinition<StageOf<T>, unknown>
 
 /**
  * The ops of the lowered output program: every stage's own, one code each, shared by every back end
- * (the WGSL STAGE_* constants are generated from it, src/wgsl/codes.ts; the WebAssembly module compares
+ * (the WGSL STAGE_* constants are generated from it, src/gpu/codes.ts; the WebAssembly module compares
  * with it, src/kernels/cpu-wasm/gen/gen-output.ts).
  */
 export const STAGE_OP = {
