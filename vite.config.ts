@@ -7,6 +7,7 @@
 // `--mode studies` builds the accuracy studies (studies/*.ts, importing the library from src/) into dist/studies.
 // Shaders are imported as text (`?raw`), so they stay real .wgsl files in the tree.
 import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig(({ mode }) => {
@@ -15,8 +16,13 @@ export default defineConfig(({ mode }) => {
     // test/lavapipe/ runs on Mesa's lavapipe only, through tools/test-lavapipe.sh (which sets QGEMM_LAVAPIPE).
     exclude: process.env.QGEMM_LAVAPIPE ? ['**/node_modules/**'] : ['**/node_modules/**', 'test/lavapipe/**'],
     pool: 'forks' as const,
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
+    // Two test files at once at least: vitest's default (cores - 1) runs one at a time on a 2-core
+    // machine, where SwiftShader's threads and the single-threaded tests then leave a core idle; two at
+    // once took npm test's vitest run from 19.5 to 12.8 minutes on the 2-core CI machine kind.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // Hang guards, not timing checks: under two files at once the longest test took 79 s there.
+    testTimeout: 240_000,
+    hookTimeout: 240_000,
     reporters: ['default', './test/support/summary-reporter.ts'],
   };
   if (mode === 'demo') {

@@ -108,7 +108,7 @@ export function runBin(
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd,
     encoding: 'utf8',
-    timeout: 120_000,
+    timeout: 240_000,
     env: { ...process.env, ...env },
     ...opts,
   });
