@@ -3,8 +3,8 @@
 // bit against the CPU reference, at NVIDIA's 16x16x32, lavapipe's 8x8x8 and i8 -> i32 (whose first slice
 // adds the fragments' correction). Shapes at the tile edges (M, N, K drawn from 1-10, 15-17, 31-33, 63-65),
 // K cut into several slices and not a multiple of the slice (32-byte k steps, 4 slices), the slices that
-// fill the GPU ('-sk'), a 256-wide tiling, the '-dd' form (fragments from the packed operands), and lowered limits that split bands and cap the slices by the
-// workspace binding; then bugs planted in the split-K form, each of which must fail. Seeded and small (about
+// fill the GPU ('-sk'), a 256-wide tiling, the '-dd' form (fragments from the packed operands), and lowered
+// limits that split bands and cap the slices by the workspace binding (split-K, and '-dd' one-pass and split); then bugs planted in the split-K form, each of which must fail. Seeded and small (about
 // 80 s on a 2-core machine). The real builtins run one split-K tiling on lavapipe (test/lavapipe/sgmat.test.ts).
 
 import fc from 'fast-check';
@@ -68,22 +68,28 @@ describe.skipIf(!gpu)('split-K sgmat, emulated builtins == CPU reference', () =>
     },
   );
 
-  it('lowered limits: bands split, slices capped by the workspace binding', async () => {
-    const kernel = sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: FOUR, id: 'sgmat-split-lowered' });
-    const small = await createGpuContextWith([kernel, ...GPU_KERNELS], {
-      device: gpu!.device,
-      kernel: kernel.id,
-      limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
-    });
-    const p = fc.sample(arbProblemOfShape(128, 100, 300), { numRuns: 1, seed: 7 })[0];
-    for (const dstOrder of ['row-major', 'col-major'] as const) {
-      const q = { ...p, dstOrder, pipeline: [] };
-      const d = diffResults(await small.gemm(q), referenceGemm(q));
-      if (d) expect.fail(formatMismatch(d, `lowered limits ${describeProblem(q)}`));
-      expect(small.lastRun.gemmDispatches).toBeGreaterThan(2);
-    }
-    small.destroy();
-  });
+  // The '-dd' forms too: their fragment loads read the packed operands through each band's binding window.
+  const BOTH_DIRECT = { rhsDirect: true, lhsDirect: true } as const;
+  it.each([FOUR, { ...FOUR, ...BOTH_DIRECT }, { ...DEFAULT_TILING, ...BOTH_DIRECT }].map((t) => [tilingId(t), t] as const))(
+    'lowered limits, %s: bands split, slices capped by the workspace binding',
+    async (name, tiling) => {
+      const kernel = sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling, id: `${name}-lowered` });
+      const small = await createGpuContextWith([kernel, ...GPU_KERNELS], {
+        device: gpu!.device,
+        kernel: kernel.id,
+        limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
+      });
+      const p = fc.sample(arbProblemOfShape(128, 100, 300), { numRuns: 1, seed: 7 })[0];
+      for (const dstOrder of ['row-major', 'col-major'] as const) {
+        const q = { ...p, dstOrder, pipeline: [] };
+        const d = diffResults(await small.gemm(q), referenceGemm(q));
+        if (d) expect.fail(formatMismatch(d, `${name} lowered limits ${describeProblem(q)}`));
+        expect(small.lastRun.kernel).toBe(kernel.id);
+        expect(small.lastRun.gemmDispatches).toBeGreaterThan(2);
+      }
+      small.destroy();
+    },
+  );
 });
 
 // Bugs planted in the split-K form (each replacement must match exactly once): each must make the
