@@ -8,7 +8,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot } from './environment.ts';
-import { runBenchmark, type BenchOptions, type BenchReport } from './harness.ts';
+import { runBenchmark, type BenchOptions } from './harness.ts';
+import type { BenchReport } from './report.ts';
 import {
   BACKENDS,
   IMPLS,

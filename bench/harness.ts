@@ -2,7 +2,7 @@
 // picks the adapter (bench/environment.ts), measures its ceilings (bench/ceilings.ts), starts every
 // requested implementation in every requested mode (bench/runners.ts), runs each shape through each
 // (warm-up + timed runs, bench/timing.ts), verifies every result of this project (bench/verify.ts), and
-// returns the report object whose JSON is the issues' contract:
+// returns the report object (bench/report.ts) whose JSON is the issues' contract:
 //   {"adapter": {vendor, architecture, description, ceilings: {dot4Tops, copyGBs, subgroupMatrixTops}, ...},
 //    "runs": [{impl, backend, runtime, mode, adapter, m, n, k, medianMs, gops, verified, kernel, roofline, ...}],
 //    "comparisons": [{ours, peer, shapes, geomean, gpuGeomean}], ...extras}
@@ -11,28 +11,26 @@
 
 import { describeAdapter } from '../src/gpu/adapter.ts';
 import { PACK_FORMATS, packedRowBytes } from '../src/pack/formats.ts';
-import { measureCeilings, roofline, type Ceilings, type Roofline } from './ceilings.ts';
-import { compare, type Comparison } from './compare.ts';
-import { adapterSlug, chooseAdapter, describeMachine, machineInfo, type AdapterKind, type Machine } from './environment.ts';
+import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
+import { compare } from './compare.ts';
+import { adapterSlug, chooseAdapter, describeMachine, machineInfo } from './environment.ts';
 import {
   rhsBitsOf,
   rowKey,
   rowRank,
   type BackendName,
   type ImplName,
-  type Loop,
   type Mode,
   type RhsBits,
   type RowId,
   type Runtime,
-  type TraceSummary,
 } from './impls/types.ts';
-import type { ChromeSession } from './impls/chrome.ts';
 import { startRunners } from './runners.ts';
 import { describePipeline, makeShapeData, problemFor, type PipelineKind, type ShapeData } from './problems.ts';
 import { ops, shapeKey, sortShapes, type ConvLayer, type Shape } from './shapes.ts';
-import { gops, PAUSE_MS, type RepeatPolicy, type Stats } from './timing.ts';
+import type { RepeatPolicy } from './timing.ts';
 import { checkResult, computeExpected, type Expected, type Verification } from './verify.ts';
+import { afterPauseRow, round, statsFields, type BenchReport, type Row, type Skipped, type Suite } from './report.ts';
 
 export interface BenchOptions {
   shapes: Shape[];
@@ -51,111 +49,10 @@ export interface BenchOptions {
   dawnPath?: string;
   /** A tuning table (parsed JSON of `qgemm tune`), for qgemm's WebGPU context in Node. */
   tuning?: unknown;
-  suite: 'quick' | 'full' | 'custom';
+  suite: Suite;
   command?: string;
   log?: (line: string) => void;
 }
-
-/** One row: the contract's fields first, then extras. */
-export interface Row {
-  impl: ImplName;
-  backend: BackendName;
-  runtime: Runtime;
-  mode: Mode;
-  adapter: string;
-  m: number;
-  n: number;
-  k: number;
-  /** A convolution layer's rows (shape family 'conv2d'): the layer; m x n x k is its GEMM. Absent on GEMM rows. */
-  conv?: ConvLayer;
-  /** Bit width of the weights (rhs) read: qgemm 8 or 4 (--rhs-bits), MatMulNBits-8/-4 8/4, other peers null. */
-  rhsBits: RhsBits | null;
-  /** Wall time: upload + compute + readback (null only when the row failed to run). */
-  medianMs: number | null;
-  gops: number | null;
-  /** This project's rows: true/false; peers: null. */
-  verified: boolean | null;
-  minMs: number | null;
-  maxMs: number | null;
-  q1Ms: number | null;
-  q3Ms: number | null;
-  reps: number;
-  /** GPU time of the compute work from timestamp queries; null where unavailable. */
-  gpuMedianMs: number | null;
-  gpuMinMs: number | null;
-  gpuMaxMs: number | null;
-  gpuGops: number | null;
-  /** Why gpuMedianMs is null (no timestamp-query, a CPU row, the library exposes none), where known. */
-  gpuNote?: string;
-  /** qgemm rows: the id of the kernel that ran ("dot4-64x64", "gemv", "cpu-js"); null for peers. */
-  kernel: string | null;
-  /**
-   * qgemm WebGPU rows with GPU time: the floor from the adapter's ceilings, the fraction of it reached, and
-   * the bytes the memory floor counts (4-bit rows: the packed rhs, PackedOperand.bytes); else null.
-   */
-  roofline: Roofline | null;
-  computes: string;
-  verification?: Verification;
-  error?: string;
-  /**
-   * The decode loop's case the row times: 'back-to-back' (calls without a pause: every row series), or
-   * 'after-pause' (single calls, each after `pauseMs` with nothing running, bench/timing.ts afterPause:
-   * a row of its own beside each `resident` WebGPU row in Node, qgemm's and the peers'; wall time only).
-   */
-  loop: Loop;
-  /** After-pause rows: the pause before each call. */
-  pauseMs?: number;
-  /** qgemm WebGPU rows that read back: each step's median over a few traced calls (src/scheduler/trace.ts). */
-  trace?: TraceSummary;
-}
-
-export interface Skipped extends RowId {
-  m: number;
-  n: number;
-  k: number;
-  conv?: ConvLayer;
-  reason: string;
-}
-
-export type { Comparison };
-
-export interface BenchReport {
-  adapter: { vendor: string; architecture: string; description: string; ceilings: Ceilings; [extra: string]: unknown };
-  runs: Row[];
-  date: string;
-  suite: BenchOptions['suite'];
-  command: string;
-  machine: Machine;
-  adapterKind: AdapterKind;
-  adapterNote: string;
-  /** The Chrome runtime: Chromium's version, the page's adapter (with its device's features), the flags Chromium ran with, whether the page was cross-origin isolated. */
-  chrome: {
-    version: string;
-    adapter: Record<string, unknown> | null;
-    flags: string[];
-    /** tools/chromium.ts's flag profile (swiftshader or hardware) and verifyDevice() in the page (null where it did not run). */
-    profile?: string;
-    verify?: ChromeSession['verify'];
-    crossOriginIsolated: boolean;
-  } | null;
-  pipeline: { kind: PipelineKind; description: string; appliesTo: string };
-  timing: { policy: RepeatPolicy; medianMs: string; gpuMs: string };
-  implementations: {
-    impl: ImplName;
-    backend: BackendName;
-    runtime: Runtime;
-    mode: Mode;
-    rhsBits: RhsBits | null;
-    computes: string;
-    details: string;
-  }[];
-  comparisons: Comparison[];
-  skipped: Skipped[];
-  notes: string[];
-  elapsedS: number;
-}
-
-const round = (x: number, digits = 4): number => Number(x.toPrecision(digits));
 
 /** The `conv` field of a convolution layer's rows (none on GEMM rows). */
 const convOf = (s: Shape): { conv?: ConvLayer } => (s.conv ? { conv: s.conv } : {});
@@ -167,50 +64,6 @@ const rowIdOf = (r: RowId): RowId & { rhsBits: RhsBits | null } => ({
   mode: r.mode,
   rhsBits: rhsBitsOf(r),
 });
-
-/**
- * The after-pause row of a back-to-back row (bench/timing.ts afterPause): the same series in loop
- * 'after-pause', its wall time from the single calls, no GPU time (the back-to-back row has it). A qgemm
- * row is verified where its back-to-back row is and every after-pause call returned the same bytes.
- */
-export function afterPauseRow(row: Row, pause: Stats, hashes: { loop: string[]; paused?: string[] }, shape: Shape): Row {
-  const { medianMs, gops: rowGops, ...spread } = statsFields(pause, null, shape);
-  const same = !hashes.paused || hashes.paused.every((h) => hashes.loop.includes(h));
-  const verification = row.verification && {
-    ...row.verification,
-    consistent: row.verification.consistent && same,
-    ...(same ? {} : { verified: false, error: 'an after-pause call returned other bytes than the back-to-back calls' }),
-  };
-  const { verification: _v, trace: _t, ...rest } = row;
-  return {
-    ...rest,
-    loop: 'after-pause',
-    pauseMs: PAUSE_MS,
-    medianMs,
-    gops: rowGops,
-    ...spread,
-    verified: row.verified === null ? null : row.verified && same,
-    gpuNote: `single calls, each after ${PAUSE_MS} ms with nothing running: wall time only (the GPU time is the back-to-back row's)`,
-    roofline: null,
-    ...(verification ? { verification } : {}),
-  };
-}
-
-function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape) {
-  return {
-    medianMs: wall ? round(wall.medianMs) : null,
-    gops: wall ? round(gops(ops(shape), wall.medianMs)) : null,
-    minMs: wall ? round(wall.minMs) : null,
-    maxMs: wall ? round(wall.maxMs) : null,
-    q1Ms: wall ? round(wall.q1Ms) : null,
-    q3Ms: wall ? round(wall.q3Ms) : null,
-    reps: wall?.reps ?? 0,
-    gpuMedianMs: gpu ? round(gpu.medianMs) : null,
-    gpuMinMs: gpu ? round(gpu.minMs) : null,
-    gpuMaxMs: gpu ? round(gpu.maxMs) : null,
-    gpuGops: gpu ? round(gops(ops(shape), gpu.medianMs)) : null,
-  };
-}
 
 const fmtMs = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`);
 const fmtGops = (g: number) => (g >= 100 ? g.toFixed(0) : g >= 1 ? g.toFixed(2) : g.toPrecision(2));

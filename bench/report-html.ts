@@ -7,7 +7,7 @@
 //  - the full table (mode, wall median with its spread, GPU time or "no GPU time", kernel, roofline,
 //    verification) and what was skipped.
 
-import type { BenchReport, Row } from './harness.ts';
+import type { BenchReport, Row } from './report.ts';
 import { baseKey, rowKey, type Mode } from './impls/types.ts';
 import { columns, fmtGops, fmtMs, headline as ordered, idOf, label, roofText, SHORT, shapesOf } from './report-terminal.ts';
 import { shapeKey } from './shapes.ts';

@@ -4,7 +4,7 @@
 // per-shape speed-ups and what was skipped. Rows with no GPU time say so ("no GPU time").
 
 import type { Comparison } from './compare.ts';
-import type { BenchReport, Row } from './harness.ts';
+import type { BenchReport, Row } from './report.ts';
 import { baseKey, rowKey, rowRank, type RowId } from './impls/types.ts';
 import { shapeKey, type ConvLayer } from './shapes.ts';
 import { PAUSE_MS } from './timing.ts';

@@ -11,7 +11,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
-import { afterPauseRow, runBenchmark, type BenchOptions, type BenchReport, type Row } from '../../bench/harness.ts';
+import { runBenchmark, type BenchOptions } from '../../bench/harness.ts';
+import { afterPauseRow, type BenchReport, type Row } from '../../bench/report.ts';
 import { PAUSE_MS } from '../../bench/timing.ts';
 import { TRACE_STEPS } from '../../src/scheduler/trace.ts';
 import { roofline } from '../../bench/ceilings.ts';

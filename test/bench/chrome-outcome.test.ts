@@ -6,7 +6,7 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PageCellResult } from '../../bench/chrome-page.ts';
-import { afterPauseRow } from '../../bench/harness.ts';
+import { afterPauseRow } from '../../bench/report.ts';
 import { pageOutcome } from '../../bench/impls/chrome-outcome.ts';
 import { parseShapes } from '../../bench/shapes.ts';
 import { PAUSE_MS, pausedCalls, stats } from '../../bench/timing.ts';
