@@ -3,8 +3,9 @@
 // verification of the winners, which runs them on the verify suite. Both predict what the next step will
 // cost from what the steps before it cost, and start it only where it fits:
 // - a configuration costs its set-up (context, prepacked operands, pipeline compilation: the largest seen
-//   in its family, else in any family) plus its warm-up and shortest batches at the call time the rules'
-//   kernel showed at the shape; the rules' kernel must fit the sweep's end, any other configuration the
+//   in its family, else in any family; for a configuration measured shortly before at another shape, whose
+//   pipelines the device still holds, the largest such warm set-up seen in its family, once there is one)
+//   plus its warm-up and shortest batches at the call time the rules' kernel showed at the shape; the rules' kernel must fit the sweep's end, any other configuration the
 //   shape's share of what is left (shares are even over the shapes still to come) less the predicted
 //   verification of the shape's winner on its class's problems, which follows the shape;
 // - a verify problem costs the least of the measured problems' times scaled up by its work (M x N x K,
@@ -49,8 +50,22 @@ export interface SweepShapeResult<M> {
   skipped: { id: string; why: string }[];
 }
 
+/**
+ * How many of the last configurations measured count as warm: their pipelines are still in the device's
+ * cache (src/gpu/pipelines.ts keeps 48 per device; a configuration compiles one or two, split-K's
+ * reduction included, and a winner's verification a few more, one per output-stage mix), so measuring
+ * one again at the next shape costs no compilation: on an H100 the subgroup-matrix kernel's first call
+ * took 2.7 s (bench/results/2026-11-26-h100-first-call.txt), a warm one milliseconds.
+ */
+export const WARM_CONFIGURATIONS = 12;
+
 export class TuneBudget {
+  /** The largest cold set-up per family: a first measurement, its pipelines compiled. */
   private readonly setups = new Map<string, number>();
+  /** The largest warm set-up per family: a configuration among the last WARM_CONFIGURATIONS measured. */
+  private readonly warmSetups = new Map<string, number>();
+  /** The ids of the configurations measured, most recent last (at most WARM_CONFIGURATIONS). */
+  private readonly recent: string[] = [];
   private readonly work: { macs: number; ms: number }[] = [];
   readonly start: number;
   readonly sweepEnd: number;
@@ -72,12 +87,19 @@ export class TuneBudget {
     return i === 0 ? this.rules.warmupMs : this.rules.nextWarmupMs;
   }
 
+  /** Whether configuration `id` was among the last WARM_CONFIGURATIONS measured (its pipelines cached). */
+  isWarm(id: string | undefined): boolean {
+    return id !== undefined && this.recent.includes(id);
+  }
+
   /**
    * The predicted wall time of measuring one more configuration of `family` at a shape whose calls take
-   * callMs, as the shape's configuration `i`.
+   * callMs, as the shape's configuration `i`; `id` names it, so that one measured shortly before is
+   * predicted at its family's warm set-up where one has been seen.
    */
-  predictCandidate(family: string, callMs: number | undefined, i = 0): number {
-    const seen = this.setups.get(family) ?? Math.max(0, ...this.setups.values());
+  predictCandidate(family: string, callMs: number | undefined, i = 0, id?: string): number {
+    const warm = this.isWarm(id) ? this.warmSetups.get(family) : undefined;
+    const seen = warm ?? this.setups.get(family) ?? Math.max(0, ...this.setups.values());
     const call = callMs ?? 0;
     return seen + Math.max(this.warmupOf(i), 2 * call) + this.rules.minBatches * Math.max(this.rules.batchMs, call);
   }
@@ -87,8 +109,14 @@ export class TuneBudget {
     return this.setups.size ? Math.min(...this.setups.values()) : 0;
   }
 
-  recordCandidate(family: string, cost: CandidateCost): void {
-    this.setups.set(family, Math.max(this.setups.get(family) ?? 0, cost.setupMs));
+  recordCandidate(family: string, cost: CandidateCost, id?: string): void {
+    const setups = this.isWarm(id) ? this.warmSetups : this.setups;
+    setups.set(family, Math.max(setups.get(family) ?? 0, cost.setupMs));
+    if (id === undefined) return;
+    const at = this.recent.indexOf(id);
+    if (at >= 0) this.recent.splice(at, 1);
+    this.recent.push(id);
+    if (this.recent.length > WARM_CONFIGURATIONS) this.recent.shift();
   }
 
   /**
@@ -109,7 +137,7 @@ export class TuneBudget {
     let callMs: number | undefined;
     for (const [i, c] of candidates.entries()) {
       const end = i === 0 ? this.sweepEnd : shapeEnd - reserve();
-      const predicted = this.predictCandidate(c.family, callMs, i);
+      const predicted = this.predictCandidate(c.family, callMs, i, c.id);
       const t = this.clock.now();
       if (t + predicted > end) {
         out.skipped.push({ id: c.id, why: `predicted ${Math.round(predicted)} ms, ${Math.round(Math.max(0, end - t))} ms left` });
@@ -118,7 +146,7 @@ export class TuneBudget {
       try {
         // Batches beyond the shortest run until half of what is left, so the next configurations keep theirs.
         const m = await measure(c, Math.min(end, t + Math.max(predicted, (end - t) / 2)), this.warmupOf(i));
-        this.recordCandidate(c.family, m.cost);
+        this.recordCandidate(c.family, m.cost, c.id);
         callMs ??= m.cost.callMs;
         out.measured.push({ candidate: c, m });
       } catch (e) {

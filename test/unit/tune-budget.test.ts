@@ -5,7 +5,15 @@
 // time, then the rest of the suite round-robin while each fits, and stops a winner at its first mismatch.
 
 import { describe, expect, it } from 'vitest';
-import { type Candidate, type CandidateCost, type Clock, problemClass, TuneBudget, WinnerVerifier } from '../../src/tune-budget.ts';
+import {
+  type Candidate,
+  type CandidateCost,
+  type Clock,
+  problemClass,
+  TuneBudget,
+  WARM_CONFIGURATIONS,
+  WinnerVerifier,
+} from '../../src/tune-budget.ts';
 
 class FakeClock implements Clock {
   t = 1000;
@@ -37,6 +45,51 @@ describe('the sweep holds its share', () => {
     expect(b.predictCandidate('sgmat', 300)).toBe(6000 + 600 + 5 * 300);
     expect(b.predictCandidate('dot4-wide', 1)).toBe(6000 + 500 + 50); // unseen family: the largest set-up
     expect(b.predictCandidate('dot4-wide', 1, 3)).toBe(6000 + 100 + 50); // a later configuration: the short warm-up
+  });
+
+  it("predicts a configuration measured shortly before at its family's warm set-up, once one is seen", () => {
+    const b = new TuneBudget(new FakeClock(), 30_000, 0.8, RULES);
+    b.recordCandidate('sgmat', { setupMs: 2700, callMs: 1 }, 'sgmat-64x64');
+    b.recordCandidate('sgmat', { setupMs: 2000, callMs: 1 }, 'sgmat-128x128');
+    // Measured before, but no warm set-up of the family seen yet: the cold one.
+    expect(b.predictCandidate('sgmat', 1, 1, 'sgmat-64x64')).toBe(2700 + 100 + 50);
+    b.recordCandidate('sgmat', { setupMs: 40, callMs: 1 }, 'sgmat-64x64'); // again, at another shape: warm
+    expect(b.predictCandidate('sgmat', 1, 1, 'sgmat-128x128')).toBe(40 + 100 + 50);
+    expect(b.predictCandidate('sgmat', 1, 1, 'sgmat-256x128')).toBe(2700 + 100 + 50); // never measured: cold
+    expect(b.predictCandidate('registry', 1, 1, 'sgmat-64x64')).toBe(2700 + 100 + 50); // no warm one in that family
+    // Out of the window of the last WARM_CONFIGURATIONS measured (their pipelines may have left the cache): cold.
+    for (let i = 0; i < WARM_CONFIGURATIONS; i++) b.recordCandidate('dot4-wide', { setupMs: 300, callMs: 1 }, `d${i}`);
+    expect(b.isWarm('sgmat-128x128')).toBe(false);
+    expect(b.predictCandidate('sgmat', 1, 1, 'sgmat-128x128')).toBe(2700 + 100 + 50);
+    expect(b.isWarm(`d${WARM_CONFIGURATIONS - 1}`)).toBe(true);
+  });
+
+  it('re-measures at a later shape the configurations compiled at the one before, where cold ones would not fit', async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 24_000, 1, RULES); // 12 s a shape
+    const compiled = new Set<string>();
+    const ids = ['rules', 'a', 'b', 'c', 'd', 'e'];
+    const measure = async (c: Candidate, _deadline: number, warmupMs: number) => {
+      // 2.5 s to compile a configuration's pipelines the first time, 40 ms of set-up after.
+      const setupMs = compiled.has(c.id) ? 40 : 2500;
+      compiled.add(c.id);
+      clock.t += setupMs + Math.max(warmupMs, 1) + RULES.minBatches * RULES.batchMs;
+      return { cost: { setupMs, callMs: 1 }, ms: 1 };
+    };
+    const candidates = ids.map((id) => ({ id, family: 'sgmat' }));
+    // Shape 0: the rules' kernel (3.05 s) and 3 cold configurations (2.65 s each) fit 12 s; d and e do not.
+    const first = await b.sweepShape(0, 2, candidates, measure);
+    expect(first.measured.map((x) => x.candidate.id)).toEqual(['rules', 'a', 'b', 'c']);
+    expect(clock.t).toBe(1000 + 11_000);
+    // Shape 1, with 3 s for the configurations after the rules' kernel (a reserve holds the rest): the rules'
+    // kernel again (0.59 s: predicted cold, as no warm set-up of the family is known yet), then a, b and c
+    // at the warm set-up it showed (0.19 s each); d would take 2.65 s cold, over the 2.41 s left.
+    const second = await b.sweepShape(1, 2, candidates, measure, () => 10_000);
+    expect(second.measured.map((x) => x.candidate.id)).toEqual(['rules', 'a', 'b', 'c']);
+    expect(second.skipped.map((x) => [x.id, x.why.split(',')[0]])).toEqual([
+      ['d', 'predicted 2650 ms'],
+      ['e', 'predicted 2650 ms'],
+    ]);
   });
 
   it("warms a shape's first configuration for warmupMs and each later one for nextWarmupMs", async () => {
