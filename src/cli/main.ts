@@ -61,7 +61,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
       `memory cap for operands, result and working memory, e.g. 8G (default ${formatBytes(DEFAULT_MAX_MEMORY)})`,
     );
   const verbose = () => new Option('-v, --verbose', 'print what ran (backend, kernel, time) on stderr');
-  const tuning = () => new Option('--tuning <file>', 'a tuning table from `qgemm tune` for this adapter (README "Tuning")');
+  const tuning = () => new Option('--tuning <file>', 'a tuning table from `qgemm tune` for this adapter (docs/gpu.md "Tuning")');
   const common = (o: { backend: string; maxMemory?: string; verbose?: boolean; tuning?: string }): CommonOptions => ({
     backend: o.backend as CommonOptions['backend'],
     ...(o.tuning === undefined ? {} : { gpu: readTuningFile('--tuning', o.tuning) }),
