@@ -2,14 +2,17 @@
 # One command on a bare GPU machine (Linux, NVIDIA driver, no Node, no Vulkan loader), from the payload of
 # `npm run bench:device-pack` (dist/, .device/, .gl/; bench/README.md "On a GPU machine"): unpacks Node,
 # dawn.node, onnxruntime-node and the Vulkan loader; starts clocks.csv (nvidia-smi, every 250 ms); runs
-# `qgemm verify` (every kernel exact, or the run stops), `qgemm tune` (200 s of budget, about 4 minutes
+# `qgemm verify` (every kernel against the reference; a mismatch is reported first in the summary and the
+# run goes on, since the self-test disables a failing tensor-core kernel on the device, the tuner verifies
+# its winners and the bench every qgemm row, bit for bit), `qgemm tune` (200 s of budget, about 4 minutes
 # with the verification of its winners; the table it writes serves the bench through --tuning), then the
 # bench twice (squares, decode, the conv layers; `resident`; qgemm, tfjs f32, onnxruntime's
 # MatMulNBits-8), so the spread between passes is known; then, in the time left, 128x11008² with 8- and
-# 4-bit weights; and prints a short table last (bench/device-summary.mjs). Everything it writes goes
-# under $OUT (9 files: verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json,
-# clocks.csv, gpu.csv, run.log). Each stage has its own time limit (90 + 240 + 2 x 95 s, about 15 s to
-# unpack, and the 4-bit pass whatever is left of 535 s), so the whole run ends within 9 minutes.
+# 4-bit weights; and prints short tables last (bench/device-summary.mjs: verify, tune, the passes); it
+# exits non-zero where verify found a mismatch. Everything it writes goes under $OUT (9 files:
+# verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json, clocks.csv, gpu.csv,
+# run.log). Each stage has its own time limit (90 + 240 + 2 x 95 s, about 15 s to unpack, and the 4-bit
+# pass whatever is left of 535 s), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -44,7 +47,8 @@ stage "verify"
 timeout 90 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
 V=$?
 say "verify exit $V"
-if [ "$V" -ne 0 ]; then kill "$SMI"; say "verify failed: no tuning, no bench (see verify.json)"; exit 1; fi
+# A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
+[ "$V" -ne 0 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
 timeout 240 $N bin/qgemm.mjs tune --backend webgpu --budget 200s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
@@ -78,4 +82,6 @@ else
 fi
 kill "$SMI" 2>/dev/null
 stage "done"
-$N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" | tee -a "$LOG"
+$N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" \
+  --verify "$OUT/verify.json" --tune "$OUT/tune.json" | tee -a "$LOG"
+[ "$V" -eq 0 ]

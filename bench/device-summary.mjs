@@ -1,22 +1,61 @@
-// The short table that bench/device-run.sh prints last: per shape, qgemm's GPU time (`resident`, the
-// median) in each of the two bench passes, their spread, the kernel that ran, the TOPS of the better
-// pass, and the peers' GPU times (tfjs f32, onnxruntime MatMulNBits-8) from the same passes; then, from
-// the 4-bit pass, qgemm with 8- and 4-bit weights beside MatMulNBits-8 and -4. Plain Node, no
-// dependencies (it runs on the bare GPU machine).
-// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json]
+// The short tables that bench/device-run.sh prints last: `qgemm verify`'s verdict (every kernel, or
+// those with mismatches); the tuner's entries (winner, its GPU time, the rules' kernel and time, how many
+// configurations it measured); per bench shape, qgemm's GPU time (`resident`, the median) in each of the
+// two passes, their spread, the kernel that ran (marked UNVERIFIED where a row's result was not the
+// reference's), the TOPS of the better pass, and the peers' GPU times (tfjs f32, onnxruntime
+// MatMulNBits-8) from the same passes; then, from the 4-bit pass, qgemm with 8- and 4-bit weights beside
+// MatMulNBits-8 and -4. Plain Node, no dependencies (it runs on the bare GPU machine).
+// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
 import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
-const u4At = args.indexOf('--u4');
-const u4File = u4At >= 0 ? args[u4At + 1] : null;
-const read = (f) => {
+/** The file after `--name`, or null; the pass files are the arguments before the first option. */
+const option = (name) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 ? args[at + 1] : null;
+};
+const u4File = option('u4');
+const firstOption = args.findIndex((a) => a.startsWith('--'));
+const read = (f, empty = { runs: [] }) => {
   try {
     return JSON.parse(readFileSync(f, 'utf8'));
   } catch {
-    return { runs: [] };
+    return empty;
   }
 };
-const passes = (u4At >= 0 ? args.slice(0, u4At) : args).map(read);
+const passes = (firstOption >= 0 ? args.slice(0, firstOption) : args).map((f) => read(f));
+
+// `qgemm verify --json`: one line, then a line per kernel with mismatches or that did not run.
+const verifyFile = option('verify');
+if (verifyFile) {
+  const v = read(verifyFile, null);
+  if (!v?.rows) console.log('verify: no report (see run.log)');
+  else {
+    const bad = v.rows.filter((r) => r.mismatches > 0 || r.detail);
+    const exact = v.rows.length - bad.length;
+    console.log(`verify: ${exact} of ${v.rows.length} kernels exact${v.ok ? '' : ' -- FAILED'}`);
+    for (const r of bad) console.log(`  ${r.kernel}: ${r.mismatches} mismatches of ${r.problems}${r.detail ? ` (${r.detail})` : ''}`);
+  }
+  console.log('');
+}
+
+// `qgemm tune --json`: an entry per measured shape, then the refused winners.
+const tuneFile = option('tune');
+if (tuneFile) {
+  const t = read(tuneFile, null);
+  const entries = t?.table?.entries;
+  if (!entries) console.log('tune: no report (see run.log)');
+  else {
+    const ms = (x) => (typeof x === 'number' ? (x < 1 ? x.toFixed(4) : x.toFixed(3)) : '-');
+    const out = ['tune: class shape | winner | ms | rules | rules ms | tried'];
+    for (const e of entries) {
+      out.push([`${e.class} ${e.shape.M}x${e.shape.N}x${e.shape.K}`, e.id, ms(e.gpuMs), e.rulesId, ms(e.rulesMs), e.tried].join(' | '));
+    }
+    for (const r of t.refused ?? []) out.push(`  refused ${r.id}: ${r.detail}`);
+    console.log(out.join('\n'));
+  }
+  console.log('');
+}
 const key = (r) =>
   r.conv ? `conv ${r.m}x${r.n}x${r.k} (${r.conv.height}x${r.conv.width}x${r.conv.channels} s${r.conv.stride})` : `${r.m}x${r.n}x${r.k}`;
 const rows = new Map();
@@ -24,12 +63,13 @@ for (const [i, p] of passes.entries()) {
   for (const r of p.runs ?? []) {
     if (r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause' || (r.rhsBits ?? 8) !== 8) continue;
     const k = key(r);
-    if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernel: '', tfjs: [], ort: [] });
+    if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernel: '', unverified: false, tfjs: [], ort: [] });
     const row = rows.get(k);
     const ms = r.gpuMedianMs ?? null;
     if (r.impl === 'qgemm' && r.backend === 'webgpu') {
       row.q[i] = ms;
       row.kernel = r.kernel ?? row.kernel;
+      row.unverified ||= r.verified !== true;
     } else if (r.impl === 'tfjs-webgpu-f32') row.tfjs[i] = ms;
     else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort[i] = ms;
   }
@@ -45,7 +85,8 @@ for (const [k, r] of rows) {
   const spread = typeof a === 'number' && typeof b === 'number' ? `${((100 * Math.abs(a - b)) / Math.min(a, b)).toFixed(0)}%` : '-';
   const q = best(r.q);
   const tops = q ? (r.ops / (q * 1e-3) / 1e12).toFixed(1) : '-';
-  lines.push([k, f(a), f(b), spread, r.kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
+  const kernel = r.unverified ? `${r.kernel} UNVERIFIED` : r.kernel;
+  lines.push([k, f(a), f(b), spread, kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
 console.log(lines.join('\n'));
 
@@ -58,7 +99,8 @@ if (u4File) {
     if (!u4.has(k)) u4.set(k, {});
     const row = u4.get(k);
     const ms = r.gpuMedianMs ?? null;
-    if (r.impl === 'qgemm' && r.backend === 'webgpu') row[`q${r.rhsBits ?? 8}`] = { ms, kernel: r.kernel ?? '' };
+    const kernel = `${r.kernel ?? ''}${r.verified === true ? '' : ' UNVERIFIED'}`;
+    if (r.impl === 'qgemm' && r.backend === 'webgpu') row[`q${r.rhsBits ?? 8}`] = { ms, kernel };
     else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort8 = ms;
     else if (r.impl === 'onnxruntime-webgpu-matmulnbits4') row.ort4 = ms;
   }

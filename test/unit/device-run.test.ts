@@ -52,7 +52,17 @@ describe('bench/device-run.sh', () => {
     const written = benchLines.flatMap((l) => [...l.matchAll(/--json "\$OUT\/([^"]+)"/g)].map((m) => m[1]));
     expect(written).toEqual(['bench$pass.json', 'bench-u4.json']);
     const summary = script.split('\n').find((l) => /^\$N bench\/device-summary\.mjs/.test(l)) ?? '';
-    expect(summary).toContain('"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json"');
+    expect(summary).toContain(
+      '"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"',
+    );
+    // The files the verify and tune stages write are the ones it reads.
+    expect(script).toContain('verify --backend webgpu --json > "$OUT/verify.json"');
+    expect(script).toMatch(/tune --backend webgpu .*--json > "\$OUT\/tune\.json"/);
+  });
+
+  it('goes on after a failed verify, and exits non-zero at the end', () => {
+    expect(script).not.toMatch(/verify failed[^\n]*exit 1/);
+    expect(script.trimEnd().split('\n').at(-1)).toBe('[ "$V" -eq 0 ]');
   });
 
   it('its stage limits fit 9 minutes, the 4-bit pass in what is left', () => {

@@ -1,6 +1,7 @@
-// The short table bench/device-run.sh prints last (bench/device-summary.mjs), on bench JSON shaped as
+// The short tables bench/device-run.sh prints last (bench/device-summary.mjs), on bench JSON shaped as
 // the harness writes it: each `resident` row has an after-pause row beside it with no GPU time, which
-// the table must not take for the back-to-back row's; the 4-bit pass has its own table.
+// the table must not take for the back-to-back row's; a qgemm row not verified is marked; the 4-bit pass
+// has its own table; verify's and the tuner's reports come first.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,20 +30,21 @@ const pair = (impl: string, m: number, n: number, ms: number, extra: Record<stri
   row(impl, m, n, null, { ...extra, loop: 'after-pause' }),
 ];
 
-function write(name: string, runs: unknown[]): string {
+function writeJson(name: string, value: unknown): string {
   const f = join(dir, name);
-  writeFileSync(f, JSON.stringify({ runs }));
+  writeFileSync(f, JSON.stringify(value));
   return f;
 }
+const write = (name: string, runs: unknown[]) => writeJson(name, { runs });
 
 const summary = (...args: string[]) => execFileSync(process.execPath, ['bench/device-summary.mjs', ...args], { encoding: 'utf8' });
 
 describe('bench/device-summary.mjs', () => {
   const p1 = write('p1.json', [
-    ...pair('qgemm', 4096, 4096, 2, { kernel: 'sgmat-128x128-w4x2-k64-b2' }),
+    ...pair('qgemm', 4096, 4096, 2, { kernel: 'sgmat-128x128-w4x2-k64-b2', verified: true }),
     ...pair('onnxruntime-webgpu-matmulnbits8', 4096, 4096, 3, { rhsBits: 8 }),
   ]);
-  const p2 = write('p2.json', [...pair('qgemm', 4096, 4096, 2.5, { kernel: 'sgmat-128x128-w4x2-k64-b2' })]);
+  const p2 = write('p2.json', [...pair('qgemm', 4096, 4096, 2.5, { kernel: 'sgmat-128x128-w4x2-k64-b2', verified: true })]);
 
   it('takes GPU times from the back-to-back rows, not their after-pause twins', () => {
     const line = summary(p1, p2)
@@ -54,8 +56,8 @@ describe('bench/device-summary.mjs', () => {
 
   it('prints the 4-bit pass as its own table, or says it is missing', () => {
     const u4 = write('u4.json', [
-      ...pair('qgemm', 128, 11008, 0.4, { rhsBits: 8, kernel: 'sgmat-64x64' }),
-      ...pair('qgemm', 128, 11008, 0.3, { rhsBits: 4, kernel: 'sgmat-64x64-u4' }),
+      ...pair('qgemm', 128, 11008, 0.4, { rhsBits: 8, kernel: 'sgmat-64x64', verified: true }),
+      ...pair('qgemm', 128, 11008, 0.3, { rhsBits: 4, kernel: 'sgmat-64x64-u4', verified: true }),
       ...pair('onnxruntime-webgpu-matmulnbits8', 128, 11008, 0.8, { rhsBits: 8 }),
       ...pair('onnxruntime-webgpu-matmulnbits4', 128, 11008, 0.7, { rhsBits: 4 }),
     ]);
@@ -63,5 +65,47 @@ describe('bench/device-summary.mjs', () => {
     expect(out).toContain('128x11008x11008 | 0.4000 | sgmat-64x64 | 0.3000 | sgmat-64x64-u4 | 0.75x | 0.8000 | 0.7000');
     expect(out).not.toMatch(/^128x11008x11008 \| -/m); // not in the 8-bit table
     expect(summary(p1, p2, '--u4', join(dir, 'absent.json'))).toContain('(no 4-bit pass: see run.log)');
+  });
+
+  it('marks a qgemm row whose result was not verified, in either pass', () => {
+    const bad = write('bad.json', [...pair('qgemm', 4096, 4096, 1.5, { kernel: 'sgmat-64x64-dd', verified: false })]);
+    const line = summary(p1, bad)
+      .split('\n')
+      .find((l) => l.startsWith('4096x4096x4096'));
+    expect(line).toContain('| sgmat-64x64-dd UNVERIFIED |');
+  });
+
+  it("prints verify's verdict and the tuner's entries first, or says a report is missing", () => {
+    const verify = writeJson('verify.json', {
+      ok: false,
+      rows: [
+        { kernel: 'sgmat-64x64', problems: 16, mismatches: 0, detail: '' },
+        { kernel: 'sgmat-64x64-u4', problems: 2, mismatches: 1, detail: 'dst[3] 7 != 8' },
+      ],
+    });
+    const tune = writeJson('tune.json', {
+      table: {
+        entries: [
+          {
+            class: 'square',
+            shape: { M: 4096, N: 4096, K: 4096 },
+            id: 'sgmat-128x128-w4x2-k64-b2',
+            gpuMs: 1.1,
+            rulesId: 'sgmat-64x64',
+            rulesMs: 2.2,
+            tried: 12,
+          },
+        ],
+      },
+      refused: [{ id: 'sgmat-64x64-dd', detail: 'dst[0] 1 != 2' }],
+    });
+    const out = summary(p1, p2, '--verify', verify, '--tune', tune).split('\n');
+    expect(out.slice(0, 2)).toEqual(['verify: 1 of 2 kernels exact -- FAILED', '  sgmat-64x64-u4: 1 mismatches of 2 (dst[3] 7 != 8)']);
+    expect(out).toContain('square 4096x4096x4096 | sgmat-128x128-w4x2-k64-b2 | 1.100 | sgmat-64x64 | 2.200 | 12');
+    expect(out).toContain('  refused sgmat-64x64-dd: dst[0] 1 != 2');
+    expect(out.findIndex((l) => l.startsWith('4096x4096x4096'))).toBeGreaterThan(out.findIndex((l) => l.startsWith('square')));
+    const missing = summary(p1, p2, '--verify', join(dir, 'absent.json'), '--tune', join(dir, 'absent.json'));
+    expect(missing).toContain('verify: no report (see run.log)');
+    expect(missing).toContain('tune: no report (see run.log)');
   });
 });
