@@ -19,7 +19,6 @@ override WORKGROUP_X: u32 = TILE_N / THREAD_N; // invocations along N
 override WORKGROUP_Y: u32 = TILE_M / THREAD_M; // invocations along M
 const QUADS_M: u32 = THREAD_M / 4u;             // 4x4 quads per invocation along M
 const QUADS_N: u32 = THREAD_N / 4u;
-const ACC_VEC4S: u32 = 4u * QUADS_M * QUADS_N;  // accumulators: 4 vec4 per quad
 
 // Tiles, k-major: element [kw][row / 4][row % 4] is word kw of packed row `row` of the tile.
 var<workgroup> lhsTile: array<vec4<u32>, TILE_KW * (TILE_M / 4u)>;
@@ -69,29 +68,46 @@ fn stageRhs(colBase: u32, rhsLoads: u32, kw0: u32, tid: u32) {
 
 /**
  * The raw sums over packed lhs words [kwBegin, kwEnd) of invocation lid's quads in the tile at (rowBase,
- * colBase) of the band: acc[(qm * QUADS_N + qn) * 4 + r][c] is row 4 (qm WORKGROUP_Y + lid.y) + r,
- * column 4 (qn WORKGROUP_X + lid.x) + c of the tile (at 4x4: acc[r][c], row 4 lid.y + r, column 4 lid.x + c).
- * Called by the whole workgroup in uniform control flow (it holds barriers).
+ * colBase) of the band, as [q00, q01, q10, q11] (../wgsl/dot4-quad.wgsl): quad 2 qm + qn holds rows
+ * 4 (qm WORKGROUP_Y + lid.y) .. + 3, columns 4 (qn WORKGROUP_X + lid.x) .. + 3 of the tile (at 4x4: quad
+ * 0 alone, rows 4 lid.y .., columns 4 lid.x ..). The quads are named variables in the loop (QUADS_M and
+ * QUADS_N are 1 or 2); those outside the thread tile stay zero. Called by the whole workgroup in uniform
+ * control flow (it holds barriers).
  */
-fn dot4TileLoop(rowBase: u32, colBase: u32, lhsLoads: u32, rhsLoads: u32, kwBegin: u32, kwEnd: u32, lid: vec3<u32>, tid: u32) -> array<vec4<u32>, ACC_VEC4S> {
-  var acc: array<vec4<u32>, ACC_VEC4S>;
+fn dot4TileLoop(rowBase: u32, colBase: u32, lhsLoads: u32, rhsLoads: u32, kwBegin: u32, kwEnd: u32, lid: vec3<u32>, tid: u32) -> array<Quad, 4> {
+  var q00: Quad;
+  var q01: Quad;
+  var q10: Quad;
+  var q11: Quad;
   for (var kw0 = kwBegin; kw0 < kwEnd; kw0 += TILE_KW) {
     stageLhs(rowBase, lhsLoads, kw0, tid);
     stageRhs(colBase, rhsLoads, kw0, tid);
     workgroupBarrier();
     for (var kw = 0u; kw < TILE_KW; kw++) {
-      for (var qm = 0u; qm < QUADS_M; qm++) {
-        let a = lhsTile[kw * (TILE_M / 4u) + qm * WORKGROUP_Y + lid.y];
-        for (var qn = 0u; qn < QUADS_N; qn++) {
-          let b = rhsTile[kw * (TILE_N / 4u) + qn * WORKGROUP_X + lid.x];
-          let o = (qm * QUADS_N + qn) * 4u;
-          for (var r = 0u; r < 4u; r++) {
-            acc[o + r] += vec4<u32>(dot4(a[r], b.x), dot4(a[r], b.y), dot4(a[r], b.z), dot4(a[r], b.w));
-          }
-        }
+      let a = kw * (TILE_M / 4u) + lid.y;
+      let b = kw * (TILE_N / 4u) + lid.x;
+      let lhs0 = lhsTile[a];
+      let rhs0 = rhsTile[b];
+      var lhs1 = vec4<u32>();
+      var rhs1 = vec4<u32>();
+      if (QUADS_M > 1u) {
+        lhs1 = lhsTile[a + WORKGROUP_Y];
+      }
+      if (QUADS_N > 1u) {
+        rhs1 = rhsTile[b + WORKGROUP_X];
+      }
+      q00 = dot4Quad(q00, lhs0, rhs0);
+      if (QUADS_N > 1u) {
+        q01 = dot4Quad(q01, lhs0, rhs1);
+      }
+      if (QUADS_M > 1u) {
+        q10 = dot4Quad(q10, lhs1, rhs0);
+      }
+      if (QUADS_M > 1u && QUADS_N > 1u) {
+        q11 = dot4Quad(q11, lhs1, rhs1);
       }
     }
     workgroupBarrier();
   }
-  return acc;
+  return array<Quad, 4>(q00, q01, q10, q11);
 }

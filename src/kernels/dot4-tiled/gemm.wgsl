@@ -18,14 +18,13 @@ fn gemm(
     return;
   }
   let rowLoads = tile.depthWords / VEC_WORDS;
-  let acc = dot4TileLoop(o.rowBase, o.colBase, rowLoads, rowLoads, 0u, tile.depthWords, lid, tid);
+  let quads = dot4TileLoop(o.rowBase, o.colBase, rowLoads, rowLoads, 0u, tile.depthWords, lid, tid);
 
   for (var qm = 0u; qm < QUADS_M; qm++) {
     for (var qn = 0u; qn < QUADS_N; qn++) {
-      let q = (qm * QUADS_N + qn) * 4u;
       let m0 = tile.bandM + o.rowBase + (qm * WORKGROUP_Y + lid.y) * 4u;
       let n0 = tile.bandN + o.colBase + (qn * WORKGROUP_X + lid.x) * 4u;
-      storeBlock(array<vec4<u32>, 4>(acc[q], acc[q + 1u], acc[q + 2u], acc[q + 3u]), m0, n0);
+      storeBlock(quads[2u * qm + qn], m0, n0);
     }
   }
 }

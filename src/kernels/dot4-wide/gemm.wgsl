@@ -11,8 +11,8 @@
 // ([stage][kw][row / 4] as vec4), so an invocation reads its THREAD_M rows (THREAD_N columns) as
 // QUADS_M (QUADS_N) consecutive vec4s, and the invocations of a row read consecutive vec4s (no bank
 // conflicts; lhs reads are broadcasts). The inner product is dot4 (dot4-native.wgsl or
-// dot4-emulated.wgsl); raw sums wrap mod 2^32, and each 4 x 4 quad of the block goes to the shared
-// epilogue (storeBlock). Host code: ./kernel.ts.
+// dot4-emulated.wgsl) over the block's 4 x 4 quads, named variables (dot4Quad, dot4-quad.wgsl); raw sums
+// wrap mod 2^32, and each quad goes to the shared epilogue (storeBlock). Host code: ./kernel.ts.
 
 override THREADS_X: u32 = 16u;   // invocations along N (THREAD_N columns each)
 override THREADS_Y: u32 = 16u;   // invocations along M (THREAD_M rows each)
@@ -84,8 +84,12 @@ fn gemm(
   stageStore(&regA, &regB, 0u, t);
   workgroupBarrier();
 
-  // acc[(qm * QUADS_N + qn) * 4 + r]: row THREAD_M lid.y + 4 qm + r, columns THREAD_N lid.x + 4 qn .. + 3.
-  var acc: array<vec4<u32>, 4u * QUADS_M * QUADS_N>;
+  // The raw sums: quad qm, qn of the block (rows THREAD_M lid.y + 4 qm .. + 3, columns THREAD_N lid.x +
+  // 4 qn .. + 3) is q{qm}{qn}, named (../../wgsl/dot4-quad.wgsl); QUADS_M and QUADS_N are 1 or 2.
+  var q00: Quad;
+  var q01: Quad;
+  var q10: Quad;
+  var q11: Quad;
   for (var s = 0u; s < stages; s++) {
     let more = s + 1u < stages;
     if (more) { // uniform
@@ -94,22 +98,27 @@ fn gemm(
     let a0 = (s % 2u) * STAGE_A + lid.y * QUADS_M;
     let b0 = (s % 2u) * STAGE_B + lid.x * QUADS_N;
     for (var kw = 0u; kw < TILE_KW; kw++) {
-      var a: array<vec4<u32>, QUADS_M>;
-      var b: array<vec4<u32>, QUADS_N>;
-      for (var q = 0u; q < QUADS_M; q++) {
-        a[q] = lhsTile[a0 + kw * (TILE_M / 4u) + q];
+      let a = a0 + kw * (TILE_M / 4u);
+      let b = b0 + kw * (TILE_N / 4u);
+      let lhs0 = lhsTile[a];
+      let rhs0 = rhsTile[b];
+      var lhs1 = vec4<u32>();
+      var rhs1 = vec4<u32>();
+      if (QUADS_M > 1u) {
+        lhs1 = lhsTile[a + 1u];
       }
-      for (var q = 0u; q < QUADS_N; q++) {
-        b[q] = rhsTile[b0 + kw * (TILE_N / 4u) + q];
+      if (QUADS_N > 1u) {
+        rhs1 = rhsTile[b + 1u];
       }
-      for (var qm = 0u; qm < QUADS_M; qm++) {
-        for (var qn = 0u; qn < QUADS_N; qn++) {
-          let o = (qm * QUADS_N + qn) * 4u;
-          for (var r = 0u; r < 4u; r++) {
-            let x = a[qm][r];
-            acc[o + r] += vec4<u32>(dot4(x, b[qn].x), dot4(x, b[qn].y), dot4(x, b[qn].z), dot4(x, b[qn].w));
-          }
-        }
+      q00 = dot4Quad(q00, lhs0, rhs0);
+      if (QUADS_N > 1u) {
+        q01 = dot4Quad(q01, lhs0, rhs1);
+      }
+      if (QUADS_M > 1u) {
+        q10 = dot4Quad(q10, lhs1, rhs0);
+      }
+      if (QUADS_M > 1u && QUADS_N > 1u) {
+        q11 = dot4Quad(q11, lhs1, rhs1);
       }
     }
     if (more) {
@@ -120,10 +129,14 @@ fn gemm(
 
   let m0 = tile.bandM + origin.rowBase + lid.y * THREAD_M;
   let n0 = tile.bandN + origin.colBase + lid.x * THREAD_N;
-  for (var qm = 0u; qm < QUADS_M; qm++) {
-    for (var qn = 0u; qn < QUADS_N; qn++) {
-      let o = (qm * QUADS_N + qn) * 4u;
-      storeBlock(array<vec4<u32>, 4>(acc[o], acc[o + 1u], acc[o + 2u], acc[o + 3u]), m0 + qm * 4u, n0 + qn * 4u);
-    }
+  storeBlock(q00, m0, n0);
+  if (QUADS_N > 1u) {
+    storeBlock(q01, m0, n0 + 4u);
+  }
+  if (QUADS_M > 1u) {
+    storeBlock(q10, m0 + 4u, n0);
+  }
+  if (QUADS_M > 1u && QUADS_N > 1u) {
+    storeBlock(q11, m0 + 4u, n0 + 4u);
   }
 }
