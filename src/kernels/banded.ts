@@ -1,8 +1,9 @@
 // What the GEMM kernels that read packed operands band by band share (pack -> GEMM -> output: dot4-tiled,
 // dot4-wide, gemv, subgroup-matrix): their WGSL declarations (./tile.wgsl), the dot4 kernels' k-tile
-// loop (./dot4-tile.wgsl), and one encoder: per dispatch, TileParams with the kernel's tile values and
-// the two packed-operand bindings, beside the epilogue's resources, then the dispatch. The bands and
-// dispatches themselves come from src/gpu/plan.ts planGemm; a kernel says its source and its tile.
+// loop (./dot4-tile.wgsl) and register block (./dot4-block.wgsl), and one encoder: per dispatch,
+// TileParams with the kernel's tile values and the two packed-operand bindings, beside the epilogue's
+// resources, then the dispatch. The bands and dispatches themselves come from src/gpu/plan.ts planGemm;
+// a kernel says its source and its tile.
 
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
@@ -11,6 +12,7 @@ import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
 import { epilogueEntries, epilogueOverrides } from '../epilogue/epilogue.ts';
 import { epilogueLibrary, gemmKernelSource } from '../epilogue/source.ts';
+import dot4BlockWgsl from './dot4-block.wgsl?raw';
 import dot4TileWgsl from './dot4-tile.wgsl?raw';
 import tileWgsl from './tile.wgsl?raw';
 import type { GemmEncoding, GpuGemmKernel } from './types.ts';
@@ -40,11 +42,12 @@ export function dot4LoadConstants(vecWords: VecWords): string {
 export type ThreadSide = 4 | 8;
 export const THREAD_SIDES: readonly ThreadSide[] = [4, 8];
 /**
- * The generated constants of ./dot4-tile.wgsl's thread tile: THREAD_M x THREAD_N dst elements per
- * invocation (its accumulator array's size must be a const-expression, so these are not overrides).
+ * The thread tile of the dot4 kernels: THREAD_M x THREAD_N dst elements per invocation as generated
+ * constants (the register block's quads are chosen by constant conditions on them, so they are not
+ * overrides), then the register block on them (./dot4-block.wgsl: Quad, dot4Quad, Block).
  */
-export function dot4ThreadConstants(threadM: ThreadSide, threadN: ThreadSide): string {
-  return `const THREAD_M: u32 = ${threadM}u;\nconst THREAD_N: u32 = ${threadN}u;\n`;
+export function dot4ThreadBlock(threadM: ThreadSide, threadN: ThreadSide): string {
+  return `const THREAD_M: u32 = ${threadM}u;\nconst THREAD_N: u32 = ${threadN}u;\n${dot4BlockWgsl}`;
 }
 
 /** ./tile.wgsl with the packed operands declared as arrays of PackedLoad (see dot4LoadConstants). */
@@ -70,7 +73,7 @@ export function dot4KernelSource(
   const key = `${kernel}-${vecWords}-${threadM}x${threadN}-${dot4}`;
   let s = dot4Sources.get(key);
   if (!s) {
-    const constants = dot4LoadConstants(vecWords) + dot4ThreadConstants(threadM, threadN);
+    const constants = dot4LoadConstants(vecWords) + dot4ThreadBlock(threadM, threadN);
     s = gemmKernelSource([constants, dot4TileBindings, ...pieces].join('\n'), dot4 === 'native');
     dot4Sources.set(key, s);
   }
@@ -82,7 +85,7 @@ export function dot4KernelSource(
  * vec4<u32> loads and 4x4 per invocation: the form that kernels declaring their operands as arrays of
  * vec4<u32> include (split-K).
  */
-export const dot4TileLoop = dot4LoadConstants(4) + dot4ThreadConstants(4, 4) + dot4TileWgsl;
+export const dot4TileLoop = dot4LoadConstants(4) + dot4ThreadBlock(4, 4) + dot4TileWgsl;
 /** ./dot4-tile.wgsl alone, for a kernel that generates its own load constants. */
 export const dot4TileLoopBody = dot4TileWgsl;
 

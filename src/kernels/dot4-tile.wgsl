@@ -6,7 +6,7 @@
 // of VEC_WORDS packed words (PackedLoad: u32, vec2<u32> or vec4<u32>) from rows packed with K padded to
 // 64 (src/pack/formats.ts: no bounds checks), then multiplied with dot4 (dot4-native.wgsl or
 // dot4-emulated.wgsl); raw sums wrap mod 2^32. THREAD_M, THREAD_N, VEC_WORDS, PackedLoad and packedWord
-// are generated constants (../banded.ts dot4ThreadConstants, dot4LoadConstants). The one variation
+// are generated constants (../banded.ts dot4ThreadBlock, dot4LoadConstants). The one variation
 // point is the rhs word load (stageRhs): 8-bit lanes ('u8k4-r64'), or, with RHS_NIBBLES, two 4-bit
 // values per byte ('u4k8-r64') unpacked with two masks. The including kernel declares lhsPacked and
 // rhsPacked as arrays of PackedLoad; the row lengths it passes count PackedLoads.
@@ -17,8 +17,6 @@ override TILE_KW: u32 = 16u;     // packed (lhs) words per k step; a multiple of
 override RHS_NIBBLES: bool = false;
 override WORKGROUP_X: u32 = TILE_N / THREAD_N; // invocations along N
 override WORKGROUP_Y: u32 = TILE_M / THREAD_M; // invocations along M
-const QUADS_M: u32 = THREAD_M / 4u;             // 4x4 quads per invocation along M
-const QUADS_N: u32 = THREAD_N / 4u;
 
 // Tiles, k-major: element [kw][row / 4][row % 4] is word kw of packed row `row` of the tile.
 var<workgroup> lhsTile: array<vec4<u32>, TILE_KW * (TILE_M / 4u)>;
@@ -67,14 +65,12 @@ fn stageRhs(colBase: u32, rhsLoads: u32, kw0: u32, tid: u32) {
 }
 
 /**
- * The raw sums over packed lhs words [kwBegin, kwEnd) of invocation lid's quads in the tile at (rowBase,
- * colBase) of the band, as [q00, q01, q10, q11] (../wgsl/dot4-quad.wgsl): quad 2 qm + qn holds rows
- * 4 (qm WORKGROUP_Y + lid.y) .. + 3, columns 4 (qn WORKGROUP_X + lid.x) .. + 3 of the tile (at 4x4: quad
- * 0 alone, rows 4 lid.y .., columns 4 lid.x ..). The quads are named variables in the loop (QUADS_M and
- * QUADS_N are 1 or 2); those outside the thread tile stay zero. Called by the whole workgroup in uniform
- * control flow (it holds barriers).
+ * The raw sums over packed lhs words [kwBegin, kwEnd) of invocation lid's register block (./dot4-block.wgsl)
+ * in the tile at (rowBase, colBase) of the band: quad q{qm}{qn} holds rows 4 (qm WORKGROUP_Y + lid.y) ..
+ * + 3 and columns 4 (qn WORKGROUP_X + lid.x) .. + 3 of the tile (at 4x4: q00 alone, rows 4 lid.y ..,
+ * columns 4 lid.x ..). Called by the whole workgroup in uniform control flow (it holds barriers).
  */
-fn dot4TileLoop(rowBase: u32, colBase: u32, lhsLoads: u32, rhsLoads: u32, kwBegin: u32, kwEnd: u32, lid: vec3<u32>, tid: u32) -> array<Quad, 4> {
+fn dot4TileLoop(rowBase: u32, colBase: u32, lhsLoads: u32, rhsLoads: u32, kwBegin: u32, kwEnd: u32, lid: vec3<u32>, tid: u32) -> Block {
   var q00: Quad;
   var q01: Quad;
   var q10: Quad;
@@ -109,5 +105,5 @@ fn dot4TileLoop(rowBase: u32, colBase: u32, lhsLoads: u32, rhsLoads: u32, kwBegi
     }
     workgroupBarrier();
   }
-  return array<Quad, 4>(q00, q01, q10, q11);
+  return Block(q00, q01, q10, q11);
 }

@@ -8,7 +8,6 @@
 
 import dot4Emulated from './dot4-emulated.wgsl?raw';
 import dot4Native from './dot4-native.wgsl?raw';
-import dot4Quad from './dot4-quad.wgsl?raw';
 import fixedpoint from './fixedpoint.wgsl?raw';
 import float32 from './float32.wgsl?raw';
 import lowbit from './lowbit.wgsl?raw';
@@ -23,7 +22,7 @@ export const float32Library = [fixedpointLibrary, float32].join('\n');
 /** The fixed-point arithmetic with the float32 requantization, tanh and the less-than-8-bit corrections: what the epilogue runs on. */
 export const outputMathLibrary = [fixedpointLibrary, float32, tanh, lowbit].join('\n');
 
-/** dot4(a, b): dot4U8Packed where the adapter has it, else the manual unpack; and a 4x4 quad on it (dot4Quad). */
+/** dot4(a, b): dot4U8Packed where the adapter has it, else the manual unpack. */
 export function dot4Library(native: boolean): string {
-  return [native ? dot4Native : dot4Emulated, dot4Quad].join('\n');
+  return native ? dot4Native : dot4Emulated;
 }

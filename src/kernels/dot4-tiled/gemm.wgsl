@@ -4,7 +4,7 @@
 // whole quads for the shared epilogue (storeBlock, epilogue.wgsl) whatever dst's storage order.
 // Operands 'u8k4-r64' (src/pack/formats.ts), bound through ../tile.wgsl as arrays of PackedLoad
 // (VEC_WORDS words per global load). THREAD_M, THREAD_N and VEC_WORDS are generated constants
-// (../banded.ts dot4ThreadConstants, dot4LoadConstants). Host code: ./kernel.ts.
+// (../banded.ts dot4ThreadBlock, dot4LoadConstants). Host code: ./kernel.ts.
 
 @compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y)
 fn gemm(
@@ -18,13 +18,19 @@ fn gemm(
     return;
   }
   let rowLoads = tile.depthWords / VEC_WORDS;
-  let quads = dot4TileLoop(o.rowBase, o.colBase, rowLoads, rowLoads, 0u, tile.depthWords, lid, tid);
+  let sums = dot4TileLoop(o.rowBase, o.colBase, rowLoads, rowLoads, 0u, tile.depthWords, lid, tid);
 
-  for (var qm = 0u; qm < QUADS_M; qm++) {
-    for (var qn = 0u; qn < QUADS_N; qn++) {
-      let m0 = tile.bandM + o.rowBase + (qm * WORKGROUP_Y + lid.y) * 4u;
-      let n0 = tile.bandN + o.colBase + (qn * WORKGROUP_X + lid.x) * 4u;
-      storeBlock(quads[2u * qm + qn], m0, n0);
-    }
+  // Quad q{qm}{qn} at rows 4 (qm WORKGROUP_Y + lid.y) .., columns 4 (qn WORKGROUP_X + lid.x) ..
+  let m0 = tile.bandM + o.rowBase + lid.y * 4u;
+  let n0 = tile.bandN + o.colBase + lid.x * 4u;
+  storeBlock(sums.q00, m0, n0);
+  if (QUADS_N > 1u) {
+    storeBlock(sums.q01, m0, n0 + WORKGROUP_X * 4u);
+  }
+  if (QUADS_M > 1u) {
+    storeBlock(sums.q10, m0 + WORKGROUP_Y * 4u, n0);
+  }
+  if (QUADS_M > 1u && QUADS_N > 1u) {
+    storeBlock(sums.q11, m0 + WORKGROUP_Y * 4u, n0 + WORKGROUP_X * 4u);
   }
 }

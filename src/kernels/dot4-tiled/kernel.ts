@@ -1,7 +1,7 @@
 // The dot4-tiled GEMM kernels (pack -> GEMM -> output): ./gemm.wgsl with TILE_M x TILE_N workgroup tiles
 // of 4x4 register blocks, on dot4U8Packed where the adapter has it (packed_4x8_integer_dot_product) and
 // on the manual unpack elsewhere, with global loads of 1, 2 or 4 packed words and 4 or 8 dst rows and
-// columns per invocation (../banded.ts dot4LoadConstants, dot4ThreadConstants). Each (tile, dot4 variant) pair is one kernel of the registry; which one runs for
+// columns per invocation (../banded.ts dot4LoadConstants, dot4ThreadBlock). Each (tile, dot4 variant) pair is one kernel of the registry; which one runs for
 // which shape is decided there (src/kernels/registry.ts), not here.
 
 import { bandedKernel, dot4KernelSource, dot4TileLoopBody, type ThreadSide, type VecWords } from '../banded.ts';

@@ -1,6 +1,6 @@
 // gemm.wgsl: the wide-tile dot4 GEMM kernel (pack -> GEMM -> output) for adapters without subgroup
 // matrices. Each invocation owns a THREAD_M x THREAD_N block of dst (4 or 8 each, generated constants:
-// ../banded.ts dot4ThreadConstants; 8 x 8 by default, 64 int32 accumulators, twice the arithmetic per
+// ../banded.ts dot4ThreadBlock; 8 x 8 by default, 64 int32 accumulators, twice the arithmetic per
 // loaded byte of the 4 x 4 blocks of ../dot4-tiled), a workgroup of THREADS_Y x THREADS_X invocations a
 // TILE_M x TILE_N tile (128 x 128 by default, read from 'u8k4-r128' packs, so no bounds checks).
 // k advances TILE_KW packed words (4 k each) per stage. Stages are double-buffered: every invocation
@@ -11,16 +11,14 @@
 // ([stage][kw][row / 4] as vec4), so an invocation reads its THREAD_M rows (THREAD_N columns) as
 // QUADS_M (QUADS_N) consecutive vec4s, and the invocations of a row read consecutive vec4s (no bank
 // conflicts; lhs reads are broadcasts). The inner product is dot4 (dot4-native.wgsl or
-// dot4-emulated.wgsl) over the block's 4 x 4 quads, named variables (dot4Quad, dot4-quad.wgsl); raw sums
-// wrap mod 2^32, and each quad goes to the shared epilogue (storeBlock). Host code: ./kernel.ts.
+// dot4-emulated.wgsl) over the register block's 4 x 4 quads (Block, ../dot4-block.wgsl); raw sums wrap
+// mod 2^32, and each quad goes to the shared epilogue (storeBlock). Host code: ./kernel.ts.
 
 override THREADS_X: u32 = 16u;   // invocations along N (THREAD_N columns each)
 override THREADS_Y: u32 = 16u;   // invocations along M (THREAD_M rows each)
 override TILE_KW: u32 = 8u;      // packed words per stage (32 k); a multiple of 4
 override TILE_M: u32 = THREADS_Y * THREAD_M;
 override TILE_N: u32 = THREADS_X * THREAD_N;
-const QUADS_M: u32 = THREAD_M / 4u;                   // vec4s (4 rows or columns each) of a block side
-const QUADS_N: u32 = THREAD_N / 4u;
 override THREADS: u32 = THREADS_X * THREADS_Y;
 override PIECES: u32 = TILE_KW / VEC_WORDS;           // PackedLoad pieces per packed row per stage
 override LOADS_A: u32 = TILE_M * PIECES / THREADS;    // loads per invocation per stage (4 or 8 words)
@@ -84,8 +82,8 @@ fn gemm(
   stageStore(&regA, &regB, 0u, t);
   workgroupBarrier();
 
-  // The raw sums: quad qm, qn of the block (rows THREAD_M lid.y + 4 qm .. + 3, columns THREAD_N lid.x +
-  // 4 qn .. + 3) is q{qm}{qn}, named (../../wgsl/dot4-quad.wgsl); QUADS_M and QUADS_N are 1 or 2.
+  // The raw sums, named (../dot4-block.wgsl): quad q{qm}{qn} holds rows THREAD_M lid.y + 4 qm .. + 3 and
+  // columns THREAD_N lid.x + 4 qn .. + 3 (QUADS_M and QUADS_N are 1 or 2).
   var q00: Quad;
   var q01: Quad;
   var q10: Quad;

@@ -41,7 +41,7 @@ fn partial(
   let kwBegin = slice * split.stepsPerSplit * TILE_KW;
   let kwEnd = min(split.depthWords, kwBegin + split.stepsPerSplit * TILE_KW);
 
-  let acc = dot4TileLoop(rowBase, colBase, lhsVec4s, rhsVec4s, kwBegin, kwEnd, lid, tid)[0]; // 4x4: quad 0
+  let acc = dot4TileLoop(rowBase, colBase, lhsVec4s, rhsVec4s, kwBegin, kwEnd, lid, tid).q00; // 4x4: one quad
 
   let row0 = rowBase + lid.y * 4u;
   let col0 = colBase + lid.x * 4u;
