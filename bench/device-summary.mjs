@@ -23,7 +23,9 @@ const read = (f, empty = { runs: [] }) => {
     return empty;
   }
 };
-const passes = (firstOption >= 0 ? args.slice(0, firstOption) : args).map((f) => read(f));
+const passes = (firstOption >= 0 ? args.slice(0, firstOption) : args).map((file) => read(file));
+/** A time in ms as the tables print it, '-' where there is none. */
+const f = (x) => (x === null || x === undefined ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
 
 // `qgemm verify --json`: one line, then a line per kernel with mismatches or that did not run.
 const verifyFile = option('verify');
@@ -46,10 +48,9 @@ if (tuneFile) {
   const entries = t?.table?.entries;
   if (!entries) console.log('tune: no report (see run.log)');
   else {
-    const ms = (x) => (typeof x === 'number' ? (x < 1 ? x.toFixed(4) : x.toFixed(3)) : '-');
     const out = ['tune: class shape | winner | ms | rules | rules ms | tried'];
     for (const e of entries) {
-      out.push([`${e.class} ${e.shape.M}x${e.shape.N}x${e.shape.K}`, e.id, ms(e.gpuMs), e.rulesId, ms(e.rulesMs), e.tried].join(' | '));
+      out.push([`${e.class} ${e.shape.M}x${e.shape.N}x${e.shape.K}`, e.id, f(e.gpuMs), e.rulesId, f(e.rulesMs), e.tried].join(' | '));
     }
     for (const r of t.refused ?? []) out.push(`  refused ${r.id}: ${r.detail}`);
     console.log(out.join('\n'));
@@ -74,7 +75,6 @@ for (const [i, p] of passes.entries()) {
     else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort[i] = ms;
   }
 }
-const f = (x) => (x === null || x === undefined ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
 const best = (xs) => {
   const v = xs.filter((x) => typeof x === 'number');
   return v.length ? Math.min(...v) : null;

@@ -3,9 +3,11 @@
 // pack -> gemm -> output). A virtual subgroup is SUBGROUP_SIZE consecutive invocations, emuLane an
 // invocation's index in it. A left or right fragment is recorded as (byte offset, column-major, stride)
 // into the workgroup array `stage` (or, `packed`, into the packed rhs `rhsWords` of the direct-rhs form,
-// ./sgmat-rhs-direct.wgsl, or the packed lhs `lhsWords` of the '-dd' form, ./sgmat-lhs-direct.wgsl), and its bytes are read when it is multiplied, through emuWord (composed after
-// this file: ./emulation-stage.wgsl, or ./emulation-packed.wgsl where the kernel loads from rhsWords); a result fragment holds
-// FRAG_M x FRAG_N sums spread over the lanes, EMU_PER_LANE consecutive row-major elements per lane.
+// ./sgmat-rhs-direct.wgsl, or the packed lhs `lhsWords` of the '-dd' form, ./sgmat-lhs-direct.wgsl), and
+// its bytes are read when it is multiplied, through emuWord (composed after this file:
+// ./emulation-stage.wgsl, ./emulation-packed.wgsl where the kernel loads from rhsWords, or
+// ./emulation-direct.wgsl where it loads from lhsWords too); a result fragment holds FRAG_M x FRAG_N sums
+// spread over the lanes, EMU_PER_LANE consecutive row-major elements per lane.
 // Offsets and strides follow the conventions measured on real hardware: bytes for 8-bit fragments,
 // elements for 32-bit results. Sums wrap modulo 2^32, as int32 and uint32 results do.
 
