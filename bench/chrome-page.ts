@@ -24,7 +24,7 @@
 //                 call feeds A and reads Y; GPU time from its profiler in a second, profiled session;
 //   onnxruntime-web WASM EP MatMulInteger: call (A and B fed) and resident (B an initializer).
 // A convolution layer (args.conv) runs as in Node: one ctx.gemm per call whose lhs is the NHWC input with
-// its patch geometry (the patches packed in the GEMM's own pass), against the OHWI filter (the rhs [K, O]
+// its patch geometry (the patches gathered by the kernel, or packed in the GEMM's own pass), against the OHWI filter (the rhs [K, O]
 // column-major; resident: prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
 // The input and the filter are __gen(seed, H*W, O*KH*KW, C)'s lhs and rhs (bench/problems.ts convOperands).
 
@@ -179,13 +179,16 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
           const t0 = performance.now();
           const r = await ctx.gemm({ ...problem, lhs: patches, rhs: packed ?? filter }, timing);
           const wallMs = performance.now() - t0;
+          if (separateGpu) result.gpuNote = convGpuNote(ctx.lastRun.patchesGathered);
           return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
         };
-        // As in Node (bench/impls/qgemm-node.ts convCell): GPU time = the one pass of the patch pack and the GEMM.
+        // As in Node (bench/impls/qgemm-node.ts convCell): GPU time = the one pass of the GEMM with its patches.
+        const convGpuNote = (gathered: boolean) =>
+          `GPU time = the one pass of ${gathered ? 'the GEMM, which gathers the patches from the input itself,' : 'the patch pack, the GEMM'} and its output stages, from ${policy.minReps} separate calls with timestamp queries; the wall time from calls without any`;
         if (!ctx.device.features.has('timestamp-query')) result.gpuNote = 'the device has no timestamp-query';
         else {
           separateGpu = true;
-          result.gpuNote = `GPU time = the one pass of the patch pack, the GEMM and its output stages, from ${policy.minReps} separate calls with timestamp queries; the wall time from calls without any`;
+          result.gpuNote = convGpuNote(false);
         }
       } else {
         const ctx = w.__ctx;

@@ -148,7 +148,7 @@ export interface ConvData {
   input: Uint8Array;
   /** OHWI [O, KH, KW, C]. */
   filter: Uint8Array;
-  /** The patches of the input (GpuContext.packPatches), TFLite's padding (convGeometry). */
+  /** The patch geometry of the input (a PatchOperand's), TFLite's padding (convGeometry). */
   geometry: PatchGeometry;
   /** The layer's parameters as conv2d takes them ('uint8' pipeline; the 'int32' one runs the same GEMM with no stages). */
   params: Conv2dParams;

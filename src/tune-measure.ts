@@ -4,7 +4,7 @@
 //
 // Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
 // packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
-// patches are packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
+// patches are gathered or packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
 // that no cache holds one set; a warm-up of back-to-back calls (the pipelines compile first): at least
 // WARMUP_MS for a shape's first configuration (the rules' kernel), so the clocks rise, and NEXT_WARMUP_MS
 // for each later one, which starts right after the previous one's calls (its set-up in between); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
@@ -33,7 +33,7 @@ export type Mnk = [number, number, number];
 
 /**
  * The conv class's shapes are layers: their patch geometries by M x N x K, so that a layer is measured as
- * conv2d runs it (the patches packed from the NHWC input in the GEMM's own pass, src/scheduler/patches.ts).
+ * conv2d runs it (the patches read from the NHWC input in the GEMM's own pass, src/scheduler/patches.ts).
  */
 const CONV_GEOMETRY = new Map<string, PatchGeometry>();
 
@@ -146,7 +146,7 @@ export async function measure(
     const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
     for (let i = 0; i < OPERAND_SETS; i++) {
       const rhs = await ctx.prepack('rhs', { data: lcgBytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' }, bitDepth);
-      // A conv layer's lhs is its NHWC input (the patch pack in the GEMM's pass); padding holds the zero point.
+      // A conv layer's lhs is its NHWC input (patches gathered by the kernel or packed in the GEMM's pass); padding holds the zero point.
       const lhs = geometry
         ? { input: lcgBytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
         : { data: lcgBytes(M * K, 2 * i + 1), rows: M, cols: K };

@@ -13,7 +13,7 @@
 //   onnxruntime-web-matmulinteger / cpu / chrome   MatMulInteger on its WASM EP, call and resident.
 // Every resident WebGPU GEMM row (qgemm's and the peers') has an after-pause row beside it, as in Node:
 // single calls, each after bench/timing.ts PAUSE_MS, made in the page (./chrome-outcome.ts).
-// Convolution layers (shape.conv): qgemm WebGPU in call and resident (packPatches + gemm, verified) and
+// Convolution layers (shape.conv): qgemm WebGPU in call and resident (one ctx.gemm on the input, verified) and
 // tfjs's conv2d f32 in every mode, as in Node; the other rows are GEMMs and do not run them.
 // The in-page code is bench/chrome-page.ts.
 

@@ -10,12 +10,12 @@
 //   device:   lhs also uploaded once (a GpuMatrix) and dst left on the GPU (ctx.gemmOnGpu): GPU work
 //             plus submission. Each run's dst is read back after its timing, for verification.
 // A convolution layer (ShapeData.conv) runs as the library's conv2d does on WebGPU: one ctx.gemm whose
-// lhs is the NHWC input with its patch geometry (src/scheduler/patches.ts: the patches packed straight
-// from the input in the GEMM's own pass, no patch matrix in memory), against the filter (OHWI = the rhs
+// lhs is the NHWC input with its patch geometry (src/scheduler/patches.ts: the patches gathered from the
+// input by the kernel's staging, or packed from it in the GEMM's own pass; no patch matrix in memory), against the filter (OHWI = the rhs
 // [K, O] column-major) with the output stages conv2d derives;
 // call: the filter packed inside the GEMM on every call (conv2d's own path); resident: the filter
 // prepacked once outside the timing; device: the filter prepacked and the NHWC input uploaded once (a
-// GpuMatrix [H * W, C] that packPatches reads where it is), dst left on the GPU (ctx.gemmOnGpu).
+// GpuMatrix [H * W, C] read where it is), dst left on the GPU (ctx.gemmOnGpu).
 // The kernel that ran comes from the context (kernelOf, the one place that asks).
 
 import { gemm } from '../../src/api.ts';
@@ -131,11 +131,11 @@ const MODE_DETAILS: Record<Mode, string> = {
 };
 
 const CONV_MODE_DETAILS: Record<Mode, string> = {
-  call: 'each call is one ctx.gemm that packs the patches from the NHWC input and the filter in its own pass, as conv2d does',
+  call: 'each call is one ctx.gemm that packs the filter and takes the patches from the NHWC input in its own pass (gathered by a dot4-tiled kernel, else packed first), as conv2d does',
   resident:
-    'the filter prepacked once (ctx.prepack), outside the timing; each call is one ctx.gemm that packs the patches from the NHWC input in its own pass, runs gemm + output, reads dst back',
+    'the filter prepacked once (ctx.prepack), outside the timing; each call is one ctx.gemm that takes the patches from the NHWC input in its own pass (gathered by a dot4-tiled kernel, else packed first), runs gemm + output, reads dst back',
   device:
-    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call is one ctx.gemmOnGpu that packs the patches from it in its own pass and leaves dst on the GPU (read back after the timing, for verification)',
+    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call is one ctx.gemmOnGpu that takes the patches from it in its own pass (gathered by a dot4-tiled kernel, else packed first) and leaves dst on the GPU (read back after the timing, for verification)',
 };
 
 /** Why a runner with `rhsBits`-bit weights runs no convolution layer, or true where it runs them. */
@@ -190,7 +190,7 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
       kernel: kernelOf(ctx),
       ...(packed ? { rhsFormat: packed.packFormat } : {}),
       gpuNote: timestamps
-        ? `GPU time = the one pass of the patch pack, the GEMM and its output stages, from ${policy.minReps} separate timed calls; the wall time from untimed calls`
+        ? `GPU time = the one pass of ${ctx.lastRun.patchesGathered ? 'the GEMM, which gathers the patches from the input itself,' : 'the patch pack, the GEMM'} and its output stages, from ${policy.minReps} separate timed calls; the wall time from untimed calls`
         : 'the device has no timestamp-query',
     };
   } finally {

@@ -68,7 +68,7 @@ export function rhsBitsOf(r: Pick<RowId, 'impl' | 'rhsBits'>): RhsBits | null {
   return null;
 }
 
-/** The row series that run convolution layers (shape.conv), in Node and in Chrome: qgemm on WebGPU (packPatches + gemm) and tfjs's conv2d. */
+/** The row series that run convolution layers (shape.conv), in Node and in Chrome: qgemm on WebGPU (ctx.gemm on the input) and tfjs's conv2d. */
 export const convolutionRows = (r: RowId): boolean => (r.impl === 'qgemm' && r.backend === 'webgpu') || r.impl === 'tfjs-webgpu-f32';
 
 /** impl/backend/runtime: the implementation, whatever the mode (colors, short names). */

@@ -1,6 +1,7 @@
 // What the GEMM kernels that read packed operands band by band share (pack -> GEMM -> output: dot4-tiled,
 // dot4-wide, gemv, subgroup-matrix): their WGSL declarations (./tile.wgsl), the dot4 kernels' k-tile
-// loop (./dot4-tile.wgsl) and register block (./dot4-block.wgsl), and one encoder: per dispatch,
+// loop (./dot4-tile.wgsl), its lhs staging (./dot4-lhs.wgsl, or ./dot4-lhs-patches.wgsl gathering a
+// convolution's lhs) and register block (./dot4-block.wgsl), and one encoder: per dispatch,
 // TileParams with the kernel's tile values and the two packed-operand bindings, beside the epilogue's
 // resources, then the dispatch. The bands and dispatches themselves come from src/gpu/plan.ts planGemm;
 // a kernel says its source and its tile.
@@ -10,12 +11,15 @@ import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
 import { type GemmDispatch, type GemmShape, planGemm } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
+import { patchGatherWgsl, patchGeometryValues } from '../pack/patches.ts';
 import { epilogueEntries, epilogueOverrides } from '../epilogue/epilogue.ts';
 import { epilogueLibrary, gemmKernelSource } from '../epilogue/source.ts';
 import dot4BlockWgsl from './dot4-block.wgsl?raw';
+import dot4LhsWgsl from './dot4-lhs.wgsl?raw';
+import dot4LhsPatchesWgsl from './dot4-lhs-patches.wgsl?raw';
 import dot4TileWgsl from './dot4-tile.wgsl?raw';
 import tileWgsl from './tile.wgsl?raw';
-import type { GemmEncoding, GpuGemmKernel } from './types.ts';
+import type { GemmEncoding, GpuGemmKernel, PreparedGemmKernel } from './types.ts';
 
 /** ./tile.wgsl: TileParams and the packed-operand bindings, declared once for the banded kernels. */
 export const tileBindings = tileWgsl;
@@ -82,12 +86,19 @@ export function dot4KernelSource(
 
 /**
  * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with
- * vec4<u32> loads and 4x4 per invocation: the form that kernels declaring their operands as arrays of
- * vec4<u32> include (split-K).
+ * vec4<u32> loads, 4x4 per invocation and the lhs staged from packed rows: the form that kernels
+ * declaring their operands as arrays of vec4<u32> include (split-K).
  */
-export const dot4TileLoop = dot4LoadConstants(4) + dot4ThreadBlock(4, 4) + dot4TileWgsl;
-/** ./dot4-tile.wgsl alone, for a kernel that generates its own load constants. */
-export const dot4TileLoopBody = dot4TileWgsl;
+export const dot4TileLoop = [dot4LoadConstants(4) + dot4ThreadBlock(4, 4), dot4LhsWgsl, dot4TileWgsl].join('\n');
+/**
+ * ./dot4-tile.wgsl with its lhs staging, for a kernel that generates its own load constants: from packed
+ * rows (./dot4-lhs.wgsl), or gathered from a convolution's input (./dot4-lhs-patches.wgsl with
+ * src/pack/patch-gather.wgsl).
+ */
+export const dot4TileLoopBody = {
+  packed: [dot4LhsWgsl, dot4TileWgsl].join('\n'),
+  patches: [patchGatherWgsl, dot4LhsPatchesWgsl, dot4TileWgsl].join('\n'),
+} as const;
 
 /** How one banded kernel is encoded: its pipeline, the WGSL reflected, its formats and tile values. */
 interface BandedEncoding {
@@ -109,6 +120,12 @@ export function encodeBanded(e: GemmEncoding, b: BandedEncoding): void {
   const lhsRow = packedRowBytes(e.shape.K, b.lhsFormat);
   const rhsRow = packedRowBytes(e.shape.K, b.rhsFormat);
   const bindGroupLayout = b.pipeline.getBindGroupLayout(0);
+  // A gathered lhs (the patchLhs form): its input whole and its geometry, in place of the packed rows.
+  const patches = e.operands.patchLhs;
+  const gathered = patches && {
+    geometry: e.uniforms.alloc(uniformLayout(b.source, 'PatchGeometry'), patchGeometryValues(patches)),
+    patchInput: { buffer: patches.buffer, size: patches.bindingBytes },
+  };
   e.pass.setPipeline(b.pipeline);
   for (const d of e.dispatches) {
     const entries = [
@@ -122,7 +139,7 @@ export function encodeBanded(e: GemmEncoding, b: BandedEncoding): void {
           bandCols: d.liveCols,
           workgroupBase: d.base,
         }),
-        lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
+        ...(gathered ?? { lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow } }),
         rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
       }),
     ];
@@ -150,6 +167,11 @@ interface BandedKernelSpec {
   supports: GpuGemmKernel['supports'];
   /** The pack format it reads (its row alignment must be a multiple of the tiles). Default 'u8k4-r64'. */
   format?: PackFormatId;
+  /**
+   * The source of its form that gathers a convolution's lhs from the input and computes the lhs row sums
+   * itself (PreparedGemmKernel.patchLhs), where it has one; compiled on first use.
+   */
+  patchSource?: string;
 }
 
 /** A GEMM kernel of the registry that reads 'u8k4-*' operands band by band (see encodeBanded). */
@@ -162,14 +184,31 @@ export function bandedKernel(spec: BandedKernelSpec): GpuGemmKernel {
     supports: spec.supports,
     plan: (shape, limits) => planGemm(shape, format, spec.tileM, spec.tileN, limits),
     prepare: async (device: GPUDevice, caps: AdapterCaps, stageKinds: number) => {
+      const overrides = { ...spec.overrides, ...(caps.slowCompiler ? spec.slowCompilerOverrides : {}), ...epilogueOverrides(stageKinds) };
       const pipeline = await getPipeline(device, {
         id: spec.id,
         source: spec.source,
         entryPoint: spec.entryPoint,
-        overrides: { ...spec.overrides, ...(caps.slowCompiler ? spec.slowCompilerOverrides : {}), ...epilogueOverrides(stageKinds) },
+        overrides,
         reflect: [spec.reflect ?? spec.source, epilogueLibrary],
       });
-      return { encode: (e) => encodeBanded(e, { pipeline, source: spec.reflect ?? spec.source, lhsFormat: format, rhsFormat: format }) };
+      const patchSource = spec.patchSource;
+      const patchLhs =
+        patchSource &&
+        (async (): Promise<PreparedGemmKernel> => {
+          const p = await getPipeline(device, {
+            id: `${spec.id}-patches`,
+            source: patchSource,
+            entryPoint: spec.entryPoint,
+            overrides: { ...overrides, LHS_SUMS_IN_KERNEL: 1 },
+            reflect: [patchSource, epilogueLibrary],
+          });
+          return { encode: (e) => encodeBanded(e, { pipeline: p, source: patchSource, lhsFormat: format, rhsFormat: format }) };
+        });
+      return {
+        encode: (e) => encodeBanded(e, { pipeline, source: spec.reflect ?? spec.source, lhsFormat: format, rhsFormat: format }),
+        ...(patchLhs ? { patchLhs } : {}),
+      };
     },
   };
 }

@@ -6,10 +6,12 @@
 // of VEC_WORDS packed words (PackedLoad: u32, vec2<u32> or vec4<u32>) from rows packed with K padded to
 // 64 (src/pack/formats.ts: no bounds checks), then multiplied with dot4 (dot4-native.wgsl or
 // dot4-emulated.wgsl); raw sums wrap mod 2^32. THREAD_M, THREAD_N, VEC_WORDS, PackedLoad and packedWord
-// are generated constants (../banded.ts dot4ThreadBlock, dot4LoadConstants). The one variation
-// point is the rhs word load (stageRhs): 8-bit lanes ('u8k4-r64'), or, with RHS_NIBBLES, two 4-bit
-// values per byte ('u4k8-r64') unpacked with two masks. The including kernel declares lhsPacked and
-// rhsPacked as arrays of PackedLoad; the row lengths it passes count PackedLoads.
+// are generated constants (../banded.ts dot4ThreadBlock, dot4LoadConstants). Two variation points: the
+// lhs tile's staging (stageLhs), from packed rows (./dot4-lhs.wgsl) or gathered from a convolution's
+// input (./dot4-lhs-patches.wgsl), one of them composed before this file; and the rhs word load
+// (stageRhs): 8-bit lanes ('u8k4-r64'), or, with RHS_NIBBLES, two 4-bit values per byte ('u4k8-r64')
+// unpacked with two masks. The including kernel declares lhsPacked and rhsPacked as arrays of
+// PackedLoad; the row lengths it passes count PackedLoads.
 
 override TILE_M: u32 = 64u;      // dst rows per workgroup, a multiple of 4
 override TILE_N: u32 = 64u;      // dst columns per workgroup, likewise
@@ -21,19 +23,6 @@ override WORKGROUP_Y: u32 = TILE_M / THREAD_M; // invocations along M
 // Tiles, k-major: element [kw][row / 4][row % 4] is word kw of packed row `row` of the tile.
 var<workgroup> lhsTile: array<vec4<u32>, TILE_KW * (TILE_M / 4u)>;
 var<workgroup> rhsTile: array<vec4<u32>, TILE_KW * (TILE_N / 4u)>;
-
-/** Stages the lhs words [kw0, kw0 + TILE_KW) of the tile's rows (lhsLoads: PackedLoads per packed row). */
-fn stageLhs(rowBase: u32, lhsLoads: u32, kw0: u32, tid: u32) {
-  let stepLoads = TILE_KW / VEC_WORDS;
-  for (var i = tid; i < TILE_M * stepLoads; i += WORKGROUP_X * WORKGROUP_Y) {
-    let row = i / stepLoads;
-    let q = i % stepLoads;
-    let words = lhsPacked[(rowBase + row) * lhsLoads + kw0 / VEC_WORDS + q];
-    for (var j = 0u; j < VEC_WORDS; j++) {
-      lhsTile[(q * VEC_WORDS + j) * (TILE_M / 4u) + row / 4u][row % 4u] = packedWord(words, j);
-    }
-  }
-}
 
 /** Stages the rhs words of the same k range as 8-bit lanes: the variation point (RHS_NIBBLES). */
 fn stageRhs(colBase: u32, rhsLoads: u32, kw0: u32, tid: u32) {

@@ -8,6 +8,7 @@ import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
 import type { GemmDispatch, GemmShape } from '../gpu/plan.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import type { PackFormatId } from '../pack/formats.ts';
+import type { PatchGeometry } from '../pack/patches.ts';
 import type { NormalizedProblem } from '../problem/problem.ts';
 import type { GemmResult, OperandType } from '../types.ts';
 import type { EpilogueCall } from '../epilogue/epilogue.ts';
@@ -23,6 +24,25 @@ export interface PackedPair {
    * are, read as [m][k]; `lhs` and `rowSums` then hold no packed data.
    */
   rawLhs?: RawLhs;
+  /**
+   * Set when the kernel gathers a convolution's lhs from its input (PreparedGemmKernel.patchLhs): `lhs`
+   * and `rowSums` then hold no packed data.
+   */
+  patchLhs?: PatchLhs;
+}
+
+/**
+ * A convolution's input on the GPU, for a kernel that gathers its patches itself (src/pack/patch-gather.wgsl):
+ * NHWC pixels `pixelStride` bytes apart from byte 0 of `buffer`, bound as its first `bindingBytes`.
+ */
+export interface PatchLhs {
+  buffer: GPUBuffer;
+  bindingBytes: number;
+  geometry: PatchGeometry;
+  pixelStride: number;
+  signed: boolean;
+  /** The input zero point, as the input's type stores it: what a padded position holds. */
+  zeroPoint: number;
 }
 
 /** An unpacked 8-bit lhs on the GPU: element (m, k) at byte m * outerStride + k * depthStride of buffer. */
@@ -62,6 +82,11 @@ export interface PreparedGemmKernel {
    * (RawLhs.depthStride 1) or not, compiled on first use.
    */
   rawLhs?(kContiguous: boolean): Promise<PreparedGemmKernel>;
+  /**
+   * A kernel that can gather a convolution's lhs from its input (PackedPair.patchLhs) and compute its row
+   * sums itself, so that the patch pack pass is skipped; compiled on first use.
+   */
+  patchLhs?(): Promise<PreparedGemmKernel>;
 }
 
 export interface GpuGemmKernel {

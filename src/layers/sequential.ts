@@ -2,7 +2,7 @@
 // consuming earlier outputs or the graph's inputs by name, and two ways to run it:
 // - Sequential, on one GpuContext (pack -> gemm -> output, layer after layer): every layer's weights are
 //   prepacked once, when the Sequential is made; a run uploads the inputs once, keeps every intermediate
-//   tensor on the GPU (a GEMM's dst feeds the next GEMM as its lhs, a convolution's patches are packed
+//   tensor on the GPU (a GEMM's dst feeds the next GEMM as its lhs, a convolution's patches are read
 //   straight from it, an elementwise op reads and writes GPU buffers) and reads back the last output only;
 //   a chain of FULLY_CONNECTED layers runs as one chain of GEMMs (GpuContext.gemmChain,
 //   src/scheduler/chain-plan.ts): one submit and one map per run, through a plan reused across runs;

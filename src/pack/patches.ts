@@ -9,12 +9,16 @@ import { getPipeline } from '../gpu/pipelines.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import type { UniformSlab } from '../gpu/uniforms.ts';
 import { type PackFormat, packedRowBytes } from './formats.ts';
+import patchGather from './patch-gather.wgsl?raw';
 import patches from './patches.wgsl?raw';
 import rowSum from './row-sum.wgsl?raw';
 import { type PackDispatch, planPack } from './plan.ts';
 
 const WORKGROUP_SIZE = 64;
-const source = [rowSum, patches].join('\n');
+const source = [rowSum, patchGather, patches].join('\n');
+
+/** ./patch-gather.wgsl: the patch layout, its geometry uniform and input binding, for a kernel that gathers its lhs. */
+export const patchGatherWgsl = patchGather;
 
 /**
  * A 2-D convolution's patches: input NHWC [batch, height, width, channels], a filter of
@@ -139,6 +143,36 @@ export function patchPipeline(device: GPUDevice): Promise<GPUComputePipeline> {
   return getPipeline(device, { id: 'pack-patches', source, entryPoint: 'packPatches', overrides: { WORKGROUP_SIZE }, reflect: [source] });
 }
 
+/** What ./patch-gather.wgsl reads of a patch matrix: its PatchGeometry uniform's values. */
+export function patchGeometryValues(x: {
+  geometry: PatchGeometry;
+  pixelStride: number;
+  signed: boolean;
+  zeroPoint: number;
+}): Record<string, number> {
+  const g = x.geometry;
+  const { rows, cols } = patchShape(g);
+  return {
+    rows,
+    depth: cols,
+    H: g.height,
+    W: g.width,
+    C: g.channels,
+    KW: g.filterWidth,
+    outH: g.outHeight,
+    outW: g.outWidth,
+    strideH: g.strideHeight,
+    strideW: g.strideWidth,
+    dilationH: g.dilationHeight,
+    dilationW: g.dilationWidth,
+    padTop: g.padTop,
+    padLeft: g.padLeft,
+    signFlip: x.signed ? 0x80 : 0,
+    padValue: (x.zeroPoint & 0xff) ^ (x.signed ? 0x80 : 0),
+    pixelStride: x.pixelStride,
+  };
+}
+
 /** Records a patch job into `pass` (one uniform slot per dispatch). */
 export function encodePatches(
   device: GPUDevice,
@@ -151,38 +185,19 @@ export function encodePatches(
   const { rows, cols } = patchShape(g);
   const rowBytes = packedRowBytes(cols, job.format);
   const layout = uniformLayout(source, 'PatchParams');
+  const geometry = slab.alloc(uniformLayout(source, 'PatchGeometry'), patchGeometryValues(job));
   const bindGroupLayout = pipeline.getBindGroupLayout(0);
   pass.setPipeline(pipeline);
   for (const d of job.plan) {
-    const params = slab.alloc(layout, {
-      outerRows: d.rows,
-      outerBase: d.outerBase,
-      workgroupBase: d.base,
-      depth: cols,
-      depthWords: rowBytes / 4,
-      H: g.height,
-      W: g.width,
-      C: g.channels,
-      KW: g.filterWidth,
-      outH: g.outHeight,
-      outW: g.outWidth,
-      strideH: g.strideHeight,
-      strideW: g.strideWidth,
-      dilationH: g.dilationHeight,
-      dilationW: g.dilationWidth,
-      padTop: g.padTop,
-      padLeft: g.padLeft,
-      signFlip: job.signed ? 0x80 : 0,
-      padValue: (job.zeroPoint & 0xff) ^ (job.signed ? 0x80 : 0),
-      pixelStride: job.pixelStride,
-    });
+    const params = slab.alloc(layout, { outerRows: d.rows, outerBase: d.outerBase, workgroupBase: d.base, depthWords: rowBytes / 4 });
     pass.setBindGroup(
       0,
       device.createBindGroup({
         layout: bindGroupLayout,
         entries: namedEntries(source, {
           params,
-          src: { buffer: job.src, offset: d.srcBase, size: d.srcSize },
+          geometry,
+          patchInput: { buffer: job.src, offset: d.srcBase, size: d.srcSize },
           packed: { buffer: job.packed, offset: d.outerBase * rowBytes, size: d.rows * rowBytes },
           sums: { buffer: job.sums, offset: 0, size: Math.ceil(rows / job.format.rowAlign) * job.format.rowAlign * 4 },
         }),

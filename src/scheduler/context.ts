@@ -71,7 +71,7 @@ export class GpuContext {
   readonly device: GPUDevice;
   readonly summary: AdapterSummary;
   readonly caps: AdapterCaps;
-  private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0 });
+  private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0, patchesGathered: false });
   private readonly resources: DeviceResources;
   /** The plans of GEMM chains (./chain-plan.ts). */
   private readonly chains = new ChainPlans();
@@ -299,7 +299,8 @@ export class GpuContext {
    * by the filter (OHWI [O, KH, KW, C] is the rhs [K, O] column-major) in `gemm`. src/pack/patches.wgsl.
    * The input may be a GpuMatrix [batch * height * width, channels] (row-major), e.g. a previous GEMM's dst.
    * `timing` receives the GPU time of the pack's pass, as gemm's does. For one GEMM, `gemm({ lhs: { input,
-   * geometry, zeroPoint }, ... })` packs the same patches inside the GEMM's own pass (one submission).
+   * geometry, zeroPoint }, ... })` takes the same patches inside the GEMM's own pass (one submission; a
+   * dot4-tiled kernel gathers them itself, with no pack dispatch).
    */
   packPatches(
     input: Uint8Array | Int8Array | GpuMatrix,

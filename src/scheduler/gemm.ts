@@ -12,14 +12,14 @@ import { encodeStages } from '../epilogue/stages.ts';
 import { dstLayout, roundUp } from '../gpu/plan.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { selectGemmKernel, type TunedChoice } from '../kernels/registry.ts';
-import { type GpuGemmKernel, kernelFormats, type PackedPair, type RawLhs } from '../kernels/types.ts';
+import { type GpuGemmKernel, kernelFormats, type PackedPair, type PatchLhs, type RawLhs } from '../kernels/types.ts';
 import { PACK_FORMATS, type PackFormat, packedRowBytes } from '../pack/formats.ts';
 import { encodePack, operandSource, type PackJob, packEntry, packOperand, packPipelines, requantizationOf, strides } from '../pack/pack.ts';
 import { encodePatches, type PatchJob, patchPipeline } from '../pack/patches.ts';
 import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isGpuMatrix, isPacked, shapeOf } from './operands.ts';
-import { type CheckedPatches, checkPatches, isPatches, type PatchOperand, patchJob, patchPlan } from './patches.ts';
+import { type CheckedPatches, checkPatches, isPatches, type PatchOperand, patchInput, patchJob, patchPlan } from './patches.ts';
 import { type GemmTiming, type LastRun, type PlanBuilder, recordingPass } from './record.ts';
 
 export type { GemmTiming, LastRun };
@@ -187,7 +187,7 @@ export async function runGemm(
   const stages = encodeStages(p);
   const pooled: GPUBuffer[] = [];
   let lhsSource: GPUBuffer | undefined;
-  const ran: LastRun = { kernel: kernel.id, packDispatches: 0, gemmDispatches: dispatches.length };
+  const ran: LastRun = { kernel: kernel.id, packDispatches: 0, gemmDispatches: dispatches.length, patchesGathered: false };
   let dst: GPUBuffer | null = null;
   let result: Promise<GemmResult> | undefined;
   try {
@@ -196,17 +196,16 @@ export async function runGemm(
       const x = problem[side];
       return isPacked(x) || x === patches ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
     };
-    const [base, rhsPack, patchPipe] = await Promise.all([
-      r.prepare(kernel, stages.kinds),
-      packPipelines(device, packEntries('rhs')),
-      patches ? patchPipeline(device) : null,
-    ]);
+    const [base, rhsPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries('rhs'))]);
+    // A kernel that gathers a convolution's lhs from its input itself (dot4-tiled) skips the patch pack.
+    const gather = patches && base.patchLhs ? await base.patchLhs() : null;
+    const patchPipe = patches && !gather ? await patchPipeline(device) : null;
     // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.
     const raw =
       base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.caps)
         ? await base.rawLhs(strides(problem.lhs as Operand | GpuMatrix, 'lhs').depthStride === 1)
         : null;
-    const prepared = raw ?? base;
+    const prepared = raw ?? gather ?? base;
     const pipelinesForPack = { ...rhsPack, ...(await packPipelines(device, raw ? [] : packEntries('lhs'))) };
     await runInErrorScope(
       device,
@@ -219,6 +218,7 @@ export async function runGemm(
         // Operands: packed ones as they are, the others packed in this same submission.
         const jobs: PackJob[] = [];
         let rawLhs: RawLhs | undefined;
+        let patchLhs: PatchLhs | undefined;
         const patchJobs: PatchJob[] = [];
         const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput | PatchOperand, outer: number) => {
           const requant = requantizationOf(p.bitDepth, side, K);
@@ -243,6 +243,13 @@ export async function runGemm(
             lhsSource = src.buffer;
             return { packed: src.buffer, sums: src.buffer }; // unread: the kernel reads rawLhs
           }
+          if (x === patches && checked && gather) {
+            const input = patchInput(device.queue, patches, checked, { pool, pooled });
+            patchLhs = { ...input, geometry: patches.geometry, signed: checked.type === 'int8', zeroPoint: patches.zeroPoint };
+            ran.patchesGathered = true;
+            lhsSource = input.buffer;
+            return { packed: input.buffer, sums: input.buffer }; // unread: the kernel gathers patchLhs
+          }
           const format = formats[side];
           const packed = pool.acquire(packedBytes(side, outer), `${side} packed`);
           const sums = pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
@@ -261,7 +268,7 @@ export async function runGemm(
         lhsSource ??= jobs.find((j) => j.side === 'lhs')?.src.buffer;
         trace?.mark('lhsWrite');
         const rhs = operand('rhs', problem.rhs, N);
-        const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums, rawLhs };
+        const operands: PackedPair = { lhs: lhs.packed, rhs: rhs.packed, rowSums: lhs.sums, colSums: rhs.sums, rawLhs, patchLhs };
 
         ran.packDispatches = [...jobs, ...patchJobs].reduce((n, j) => n + j.plan.length, 0);
         const slab = (plan?.uniforms ?? r.uniforms).slab();

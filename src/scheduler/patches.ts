@@ -1,12 +1,12 @@
 // A convolution's lhs as the scheduler takes it (the PACK stage of pack -> gemm -> output): the NHWC input,
-// the patch geometry and the input zero point (a PatchOperand), checked once here, for both ways the
-// patches are packed by src/pack/patches.wgsl. In a GEMM (./gemm.ts runGemm, what conv2d runs) the patch
-// pack is one more dispatch of the GEMM's own compute pass, into pooled buffers in the chosen kernel's
-// own lhs format: one submission per conv layer, where GpuContext.packPatches (./prepack.ts, a reusable
-// PackedOperand) is a submission of its own plus new buffers on every call. The patch pack already
-// gathers from the input and writes the packed rows and their sums in one pass (no im2col matrix in
-// memory); a GEMM kernel whose staging gathers the patches itself would also skip the packed rows'
-// round trip through memory, at the cost of a gather per kernel family (not built).
+// the patch geometry and the input zero point (a PatchOperand), checked once here, and put on the GPU
+// (patchInput) for the three ways its patches are read (src/pack/patch-gather.wgsl, no im2col matrix in
+// memory). In a GEMM (./gemm.ts runGemm, what conv2d runs) a kernel that gathers them into its own
+// staging (PreparedGemmKernel.patchLhs: dot4-tiled) reads the input directly and sums the rows itself:
+// one dispatch. For the other kernels the patch pack (src/pack/patches.wgsl) is one more dispatch of the
+// GEMM's own compute pass, into pooled buffers in the chosen kernel's lhs format: one submission per conv
+// layer either way, where GpuContext.packPatches (./prepack.ts, a reusable PackedOperand) is a submission
+// of its own plus new buffers on every call.
 
 import { InputError } from '../errors.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
@@ -94,8 +94,30 @@ export function patchPlan(x: PatchOperand, checked: CheckedPatches, format: Pack
 }
 
 /**
+ * The input of a checked operand on the GPU: a GpuMatrix where it is, a CPU array uploaded into a pooled
+ * buffer (listed in `uploads.pooled`); its pixels `pixelStride` bytes apart, bound as the first
+ * `bindingBytes` of `buffer`.
+ */
+export function patchInput(
+  queue: GPUQueue,
+  x: PatchOperand,
+  checked: CheckedPatches,
+  uploads: { pool: BufferPool; pooled: GPUBuffer[] },
+): { buffer: GPUBuffer; bindingBytes: number; pixelStride: number } {
+  if (checked.onGpu) {
+    const m = x.input as GpuMatrix;
+    return { buffer: m.buffer, bindingBytes: Math.min(roundUp(checked.inputBytes, 4), m.buffer.size), pixelStride: m.stride };
+  }
+  const data = x.input as Uint8Array | Int8Array;
+  const buffer = uploads.pool.acquire(Math.max(4, roundUp(data.byteLength, 4)), 'convolution input');
+  uploads.pooled.push(buffer);
+  writeOperandBytes(queue, buffer, data);
+  return { buffer, bindingBytes: Math.max(4, roundUp(data.byteLength, 4)), pixelStride: x.geometry.channels };
+}
+
+/**
  * The patch pack of a checked operand into `packed` and `sums` in `format`, following `plan`, the input
- * uploaded into a pooled buffer (listed in `uploads.pooled`) where it comes from the CPU.
+ * put on the GPU by patchInput.
  */
 export function patchJob(
   queue: GPUQueue,
@@ -106,14 +128,6 @@ export function patchJob(
   target: { packed: GPUBuffer; sums: GPUBuffer },
   uploads: { pool: BufferPool; pooled: GPUBuffer[] },
 ): PatchJob {
-  let src: GPUBuffer;
-  if (checked.onGpu) src = (x.input as GpuMatrix).buffer;
-  else {
-    const data = x.input as Uint8Array | Int8Array;
-    src = uploads.pool.acquire(Math.max(4, roundUp(data.byteLength, 4)), 'convolution input');
-    uploads.pooled.push(src);
-    writeOperandBytes(queue, src, data);
-  }
-  const pixelStride = checked.onGpu ? (x.input as GpuMatrix).stride : x.geometry.channels;
+  const { buffer: src, pixelStride } = patchInput(queue, x, checked, uploads);
   return { geometry: x.geometry, src, pixelStride, signed: checked.type === 'int8', zeroPoint: x.zeroPoint, format, plan, ...target };
 }

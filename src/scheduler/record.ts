@@ -16,6 +16,8 @@ export interface LastRun {
   kernel: string | null;
   packDispatches: number;
   gemmDispatches: number;
+  /** True where the kernel gathered a convolution's lhs from its input itself (no patch pack dispatch). */
+  patchesGathered: boolean;
 }
 
 /** A command of a compute pass: the method and its arguments. */

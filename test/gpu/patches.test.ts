@@ -6,13 +6,19 @@
 // the pack writes are checked too), several kernels; and the typed errors of bad geometry. The same
 // patches given to ctx.gemm as the lhs ({ input, geometry, zeroPoint }: packed in the GEMM's own pass, as
 // conv2d runs) at the edges: channels 1-10, 15-17, 31-33, input zero points across the range, a CPU or
-// GPU input (a GpuMatrix with a row stride), in one submission.
+// GPU input (a GpuMatrix with a row stride), in one submission. The dot4-tiled kernels gather those
+// patches themselves (src/kernels/dot4-lhs-patches.wgsl, no pack dispatch): the registry's tilings and a
+// seeded sample of the tuner's (QGEMM_DOT4_SAMPLE, QGEMM_DOT4_SEED as in ./dot4-family.test.ts), each
+// on layers that take both gather paths (whole words; bytes), several tiles, int8 and a strided GPU input.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError, LimitExceededError } from '../../src/errors.ts';
+import { type Dot4TiledConfig, dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
+import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
-import { GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
+import { createGpuContextWith, GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
+import { Rng } from '../../tools/random.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { expectExact } from '../support/kernel-harness.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
@@ -158,16 +164,7 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
   });
   afterAll(() => ctx?.destroy());
 
-  /** The input as a GpuMatrix [pixels, channels] whose rows lie `stride` bytes apart. */
-  function upload(input: Uint8Array | Int8Array, g: PatchGeometry, stride: number): GpuMatrix {
-    const pixels = g.batch * g.height * g.width;
-    const bytes = new Uint8Array(Math.ceil((pixels * stride) / 4) * 4);
-    for (let p = 0; p < pixels; p++) bytes.set(new Uint8Array(input.buffer, input.byteOffset + p * g.channels, g.channels), p * stride);
-    const buffer = ctx.device.createBuffer({ size: bytes.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-    ctx.device.queue.writeBuffer(buffer, 0, bytes);
-    const dtype = input instanceof Int8Array ? 'int8' : 'uint8';
-    return { buffer, rows: pixels, cols: g.channels, order: 'row-major', dtype, stride };
-  }
+  const upload = (input: Uint8Array | Int8Array, g: PatchGeometry, stride: number) => uploadInput(ctx, input, g, stride);
 
   it('edge channels, strides, dilations, padding, batch, any input zero point, CPU or GPU input', async () => {
     await fc.assert(
@@ -235,9 +232,15 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     }
   });
 
-  it('limits lowered: packed-row chunks and grids split inside the pass; an input above one binding is a LimitExceededError', async () => {
+  // The rules' kernel here, dot4-32x32, gathers the patches itself (bands of the GEMM and grids split);
+  // dot4-wide packs them first (packed-row chunks and grids split inside the pass).
+  it.each([
+    ['gathered by dot4-32x32', undefined, 1],
+    ['packed for dot4-128x128-emulated', 'dot4-128x128-emulated', 3],
+  ])('limits lowered, %s; an input above one binding is a LimitExceededError', async (_, kernel, packs) => {
     const small = await GpuContext.create({
       device: gpu!.device,
+      kernel,
       limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
     });
     try {
@@ -246,7 +249,8 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
       const input = Uint8Array.from({ length: 24 * 24 * 3 }, (_, i) => (i * 101) & 0xff);
       const rhs = { data: Uint8Array.from({ length: 27 * 3 }, (_, i) => (i * 13) & 0xff), rows: 27, cols: 3, order: 'col-major' as const };
       const got = await small.gemm({ lhs: { input, geometry: g, zeroPoint: 200 }, rhs, lhsZeroPoint: 200, rhsZeroPoint: 5 });
-      expect(small.lastRun.packDispatches).toBeGreaterThan(2);
+      expect(small.lastRun.packDispatches).toBeGreaterThanOrEqual(packs);
+      if (!kernel) expect(small.lastRun).toMatchObject({ kernel: 'dot4-32x32', packDispatches: 1 }); // the rhs's pack only
       const problem: GemmProblem = {
         lhs: { data: naivePatches(input, g, 200), rows: 576, cols: 27 },
         rhs,
@@ -289,6 +293,109 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     expect(await field(asRhs)).toBe('rhs');
   });
 });
+
+/** Whole tiles of invocations per tile row: the dot4-tiled tilings with a form that gathers the patches. */
+const gathers = (c: Dot4TiledConfig) => c.tileN % ((c.threadM ?? 4) * (c.threadN ?? 4)) === 0;
+const tiledPool: Dot4TiledConfig[] = [];
+for (const vecWords of [1, 2, 4] as const)
+  for (const [threadM, threadN] of [
+    [4, 4],
+    [4, 8],
+    [8, 4],
+    [8, 8],
+  ] as const)
+    for (const tileM of [32, 64] as const)
+      for (const tileN of [32, 64] as const)
+        for (const tileKW of [4, 8, 16] as const) {
+          const c = { tileM, tileN, tileKW, vecWords, threadM, threadN };
+          if (gathers(c)) tiledPool.push(c);
+        }
+const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';
+const rng = new Rng(Number(process.env.QGEMM_DOT4_SEED ?? 34));
+const sampled = sample === 'all' ? tiledPool : Array.from({ length: Number(sample) }, () => tiledPool[rng.int(0, tiledPool.length - 1)]);
+const gatherCases = (gpu?.hasDot4 ? (['emulated', 'native'] as const) : (['emulated'] as const)).flatMap((dot4) =>
+  [dot4TiledKernel(32, dot4), dot4TiledKernel(64, dot4), ...sampled.map((c) => dot4TiledKernel(64, dot4, c))].map(
+    (k) => [k.id, k] as const,
+  ),
+);
+
+/** A SAME convolution of `filter` x `filter` at `stride` and `dilation` on a batch x size x size x channels input. */
+function sameLayer(batch: number, size: number, channels: number, filter: number, stride: number, dilation: number): PatchGeometry {
+  const out = Math.ceil(size / stride);
+  const extent = (filter - 1) * dilation + 1;
+  const pad = Math.max(0, (out - 1) * stride + extent - size);
+  const half = Math.floor(pad / 2);
+  return {
+    batch,
+    height: size,
+    width: size,
+    channels,
+    filterHeight: filter,
+    filterWidth: filter,
+    strideHeight: stride,
+    strideWidth: stride,
+    dilationHeight: dilation,
+    dilationWidth: dilation,
+    padTop: half,
+    padLeft: half,
+    outHeight: out,
+    outWidth: out,
+  };
+}
+
+describe.skipIf(!gpu)('dot4-tiled gathering the patches itself (no pack dispatch) == CPU reference', () => {
+  // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input (0: a CPU input)]
+  const layers: [PatchGeometry, number, boolean, number][] = [
+    [sameLayer(1, 9, 8, 3, 1, 1), 65, false, 0], // whole words, 81 rows, 3 column tiles of 32
+    [sameLayer(2, 7, 3, 3, 2, 2), 33, true, 0], // bytes: 3 channels, stride and dilation 2, batch 2
+    [sameLayer(1, 10, 12, 1, 1, 1), 17, true, 4], // a 1x1 filter on a GPU input whose pixels are 16 bytes apart
+    [sameLayer(1, 6, 5, 3, 1, 1), 40, false, 3], // bytes from a GPU input 8 bytes apart
+  ];
+  it.each(gatherCases)('%s', async (id, kernel) => {
+    const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu!.device, kernel: id });
+    try {
+      for (const [i, [g, O, signed, extra]] of layers.entries()) {
+        const n = g.batch * g.height * g.width * g.channels;
+        const byte = (j: number) => (Math.imul(j + 1 + 7919 * i, 2654435761) >>> 24) & 0xff;
+        const input = signed ? Int8Array.from({ length: n }, (_, j) => byte(j) - 128) : Uint8Array.from({ length: n }, (_, j) => byte(j));
+        const zeroPoint = signed ? -17 + 40 * i : 3 + 77 * i;
+        const { rows, cols } = patchShape(g);
+        const filter = Uint8Array.from({ length: O * cols }, (_, j) => byte(j * 5 + 11));
+        const rhs = { data: filter, rows: cols, cols: O, order: 'col-major' as const };
+        const rhsZeroPoint = 131 - 50 * i; // the row sums the kernel computes are weighed in
+        const weights = await ctx.prepack('rhs', rhs);
+        const gpuInput = extra ? uploadInput(ctx, input, g, g.channels + extra) : null;
+        try {
+          const got = await ctx.gemm({
+            lhs: { input: gpuInput ?? input, geometry: g, zeroPoint },
+            rhs: weights,
+            lhsZeroPoint: zeroPoint,
+            rhsZeroPoint,
+          });
+          expect(ctx.lastRun).toMatchObject({ kernel: id, packDispatches: 0 });
+          const lhs = { data: naivePatches(input, g, zeroPoint), rows, cols };
+          expectExact(got, { lhs, rhs, lhsZeroPoint: zeroPoint, rhsZeroPoint }, `${id} gathering ${JSON.stringify(g)} x ${O}`);
+        } finally {
+          weights.destroy();
+          gpuInput?.buffer.destroy();
+        }
+      }
+    } finally {
+      ctx.destroy();
+    }
+  });
+});
+
+/** The input as a GpuMatrix [pixels, channels] of `ctx`'s device whose rows lie `stride` bytes apart. */
+function uploadInput(ctx: GpuContext, input: Uint8Array | Int8Array, g: PatchGeometry, stride: number): GpuMatrix {
+  const pixels = g.batch * g.height * g.width;
+  const bytes = new Uint8Array(Math.ceil((pixels * stride) / 4) * 4);
+  for (let p = 0; p < pixels; p++) bytes.set(new Uint8Array(input.buffer, input.byteOffset + p * g.channels, g.channels), p * stride);
+  const buffer = ctx.device.createBuffer({ size: bytes.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  ctx.device.queue.writeBuffer(buffer, 0, bytes);
+  const dtype = input instanceof Int8Array ? 'int8' : 'uint8';
+  return { buffer, rows: pixels, cols: g.channels, order: 'row-major', dtype, stride };
+}
 
 /** A 4x4x3 input under a 3x3 filter at stride 1, padding `pad` on top and left (16 outputs). */
 function geometryAt(batch: number, pad: number): PatchGeometry {

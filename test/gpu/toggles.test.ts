@@ -13,9 +13,11 @@ import { type AcquiredDevice, acquireDevice } from '../../src/gpu/acquire.ts';
 import { AUDITED_TOGGLES, type DawnToggle, envToggles } from '../../src/gpu/toggles.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import type { PatchGeometry } from '../../src/pack/patches.ts';
 import { createGpuContextWith, GpuContext } from '../../src/scheduler/context.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
+import { im2colRows } from '../../bench/problems.ts';
 import { arbProblemOfShape } from '../support/arbitraries.ts';
 import { expectExact } from '../support/kernel-harness.ts';
 import { poisonDevice } from '../support/poison-workgroup.ts';
@@ -125,6 +127,32 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
       }
       ctx.destroy();
       if (!ran) console.warn(`[toggles.test] ${id} cannot run on this adapter`);
+    });
+
+    it('dot4-tiled gathering a convolution lhs itself (row-sum parts in workgroup memory)', async () => {
+      // 9 x 9 x 8 under a 3x3 SAME filter: 81 patch rows of 72; 65 output channels go to dot4-64x64, 17 to dot4-32x32.
+      const g: PatchGeometry = {
+        ...{ batch: 1, height: 9, width: 9, channels: 8, filterHeight: 3, filterWidth: 3 },
+        ...{ strideHeight: 1, strideWidth: 1, dilationHeight: 1, dilationWidth: 1, padTop: 1, padLeft: 1, outHeight: 9, outWidth: 9 },
+      };
+      const input = Uint8Array.from({ length: 9 * 9 * 8 }, (_, i) => (Math.imul(i + 1, 2654435761) >>> 24) & 0xff);
+      const ctx = await GpuContext.create({ device: toggled.device });
+      for (const [N, id] of [
+        [65, 'dot4-64x64'],
+        [17, 'dot4-32x32'],
+      ] as const) {
+        const rhs = {
+          data: Uint8Array.from({ length: 72 * N }, (_, i) => (i * 29 + 5) & 0xff),
+          rows: 72,
+          cols: N,
+          order: 'col-major' as const,
+        };
+        const got = await ctx.gemm({ lhs: { input, geometry: g, zeroPoint: 77 }, rhs, lhsZeroPoint: 77, rhsZeroPoint: 140 });
+        expect(ctx.lastRun).toMatchObject({ kernel: ctx.caps.dot4 ? id : `${id}-emulated`, packDispatches: 1 }); // the rhs's pack only
+        const p = { lhs: { data: im2colRows(input, g, 77), rows: 81, cols: 72 }, rhs, lhsZeroPoint: 77, rhsZeroPoint: 140 };
+        expectExact(got, p, `${id} gathering, poisoned`);
+      }
+      ctx.destroy();
     });
 
     it('the emulated subgroup-matrix kernel and the registry, on a sample of the verify suite', async () => {

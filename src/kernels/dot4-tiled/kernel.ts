@@ -1,8 +1,11 @@
 // The dot4-tiled GEMM kernels (pack -> GEMM -> output): ./gemm.wgsl with TILE_M x TILE_N workgroup tiles
 // of 4x4 register blocks, on dot4U8Packed where the adapter has it (packed_4x8_integer_dot_product) and
 // on the manual unpack elsewhere, with global loads of 1, 2 or 4 packed words and 4 or 8 dst rows and
-// columns per invocation (../banded.ts dot4LoadConstants, dot4ThreadBlock). Each (tile, dot4 variant) pair is one kernel of the registry; which one runs for
-// which shape is decided there (src/kernels/registry.ts), not here.
+// columns per invocation (../banded.ts dot4LoadConstants, dot4ThreadBlock). A tiling whose tile rows split
+// evenly among its invocations also has a form that gathers a convolution's lhs from its input
+// (PreparedGemmKernel.patchLhs, ../dot4-lhs-patches.wgsl), which the scheduler runs for a PatchOperand
+// lhs in place of a patch pack. Each (tile, dot4 variant) pair is one kernel of the registry; which one
+// runs for which shape is decided there (src/kernels/registry.ts), not here.
 
 import { bandedKernel, dot4KernelSource, dot4TileLoopBody, type ThreadSide, type VecWords } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
@@ -47,9 +50,14 @@ export function dot4TiledId(c: Dot4TiledConfig, dot4: 'native' | 'emulated'): st
  */
 export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated', config?: Dot4TiledConfig): GpuGemmKernel {
   const c: Dot4TiledConfig = config ?? { tileM: tile, tileN: tile, tileKW: 16 };
+  const [vec, tm, tn] = [c.vecWords ?? 4, c.threadM ?? 4, c.threadN ?? 4];
   return bandedKernel({
     id: dot4TiledId(c, dot4),
-    source: dot4KernelSource('dot4-tiled', [dot4TileLoopBody, gemm], c.vecWords ?? 4, c.threadM ?? 4, c.threadN ?? 4, dot4),
+    source: dot4KernelSource('dot4-tiled', [dot4TileLoopBody.packed, gemm], vec, tm, tn, dot4),
+    // The form that gathers a convolution's lhs needs whole invocations per tile row (TILE_N >= THREAD_M x THREAD_N).
+    ...(c.tileN % (tm * tn) === 0
+      ? { patchSource: dot4KernelSource('dot4-tiled-patches', [dot4TileLoopBody.patches, gemm], vec, tm, tn, dot4) }
+      : {}),
     entryPoint: 'gemm',
     overrides: { TILE_M: c.tileM, TILE_N: c.tileN, TILE_KW: c.tileKW },
     // SwiftShader compiles the unrolled k step (TILE_KW x 16 dot4 per invocation, between barriers) in
