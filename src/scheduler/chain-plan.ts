@@ -9,16 +9,17 @@
 // prepacked rhs by identity) writes the lhs into the plan's upload buffer with writeBuffer and replays
 // every GEMM's commands into ONE compute pass of ONE command buffer: one submit, one map of the last dst
 // (./call-plan.ts replay). Anything that differs (the lhs shape or type, a zero point, a pipeline, a
-// per-channel vector edited in place, a rhs) misses and makes a new plan; a plan whose rhs was destroyed
-// is freed by the next chain call or with the context.
+// per-channel vector edited in place, a rhs) misses and makes a new plan. The plans are kept with the
+// call plans (./plans.ts ChainPlans), freed with any of their rhs or the context.
 
 import { InputError } from '../errors.ts';
-import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
+import { snapshotProblem } from '../problem/snapshot.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { replay } from './call-plan.ts';
 import { type GpuGemmProblem, type KernelChoice, runGemm } from './gemm.ts';
-import type { GpuMatrix, PackedOperand } from './operands.ts';
-import type { CallPlan } from './plans.ts';
+import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
+import { isPatches } from './patches.ts';
+import { type CallPlan, chainKey, freePlan } from './plans.ts';
 import type { GemmTiming, LastRun, PlanBuilder } from './record.ts';
 import type { DeviceResources } from './resources.ts';
 import type { Tracer } from './trace.ts';
@@ -34,69 +35,12 @@ export interface GemmChain {
   layers: ChainLayer[];
 }
 
-/** Chain plans kept per context (e.g. a decode and a prefill shape of two models); the oldest goes first. */
-const CHAIN_PLANS = 4;
-
-/** What the GEMMs after the first are keyed by in place of their lhs (it is the previous dst, fixed by the chain). */
-const PREVIOUS_DST: Operand = { data: new Uint8Array(0), rows: 0, cols: 0, order: 'row-major' };
-
-interface ChainPlan {
-  /** Each GEMM's problem but the lhs data (snapshotProblem). */
-  readonly input: ProblemSnapshot[];
-  readonly rhs: PackedOperand[];
-  readonly builders: PlanBuilder[];
-  /** The whole chain as one call plan: every GEMM's commands, the first lhs upload, the last dst. */
-  readonly call: CallPlan;
-}
-
-const keyOf = (chain: GemmChain, i: number): Omit<GemmProblem, 'rhs'> => ({ ...chain.layers[i], lhs: i === 0 ? chain.lhs : PREVIOUS_DST });
-
-/** The chain plans of one context. */
-export class ChainPlans {
-  private plans: ChainPlan[] = [];
-
-  /** The plan that serves `chain` exactly, or null; frees plans whose rhs was destroyed (the caller holds the device). */
-  find(chain: GemmChain): ChainPlan | null {
-    for (const plan of this.plans.filter((p) => p.rhs.some((x) => x.destroyed))) this.remove(plan);
-    const { layers } = chain;
-    return (
-      this.plans.find(
-        (p) => p.rhs.length === layers.length && layers.every((l, i) => l.rhs === p.rhs[i] && sameProblem(keyOf(chain, i), p.input[i])),
-      ) ?? null
-    );
-  }
-
-  add(plan: ChainPlan): void {
-    this.plans.push(plan);
-    while (this.plans.length > CHAIN_PLANS) this.remove(this.plans[0]);
-  }
-
-  /** Plans held (for tests). */
-  get size(): number {
-    return this.plans.length;
-  }
-
-  destroy(): void {
-    for (const plan of [...this.plans]) this.remove(plan);
-  }
-
-  private remove(plan: ChainPlan): void {
-    this.plans.splice(this.plans.indexOf(plan), 1);
-    freeAll(plan.builders);
-  }
-}
-
-function freeAll(builders: PlanBuilder[]): void {
-  for (const b of builders) {
-    b.pool.destroy();
-    b.uniforms.destroy();
-    b.staging.destroy();
-  }
-}
-
 /** A chain's shape checked before any GPU work: at least one GEMM, each a prepacked rhs. */
 function checkChain(chain: GemmChain): void {
   if (!chain || typeof chain !== 'object' || !chain.lhs || typeof chain.lhs !== 'object') throw new InputError('lhs', 'missing operand');
+  // The plan writes the lhs into its own upload buffer on replay: a CPU operand only.
+  if (isGpuMatrix(chain.lhs) || isPacked(chain.lhs) || isPatches(chain.lhs) || !ArrayBuffer.isView((chain.lhs as Operand).data))
+    throw new InputError('lhs', "expected a CPU operand ({ data, rows, cols }): a chain uploads its lhs; a GpuMatrix's GEMMs run one by one through gemmOnGpu");
   if (!Array.isArray(chain.layers) || chain.layers.length === 0) throw new InputError('layers', 'expected at least one GEMM');
   for (const [i, l] of chain.layers.entries()) {
     if (!l || typeof l !== 'object' || !l.rhs || typeof l.rhs !== 'object' || !('packed' in l.rhs))
@@ -113,13 +57,13 @@ function checkChain(chain: GemmChain): void {
 export async function runChain(
   r: DeviceResources,
   choice: KernelChoice,
-  plans: ChainPlans,
   chain: GemmChain,
   timing: GemmTiming | undefined,
   trace: Tracer | undefined,
 ): Promise<{ result: GemmResult; ran: LastRun }> {
   r.checkAlive();
   checkChain(chain);
+  const plans = r.plans.chains;
   const hit = plans.find(chain);
   if (hit) {
     if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.call.ran.kernel });
@@ -158,17 +102,17 @@ export async function runChain(
           label: `gemm chain of ${chain.layers.length}, ${run.dst.rows}x${run.dst.cols}`,
         };
         plans.add({
-          input: chain.layers.map((_, j) => snapshotProblem(keyOf(chain, j))),
+          input: chain.layers.map((_, j) => snapshotProblem(chainKey(chain, j))),
           rhs: chain.layers.map((l) => l.rhs),
           builders,
           call,
         });
-      } else freeAll(builders);
+      } else for (const x of builders) freePlan(x);
       return { result, ran: run.ran };
     }
     throw new Error('unreachable');
   } catch (e) {
-    freeAll(builders);
+    for (const x of builders) freePlan(x);
     throw e;
   }
 }

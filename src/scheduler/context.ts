@@ -17,7 +17,7 @@ import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
 import { plannable, plannableOnGpu, replay, replayOnGpu } from './call-plan.ts';
-import { ChainPlans, type GemmChain, runChain } from './chain-plan.ts';
+import { type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
   checkMatrix,
@@ -73,8 +73,6 @@ export class GpuContext {
   readonly caps: AdapterCaps;
   private ran: Readonly<LastRun> = Object.freeze({ kernel: null, packDispatches: 0, gemmDispatches: 0, patchesGathered: false });
   private readonly resources: DeviceResources;
-  /** The plans of GEMM chains (./chain-plan.ts). */
-  private readonly chains = new ChainPlans();
   private readonly choice: KernelChoice;
   /** The tuning table that serves this device (committed, the caller's, or none: the rules). */
   readonly tuning: TuningChoice;
@@ -244,7 +242,7 @@ export class GpuContext {
     const listener = opts?.onTrace ?? envTraceListener();
     const trace = listener ? new Tracer() : undefined;
     return this.exclusive(async () => {
-      const { result, ran } = await runChain(this.resources, this.choice, this.chains, chain, timing, trace);
+      const { result, ran } = await runChain(this.resources, this.choice, chain, timing, trace);
       this.ran = Object.freeze(ran);
       if (trace && listener) listener(trace.finish());
       return result;
@@ -327,7 +325,6 @@ export class GpuContext {
 
   /** Frees every buffer of this context (GpuMatrix results included) and a device it acquired itself. */
   destroy(): void {
-    this.chains.destroy();
     this.resources.destroy(this.ownsDevice);
   }
 

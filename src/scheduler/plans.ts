@@ -3,7 +3,8 @@
 // ran, at most PLANS_PER_RHS per rhs, freed with the rhs or the context. ./call-plan.ts makes and replays
 // them. The plans of gemmOnGpu are kept apart (GPU_PLANS_PER_RHS), since each owns the dst it hands out:
 // one whose dst the caller holds is busy, never replayed, and never freed, until releaseMatrix gives it
-// back (a plan dropped while busy is freed then).
+// back (a plan dropped while busy is freed then). The plans of GEMM chains (ChainPlans, made and replayed
+// by ./chain-plan.ts) are kept here too, so that destroying any rhs of a chain frees its plan at once.
 
 import { BufferPool } from '../gpu/pool.ts';
 import { Staging } from '../gpu/readback.ts';
@@ -11,6 +12,7 @@ import { UniformArena } from '../gpu/uniforms.ts';
 import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
 import type { GemmProblem, Operand } from '../types.ts';
 import type { GpuMatrix, PackedOperand } from './operands.ts';
+import type { GemmChain } from './chain-plan.ts';
 import type { LastRun, PlanBuilder } from './record.ts';
 
 /** A problem a plan serves: a CPU lhs and a prepacked rhs (./call-plan.ts plannable). */
@@ -58,6 +60,8 @@ export interface GpuCallPlan extends CallPlan {
 
 /** The plans of one device's resources, by prepacked rhs. */
 export class CallPlans {
+  /** The plans of GEMM chains (./chain-plan.ts). */
+  readonly chains = new ChainPlans();
   private readonly byRhs = new Map<PackedOperand, CallPlan[]>();
   /** gemmOnGpu's plans, by prepacked rhs, and every one whose dst may be handed out, by that dst. */
   private readonly onGpu = new Map<PackedOperand, GpuCallPlan[]>();
@@ -173,6 +177,7 @@ export class CallPlans {
     this.byRhs.delete(rhs);
     for (const plan of this.onGpu.get(rhs) ?? []) this.dropOnGpu(plan);
     this.onGpu.delete(rhs);
+    this.chains.drop(rhs);
   }
 
   /** Plans held, in all (for tests). */
@@ -189,7 +194,73 @@ export class CallPlans {
     for (const plan of this.byDst.values()) free(plan);
     this.byDst.clear();
     this.onGpu.clear();
+    this.chains.destroy();
   }
+}
+
+/** Chain plans kept per context (e.g. a decode and a prefill shape of two models); the oldest goes first. */
+const CHAIN_PLANS = 4;
+
+/** What the GEMMs after the first are keyed by in place of their lhs (it is the previous dst, fixed by the chain). */
+const PREVIOUS_DST: Operand = { data: new Uint8Array(0), rows: 0, cols: 0, order: 'row-major' };
+
+export interface ChainPlan {
+  /** Each GEMM's problem but the lhs data (snapshotProblem of chainKey). */
+  readonly input: ProblemSnapshot[];
+  readonly rhs: PackedOperand[];
+  readonly builders: PlanBuilder[];
+  /** The whole chain as one call plan: every GEMM's commands, the first lhs upload, the last dst. */
+  readonly call: CallPlan;
+}
+
+/** GEMM i of a chain as its plan is keyed: its problem, the lhs the chain's for the first, else PREVIOUS_DST. */
+export const chainKey = (chain: GemmChain, i: number): Omit<GemmProblem, 'rhs'> => ({
+  ...chain.layers[i],
+  lhs: i === 0 ? chain.lhs : PREVIOUS_DST,
+});
+
+/** The chain plans of one context. */
+export class ChainPlans {
+  private plans: ChainPlan[] = [];
+
+  /** The plan that serves `chain` exactly, or null. */
+  find(chain: GemmChain): ChainPlan | null {
+    const { layers } = chain;
+    return (
+      this.plans.find(
+        (p) => p.rhs.length === layers.length && layers.every((l, i) => l.rhs === p.rhs[i] && sameProblem(chainKey(chain, i), p.input[i])),
+      ) ?? null
+    );
+  }
+
+  add(plan: ChainPlan): void {
+    this.plans.push(plan);
+    while (this.plans.length > CHAIN_PLANS) this.remove(this.plans[0]);
+  }
+
+  /** Frees the plans that use `rhs` (it is being destroyed). */
+  drop(rhs: PackedOperand): void {
+    for (const plan of this.plans.filter((p) => p.rhs.includes(rhs))) this.remove(plan);
+  }
+
+  /** Plans held (for tests). */
+  get size(): number {
+    return this.plans.length;
+  }
+
+  destroy(): void {
+    for (const plan of [...this.plans]) this.remove(plan);
+  }
+
+  private remove(plan: ChainPlan): void {
+    this.plans.splice(this.plans.indexOf(plan), 1);
+    for (const b of plan.builders) free(b);
+  }
+}
+
+/** Frees what a plan's builder holds. */
+export function freePlan(b: PlanBuilder): void {
+  free(b);
 }
 
 function free(b: PlanBuilder): void {

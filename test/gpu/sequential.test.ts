@@ -190,11 +190,24 @@ describe.skipIf(!gpu)('chain plans', () => {
     await run(token(2), layers, 'M = 2 again');
     expect(plans.splice(0)).toEqual(['new', 'new', 'new', 'new', 'new', 'hit']);
 
-    // A destroyed rhs: refused, naming the GEMM; the plans that used it go.
+    // A destroyed rhs: the plans that used it go with it (at once, not at the next chain call); refused, naming the GEMM.
+    const chainPlans = () => (ctx as unknown as { resources: { plans: { chains: { size: number } } } }).resources.plans.chains.size;
+    const before = chainPlans();
     other.rhs.destroy();
+    const { weights: _, ...first } = layers[0];
+    const held = await ctx.gemmOnGpu({ ...first, lhs: token() }); // the destroy runs once the device is free: before this call
+    ctx.releaseMatrix(held);
+    expect(chainPlans()).toBe(before - 1); // the one plan with `other` (M = 1)
     const e = await ctx.gemmChain({ lhs: token(), layers: [layers[0], layers[1], other] }).catch((x) => x);
     expect(e).toBeInstanceOf(InputError);
     expect((e as InputError).field).toBe('layers[2].rhs');
+
+    // A chain's lhs is uploaded by its plan: a GpuMatrix is an InputError naming lhs, before any GPU work.
+    const onGpu = await ctx.gemmOnGpu({ ...first, lhs: token() });
+    const asLhs = await ctx.gemmChain({ lhs: onGpu as never, layers: layers.slice(1) }).catch((x) => x);
+    expect(asLhs).toBeInstanceOf(InputError);
+    expect((asLhs as InputError).field).toBe('lhs');
+    ctx.releaseMatrix(onGpu);
     ctx.destroy();
   });
 });
