@@ -9,7 +9,7 @@
 # bench twice (squares, decode, the conv layers; `resident`; qgemm, tfjs f32, onnxruntime's
 # MatMulNBits-8), so the spread between passes is known; then, in the time left, 128x11008² with 8- and
 # 4-bit weights; and prints short tables last (bench/device-summary.mjs: verify, tune, the passes); it
-# exits non-zero where verify found a mismatch. Everything it writes goes under $OUT (9 files:
+# exits non-zero where a stage failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (9 files:
 # verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json, clocks.csv, gpu.csv,
 # run.log). Each stage has its own time limit (90 + 240 + 2 x 95 s, about 15 s to unpack, and the 4-bit
 # pass whatever is left of 535 s), so the whole run ends within 9 minutes.
@@ -23,6 +23,14 @@ LOG=$OUT/run.log
 say() { echo "device-run: $*" | tee -a "$LOG"; }
 T0=$(date +%s)
 stage() { say "$1 at $(( $(date +%s) - T0 )) s"; }
+# How a stage ended (name, exit status, the JSON it writes): a timeout (124) or a missing JSON is said, and
+# counted in FAILED, which the exit status at the end reports.
+FAILED=""
+ended() {
+  if [ "$2" -eq 124 ]; then say "$1 TIMED OUT"; else say "$1 exit $2"; fi
+  [ -s "$3" ] || say "$1 wrote no $(basename "$3")"
+  [ "$2" -eq 0 ] && [ -s "$3" ] || FAILED="$FAILED $1"
+}
 
 stage "unpack"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -46,13 +54,13 @@ SMI=$!
 stage "verify"
 timeout 90 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
 V=$?
-say "verify exit $V"
+ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
-[ "$V" -ne 0 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
+[ "$V" -ne 0 ] && [ "$V" -ne 124 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
 timeout 240 $N bin/qgemm.mjs tune --backend webgpu --budget 200s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
-say "tune exit $?"
+ended tune $? "$OUT/tune.json"
 TUNING=""
 [ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
 
@@ -62,8 +70,10 @@ for pass in 1 2; do
   # shellcheck disable=SC2086
   timeout 95 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
     --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 80 $TUNING \
-    --no-save --json "$OUT/bench$pass.json" 2>&1 | grep -v 'deprecated builtin' >> "$LOG"
-  say "bench pass $pass done"
+    --no-save --json "$OUT/bench$pass.json" > /tmp/bench.out 2>&1
+  B=$?
+  grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
+  ended "bench pass $pass" "$B" "$OUT/bench$pass.json"
 done
 # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
 # onnxruntime's MatMulNBits-8 and -4, in what is left of the 9 minutes (the stages above rarely use their
@@ -75,8 +85,10 @@ if [ "$LEFT" -ge 45 ]; then
   timeout "$LEFT" $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
     --shapes 128x11008x11008 --budget $((LEFT - 10)) $TUNING \
-    --no-save --json "$OUT/bench-u4.json" 2>&1 | grep -v 'deprecated builtin' >> "$LOG"
-  say "bench 4-bit done"
+    --no-save --json "$OUT/bench-u4.json" > /tmp/bench.out 2>&1
+  B=$?
+  grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
+  ended "bench 4-bit" "$B" "$OUT/bench-u4.json"
 else
   say "bench 4-bit skipped: $LEFT s left"
 fi
@@ -84,4 +96,5 @@ kill "$SMI" 2>/dev/null
 stage "done"
 $N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" \
   --verify "$OUT/verify.json" --tune "$OUT/tune.json" | tee -a "$LOG"
-[ "$V" -eq 0 ]
+[ -z "$FAILED" ] || say "failed or incomplete:$FAILED"
+[ -z "$FAILED" ]

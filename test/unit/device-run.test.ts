@@ -21,7 +21,7 @@ const shapes = /^SHAPES=(\S+)$/m.exec(script)?.[1] ?? '';
 function argsOf(line: string): string[] {
   const cmd = line
     .slice(line.indexOf('dist/node/bench.js') + 'dist/node/bench.js'.length)
-    .split(/ 2>&1| \|/)[0]
+    .split(/ >| 2>&1| \|/)[0]
     .replaceAll('"$SHAPES"', shapes)
     .replaceAll('$TUNING', `--tuning ${tuning}`)
     .replace(/\$\(\(LEFT - 10\)\)/g, '35')
@@ -60,9 +60,18 @@ describe('bench/device-run.sh', () => {
     expect(script).toMatch(/tune --backend webgpu .*--json > "\$OUT\/tune\.json"/);
   });
 
-  it('goes on after a failed verify, and exits non-zero at the end', () => {
+  it('goes on after a failed verify, and exits non-zero at the end where any stage failed', () => {
     expect(script).not.toMatch(/verify failed[^\n]*exit 1/);
-    expect(script.trimEnd().split('\n').at(-1)).toBe('[ "$V" -eq 0 ]');
+    expect(script.trimEnd().split('\n').at(-1)).toBe('[ -z "$FAILED" ]');
+    // Every stage's exit status reaches `ended` (no pipe hides it), with the JSON it writes.
+    for (const stage of [
+      'verify "$V" "$OUT/verify.json"',
+      'tune $? "$OUT/tune.json"',
+      '"bench pass $pass" "$B" "$OUT/bench$pass.json"',
+      '"bench 4-bit" "$B" "$OUT/bench-u4.json"',
+    ])
+      expect(script).toContain(`ended ${stage}`);
+    expect(script).not.toMatch(/bench\.js[^\n]*\|/);
   });
 
   it('its stage limits fit 9 minutes, the 4-bit pass in what is left', () => {
