@@ -76,7 +76,9 @@ function selfTests(device: GPUDevice): Map<string, 'testing' | 'passed' | 'faile
 /**
  * The kernel for p, given the formats of any prepacked operands. A kernel that needs a self-test runs
  * it first, once per device (inside this call, which holds the device); one that fails is disabled on
- * the device with a one-line warning, and the choice is made again without it.
+ * the device with a one-line warning, and the choice is made again without it. One whose self-test this
+ * context cannot run (its lowered limits, or out of memory) is left untested on the device and unused
+ * by this context (DeviceResources.untested).
  */
 async function kernelFor(
   r: DeviceResources,
@@ -87,7 +89,7 @@ async function kernelFor(
 ): Promise<GpuGemmKernel> {
   const format = (x: GpuOperandInput | PatchOperand) => (isPacked(x) ? x.packFormat : undefined);
   const verdicts = selfTests(r.device);
-  const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id));
+  const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id).concat([...r.untested]));
   const kernel = selectGemmKernel(r.caps, p, {
     force,
     lhsPackFormat: format(problem.lhs),
@@ -111,6 +113,14 @@ async function kernelFor(
     },
     PACK_FORMATS[kernelFormats(kernel).rhs].valueBits, // a '-u4' kernel: its 4-bit problems
   );
+  if (result.untested) {
+    // This context's limits (or a lack of memory) kept the self-test from running: no verdict for the
+    // device, and this context does without the kernel.
+    verdicts.delete(kernel.id);
+    r.untested.add(kernel.id);
+    choice.warn(`qgemm: kernel ${kernel.id} could not run its exactness self-test here and is not used by this context (${result.detail})`);
+    return kernelFor(r, choice, p, problem, force);
+  }
   verdicts.set(kernel.id, result.ok ? 'passed' : 'failed');
   if (result.ok) return kernel;
   choice.warn(

@@ -25,6 +25,8 @@ export class DeviceResources {
   readonly staging: Staging;
   /** The plans of repeated calls (./plans.ts, made and replayed by ./call-plan.ts). */
   readonly plans: CallPlans;
+  /** Kernels whose exactness self-test this context could not run (./gemm.ts kernelFor): not used here. */
+  readonly untested = new Set<string>();
   /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
   readonly released = new WeakSet<GpuMatrix>();
   /** The kernels prepared on this device (their pipelines), each for the stage kinds it was compiled for. */

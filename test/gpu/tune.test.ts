@@ -88,6 +88,38 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
     ctx.destroy();
   });
 
+  it("a self-test that a context's lowered limits keep from running disables the kernel in that context only, not on the device", async () => {
+    const t: TuningTable = {
+      ...table,
+      entries: [
+        {
+          ...table.entries[0],
+          kernel: { family: 'dot4-tiled', dot4: gpu!.hasDot4 ? 'native' : 'emulated', tileM: 32, tileN: 64, tileKW: 4 },
+        },
+      ],
+    };
+    const warnings: string[] = [];
+    // One binding of 1 MiB: the self-test's deep problem (64 x 64 x 40000) exceeds it.
+    const small = await GpuContext.create({
+      device: gpu!.device,
+      tuning: t,
+      limits: { maxStorageBufferBindingSize: 1 << 20 },
+      warn: (m) => warnings.push(m),
+    });
+    await exact(small, problem(100, 140, 90, 4), 'lowered limits');
+    expect(small.lastRun.kernel).not.toMatch(/^dot4-32x64-kw4/);
+    expect(warnings.join('\n')).toMatch(
+      /dot4-32x64-kw4\S* could not run its exactness self-test here and is not used by this context \(problem 2 \(64x64x40000\) threw/,
+    );
+    small.destroy();
+    // Another context on the same device runs the self-test itself, passes it, and uses the kernel.
+    const normal = await GpuContext.create({ device: gpu!.device, tuning: t, warn: (m) => warnings.push(m) });
+    await exact(normal, problem(100, 140, 90, 5), 'normal limits');
+    expect(normal.lastRun.kernel).toMatch(/^dot4-32x64-kw4/);
+    expect(warnings).toHaveLength(1);
+    normal.destroy();
+  });
+
   it("a context whose table names a 256-wide tiling prepacks at 256 rows, so the table's kernel can read the pack", async () => {
     // The emulated subgroup-matrix kernel at 256 x 128 (no GEMM runs: only the prepack's format is checked).
     const config = { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 } as const;
