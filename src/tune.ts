@@ -100,6 +100,10 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
     }
   }
   if (!classes.length) throw new InputError('classes', 'expected at least one shape class');
+  const m = o.maxCandidates;
+  if (m !== undefined && (typeof m !== 'number' || !Number.isInteger(m) || m < 1)) {
+    throw new InputError('maxCandidates', `expected an integer of at least 1 (the rules' kernel is one), got ${String(m)}`);
+  }
   return { budgetMs, classes: classes as ShapeClass[] };
 }
 

@@ -117,6 +117,8 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       if (x.lhsDirect !== undefined) one('lhsDirect', [true, false]);
       if (x.lhsDirect && !x.rhsDirect) throw new InputError(`${field}.lhsDirect`, 'lhsDirect needs rhsDirect: true');
       if (x.rhsBits !== undefined) one('rhsBits', [4, 8]);
+      if (x.rhsDirect && x.rhsBits === 4)
+        throw new InputError(`${field}.rhsDirect`, 'direct rhs loads read 8-bit rhs rows only (rhsBits 4 is staged)');
       const t = x as unknown as SgmatKernelConfig;
       if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
       const split = t.splitK !== undefined ? { splitK: t.splitK } : {};

@@ -14,7 +14,7 @@
 
 import { InputError } from '../errors.ts';
 import { snapshotProblem } from '../problem/snapshot.ts';
-import type { GemmProblem, GemmResult, Operand } from '../types.ts';
+import type { GemmResult, Operand } from '../types.ts';
 import { replay } from './call-plan.ts';
 import { type GpuGemmProblem, type KernelChoice, runGemm } from './gemm.ts';
 import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
@@ -35,12 +35,26 @@ export interface GemmChain {
   layers: ChainLayer[];
 }
 
+/**
+ * An InputError of GEMM i named as the chain's field: `layers[i].<field>`, the first GEMM's lhs being the
+ * chain's own `lhs`, and a later GEMM's lhs the previous GEMM's dst.
+ */
+function inLayer(e: unknown, i: number): unknown {
+  if (!(e instanceof InputError) || (i === 0 && e.field.startsWith('lhs'))) return e;
+  const message = e.message.slice(e.field.length + 2);
+  const lhs = e.field.startsWith('lhs') ? ` (GEMM ${i}'s lhs is GEMM ${i - 1}'s dst: its output stages must end in uint8 or int8)` : '';
+  return new InputError(`layers[${i}].${e.field}`, message + lhs);
+}
+
 /** A chain's shape checked before any GPU work: at least one GEMM, each a prepacked rhs. */
 function checkChain(chain: GemmChain): void {
   if (!chain || typeof chain !== 'object' || !chain.lhs || typeof chain.lhs !== 'object') throw new InputError('lhs', 'missing operand');
   // The plan writes the lhs into its own upload buffer on replay: a CPU operand only.
   if (isGpuMatrix(chain.lhs) || isPacked(chain.lhs) || isPatches(chain.lhs) || !ArrayBuffer.isView((chain.lhs as Operand).data))
-    throw new InputError('lhs', "expected a CPU operand ({ data, rows, cols }): a chain uploads its lhs; a GpuMatrix's GEMMs run one by one through gemmOnGpu");
+    throw new InputError(
+      'lhs',
+      "expected a CPU operand ({ data, rows, cols }): a chain uploads its lhs; a GpuMatrix's GEMMs run one by one through gemmOnGpu",
+    );
   if (!Array.isArray(chain.layers) || chain.layers.length === 0) throw new InputError('layers', 'expected at least one GEMM');
   for (const [i, l] of chain.layers.entries()) {
     if (!l || typeof l !== 'object' || !l.rhs || typeof l.rhs !== 'object' || !('packed' in l.rhs))
@@ -79,7 +93,12 @@ export async function runChain(
       const b = r.plans.builder();
       builders.push(b);
       const t: GemmTiming | undefined = timing ? { gpuMs: null } : undefined;
-      const run = await runGemm(r, choice, { ...layer, lhs }, t, last, { trace, plan: b });
+      let run: Awaited<ReturnType<typeof runGemm>>;
+      try {
+        run = await runGemm(r, choice, { ...layer, lhs }, t, last, { trace, plan: b });
+      } catch (e) {
+        throw inLayer(e, i);
+      }
       if (i === 0) lhsSource = run.lhsSource;
       const result = last ? await run.result!.catch((e) => Promise.reject(r.lostOr(e))) : null;
       gpuMs = gpuMs !== null && t?.gpuMs != null ? gpuMs + t.gpuMs : null;

@@ -89,7 +89,12 @@ async function kernelFor(
 ): Promise<GpuGemmKernel> {
   const format = (x: GpuOperandInput | PatchOperand) => (isPacked(x) ? x.packFormat : undefined);
   const verdicts = selfTests(r.device);
-  const disabled = new Set([...verdicts].filter(([, v]) => v === 'failed').map(([id]) => id).concat([...r.untested]));
+  const disabled = new Set(
+    [...verdicts]
+      .filter(([, v]) => v === 'failed')
+      .map(([id]) => id)
+      .concat([...r.untested]),
+  );
   const kernel = selectGemmKernel(r.caps, p, {
     force,
     lhsPackFormat: format(problem.lhs),

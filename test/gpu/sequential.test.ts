@@ -208,6 +208,12 @@ describe.skipIf(!gpu)('chain plans', () => {
     expect(asLhs).toBeInstanceOf(InputError);
     expect((asLhs as InputError).field).toBe('lhs');
     ctx.releaseMatrix(onGpu);
+    // A GEMM's error names its layer: here GEMM 1's lhs, GEMM 0's int32 dst (no cast at the end of its stages).
+    const uncast = { ...layers[0], pipeline: layers[0].pipeline!.slice(0, -1) };
+    const named = await ctx.gemmChain({ lhs: token(), layers: [uncast, layers[1], layers[2]] }).catch((x) => x);
+    expect(named).toBeInstanceOf(InputError);
+    expect((named as InputError).field).toBe('layers[1].lhs');
+    expect((named as InputError).message).toMatch(/GEMM 1's lhs is GEMM 0's dst/);
     ctx.destroy();
   });
 });

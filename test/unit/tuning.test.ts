@@ -13,7 +13,7 @@ import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels
 import { parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
 import { h100Caps } from '../support/caps.ts';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
-import { candidates } from '../../src/tune.ts';
+import { candidates, tune } from '../../src/tune.ts';
 
 const adapter = { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: 'NVIDIA: 580.159.04' };
 const table = (over: Partial<TuningTable> = {}): TuningTable => ({
@@ -145,6 +145,22 @@ describe('tuning tables', () => {
   });
 });
 
+describe("tune()'s options", () => {
+  it('a bad budget, class list or candidate count is an InputError naming it, before any device is acquired', async () => {
+    for (const [opts, field] of [
+      [{ budgetMs: 0 }, 'budgetMs'],
+      [{ classes: [] }, 'classes'],
+      [{ classes: ['squares'] }, 'classes'],
+      [{ maxCandidates: 0 }, 'maxCandidates'],
+      [{ maxCandidates: -2 }, 'maxCandidates'],
+      [{ maxCandidates: Number.NaN }, 'maxCandidates'],
+      [{ maxCandidates: 1.5 }, 'maxCandidates'],
+    ] as const) {
+      await expect(tune(opts as never), JSON.stringify(opts)).rejects.toMatchObject({ name: 'InputError', field });
+    }
+  });
+});
+
 describe('kernel configurations', () => {
   it('the defaults keep the registry ids; others name every parameter', () => {
     expect(kernelOf({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2 }).id).toBe('sgmat-64x64');
@@ -159,6 +175,9 @@ describe('kernel configurations', () => {
         parseKernelConfig({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2, splitK: 3 }, 'k'),
       ),
     ).toBe('k.splitK');
+    // Direct rhs loads read 8-bit rows: with a 4-bit rhs, an InputError naming the field, not a kernel that fails to build.
+    const direct4 = { family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2, rhsDirect: true, rhsBits: 4 };
+    expect(fieldOf(() => parseKernelConfig(direct4, 'k'))).toBe('k.rhsDirect');
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x128');
     expect(kernelOf({ family: 'dot4-wide', dot4: 'native', threadsX: 8, threadsY: 16, tileKW: 8 }).id).toBe('dot4-128x64-r8-kw8');
     expect(kernelOf({ family: 'dot4-tiled', dot4: 'emulated', tileM: 64, tileN: 64, tileKW: 16 }).id).toBe('dot4-64x64-emulated');
