@@ -12,14 +12,23 @@
 // variation. The rules' own kernel is measured first at every shape, so each entry carries the comparison.
 // The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE of it and starts a configuration only
 // where its predicted cost (set-up and compilation as measured in its family, warm-up, shortest batches)
-// fits; a shape's winner runs the verify suite's problems of its shape class at once, whatever the time
+// fits; a shape's winner runs the verify suite's problems of its shape class (the conv class: with the
+// suite's convolution layers, their lhs read from the input as conv2d does) at once, whatever the time
 // (inside the sweep's share, so later shapes get less), and the winners run the rest of the suite at the
 // end while each problem fits the budget. The report says what was skipped and which winners were fully
 // verified; a winner that fails is dropped (the rules serve its shapes).
 
 import { InputError } from './errors.ts';
 import { acquireDevice } from './gpu/acquire.ts';
-import { type Clock, performanceClock, problemClass, TuneBudget, type WinnerVerification, WinnerVerifier } from './tune-budget.ts';
+import {
+  type Clock,
+  performanceClock,
+  problemClass,
+  TuneBudget,
+  type VerifyItem,
+  type WinnerVerification,
+  WinnerVerifier,
+} from './tune-budget.ts';
 import { describeAdapter } from './gpu/adapter.ts';
 import { describeToggles } from './gpu/toggles.ts';
 import type { AdapterCaps } from './gpu/caps.ts';
@@ -53,6 +62,7 @@ import {
   WARMUP_MS,
 } from './tune-measure.ts';
 import { verifyGpuKernel, verifyProblems } from './verify.ts';
+import { type ConvVerifyProblem, verifyConvProblems } from './verify-problems.ts';
 
 export const DEFAULT_BUDGET_MS = 5 * 60_000;
 const SWEEP_SHARE = 0.8;
@@ -113,6 +123,9 @@ const shapeOf = ([M, N, K]: Mnk, rhsBits: 4 | 8 = 8): GemmShape => {
   return { M, N, K, dstType: 'uint8', dstOrder: 'row-major', ...(bitDepth ? { bitDepth } : {}) };
 };
 /** The shape the registry's supports() sees for a verify problem. */
+/** A problem of the winners' verification: a GEMM, or a convolution layer (its lhs given as the input). */
+type VerifyCase = Pick<ConvVerifyProblem, 'gemm'> & Partial<Pick<ConvVerifyProblem, 'patches'>>;
+
 const problemShape = (p: GemmProblem): GemmShape => ({
   M: p.lhs.rows,
   N: p.rhs.cols,
@@ -196,18 +209,27 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     // Every winner bit for bit against the reference, one verify problem at a time: those of its shape
     // class as soon as it wins (inside the sweep's time), the rest of the suite as the budget allows at the
     // end; a failure drops its entries.
-    const suite = verifyProblems().map((p) => {
-      const [M, N, K] = [p.lhs.rows, p.rhs.cols, p.lhs.cols];
-      return { problem: p, class: problemClass(M, N, K, p.bitDepth?.rhs), macs: M * N * K };
-    });
+    // The suite's convolution layers are of the conv class, their lhs read from the input as conv2d runs them.
+    const macs = (p: GemmProblem) => p.lhs.rows * p.rhs.cols * p.lhs.cols;
+    const suite: VerifyItem<VerifyCase>[] = [
+      ...verifyProblems().map((p) => ({
+        problem: { gemm: p },
+        class: problemClass(p.lhs.rows, p.rhs.cols, p.lhs.cols, p.bitDepth?.rhs),
+        macs: macs(p),
+      })),
+      ...verifyConvProblems().map((c) => ({ problem: c, class: 'conv' as const, macs: macs(c.gemm) })),
+    ];
     const kernelsById = new Map<string, GpuGemmKernel>();
     const verifier = new WinnerVerifier(
       budget,
       suite,
-      (id, p) => (kernelsById.get(id) as GpuGemmKernel).supports(caps, problemShape(p)),
+      (id, p) => (kernelsById.get(id) as GpuGemmKernel).supports(caps, problemShape(p.gemm)),
       async (id, p) => {
         const k = kernelsById.get(id) as GpuGemmKernel;
-        const row = await verifyGpuKernel(device, k, [p], { kernels: [k, ...GPU_KERNELS] });
+        const row = await verifyGpuKernel(device, k, p.patches ? [] : [p.gemm], {
+          kernels: [k, ...GPU_KERNELS],
+          conv: p.patches ? [p as ConvVerifyProblem] : [],
+        });
         return row.mismatches === 0 && row.problems === 1 ? '' : row.detail || 'did not run';
       },
     );

@@ -1,8 +1,12 @@
 // The fixed problem suite of `qgemm verify` and verifyDevice() (./verify.ts): the self-test problems
 // (src/scheduler/self-test.ts) plus a small deterministic sweep (every operand type, storage order,
-// zero-point form and stage kind; odd shapes; several 64-tiles; less-than-8-bit operands), and the
-// prepacked few-row suite of the CPU path. Pure data: pack -> gemm -> output runs in ./verify.ts.
+// zero-point form and stage kind; odd shapes; several 64-tiles; less-than-8-bit operands), the
+// prepacked few-row suite of the CPU path, and convolution layers whose lhs the GPU reads from the NHWC
+// input (a PatchOperand: patches gathered by the kernel or packed in its pass). Pure data: pack -> gemm
+// -> output runs in ./verify.ts.
 
+import { im2col } from './layers/layers.ts';
+import type { PatchGeometry } from './pack/patches.ts';
 import { selfTestProblems } from './scheduler/self-test.ts';
 import type { GemmProblem, Operand, OutputStage } from './types.ts';
 /** n deterministic bytes of operand set `seed` (an LCG's high bytes), never all zeros; the tuner's operands too. */
@@ -118,4 +122,63 @@ export function verifyPrepackedProblems(suite: readonly GemmProblem[] = verifyPr
     })),
   );
   return [...suite.filter((p) => !p.bitDepth || p.bitDepth.rhs <= 4), ...fewRows];
+}
+
+/**
+ * A convolution layer of the suite: `gemm` is its GEMM over the im2col rows (what the reference and the
+ * CPU compute), `patches` the same lhs as the GPU takes it (the NHWC input, its geometry and zero point).
+ */
+export interface ConvVerifyProblem {
+  gemm: GemmProblem;
+  patches: { input: Uint8Array | Int8Array; geometry: PatchGeometry; zeroPoint: number };
+}
+
+/** A SAME or VALID layer of `filter` x `filter` on a batch x size x size x channels input. */
+function layer(
+  batch: number,
+  size: number,
+  channels: number,
+  filter: number,
+  stride: number,
+  dilation: number,
+  same: boolean,
+): PatchGeometry {
+  const extent = (filter - 1) * dilation + 1;
+  const out = same ? Math.ceil(size / stride) : Math.floor((size - extent) / stride) + 1;
+  const pad = same ? Math.floor(Math.max(0, (out - 1) * stride + extent - size) / 2) : 0;
+  return {
+    ...{ batch, height: size, width: size, channels, filterHeight: filter, filterWidth: filter },
+    ...{ strideHeight: stride, strideWidth: stride, dilationHeight: dilation, dilationWidth: dilation },
+    ...{ padTop: pad, padLeft: pad, outHeight: out, outWidth: out },
+  };
+}
+
+/**
+ * The suite's convolution layers: both ways a patch word is read (four channels of one tap where the
+ * channels are a multiple of 4; bytes otherwise), padding, stride and dilation 2, batch 2, uint8 and int8
+ * input, per-channel and scalar filter zero points (so the lhs row sums count), several 32- and 64-tiles
+ * of rows and columns, and a uint8 output stage as conv2d's.
+ */
+export function verifyConvProblems(): ConvVerifyProblem[] {
+  const layers: [PatchGeometry, number, boolean][] = [
+    [layer(1, 11, 8, 3, 1, 1, true), 70, false], // 121 rows, K 72: whole words, 2 column tiles of 64
+    [layer(2, 9, 3, 3, 2, 2, true), 33, true], // bytes: 3 channels, stride and dilation 2, batch 2
+    [layer(1, 10, 12, 2, 1, 1, false), 17, false], // VALID 2x2 on 12 channels: 81 rows
+  ];
+  return layers.map(([g, O], i) => {
+    const signed = layers[i][2];
+    const n = g.batch * g.height * g.width * g.channels;
+    const input = operand(n, 1, signed, 'row-major', 301 + i).data as Uint8Array | Int8Array;
+    const zeroPoint = signed ? -11 + 9 * i : 5 + 60 * i;
+    const K = g.filterHeight * g.filterWidth * g.channels;
+    const M = g.batch * g.outHeight * g.outWidth;
+    const gemm: GemmProblem = {
+      lhs: { data: im2col(input, g, zeroPoint), rows: M, cols: K },
+      rhs: operand(K, O, false, 'col-major', 311 + i),
+      lhsZeroPoint: zeroPoint,
+      rhsZeroPoint: i === 1 ? 131 : ramp(O, (j) => 100 + (j % 37)),
+      pipeline: i === 2 ? [] : pipeline(7, M, O),
+    };
+    return { gemm, patches: { input, geometry: g, zeroPoint } };
+  });
 }

@@ -4,7 +4,9 @@
 // reference (src/reference/gemm.ts): the self-test problems (src/scheduler/self-test.ts) plus a small
 // deterministic sweep (every operand type, storage order, zero-point form and stage kind; odd shapes;
 // shapes with several 64-tiles and at least two 64-byte k steps; less-than-8-bit operands): 17 problems,
-// the largest 64 x 64 x 40000. On SwiftShader most of the time is pipeline compilation (seconds per
+// the largest 64 x 64 x 40000; on WebGPU also 3 convolution layers whose lhs is the NHWC input (a
+// PatchOperand: the dot4-tiled kernels gather it, the others get it packed in their pass), checked
+// against the reference over the layer's im2col rows. On SwiftShader most of the time is pipeline compilation (seconds per
 // kernel; more on a loaded machine), and the emulated subgroup-matrix kernel's 40000-deep problem.
 //
 // On WebGPU the list also holds the emulated subgroup-matrix kernel (src/kernels/sgmat/emulation.ts,
@@ -28,9 +30,9 @@ import { referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult } from './types.ts';
 import { brief } from './problem/echo.ts';
-import { verifyPrepackedProblems, verifyProblems } from './verify-problems.ts';
+import { type ConvVerifyProblem, verifyConvProblems, verifyPrepackedProblems, verifyProblems } from './verify-problems.ts';
 
-export { verifyPrepackedProblems, verifyProblems };
+export { verifyConvProblems, verifyPrepackedProblems, verifyProblems };
 
 /** `qgemm verify` found a kernel whose results differ from the reference (exit code 1). */
 export class VerifyMismatchError extends QgemmError {
@@ -189,7 +191,7 @@ export async function verifyGpuKernel(
   device: GPUDevice,
   kernel: GpuGemmKernel,
   problems: readonly GemmProblem[],
-  opts: { kernels?: readonly GpuGemmKernel[]; configuration?: string; stopAtFirst?: boolean } = {},
+  opts: { kernels?: readonly GpuGemmKernel[]; configuration?: string; stopAtFirst?: boolean; conv?: readonly ConvVerifyProblem[] } = {},
 ): Promise<VerifyRow> {
   const warnings: string[] = [];
   const ctx = await createGpuContextWith(opts.kernels ?? [kernel, ...GPU_KERNELS], {
@@ -205,6 +207,23 @@ export async function verifyGpuKernel(
       kernel.id,
       opts.stopAtFirst,
     );
+    // Convolution layers: the lhs given as the NHWC input (gathered by the kernel or packed in its pass),
+    // checked against the reference over the im2col rows.
+    const conv = opts.conv ?? [];
+    if (conv.length && !(opts.stopAtFirst && row.mismatches)) {
+      const patches = new Map(conv.map((c) => [c.gemm, c.patches]));
+      const more = await verifyProblemsWith(
+        conv.map((c) => c.gemm),
+        (p) => kernel.supports(ctx.caps, gemmShape(p)),
+        async (p) => ({ result: await ctx.gemm({ ...p, lhs: patches.get(p)! }), ranWith: ctx.lastRun.kernel ?? '' }),
+        kernel.id,
+        opts.stopAtFirst,
+      );
+      row.detail ||= more.detail && `convolution ${more.detail}`;
+      row.problems += more.problems;
+      row.mismatches += more.mismatches;
+      row.ms += more.ms;
+    }
     if (warnings.length && !row.detail) row.detail = warnings[0];
     return { kernel: kernel.id, configuration: opts.configuration ?? '', ...row, ran: true };
   } finally {
@@ -309,6 +328,7 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
   const emulated = sgmatEmulatedKernel(emulatedConfig);
   const emulatedU4 = sgmatEmulatedKernel(emulatedConfig, { rhsBits: 4 });
   const kernels = [...GPU_KERNELS, emulated, emulatedU4, ...(opts.extraKernels ?? [])];
+  const conv = verifyConvProblems();
   for (const k of kernels) {
     if (!wanted(k.id)) continue;
     if (!problems.some((p) => k.supports(caps, gemmShape(p)))) continue;
@@ -318,7 +338,7 @@ export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyRepo
         : k.id.startsWith('sgmat-64x64') && real
           ? configLabel(real)
           : '';
-    push(await verifyGpuKernel(acquired.device, k, problems, { kernels: [k, ...GPU_KERNELS], configuration }));
+    push(await verifyGpuKernel(acquired.device, k, problems, { kernels: [k, ...GPU_KERNELS], configuration, conv }));
   }
   if (!opts.device) acquired.device.destroy();
   return finish(backend, device, rows, opts, (id) =>

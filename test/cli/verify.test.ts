@@ -9,7 +9,14 @@ import { needsDevice } from '../../src/cli/quiet.ts';
 import { cmdVerify } from '../../src/cli/verify.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { sgmatSource } from '../../src/kernels/sgmat/kernel.ts';
-import { VerifyMismatchError, verifyDevice, verifyPrepackedProblems, verifyProblems, type VerifyReport } from '../../src/verify.ts';
+import {
+  VerifyMismatchError,
+  verifyConvProblems,
+  verifyDevice,
+  verifyPrepackedProblems,
+  verifyProblems,
+  type VerifyReport,
+} from '../../src/verify.ts';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
 import { verifyPrepackedDrivers } from '../support/cpu-drivers.ts';
 
@@ -146,7 +153,9 @@ describe.skipIf(!gpu)('verifyDevice on WebGPU', () => {
     const report = await verifyDevice({ device: gpu!.device, kernels: ['dot4-32x32-emulated', 'sgmat-64x64-emulated'] });
     expect(report.rows.map((r) => r.kernel)).toEqual(['dot4-32x32-emulated', 'sgmat-64x64-emulated']);
     expect(report.rows[1].configuration).toMatch(/x.*emulated builtins/);
-    for (const r of report.rows) expect(r).toMatchObject({ mismatches: 0, detail: '', problems: verifyProblems().length });
+    // The suite, then its convolution layers (the lhs read from the NHWC input: dot4-32x32 gathers it, sgmat gets it packed).
+    const problems = verifyProblems().length + verifyConvProblems().length;
+    for (const r of report.rows) expect(r).toMatchObject({ mismatches: 0, detail: '', problems });
     expect(report.ok).toBe(true);
   });
   it('a kernel text with a planted bug fails verify (and the CLI command with it)', async () => {
@@ -162,7 +171,8 @@ describe.skipIf(!gpu)('verifyDevice on WebGPU', () => {
     await expect(
       cmdVerify({ backend: 'webgpu', kernel: ['sgmat-verify-mutant'] }, c.io, { device: gpu!.device, extraKernels: [mutant] }),
     ).rejects.toThrow(VerifyMismatchError);
-    expect(c.out.join('')).toMatch(new RegExp(`^sgmat-verify-mutant +\\| - +\\| ${verifyProblems().length} +\\| [1-9]\\d* +\\|`, 'm'));
+    const problems = verifyProblems().length + verifyConvProblems().length;
+    expect(c.out.join('')).toMatch(new RegExp(`^sgmat-verify-mutant +\\| - +\\| ${problems} +\\| [1-9]\\d* +\\|`, 'm'));
   });
   it('a kernel this adapter cannot run, or a CPU kernel, is a row that did not run; progress comes first', async () => {
     const events: string[] = [];

@@ -15,7 +15,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError, LimitExceededError } from '../../src/errors.ts';
 import { type Dot4TiledConfig, dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
+import { bandedKernel, dot4KernelSource, dot4TileLoopBody } from '../../src/kernels/banded.ts';
+import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import { verifyGpuKernel } from '../../src/verify.ts';
+import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
 import { createGpuContextWith, GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
 import { Rng } from '../../tools/random.ts';
@@ -383,6 +387,31 @@ describe.skipIf(!gpu)('dot4-tiled gathering the patches itself (no pack dispatch
     } finally {
       ctx.destroy();
     }
+  });
+});
+
+describe.skipIf(!gpu)("verify's convolution layers check the gathered form", () => {
+  it('dot4-32x32-emulated exact on them; a planted bug in its gather (a row sum one byte short) is a convolution mismatch', async () => {
+    const conv = verifyConvProblems();
+    const good = dot4TiledKernel(32, 'emulated');
+    const row = await verifyGpuKernel(gpu!.device, good, [], { kernels: [good, ...GPU_KERNELS], conv });
+    expect([row.problems, row.mismatches, row.detail]).toEqual([conv.length, 0, '']);
+    const gather = dot4KernelSource('dot4-tiled-patches', [dot4TileLoopBody.patches, dot4Gemm], 4, 4, 4, 'emulated');
+    const planted = gather.replace('lhsRowSum += dot4(word, 0x01010101u);', 'lhsRowSum += dot4(word, 0x01010100u);');
+    expect(planted).not.toBe(gather);
+    const mutant = bandedKernel({
+      id: 'dot4-32x32-gather-mutant',
+      source: dot4KernelSource('dot4-tiled', [dot4TileLoopBody.packed, dot4Gemm], 4, 4, 4, 'emulated'),
+      patchSource: planted,
+      entryPoint: 'gemm',
+      overrides: { TILE_M: 32, TILE_N: 32, TILE_KW: 16 },
+      tileM: 32,
+      tileN: 32,
+      supports: () => true,
+    });
+    const bad = await verifyGpuKernel(gpu!.device, mutant, [], { kernels: [mutant, ...GPU_KERNELS], conv });
+    expect(bad.mismatches).toBeGreaterThan(0);
+    expect(bad.detail).toMatch(/^convolution problem \d+ \(\d+x\d+x\d+\): \d+ of \d+ elements differ/);
   });
 });
 
