@@ -14,12 +14,12 @@
 
 import { InputError } from '../errors.ts';
 import { snapshotProblem } from '../problem/snapshot.ts';
-import type { GemmResult, Operand } from '../types.ts';
+import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { replay } from './call-plan.ts';
 import { type GpuGemmProblem, type KernelChoice, runGemm } from './gemm.ts';
 import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
 import { isPatches } from './patches.ts';
-import { type CallPlan, chainKey, freePlan } from './plans.ts';
+import { type CallPlan, freePlan } from './plans.ts';
 import type { GemmTiming, LastRun, PlanBuilder } from './record.ts';
 import type { DeviceResources } from './resources.ts';
 import type { Tracer } from './trace.ts';
@@ -45,6 +45,15 @@ function inLayer(e: unknown, i: number): unknown {
   const lhs = e.field.startsWith('lhs') ? ` (GEMM ${i}'s lhs is GEMM ${i - 1}'s dst: its output stages must end in uint8 or int8)` : '';
   return new InputError(`layers[${i}].${e.field}`, message + lhs);
 }
+
+/** What the GEMMs after the first are keyed by in place of their lhs (it is the previous dst, fixed by the chain). */
+const PREVIOUS_DST: Operand = { data: new Uint8Array(0), rows: 0, cols: 0, order: 'row-major' };
+
+/** GEMM i of a chain as its plan is keyed: its problem, the lhs the chain's for the first, else PREVIOUS_DST. */
+const chainKey = (chain: GemmChain, i: number): Omit<GemmProblem, 'rhs'> => ({
+  ...chain.layers[i],
+  lhs: i === 0 ? chain.lhs : PREVIOUS_DST,
+});
 
 /** A chain's shape checked before any GPU work: at least one GEMM, each a prepacked rhs. */
 function checkChain(chain: GemmChain): void {
@@ -78,7 +87,10 @@ export async function runChain(
   r.checkAlive();
   checkChain(chain);
   const plans = r.plans.chains;
-  const hit = plans.find(chain);
+  const hit = plans.find(
+    chain.layers.map((l) => l.rhs),
+    chain.layers.map((_, i) => chainKey(chain, i)),
+  );
   if (hit) {
     if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.call.ran.kernel });
     return { result: await replay(r, hit.call, chain.lhs, timing, trace), ran: hit.call.ran };

@@ -12,7 +12,6 @@ import { UniformArena } from '../gpu/uniforms.ts';
 import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
 import type { GemmProblem, Operand } from '../types.ts';
 import type { GpuMatrix, PackedOperand } from './operands.ts';
-import type { GemmChain } from './chain-plan.ts';
 import type { LastRun, PlanBuilder } from './record.ts';
 
 /** A problem a plan serves: a CPU lhs and a prepacked rhs (./call-plan.ts plannable). */
@@ -201,11 +200,8 @@ export class CallPlans {
 /** Chain plans kept per context (e.g. a decode and a prefill shape of two models); the oldest goes first. */
 const CHAIN_PLANS = 4;
 
-/** What the GEMMs after the first are keyed by in place of their lhs (it is the previous dst, fixed by the chain). */
-const PREVIOUS_DST: Operand = { data: new Uint8Array(0), rows: 0, cols: 0, order: 'row-major' };
-
 export interface ChainPlan {
-  /** Each GEMM's problem but the lhs data (snapshotProblem of chainKey). */
+  /** Each GEMM's problem but the lhs data (snapshotProblem of ./chain-plan.ts chainKey). */
   readonly input: ProblemSnapshot[];
   readonly rhs: PackedOperand[];
   readonly builders: PlanBuilder[];
@@ -213,23 +209,14 @@ export interface ChainPlan {
   readonly call: CallPlan;
 }
 
-/** GEMM i of a chain as its plan is keyed: its problem, the lhs the chain's for the first, else PREVIOUS_DST. */
-export const chainKey = (chain: GemmChain, i: number): Omit<GemmProblem, 'rhs'> => ({
-  ...chain.layers[i],
-  lhs: i === 0 ? chain.lhs : PREVIOUS_DST,
-});
-
 /** The chain plans of one context. */
 export class ChainPlans {
   private plans: ChainPlan[] = [];
 
-  /** The plan that serves `chain` exactly, or null. */
-  find(chain: GemmChain): ChainPlan | null {
-    const { layers } = chain;
+  /** The plan of a chain with these rhs (by identity) whose GEMMs are keyed `keys` (./chain-plan.ts chainKey), or null. */
+  find(rhs: readonly PackedOperand[], keys: readonly Omit<GemmProblem, 'rhs'>[]): ChainPlan | null {
     return (
-      this.plans.find(
-        (p) => p.rhs.length === layers.length && layers.every((l, i) => l.rhs === p.rhs[i] && sameProblem(chainKey(chain, i), p.input[i])),
-      ) ?? null
+      this.plans.find((p) => p.rhs.length === rhs.length && rhs.every((x, i) => x === p.rhs[i] && sameProblem(keys[i], p.input[i]))) ?? null
     );
   }
 
