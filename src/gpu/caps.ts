@@ -3,6 +3,7 @@
 // declare what they need of it (`supports(caps, shape)`), and the scheduler plans bands and dispatches
 // with its limits. Limits may be lowered below the device's (tests use that to exercise splitting).
 
+import { InputError } from '../errors.ts';
 import type { AdapterSummary } from './adapter.ts';
 import type { DawnToggle } from './toggles.ts';
 
@@ -76,6 +77,27 @@ export function subgroupMatrixConfigs(info: unknown): SubgroupMatrixConfig[] {
   const configs = (info as { subgroupMatrixConfigs?: Iterable<SubgroupMatrixConfig> } | null)?.subgroupMatrixConfigs;
   if (!configs) return [];
   return [...configs].map(({ componentType, resultComponentType, M, N, K }) => ({ componentType, resultComponentType, M, N, K }));
+}
+
+/**
+ * Checks the limits a caller lowers (GpuContext.create({ limits })): an object of known PlanLimits keys,
+ * each a positive integer (an alignment a power of two, as WebGPU's), else an InputError naming
+ * `limits.<key>`. A NaN, 0 or negative value would plan no dispatch or never finish planning.
+ */
+export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
+  if (lowered === undefined) return {};
+  if (!lowered || typeof lowered !== 'object' || Array.isArray(lowered)) throw new InputError('limits', 'expected an object of limits');
+  for (const [key, v] of Object.entries(lowered)) {
+    if (!LIMIT_KEYS.includes(key as keyof PlanLimits)) {
+      throw new InputError(`limits.${key}`, `unknown limit; known: ${LIMIT_KEYS.join(', ')}`);
+    }
+    if (v === undefined) continue;
+    const alignment = key.startsWith('min');
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || (alignment && (v & (v - 1)) !== 0)) {
+      throw new InputError(`limits.${key}`, `expected ${alignment ? 'a power of two' : 'an integer of at least 1'}, got ${String(v)}`);
+    }
+  }
+  return lowered as Partial<PlanLimits>;
 }
 
 /**

@@ -198,6 +198,12 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
   const range = TYPE_RANGE[dtype];
   const aShape = checkShape('a.shape', a.shape, a.data.length);
   const bShape = checkShape('b.shape', b.shape, b.data.length);
+  for (const [field, f] of [
+    ['a.fortranOrder', a.fortranOrder],
+    ['b.fortranOrder', b.fortranOrder],
+  ] as const) {
+    if (f !== undefined && typeof f !== 'boolean') throw new InputError(field, `expected true or false, got ${brief(f)}`);
+  }
   const shape = broadcastShapes(aShape, bShape);
   const aligned = isAlignedOp(op);
   const sa = scalesOf('a', a, aShape, aligned);

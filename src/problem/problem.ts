@@ -46,6 +46,11 @@ export function operandType(field: string, data: unknown): OperandType {
   throw new InputError(field, 'expected uint8 or int8 data (Uint8Array or Int8Array)');
 }
 
+/** A CPU operand checked whole: uint8 or int8 data of rows x cols elements, a known order (InputError naming `field`). */
+export function checkCpuOperand(field: string, op: Operand): OperandType {
+  return checkOperand(field, op, false);
+}
+
 function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandType {
   if (!op || typeof op !== 'object') throw new InputError(field, 'missing operand');
   const type = operandType(field, op.data);
@@ -82,6 +87,7 @@ export function normalizeProblem(
   problem: GemmProblem,
   { shapesOnly = false, rhsShapeOnly = false }: { shapesOnly?: boolean; rhsShapeOnly?: boolean } = {},
 ): NormalizedProblem {
+  if (!problem || typeof problem !== 'object') throw new InputError('problem', `expected a GEMM problem object, got ${brief(problem)}`);
   const lhsType = checkOperand('lhs', problem.lhs, shapesOnly);
   const rhsType = checkOperand('rhs', problem.rhs, shapesOnly || rhsShapeOnly);
   const lhs = withOrder(problem.lhs);
@@ -95,8 +101,19 @@ export function normalizeProblem(
   const M = lhs.rows;
   const N = rhs.cols;
   const K = lhs.cols;
-  const lhsZeroPoint = checkPerChannel('lhsZeroPoint', problem.lhsZeroPoint ?? 0, M, 'one per lhs row, M');
-  const rhsZeroPoint = checkPerChannel('rhsZeroPoint', problem.rhsZeroPoint ?? 0, N, 'one per rhs column, N');
+  // Absent is 0; null is not absent (the CLI's spec refuses it too).
+  const lhsZeroPoint = checkPerChannel(
+    'lhsZeroPoint',
+    problem.lhsZeroPoint === undefined ? 0 : problem.lhsZeroPoint,
+    M,
+    'one per lhs row, M',
+  );
+  const rhsZeroPoint = checkPerChannel(
+    'rhsZeroPoint',
+    problem.rhsZeroPoint === undefined ? 0 : problem.rhsZeroPoint,
+    N,
+    'one per rhs column, N',
+  );
   const dstOrder = problem.dstOrder ?? 'row-major';
   if (dstOrder !== 'row-major' && dstOrder !== 'col-major') throw new InputError('dstOrder', `expected 'row-major' or 'col-major'`);
 

@@ -9,7 +9,7 @@ import { warmupProblem, type WarmupItem } from './warmup.ts';
 import { InputError } from '../errors.ts';
 import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
-import { adapterCaps, type AdapterCaps, type PlanLimits } from '../gpu/caps.ts';
+import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
@@ -99,6 +99,7 @@ export class GpuContext {
 
   static async create(opts: GpuContextOptions = {}): Promise<GpuContext> {
     if (opts.tuning !== undefined) parseTuningTable(opts.tuning); // a malformed table fails before any device
+    checkPlanLimits(opts.limits); // so do bad limits
     const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
     const info = acquired.adapter?.info ?? (acquired.device as { adapterInfo?: unknown }).adapterInfo;
     const caps = adapterCaps(acquired.device, acquired.summary, acquired.hasDot4, info, opts.limits);

@@ -182,6 +182,18 @@ export async function runGemm(
   if (patches && requantizationOf(p.bitDepth, 'lhs', K).bits !== 8) {
     throw new InputError('bitDepth.lhs', 'convolution patches are packed at 8 bits');
   }
+  // A prepacked operand serves only GEMMs that ask for its bits (and rounding): checked before a kernel is
+  // chosen for its format, so that the error names the operand.
+  for (const side of ['lhs', 'rhs'] as const) {
+    const x = problem[side];
+    const requant = requantizationOf(p.bitDepth, side, K);
+    if (x && typeof x === 'object' && isPacked(x) && (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding))) {
+      throw new InputError(
+        side,
+        `prepacked with ${x.bits} bits (${x.rounding}), but this GEMM asks for ${requant.bits} bits (${requant.rounding})`,
+      );
+    }
+  }
   const kernel = await kernelFor(r, choice, p, problem);
   const formats: Record<'lhs' | 'rhs', PackFormat> = {
     lhs: PACK_FORMATS[kernelFormats(kernel).lhs],
@@ -237,15 +249,7 @@ export async function runGemm(
         const patchJobs: PatchJob[] = [];
         const operand = (side: 'lhs' | 'rhs', x: GpuOperandInput | PatchOperand, outer: number) => {
           const requant = requantizationOf(p.bitDepth, side, K);
-          if (isPacked(x)) {
-            if (x.bits !== requant.bits || (x.bits !== 8 && x.rounding !== requant.rounding)) {
-              throw new InputError(
-                side,
-                `prepacked with ${x.bits} bits (${x.rounding}), but this GEMM asks for ${requant.bits} bits (${requant.rounding})`,
-              );
-            }
-            return { packed: x.packed, sums: x.sums };
-          }
+          if (isPacked(x)) return { packed: x.packed, sums: x.sums }; // its bits checked above
           if (side === 'lhs' && raw) {
             const src = operandSource(device, x as Operand | GpuMatrix, side, { pool, pooled });
             rawLhs = {

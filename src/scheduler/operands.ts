@@ -7,6 +7,7 @@
 import { InputError } from '../errors.ts';
 import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
+import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
 
@@ -118,5 +119,6 @@ export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner): Ope
     }
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
+  checkCpuOperand(field, x); // its data is uploaded as given: its length must be the shape's
   return x;
 }

@@ -407,6 +407,57 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     notStorage.destroy();
   });
 
+  it('a CPU operand whose data is not its shape is an InputError naming it, in gemm, gemmOnGpu and prepack', async () => {
+    const field = async (p: Promise<unknown>) =>
+      (
+        (await p.then(
+          () => null,
+          (e) => e,
+        )) as InputError | null
+      )?.field;
+    const [M, K, N] = [2, 8, 4];
+    const lhs = { data: new Uint8Array(M * K).fill(1), rows: M, cols: K };
+    const rhs = { data: Int8Array.from({ length: K * N }, (_, i) => (i % 7) - 3), rows: K, cols: N };
+    const bad: [object, object, string][] = [
+      [{ ...lhs, data: new Uint8Array(M * K - 3) }, rhs, 'lhs'], // short: it read what the pooled upload held
+      [{ ...lhs, data: new Uint8Array(M * K + 5) }, rhs, 'lhs'],
+      [lhs, { ...rhs, data: rhs.data.slice(0, 20) }, 'rhs'],
+      [{ ...lhs, data: new Uint16Array(M * K) }, rhs, 'lhs'],
+    ];
+    for (const [l, r, name] of bad) {
+      expect(await field(ctx.gemm({ lhs: l, rhs: r } as never)), `gemm ${name}`).toBe(name);
+      expect(await field(ctx.gemmOnGpu({ lhs: l, rhs: r } as never)), `gemmOnGpu ${name}`).toBe(name);
+    }
+    for (const [x, name] of [
+      [{ ...rhs, data: rhs.data.slice(0, 20) }, 'rhs'],
+      [{ ...rhs, data: new Int8Array(K * N + 1) }, 'rhs'],
+      [{ ...rhs, data: new Uint16Array(K * N) }, 'rhs'],
+      [{ ...rhs, data: Array.from(rhs.data) }, 'rhs'],
+      [{ ...rhs, order: 'column' }, 'rhs.order'],
+      [{ ...rhs, rows: 0, data: new Int8Array(0) }, 'rhs.rows'],
+      [{ ...rhs, rows: 2.5 }, 'rhs.rows'],
+    ] as const) {
+      expect(await field(ctx.prepack('rhs', x as never)), `prepack ${JSON.stringify({ ...x, data: x.data.length })}`).toBe(name);
+    }
+  });
+
+  it('limits that are not positive integers (alignments: powers of two), or unknown, are an InputError naming the limit, before any device', async () => {
+    for (const [limits, name] of [
+      [{ maxStorageBufferBindingSize: Number.NaN }, 'limits.maxStorageBufferBindingSize'], // planned no dispatch: zeros
+      [{ maxStorageBufferBindingSize: -1 }, 'limits.maxStorageBufferBindingSize'], // planned forever
+      [{ maxStorageBufferBindingSize: 'x' }, 'limits.maxStorageBufferBindingSize'],
+      [{ maxComputeWorkgroupsPerDimension: 0 }, 'limits.maxComputeWorkgroupsPerDimension'], // planned forever
+      [{ maxComputeWorkgroupsPerDimension: 2.5 }, 'limits.maxComputeWorkgroupsPerDimension'],
+      [{ minStorageBufferOffsetAlignment: 384 }, 'limits.minStorageBufferOffsetAlignment'],
+      [{ maxBindingSize: 1024 }, 'limits.maxBindingSize'],
+      [[], 'limits'],
+    ] as const) {
+      const e = await GpuContext.create({ device: gpu!.device, limits: limits as never }).catch((x) => x);
+      expect(e, JSON.stringify(limits)).toBeInstanceOf(InputError);
+      expect((e as InputError).field).toBe(name);
+    }
+  });
+
   afterAll(() => {
     expect(uncapturedErrors).toEqual([]);
     ctx?.destroy();

@@ -143,6 +143,11 @@ describe.skipIf(!gpu)('skinny kernels == CPU reference', () => {
           // sgmat-64x64-u4 where the adapter has tensor cores and the tiles pay (M, N > 32).
           expect(ctx.lastRun.kernel).toMatch(M <= 4 ? /^gemv-u4/ : M <= 32 ? /^splitk-u4/ : /^(splitk-u4|sgmat-64x64-u4)/);
         }
+        // Asked for without its bits (an 8-bit GEMM), or at other bits: an InputError naming rhs, before any kernel is chosen.
+        for (const other of [undefined, { ...bitDepth, rhs: 3 }] as const) {
+          const e = await ctx.gemm({ ...sample(arbProblemOfShape(8, N, K), 99), rhs: packed, bitDepth: other }).catch((x) => x);
+          expect(e, JSON.stringify(other)).toMatchObject({ name: 'InputError', field: 'rhs' });
+        }
         packed.destroy();
       }
     });

@@ -623,6 +623,13 @@ describe('InputErrors of the API, each naming its field', () => {
       'a.shape',
     ],
     [
+      'fortranOrder not a boolean',
+      (p) => {
+        (p.b as { fortranOrder?: unknown }).fortranOrder = 'yes';
+      },
+      'b.fortranOrder',
+    ],
+    [
       'negative size',
       (p) => {
         p.b.shape = [-3];

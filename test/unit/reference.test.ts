@@ -132,6 +132,12 @@ describe('output stages by hand', () => {
 });
 
 describe('validation names the field', () => {
+  it('no problem at all is an InputError naming problem (reference and CPU path alike)', () => {
+    for (const run of [referenceGemm, cpuGemm]) {
+      for (const bad of [null, undefined, 7])
+        expect(() => run(bad as never)).toThrow(expect.objectContaining({ name: 'InputError', field: 'problem' }));
+    }
+  });
   const base: GemmProblem = { lhs: u8(2, 3, [1, 2, 3, 4, 5, 6]), rhs: u8(3, 2, [1, 2, 3, 4, 5, 6]) };
   const fieldOf = (p: GemmProblem) => {
     try {
@@ -146,6 +152,8 @@ describe('validation names the field', () => {
     ['rhs', { rhs: u8(2, 2, [1, 2, 3, 4]) }],
     ['lhs', { lhs: { ...u8(2, 3, [1, 2, 3, 4, 5, 6]), data: new Uint16Array(6) as unknown as Uint8Array } }],
     ['lhsZeroPoint', { lhsZeroPoint: new Int32Array(3) }],
+    ['lhsZeroPoint', { lhsZeroPoint: null as unknown as number }], // null is not absent
+    ['rhsZeroPoint', { rhsZeroPoint: null as unknown as number }],
     ['rhsZeroPoint', { rhsZeroPoint: 2 ** 31 }],
     ['pipeline[0].values', { pipeline: [{ type: 'bias', axis: 'col', values: new Int32Array(3) }] }],
     ['pipeline[0].shift', { pipeline: [{ type: 'quantizeDownInt32ByFixedPoint', multiplier: 1, shift: 32, offsetAfterShift: 0 }] }],
