@@ -23,9 +23,11 @@
 //                 build, ort.min.mjs, takes 2 and 4 bits only): weights as initializers (resident), each
 //                 call feeds A and reads Y; GPU time from its profiler in a second, profiled session;
 //   onnxruntime-web WASM EP MatMulInteger: call (A and B fed) and resident (B an initializer).
-// A convolution layer (args.conv) runs as in Node: one ctx.gemm per call whose lhs is the NHWC input with
-// its patch geometry (the patches gathered by the kernel, or packed in the GEMM's own pass), against the OHWI filter (the rhs [K, O]
-// column-major; resident: prepacked once), call and resident; tfjs runs tf.conv2d in f32 (input NHWC, filter HWIO) in every mode.
+// A convolution layer (args.conv) runs as in Node: one ctx.gemm (device: ctx.gemmOnGpu) per call whose
+// lhs is the NHWC input with its patch geometry (the patches gathered by the kernel, or packed in the
+// GEMM's own pass), against the OHWI filter (the rhs [K, O] column-major; resident: prepacked once;
+// device: the input also kept on the GPU, dst left there), in every mode, as tfjs's tf.conv2d in f32
+// (input NHWC, filter HWIO).
 // The input and the filter are __gen(seed, H*W, O*KH*KW, C)'s lhs and rhs (bench/problems.ts convOperands).
 
 import type { PackFormatId } from '../src/pack/formats.ts';
@@ -164,21 +166,50 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         result.gpuNote = 'CPU row';
       } else if (conv) {
         const ctx = w.__ctx;
-        if (mode === 'device' || bitDepth) throw new Error('convolution layers run in call and resident modes with 8-bit filters');
+        if (bitDepth) throw new Error('convolution layers run with 8-bit filters');
         const filter = { data: rhs, rows: k, cols: n, order: 'col-major' };
-        const packed = mode === 'resident' ? await ctx.prepack('rhs', filter) : null;
+        const packed = mode === 'call' ? null : await ctx.prepack('rhs', filter);
         if (packed) {
           cleanups.push(() => packed.destroy());
           result.rhsFormat = packed.packFormat;
         }
-        const patches = { input: lhs, geometry: conv.geometry, zeroPoint: args.lhsZeroPoint };
+        // device: the NHWC input kept on the GPU as a GpuMatrix [pixels, channels], read where it is, as a
+        // Sequential's layer reads the previous layer's output; dst left on the GPU.
+        let input: Uint8Array | Record<string, unknown> = lhs;
+        if (mode === 'device') {
+          const g = conv.geometry;
+          const buffer = (ctx.device as GPUDevice).createBuffer({
+            size: Math.max(4, Math.ceil(lhs.length / 4) * 4),
+            usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+            label: 'bench conv input',
+          });
+          const padded = new Uint8Array(buffer.size);
+          padded.set(lhs);
+          ctx.device.queue.writeBuffer(buffer, 0, padded);
+          cleanups.push(() => buffer.destroy());
+          input = { buffer, rows: g.batch * g.height * g.width, cols: g.channels, order: 'row-major', dtype: 'uint8', stride: g.channels };
+        }
+        const patches = { input, geometry: conv.geometry, zeroPoint: args.lhsZeroPoint };
         // As the GEMM rows: the wall time from calls that ask for no GPU time (no timestamp query), the GPU
         // time from separate timed calls.
         once = async (timed) => {
           const timing = timed ? { gpuMs: null as number | null } : undefined;
           const t0 = performance.now();
-          const r = await ctx.gemm({ ...problem, lhs: patches, rhs: packed ?? filter }, timing);
-          const wallMs = performance.now() - t0;
+          const call = { ...problem, lhs: patches, rhs: packed ?? filter };
+          let r: { data: ArrayBufferView; dtype: string };
+          let wallMs: number;
+          if (mode === 'device') {
+            const dst = await ctx.gemmOnGpu(call, timing);
+            wallMs = performance.now() - t0;
+            try {
+              r = await ctx.read(dst);
+            } finally {
+              ctx.releaseMatrix(dst);
+            }
+          } else {
+            r = await ctx.gemm(call, timing);
+            wallMs = performance.now() - t0;
+          }
           if (separateGpu) result.gpuNote = convGpuNote(ctx.lastRun.patchesGathered);
           return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
         };

@@ -13,7 +13,7 @@
 //   onnxruntime-web-matmulinteger / cpu / chrome   MatMulInteger on its WASM EP, call and resident.
 // Every resident WebGPU GEMM row (qgemm's and the peers') has an after-pause row beside it, as in Node:
 // single calls, each after bench/timing.ts PAUSE_MS, made in the page (./chrome-outcome.ts).
-// Convolution layers (shape.conv): qgemm WebGPU in call and resident (one ctx.gemm on the input, verified) and
+// Convolution layers (shape.conv): qgemm WebGPU in every mode (one ctx.gemm or gemmOnGpu on the input, verified) and
 // tfjs's conv2d f32 in every mode, as in Node; the other rows are GEMMs and do not run them.
 // The in-page code is bench/chrome-page.ts.
 
@@ -135,11 +135,9 @@ const QGEMM_MODE_DETAILS: Record<Mode, string> = {
     'lhs uploaded once and rhs prepacked once, outside the timing; ctx.gemmOnGpu leaves dst on the GPU (read back after the timing, for verification)',
 };
 
-/** Convolution layers in the page: qgemm WebGPU in call and resident with 8-bit filters (Node also runs device), tfjs in every mode. */
+/** Convolution layers in the page: qgemm WebGPU in every mode with 8-bit filters, as in Node, and tfjs in every mode. */
 function convolutionOf(id: RowId): true | string {
   if (id.impl !== 'qgemm') return true;
-  if (id.mode === 'device')
-    return 'convolution layers: no device mode in the page yet (Node runs it: the input kept on the GPU as a GpuMatrix)';
   if (id.rhsBits === 4) return 'convolution layers run with 8-bit filters only';
   return true;
 }
