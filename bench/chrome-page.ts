@@ -119,6 +119,19 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
   let separateGpu = false;
   const cleanups: (() => unknown)[] = [];
   const asBytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  /** `bytes` in a storage buffer of the page's device (padded to 4), destroyed with the cell: a device-mode operand. */
+  const uploadBytes = (device: GPUDevice, bytes: Uint8Array, label: string): GPUBuffer => {
+    const buffer = device.createBuffer({
+      size: Math.max(4, Math.ceil(bytes.length / 4) * 4),
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+      label,
+    });
+    const padded = new Uint8Array(buffer.size);
+    padded.set(bytes);
+    device.queue.writeBuffer(buffer, 0, padded);
+    cleanups.push(() => buffer.destroy());
+    return buffer;
+  };
   // q - zeroPoint as f32 in a loop: Float32Array.from(q, fn) collects into a JS array first (out of heap at 11008^2).
   // As tfjs in Node (bench/impls/tfjs-node.ts): the wall time from plain calls, the kernel time from separate tf.time calls.
   const tfjsNote = (reps: number) => `kernel time from ${reps} separate tf.time calls; the wall time from plain calls`;
@@ -178,16 +191,15 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         let input: Uint8Array | Record<string, unknown> = lhs;
         if (mode === 'device') {
           const g = conv.geometry;
-          const buffer = (ctx.device as GPUDevice).createBuffer({
-            size: Math.max(4, Math.ceil(lhs.length / 4) * 4),
-            usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-            label: 'bench conv input',
-          });
-          const padded = new Uint8Array(buffer.size);
-          padded.set(lhs);
-          ctx.device.queue.writeBuffer(buffer, 0, padded);
-          cleanups.push(() => buffer.destroy());
-          input = { buffer, rows: g.batch * g.height * g.width, cols: g.channels, order: 'row-major', dtype: 'uint8', stride: g.channels };
+          const [rows, cols] = [g.batch * g.height * g.width, g.channels];
+          input = {
+            buffer: uploadBytes(ctx.device, lhs, 'bench conv input'),
+            rows,
+            cols,
+            order: 'row-major',
+            dtype: 'uint8',
+            stride: cols,
+          };
         }
         const patches = { input, geometry: conv.geometry, zeroPoint: args.lhsZeroPoint };
         // As the GEMM rows: the wall time from calls that ask for no GPU time (no timestamp query), the GPU
@@ -231,16 +243,14 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         }
         let lhsMatrix: Record<string, unknown> | null = null;
         if (mode === 'device') {
-          const buffer = (ctx.device as GPUDevice).createBuffer({
-            size: Math.max(4, Math.ceil(lhs.length / 4) * 4),
-            usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
-            label: 'bench lhs',
-          });
-          const padded = new Uint8Array(buffer.size);
-          padded.set(lhs);
-          ctx.device.queue.writeBuffer(buffer, 0, padded);
-          cleanups.push(() => buffer.destroy());
-          lhsMatrix = { buffer, rows: m, cols: k, order: 'row-major', dtype: 'uint8', stride: k };
+          lhsMatrix = {
+            buffer: uploadBytes(ctx.device, lhs, 'bench lhs'),
+            rows: m,
+            cols: k,
+            order: 'row-major',
+            dtype: 'uint8',
+            stride: k,
+          };
         }
         const input = { ...problem, ...(packed ? { rhs: packed } : {}), ...(lhsMatrix ? { lhs: lhsMatrix } : {}) };
         if (!ctx.device.features.has('timestamp-query')) result.gpuNote = 'the device has no timestamp-query';

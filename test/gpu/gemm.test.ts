@@ -25,6 +25,7 @@ import { runOp, sharedContext } from '../../src/api.ts';
 import type { GemmProblem, Operand } from '../../src/types.ts';
 import { arbOperand, arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
+import { rejectedField } from '../support/errors.ts';
 import { expectExact, kernelProperties } from '../support/kernel-harness.ts';
 import { expectResolvedOrDeviceLost, getGpu, releaseGpu, uncapturedErrors } from './gpu-env.ts';
 
@@ -408,13 +409,7 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
   });
 
   it('a CPU operand whose data is not its shape is an InputError naming it, in gemm, gemmOnGpu and prepack', async () => {
-    const field = async (p: Promise<unknown>) =>
-      (
-        (await p.then(
-          () => null,
-          (e) => e,
-        )) as InputError | null
-      )?.field;
+    const field = rejectedField;
     const [M, K, N] = [2, 8, 4];
     const lhs = { data: new Uint8Array(M * K).fill(1), rows: M, cols: K };
     const rhs = { data: Int8Array.from({ length: K * N }, (_, i) => (i % 7) - 3), rows: K, cols: N };

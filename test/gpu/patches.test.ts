@@ -24,6 +24,7 @@ import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
 import { createGpuContextWith, GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
 import { Rng } from '../../tools/random.ts';
 import type { GemmProblem } from '../../src/types.ts';
+import { rejectedField } from '../support/errors.ts';
 import { expectExact } from '../support/kernel-harness.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
@@ -143,13 +144,7 @@ describe.skipIf(!gpu)('GpuContext.packPatches (implicit im2col) then gemm == CPU
       outWidth: 4,
     };
     const input = new Uint8Array(48);
-    const field = async (p: Promise<unknown>) =>
-      (
-        (await p.then(
-          () => null,
-          (e) => e,
-        )) as InputError | null
-      )?.field;
+    const field = rejectedField;
     await expect(ctx.packPatches(new Uint8Array(47), g, 0)).rejects.toThrow(InputError);
     expect(await field(ctx.packPatches(new Uint8Array(47), g, 0))).toBe('input');
     expect(await field(ctx.packPatches(input, { ...g, padTop: 3 }, 0))).toBe('geometry.padTop');
@@ -279,13 +274,7 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     const g = geometryAt(1, 1);
     const input = new Uint8Array(48);
     const rhs = { data: new Uint8Array(27), rows: 27, cols: 1, order: 'col-major' as const };
-    const field = async (p: Promise<unknown>) =>
-      (
-        (await p.then(
-          () => null,
-          (e) => e,
-        )) as InputError | null
-      )?.field;
+    const field = rejectedField;
     const run = (lhs: object, extra: object = {}) => ctx.gemm({ lhs, rhs, ...extra } as Parameters<GpuContext['gemm']>[0]);
     expect(await field(run({ input: new Uint8Array(47), geometry: g, zeroPoint: 0 }))).toBe('lhs.input');
     expect(await field(run({ input, geometry: { ...g, padTop: 3 }, zeroPoint: 0 }))).toBe('lhs.geometry.padTop');
