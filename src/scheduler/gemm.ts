@@ -204,12 +204,10 @@ export async function runGemm(
   const patchDispatches = patches && checked ? patchPlan(patches, checked, formats.lhs, r.limits) : null;
   const layout = dstLayout(p);
   const packedBytes = (side: 'lhs' | 'rhs', outer: number) => roundUp(outer, formats[side].rowAlign) * packedRowBytes(K, formats[side]);
-  for (const [bytes, what] of [
-    [packedBytes('lhs', M), 'packed lhs'],
-    [packedBytes('rhs', N), 'packed rhs'],
-    [layout.bytes, 'dst'],
-  ] as const)
-    r.checkBuffer(bytes, what);
+  // A convolution's lhs is checked once it is known whether the kernel gathers it (no packed lhs then).
+  if (!patches) r.checkBuffer(packedBytes('lhs', M), 'packed lhs');
+  r.checkBuffer(packedBytes('rhs', N), 'packed rhs');
+  r.checkBuffer(layout.bytes, 'dst');
   const dispatches = kernel.plan(p, r.limits, r.caps);
   const stages = encodeStages(p);
   const pooled: GPUBuffer[] = [];
@@ -226,6 +224,7 @@ export async function runGemm(
     const [base, rhsPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries('rhs'))]);
     // A kernel that gathers a convolution's lhs from its input itself (dot4-tiled) skips the patch pack.
     const gather = patches && base.patchLhs ? await base.patchLhs() : null;
+    if (patches && !gather) r.checkBuffer(packedBytes('lhs', M), 'packed lhs');
     const patchPipe = patches && !gather ? await patchPipeline(device) : null;
     // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.
     const raw =

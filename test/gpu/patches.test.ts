@@ -270,6 +270,29 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     }
   });
 
+  it('a layer whose packed lhs would exceed maxBufferSize runs gathered; a kernel that packs it first refuses it', async () => {
+    // 24 x 24 x 3 under 3x3 SAME: 576 packed rows of 64 bytes = 36864 bytes, above a 32 KiB buffer; the
+    // input (1728 bytes), the filter and dst fit.
+    const g = { ...geometryAt(1, 1), height: 24, width: 24, outHeight: 24, outWidth: 24 };
+    const input = Uint8Array.from({ length: 24 * 24 * 3 }, (_, i) => (i * 53) & 0xff);
+    const rhs = { data: Uint8Array.from({ length: 27 * 5 }, (_, i) => (i * 17) & 0xff), rows: 27, cols: 5, order: 'col-major' as const };
+    const p = { lhs: { input, geometry: g, zeroPoint: 31 }, rhs, lhsZeroPoint: 31, rhsZeroPoint: 140 };
+    const limits = { maxBufferSize: 32768 };
+    const gathering = await GpuContext.create({ device: gpu!.device, limits });
+    const packing = await GpuContext.create({ device: gpu!.device, limits, kernel: 'dot4-128x128-emulated' });
+    try {
+      const got = await gathering.gemm(p);
+      expect(gathering.lastRun).toMatchObject({ kernel: 'dot4-32x32', patchesGathered: true });
+      expectExact(got, { ...p, lhs: { data: naivePatches(input, g, 31), rows: 576, cols: 27 } }, 'gathered above maxBufferSize');
+      const e = await packing.gemm(p).catch((x) => x);
+      expect(e).toBeInstanceOf(LimitExceededError);
+      expect((e as Error).message).toMatch(/packed lhs needs 40960 bytes, above maxBufferSize 32768/); // 640 rows: its 128-row pack
+    } finally {
+      gathering.destroy();
+      packing.destroy();
+    }
+  });
+
   it('bad patches: InputError naming the field under lhs; patches as rhs or at 4 bits refused', async () => {
     const g = geometryAt(1, 1);
     const input = new Uint8Array(48);
