@@ -109,10 +109,11 @@ export function patchInput(
     return { buffer: m.buffer, bindingBytes: Math.min(roundUp(checked.inputBytes, 4), m.buffer.size), pixelStride: m.stride };
   }
   const data = x.input as Uint8Array | Int8Array;
-  const buffer = uploads.pool.acquire(Math.max(4, roundUp(data.byteLength, 4)), 'convolution input');
+  const bindingBytes = Math.max(4, roundUp(data.byteLength, 4));
+  const buffer = uploads.pool.acquire(bindingBytes, 'convolution input');
   uploads.pooled.push(buffer);
   writeOperandBytes(queue, buffer, data);
-  return { buffer, bindingBytes: Math.max(4, roundUp(data.byteLength, 4)), pixelStride: x.geometry.channels };
+  return { buffer, bindingBytes, pixelStride: x.geometry.channels };
 }
 
 /**
