@@ -18,6 +18,7 @@ import { type Dot4TiledConfig, dot4TiledKernel } from '../../src/kernels/dot4-ti
 import { bandedKernel, dot4KernelSource, dot4TileLoopBody } from '../../src/kernels/banded.ts';
 import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import { configLabel, EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
@@ -231,13 +232,16 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     }
   });
 
-  // The rules' kernel here, dot4-32x32, gathers the patches itself (bands of the GEMM and grids split);
-  // dot4-wide packs them first (packed-row chunks and grids split inside the pass).
+  // The rules' kernel here, dot4-32x32, gathers the patches itself (bands of the GEMM and grids split),
+  // as the subgroup-matrix kernel does (emulated: not in the registry, so given beside it); dot4-wide
+  // packs them first (packed-row chunks and grids split inside the pass).
+  const sgmatGathering = sgmatEmulatedKernel(EMULATED_CONFIGS[0]);
   it.each([
     ['gathered by dot4-32x32', undefined, 1],
+    ['gathered by sgmat-64x64-emulated', sgmatGathering.id, 1],
     ['packed for dot4-128x128-emulated', 'dot4-128x128-emulated', 3],
   ])('limits lowered, %s; an input above one binding is a LimitExceededError', async (_, kernel, packs) => {
-    const small = await GpuContext.create({
+    const small = await createGpuContextWith([sgmatGathering, ...GPU_KERNELS], {
       device: gpu!.device,
       kernel,
       limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
@@ -249,7 +253,7 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
       const rhs = { data: Uint8Array.from({ length: 27 * 3 }, (_, i) => (i * 13) & 0xff), rows: 27, cols: 3, order: 'col-major' as const };
       const got = await small.gemm({ lhs: { input, geometry: g, zeroPoint: 200 }, rhs, lhsZeroPoint: 200, rhsZeroPoint: 5 });
       expect(small.lastRun.packDispatches).toBeGreaterThanOrEqual(packs);
-      if (!kernel) expect(small.lastRun).toMatchObject({ kernel: 'dot4-32x32', packDispatches: 1 }); // the rhs's pack only
+      if (packs === 1) expect(small.lastRun).toMatchObject({ kernel: kernel ?? 'dot4-32x32', packDispatches: 1, patchesGathered: true }); // the rhs's pack only
       const problem: GemmProblem = {
         lhs: { data: naivePatches(input, g, 200), rows: 576, cols: 27 },
         rhs,
@@ -329,11 +333,20 @@ for (const vecWords of [1, 2, 4] as const)
 const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';
 const rng = new Rng(Number(process.env.QGEMM_DOT4_SEED ?? 34));
 const sampled = sample === 'all' ? tiledPool : Array.from({ length: Number(sample) }, () => tiledPool[rng.int(0, tiledPool.length - 1)]);
-const gatherCases = (gpu?.hasDot4 ? (['emulated', 'native'] as const) : (['emulated'] as const)).flatMap((dot4) =>
-  [dot4TiledKernel(32, dot4), dot4TiledKernel(64, dot4), ...sampled.map((c) => dot4TiledKernel(64, dot4, c))].map(
-    (k) => [k.id, k] as const,
-  ),
-);
+/** The subgroup-matrix kernel's gathering form (./sgmat-lhs-patches.wgsl), emulated: every emulated fragment shape, other tilings. */
+const sgmatGatherKernels = [
+  ...EMULATED_CONFIGS.map((c) => sgmatEmulatedKernel(c, { id: `sgmat-64x64-emulated-${configLabel(c)}` })),
+  sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 1 } }),
+  sgmatEmulatedKernel(EMULATED_CONFIGS[3], { tiling: { tileM: 64, tileN: 128, sgRows: 2, sgCols: 4, kStep: 128, buffers: 1 } }),
+];
+const gatherCases = [
+  ...(gpu?.hasDot4 ? (['emulated', 'native'] as const) : (['emulated'] as const)).flatMap((dot4) => [
+    dot4TiledKernel(32, dot4),
+    dot4TiledKernel(64, dot4),
+    ...sampled.map((c) => dot4TiledKernel(64, dot4, c)),
+  ]),
+  ...sgmatGatherKernels,
+].map((k) => [k.id, k] as const);
 
 /** A SAME convolution of `filter` x `filter` at `stride` and `dilation` on a batch x size x size x channels input. */
 function sameLayer(batch: number, size: number, channels: number, filter: number, stride: number, dilation: number): PatchGeometry {
@@ -359,7 +372,7 @@ function sameLayer(batch: number, size: number, channels: number, filter: number
   };
 }
 
-describe.skipIf(!gpu)('dot4-tiled gathering the patches itself (no pack dispatch) == CPU reference', () => {
+describe.skipIf(!gpu)('dot4-tiled and sgmat gathering the patches themselves (no pack dispatch) == CPU reference', () => {
   // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input (0: a CPU input)]
   const layers: [PatchGeometry, number, boolean, number][] = [
     [sameLayer(1, 9, 8, 3, 1, 1), 65, false, 0], // whole words, 81 rows, 3 column tiles of 32

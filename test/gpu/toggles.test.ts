@@ -17,6 +17,7 @@ import type { PatchGeometry } from '../../src/pack/patches.ts';
 import { createGpuContextWith, GpuContext } from '../../src/scheduler/context.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
+import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { im2colRows } from '../../bench/problems.ts';
 import { arbProblemOfShape } from '../support/arbitraries.ts';
 import { expectExact } from '../support/kernel-harness.ts';
@@ -155,11 +156,12 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
       ctx.destroy();
     });
 
-    it('the emulated subgroup-matrix kernel and the registry, on a sample of the verify suite', async () => {
+    it("the emulated subgroup-matrix kernel (its gathering form on verify's conv layers) and the registry, on a sample of the verify suite", async () => {
       const suite = verifyProblems().filter((p, i) => i % 4 === 0 && p.lhs.cols <= 10000);
+      const conv = verifyConvProblems();
       const sgmat = sgmatEmulatedKernel(EMULATED_CONFIGS[0]);
-      const row = await verifyGpuKernel(toggled.device, sgmat, suite, { kernels: [sgmat, ...GPU_KERNELS] });
-      expect([row.detail, row.mismatches, row.problems]).toEqual(['', 0, suite.length]);
+      const row = await verifyGpuKernel(toggled.device, sgmat, suite, { kernels: [sgmat, ...GPU_KERNELS], conv });
+      expect([row.detail, row.mismatches, row.problems]).toEqual(['', 0, suite.length + conv.length]);
       const ctx = await createGpuContextWith(GPU_KERNELS, { device: toggled.device });
       for (const p of suite) expectExact(await ctx.gemm(p), p, 'registry, poisoned');
       ctx.destroy();

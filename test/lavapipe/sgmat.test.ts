@@ -8,12 +8,12 @@
 // zero-point form and stage kind, shapes of several tiles and k steps), the direct forms (fragments loaded
 // from the packed operands in storage: `sgmat-64x64-dd`, and `sgmat-64x64-dr` under 'all'), the context's self-test gate,
 // lowered limits that split operands and grids into bands, split-K (4 slices; the registry's '-sk'), a
-// conv layer (patches packed in the pass), and the '-u4' variant (a 4-bit rhs read two values per byte,
+// conv layer (patches gathered by the kernel into its staging, u8 and i8), and the '-u4' variant (a 4-bit rhs read two values per byte,
 // unpacked into the staging) at u8 on a 128-wide tiling or i8 on the default one (a seeded one) over
 // 4-bit problems at tile edges.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { GpuContext } from '../../src/scheduler/context.ts';
+import { createGpuContextWith, GpuContext } from '../../src/scheduler/context.ts';
 import {
   bestConfig,
   configLabel,
@@ -148,11 +148,16 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     small.destroy();
   });
 
-  it('a conv layer, its patches packed in the GEMM pass from the NHWC input: 0 mismatches', async () => {
+  // The kernel gathers each lhs tile's patches from the input into its staging and sums their rows
+  // itself (sgmat-lhs-patches.wgsl): one dispatch, no pack, at u8 (the registry's) and i8 fragments.
+  it.each([
+    ['sgmat-64x64', sgmatKernel],
+    ['sgmat-64x64-i8', variants[1][1]],
+  ] as const)('a conv layer gathered by %s from the NHWC input: 0 mismatches', async (id, kernel) => {
     const { im2col } = await import('../../src/layers/layers.ts');
     const { referenceGemm } = await import('../../src/reference/gemm.ts');
     const { diffResults, formatMismatch } = await import('../support/compare.ts');
-    const ctx = await GpuContext.create({ device: gpu.device, kernel: 'sgmat-64x64' });
+    const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu.device, kernel: id });
     // 9x9x3 at stride 1 (SAME), and 2 x 16x12x33 at stride 2 with dilation 2: rows 81 and 96, K 27 and 297.
     const cases = [
       { batch: 1, height: 9, width: 9, channels: 3, stride: 1, dilation: 1, pad: 1, out: [9, 9], O: 70, zeroPoint: 255 },
@@ -174,7 +179,7 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
       };
       const common = { rhs, lhsZeroPoint: c.zeroPoint, rhsZeroPoint: 77 };
       const got = await ctx.gemm({ ...common, lhs: { input, geometry, zeroPoint: c.zeroPoint } });
-      expect(ctx.lastRun.kernel).toBe('sgmat-64x64');
+      expect(ctx.lastRun).toMatchObject({ kernel: id, patchesGathered: true, packDispatches: 1 }); // the rhs's pack only
       const want = referenceGemm({ ...common, lhs: { data: im2col(input, geometry, c.zeroPoint), rows: M, cols: K } });
       const d = diffResults(got, want);
       if (d) expect.fail(formatMismatch(d, `conv ${JSON.stringify(geometry)}`));

@@ -21,7 +21,7 @@ import emulation from './emulation.wgsl?raw';
 import emulationDirect from './emulation-direct.wgsl?raw';
 import emulationPacked from './emulation-packed.wgsl?raw';
 import emulationStage from './emulation-stage.wgsl?raw';
-import { type SgmatRhsBits, sgmatSource, sgmatSourceU4, sgmatVariant } from './kernel.ts';
+import { type SgmatRhsBits, type SgmatSource, sgmatSource, sgmatSourceU4, sgmatVariant } from './kernel.ts';
 import type { GpuGemmKernel } from '../types.ts';
 
 /**
@@ -111,14 +111,14 @@ export const EMULATED_CONFIGS: readonly SgmatConfig[] = [
  */
 export function sgmatEmulatedKernel(
   c: SgmatConfig,
-  opts: { source?: (c: SgmatConfig, t: SgmatTiling) => string; id?: string; tiling?: SgmatTiling; rhsBits?: SgmatRhsBits } = {},
+  opts: { source?: SgmatSource; id?: string; tiling?: SgmatTiling; rhsBits?: SgmatRhsBits } = {},
 ): GpuGemmKernel {
   const rhsBits = opts.rhsBits ?? 8;
   const source = opts.source ?? (rhsBits === 4 ? sgmatSourceU4 : sgmatSource);
   const tiling = opts.tiling ?? DEFAULT_TILING;
   const fits = (caps: Parameters<GpuGemmKernel['supports']>[0]) => (tilingProblem(c, tiling, caps.limits) ? null : c);
   const id = opts.id ?? `${tilingId(tiling)}${rhsBits === 4 ? '-u4' : ''}-emulated`;
-  return sgmatVariant(id, fits, (x, t) => emulateSubgroupMatrix(source(x, t)), false, tiling, rhsBits);
+  return sgmatVariant(id, fits, (x, t, gather) => emulateSubgroupMatrix(source(x, t, gather)), false, tiling, rhsBits);
 }
 
 export { configLabel };

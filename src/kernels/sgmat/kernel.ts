@@ -19,12 +19,20 @@
 // wide) and unpack it into the same 8-bit staging (./sgmat-rhs-u4.wgsl in place of ./sgmat-rhs.wgsl):
 // half the rhs bytes per k step, the same fragments, sums and epilogue, at every tiling of the family,
 // split-K included.
+//
+// A convolution's lhs is gathered from its input by the one-pass tilings that stage their lhs
+// (PreparedGemmKernel.patchLhs: ./sgmat-lhs-patches.wgsl with src/pack/patch-gather.wgsl in place of
+// ./sgmat-lhs.wgsl), where the workgroup memory also holds the tile's row sums: one dispatch per layer,
+// no patch pack. The gather changes where the staged bytes come from, not the fragments, so the
+// self-test of the packed form speaks for the builtins; `qgemm verify` checks the gathered form on its
+// convolution layers.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
 import { bandedKernel, encodeBanded, tileBindings } from '../banded.ts';
 import { formatOf, PACK_FORMATS, type PackFormatId } from '../../pack/formats.ts';
-import type { GpuGemmKernel } from '../types.ts';
+import { patchGatherWgsl } from '../../pack/patches.ts';
+import type { GpuGemmKernel, PreparedGemmKernel } from '../types.ts';
 import { epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import {
@@ -37,6 +45,7 @@ import {
   SPLITK_TILING,
   type SgmatTiling,
   tilingId,
+  tilingLayout,
   tilingProblem,
 } from './config.ts';
 import onePass from './sgmat-one-pass.wgsl?raw';
@@ -45,6 +54,7 @@ import enable from './sgmat-enable.wgsl?raw';
 import rhsStaging from './sgmat-rhs.wgsl?raw';
 import lhsStaged from './sgmat-lhs.wgsl?raw';
 import lhsDirect from './sgmat-lhs-direct.wgsl?raw';
+import lhsPatches from './sgmat-lhs-patches.wgsl?raw';
 import rhsDirect from './sgmat-rhs-direct.wgsl?raw';
 import rhsStagingU4 from './sgmat-rhs-u4.wgsl?raw';
 import rightStaged from './sgmat-right.wgsl?raw';
@@ -60,19 +70,31 @@ export type SgmatRhsBits = 8 | 4;
  * staging (8-bit rows, or nibble rows where rhsBits is 4) and the right fragments' loads from it
  * (./sgmat-right.wgsl), or, where t.rhsDirect, both replaced by loads from the packed rhs
  * (./sgmat-rhs-direct.wgsl), the lhs pieces and left fragments' loads (./sgmat-lhs.wgsl, or where
- * t.lhsDirect loads from the packed lhs, ./sgmat-lhs-direct.wgsl), kernel.
+ * t.lhsDirect loads from the packed lhs, ./sgmat-lhs-direct.wgsl, or where `gather`, a convolution's
+ * patches gathered from its input, ./sgmat-lhs-patches.wgsl), kernel.
  */
-export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, rhsBits: SgmatRhsBits = 8): string {
+export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, gather = false, rhsBits: SgmatRhsBits = 8): string {
+  if (gather && (t.lhsDirect || isSplitK(t))) throw new Error(`${tilingId(t)}: only a one-pass tiling that stages its lhs gathers patches`);
   const rhs = t.rhsDirect ? [rhsDirect] : [rhsBits === 4 ? rhsStagingU4 : rhsStaging, rightStaged];
   const form = isSplitK(t) ? splitForm : onePass;
-  const lhs = t.lhsDirect ? lhsDirect : lhsStaged;
-  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, form, ...rhs, lhs, sgmat].join('\n');
+  const lhs = gather ? [patchGatherWgsl, lhsPatches] : [t.lhsDirect ? lhsDirect : lhsStaged];
+  return [enable, configConstants(c, t), epilogueLibrary, tileBindings, bindings, form, ...rhs, ...lhs, sgmat].join('\n');
 }
 
 /** The source of the '-u4' variant: nibble rhs rows unpacked into the staging. */
-export const sgmatSourceU4 = (c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING) => sgmatSource(c, t, 4);
+export const sgmatSourceU4 = (c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, gather = false) => sgmatSource(c, t, gather, 4);
 /** What the host code reflects: everything the reflection parser reads (no subgroup-matrix syntax). */
 export const sgmatDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings].join('\n');
+/** The same for the form that gathers a convolution's lhs: its geometry and input bindings too. */
+const sgmatPatchDeclarations = [sgmatDeclarations, patchGatherWgsl].join('\n');
+
+/** A variant's source at configuration c and tiling t; `gather`: the form that gathers a convolution's lhs. */
+export type SgmatSource = (c: SgmatConfig, t: SgmatTiling, gather?: boolean) => string;
+
+/** Whether tiling t gathers a convolution's lhs on an adapter with `limits`: staged lhs, room for the row sums. */
+function gathers(t: SgmatTiling, limits: AdapterCaps['limits']): boolean {
+  return !t.lhsDirect && !isSplitK(t) && tilingLayout(t).workgroupBytes + t.tileM * 4 <= limits.maxComputeWorkgroupStorageSize;
+}
 
 /** Pipeline ids name the configuration: one source per configuration, one cache entry each. */
 function configKey(c: SgmatConfig): string {
@@ -97,7 +119,7 @@ type ConfigChoice = (caps: AdapterCaps) => SgmatConfig | null;
 export function sgmatVariant(
   id: string,
   choose: ConfigChoice,
-  source: (c: SgmatConfig, t: SgmatTiling) => string,
+  source: SgmatSource,
   needsSelfTest: boolean,
   tiling: SgmatTiling = DEFAULT_TILING,
   rhsBits: SgmatRhsBits = 8,
@@ -148,7 +170,22 @@ export function sgmatVariant(
         overrides: epilogueOverrides(stageKinds),
         reflect: [sgmatDeclarations, epilogueLibrary],
       });
-      return { encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat }) };
+      const patchLhs =
+        gathers(tiling, caps.limits) &&
+        (async (): Promise<PreparedGemmKernel> => {
+          const p = await getPipeline(device, {
+            id: `${id}/${configKey(c)}-patches`,
+            source: source(c, tiling, true),
+            entryPoint: 'sgmat',
+            overrides: { ...epilogueOverrides(stageKinds), LHS_SUMS_IN_KERNEL: 1 },
+            reflect: [sgmatPatchDeclarations, epilogueLibrary],
+          });
+          return { encode: (e) => encodeBanded(e, { pipeline: p, source: sgmatPatchDeclarations, lhsFormat: format, rhsFormat }) };
+        });
+      return {
+        encode: (e) => encodeBanded(e, { pipeline, source: sgmatDeclarations, lhsFormat: format, rhsFormat }),
+        ...(patchLhs ? { patchLhs } : {}),
+      };
     },
     ...(needsSelfTest ? { needsSelfTest: true } : {}),
   };

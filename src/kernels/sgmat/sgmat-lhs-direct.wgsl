@@ -15,7 +15,7 @@
 @group(0) @binding(6) var<storage, read> lhsWords: array<u32>;
 
 /** Never called: no lhs piece is staged (PIECES_A is 0). */
-fn piece(row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
+fn piece(slot: u32, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
   return vec4<u32>(0u);
 }
 
@@ -24,3 +24,9 @@ fn leftFragment(lhsBase: u32, rowBase: u32, row: u32, kBase: u32, kk: u32) -> Le
   let depthBytes = tile.depthWords * 4u;
   return subgroupMatrixLoad<LeftFragment>(&lhsWords, (rowBase + row) * depthBytes + kBase + kk, false, depthBytes);
 }
+
+/** The lhs row sums come from the pack stage: nothing to share. */
+fn shareLhsRowSums(t: u32) {}
+
+/** Likewise: the epilogue reads the pack stage's `rowSums`. */
+fn useLhsRowSums(tileRow: u32, m: u32) {}

@@ -31,7 +31,9 @@
 // loaded from the packed rhs). The lhs pieces (piece) and the left fragments' loads (leftFragment) come
 // from sgmat-lhs.wgsl, or, for the '-dd' tilings, from sgmat-lhs-direct.wgsl (left fragments from the
 // packed lhs; with nothing staged, STAGED is false and the k loop has no loadStep, storeStep or
-// barrier). The enable directives are in sgmat-enable.wgsl, composed first; the declarations in
+// barrier), or, for a convolution gathered from its input, from sgmat-lhs-patches.wgsl, which also
+// computes the lhs row sums (shareLhsRowSums after the k loop, useLhsRowSums per 4 x 4 block; both do
+// nothing in the other two files). The enable directives are in sgmat-enable.wgsl, composed first; the declarations in
 // sgmat-bindings.wgsl.
 
 const WORKGROUP_SIZE: u32 = SG_ROWS * SG_COLS * SUBGROUP_SIZE;
@@ -59,7 +61,7 @@ fn loadStep(t: u32, rowBase: u32, colBase: u32, kt: u32) -> array<vec4<u32>, STE
   for (var i = 0u; i < LOADS_A; i++) {
     let index = t + i * WORKGROUP_SIZE; // TILE_M rows x PIECES
     if (index < PIECES_A) {
-      v[i] = piece(rowBase + index / PIECES, kt, index % PIECES, rowVec4s);
+      v[i] = piece(i, rowBase + index / PIECES, kt, index % PIECES, rowVec4s);
     }
   }
   for (var i = 0u; i < LOADS_B; i++) {
@@ -190,6 +192,8 @@ fn sgmat(
     }
   }
 
+  shareLhsRowSums(t); // lhs row sums computed in the kernel (a gathered lhs) to workgroup memory
+
   // The sums through workgroup memory, OUT_ROWS rows per pass, then 4 x 4 blocks to the epilogue.
   for (var outPass = 0u; outPass < SG_ROWS / OUT_BANDS; outPass++) {
     if (outPass > 0u) {
@@ -225,6 +229,7 @@ fn sgmat(
         let col = colBase + n0;
         let m = tile.bandM + row;
         let n = tile.bandN + col;
+        useLhsRowSums(outPass * OUT_ROWS + r0, m);
         var raw: array<vec4<u32>, 4>;
         for (var r = 0u; r < 4u; r++) {
           let w = (r0 + r) * OUT_STRIDE + n0;
@@ -233,7 +238,7 @@ fn sgmat(
             // sum (a - 128)(b - 128) over the padded depth = raw - 128 rowSum - 128 colSum + 16384 depth (mod 2^32);
             // split-K: the first slice adds the whole correction, the reduce pass's sum of the slices is then raw.
             let colSum = bitcast<vec4<u32>>(vec4<i32>(colSums[n], colSums[n + 1u], colSums[n + 2u], colSums[n + 3u]));
-            raw[r] += 128u * (bitcast<u32>(rowSums[m + r]) + colSum) - 16384u * depthBytes;
+            raw[r] += 128u * (bitcast<u32>(rowSum(m + r)) + colSum) - 16384u * depthBytes;
           }
         }
         sgmatStore(o, raw, row, col);
