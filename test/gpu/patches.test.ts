@@ -9,7 +9,9 @@
 // GPU input (a GpuMatrix with a row stride), in one submission. The dot4-tiled kernels gather those
 // patches themselves (src/kernels/dot4-lhs-patches.wgsl, no pack dispatch): the registry's tilings and a
 // seeded sample of the tuner's (QGEMM_DOT4_SAMPLE, QGEMM_DOT4_SEED as in ./dot4-family.test.ts), each
-// on layers that take both gather paths (whole words; bytes), several tiles, int8 and a strided GPU input.
+// on layers that take both gather paths (whole words; bytes), several tiles, int8 and a strided GPU input;
+// so does the subgroup-matrix kernel (src/kernels/sgmat/sgmat-lhs-patches.wgsl), emulated: every emulated
+// fragment shape, 128x64, 64x128 and '-dr' tilings, and under lowered limits with two bands.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +21,7 @@ import { bandedKernel, dot4KernelSource, dot4TileLoopBody } from '../../src/kern
 import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { configLabel, EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
+import { DEFAULT_TILING } from '../../src/kernels/sgmat/config.ts';
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
@@ -338,6 +341,7 @@ const sgmatGatherKernels = [
   ...EMULATED_CONFIGS.map((c) => sgmatEmulatedKernel(c, { id: `sgmat-64x64-emulated-${configLabel(c)}` })),
   sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 1 } }),
   sgmatEmulatedKernel(EMULATED_CONFIGS[3], { tiling: { tileM: 64, tileN: 128, sgRows: 2, sgCols: 4, kStep: 128, buffers: 1 } }),
+  sgmatEmulatedKernel(EMULATED_CONFIGS[2], { tiling: { ...DEFAULT_TILING, rhsDirect: true } }), // '-dr': right fragments from storage
 ];
 const gatherCases = [
   ...(gpu?.hasDot4 ? (['emulated', 'native'] as const) : (['emulated'] as const)).flatMap((dot4) => [

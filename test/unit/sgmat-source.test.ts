@@ -2,7 +2,8 @@
 // configuration, starts with the directives WGSL wants first, has no templating in the kernel file, and
 // reflects like the other banded kernels (the TileParams layout and every named binding); the registry
 // kernel takes the adapter's best configuration and refuses adapters whose subgroup size is not fixed;
-// the emulation rewrite applies every rule and leaves no subgroup-matrix builtin. Exactness is checked on
+// the emulation rewrite applies every rule and leaves no subgroup-matrix builtin; the form that gathers a
+// convolution's lhs composes in place of the packed pieces for the tilings that stage their lhs. Exactness is checked on
 // GPUs: emulated on SwiftShader (test/gpu/sgmat.test.ts), real builtins on lavapipe (test/lavapipe/).
 
 import { describe, expect, it } from 'vitest';
@@ -35,6 +36,8 @@ import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
 import rhs from '../../src/kernels/sgmat/sgmat-rhs.wgsl?raw';
 import lhsStaged from '../../src/kernels/sgmat/sgmat-lhs.wgsl?raw';
 import lhsDirect from '../../src/kernels/sgmat/sgmat-lhs-direct.wgsl?raw';
+import lhsPatches from '../../src/kernels/sgmat/sgmat-lhs-patches.wgsl?raw';
+import { patchGatherWgsl } from '../../src/pack/patches.ts';
 import rhsDirect from '../../src/kernels/sgmat/sgmat-rhs-direct.wgsl?raw';
 import rhsU4 from '../../src/kernels/sgmat/sgmat-rhs-u4.wgsl?raw';
 import right from '../../src/kernels/sgmat/sgmat-right.wgsl?raw';
@@ -305,5 +308,29 @@ describe('sgmat tilings: 64 to 256 wide', () => {
     expect(tilingId({ ...DEFAULT_TILING, splitK: 1 })).toBe('sgmat-64x64');
     expect(tilingProblem(nvidia, { ...DEFAULT_TILING, splitK: 3 })).toMatch(/splitK is one of/);
     expect(sgmatTilings(nvidia, h100, [0, 4]).slice(0, 3).map(tilingId)).toEqual(['sgmat-64x64', 'sgmat-64x64-sk', 'sgmat-64x64-s4']);
+  });
+});
+
+describe('sgmat gathering a convolution lhs (sgmat-lhs-patches.wgsl)', () => {
+  const [u8, , , i8] = EMULATED_CONFIGS;
+  it('composes the patch gather in place of the packed lhs pieces, reflects its two bindings, and emulates', () => {
+    for (const c of [u8, i8]) {
+      const source = sgmatSource(c, DEFAULT_TILING, true);
+      expect(source).toContain(lhsPatches);
+      expect(source).toContain(patchGatherWgsl);
+      expect(source).not.toContain(lhsStaged);
+      expect(source.replace(/\/\/.*$/gm, '')).not.toMatch(/lhsPacked\[/);
+      expect(emulateSubgroupMatrix(source)).toContain('return emuLoad(');
+      expect(sgmatSourceU4(c, DEFAULT_TILING, true)).toContain(lhsPatches);
+    }
+    // The packed forms keep no-op hooks under the same names.
+    for (const piece of [lhsStaged, lhsDirect])
+      expect(piece).toMatch(/fn shareLhsRowSums\(t: u32\) \{\}[\s\S]*fn useLhsRowSums\(tileRow: u32, m: u32\) \{\}/);
+    expect(lhsPatches).not.toContain('${');
+  });
+  it('only a one-pass tiling that stages its lhs gathers', () => {
+    expect(() => sgmatSource(u8, { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true }, true)).toThrow(/gathers patches/);
+    expect(() => sgmatSource(u8, SPLITK_TILING, true)).toThrow(/gathers patches/);
+    expect(sgmatSource(u8, { ...DEFAULT_TILING, rhsDirect: true }, true)).toContain(lhsPatches);
   });
 });
