@@ -163,7 +163,7 @@ export function verifyConvProblems(): ConvVerifyProblem[] {
   const layers: [PatchGeometry, number, boolean][] = [
     [layer(1, 11, 8, 3, 1, 1, true), 70, false], // 121 rows, K 72: whole words, 2 column tiles of 64
     [layer(2, 9, 3, 3, 2, 2, true), 33, true], // bytes: 3 channels, stride and dilation 2, batch 2
-    [layer(1, 10, 12, 2, 1, 1, false), 17, false], // VALID 2x2 on 12 channels: 81 rows
+    [layer(1, 10, 16, 2, 1, 1, false), 17, false], // VALID 2x2 on 16 channels: 81 rows, 16-byte pieces of one tap
   ];
   return layers.map(([g, O], i) => {
     const signed = layers[i][2];

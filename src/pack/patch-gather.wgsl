@@ -1,7 +1,7 @@
 // patch-gather.wgsl: a convolution's patch matrix read straight from its NHWC input (implicit im2col),
 // one packed word at a time, shared by the PACK stage (./patches.wgsl, which writes the packed rows and
 // their sums) and by the GEMM kernels that gather their lhs tile themselves
-// (src/kernels/dot4-lhs-patches.wgsl: pack -> GEMM -> output with no packed lhs in memory). Patch row m
+// (src/kernels/dot4-lhs-patches.wgsl, src/kernels/sgmat/sgmat-lhs-patches.wgsl: pack -> GEMM -> output with no packed lhs in memory). Patch row m
 // is output pixel (b, oh, ow), m = (b * outH + oh) * outW + ow; its k = (kh * KW + kw) * C + c, the
 // filter's OHWI order, holds input[b, oh * strideH - padTop + kh * dilationH, ow * strideW - padLeft +
 // kw * dilationW, c] (pixels pixelStride bytes apart: C for a dense input, the row stride of a GPU matrix
@@ -9,7 +9,8 @@
 // src/layers/layers.ts conv2d). Words are those of the 'u8k4-*' formats (src/pack/formats.ts): 4
 // consecutive k per u32, zero past K and for rows past M, int8 mapped into the uint8 domain (byte ^
 // 0x80). Where C and the pixel stride are multiples of 4, a word is four channels of one tap: one
-// aligned u32 of the input, read whole; otherwise byte by byte. Host values: ./patches.ts
+// aligned u32 of the input, read whole; otherwise byte by byte. Where C is a multiple of 16, a 16-byte
+// piece of a row is one tap too (patchPiece, for the subgroup-matrix kernel's staging). Host values: ./patches.ts
 // patchGeometryValues.
 
 struct PatchGeometry {
@@ -74,6 +75,27 @@ fn patchValue(r: PatchRow, k: u32) -> u32 {
   }
   let index = u32(pixel) + k - tap * geometry.C;
   return ((patchInput[index >> 2u] >> ((index & 3u) * 8u)) & 0xffu) ^ geometry.signFlip;
+}
+
+/**
+ * Packed words w0 .. w0 + 3 of row r (w0 a multiple of 4: one 16-byte piece of the 'u8k4-*' row): where C
+ * is a multiple of 16 and the pixel stride of 4, the piece is 16 bytes of one tap (k = 4 w0 is a multiple
+ * of 16, and K of 16, so the piece lies inside the depth or past it whole), found once and read as four
+ * u32; otherwise word by word (patchWord).
+ */
+fn patchPiece(r: PatchRow, w0: u32) -> vec4<u32> {
+  let k = w0 * 4u;
+  if (r.live && k < geometry.depth && geometry.C % 16u == 0u && geometry.pixelStride % 4u == 0u) {
+    let tap = k / geometry.C;
+    let pixel = tapPixel(r, tap);
+    if (pixel < 0) {
+      return vec4<u32>(geometry.padValue * 0x01010101u);
+    }
+    let i = (u32(pixel) + k - tap * geometry.C) >> 2u;
+    let flip = vec4<u32>(geometry.signFlip * 0x01010101u);
+    return vec4<u32>(patchInput[i], patchInput[i + 1u], patchInput[i + 2u], patchInput[i + 3u]) ^ flip;
+  }
+  return vec4<u32>(patchWord(r, w0), patchWord(r, w0 + 1u), patchWord(r, w0 + 2u), patchWord(r, w0 + 3u));
 }
 
 /** Packed word w (k = 4w .. 4w + 3) of row r: zeros past the depth and for a row past M. */

@@ -383,6 +383,7 @@ describe.skipIf(!gpu)('dot4-tiled and sgmat gathering the patches themselves (no
     [sameLayer(2, 7, 3, 3, 2, 2), 33, true, 0], // bytes: 3 channels, stride and dilation 2, batch 2
     [sameLayer(1, 10, 12, 1, 1, 1), 17, true, 4], // a 1x1 filter on a GPU input whose pixels are 16 bytes apart
     [sameLayer(1, 6, 5, 3, 1, 1), 40, false, 3], // bytes from a GPU input 8 bytes apart
+    [sameLayer(2, 5, 32, 3, 2, 1), 20, true, 4], // 16-byte pieces of one tap (patchPiece), batch 2, stride 2, pixels 36 bytes apart
   ];
   it.each(gatherCases)('%s', async (id, kernel) => {
     const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu!.device, kernel: id });
@@ -391,7 +392,7 @@ describe.skipIf(!gpu)('dot4-tiled and sgmat gathering the patches themselves (no
         const n = g.batch * g.height * g.width * g.channels;
         const byte = (j: number) => (Math.imul(j + 1 + 7919 * i, 2654435761) >>> 24) & 0xff;
         const input = signed ? Int8Array.from({ length: n }, (_, j) => byte(j) - 128) : Uint8Array.from({ length: n }, (_, j) => byte(j));
-        const zeroPoint = signed ? -17 + 40 * i : 3 + 77 * i;
+        const zeroPoint = signed ? -17 + 40 * (i % 4) : 3 + 77 * i;
         const { rows, cols } = patchShape(g);
         const filter = Uint8Array.from({ length: O * cols }, (_, j) => byte(j * 5 + 11));
         const rhs = { data: filter, rows: cols, cols: O, order: 'col-major' as const };

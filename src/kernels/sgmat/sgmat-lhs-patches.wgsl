@@ -25,8 +25,7 @@ fn piece(slot: u32, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
   if (p >= rowVec4s) {
     return PAST_DEPTH;
   }
-  let r = patchRow(tile.bandM + row);
-  let v = vec4<u32>(patchWord(r, p * 4u), patchWord(r, p * 4u + 1u), patchWord(r, p * 4u + 2u), patchWord(r, p * 4u + 3u));
+  let v = patchPiece(patchRow(tile.bandM + row), p * 4u);
   lhsRowSum[slot] += byteSum(v.x) + byteSum(v.y) + byteSum(v.z) + byteSum(v.w);
   return v;
 }
