@@ -1,7 +1,7 @@
 // patch-gather.wgsl: a convolution's patch matrix read straight from its NHWC input (implicit im2col),
 // one packed word at a time, shared by the PACK stage (./patches.wgsl, which writes the packed rows and
-// their sums) and by the GEMM kernels that gather their lhs tile themselves
-// (src/kernels/dot4-lhs-patches.wgsl, src/kernels/sgmat/sgmat-lhs-patches.wgsl: pack -> GEMM -> output with no packed lhs in memory). Patch row m
+// their sums) and by the GEMM kernels that gather their lhs tile themselves (src/kernels/dot4-lhs-patches.wgsl,
+// src/kernels/sgmat/sgmat-lhs-patches.wgsl: pack -> GEMM -> output with no packed lhs in memory). Patch row m
 // is output pixel (b, oh, ow), m = (b * outH + oh) * outW + ow; its k = (kh * KW + kw) * C + c, the
 // filter's OHWI order, holds input[b, oh * strideH - padTop + kh * dilationH, ow * strideW - padLeft +
 // kw * dilationW, c] (pixels pixelStride bytes apart: C for a dense input, the row stride of a GPU matrix
