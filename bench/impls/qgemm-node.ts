@@ -131,11 +131,11 @@ const MODE_DETAILS: Record<Mode, string> = {
 };
 
 const CONV_MODE_DETAILS: Record<Mode, string> = {
-  call: 'each call is one ctx.gemm that packs the filter and takes the patches from the NHWC input in its own pass (gathered by a dot4-tiled or subgroup-matrix kernel, else packed first), as conv2d does',
+  call: 'each call is one ctx.gemm that packs the filter and takes the patches from the NHWC input in its own pass (gathered by the kernel, else packed first), as conv2d does',
   resident:
-    'the filter prepacked once (ctx.prepack), outside the timing; each call is one ctx.gemm that takes the patches from the NHWC input in its own pass (gathered by a dot4-tiled or subgroup-matrix kernel, else packed first), runs gemm + output, reads dst back',
+    'the filter prepacked once (ctx.prepack), outside the timing; each call is one ctx.gemm that takes the patches from the NHWC input in its own pass (gathered by the kernel, else packed first), runs gemm + output, reads dst back',
   device:
-    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call is one ctx.gemmOnGpu that takes the patches from it in its own pass (gathered by a dot4-tiled or subgroup-matrix kernel, else packed first) and leaves dst on the GPU (read back after the timing, for verification)',
+    'the filter prepacked and the NHWC input uploaded once (a GpuMatrix), outside the timing; each call is one ctx.gemmOnGpu that takes the patches from it in its own pass (gathered by the kernel, else packed first) and leaves dst on the GPU (read back after the timing, for verification)',
 };
 
 /** Why a runner with `rhsBits`-bit weights runs no convolution layer, or true where it runs them. */

@@ -30,13 +30,14 @@ export const VEC_WORDS: readonly VecWords[] = [4, 2, 1];
 
 /**
  * The generated constants of a dot4 kernel's global load width: VEC_WORDS, the type PackedLoad of one
- * load, and packedWord (word j of a load). Rows are packed with K padded to 64 (16 words), so every
+ * load, packedWord (word j of a load) and packedLoadOf (a load made of the first VEC_WORDS words of a
+ * vec4, for a gathered lhs). Rows are packed with K padded to 64 (16 words), so every
  * width divides a row and no load crosses one.
  */
 const loadConstants: Record<VecWords, string> = {
-  1: 'const VEC_WORDS: u32 = 1u;\nalias PackedLoad = u32;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v; }\n',
-  2: 'const VEC_WORDS: u32 = 2u;\nalias PackedLoad = vec2<u32>;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v[j]; }\n',
-  4: 'const VEC_WORDS: u32 = 4u;\nalias PackedLoad = vec4<u32>;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v[j]; }\n',
+  1: 'const VEC_WORDS: u32 = 1u;\nalias PackedLoad = u32;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v; }\nfn packedLoadOf(v: vec4<u32>) -> PackedLoad { return v.x; }\n',
+  2: 'const VEC_WORDS: u32 = 2u;\nalias PackedLoad = vec2<u32>;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v[j]; }\nfn packedLoadOf(v: vec4<u32>) -> PackedLoad { return v.xy; }\n',
+  4: 'const VEC_WORDS: u32 = 4u;\nalias PackedLoad = vec4<u32>;\nfn packedWord(v: PackedLoad, j: u32) -> u32 { return v[j]; }\nfn packedLoadOf(v: vec4<u32>) -> PackedLoad { return v; }\n',
 };
 export function dot4LoadConstants(vecWords: VecWords): string {
   return `// Generated: global loads of ${vecWords} packed word(s) (src/kernels/banded.ts).\n${loadConstants[vecWords]}`;

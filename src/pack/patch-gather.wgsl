@@ -98,6 +98,12 @@ fn patchPiece(r: PatchRow, w0: u32) -> vec4<u32> {
   return vec4<u32>(patchWord(r, w0), patchWord(r, w0 + 1u), patchWord(r, w0 + 2u), patchWord(r, w0 + 3u));
 }
 
+/** The sum of a word's four bytes: what a gathered word adds to its row's sum. */
+fn byteSum(w: u32) -> u32 {
+  let pairs = (w & 0x00ff00ffu) + ((w >> 8u) & 0x00ff00ffu);
+  return (pairs & 0xffffu) + (pairs >> 16u);
+}
+
 /** Packed word w (k = 4w .. 4w + 3) of row r: zeros past the depth and for a row past M. */
 fn patchWord(r: PatchRow, w: u32) -> u32 {
   let k = w * 4u;

@@ -17,6 +17,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError, LimitExceededError } from '../../src/errors.ts';
 import { type Dot4TiledConfig, dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
+import { type Dot4WideConfig, dot4WideKernel } from '../../src/kernels/dot4-wide/kernel.ts';
 import { bandedKernel, dot4KernelSource, dot4TileLoopBody } from '../../src/kernels/banded.ts';
 import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
@@ -236,15 +237,17 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
   });
 
   // The rules' kernel here, dot4-32x32, gathers the patches itself (bands of the GEMM and grids split),
-  // as the subgroup-matrix kernel does (emulated: not in the registry, so given beside it); dot4-wide
-  // packs them first (packed-row chunks and grids split inside the pass).
+  // as the subgroup-matrix kernel does (emulated: not in the registry, so given beside it); its '-dd'
+  // form, which stages no lhs, packs them first (packed-row chunks and grids split inside the pass).
   const sgmatGathering = sgmatEmulatedKernel(EMULATED_CONFIGS[0]);
+  const sgmatPacking = sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true } });
   it.each([
     ['gathered by dot4-32x32', undefined, 1],
     ['gathered by sgmat-64x64-emulated', sgmatGathering.id, 1],
-    ['packed for dot4-128x128-emulated', 'dot4-128x128-emulated', 3],
+    ['gathered by dot4-128x128-emulated', 'dot4-128x128-emulated', 1],
+    ['packed for sgmat-64x64-dd-emulated', sgmatPacking.id, 3],
   ])('limits lowered, %s; an input above one binding is a LimitExceededError', async (_, kernel, packs) => {
-    const small = await createGpuContextWith([sgmatGathering, ...GPU_KERNELS], {
+    const small = await createGpuContextWith([sgmatGathering, sgmatPacking, ...GPU_KERNELS], {
       device: gpu!.device,
       kernel,
       limits: { maxStorageBufferBindingSize: 32768, maxComputeWorkgroupsPerDimension: 3 },
@@ -286,14 +289,15 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     const p = { lhs: { input, geometry: g, zeroPoint: 31 }, rhs, lhsZeroPoint: 31, rhsZeroPoint: 140 };
     const limits = { maxBufferSize: 32768 };
     const gathering = await GpuContext.create({ device: gpu!.device, limits });
-    const packing = await GpuContext.create({ device: gpu!.device, limits, kernel: 'dot4-128x128-emulated' });
+    const dd = sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true } });
+    const packing = await createGpuContextWith([dd, ...GPU_KERNELS], { device: gpu!.device, limits, kernel: dd.id });
     try {
       const got = await gathering.gemm(p);
       expect(gathering.lastRun).toMatchObject({ kernel: 'dot4-32x32', patchesGathered: true });
       expectExact(got, { ...p, lhs: { data: naivePatches(input, g, 31), rows: 576, cols: 27 } }, 'gathered above maxBufferSize');
       const e = await packing.gemm(p).catch((x) => x);
       expect(e).toBeInstanceOf(LimitExceededError);
-      expect((e as Error).message).toMatch(/packed lhs needs 40960 bytes, above maxBufferSize 32768/); // 640 rows: its 128-row pack
+      expect((e as Error).message).toMatch(/packed lhs needs 36864 bytes, above maxBufferSize 32768/); // 576 rows of 64 bytes
     } finally {
       gathering.destroy();
       packing.destroy();
@@ -350,6 +354,11 @@ const gatherCases = [
     ...sampled.map((c) => dot4TiledKernel(64, dot4, c)),
   ]),
   ...sgmatGatherKernels,
+  dot4WideKernel('emulated'),
+  ...[
+    { threadsX: 8, threadsY: 16, tileKW: 8, vecWords: 2 },
+    { threadsX: 8, threadsY: 16, tileKW: 8, vecWords: 1, threadM: 4, threadN: 8 },
+  ].map((c) => dot4WideKernel('emulated', c as Dot4WideConfig)),
 ].map((k) => [k.id, k] as const);
 
 /** A SAME convolution of `filter` x `filter` at `stride` and `dilation` on a batch x size x size x channels input. */

@@ -130,17 +130,20 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
       if (!ran) console.warn(`[toggles.test] ${id} cannot run on this adapter`);
     });
 
-    it('dot4-tiled gathering a convolution lhs itself (row-sum parts in workgroup memory)', async () => {
-      // 9 x 9 x 8 under a 3x3 SAME filter: 81 patch rows of 72; 65 output channels go to dot4-64x64, 17 to dot4-32x32.
+    it('dot4-tiled and dot4-wide gathering a convolution lhs themselves (row-sum parts in workgroup memory)', async () => {
+      // 9 x 9 x 8 under a 3x3 SAME filter: 81 patch rows of 72; 65 output channels go to dot4-64x64, 17 to
+      // dot4-32x32; dot4-128x128 forced (its row sums pass through lhsTile after the k loop).
       const g: PatchGeometry = {
         ...{ batch: 1, height: 9, width: 9, channels: 8, filterHeight: 3, filterWidth: 3 },
         ...{ strideHeight: 1, strideWidth: 1, dilationHeight: 1, dilationWidth: 1, padTop: 1, padLeft: 1, outHeight: 9, outWidth: 9 },
       };
       const input = Uint8Array.from({ length: 9 * 9 * 8 }, (_, i) => (Math.imul(i + 1, 2654435761) >>> 24) & 0xff);
       const ctx = await GpuContext.create({ device: toggled.device });
-      for (const [N, id] of [
-        [65, 'dot4-64x64'],
-        [17, 'dot4-32x32'],
+      const wide = await GpuContext.create({ device: toggled.device, kernel: ctx.caps.dot4 ? 'dot4-128x128' : 'dot4-128x128-emulated' });
+      for (const [N, id, c] of [
+        [65, 'dot4-64x64', ctx],
+        [17, 'dot4-32x32', ctx],
+        [33, 'dot4-128x128', wide],
       ] as const) {
         const rhs = {
           data: Uint8Array.from({ length: 72 * N }, (_, i) => (i * 29 + 5) & 0xff),
@@ -148,11 +151,12 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
           cols: N,
           order: 'col-major' as const,
         };
-        const got = await ctx.gemm({ lhs: { input, geometry: g, zeroPoint: 77 }, rhs, lhsZeroPoint: 77, rhsZeroPoint: 140 });
-        expect(ctx.lastRun).toMatchObject({ kernel: ctx.caps.dot4 ? id : `${id}-emulated`, packDispatches: 1 }); // the rhs's pack only
+        const got = await c.gemm({ lhs: { input, geometry: g, zeroPoint: 77 }, rhs, lhsZeroPoint: 77, rhsZeroPoint: 140 });
+        expect(c.lastRun).toMatchObject({ kernel: c.caps.dot4 ? id : `${id}-emulated`, packDispatches: 1 }); // the rhs's pack only
         const p = { lhs: { data: im2colRows(input, g, 77), rows: 81, cols: 72 }, rhs, lhsZeroPoint: 77, rhsZeroPoint: 140 };
         expectExact(got, p, `${id} gathering, poisoned`);
       }
+      wide.destroy();
       ctx.destroy();
     });
 

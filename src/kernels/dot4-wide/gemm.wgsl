@@ -12,7 +12,10 @@
 // QUADS_M (QUADS_N) consecutive vec4s, and the invocations of a row read consecutive vec4s (no bank
 // conflicts; lhs reads are broadcasts). The inner product is dot4 (dot4-native.wgsl or
 // dot4-emulated.wgsl) over the register block's 4 x 4 quads (Block, ../dot4-block.wgsl); raw sums wrap
-// mod 2^32, and each quad goes to the shared epilogue (storeBlock). Host code: ./kernel.ts.
+// mod 2^32, and each quad goes to the shared epilogue (storeBlock). The lhs pieces (lhsPiece) and the
+// hooks for lhs row sums computed in the kernel (shareLhsRowSums after the k loop, useLhsRowSums before a
+// quad's rows are stored) come from ./lhs.wgsl (packed rows; the hooks do nothing) or, for a
+// convolution gathered from its input, ./lhs-patches.wgsl, composed before this file. Host code: ./kernel.ts.
 
 override THREADS_X: u32 = 16u;   // invocations along N (THREAD_N columns each)
 override THREADS_Y: u32 = 16u;   // invocations along M (THREAD_M rows each)
@@ -34,7 +37,7 @@ var<workgroup> rhsTile: array<vec4<u32>, 2u * STAGE_B>;
 fn prefetch(regA: ptr<function, array<PackedLoad, MAX_LOADS>>, regB: ptr<function, array<PackedLoad, MAX_LOADS>>, origin: TileOrigin, rowLoads: u32, s: u32, t: u32) {
   for (var i = 0u; i < LOADS_A; i++) {
     let e = t + i * THREADS;
-    (*regA)[i] = lhsPacked[(origin.rowBase + e / PIECES) * rowLoads + s * PIECES + e % PIECES];
+    (*regA)[i] = lhsPiece(i, origin.rowBase + e / PIECES, rowLoads, s * PIECES + e % PIECES);
   }
   for (var i = 0u; i < LOADS_B; i++) {
     let e = t + i * THREADS;
@@ -125,13 +128,18 @@ fn gemm(
     workgroupBarrier();
   }
 
-  let m0 = tile.bandM + origin.rowBase + lid.y * THREAD_M;
+  shareLhsRowSums(t); // lhs row sums computed in the kernel (a gathered lhs) to workgroup memory
+
+  let tileRow = lid.y * THREAD_M;
+  let m0 = tile.bandM + origin.rowBase + tileRow;
   let n0 = tile.bandN + origin.colBase + lid.x * THREAD_N;
+  useLhsRowSums(tileRow, m0);
   storeBlock(q00, m0, n0);
   if (QUADS_N > 1u) {
     storeBlock(q01, m0, n0 + 4u);
   }
   if (QUADS_M > 1u) {
+    useLhsRowSums(tileRow + 4u, m0 + 4u);
     storeBlock(q10, m0 + 4u, n0);
   }
   if (QUADS_M > 1u && QUADS_N > 1u) {

@@ -5,12 +5,16 @@
 // dot4U8Packed where the adapter has it and on the manual unpack elsewhere. The dot4 kernels for
 // large shapes on adapters without subgroup matrices; ../dot4-tiled (4 x 4 per invocation, 32- and
 // 64-tiles) stays for shapes that would leave most of a 128-tile empty. Which one runs for which shape
-// is decided in src/kernels/registry.ts.
+// is decided in src/kernels/registry.ts. Every tiling also has a form that gathers a convolution's lhs
+// from its input into the same staging (./lhs-patches.wgsl in place of ./lhs.wgsl: PreparedGemmKernel.patchLhs).
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { bandedKernel, dot4KernelSource, type ThreadSide, type VecWords } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import gemm from './gemm.wgsl?raw';
+import lhs from './lhs.wgsl?raw';
+import lhsPatches from './lhs-patches.wgsl?raw';
+import { patchGatherWgsl } from '../../pack/patches.ts';
 
 /**
  * A tiling of the wide kernel (the tuner's family, src/kernels/tuning.ts): THREADS_Y x THREADS_X
@@ -69,9 +73,11 @@ export function dot4WideKernel(dot4: 'native' | 'emulated', c: Dot4WideConfig = 
   const problem = dot4WideProblem(c);
   if (problem) throw new Error(`dot4 wide tiling ${JSON.stringify(c)}: ${problem}`);
   const { tileM, tileN } = dot4WideTile(c);
+  const [vec, tm, tn] = [c.vecWords ?? 4, c.threadM ?? 8, c.threadN ?? 8];
   return bandedKernel({
     id: dot4WideId(c, dot4),
-    source: dot4KernelSource('dot4-wide', [gemm], c.vecWords ?? 4, c.threadM ?? 8, c.threadN ?? 8, dot4),
+    source: dot4KernelSource('dot4-wide', [lhs, gemm], vec, tm, tn, dot4),
+    patchSource: dot4KernelSource('dot4-wide-patches', [patchGatherWgsl, lhsPatches, gemm], vec, tm, tn, dot4),
     entryPoint: 'gemm',
     overrides: { THREADS_X: c.threadsX, THREADS_Y: c.threadsY, TILE_KW: c.tileKW },
     tileM,

@@ -13,12 +13,6 @@
 var<private> lhsRowSum: array<u32, LOADS_A>;  // this invocation's words of each load slot's row, summed over every k step
 var<workgroup> lhsRowSumTile: array<u32, TILE_M>;
 
-/** The sum of a word's four bytes. */
-fn byteSum(w: u32) -> u32 {
-  let pairs = (w & 0x00ff00ffu) + ((w >> 8u) & 0x00ff00ffu);
-  return (pairs & 0xffffu) + (pairs >> 16u);
-}
-
 /** Piece q of k step kt of patch row `row` of the band (load slot `slot`), or zeros past the packed depth. */
 fn piece(slot: u32, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
   let p = kt * PIECES + q;
