@@ -5,8 +5,7 @@
 // input (a PatchOperand: patches gathered by the kernel or packed in its pass). Pure data: pack -> gemm
 // -> output runs in ./verify.ts.
 
-import { im2col } from './layers/layers.ts';
-import type { PatchGeometry } from './pack/patches.ts';
+import { im2col, type PatchGeometry } from './pack/patches.ts';
 import { selfTestProblems } from './scheduler/self-test.ts';
 import type { GemmProblem, Operand, OutputStage } from './types.ts';
 /** n deterministic bytes of operand set `seed` (an LCG's high bytes), never all zeros; the tuner's operands too. */

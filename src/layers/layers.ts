@@ -10,7 +10,7 @@
 
 import { gemm, onBackend, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
-import { MAX_PATCH_POSITION, type PatchGeometry, patchShape } from '../pack/patches.ts';
+import { im2col, MAX_PATCH_POSITION, type PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem } from '../scheduler/context.ts';
 import type { GemmProblem, Operand, OperandData, OutputStage } from '../types.ts';
 import {
@@ -318,27 +318,4 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   const result = await onBackend(onCpu, onGpu, opts.backend ?? 'auto', {});
   const data = post ? post(result.data, M) : (result.data as Uint8Array | Int8Array);
   return { data, shape: outShape };
-}
-
-/** The patch matrix on the host (the CPU path's im2col, and the GPU path's for an input above one binding): rows (b, oh, ow) x (kh, kw, c); padding holds the input zero point. */
-export function im2col(input: Uint8Array | Int8Array, g: PatchGeometry, zeroPoint: number): Uint8Array | Int8Array {
-  const { rows, cols: K } = patchShape(g);
-  const cols = input instanceof Uint8Array ? new Uint8Array(rows * K) : new Int8Array(rows * K);
-  cols.fill(zeroPoint);
-  const C = g.channels;
-  let row = 0;
-  for (let b = 0; b < g.batch; b++)
-    for (let oh = 0; oh < g.outHeight; oh++)
-      for (let ow = 0; ow < g.outWidth; ow++, row++)
-        for (let kh = 0; kh < g.filterHeight; kh++) {
-          const ih = oh * g.strideHeight - g.padTop + kh * g.dilationHeight;
-          if (ih < 0 || ih >= g.height) continue;
-          for (let kw = 0; kw < g.filterWidth; kw++) {
-            const iw = ow * g.strideWidth - g.padLeft + kw * g.dilationWidth;
-            if (iw < 0 || iw >= g.width) continue;
-            const src = ((b * g.height + ih) * g.width + iw) * C;
-            cols.set(input.subarray(src, src + C), row * K + (kh * g.filterWidth + kw) * C);
-          }
-        }
-  return cols;
 }

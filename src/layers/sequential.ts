@@ -33,7 +33,8 @@ import {
   sizeOf,
   type Step,
 } from './graph.ts';
-import { conv2d, dtypeOf, fullyConnected, im2col, type Conv2dParams, type FullyConnectedParams, type Tensor } from './layers.ts';
+import { conv2d, dtypeOf, fullyConnected, type Conv2dParams, type FullyConnectedParams, type Tensor } from './layers.ts';
+import { im2col } from '../pack/patches.ts';
 
 export {
   checkLayers,

@@ -48,6 +48,33 @@ export function patchShape(g: PatchGeometry): { rows: number; cols: number } {
   return { rows: g.batch * g.outHeight * g.outWidth, cols: g.filterHeight * g.filterWidth * g.channels };
 }
 
+/**
+ * The patch matrix on the host, naive and normative: rows (b, oh, ow) x (kh, kw, c), padding holding the
+ * input zero point. The CPU path's im2col, the GPU path's for an input above one binding, and the
+ * reference against which the GPU's patch pack and gathers are checked (verify, the self-test).
+ */
+export function im2col(input: Uint8Array | Int8Array, g: PatchGeometry, zeroPoint: number): Uint8Array | Int8Array {
+  const { rows, cols: K } = patchShape(g);
+  const cols = input instanceof Uint8Array ? new Uint8Array(rows * K) : new Int8Array(rows * K);
+  cols.fill(zeroPoint);
+  const C = g.channels;
+  let row = 0;
+  for (let b = 0; b < g.batch; b++)
+    for (let oh = 0; oh < g.outHeight; oh++)
+      for (let ow = 0; ow < g.outWidth; ow++, row++)
+        for (let kh = 0; kh < g.filterHeight; kh++) {
+          const ih = oh * g.strideHeight - g.padTop + kh * g.dilationHeight;
+          if (ih < 0 || ih >= g.height) continue;
+          for (let kw = 0; kw < g.filterWidth; kw++) {
+            const iw = ow * g.strideWidth - g.padLeft + kw * g.dilationWidth;
+            if (iw < 0 || iw >= g.width) continue;
+            const src = ((b * g.height + ih) * g.width + iw) * C;
+            cols.set(input.subarray(src, src + C), row * K + (kh * g.filterWidth + kw) * C);
+          }
+        }
+  return cols;
+}
+
 const FIELDS = Object.keys({
   batch: 0,
   height: 0,

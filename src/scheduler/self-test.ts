@@ -4,11 +4,15 @@
 // bit for bit with the normative reference (src/reference/gemm.ts). The context runs it once per device
 // before the kernel's first use; a kernel that fails is disabled there, never trusted. A kernel that reads
 // a rhs of at most 4 bits (two values per byte: sgmat's '-u4') runs the same problems with the rhs
-// requantized to 1 to 4 bits, under each rounding.
+// requantized to 1 to 4 bits, under each rounding. Two convolution layers follow, their lhs given as the
+// NHWC input, so a kernel that gathers the patches into its staging (a pipeline of its own) is tested in
+// that form too.
 
 import { DeviceLostError, GpuOutOfMemoryError, LimitExceededError } from '../errors.ts';
+import { im2col, type PatchGeometry, patchShape } from '../pack/patches.ts';
 import { referenceGemm } from '../reference/gemm.ts';
 import type { BitDepthRounding, GemmProblem, GemmResult, Operand, Order } from '../types.ts';
+import type { PatchOperand } from './patches.ts';
 
 /** Deterministic bytes: 0, 255 (or -128, 127) edges at the ends, a mixed sequence between. */
 function operand(rows: number, cols: number, signed: boolean, order: Order, seed: number): Operand {
@@ -106,6 +110,57 @@ function eightBitProblems(): GemmProblem[] {
   ];
 }
 
+/** A GEMM whose lhs is a convolution's patches, given by the layer's input. */
+export type PatchProblem = Omit<GemmProblem, 'lhs'> & { lhs: PatchOperand & { input: Uint8Array | Int8Array } };
+
+/** A 3 x 3 SAME layer of `channels` on batch x size x size, at `stride`. */
+function sameLayer(batch: number, size: number, channels: number, stride: number): PatchGeometry {
+  const out = Math.ceil(size / stride);
+  const pad = Math.floor(Math.max(0, (out - 1) * stride + 3 - size) / 2);
+  return {
+    ...{ batch, height: size, width: size, channels, filterHeight: 3, filterWidth: 3 },
+    ...{ strideHeight: stride, strideWidth: stride, dilationHeight: 1, dilationWidth: 1 },
+    ...{ padTop: pad, padLeft: pad, outHeight: out, outWidth: out },
+  };
+}
+
+/**
+ * The self-test's convolution layers: 16 int8 channels (whole 16-byte pieces of one tap) with per-channel
+ * filter zero points and a uint8 output stage, as conv2d runs it, over two 64-column tiles; 3 uint8
+ * channels at stride 2, batch 2 (bytes), raw sums. For a kernel reading rhs values of `rhsBits` <= 4,
+ * the filter requantized to 4 bits.
+ */
+export function selfTestConvProblems(rhsBits = 8): PatchProblem[] {
+  const layers: [PatchGeometry, number, boolean, number][] = [
+    [sameLayer(1, 9, 16, 1), 70, true, -5],
+    [sameLayer(2, 7, 3, 2), 9, false, 200],
+  ];
+  return layers.map(([g, O, signed, zeroPoint], i) => {
+    const K = patchShape(g).cols;
+    const input = operand(g.batch * g.height * g.width * g.channels, 1, signed, 'row-major', 21 + i).data as Uint8Array | Int8Array;
+    const p: PatchProblem = {
+      lhs: { input, geometry: g, zeroPoint },
+      rhs: operand(K, O, false, 'col-major', 23 + i),
+      lhsZeroPoint: zeroPoint,
+      rhsZeroPoint: i === 0 ? vector(O, (j) => 100 + (j % 37)) : 131,
+      pipeline:
+        i === 0
+          ? [
+              { type: 'quantizeDownInt32ByFixedPoint', multiplier: 1518500250, shift: 12, offsetAfterShift: 7 },
+              { type: 'saturatingCast', to: 'uint8' },
+            ]
+          : [],
+    };
+    return rhsBits > 4 ? p : { ...p, bitDepth: { lhs: 8, rhs: Math.min(rhsBits, 4), rounding: 'nearest' } };
+  });
+}
+
+/** The GEMM a patch problem computes, over the host's im2col rows: what the reference is given. */
+export function patchReference(p: PatchProblem): GemmProblem {
+  const { rows, cols } = patchShape(p.lhs.geometry);
+  return { ...p, lhs: { data: im2col(p.lhs.input, p.lhs.geometry, p.lhs.zeroPoint), rows, cols } };
+}
+
 interface SelfTestResult {
   ok: boolean;
   /**
@@ -117,12 +172,18 @@ interface SelfTestResult {
   detail: string;
 }
 
-/** Runs every self-test problem (those for a kernel reading `rhsBits`-bit rhs values) through `run` and compares bit for bit with the reference. */
-export async function runSelfTest(run: (p: GemmProblem) => Promise<GemmResult>, rhsBits = 8): Promise<SelfTestResult> {
-  const problems = selfTestProblems(rhsBits);
+/**
+ * Runs every self-test problem (those for a kernel reading `rhsBits`-bit rhs values), then the convolution
+ * layers, through `run` and compares bit for bit with the reference.
+ */
+export async function runSelfTest(run: (p: GemmProblem | PatchProblem) => Promise<GemmResult>, rhsBits = 8): Promise<SelfTestResult> {
+  const problems: [GemmProblem | PatchProblem, GemmProblem][] = [
+    ...selfTestProblems(rhsBits).map((p): [GemmProblem, GemmProblem] => [p, p]),
+    ...selfTestConvProblems(rhsBits).map((p): [PatchProblem, GemmProblem] => [p, patchReference(p)]),
+  ];
   for (let i = 0; i < problems.length; i++) {
-    const p = problems[i];
-    const shape = `${p.lhs.rows}x${p.rhs.cols}x${p.lhs.cols}`;
+    const [p, reference] = problems[i];
+    const shape = `${reference.lhs.rows}x${reference.rhs.cols}x${reference.lhs.cols}${p === reference ? '' : ', convolution'}`;
     let got: GemmResult;
     try {
       got = await run(p);
@@ -131,7 +192,7 @@ export async function runSelfTest(run: (p: GemmProblem) => Promise<GemmResult>, 
       const untested = e instanceof LimitExceededError || e instanceof GpuOutOfMemoryError;
       return { ok: false, ...(untested ? { untested } : {}), detail: `problem ${i} (${shape}) threw ${(e as Error).message}` };
     }
-    const want = referenceGemm(p);
+    const want = referenceGemm(reference);
     let bad = 0;
     let first = -1;
     for (let j = 0; j < want.data.length; j++) {

@@ -20,6 +20,7 @@ import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import { getPipeline } from '../../src/gpu/pipelines.ts';
 import { withDevice } from '../../src/gpu/scopes.ts';
 import { runGemm } from '../../src/scheduler/gemm.ts';
+import { selfTestProblems } from '../../src/scheduler/self-test.ts';
 import { DeviceResources } from '../../src/scheduler/resources.ts';
 import { runOp, sharedContext } from '../../src/api.ts';
 import type { GemmProblem, Operand } from '../../src/types.ts';
@@ -194,6 +195,29 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
     expect(warnings).toHaveLength(1);
     s.destroy();
     again.destroy();
+  });
+  it('a kernel whose gathering form is wrong (its GEMM right) fails at a convolution layer and is disabled', async () => {
+    // The patches gathered into the staging are a pipeline of their own (PreparedGemmKernel.patchLhs): here
+    // one that records no dispatch, beside a right packed form.
+    const gatherBroken: GpuGemmKernel = {
+      ...base,
+      id: 'test-broken-gather',
+      needsSelfTest: true,
+      prepare: async (...args) => ({ ...(await base.prepare(...args)), patchLhs: async () => ({ encode: () => {} }) }),
+    };
+    const warnings: string[] = [];
+    const s = scheduler([gatherBroken, ...GPU_KERNELS], 'test-broken-gather', warnings);
+    const { result, kernel } = await s.gemm(p);
+    expect(diffResults(result, referenceGemm(p))).toBeNull();
+    expect(kernel).not.toBe('test-broken-gather');
+    expect(warnings).toHaveLength(1);
+    const first = selfTestProblems().length; // the GEMM problems pass; the first convolution layer fails
+    expect(warnings[0]).toMatch(
+      new RegExp(
+        `test-broken-gather failed its exactness self-test .*\\(problem ${first} \\(81x70x144, convolution\\): \\d+ of 5670 elements differ`,
+      ),
+    );
+    s.destroy();
   });
   it.skipIf(!gpu?.hasDot4)('a kernel reading a 4-bit rhs (two per byte) is self-tested over 4-bit problems', async () => {
     // Split-K u4 recording no dispatch, under another name (what sgmat-64x64-u4 is to a GPU with tensor

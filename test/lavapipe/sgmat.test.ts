@@ -154,7 +154,7 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
     ['sgmat-64x64', sgmatKernel],
     ['sgmat-64x64-i8', variants[1][1]],
   ] as const)('a conv layer gathered by %s from the NHWC input: 0 mismatches', async (id, kernel) => {
-    const { im2col } = await import('../../src/layers/layers.ts');
+    const { im2col } = await import('../../src/pack/patches.ts');
     const { referenceGemm } = await import('../../src/reference/gemm.ts');
     const { diffResults, formatMismatch } = await import('../support/compare.ts');
     const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu.device, kernel: id });

@@ -23,9 +23,8 @@
 // A convolution's lhs is gathered from its input by the one-pass tilings that stage their lhs
 // (PreparedGemmKernel.patchLhs: ./sgmat-lhs-patches.wgsl with src/pack/patch-gather.wgsl in place of
 // ./sgmat-lhs.wgsl), where the workgroup memory also holds the tile's row sums: one dispatch per layer,
-// no patch pack. The gather changes where the staged bytes come from, not the fragments, so the
-// self-test of the packed form speaks for the builtins; `qgemm verify` checks the gathered form on its
-// convolution layers.
+// no patch pack. That form is a pipeline of its own: the self-test's convolution layers run it before a
+// device first uses the kernel, and `qgemm verify` checks it on its convolution layers.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
