@@ -78,7 +78,10 @@ function selfTests(device: GPUDevice): Map<string, 'testing' | 'passed' | 'faile
  * it first, once per device (inside this call, which holds the device); one that fails is disabled on
  * the device with a one-line warning, and the choice is made again without it. One whose self-test this
  * context cannot run (its lowered limits, or out of memory) is left untested on the device and unused
- * by this context (DeviceResources.untested).
+ * by this context (DeviceResources.untested). Whether a kernel gathers a convolution's patches may
+ * depend on a context's limits (workgroup memory), so the verdict on its gathering form is kept apart
+ * (`${id} gathering`): a convolution on a kernel that passed without gathering, in a context where it
+ * gathers, runs the self-test again.
  */
 async function kernelFor(
   r: DeviceResources,
@@ -103,13 +106,19 @@ async function kernelFor(
     kernels: choice.kernels,
     tuned: choice.tuned,
   });
-  if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'passed' || verdicts.get(kernel.id) === 'testing') return kernel;
+  if (!kernel.needsSelfTest || verdicts.get(kernel.id) === 'testing') return kernel;
+  const gathering = `${kernel.id} gathering`;
+  const gathers = async () => (await r.prepare(kernel, ALL_STAGE_KINDS)).patchLhs !== undefined;
+  const untestedGather = async () => isPatches(problem.lhs) && verdicts.get(gathering) !== 'passed' && (await gathers());
+  if (verdicts.get(kernel.id) === 'passed' && !(await untestedGather())) return kernel;
   verdicts.set(kernel.id, 'testing');
+  let gathered = false;
   const result = await runSelfTest(
     async (q) => {
       // Compiled for every stage kind, so the pipeline the self-test passes is the one later calls run.
       await r.prepare(kernel, ALL_STAGE_KINDS);
       const run = await runGemm(r, { ...choice, force: kernel.id }, q, undefined, true);
+      gathered ||= run.ran.patchesGathered;
       try {
         return await run.result!;
       } finally {
@@ -127,6 +136,7 @@ async function kernelFor(
     return kernelFor(r, choice, p, problem, force);
   }
   verdicts.set(kernel.id, result.ok ? 'passed' : 'failed');
+  if (result.ok && gathered) verdicts.set(gathering, 'passed');
   if (result.ok) return kernel;
   choice.warn(
     `qgemm: kernel ${kernel.id} failed its exactness self-test on ${r.summary.description || r.summary.architecture} and is disabled on this device (${result.detail})`,

@@ -12,7 +12,7 @@ import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } f
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { createGpuContextAsHardware, GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
-import { adapterCaps } from '../../src/gpu/caps.ts';
+import { type AdapterCaps, adapterCaps } from '../../src/gpu/caps.ts';
 import { describeAdapter } from '../../src/gpu/adapter.ts';
 import { dot4TiledKernel } from '../../src/kernels/dot4-tiled/kernel.ts';
 import { splitKKernel } from '../../src/kernels/splitk/kernel.ts';
@@ -20,7 +20,7 @@ import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import { getPipeline } from '../../src/gpu/pipelines.ts';
 import { withDevice } from '../../src/gpu/scopes.ts';
 import { runGemm } from '../../src/scheduler/gemm.ts';
-import { selfTestProblems } from '../../src/scheduler/self-test.ts';
+import { type PatchProblem, patchReference, selfTestConvProblems, selfTestProblems } from '../../src/scheduler/self-test.ts';
 import { DeviceResources } from '../../src/scheduler/resources.ts';
 import { runOp, sharedContext } from '../../src/api.ts';
 import type { GemmProblem, Operand } from '../../src/types.ts';
@@ -153,11 +153,11 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
    * The scheduler's GEMM path (src/scheduler/gemm.ts, what GpuContext runs) on the test device, choosing
    * among `kernels` (the test kernel first) with `force`: its results and the kernel each call ran.
    */
-  const scheduler = (kernels: readonly GpuGemmKernel[], force: string, warnings: string[]) => {
-    const resources = new DeviceResources(gpu!.device, gpu!.summary, caps!, false);
+  const scheduler = (kernels: readonly GpuGemmKernel[], force: string, warnings: string[], limits: Partial<AdapterCaps['limits']> = {}) => {
+    const resources = new DeviceResources(gpu!.device, gpu!.summary, { ...caps!, limits: { ...caps!.limits, ...limits } }, false);
     const choice = { kernels, force, warn: (m: string) => void warnings.push(m) };
     return {
-      gemm: (q: GemmProblem) =>
+      gemm: (q: GemmProblem | PatchProblem) =>
         withDevice(gpu!.device, async () => {
           const run = await runGemm(resources, choice, q, undefined, true);
           try {
@@ -218,6 +218,35 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
       ),
     );
     s.destroy();
+  });
+  it('a gathering form a first context could not run is self-tested where a context can, and a wrong one disables the kernel', async () => {
+    // The gathering form offered only where the workgroup memory reaches 16 KiB (as sgmat's depends on
+    // the limits), and wrong: a context below that passes the kernel packing the patches; the device's
+    // verdict must not then vouch for the gathering form in a context that runs it.
+    const late: GpuGemmKernel = {
+      ...base,
+      id: 'test-late-gather',
+      needsSelfTest: true,
+      prepare: async (device, c, kinds) => {
+        const prepared = await base.prepare(device, c, kinds);
+        if (c.limits.maxComputeWorkgroupStorageSize < 16384) return { encode: prepared.encode };
+        return { ...prepared, patchLhs: async () => ({ encode: () => {} }) };
+      },
+    };
+    const conv = selfTestConvProblems()[0];
+    const want = referenceGemm(patchReference(conv));
+    const warnings: string[] = [];
+    const small = scheduler([late, ...GPU_KERNELS], late.id, warnings, { maxComputeWorkgroupStorageSize: 15360 });
+    const packed = await small.gemm(conv);
+    expect([packed.kernel, diffResults(packed.result, want), warnings]).toEqual([late.id, null, []]);
+    const full = scheduler([late, ...GPU_KERNELS], late.id, warnings);
+    const gathered = await full.gemm(conv);
+    expect(gathered.kernel).not.toBe(late.id);
+    expect(diffResults(gathered.result, want)).toBeNull();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/test-late-gather failed its exactness self-test .*, convolution\)/);
+    small.destroy();
+    full.destroy();
   });
   it.skipIf(!gpu?.hasDot4)('a kernel reading a 4-bit rhs (two per byte) is self-tested over 4-bit problems', async () => {
     // Split-K u4 recording no dispatch, under another name (what sgmat-64x64-u4 is to a GPU with tensor
