@@ -10,8 +10,8 @@
 // patches themselves (src/kernels/dot4-lhs-patches.wgsl, no pack dispatch): the registry's tilings and a
 // seeded sample of the tuner's (QGEMM_DOT4_SAMPLE, QGEMM_DOT4_SEED as in ./dot4-family.test.ts), each
 // on layers that take both gather paths (whole words; bytes), several tiles, int8 and a strided GPU input;
-// so does the subgroup-matrix kernel (src/kernels/sgmat/sgmat-lhs-patches.wgsl), emulated: every emulated
-// fragment shape, 128x64, 64x128 and '-dr' tilings, and under lowered limits with two bands.
+// so do the subgroup-matrix kernel (emulated) and dot4-wide, at sampled tilings (QGEMM_SGMAT_SAMPLE), and
+// under lowered limits with two bands.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -340,13 +340,27 @@ for (const vecWords of [1, 2, 4] as const)
 const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';
 const rng = new Rng(Number(process.env.QGEMM_DOT4_SEED ?? 34));
 const sampled = sample === 'all' ? tiledPool : Array.from({ length: Number(sample) }, () => tiledPool[rng.int(0, tiledPool.length - 1)]);
-/** The subgroup-matrix kernel's gathering form (./sgmat-lhs-patches.wgsl), emulated: every emulated fragment shape, other tilings. */
-const sgmatGatherKernels = [
-  ...EMULATED_CONFIGS.map((c) => sgmatEmulatedKernel(c, { id: `sgmat-64x64-emulated-${configLabel(c)}` })),
-  sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 1 } }),
-  sgmatEmulatedKernel(EMULATED_CONFIGS[3], { tiling: { tileM: 64, tileN: 128, sgRows: 2, sgCols: 4, kStep: 128, buffers: 1 } }),
-  sgmatEmulatedKernel(EMULATED_CONFIGS[2], { tiling: { ...DEFAULT_TILING, rhsDirect: true } }), // '-dr': right fragments from storage
+/**
+ * The subgroup-matrix kernel's gathering form (src/kernels/sgmat/sgmat-lhs-patches.wgsl), emulated: u8 at
+ * 16x16x32 and 8x8x8 and i8 at 16x16x32 on the default tiling, then a seeded one of the others (16x8x32;
+ * 128x64, 64x128 and '-dr' tilings): QGEMM_SGMAT_SAMPLE ('all' for every one) and QGEMM_SGMAT_SEED, as
+ * in ./sgmat-family.test.ts. The dot4-wide forms likewise: the registry's tiling and a seeded other.
+ */
+const [u8, u8Narrow, u8Small, i8] = EMULATED_CONFIGS;
+const sgmatGatherKernels = [u8, u8Small, i8].map((c) => sgmatEmulatedKernel(c, { id: `sgmat-64x64-emulated-${configLabel(c)}` }));
+const sgmatOthers = [
+  sgmatEmulatedKernel(u8Narrow, { id: `sgmat-64x64-emulated-${configLabel(u8Narrow)}` }),
+  sgmatEmulatedKernel(u8, { tiling: { tileM: 128, tileN: 64, sgRows: 4, sgCols: 2, kStep: 64, buffers: 1 } }),
+  sgmatEmulatedKernel(i8, { tiling: { tileM: 64, tileN: 128, sgRows: 2, sgCols: 4, kStep: 128, buffers: 1 } }),
+  sgmatEmulatedKernel(u8Small, { tiling: { ...DEFAULT_TILING, rhsDirect: true } }), // '-dr': right fragments from storage
 ];
+const wideOthers = [
+  { threadsX: 8, threadsY: 16, tileKW: 8, vecWords: 2 },
+  { threadsX: 8, threadsY: 16, tileKW: 8, vecWords: 1, threadM: 4, threadN: 8 },
+].map((c) => dot4WideKernel('emulated', c as Dot4WideConfig));
+const allForms = (process.env.QGEMM_SGMAT_SAMPLE ?? '1') === 'all';
+const formSeed = Number(process.env.QGEMM_SGMAT_SEED ?? 34);
+const pick = <T>(xs: T[]): T[] => (allForms ? xs : [xs[formSeed % xs.length]]);
 const gatherCases = [
   ...(gpu?.hasDot4 ? (['emulated', 'native'] as const) : (['emulated'] as const)).flatMap((dot4) => [
     dot4TiledKernel(32, dot4),
@@ -354,11 +368,9 @@ const gatherCases = [
     ...sampled.map((c) => dot4TiledKernel(64, dot4, c)),
   ]),
   ...sgmatGatherKernels,
+  ...pick(sgmatOthers),
   dot4WideKernel('emulated'),
-  ...[
-    { threadsX: 8, threadsY: 16, tileKW: 8, vecWords: 2 },
-    { threadsX: 8, threadsY: 16, tileKW: 8, vecWords: 1, threadM: 4, threadN: 8 },
-  ].map((c) => dot4WideKernel('emulated', c as Dot4WideConfig)),
+  ...pick(wideOthers),
 ].map((k) => [k.id, k] as const);
 
 /** A SAME convolution of `filter` x `filter` at `stride` and `dilation` on a batch x size x size x channels input. */
