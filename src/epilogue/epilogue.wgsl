@@ -49,9 +49,10 @@ struct EpilogueParams {
 // Every bit set, the default, compiles the whole interpreter.
 override STAGE_KINDS: u32 = 0xffffffffu;
 
-// A kernel that reads its lhs unpacked (the gemv, src/kernels/gemv/) computes the lhs row sums itself:
-// with LHS_SUMS_IN_KERNEL set, step 1 takes rowSum(m) from kernelRowSums (rows kernelRowBase..+3,
-// set by the invocation before it calls storeQuad) instead of the pack stage's `rowSums`.
+// A kernel that reads its lhs unpacked (the gemv, src/kernels/gemv/) or gathers a convolution's patches
+// from its input (dot4-tiled, dot4-wide, sgmat: their *lhs-patches.wgsl) computes the lhs row sums
+// itself: with LHS_SUMS_IN_KERNEL set, step 1 takes rowSum(m) from kernelRowSums (rows kernelRowBase..+3,
+// set by the invocation before it stores those rows) instead of the pack stage's `rowSums`.
 override LHS_SUMS_IN_KERNEL: bool = false;
 var<private> kernelRowSums: vec4<i32>;
 var<private> kernelRowBase: u32;
