@@ -5,7 +5,8 @@
 // `window.ort` (its ES module, whose .wasm/.mjs files the same local server serves from node_modules),
 // and four helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
 // operands as in Node), __hash (hashBytes), __moreReps and __pausedCalls (bench/timing.ts: the same
-// repeat policy and the same after-pause rule). The page's HTML and its one-time setup (qgemm's context
+// repeat policy and the same after-pause rule), and __qgemmCall (bench/qgemm-call.ts: one qgemm call in
+// its mode, timed as in Node). The page's HTML and its one-time setup (qgemm's context
 // as __ctx, tfjs, onnxruntime-web) are bench/chrome-page-setup.ts. Timing happens in the page, with the
 // page's performance.now(), so no DevTools round trip is inside a timed region. The page is cross-origin
 // isolated (COOP/COEP from the server), so qgemm's WebAssembly CPU kernel and onnxruntime-web's WASM EP
@@ -204,24 +205,10 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         const patches = { input, geometry: conv.geometry, zeroPoint: args.lhsZeroPoint };
         // As the GEMM rows: the wall time from calls that ask for no GPU time (no timestamp query), the GPU
         // time from separate timed calls.
+        const call = { ...problem, lhs: patches, rhs: packed ?? filter };
         once = async (timed) => {
           const timing = timed ? { gpuMs: null as number | null } : undefined;
-          const t0 = performance.now();
-          const call = { ...problem, lhs: patches, rhs: packed ?? filter };
-          let r: { data: ArrayBufferView; dtype: string };
-          let wallMs: number;
-          if (mode === 'device') {
-            const dst = await ctx.gemmOnGpu(call, timing);
-            wallMs = performance.now() - t0;
-            try {
-              r = await ctx.read(dst);
-            } finally {
-              ctx.releaseMatrix(dst);
-            }
-          } else {
-            r = await ctx.gemm(call, timing);
-            wallMs = performance.now() - t0;
-          }
+          const { result: r, wallMs } = await w.__qgemmCall(ctx, mode, call, timing);
           if (separateGpu) result.gpuNote = convGpuNote(ctx.lastRun.patchesGathered);
           return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
         };
@@ -260,20 +247,8 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
         }
         once = async (timed) => {
           const timing = timed ? { gpuMs: null as number | null } : undefined;
-          const t0 = performance.now();
-          if (mode !== 'device') {
-            const r = await ctx.gemm(input, timing);
-            const wallMs = performance.now() - t0;
-            return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
-          }
-          const dst = await ctx.gemmOnGpu(input, timing);
-          const wallMs = performance.now() - t0;
-          try {
-            const r = await ctx.read(dst);
-            return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
-          } finally {
-            ctx.releaseMatrix(dst);
-          }
+          const { result: r, wallMs } = await w.__qgemmCall(ctx, mode, input, timing);
+          return { wallMs, gpuMs: timing?.gpuMs ?? null, bytes: asBytes(r.data), dtype: r.dtype };
         };
       }
     } else if (args.impl === 'tfjs-webgpu-f32' && conv) {

@@ -38,6 +38,7 @@ import { matMulF32Model, matMulIntegerModel, matMulIntegerWeightsModel } from '.
 import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
 import { moreReps, PAUSE_MS, pausedCalls, type RepeatPolicy } from '../timing.ts';
+import { qgemmCall } from '../qgemm-call.ts';
 import { pageOutcome } from './chrome-outcome.ts';
 import { modelFor, ortWebgpuUnsupported } from './onnxruntime-webgpu.ts';
 import {
@@ -216,7 +217,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     await page.waitForFunction('window.__ready === true', { timeout: 60_000 });
     await page.evaluate(
       `window.__gen = (${generateOperands.toString()}); window.__hash = (${hashBytes.toString()}); window.__moreReps = (${moreReps.toString()});` +
-        `window.__pausedCalls = (${pausedCalls.toString()});` +
+        `window.__pausedCalls = (${pausedCalls.toString()}); window.__qgemmCall = (${qgemmCall.toString()});` +
         `window.__tinyModel = Uint8Array.from(${JSON.stringify([...matMulF32Model(new Float32Array(32 * 4), 32, 4)])});`,
     );
     const setup: PageSetupResult = await page.evaluate(pageSetup, verifyPlan());

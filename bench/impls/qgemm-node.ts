@@ -27,6 +27,7 @@ import type { GemmTiming, GemmTrace, GpuContext, GpuMatrix, PackedOperand } from
 import { roundUp } from '../../src/gpu/plan.ts';
 import type { GemmResult, Operand } from '../../src/types.ts';
 import { bitDepthFor, hashBytes, problemFor, type ConvData, type ShapeData } from '../problems.ts';
+import { qgemmCall } from '../qgemm-call.ts';
 import { afterPause, measure, type RepeatPolicy, stats } from '../timing.ts';
 import { bytesOf } from '../verify.ts';
 import type { CellOutcome, Mode, RhsBits, Runner, TraceSummary } from './types.ts';
@@ -161,30 +162,10 @@ async function convCell(ctx: GpuContext, conv: ConvData, mode: Mode, policy: Rep
     const timestamps = ctx.device.features.has('timestamp-query');
     const lhs = { input, geometry: conv.geometry, zeroPoint: conv.params.input.zeroPoint };
     const problem = { ...conv.gemm, lhs, rhs: packed ?? conv.gemm.rhs };
-    const outcome = await qgemmCell(
-      policy,
-      async ({ timing: asked, onTrace }) => {
-        const timing = asked ? { gpuMs: null as number | null } : undefined;
-        const t0 = performance.now();
-        let result: GemmResult;
-        let wallMs: number;
-        if (mode === 'device') {
-          const dst = await ctx.gemmOnGpu(problem, timing);
-          wallMs = performance.now() - t0;
-          try {
-            result = await ctx.read(dst);
-          } finally {
-            ctx.releaseMatrix(dst);
-          }
-        } else {
-          result = await ctx.gemm(problem, timing, { onTrace });
-          wallMs = performance.now() - t0;
-        }
-        if (asked && timing) asked.gpuMs = timing.gpuMs;
-        return { result, wallMs };
-      },
-      { timestamps, traced: mode !== 'device' },
-    );
+    const outcome = await qgemmCell(policy, ({ timing, onTrace }) => qgemmCall(ctx, mode, problem, timing, { onTrace }), {
+      timestamps,
+      traced: mode !== 'device',
+    });
     return {
       ...outcome,
       kernel: kernelOf(ctx),
@@ -230,24 +211,11 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
         if (mode !== 'call') packed = await ctx.prepack('rhs', problem.rhs, bitDepthFor(rhsBits));
         if (mode === 'device') lhs = uploadMatrix(ctx, problem.lhs);
         const input = { ...problem, ...(packed ? { rhs: packed } : {}), ...(lhs ? { lhs } : {}) };
-        const outcome = await qgemmCell(
-          policy,
-          async ({ timing, onTrace }) => {
-            const t0 = performance.now();
-            if (mode !== 'device') {
-              const result = await ctx.gemm(input, timing, { onTrace });
-              return { result, wallMs: performance.now() - t0 };
-            }
-            const dst = await ctx.gemmOnGpu(input, timing);
-            const wallMs = performance.now() - t0;
-            try {
-              return { result: await ctx.read(dst), wallMs };
-            } finally {
-              ctx.releaseMatrix(dst);
-            }
-          },
-          { timestamps, traced: mode !== 'device', paused: mode === 'resident' },
-        );
+        const outcome = await qgemmCell(policy, ({ timing, onTrace }) => qgemmCall(ctx, mode, input, timing, { onTrace }), {
+          timestamps,
+          traced: mode !== 'device',
+          paused: mode === 'resident',
+        });
         return {
           ...outcome,
           kernel: kernelOf(ctx),
