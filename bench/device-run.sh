@@ -6,7 +6,7 @@
 # run goes on, since the self-test disables a failing tensor-core kernel on the device, the tuner verifies
 # its winners and the bench every qgemm row, bit for bit), `qgemm tune` (200 s of budget, about 4 minutes
 # with the verification of its winners; the table it writes serves the bench through --tuning), then the
-# bench twice (squares, decode, the conv layers; `resident`; qgemm, tfjs f32, onnxruntime's
+# bench twice (squares, decode, the suite's conv layers and two deep ones that split-K gathers; `resident`; qgemm, tfjs f32, onnxruntime's
 # MatMulNBits-8), so the spread between passes is known; then, in the time left, 128x11008² with 8- and
 # 4-bit weights; and prints short tables last (bench/device-summary.mjs: verify, tune, the passes); it
 # exits non-zero where a stage failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (9 files:
@@ -64,7 +64,7 @@ ended tune $? "$OUT/tune.json"
 TUNING=""
 [ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
 
-SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64
+SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64,conv14x14x256-k3x3-s1-o256,conv7x7x512-k3x3-s1-o512
 for pass in 1 2; do
   stage "bench pass $pass"
   # shellcheck disable=SC2086

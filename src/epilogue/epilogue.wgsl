@@ -50,7 +50,8 @@ struct EpilogueParams {
 override STAGE_KINDS: u32 = 0xffffffffu;
 
 // A kernel that reads its lhs unpacked (the gemv, src/kernels/gemv/) or gathers a convolution's patches
-// from its input (dot4-tiled, dot4-wide, sgmat: their *lhs-patches.wgsl) computes the lhs row sums
+// from its input (dot4-tiled, dot4-wide, sgmat: their *lhs-patches.wgsl; split-K's reduce pass adds
+// its slices' sums up, src/kernels/splitk/reduce.wgsl) computes the lhs row sums
 // itself: with LHS_SUMS_IN_KERNEL set, step 1 takes rowSum(m) from kernelRowSums (rows kernelRowBase..+3,
 // set by the invocation before it stores those rows) instead of the pack stage's `rowSums`.
 override LHS_SUMS_IN_KERNEL: bool = false;

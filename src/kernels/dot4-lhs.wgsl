@@ -16,8 +16,13 @@ fn stageLhs(rowBase: u32, lhsLoads: u32, kw0: u32, tid: u32) {
   }
 }
 
-/** The lhs row sums come from the pack stage (`rowSums`): nothing to share. */
+/** The lhs row sums come from the pack stage (`rowSums`): none in the kernel. */
+const LHS_GATHERED: bool = false;
+
+/** Nothing to share. */
 fn shareLhsRowSums(tid: u32) {}
 
-/** Likewise: the epilogue reads the pack stage's row sums. */
-fn useLhsRowSums(tileRow: u32, m: u32) {}
+/** Never called (LHS_GATHERED is false): the kernels read the pack stage's row sums. */
+fn tileRowSums(tileRow: u32) -> vec4<u32> {
+  return vec4<u32>();
+}

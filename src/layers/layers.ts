@@ -304,7 +304,7 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   const gemmOf = (lhs: GpuGemmProblem['lhs']): GpuGemmProblem => ({ ...common, lhs });
   const hostPatches = (): Operand => ({ data: im2col(input.data, geometry, params.input.zeroPoint), rows: M, cols: K });
   // On the GPU the patches are read straight from the input inside the GEMM's own pass (one submission:
-  // gathered by a dot4-tiled kernel, else packed first); an input too large for one binding goes through
+  // gathered by the kernel, else packed first); an input too large for one binding goes through
   // host im2col rows, which the GEMM splits into bands.
   const onGpu = async (ctx: GpuContext) => {
     try {

@@ -299,7 +299,7 @@ export class GpuContext {
    * The input may be a GpuMatrix [batch * height * width, channels] (row-major), e.g. a previous GEMM's dst.
    * `timing` receives the GPU time of the pack's pass, as gemm's does. For one GEMM, `gemm({ lhs: { input,
    * geometry, zeroPoint }, ... })` takes the same patches inside the GEMM's own pass (one submission; a
-   * kernel gathers them itself with no pack dispatch, except split-K, gemv and '-dd').
+   * kernel gathers them itself with no pack dispatch, except gemv and '-dd').
    */
   packPatches(
     input: Uint8Array | Int8Array | GpuMatrix,

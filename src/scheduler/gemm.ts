@@ -232,7 +232,7 @@ export async function runGemm(
       return isPacked(x) || x === patches ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
     };
     const [base, rhsPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries('rhs'))]);
-    // A kernel that gathers a convolution's lhs from its input itself (dot4-tiled, dot4-wide, sgmat) skips the patch pack.
+    // A kernel that gathers a convolution's lhs from its input itself (the tiled and split-K kernels) skips the patch pack.
     const gather = patches && base.patchLhs ? await base.patchLhs() : null;
     if (patches && !gather) r.checkBuffer(packedBytes('lhs', M), 'packed lhs');
     const patchPipe = patches && !gather ? await patchPipeline(device) : null;

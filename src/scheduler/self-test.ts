@@ -127,13 +127,16 @@ function sameLayer(batch: number, size: number, channels: number, stride: number
 /**
  * The self-test's convolution layers: 16 int8 channels (whole 16-byte pieces of one tap) with per-channel
  * filter zero points and a uint8 output stage, as conv2d runs it, over two 64-column tiles; 3 uint8
- * channels at stride 2, batch 2 (bytes), raw sums. For a kernel reading rhs values of `rhsBits` <= 4,
+ * channels at stride 2, batch 2 (bytes), raw sums; 160 int8 channels on a 4 x 4 image, 16 rows deep
+ * enough that a split-K kernel's plan cuts them into slices, each gathering and summing its own k range.
+ * For a kernel reading rhs values of `rhsBits` <= 4,
  * the filter requantized to 4 bits.
  */
 export function selfTestConvProblems(rhsBits = 8): PatchProblem[] {
   const layers: [PatchGeometry, number, boolean, number][] = [
     [sameLayer(1, 9, 16, 1), 70, true, -5],
     [sameLayer(2, 7, 3, 2), 9, false, 200],
+    [sameLayer(1, 4, 160, 1), 24, true, 77], // deep and one tile: split-K cuts its 1440 k into slices
   ];
   return layers.map(([g, O, signed, zeroPoint], i) => {
     const K = patchShape(g).cols;
@@ -142,7 +145,7 @@ export function selfTestConvProblems(rhsBits = 8): PatchProblem[] {
       lhs: { input, geometry: g, zeroPoint },
       rhs: operand(K, O, false, 'col-major', 23 + i),
       lhsZeroPoint: zeroPoint,
-      rhsZeroPoint: i === 0 ? vector(O, (j) => 100 + (j % 37)) : 131,
+      rhsZeroPoint: i === 1 ? 131 : vector(O, (j) => 100 + (j % 37)),
       pipeline:
         i === 0
           ? [

@@ -21,8 +21,9 @@ import { type Dot4WideConfig, dot4WideKernel } from '../../src/kernels/dot4-wide
 import { bandedKernel, dot4KernelSource, dot4TileLoopBody } from '../../src/kernels/banded.ts';
 import dot4Gemm from '../../src/kernels/dot4-tiled/gemm.wgsl?raw';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
+import type { SplitKDispatch } from '../../src/kernels/splitk/partition.ts';
 import { configLabel, EMULATED_CONFIGS, sgmatEmulatedKernel } from '../../src/kernels/sgmat/emulation.ts';
-import { DEFAULT_TILING } from '../../src/kernels/sgmat/config.ts';
+import { DEFAULT_TILING, SPLITK_TILING } from '../../src/kernels/sgmat/config.ts';
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
@@ -432,6 +433,64 @@ describe.skipIf(!gpu)('dot4-tiled and sgmat gathering the patches themselves (no
           expectExact(got, { lhs, rhs, lhsZeroPoint: zeroPoint, rhsZeroPoint }, `${id} gathering ${JSON.stringify(g)} x ${O}`);
         } finally {
           weights.destroy();
+          gpuInput?.buffer.destroy();
+        }
+      }
+    } finally {
+      ctx.destroy();
+    }
+  });
+});
+
+// Split-K gathers too: each slice's partial pass gathers its k range and sums its rows into the workspace,
+// the reduce pass adds the slices' row sums for the epilogue (src/kernels/splitk/; the subgroup-matrix
+// kernel's i8 fragments add each slice's part of the row-sum correction). Deep layers with few tiles, so
+// that even a software adapter's plan cuts K into two slices or more (asserted): whole words and bytes,
+// two row tiles of 32, a strided GPU input, a column-major dst, 8- and 4-bit rhs.
+const sgmatSplits = [
+  ...[u8, i8, u8Small].map((c) => sgmatEmulatedKernel(c, { tiling: SPLITK_TILING, id: `sgmat-64x64-sk-emulated-${configLabel(c)}` })),
+  sgmatEmulatedKernel(i8, { tiling: SPLITK_TILING, rhsBits: 4, id: `sgmat-64x64-sk-u4-emulated-${configLabel(i8)}` }),
+];
+const splitCases = [
+  ...(gpu?.hasDot4 ? GPU_KERNELS.filter((k) => k.id.startsWith('splitk-')) : []),
+  ...(allForms ? sgmatSplits : [sgmatSplits[0], sgmatSplits[1 + (formSeed % 3)]]),
+].map((k) => [k.id, k, k.rhsPackFormat?.startsWith('u4') ? 4 : 8] as const);
+describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU reference', () => {
+  // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input, column-major dst]
+  const layers: [PatchGeometry, number, boolean, number, boolean][] = [
+    [sameLayer(1, 5, 128, 3, 1, 1), 40, false, 0, false], // whole words, K = 1152
+    [sameLayer(2, 4, 115, 3, 2, 1), 36, true, 4, true], // bytes from a GPU input 119 bytes a pixel, batch 2, stride 2
+    [sameLayer(1, 7, 256, 3, 1, 1), 24, true, 0, false], // 49 rows: two row tiles, K = 2304
+  ];
+  it.each(splitCases)('%s', async (id, kernel, rhsBits) => {
+    const ctx = await createGpuContextWith([...sgmatSplits, ...GPU_KERNELS], { device: gpu!.device, kernel: id });
+    try {
+      for (const [i, [g, O, signed, extra, colMajor]] of layers.entries()) {
+        const n = g.batch * g.height * g.width * g.channels;
+        const byte = (j: number) => (Math.imul(j + 3 + 4001 * i, 2654435761) >>> 24) & 0xff;
+        const input = signed ? Int8Array.from({ length: n }, (_, j) => byte(j) - 128) : Uint8Array.from({ length: n }, (_, j) => byte(j));
+        const zeroPoint = signed ? 23 - 61 * i : 250 - 90 * i;
+        const { rows, cols } = patchShape(g);
+        const splits = (
+          kernel.plan({ M: rows, N: O, K: cols, dstType: 'int32', dstOrder: 'row-major' }, ctx.limits, ctx.caps)[0] as SplitKDispatch
+        ).splits;
+        expect(splits, `${JSON.stringify(g)}: slices`).toBeGreaterThanOrEqual(2);
+        const filter = Uint8Array.from({ length: O * cols }, (_, j) => byte(j * 3 + 5) >> (rhsBits === 4 ? 4 : 0));
+        const rhs = { data: filter, rows: cols, cols: O, order: 'col-major' as const };
+        const common = {
+          rhs,
+          lhsZeroPoint: zeroPoint,
+          rhsZeroPoint: rhsBits === 4 ? 9 : 140 - 30 * i, // the row sums the slices compute are weighed in
+          dstOrder: colMajor ? ('col-major' as const) : ('row-major' as const),
+          ...(rhsBits === 4 ? { bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } } : {}),
+        };
+        const gpuInput = extra ? uploadInput(ctx, input, g, g.channels + extra) : null;
+        try {
+          const got = await ctx.gemm({ ...common, lhs: { input: gpuInput ?? input, geometry: g, zeroPoint } });
+          expect(ctx.lastRun).toMatchObject({ kernel: id, patchesGathered: true });
+          const lhs = { data: naivePatches(input, g, zeroPoint), rows, cols };
+          expectExact(got, { ...common, lhs }, `${id} gathering ${JSON.stringify(g)} x ${O} in ${splits} slices`);
+        } finally {
           gpuInput?.buffer.destroy();
         }
       }

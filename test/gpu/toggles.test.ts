@@ -130,7 +130,7 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
       if (!ran) console.warn(`[toggles.test] ${id} cannot run on this adapter`);
     });
 
-    it('dot4-tiled and dot4-wide gathering a convolution lhs themselves (row-sum parts in workgroup memory)', async () => {
+    it('dot4-tiled, dot4-wide and split-K gathering a convolution lhs themselves (row-sum parts in workgroup memory)', async () => {
       // 9 x 9 x 8 under a 3x3 SAME filter: 81 patch rows of 72; 65 output channels go to dot4-64x64, 17 to
       // dot4-32x32; dot4-128x128 forced (its row sums pass through lhsTile after the k loop).
       const g: PatchGeometry = {
@@ -157,6 +157,24 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
         expectExact(got, p, `${id} gathering, poisoned`);
       }
       wide.destroy();
+      // split-K (native dot4 only): a deep layer, 5 x 5 x 128 (1152 k), gathered in slices whose row sums
+      // pass through the same parts.
+      if (ctx.caps.dot4) {
+        const split = await GpuContext.create({ device: toggled.device, kernel: 'splitk-32x32' });
+        const deep: PatchGeometry = { ...g, height: 5, width: 5, channels: 128, outHeight: 5, outWidth: 5 };
+        const deepInput = Uint8Array.from({ length: 5 * 5 * 128 }, (_, i) => (Math.imul(i + 7, 2654435761) >>> 24) & 0xff);
+        const rhs = {
+          data: Uint8Array.from({ length: 1152 * 40 }, (_, i) => (i * 13 + 1) & 0xff),
+          rows: 1152,
+          cols: 40,
+          order: 'col-major' as const,
+        };
+        const got = await split.gemm({ lhs: { input: deepInput, geometry: deep, zeroPoint: 3 }, rhs, lhsZeroPoint: 3, rhsZeroPoint: 200 });
+        expect(split.lastRun).toMatchObject({ kernel: 'splitk-32x32', patchesGathered: true });
+        const p = { lhs: { data: im2colRows(deepInput, deep, 3), rows: 25, cols: 1152 }, rhs, lhsZeroPoint: 3, rhsZeroPoint: 200 };
+        expectExact(got, p, 'splitk-32x32 gathering, poisoned');
+        split.destroy();
+      }
       ctx.destroy();
     });
 

@@ -19,12 +19,21 @@ import {
   configLabel,
   DEFAULT_TILING,
   sampleTilings,
+  SPLITK_TILING,
   type SgmatConfig,
   type SgmatTiling,
   sgmatTilings,
   tilingId,
 } from '../../src/kernels/sgmat/config.ts';
-import { SGMAT_SPLITK_ID, sgmatKernel, sgmatSource, sgmatSourceU4, sgmatU4Kernel, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
+import {
+  SGMAT_SPLITK_ID,
+  sgmatKernel,
+  sgmatSource,
+  sgmatSourceU4,
+  sgmatSplitKKernel,
+  sgmatU4Kernel,
+  sgmatVariant,
+} from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import type { GemmProblem } from '../../src/types.ts';
@@ -149,19 +158,31 @@ describe('sgmat-64x64 with the real builtins on lavapipe', () => {
   });
 
   // The kernel gathers each lhs tile's patches from the input into its staging and sums their rows
-  // itself (sgmat-lhs-patches.wgsl): one dispatch, no pack, at u8 (the registry's) and i8 fragments.
+  // itself (sgmat-lhs-patches.wgsl): one dispatch, no pack, at u8 (the registry's) and i8 fragments; its
+  // split-K forms gather each slice's k range (a deep layer: 1440 k in slices), u8 (the registry's, self-test
+  // gate included) and i8.
+  const i8Split = sgmatVariant(
+    'sgmat-64x64-sk-i8',
+    (c) => (c.subgroupMatrix.some((x) => x.componentType === 'i8') ? i8 : null),
+    sgmatSource,
+    false,
+    SPLITK_TILING,
+  );
   it.each([
     ['sgmat-64x64', sgmatKernel],
     ['sgmat-64x64-i8', variants[1][1]],
+    ['sgmat-64x64-sk', sgmatSplitKKernel],
+    ['sgmat-64x64-sk-i8', i8Split],
   ] as const)('a conv layer gathered by %s from the NHWC input: 0 mismatches', async (id, kernel) => {
     const { im2col } = await import('../../src/pack/patches.ts');
     const { referenceGemm } = await import('../../src/reference/gemm.ts');
     const { diffResults, formatMismatch } = await import('../support/compare.ts');
     const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device: gpu.device, kernel: id });
-    // 9x9x3 at stride 1 (SAME), and 2 x 16x12x33 at stride 2 with dilation 2: rows 81 and 96, K 27 and 297.
+    // 9x9x3 at stride 1 (SAME), 2 x 16x12x33 at stride 2 with dilation 2, 4x4x160: rows 81, 96 and 16, K 27, 297 and 1440.
     const cases = [
       { batch: 1, height: 9, width: 9, channels: 3, stride: 1, dilation: 1, pad: 1, out: [9, 9], O: 70, zeroPoint: 255 },
       { batch: 2, height: 16, width: 12, channels: 33, stride: 2, dilation: 2, pad: 2, out: [8, 6], O: 9, zeroPoint: 0 },
+      { batch: 1, height: 4, width: 4, channels: 160, stride: 1, dilation: 1, pad: 1, out: [4, 4], O: 24, zeroPoint: 9 },
     ];
     for (const c of cases) {
       const geometry = {

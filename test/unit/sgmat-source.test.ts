@@ -161,11 +161,11 @@ describe('sgmat-64x64 source', () => {
     expect(split).toContain('workspace[((o.slice * tile.bandRows + row + r) * tile.bandCols + col) / 4u] = raw[r];');
     expect(split).not.toContain('storeBlock(raw, tile.bandM + row');
     expect(sgmatSource(config)).toContain('storeBlock(raw, tile.bandM + row');
-    expect([...uniformLayout(splitDeclarations, 'SliceParams').members.keys()]).toEqual(['splits', 'stepsPerSplit']);
+    expect([...uniformLayout(splitDeclarations, 'SliceParams').members.keys()]).toEqual(['splits', 'stepsPerSplit', 'rowSumsAt']);
     const buffer = {} as GPUBuffer;
     const names = ['tile', 'slicing', 'lhsPacked', 'rhsPacked', 'rowSums', 'colSums', 'workspace'];
     const entries = namedEntries(splitDeclarations, Object.fromEntries(names.map((n) => [n, { buffer }])));
-    expect(entries.map((e) => e.binding)).toEqual([5, 8, 6, 7, 1, 2, 9]);
+    expect(entries.map((e) => e.binding)).toEqual([5, 10, 6, 7, 1, 2, 11]); // 8 and 9: a gathered lhs's geometry and input
     expect(emulateSubgroupMatrix(split)).toContain('emuMultiplyAccumulate(');
   });
 });
@@ -328,9 +328,16 @@ describe('sgmat gathering a convolution lhs (sgmat-lhs-patches.wgsl)', () => {
       expect(piece).toMatch(/fn shareLhsRowSums\(t: u32\) \{\}[\s\S]*fn useLhsRowSums\(tileRow: u32, m: u32\) \{\}/);
     expect(lhsPatches).not.toContain('${');
   });
-  it('only a one-pass tiling that stages its lhs gathers', () => {
+  it('only a tiling that stages its lhs gathers; a split-K slice writes its row sums to the workspace', () => {
     expect(() => sgmatSource(u8, { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true }, true)).toThrow(/gathers patches/);
-    expect(() => sgmatSource(u8, SPLITK_TILING, true)).toThrow(/gathers patches/);
     expect(sgmatSource(u8, { ...DEFAULT_TILING, rhsDirect: true }, true)).toContain(lhsPatches);
+    const split = sgmatSource(u8, SPLITK_TILING, true);
+    expect(split).toContain(lhsPatches);
+    expect(split).toContain('workspace[(slicing.rowSumsAt + o.slice * tile.bandRows + o.rowBase) / 4u + i] = tileRowSums(4u * i);');
+    // Bindings apart: the slicing and workspace of the split form, the geometry and input of the gather.
+    const names = ['slicing', 'workspace', 'geometry', 'patchInput'];
+    const declarations = [splitDeclarations, patchGatherWgsl].join('\n');
+    const entries = namedEntries(declarations, Object.fromEntries(names.map((n) => [n, { buffer: {} as GPUBuffer }])));
+    expect(entries.map((e) => e.binding)).toEqual([10, 11, 8, 9]);
   });
 });

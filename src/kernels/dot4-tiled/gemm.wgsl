@@ -4,9 +4,23 @@
 // whole quads for the shared epilogue (storeBlock, epilogue.wgsl) whatever dst's storage order.
 // Operands 'u8k4-r64' (src/pack/formats.ts), bound through ../tile.wgsl as arrays of PackedLoad
 // (VEC_WORDS words per global load); or, for a convolution, the lhs gathered from its input by the
-// staging of ../dot4-lhs-patches.wgsl, which also sums its rows for the epilogue (shareLhsRowSums,
-// useLhsRowSums: no-ops with the packed lhs of ../dot4-lhs.wgsl). THREAD_M, THREAD_N and VEC_WORDS are
+// staging of ../dot4-lhs-patches.wgsl, which also sums its rows (shareLhsRowSums, tileRowSums), handed
+// here to the epilogue (useLhsRowSums; with the packed lhs of ../dot4-lhs.wgsl the epilogue reads the pack
+// stage's). THREAD_M, THREAD_N and VEC_WORDS are
 // generated constants (../banded.ts dot4ThreadBlock, dot4LoadConstants). Host code: ./kernel.ts.
+
+/** The first dst row of the band: where a gathered lhs's rows start (../dot4-lhs-patches.wgsl). */
+fn bandFirstRow() -> u32 {
+  return tile.bandM;
+}
+
+/** A gathered lhs: the row sums of tile rows tileRow .. + 3 to the epilogue (kernelRowSums), which are dst rows m .. m + 3. */
+fn useLhsRowSums(tileRow: u32, m: u32) {
+  if (LHS_GATHERED) {
+    kernelRowSums = bitcast<vec4<i32>>(tileRowSums(tileRow));
+    kernelRowBase = m;
+  }
+}
 
 @compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y)
 fn gemm(

@@ -20,10 +20,10 @@
 // half the rhs bytes per k step, the same fragments, sums and epilogue, at every tiling of the family,
 // split-K included.
 //
-// A convolution's lhs is gathered from its input by the one-pass tilings that stage their lhs
+// A convolution's lhs is gathered from its input by the tilings that stage their lhs
 // (PreparedGemmKernel.patchLhs: ./sgmat-lhs-patches.wgsl with src/pack/patch-gather.wgsl in place of
-// ./sgmat-lhs.wgsl), where the workgroup memory also holds the tile's row sums: one dispatch per layer,
-// no patch pack. That form is a pipeline of its own: the self-test's convolution layers run it before a
+// ./sgmat-lhs.wgsl), where the workgroup memory also holds the tile's row sums: no patch pack (one
+// dispatch per layer; split-K: each slice's partial pass gathers its k range, then the reduce pass). That form is a pipeline of its own: the self-test's convolution layers run it before a
 // device first uses the kernel, and `qgemm verify` checks it on its convolution layers.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
@@ -73,7 +73,7 @@ export type SgmatRhsBits = 8 | 4;
  * patches gathered from its input, ./sgmat-lhs-patches.wgsl), kernel.
  */
 export function sgmatSource(c: SgmatConfig, t: SgmatTiling = DEFAULT_TILING, gather = false, rhsBits: SgmatRhsBits = 8): string {
-  if (gather && (t.lhsDirect || isSplitK(t))) throw new Error(`${tilingId(t)}: only a one-pass tiling that stages its lhs gathers patches`);
+  if (gather && t.lhsDirect) throw new Error(`${tilingId(t)}: only a tiling that stages its lhs gathers patches`);
   const rhs = t.rhsDirect ? [rhsDirect] : [rhsBits === 4 ? rhsStagingU4 : rhsStaging, rightStaged];
   const form = isSplitK(t) ? splitForm : onePass;
   const lhs = gather ? [patchGatherWgsl, lhsPatches] : [t.lhsDirect ? lhsDirect : lhsStaged];
@@ -92,7 +92,7 @@ export type SgmatSource = (c: SgmatConfig, t: SgmatTiling, gather?: boolean) => 
 
 /** Whether tiling t gathers a convolution's lhs on an adapter with `limits`: staged lhs, room for the row sums. */
 function gathers(t: SgmatTiling, limits: AdapterCaps['limits']): boolean {
-  return !t.lhsDirect && !isSplitK(t) && tilingLayout(t).workgroupBytes + t.tileM * 4 <= limits.maxComputeWorkgroupStorageSize;
+  return !t.lhsDirect && tilingLayout(t).workgroupBytes + t.tileM * 4 <= limits.maxComputeWorkgroupStorageSize;
 }
 
 /** Pipeline ids name the configuration: one source per configuration, one cache entry each. */
@@ -138,8 +138,9 @@ export function sgmatVariant(
       rhsFormat: PACK_FORMATS[tilingFormat(tiling, rhsBits)],
       rhsBits,
       usable,
-      source: (c) => source(c, tiling),
+      source: (c, gather) => source(c, tiling, gather),
       pipelineId: (c) => `${id}/${configKey(c)}`,
+      gathers: (caps) => gathers(tiling, caps.limits),
       needsSelfTest,
     });
   }

@@ -6,9 +6,12 @@
 // four-term expansion itself and hands them to the epilogue (LHS_SUMS_IN_KERNEL, src/epilogue/epilogue.wgsl)
 // and to the i8 fragments' correction: each invocation sums the words of its load slots (a slot's row is
 // the same at every k step), the slots' sums meet in `stage` once the k loop is done, and each tile row's
-// total goes to `lhsRowSumTile`. Composed in place of ./sgmat-lhs.wgsl, for the one-pass tilings that
-// stage their lhs (./kernel.ts offers this form only there, and only where the workgroup memory holds
-// `lhsRowSumTile` too).
+// total goes to `lhsRowSumTile`. A split-K slice's sums cover its k range: its i8 correction adds them,
+// and ./sgmat-split.wgsl writes them to the workspace for the reduce pass. Composed in place of
+// ./sgmat-lhs.wgsl, for the tilings that stage their lhs (./kernel.ts offers this form only there, and
+// only where the workgroup memory holds `lhsRowSumTile` too).
+
+const LHS_GATHERED: bool = true;
 
 var<private> lhsRowSum: array<u32, LOADS_A>;  // this invocation's words of each load slot's row, summed over every k step
 var<workgroup> lhsRowSumTile: array<u32, TILE_M>;
@@ -52,9 +55,13 @@ fn shareLhsRowSums(t: u32) {
   workgroupBarrier(); // before the result passes store into `stage`
 }
 
+/** The row sums of tile rows tileRow .. + 3 over the workgroup's k steps (after shareLhsRowSums). */
+fn tileRowSums(tileRow: u32) -> vec4<u32> {
+  return vec4<u32>(lhsRowSumTile[tileRow], lhsRowSumTile[tileRow + 1u], lhsRowSumTile[tileRow + 2u], lhsRowSumTile[tileRow + 3u]);
+}
+
 /** The epilogue's row sums (kernelRowSums) of tile rows tileRow .. + 3, which are dst rows m .. m + 3. */
 fn useLhsRowSums(tileRow: u32, m: u32) {
-  let s = vec4<u32>(lhsRowSumTile[tileRow], lhsRowSumTile[tileRow + 1u], lhsRowSumTile[tileRow + 2u], lhsRowSumTile[tileRow + 3u]);
-  kernelRowSums = bitcast<vec4<i32>>(s);
+  kernelRowSums = bitcast<vec4<i32>>(tileRowSums(tileRow));
   kernelRowBase = m;
 }

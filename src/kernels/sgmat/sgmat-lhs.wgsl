@@ -28,3 +28,11 @@ fn shareLhsRowSums(t: u32) {}
 
 /** Likewise: the epilogue and the i8 correction read the pack stage's `rowSums`. */
 fn useLhsRowSums(tileRow: u32, m: u32) {}
+
+/** No row sums in the kernel (a split-K slice writes none; the i8 correction is the first slice's). */
+const LHS_GATHERED: bool = false;
+
+/** Never called (LHS_GATHERED is false). */
+fn tileRowSums(tileRow: u32) -> vec4<u32> {
+  return vec4<u32>();
+}

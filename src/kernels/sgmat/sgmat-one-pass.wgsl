@@ -14,3 +14,6 @@ fn sgmatWork(wid: vec3<u32>, nwg: vec3<u32>) -> SgmatWork {
 fn sgmatStore(o: SgmatWork, raw: array<vec4<u32>, 4>, row: u32, col: u32) {
   storeBlock(raw, tile.bandM + row, tile.bandN + col);
 }
+
+/** The epilogue reads a gathered lhs's row sums in the kernel: nothing to keep. */
+fn sgmatShareRowSums(o: SgmatWork, t: u32) {}

@@ -3,16 +3,20 @@
 // workgroup computes one dst tile over one K slice of slicing.stepsPerSplit k steps (the last slice may
 // have fewer) and stores its raw sums (u32, wrapping) to the workspace, [slice][row][col] over the band's
 // live rows and columns. ../splitk/reduce.wgsl then sums the slices and runs the shared epilogue (raw sums
-// add mod 2^32, so reduce-then-epilogue is exact). Composed beside sgmat.wgsl in place of
-// sgmat-one-pass.wgsl; host code: ./split-k.ts, slices planned by ../splitk/partition.ts.
+// add mod 2^32, so reduce-then-epilogue is exact). A gathered lhs (./sgmat-lhs-patches.wgsl) sums the
+// slice's rows too: the workgroups of the band's first tile column write them behind the raw sums,
+// [slice][row] from word rowSumsAt, and the reduce pass adds them up for the epilogue. Composed beside
+// sgmat.wgsl in place of sgmat-one-pass.wgsl; host code: ./split-k.ts, slices planned by
+// ../splitk/partition.ts.
 
 struct SliceParams {
   splits: u32,
   stepsPerSplit: u32,    // k steps of KSTEP bytes per slice
+  rowSumsAt: u32,        // workspace word of slice 0's row sums (a gathered lhs), after the raw sums
 }
 
-@group(0) @binding(8) var<uniform> slicing: SliceParams;
-@group(0) @binding(9) var<storage, read_write> workspace: array<vec4<u32>>;
+@group(0) @binding(10) var<uniform> slicing: SliceParams;
+@group(0) @binding(11) var<storage, read_write> workspace: array<vec4<u32>>;
 
 /** The tile and the K slice of workgroup wid. */
 fn sgmatWork(wid: vec3<u32>, nwg: vec3<u32>) -> SgmatWork {
@@ -32,5 +36,14 @@ fn sgmatWork(wid: vec3<u32>, nwg: vec3<u32>) -> SgmatWork {
 fn sgmatStore(o: SgmatWork, raw: array<vec4<u32>, 4>, row: u32, col: u32) {
   for (var r = 0u; r < 4u; r++) {
     workspace[((o.slice * tile.bandRows + row + r) * tile.bandCols + col) / 4u] = raw[r];
+  }
+}
+
+/** A gathered lhs: the slice's row sums of the tile (tileRowSums) to the workspace, once per tile row (uniform control flow). */
+fn sgmatShareRowSums(o: SgmatWork, t: u32) {
+  if (LHS_GATHERED && o.colBase == 0u) {
+    for (var i = t; i < TILE_M / 4u; i += WORKGROUP_SIZE) {
+      workspace[(slicing.rowSumsAt + o.slice * tile.bandRows + o.rowBase) / 4u + i] = tileRowSums(4u * i);
+    }
   }
 }

@@ -193,6 +193,7 @@ fn sgmat(
   }
 
   shareLhsRowSums(t); // lhs row sums computed in the kernel (a gathered lhs) to workgroup memory
+  sgmatShareRowSums(o, t); // and a split-K slice's to the workspace
 
   // The sums through workgroup memory, OUT_ROWS rows per pass, then 4 x 4 blocks to the epilogue.
   for (var outPass = 0u; outPass < SG_ROWS / OUT_BANDS; outPass++) {
@@ -234,11 +235,15 @@ fn sgmat(
         for (var r = 0u; r < 4u; r++) {
           let w = (r0 + r) * OUT_STRIDE + n0;
           raw[r] = bitcast<vec4<u32>>(vec4<StageWord>(stage[w], stage[w + 1u], stage[w + 2u], stage[w + 3u]));
-          if (SIGNED_FRAGMENTS && o.firstSlice) {
+          if (SIGNED_FRAGMENTS && (o.firstSlice || LHS_GATHERED)) {
             // sum (a - 128)(b - 128) over the padded depth = raw - 128 rowSum - 128 colSum + 16384 depth (mod 2^32);
-            // split-K: the first slice adds the whole correction, the reduce pass's sum of the slices is then raw.
-            let colSum = bitcast<vec4<u32>>(vec4<i32>(colSums[n], colSums[n + 1u], colSums[n + 2u], colSums[n + 3u]));
-            raw[r] += 128u * (bitcast<u32>(rowSum(m + r)) + colSum) - 16384u * depthBytes;
+            // split-K: the first slice adds the whole correction, the reduce pass's sum of the slices is then
+            // raw; a gathered lhs's row sums are the slice's own, so each slice adds its part of that term.
+            raw[r] += 128u * bitcast<u32>(rowSum(m + r));
+            if (o.firstSlice) {
+              let colSum = bitcast<vec4<u32>>(vec4<i32>(colSums[n], colSums[n + 1u], colSums[n + 2u], colSums[n + 3u]));
+              raw[r] += 128u * colSum - 16384u * depthBytes;
+            }
           }
         }
         sgmatStore(o, raw, row, col);

@@ -17,11 +17,12 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
+import { patchGatherWgsl, patchGeometryValues } from '../../pack/patches.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { type PackFormat, packedRowBytes } from '../../pack/formats.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { tileBindings } from '../banded.ts';
-import { encodeReduce, prepareReduce } from '../splitk/kernel.ts';
+import { bandWorkspace, encodeReduce, prepareReduce } from '../splitk/kernel.ts';
 import {
   planSplitK,
   type SplitKDispatch,
@@ -30,7 +31,7 @@ import {
   workgroupTarget,
   workspaceBytes,
 } from '../splitk/partition.ts';
-import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
+import type { GemmEncoding, GpuGemmKernel, PreparedGemmKernel } from '../types.ts';
 import { roundUp, type GemmShape } from '../../gpu/plan.ts';
 import { bestConfig, REFLECTION_CONSTANTS, type SgmatConfig, type SgmatTiling, SPLITK_TILING } from './config.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
@@ -38,6 +39,8 @@ import split from './sgmat-split.wgsl?raw';
 
 /** What the host code reflects of the partial pass (the parser reads no subgroup-matrix syntax). */
 export const splitDeclarations = [REFLECTION_CONSTANTS, epilogueLibrary, tileBindings, bindings, split].join('\n');
+/** The same for the form that gathers a convolution's lhs: its geometry and input bindings too. */
+const splitPatchDeclarations = [splitDeclarations, patchGatherWgsl].join('\n');
 /** The partial pass's form of the kernel (composed by ./kernel.ts sgmatSource for a split-K tiling). */
 export const splitForm = split;
 
@@ -78,9 +81,11 @@ interface SplitSpec {
   rhsBits: 4 | 8;
   /** The configuration on an adapter, or null where the tiling cannot run there. */
   usable: (caps: AdapterCaps) => SgmatConfig | null;
-  /** The full source of the partial pass at a configuration, and its pipeline cache id. */
-  source: (c: SgmatConfig) => string;
+  /** The full source of the partial pass at a configuration (`gather`: its form gathering a convolution's lhs), and its pipeline cache id. */
+  source: (c: SgmatConfig, gather?: boolean) => string;
   pipelineId: (c: SgmatConfig) => string;
+  /** Whether the partial pass gathers a convolution's lhs on this adapter (room for the tile's row sums). */
+  gathers: (caps: AdapterCaps) => boolean;
   needsSelfTest: boolean;
 }
 
@@ -111,7 +116,26 @@ export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
         }),
         prepareReduce(device, stageKinds),
       ]);
-      return { encode: (e) => encodeSplit(e, partial, reduce, s.format, s.rhsFormat) };
+      // The form that gathers a convolution's lhs: its own partial and reduce pipelines, compiled on first use.
+      const patchLhs =
+        s.gathers(caps) &&
+        (async (): Promise<PreparedGemmKernel> => {
+          const [gathering, reduceSums] = await Promise.all([
+            getPipeline(device, {
+              id: `${s.pipelineId(c)}-patches`,
+              source: s.source(c, true),
+              entryPoint: 'sgmat',
+              overrides: { LHS_SUMS_IN_KERNEL: 1 },
+              reflect: [splitPatchDeclarations],
+            }),
+            prepareReduce(device, stageKinds, true),
+          ]);
+          return { encode: (e) => encodeSplit(e, gathering, reduceSums, s.format, s.rhsFormat, splitPatchDeclarations) };
+        });
+      return {
+        encode: (e) => encodeSplit(e, partial, reduce, s.format, s.rhsFormat, splitDeclarations),
+        ...(patchLhs ? { patchLhs } : {}),
+      };
     },
     ...(s.needsSelfTest ? { needsSelfTest: true } : {}),
   };
@@ -124,19 +148,27 @@ function encodeSplit(
   reduce: GPUComputePipeline,
   format: PackFormat,
   rhsFormat: PackFormat,
+  declarations: string,
 ): void {
   const dispatches = e.dispatches as SplitKDispatch[];
-  const workspace = e.workspace(workspaceBytes(dispatches));
+  const patches = e.operands.patchLhs;
+  const workspace = e.workspace(workspaceBytes(dispatches, patches !== undefined));
   const row = packedRowBytes(e.shape.K, format);
   const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
-  const tileLayout = uniformLayout(splitDeclarations, 'TileParams');
-  const sliceLayout = uniformLayout(splitDeclarations, 'SliceParams');
+  const tileLayout = uniformLayout(declarations, 'TileParams');
+  const sliceLayout = uniformLayout(declarations, 'SliceParams');
+  // A gathered lhs: its input whole and its geometry, in place of the packed rows.
+  const gathered = patches && {
+    geometry: e.uniforms.alloc(uniformLayout(declarations, 'PatchGeometry'), patchGeometryValues(patches)),
+    patchInput: { buffer: patches.buffer, size: patches.bindingBytes },
+  };
   for (const d of dispatches) {
     if (d.phase === 'reduce') {
       encodeReduce(e, reduce, d, workspace);
       continue;
     }
-    const entries = namedEntries(splitDeclarations, {
+    const { rowSumsAt, bytes } = bandWorkspace(d, patches !== undefined);
+    const entries = namedEntries(declarations, {
       tile: e.uniforms.alloc(tileLayout, {
         depthWords: row / 4,
         bandM: d.m0,
@@ -145,12 +177,12 @@ function encodeSplit(
         bandCols: d.liveCols,
         workgroupBase: d.base,
       }),
-      slicing: e.uniforms.alloc(sliceLayout, { splits: d.splits, stepsPerSplit: d.stepsPerSplit }),
-      lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * row, size: d.rows * row },
+      slicing: e.uniforms.alloc(sliceLayout, { splits: d.splits, stepsPerSplit: d.stepsPerSplit, rowSumsAt }),
+      ...(gathered ?? { lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * row, size: d.rows * row } }),
       rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
       rowSums: { buffer: e.operands.rowSums },
       colSums: { buffer: e.operands.colSums },
-      workspace: { buffer: workspace, offset: 0, size: d.splits * d.liveRows * d.liveCols * 4 },
+      workspace: { buffer: workspace, offset: 0, size: bytes },
     });
     e.pass.setPipeline(partial);
     e.pass.setBindGroup(0, e.device.createBindGroup({ layout: partial.getBindGroupLayout(0), entries }));

@@ -5,7 +5,10 @@
 // 8-bit rhs ('u8k4-r64'); 'splitk-u4-32x32' reads 4-bit rhs stored two per byte ('u4k8-r64') and is
 // the registry's kernel for such a rhs at any M (one slice where splitting does not pay). The reduce
 // pass (prepareReduce, encodeReduce) also serves the split-K variants of the subgroup-matrix kernel
-// (../sgmat/split-k.ts), whose partial pass writes the same workspace layout.
+// (../sgmat/split-k.ts), whose partial pass writes the same workspace layout. A convolution's lhs is
+// gathered from its input by the partial pass itself (PreparedGemmKernel.patchLhs: ../dot4-lhs-patches.wgsl
+// with src/pack/patch-gather.wgsl), which writes each slice's lhs row sums behind the raw sums; the
+// reduce pass's gathered form (LHS_SUMS_IN_KERNEL) adds them up for the epilogue. No patch pack.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -13,7 +16,8 @@ import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
 import { epilogueEntries, epilogueOverrides } from '../../epilogue/epilogue.ts';
-import { dot4TileLoop } from '../banded.ts';
+import { patchGeometryValues } from '../../pack/patches.ts';
+import { dot4LoadConstants, dot4ThreadBlock, dot4TileLoop, dot4TileLoopBody } from '../banded.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
@@ -22,28 +26,42 @@ import reduceWgsl from './reduce.wgsl?raw';
 import splitk from './splitk.wgsl?raw';
 
 const partialSource = [dot4Library(true), dot4TileLoop, splitk].join('\n');
+/** The partial pass gathering a convolution's lhs (the same 4x4 blocks and vec4 loads as dot4TileLoop). */
+const patchSource = [dot4Library(true), dot4LoadConstants(4) + dot4ThreadBlock(4, 4), dot4TileLoopBody.patches, splitk].join('\n');
 const reduceSource = [epilogueLibrary, reduceWgsl].join('\n');
 
-/** The reduce pipeline (./reduce.wgsl), one per device and set of stage kinds, shared by every split-K kernel. */
-export function prepareReduce(device: GPUDevice, stageKinds: number): Promise<GPUComputePipeline> {
+/**
+ * The reduce pipeline (./reduce.wgsl), one per device and set of stage kinds, shared by every split-K
+ * kernel; `gathered`: its form that takes the lhs row sums from the workspace (a gathered lhs).
+ */
+export function prepareReduce(device: GPUDevice, stageKinds: number, gathered = false): Promise<GPUComputePipeline> {
   return getPipeline(device, {
-    id: 'splitk-reduce',
+    id: gathered ? 'splitk-reduce-patches' : 'splitk-reduce',
     source: reduceSource,
     entryPoint: 'reduceSplits',
-    overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds) },
+    overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds), ...(gathered ? { LHS_SUMS_IN_KERNEL: 1 } : {}) },
     reflect: [reduceSource, epilogueLibrary],
   });
 }
 
+/**
+ * The workspace words of band dispatch d: its slices' raw sums, then, where the lhs is gathered, the
+ * slices' row sums from word `rowSumsAt`.
+ */
+export function bandWorkspace(d: SplitKDispatch, gathered: boolean): { rowSumsAt: number; bytes: number } {
+  const rowSumsAt = d.splits * d.liveRows * d.liveCols;
+  return { rowSumsAt, bytes: 4 * (rowSumsAt + (gathered ? d.splits * d.liveRows : 0)) };
+}
+
 /** Records reduce dispatch d: the sum of its band's slices in `workspace`, through the epilogue to dst. */
 export function encodeReduce(e: GemmEncoding, reduce: GPUComputePipeline, d: SplitKDispatch, workspace: GPUBuffer): void {
-  const used = d.splits * d.liveRows * d.liveCols * 4;
-  const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits };
+  const { rowSumsAt, bytes } = bandWorkspace(d, e.operands.patchLhs !== undefined);
+  const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits, rowSumsAt };
   const entries = [
     ...epilogueEntries(reduceSource, e.epilogue, e.operands.rowSums, e.operands.colSums, e.dst, d, e.uniforms),
     ...namedEntries(reduceSource, {
       reduction: e.uniforms.alloc(uniformLayout(reduceSource, 'ReduceParams'), { ...common, bandM: d.m0, bandN: d.n0 }),
-      workspace: { buffer: workspace, offset: 0, size: used },
+      workspace: { buffer: workspace, offset: 0, size: bytes },
     }),
   ];
   e.pass.setPipeline(reduce);
@@ -73,14 +91,34 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
         getPipeline(device, { id, source: partialSource, entryPoint: 'partial', overrides: partialOverrides, reflect: [partialSource] }),
         prepareReduce(device, stageKinds),
       ]);
-      return { encode: (e) => encodeSplitK(e, partial, reduce) };
+      // The form that gathers a convolution's lhs: its own partial and reduce pipelines, compiled on first use.
+      const patchLhs = async () => {
+        const [gathering, reduceSums] = await Promise.all([
+          getPipeline(device, {
+            id: `${id}-patches`,
+            source: patchSource,
+            entryPoint: 'partial',
+            overrides: partialOverrides,
+            reflect: [patchSource],
+          }),
+          prepareReduce(device, stageKinds, true),
+        ]);
+        return { encode: (e: GemmEncoding) => encodeSplitK(e, gathering, reduceSums, patchSource) };
+      };
+      return { encode: (e) => encodeSplitK(e, partial, reduce, partialSource), patchLhs };
     },
   };
 
   /** Records the partial and reduce dispatches in plan order (each band's slices, then their sum). */
-  function encodeSplitK(e: GemmEncoding, partial: GPUComputePipeline, reduce: GPUComputePipeline): void {
+  function encodeSplitK(e: GemmEncoding, partial: GPUComputePipeline, reduce: GPUComputePipeline, source: string): void {
     const dispatches = e.dispatches as SplitKDispatch[];
-    const workspace = e.workspace(workspaceBytes(dispatches));
+    const patches = e.operands.patchLhs;
+    const workspace = e.workspace(workspaceBytes(dispatches, patches !== undefined));
+    // A gathered lhs: its input whole and its geometry, in place of the packed rows.
+    const gathered = patches && {
+      geometry: e.uniforms.alloc(uniformLayout(source, 'PatchGeometry'), patchGeometryValues(patches)),
+      patchInput: { buffer: patches.buffer, size: patches.bindingBytes },
+    };
     const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
     const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
     const splitLayout = uniformLayout(partialSource, 'SplitParams');
@@ -89,13 +127,13 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
         encodeReduce(e, reduce, d, workspace);
         continue;
       }
-      const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits };
-      const used = d.splits * d.liveRows * d.liveCols * 4;
-      const entries = namedEntries(partialSource, {
+      const { rowSumsAt, bytes } = bandWorkspace(d, patches !== undefined);
+      const common = { bandRows: d.liveRows, bandCols: d.liveCols, workgroupBase: d.base, splits: d.splits, bandM: d.m0, rowSumsAt };
+      const entries = namedEntries(source, {
         split: e.uniforms.alloc(splitLayout, { ...common, depthWords: lhsRow / 4, stepsPerSplit: d.stepsPerSplit }),
-        lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow },
+        ...(gathered ?? { lhsPacked: { buffer: e.operands.lhs, offset: d.m0 * lhsRow, size: d.rows * lhsRow } }),
         rhsPacked: { buffer: e.operands.rhs, offset: d.n0 * rhsRow, size: d.cols * rhsRow },
-        workspace: { buffer: workspace, offset: 0, size: used },
+        workspace: { buffer: workspace, offset: 0, size: bytes },
       });
       e.pass.setPipeline(partial);
       e.pass.setBindGroup(0, e.device.createBindGroup({ layout: partial.getBindGroupLayout(0), entries }));

@@ -132,7 +132,8 @@ export function planSplitK(
       band.liveRows,
       roundUp(shape.K, layout.depthAlign),
       target,
-      Math.floor(limits.maxStorageBufferBindingSize / bandBytes),
+      // a slice's raw sums and its lhs row sums (a gathered lhs) within one binding, all slices together
+      Math.floor(limits.maxStorageBufferBindingSize / (band.liveRows * (band.liveCols + 1) * 4)),
       g,
     );
     for (const d of flatDispatches(tiles * splits, maxWG)) out.push({ ...band, ...d, phase: 'partial', splits, stepsPerSplit });
@@ -143,7 +144,10 @@ export function planSplitK(
   return out;
 }
 
-/** Workspace bytes of a split-K plan: the largest band's. */
-export function workspaceBytes(plan: SplitKDispatch[]): number {
-  return plan.reduce((m, d) => Math.max(m, d.splits * d.liveRows * d.liveCols * 4), 4);
+/**
+ * Workspace bytes of a split-K plan: the largest band's raw sums, and with `rowSums` (a gathered lhs)
+ * its slices' lhs row sums behind them.
+ */
+export function workspaceBytes(plan: SplitKDispatch[], rowSums = false): number {
+  return plan.reduce((m, d) => Math.max(m, 4 * d.splits * d.liveRows * (d.liveCols + (rowSums ? 1 : 0))), 4);
 }
