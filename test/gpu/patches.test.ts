@@ -498,6 +498,35 @@ describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU refe
       ctx.destroy();
     }
   });
+  // Lowered limits: two 64-row bands of 2304 packed bytes fit a 192 KiB binding, three do not, so the plan
+  // runs two bands (each its slices, then its reduce, sharing one workspace) and splits the grids.
+  it.each(splitCases.filter(([id]) => !id.includes('-u4')))('%s in two bands under lowered limits', async (id, kernel) => {
+    const limits = { maxStorageBufferBindingSize: 196608, maxComputeWorkgroupsPerDimension: 3 };
+    const ctx = await createGpuContextWith([...sgmatSplits, ...GPU_KERNELS], { device: gpu!.device, kernel: id, limits });
+    try {
+      const g = sameLayer(1, 9, 256, 3, 1, 1); // 81 rows, K 2304
+      const input = Uint8Array.from({ length: 9 * 9 * 256 }, (_, j) => (Math.imul(j + 11, 2654435761) >>> 24) & 0xff);
+      const rhs = {
+        data: Uint8Array.from({ length: 2304 * 40 }, (_, j) => (j * 29 + 7) & 0xff),
+        rows: 2304,
+        cols: 40,
+        order: 'col-major' as const,
+      };
+      const plan = kernel.plan(
+        { M: 81, N: 40, K: 2304, dstType: 'int32', dstOrder: 'row-major' },
+        ctx.limits,
+        ctx.caps,
+      ) as SplitKDispatch[];
+      expect(new Set(plan.map((d) => d.m0)).size, 'bands').toBeGreaterThanOrEqual(2);
+      expect(Math.max(...plan.map((d) => d.splits)), 'slices').toBeGreaterThanOrEqual(2);
+      const common = { rhs, lhsZeroPoint: 66, rhsZeroPoint: 190 };
+      const got = await ctx.gemm({ ...common, lhs: { input, geometry: g, zeroPoint: 66 } });
+      expect(ctx.lastRun).toMatchObject({ kernel: id, patchesGathered: true });
+      expectExact(got, { ...common, lhs: { data: naivePatches(input, g, 66), rows: 81, cols: 2304 } }, `${id} gathering in bands`);
+    } finally {
+      ctx.destroy();
+    }
+  });
 });
 
 describe.skipIf(!gpu)("verify's convolution layers check the gathered form", () => {
