@@ -43,6 +43,21 @@ export interface PatchGeometry {
   outWidth: number;
 }
 
+/**
+ * How the patch matrix of g is its input itself, row for row (the NHWC bytes as an [M, K] row-major
+ * matrix): 'pixels' for a 1x1 filter at stride 1 without padding (a row per pixel, K = C), 'images' for
+ * a filter the size of the image without padding or dilation (a row per image, K = H W C, as a
+ * classifier's last convolution on a 1x1 map is too); null for any other geometry.
+ */
+export function patchesAreInput(g: PatchGeometry): 'pixels' | 'images' | null {
+  if (g.padTop !== 0 || g.padLeft !== 0) return null;
+  const one = g.filterHeight === 1 && g.filterWidth === 1;
+  if (one && g.strideHeight === 1 && g.strideWidth === 1 && g.outHeight === g.height && g.outWidth === g.width) return 'pixels';
+  const whole = g.filterHeight === g.height && g.filterWidth === g.width && g.outHeight === 1 && g.outWidth === 1;
+  if (whole && g.dilationHeight === 1 && g.dilationWidth === 1) return 'images';
+  return null;
+}
+
 /** The patch matrix's shape: rows = output pixels, cols = filter taps times channels. */
 export function patchShape(g: PatchGeometry): { rows: number; cols: number } {
   return { rows: g.batch * g.outHeight * g.outWidth, cols: g.filterHeight * g.filterWidth * g.channels };

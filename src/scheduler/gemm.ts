@@ -19,7 +19,16 @@ import { encodePatches, type PatchJob, patchPipeline } from '../pack/patches.ts'
 import { normalizeProblem, type NormalizedProblem } from '../problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { type GpuMatrix, type GpuOperandInput, isGpuMatrix, isPacked, shapeOf } from './operands.ts';
-import { type CheckedPatches, checkPatches, isPatches, type PatchOperand, patchInput, patchJob, patchPlan } from './patches.ts';
+import {
+  type CheckedPatches,
+  checkPatches,
+  isPatches,
+  type PatchOperand,
+  patchesAsMatrix,
+  patchInput,
+  patchJob,
+  patchPlan,
+} from './patches.ts';
 import { type GemmTiming, type LastRun, type PlanBuilder, recordingPass } from './record.ts';
 
 export type { GemmTiming, LastRun };
@@ -232,6 +241,11 @@ export async function runGemm(
       return isPacked(x) || x === patches ? [] : [packEntry(x as Operand | GpuMatrix, side, formats[side], r.caps)];
     };
     const [base, rhsPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries('rhs'))]);
+    // Patches that are the input itself (a 1x1 filter at stride 1, or one the size of the image; no padding),
+    // for a kernel that does not gather them: a plain lhs, which the gemv reads unpacked (no pack dispatch)
+    // and the others pack as any lhs.
+    const plain = patches && checked && !base.patchLhs ? patchesAsMatrix(patches, checked) : null;
+    if (plain) return runGemm(r, choice, { ...problem, lhs: plain }, timing, readback, call);
     // A kernel that gathers a convolution's lhs from its input itself (the tiled and split-K kernels) skips the patch pack.
     const gather = patches && base.patchLhs ? await base.patchLhs() : null;
     if (patches && !gather) r.checkBuffer(packedBytes('lhs', M), 'packed lhs');

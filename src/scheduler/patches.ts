@@ -14,8 +14,9 @@ import { roundUp } from '../gpu/plan.ts';
 import type { BufferPool } from '../gpu/pool.ts';
 import { writeOperandBytes } from '../gpu/write.ts';
 import type { PackFormat } from '../pack/formats.ts';
-import { checkPatchGeometry, type PatchGeometry, type PatchJob, patchShape, planPatches } from '../pack/patches.ts';
+import { checkPatchGeometry, type PatchGeometry, type PatchJob, patchesAreInput, patchShape, planPatches } from '../pack/patches.ts';
 import type { PackDispatch } from '../pack/plan.ts';
+import type { Operand } from '../types.ts';
 import { type GpuMatrix, isGpuMatrix, type OperandOwner, shapeOf } from './operands.ts';
 
 /**
@@ -85,6 +86,20 @@ export function checkPatches(r: OperandOwner, x: PatchOperand, field = ''): Chec
     throw new InputError(at('zeroPoint'), `expected an integer in ${lo}..${hi} (${type}), got ${zeroPoint}`);
   }
   return { ...patchShape(geometry), type, onGpu, inputBytes };
+}
+
+/**
+ * A checked operand as a plain lhs where its patches are its input itself (src/pack/patches.ts
+ * patchesAreInput): a CPU input as the [M, K] row-major matrix it is, a GPU input of pixels as the
+ * [pixels, channels] GpuMatrix it is (rows a stride apart). Null otherwise, and for a GPU input whose
+ * rows are whole images (a GpuMatrix is not reshaped). No padding, so the operand's zero point (the
+ * padding value) is never read.
+ */
+export function patchesAsMatrix(x: PatchOperand, checked: CheckedPatches): Operand | GpuMatrix | null {
+  const form = patchesAreInput(x.geometry);
+  if (!form) return null;
+  if (!checked.onGpu) return { data: x.input as Uint8Array | Int8Array, rows: checked.rows, cols: checked.cols, order: 'row-major' };
+  return form === 'pixels' ? (x.input as GpuMatrix) : null;
 }
 
 /** The patch pack's dispatches (./pack/patches.ts planPatches): a LimitExceededError where the input does not fit one binding. */

@@ -27,7 +27,7 @@ import { DEFAULT_TILING, SPLITK_TILING } from '../../src/kernels/sgmat/config.ts
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
-import { createGpuContextWith, GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
+import { createGpuContextAsHardware, createGpuContextWith, GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
 import { Rng } from '../../tools/random.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { rejectedField } from '../support/errors.ts';
@@ -523,6 +523,74 @@ describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU refe
       const got = await ctx.gemm({ ...common, lhs: { input, geometry: g, zeroPoint: 66 } });
       expect(ctx.lastRun).toMatchObject({ kernel: id, patchesGathered: true });
       expectExact(got, { ...common, lhs: { data: naivePatches(input, g, 66), rows: 81, cols: 2304 } }, `${id} gathering in bands`);
+    } finally {
+      ctx.destroy();
+    }
+  });
+});
+
+// Patches that are the input itself (a 1x1 filter at stride 1, or one the size of the image; no padding:
+// src/pack/patches.ts patchesAreInput) go to a kernel that does not gather as a plain lhs: the gemv of a
+// classifier's last convolution reads it unpacked, with no pack dispatch at all (on the configurations
+// of a hardware adapter: a software one keeps the lhs pack). Other geometries still get the patch pack.
+describe.skipIf(!gpu)('patches that are the input itself, on kernels that do not gather them', () => {
+  const layer = (batch: number, h: number, w: number, c: number, f: number, same: boolean): PatchGeometry => {
+    const g = sameLayer(batch, h, c, f, 1, 1);
+    return same ? { ...g, width: w } : { ...g, width: w, padTop: 0, padLeft: 0, outHeight: h - f + 1, outWidth: w - f + 1 };
+  };
+  // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input, pack dispatches]
+  const cases: [string, PatchGeometry, number, boolean, number, number][] = [
+    ['pixels: a 1x1 filter on 2 x 2 x 40', layer(1, 2, 2, 40, 1, false), 37, true, 0, 0],
+    ['images: a 3x3 filter on three 3 x 3 x 8 images', layer(3, 3, 3, 8, 3, false), 70, false, 0, 0],
+    ['pixels from a GPU input 28 bytes a pixel', layer(1, 1, 3, 24, 1, false), 9, false, 4, 0],
+    ['a 3x3 SAME filter on 2 x 2 x 8: the patch pack', layer(1, 2, 2, 8, 3, true), 16, true, 0, 1],
+  ];
+  it.each(cases)('%s', async (name, g, O, signed, extra, packs) => {
+    const ctx = await createGpuContextAsHardware({ device: gpu!.device });
+    try {
+      const n = g.batch * g.height * g.width * g.channels;
+      const byte = (j: number) => (Math.imul(j + 5, 2654435761) >>> 24) & 0xff;
+      const input = signed ? Int8Array.from({ length: n }, (_, j) => byte(j) - 128) : Uint8Array.from({ length: n }, (_, j) => byte(j));
+      const zeroPoint = signed ? -9 : 201;
+      const { rows, cols } = patchShape(g);
+      const rhs = {
+        data: Uint8Array.from({ length: O * cols }, (_, j) => byte(j * 7 + 1)),
+        rows: cols,
+        cols: O,
+        order: 'col-major' as const,
+      };
+      const weights = await ctx.prepack('rhs', rhs);
+      const gpuInput = extra ? uploadInput(ctx, input, g, g.channels + extra) : null;
+      try {
+        const common = { lhsZeroPoint: zeroPoint, rhsZeroPoint: 100 };
+        const got = await ctx.gemm({ ...common, rhs: weights, lhs: { input: gpuInput ?? input, geometry: g, zeroPoint } });
+        expect(ctx.lastRun).toMatchObject({ kernel: expect.stringMatching(/^gemv/), packDispatches: packs, patchesGathered: false });
+        expectExact(got, { ...common, rhs, lhs: { data: naivePatches(input, g, zeroPoint), rows, cols } }, name);
+      } finally {
+        weights.destroy();
+        gpuInput?.buffer.destroy();
+      }
+    } finally {
+      ctx.destroy();
+    }
+  });
+
+  it("a '-dd' tiling (no gather) takes a 1x1 layer's input as its lhs, packed as any lhs", async () => {
+    const dd = sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true } });
+    const ctx = await createGpuContextWith([dd, ...GPU_KERNELS], { device: gpu!.device, kernel: dd.id });
+    try {
+      const g = { ...sameLayer(2, 8, 20, 1, 1, 1), padTop: 0, padLeft: 0 }; // 128 pixels of 20 channels
+      const input = Uint8Array.from({ length: 2 * 8 * 8 * 20 }, (_, j) => (j * 31 + 3) & 0xff);
+      const rhs = {
+        data: Uint8Array.from({ length: 20 * 70 }, (_, j) => (j * 11) & 0xff),
+        rows: 20,
+        cols: 70,
+        order: 'col-major' as const,
+      };
+      const common = { rhs, lhsZeroPoint: 128, rhsZeroPoint: 3 };
+      const got = await ctx.gemm({ ...common, lhs: { input, geometry: g, zeroPoint: 128 } });
+      expect(ctx.lastRun).toMatchObject({ kernel: dd.id, patchesGathered: false });
+      expectExact(got, { ...common, lhs: { data: input, rows: 128, cols: 20 } }, '1x1 on a -dd tiling');
     } finally {
       ctx.destroy();
     }
