@@ -5,7 +5,7 @@
 // ONE submission, inside an error scope. Like ruy's trmul it stands above the kernels and the packs;
 // ./context.ts calls it while it holds the device.
 
-import { InputError } from '../errors.ts';
+import { InputError, LimitExceededError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
@@ -290,7 +290,7 @@ export async function runGemm(
             patchLhs = { ...input, geometry: patches.geometry, signed: checked.type === 'int8', zeroPoint: patches.zeroPoint };
             ran.patchesGathered = true;
             lhsSource = input.buffer;
-            return { packed: input.buffer, sums: input.buffer }; // unread: the kernel gathers patchLhs
+            return { packed: r.unreadBuffer(), sums: r.unreadBuffer() }; // unread: the kernel gathers patchLhs and sums its rows
           }
           const format = formats[side];
           const packed = pool.acquire(packedBytes(side, outer), `${side} packed`);
@@ -325,6 +325,13 @@ export async function runGemm(
         for (const job of jobs) encodePack(device, pass, pipelinesForPack, job, r.xorshiftBuffer(), slab);
         const workspace = (bytes: number) => {
           r.checkBuffer(bytes, 'workspace');
+          // Bound whole (split-K: every slice's raw sums, and a gathered lhs's row sums behind them).
+          if (bytes > r.limits.maxStorageBufferBindingSize) {
+            throw new LimitExceededError(
+              'maxStorageBufferBindingSize',
+              `split-K workspace needs ${bytes} bytes, above a storage binding (${r.limits.maxStorageBufferBindingSize})`,
+            );
+          }
           const b = pool.acquire(bytes, 'workspace');
           pooled.push(b);
           return b;

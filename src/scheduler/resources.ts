@@ -34,6 +34,7 @@ export class DeviceResources {
   /** The buffers of the live matrices gemmOnGpu handed out (./operands.ts claimMatrix). */
   readonly handedOut = new Set<GPUBuffer>();
   private xorshift: GPUBuffer | null = null;
+  private unread: GPUBuffer | null = null;
   private lostReason: string | null = null;
   private destroyed = false;
 
@@ -124,6 +125,16 @@ export class DeviceResources {
     return this.xorshift;
   }
 
+  /**
+   * A 16-byte storage buffer for a binding a pipeline declares but its form never reads: the pack stage's
+   * row sums, where a kernel gathers a convolution's lhs and sums its rows itself (the input's own buffer
+   * there could be larger than a storage binding). Made once per device.
+   */
+  unreadBuffer(): GPUBuffer {
+    this.unread ??= this.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE, label: 'qgemm unread binding' });
+    return this.unread;
+  }
+
   /** Frees every buffer (GpuMatrix results included); the device itself only when `device` is set. */
   destroy(device: boolean): void {
     this.destroyed = true;
@@ -133,6 +144,7 @@ export class DeviceResources {
     this.staging.destroy();
     this.plans.destroy();
     this.xorshift?.destroy();
+    this.unread?.destroy();
     if (device) this.device.destroy();
   }
 }

@@ -498,6 +498,25 @@ describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU refe
       ctx.destroy();
     }
   });
+  // A band whose raw sums alone fill the binding (32 rows x 256 columns of int32 in 32 KiB, K 64) leaves
+  // no room for a gathered lhs's row sums: a LimitExceededError before anything runs (conv2d then builds
+  // the patch rows on the host), never a validation error.
+  it.skipIf(!gpu?.hasDot4)('splitk-32x32: a workspace above one binding is a LimitExceededError', async () => {
+    const limits = { maxStorageBufferBindingSize: 32768 };
+    const ctx = await GpuContext.create({ device: gpu!.device, kernel: 'splitk-32x32', limits });
+    try {
+      const g = { ...sameLayer(1, 7, 64, 1, 1, 1), height: 1, outHeight: 1 }; // 7 pixels of 64 channels
+      const rhs = { data: new Uint8Array(64 * 256), rows: 64, cols: 256, order: 'col-major' as const };
+      const e = await ctx
+        .gemm({ lhs: { input: new Uint8Array(7 * 64), geometry: g, zeroPoint: 0 }, rhs, dstOrder: 'col-major' })
+        .catch((x) => x);
+      expect(e).toBeInstanceOf(LimitExceededError);
+      expect((e as LimitExceededError).limit).toBe('maxStorageBufferBindingSize');
+    } finally {
+      ctx.destroy();
+    }
+  });
+
   // Lowered limits: two 64-row bands of 2304 packed bytes fit a 192 KiB binding, three do not, so the plan
   // runs two bands (each its slices, then its reduce, sharing one workspace) and splits the grids.
   it.each(splitCases.filter(([id]) => !id.includes('-u4')))('%s in two bands under lowered limits', async (id, kernel) => {

@@ -99,7 +99,10 @@ export interface SplitKDispatch extends GemmDispatch {
 /**
  * Bands (planGemm's, with the kernel's tiles, 32x32 by default) and, per band, the partial dispatches
  * then the reduce dispatches. The workspace holds splits x liveRows x liveCols u32 of one band at a time
- * (bands run in order, so they share it) and must fit one storage binding: the splits are capped for that.
+ * (bands run in order, so they share it), and behind them, where the lhs is gathered, splits x liveRows
+ * u32 of row sums; it is bound whole, so it must fit one storage binding: the splits are capped for that
+ * (the scheduler refuses, with a LimitExceededError, a workspace that still does not fit: a gathered
+ * band whose raw sums alone fill the binding).
  */
 export function planSplitK(
   shape: GemmShape,
