@@ -446,14 +446,16 @@ describe.skipIf(!gpu)('dot4-tiled and sgmat gathering the patches themselves (no
 // the reduce pass adds the slices' row sums for the epilogue (src/kernels/splitk/; the subgroup-matrix
 // kernel's i8 fragments add each slice's part of the row-sum correction). Deep layers with few tiles, so
 // that even a software adapter's plan cuts K into two slices or more (asserted): whole words and bytes,
-// two row tiles of 32, a strided GPU input, a column-major dst, 8- and 4-bit rhs.
+// two row tiles of 32, a strided GPU input, a column-major dst, 8- and 4-bit rhs. The emulated
+// subgroup-matrix forms: u8 and i8 at 16x16x32, then one of u8 at 8x8x8 and the 4-bit rhs, seeded
+// (QGEMM_SGMAT_SAMPLE=all: both).
 const sgmatSplits = [
   ...[u8, i8, u8Small].map((c) => sgmatEmulatedKernel(c, { tiling: SPLITK_TILING, id: `sgmat-64x64-sk-emulated-${configLabel(c)}` })),
   sgmatEmulatedKernel(i8, { tiling: SPLITK_TILING, rhsBits: 4, id: `sgmat-64x64-sk-u4-emulated-${configLabel(i8)}` }),
 ];
 const splitCases = [
   ...(gpu?.hasDot4 ? GPU_KERNELS.filter((k) => k.id.startsWith('splitk-')) : []),
-  ...(allForms ? sgmatSplits : [sgmatSplits[0], sgmatSplits[1 + (formSeed % 3)]]),
+  ...(allForms ? sgmatSplits : [sgmatSplits[0], sgmatSplits[1], sgmatSplits[2 + (formSeed % 2)]]),
 ].map((k) => [k.id, k, k.rhsPackFormat?.startsWith('u4') ? 4 : 8] as const);
 describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU reference', () => {
   // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input, column-major dst]
