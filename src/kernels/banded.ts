@@ -11,7 +11,7 @@ import { getPipeline, type Overrides } from '../gpu/pipelines.ts';
 import { type GemmDispatch, type GemmShape, planGemm } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { PACK_FORMATS, type PackFormat, type PackFormatId, packedRowBytes } from '../pack/formats.ts';
-import { patchGatherWgsl, patchGeometryValues } from '../pack/patches.ts';
+import { patchGatherBindings, patchGatherWgsl } from '../pack/patches.ts';
 import { epilogueEntries, epilogueOverrides } from '../epilogue/epilogue.ts';
 import { epilogueLibrary, gemmKernelSource } from '../epilogue/source.ts';
 import dot4BlockWgsl from './dot4-block.wgsl?raw';
@@ -86,12 +86,6 @@ export function dot4KernelSource(
 }
 
 /**
- * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with
- * vec4<u32> loads, 4x4 per invocation and the lhs staged from packed rows: the form that kernels
- * declaring their operands as arrays of vec4<u32> include (split-K).
- */
-export const dot4TileLoop = [dot4LoadConstants(4) + dot4ThreadBlock(4, 4), dot4LhsWgsl, dot4TileWgsl].join('\n');
-/**
  * ./dot4-tile.wgsl with its lhs staging, for a kernel that generates its own load constants: from packed
  * rows (./dot4-lhs.wgsl), or gathered from a convolution's input (./dot4-lhs-patches.wgsl with
  * src/pack/patch-gather.wgsl).
@@ -100,6 +94,15 @@ export const dot4TileLoopBody = {
   packed: [dot4LhsWgsl, dot4TileWgsl].join('\n'),
   patches: [patchGatherWgsl, dot4LhsPatchesWgsl, dot4TileWgsl].join('\n'),
 } as const;
+const vec4Blocks = dot4LoadConstants(4) + dot4ThreadBlock(4, 4);
+/**
+ * ./dot4-tile.wgsl, the k-tile loop of the dot4 kernels (tiled: the full depth; split-K: a slice), with
+ * vec4<u32> loads, 4x4 per invocation and the lhs staged from packed rows: the form that kernels
+ * declaring their operands as arrays of vec4<u32> include (split-K). dot4TileLoopPatches: the same with
+ * the lhs gathered from a convolution's input.
+ */
+export const dot4TileLoop = [vec4Blocks, dot4TileLoopBody.packed].join('\n');
+export const dot4TileLoopPatches = [vec4Blocks, dot4TileLoopBody.patches].join('\n');
 
 /** How one banded kernel is encoded: its pipeline, the WGSL reflected, its formats and tile values. */
 interface BandedEncoding {
@@ -123,10 +126,7 @@ export function encodeBanded(e: GemmEncoding, b: BandedEncoding): void {
   const bindGroupLayout = b.pipeline.getBindGroupLayout(0);
   // A gathered lhs (the patchLhs form): its input whole and its geometry, in place of the packed rows.
   const patches = e.operands.patchLhs;
-  const gathered = patches && {
-    geometry: e.uniforms.alloc(uniformLayout(b.source, 'PatchGeometry'), patchGeometryValues(patches)),
-    patchInput: { buffer: patches.buffer, size: patches.bindingBytes },
-  };
+  const gathered = patches && patchGatherBindings(b.source, patches, e.uniforms);
   e.pass.setPipeline(b.pipeline);
   for (const d of e.dispatches) {
     const entries = [

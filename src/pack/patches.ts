@@ -215,6 +215,22 @@ export function patchGeometryValues(x: {
   };
 }
 
+/**
+ * The bindings of ./patch-gather.wgsl for a GEMM kernel that gathers its lhs from a convolution's input
+ * (src/kernels/types.ts PatchLhs), by name for namedEntries: the geometry uniform, allocated in `slab` as
+ * `source` lays it out, and the input's first `bindingBytes`.
+ */
+export function patchGatherBindings(
+  source: string,
+  x: { buffer: GPUBuffer; bindingBytes: number; geometry: PatchGeometry; pixelStride: number; signed: boolean; zeroPoint: number },
+  slab: UniformSlab,
+): { geometry: GPUBufferBinding; patchInput: GPUBufferBinding } {
+  return {
+    geometry: slab.alloc(uniformLayout(source, 'PatchGeometry'), patchGeometryValues(x)),
+    patchInput: { buffer: x.buffer, size: x.bindingBytes },
+  };
+}
+
 /** Records a patch job into `pass` (one uniform slot per dispatch). */
 export function encodePatches(
   device: GPUDevice,

@@ -17,13 +17,14 @@
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
-import { patchGatherWgsl, patchGeometryValues } from '../../pack/patches.ts';
+import { patchGatherBindings, patchGatherWgsl } from '../../pack/patches.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { type PackFormat, packedRowBytes } from '../../pack/formats.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { tileBindings } from '../banded.ts';
-import { bandWorkspace, encodeReduce, prepareReduce } from '../splitk/kernel.ts';
+import { encodeReduce, prepareReduce } from '../splitk/kernel.ts';
 import {
+  bandWorkspace,
   planSplitK,
   type SplitKDispatch,
   type SplitKGeometry,
@@ -158,10 +159,7 @@ function encodeSplit(
   const tileLayout = uniformLayout(declarations, 'TileParams');
   const sliceLayout = uniformLayout(declarations, 'SliceParams');
   // A gathered lhs: its input whole and its geometry, in place of the packed rows.
-  const gathered = patches && {
-    geometry: e.uniforms.alloc(uniformLayout(declarations, 'PatchGeometry'), patchGeometryValues(patches)),
-    patchInput: { buffer: patches.buffer, size: patches.bindingBytes },
-  };
+  const gathered = patches && patchGatherBindings(declarations, patches, e.uniforms);
   for (const d of dispatches) {
     if (d.phase === 'reduce') {
       encodeReduce(e, reduce, d, workspace);

@@ -16,18 +16,26 @@ import { packedRowBytes } from '../../pack/formats.ts';
 import { namedEntries, uniformLayout } from '../../gpu/reflect.ts';
 import { PACK_FORMATS } from '../../pack/formats.ts';
 import { epilogueEntries, epilogueOverrides } from '../../epilogue/epilogue.ts';
-import { patchGeometryValues } from '../../pack/patches.ts';
-import { dot4LoadConstants, dot4ThreadBlock, dot4TileLoop, dot4TileLoopBody } from '../banded.ts';
+import { patchGatherBindings } from '../../pack/patches.ts';
+import { dot4TileLoop, dot4TileLoopPatches } from '../banded.ts';
 import type { GemmEncoding, GpuGemmKernel } from '../types.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
-import { planSplitK, REDUCE_THREADS, SPLITK_TILE, type SplitKDispatch, workgroupTarget, workspaceBytes } from './partition.ts';
+import {
+  bandWorkspace,
+  planSplitK,
+  REDUCE_THREADS,
+  SPLITK_TILE,
+  type SplitKDispatch,
+  workgroupTarget,
+  workspaceBytes,
+} from './partition.ts';
 import reduceWgsl from './reduce.wgsl?raw';
 import splitk from './splitk.wgsl?raw';
 
 const partialSource = [dot4Library(true), dot4TileLoop, splitk].join('\n');
-/** The partial pass gathering a convolution's lhs (the same 4x4 blocks and vec4 loads as dot4TileLoop). */
-const patchSource = [dot4Library(true), dot4LoadConstants(4) + dot4ThreadBlock(4, 4), dot4TileLoopBody.patches, splitk].join('\n');
+/** The partial pass gathering a convolution's lhs. */
+const patchSource = [dot4Library(true), dot4TileLoopPatches, splitk].join('\n');
 const reduceSource = [epilogueLibrary, reduceWgsl].join('\n');
 
 /**
@@ -42,15 +50,6 @@ export function prepareReduce(device: GPUDevice, stageKinds: number, gathered = 
     overrides: { THREADS: REDUCE_THREADS, ...epilogueOverrides(stageKinds), ...(gathered ? { LHS_SUMS_IN_KERNEL: 1 } : {}) },
     reflect: [reduceSource, epilogueLibrary],
   });
-}
-
-/**
- * The workspace words of band dispatch d: its slices' raw sums, then, where the lhs is gathered, the
- * slices' row sums from word `rowSumsAt`.
- */
-export function bandWorkspace(d: SplitKDispatch, gathered: boolean): { rowSumsAt: number; bytes: number } {
-  const rowSumsAt = d.splits * d.liveRows * d.liveCols;
-  return { rowSumsAt, bytes: 4 * (rowSumsAt + (gathered ? d.splits * d.liveRows : 0)) };
 }
 
 /** Records reduce dispatch d: the sum of its band's slices in `workspace`, through the epilogue to dst. */
@@ -115,13 +114,10 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
     const patches = e.operands.patchLhs;
     const workspace = e.workspace(workspaceBytes(dispatches, patches !== undefined));
     // A gathered lhs: its input whole and its geometry, in place of the packed rows.
-    const gathered = patches && {
-      geometry: e.uniforms.alloc(uniformLayout(source, 'PatchGeometry'), patchGeometryValues(patches)),
-      patchInput: { buffer: patches.buffer, size: patches.bindingBytes },
-    };
+    const gathered = patches && patchGatherBindings(source, patches, e.uniforms);
     const lhsRow = packedRowBytes(e.shape.K, lhsFormat);
     const rhsRow = packedRowBytes(e.shape.K, rhsFormat);
-    const splitLayout = uniformLayout(partialSource, 'SplitParams');
+    const splitLayout = uniformLayout(source, 'SplitParams');
     for (const d of dispatches) {
       if (d.phase === 'reduce') {
         encodeReduce(e, reduce, d, workspace);

@@ -148,9 +148,15 @@ export function planSplitK(
 }
 
 /**
- * Workspace bytes of a split-K plan: the largest band's raw sums, and with `rowSums` (a gathered lhs)
- * its slices' lhs row sums behind them.
+ * The workspace of band dispatch d: its slices' raw sums, then, with `rowSums` (a gathered lhs), the
+ * slices' lhs row sums from word `rowSumsAt`; `bytes` in all.
  */
+export function bandWorkspace(d: SplitKDispatch, rowSums: boolean): { rowSumsAt: number; bytes: number } {
+  const rowSumsAt = d.splits * d.liveRows * d.liveCols;
+  return { rowSumsAt, bytes: 4 * (rowSumsAt + (rowSums ? d.splits * d.liveRows : 0)) };
+}
+
+/** Workspace bytes of a split-K plan: the largest band's (bandWorkspace). */
 export function workspaceBytes(plan: SplitKDispatch[], rowSums = false): number {
-  return plan.reduce((m, d) => Math.max(m, 4 * d.splits * d.liveRows * (d.liveCols + (rowSums ? 1 : 0))), 4);
+  return plan.reduce((m, d) => Math.max(m, bandWorkspace(d, rowSums).bytes), 4);
 }
