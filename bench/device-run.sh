@@ -64,7 +64,7 @@ ended tune $? "$OUT/tune.json"
 TUNING=""
 [ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
 
-SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64,conv14x14x256-k3x3-s1-o256,conv7x7x512-k3x3-s1-o512
+SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64,conv14x14x256-k3x3-s1-o256,conv7x7x512-k3x3-s1-o512,conv2x2x512-k3x3-s1-o512
 for pass in 1 2; do
   stage "bench pass $pass"
   # shellcheck disable=SC2086

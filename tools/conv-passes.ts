@@ -8,9 +8,11 @@
 // (wall time), the trees in turn (in alternating order), so that the machine's load falls on both alike;
 // medians per round.
 // Also the submissions (queue.submit calls), compute passes and dispatches of one call per tree.
+// `--as-hardware`: each tree's contexts take the configurations of a hardware adapter on a software one
+// (createGpuContextAsHardware, as the tests do), for the forms a software adapter is not offered.
 // Run with Node 24 from the repository root (tools/ts-raw-hook.mjs lets it import the sources):
 //   node --import ./tools/ts-raw-hook.mjs --experimental-transform-types --no-warnings tools/conv-passes.ts \
-//     --trees before=/path/to/main,after=. [--layers KEY,...] [--rounds 3] [--calls 5] [--out file.json]
+//     --trees before=/path/to/main,after=. [--layers KEY,...] [--rounds 3] [--calls 5] [--as-hardware] [--out file.json]
 
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -20,13 +22,15 @@ const trees = sourceTrees('after=.').map((t) => ({ ...t, fused: existsSync(`${t.
 const rounds = Number(option('--rounds', '3'));
 const calls = Number(option('--calls', '5'));
 const out = option('--out', '');
+const asHardware = process.argv.includes('--as-hardware');
 
 // biome-ignore lint/suspicious/noExplicitAny: each tree's own GpuContext class, typed by its own sources
 type Ctx = any;
 const loaded = [];
 for (const t of trees) {
-  const { GpuContext } = await import(`${t.root}/src/scheduler/context.ts`);
-  loaded.push({ ...t, GpuContext });
+  const { GpuContext, createGpuContextAsHardware } = await import(`${t.root}/src/scheduler/context.ts`);
+  const create = asHardware ? createGpuContextAsHardware : (o: unknown) => GpuContext.create(o);
+  loaded.push({ ...t, GpuContext, create });
 }
 const { makeShapeData } = await import(`${trees[0].root}/bench/problems.ts`);
 const { CONV_LAYERS, convKey, convShape, parseConvKey } = await import(`${trees[0].root}/bench/shapes.ts`);
@@ -74,8 +78,8 @@ for (const shape of LAYERS) {
   // biome-ignore lint/suspicious/noExplicitAny: per-tree contexts and calls, typed by their own sources
   const setups: any[] = [];
   for (const t of loaded) {
-    const timed: Ctx = await t.GpuContext.create({ device, timestamps: true });
-    const plain: Ctx = await t.GpuContext.create({ device, timestamps: false });
+    const timed: Ctx = await t.create({ device, timestamps: true });
+    const plain: Ctx = await t.create({ device, timestamps: false });
     const rhsTimed = await timed.prepack('rhs', conv.gemm.rhs);
     const rhsPlain = await plain.prepack('rhs', conv.gemm.rhs);
     // One layer call: GPU time the sum of its passes' timestamps.
@@ -169,6 +173,7 @@ if (out) {
     cpus: cpus().length,
     cpu: cpus()[0]?.model,
     adapter,
+    configurations: asHardware ? "a hardware adapter's (--as-hardware)" : "the adapter's own",
     rounds,
     calls,
     passes,

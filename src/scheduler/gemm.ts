@@ -242,11 +242,12 @@ export async function runGemm(
     };
     const [base, rhsPack] = await Promise.all([r.prepare(kernel, stages.kinds), packPipelines(device, packEntries('rhs'))]);
     // Patches that are the input itself (a 1x1 filter at stride 1, or one the size of the image; no padding),
-    // for a kernel that does not gather them: a plain lhs, which the gemv reads unpacked (no pack dispatch)
-    // and the others pack as any lhs.
-    const plain = patches && checked && !base.patchLhs ? patchesAsMatrix(patches, checked) : null;
+    // for a kernel that reads that matrix unpacked (the gemv: no pack dispatch, and no gather to compute)
+    // or that does not gather patches (it packs the matrix as any lhs): a plain lhs.
+    const asMatrix = patches && checked ? patchesAsMatrix(patches, checked) : null;
+    const plain = asMatrix && (!base.patchLhs || (base.rawLhs && rawLhsReadable(asMatrix, p, formats.lhs, r.caps))) ? asMatrix : null;
     if (plain) return runGemm(r, choice, { ...problem, lhs: plain }, timing, readback, call);
-    // A kernel that gathers a convolution's lhs from its input itself (the tiled and split-K kernels) skips the patch pack.
+    // A kernel that gathers a convolution's lhs from its input itself (the gemv, tiled and split-K kernels) skips the patch pack.
     const gather = patches && base.patchLhs ? await base.patchLhs() : null;
     if (patches && !gather) r.checkBuffer(packedBytes('lhs', M), 'packed lhs');
     const patchPipe = patches && !gather ? await patchPipeline(device) : null;

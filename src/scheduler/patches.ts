@@ -2,9 +2,10 @@
 // the patch geometry and the input zero point (a PatchOperand), checked once here, and put on the GPU
 // (patchInput) for the three ways its patches are read (src/pack/patch-gather.wgsl, no im2col matrix in
 // memory). In a GEMM (./gemm.ts runGemm, what conv2d runs) a kernel that gathers them into its own
-// staging (PreparedGemmKernel.patchLhs: the tiled and split-K kernels) reads the input directly and sums
-// the rows itself: no patch pack. For the others (gemv, the '-dd' tilings) the patch pack
-// (src/pack/patches.wgsl) is one more dispatch of the GEMM's own compute pass, into pooled buffers in the chosen kernel's lhs format: one submission per conv
+// staging or chunks (PreparedGemmKernel.patchLhs: the tiled, split-K and gemv kernels) reads the input
+// directly and sums the rows itself: no patch pack. For the others (the '-dd' tilings, the gemv on a
+// software adapter) the patch pack (src/pack/patches.wgsl) is one more dispatch of the GEMM's own
+// compute pass, into pooled buffers in the chosen kernel's lhs format: one submission per conv
 // layer either way, where GpuContext.packPatches (./prepack.ts, a reusable PackedOperand) is a submission
 // of its own plus new buffers on every call.
 

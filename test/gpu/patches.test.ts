@@ -550,23 +550,132 @@ describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU refe
   });
 });
 
+// A layer at M <= 4 on the gemv (src/kernels/gemv/gemv-lhs-patches.wgsl): each 16-byte chunk gathered
+// from the input and summed for the row sums, one dispatch, no pack. Offered on the configurations of a
+// hardware adapter only (a software one packs the patches first: asserted). Every gemv kernel the adapter
+// runs (subgroup and workgroup reductions, 8- and 4-bit rhs, the manual dot4); M 1 to 4 (4: the row sums
+// reduced on their own) and 9 (three row groups); whole 16-byte pieces of one tap, words, bytes; padding, stride, dilation, batch;
+// K past the last chunk; strided GPU inputs; a column-major dst.
+describe.skipIf(!gpu)('the gemv gathering the patches of a layer at M <= 4 == CPU reference', () => {
+  // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input, column-major dst]
+  const layers: [PatchGeometry, number, boolean, number, boolean][] = [
+    [sameLayer(1, 2, 8, 3, 1, 1), 13, false, 0, false], // M 4, words, K 72: a chunk half past K
+    [sameLayer(1, 3, 16, 3, 2, 1), 9, true, 0, true], // M 4 at stride 2: 16-byte pieces of one tap, column-major dst
+    [sameLayer(3, 1, 3, 3, 1, 1), 20, true, 0, false], // M 3: bytes, every tap but the centre in the padding
+    [{ ...sameLayer(2, 3, 5, 2, 1, 2), padTop: 0, padLeft: 0, outHeight: 1, outWidth: 1 }, 6, false, 0, false], // M 2: dilation 2, no padding
+    [sameLayer(1, 2, 32, 3, 1, 1), 17, true, 4, false], // pieces from a GPU input 36 bytes a pixel
+    [sameLayer(1, 1, 6, 3, 1, 1), 5, false, 3, true], // M 1: bytes from a GPU input 9 bytes a pixel
+    [sameLayer(1, 3, 4, 3, 1, 1), 7, true, 0, false], // M 9 (forced: the gemv runs any M), row groups 4, 4 and 1
+  ];
+  const gemvs = GPU_KERNELS.filter((k) => k.id.startsWith('gemv'));
+  it.each(gemvs.map((k) => [k.id, k] as const))('%s', async (id, kernel) => {
+    const ctx = await createGpuContextAsHardware({ device: gpu!.device, kernel: id });
+    const rhsBits = kernel.rhsPackFormat?.startsWith('u4') ? 4 : 8;
+    try {
+      for (const [i, [g, O, signed, extra, colMajor]] of layers.entries()) {
+        const { rows, cols } = patchShape(g);
+        const n = g.batch * g.height * g.width * g.channels;
+        const byte = (j: number) => (Math.imul(j + 13 + 3571 * i, 2654435761) >>> 24) & 0xff;
+        const input = signed ? Int8Array.from({ length: n }, (_, j) => byte(j) - 128) : Uint8Array.from({ length: n }, (_, j) => byte(j));
+        const zeroPoint = signed ? 41 - 23 * i : (7 + 45 * i) % 256; // what the padding holds, in the row sums too
+        const filter = Uint8Array.from({ length: O * cols }, (_, j) => byte(j * 5 + 2) >> (rhsBits === 4 ? 4 : 0));
+        const rhs = { data: filter, rows: cols, cols: O, order: 'col-major' as const };
+        const bitDepth = rhsBits === 4 ? { bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' as const } } : {};
+        const common = {
+          lhsZeroPoint: zeroPoint,
+          rhsZeroPoint: rhsBits === 4 ? 6 : 199 - 33 * i, // the row sums the kernel computes are weighed in
+          dstOrder: colMajor ? ('col-major' as const) : ('row-major' as const),
+          ...bitDepth,
+        };
+        const weights = await ctx.prepack('rhs', rhs, bitDepth.bitDepth);
+        const gpuInput = extra ? uploadInput(ctx, input, g, g.channels + extra) : null;
+        try {
+          const got = await ctx.gemm({ ...common, rhs: weights, lhs: { input: gpuInput ?? input, geometry: g, zeroPoint } });
+          expect(ctx.lastRun).toMatchObject({ kernel: id, packDispatches: 0, patchesGathered: true });
+          const lhs = { data: naivePatches(input, g, zeroPoint), rows, cols };
+          expectExact(got, { ...common, rhs, lhs }, `${id} gathering ${JSON.stringify(g)} x ${O}`);
+        } finally {
+          weights.destroy();
+          gpuInput?.buffer.destroy();
+        }
+      }
+    } finally {
+      ctx.destroy();
+    }
+  });
+
+  // Lowered limits: a forced gemv on 169 rows of 64 packed bytes (K 36) under an 8 KiB binding (which
+  // the prepacked filter's 128 padded rows fill) runs two bands (128 and 41 rows), and each band's gather
+  // starts at its first row.
+  it('gemv in two bands under lowered limits', async () => {
+    const limits = { maxStorageBufferBindingSize: 8192 };
+    const ctx = await createGpuContextAsHardware({ device: gpu!.device, kernel: 'gemv-workgroup', limits });
+    try {
+      const g = sameLayer(1, 13, 4, 3, 1, 1); // M 169, K 36
+      const kernel = GPU_KERNELS.find((k) => k.id === 'gemv-workgroup')!;
+      const plan = kernel.plan({ M: 169, N: 3, K: 36, dstType: 'int32', dstOrder: 'row-major' }, ctx.limits);
+      expect(new Set(plan.map((d) => d.m0)).size, 'bands').toBe(2);
+      const input = Uint8Array.from({ length: 13 * 13 * 4 }, (_, j) => (j * 53 + 9) & 0xff);
+      const rhs = {
+        data: Uint8Array.from({ length: 36 * 3 }, (_, j) => (j * 17 + 1) & 0xff),
+        rows: 36,
+        cols: 3,
+        order: 'col-major' as const,
+      };
+      const common = { lhsZeroPoint: 12, rhsZeroPoint: 250 };
+      const weights = await ctx.prepack('rhs', rhs);
+      const got = await ctx.gemm({ ...common, rhs: weights, lhs: { input, geometry: g, zeroPoint: 12 } }).finally(() => weights.destroy());
+      expect(ctx.lastRun).toMatchObject({ kernel: 'gemv-workgroup', packDispatches: 0, patchesGathered: true });
+      expectExact(got, { ...common, rhs, lhs: { data: naivePatches(input, g, 12), rows: 169, cols: 36 } }, 'gemv gathering in bands');
+    } finally {
+      ctx.destroy();
+    }
+  });
+
+  it('the gemv on this adapter: a software one packs the patches first (a rebuild per workgroup runs at CPU speed there)', async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    try {
+      const g = sameLayer(1, 2, 8, 3, 1, 1);
+      const input = Uint8Array.from({ length: 32 }, (_, j) => (j * 37 + 5) & 0xff);
+      const rhs = {
+        data: Uint8Array.from({ length: 72 * 11 }, (_, j) => (j * 13) & 0xff),
+        rows: 72,
+        cols: 11,
+        order: 'col-major' as const,
+      };
+      const common = { rhs, lhsZeroPoint: 90, rhsZeroPoint: 30 };
+      const weights = await ctx.prepack('rhs', rhs);
+      const got = await ctx.gemm({ ...common, rhs: weights, lhs: { input, geometry: g, zeroPoint: 90 } }).finally(() => weights.destroy());
+      expect(ctx.lastRun).toMatchObject({
+        kernel: expect.stringMatching(/^gemv/),
+        packDispatches: ctx.caps.slowCompiler ? 1 : 0,
+        patchesGathered: !ctx.caps.slowCompiler,
+      });
+      expectExact(got, { ...common, lhs: { data: naivePatches(input, g, 90), rows: 4, cols: 72 } }, 'gemv on this adapter');
+    } finally {
+      ctx.destroy();
+    }
+  });
+});
+
 // Patches that are the input itself (a 1x1 filter at stride 1, or one the size of the image; no padding:
-// src/pack/patches.ts patchesAreInput) go to a kernel that does not gather as a plain lhs: the gemv of a
-// classifier's last convolution reads it unpacked, with no pack dispatch at all (on the configurations
-// of a hardware adapter: a software one keeps the lhs pack). Other geometries still get the patch pack.
+// src/pack/patches.ts patchesAreInput) go to a kernel that reads them unpacked or does not gather as a
+// plain lhs: the gemv of a classifier's last convolution reads it unpacked, with no pack dispatch and no
+// gather (on the configurations of a hardware adapter: a software one keeps the lhs pack). Other
+// geometries get the gemv's gather.
 describe.skipIf(!gpu)('patches that are the input itself, on kernels that do not gather them', () => {
   const layer = (batch: number, h: number, w: number, c: number, f: number, same: boolean): PatchGeometry => {
     const g = sameLayer(batch, h, c, f, 1, 1);
     return same ? { ...g, width: w } : { ...g, width: w, padTop: 0, padLeft: 0, outHeight: h - f + 1, outWidth: w - f + 1 };
   };
-  // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input, pack dispatches]
-  const cases: [string, PatchGeometry, number, boolean, number, number][] = [
-    ['pixels: a 1x1 filter on 2 x 2 x 40', layer(1, 2, 2, 40, 1, false), 37, true, 0, 0],
-    ['images: a 3x3 filter on three 3 x 3 x 8 images', layer(3, 3, 3, 8, 3, false), 70, false, 0, 0],
-    ['pixels from a GPU input 28 bytes a pixel', layer(1, 1, 3, 24, 1, false), 9, false, 4, 0],
-    ['a 3x3 SAME filter on 2 x 2 x 8: the patch pack', layer(1, 2, 2, 8, 3, true), 16, true, 0, 1],
+  // [geometry, output channels, int8 input, extra bytes between the pixels of a GPU input, gathered]
+  const cases: [string, PatchGeometry, number, boolean, number, boolean][] = [
+    ['pixels: a 1x1 filter on 2 x 2 x 40', layer(1, 2, 2, 40, 1, false), 37, true, 0, false],
+    ['images: a 3x3 filter on three 3 x 3 x 8 images', layer(3, 3, 3, 8, 3, false), 70, false, 0, false],
+    ['pixels from a GPU input 28 bytes a pixel', layer(1, 1, 3, 24, 1, false), 9, false, 4, false],
+    ['a 3x3 SAME filter on 2 x 2 x 8: the gather', layer(1, 2, 2, 8, 3, true), 16, true, 0, true],
   ];
-  it.each(cases)('%s', async (name, g, O, signed, extra, packs) => {
+  it.each(cases)('%s', async (name, g, O, signed, extra, gathered) => {
     const ctx = await createGpuContextAsHardware({ device: gpu!.device });
     try {
       const n = g.batch * g.height * g.width * g.channels;
@@ -585,7 +694,7 @@ describe.skipIf(!gpu)('patches that are the input itself, on kernels that do not
       try {
         const common = { lhsZeroPoint: zeroPoint, rhsZeroPoint: 100 };
         const got = await ctx.gemm({ ...common, rhs: weights, lhs: { input: gpuInput ?? input, geometry: g, zeroPoint } });
-        expect(ctx.lastRun).toMatchObject({ kernel: expect.stringMatching(/^gemv/), packDispatches: packs, patchesGathered: false });
+        expect(ctx.lastRun).toMatchObject({ kernel: expect.stringMatching(/^gemv/), packDispatches: 0, patchesGathered: gathered });
         expectExact(got, { ...common, rhs, lhs: { data: naivePatches(input, g, zeroPoint), rows, cols } }, name);
       } finally {
         weights.destroy();

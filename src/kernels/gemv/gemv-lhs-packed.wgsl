@@ -4,6 +4,9 @@
 
 const LHS_RAW: bool = false; // the epilogue reads the pack stage's row sums
 
+/** Nothing to prepare for the workgroup's rows. */
+fn lhsBegin(rowBase: u32) {}
+
 /** The packed lhs words 4c..4c+3 (k = 16c..16c+15) of band row `row`. */
 fn lhsChunk(row: u32, c: u32) -> vec4<u32> {
   return lhsPacked[row * (tile.depthWords / 4u) + c];

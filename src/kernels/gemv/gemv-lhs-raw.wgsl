@@ -19,6 +19,9 @@ struct LhsSource {
 
 override LHS_CONTIGUOUS: bool = true; // depthStride == 1: whole words; else byte by byte
 
+/** Nothing to prepare for the workgroup's rows. */
+fn lhsBegin(rowBase: u32) {}
+
 fn lhsByte(at: u32) -> u32 {
   return (lhsRaw[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;
 }

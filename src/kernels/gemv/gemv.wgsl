@@ -8,9 +8,11 @@
 // reduceRows() (gemv-reduce-subgroup.wgsl: subgroupAdd; gemv-reduce-workgroup.wgsl: a tree in
 // workgroup memory) and 4 invocations run the shared epilogue (storeQuad, epilogue.wgsl).
 // rhs is packed in 'u8k4-r64', or in 'u4k8-r64' (RHS_NIBBLES: two 4-bit values per byte, unpacked here
-// with two masks before dot4); lhs chunks come from lhsChunk(), in 'u8k4-r64' words: the packed lhs
-// (./gemv-lhs-packed.wgsl) or the caller's unpacked bytes (./gemv-lhs-raw.wgsl, LHS_RAW: the row sums
-// are computed here too, from the same words, and reduced like the products). Host code: ./kernel.ts.
+// with two masks before dot4); lhs chunks come from lhsChunk(), in 'u8k4-r64' words, after lhsBegin()
+// for the workgroup's rows: the packed lhs (./gemv-lhs-packed.wgsl), the caller's unpacked bytes
+// (./gemv-lhs-raw.wgsl) or a convolution's patches gathered from its input (./gemv-lhs-patches.wgsl);
+// where LHS_RAW (the last two) the row sums are computed here too, from the same words, and reduced like
+// the products. Host code: ./kernel.ts.
 
 override THREADS: u32 = 64u;         // invocations per workgroup, all sharing K; a power of two
 override RHS_NIBBLES: bool = false;  // rhs in 'u4k8-r64' (true) or 'u8k4-r64' (false)
@@ -58,6 +60,7 @@ fn gemv(
   let rows = min(4u, tile.bandRows - rowBase);
   let rhsVec4s = select(tile.depthWords / 4u, tile.depthWords / 8u, RHS_NIBBLES);
 
+  lhsBegin(rowBase);
   var acc: array<vec4<u32>, 4>; // acc[r][c]: row rowBase + r, column colBase + c
   var sums = vec4<u32>(0u); // LHS_RAW: sums[r], the bytes of row rowBase + r this invocation read
   for (var q = tid; q < rhsVec4s; q += THREADS) {

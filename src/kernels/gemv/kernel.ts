@@ -5,9 +5,13 @@
 // registry, so the per-kernel tests run each: 'gemv', 'gemv-workgroup', 'gemv-emulated' (workgroup
 // reduction, manual dot4) read 8-bit rhs ('u8k4-r64'); 'gemv-u4', 'gemv-u4-workgroup' read 4-bit rhs
 // stored two per byte ('u4k8-r64'). They run any M (row groups of 4, rhs re-read per group); the
-// registry gives them M <= 4, where rhs is read once. Each reads lhs packed (./gemv-lhs-packed.wgsl) or,
-// in its rawLhs variant, the caller's unpacked 8-bit lhs with its row sums computed in the kernel
-// (./gemv-lhs-raw.wgsl): src/scheduler/gemm.ts then skips the lhs pack pass.
+// registry gives them M <= 4, where rhs is read once. Each reads lhs packed (./gemv-lhs-packed.wgsl), or
+// computes its row sums itself from an lhs nobody packed: the caller's unpacked 8-bit lhs in its rawLhs
+// variant (./gemv-lhs-raw.wgsl), a convolution's patches gathered from its input in its patchLhs variant
+// (./gemv-lhs-patches.wgsl with src/pack/patch-gather.wgsl); src/scheduler/gemm.ts then skips the lhs
+// pack pass. Where compiling is slow (a software adapter) the patchLhs variant is not offered and the
+// scheduler does not use the rawLhs one (src/scheduler/gemm.ts rawLhsReadable): there every workgroup's
+// rebuild of the lhs words runs at CPU speed, slower than the one pack dispatch it saves.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -18,9 +22,11 @@ import { encodeBanded, tileBindings } from '../banded.ts';
 import type { GemmEncoding, GpuGemmKernel, PreparedGemmKernel } from '../types.ts';
 import { epilogueEntries, epilogueOverrides } from '../../epilogue/epilogue.ts';
 import { epilogueLibrary } from '../../epilogue/source.ts';
+import { patchGatherWgsl } from '../../pack/patches.ts';
 import { dot4Library } from '../../wgsl/source.ts';
 import gemv from './gemv.wgsl?raw';
 import lhsPacked from './gemv-lhs-packed.wgsl?raw';
+import lhsPatches from './gemv-lhs-patches.wgsl?raw';
 import lhsRaw from './gemv-lhs-raw.wgsl?raw';
 import reduceSubgroup from './gemv-reduce-subgroup.wgsl?raw';
 import reduceWorkgroup from './gemv-reduce-workgroup.wgsl?raw';
@@ -33,8 +39,12 @@ interface GemvVariant {
   dot4: 'native' | 'emulated';
 }
 
+/** Where a variant's lhs chunks come from: the packed lhs, the caller's unpacked bytes, a convolution's input. */
+type LhsSource = 'packed' | 'raw' | 'patches';
+const LHS_WGSL: Record<LhsSource, string[]> = { packed: [lhsPacked], raw: [lhsRaw], patches: [patchGatherWgsl, lhsPatches] };
+
 /** The WGSL of one variant: `enable subgroups;` must open the module, before every declaration. */
-function gemvSource(v: GemvVariant, raw: boolean): string {
+function gemvSource(v: GemvVariant, lhs: LhsSource): string {
   const subgroup = v.reduce === 'subgroup';
   return [
     subgroup ? 'enable subgroups;' : '',
@@ -42,7 +52,7 @@ function gemvSource(v: GemvVariant, raw: boolean): string {
     dot4Library(v.dot4 === 'native'),
     subgroup ? reduceSubgroup : reduceWorkgroup,
     tileBindings,
-    raw ? lhsRaw : lhsPacked,
+    ...LHS_WGSL[lhs],
     gemv,
   ].join('\n');
 }
@@ -109,8 +119,9 @@ function encodeRaw(e: GemmEncoding, pipeline: GPUComputePipeline, source: string
 
 export function gemvKernel(v: GemvVariant): GpuGemmKernel {
   const id = gemvId(v);
-  const source = gemvSource(v, false);
-  const rawSource = gemvSource(v, true);
+  const source = gemvSource(v, 'packed');
+  const rawSource = gemvSource(v, 'raw');
+  const patchSource = gemvSource(v, 'patches');
   const lhsFormat = PACK_FORMATS['u8k4-r64'];
   const rhsFormat = PACK_FORMATS[v.rhsBits === 4 ? 'u4k8-r64' : 'u8k4-r64'];
   const overrides = { THREADS, RHS_NIBBLES: v.rhsBits === 4 ? 1 : 0 };
@@ -125,7 +136,7 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
       (v.rhsBits === 8 || (shape.bitDepth?.rhs ?? 8) <= 4),
     // 4x4 dst blocks; bands sized with the lhs rows, the larger of the two packed rows.
     plan: (shape, limits) => planGemm(shape, lhsFormat, 4, 4, limits),
-    prepare: async (device: GPUDevice, _caps: AdapterCaps, stageKinds: number) => {
+    prepare: async (device: GPUDevice, caps: AdapterCaps, stageKinds: number) => {
       const pipeline = await getPipeline(device, {
         id,
         source,
@@ -133,7 +144,6 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
         overrides: { ...overrides, ...epilogueOverrides(stageKinds) },
         reflect: [source, epilogueLibrary],
       });
-      // Compiled on first use (getPipeline keeps it per device).
       // One pipeline per lhs layout (k contiguous in its storage or strided), compiled on first use.
       const rawLhs = async (kContiguous: boolean): Promise<PreparedGemmKernel> => {
         const p = await getPipeline(device, {
@@ -145,7 +155,22 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
         });
         return { encode: (e) => encodeRaw(e, p, rawSource, lhsFormat, rhsFormat) };
       };
-      return { encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }), rawLhs };
+      // A convolution's patches gathered from its input, compiled on first use.
+      const patchLhs = async (): Promise<PreparedGemmKernel> => {
+        const p = await getPipeline(device, {
+          id: `${id}-patches`,
+          source: patchSource,
+          entryPoint: 'gemv',
+          overrides: { ...overrides, LHS_SUMS_IN_KERNEL: 1, ...epilogueOverrides(stageKinds) },
+          reflect: [patchSource, epilogueLibrary],
+        });
+        return { encode: (e) => encodeBanded(e, { pipeline: p, source: patchSource, lhsFormat, rhsFormat, bandRows }) };
+      };
+      return {
+        encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }),
+        rawLhs,
+        ...(caps.slowCompiler ? {} : { patchLhs }),
+      };
     },
   };
 }
