@@ -95,7 +95,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     budget.take('out', bytes, `the ${count}-element result and its working memory need about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
     const t0 = performance.now();
-    const r = await runOp({ op: 'elementwise', problem: spec.problem }, opts.backend, { warn: opts.warn });
+    const r = await runOp({ op: 'elementwise', problem: spec.problem }, opts.backend, { ...opts.gpu, warn: opts.warn });
     opts.verbose?.(`qgemm: ${String(op)} of ${count} elements ran on ${r.backend}, ${ms(t0)}`);
     writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (op === 'sequential') {
@@ -126,7 +126,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
           }
         },
         hostOnly >= 0 ? 'cpu' : opts.backend, // 'auto' runs such a graph on the CPU
-        { warn: opts.warn },
+        { ...opts.gpu, warn: opts.warn },
       ),
     );
     const ops = spec.layers.map((l) => l.op).join(' -> ');
@@ -139,12 +139,13 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     const bytes = elementwiseWorkingBytes(spec.input.data.length * taps * 2);
     budget.take('out', bytes, `the layer's working memory needs about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
-    const backend = { backend: opts.backend };
+    let kernel = '';
+    const layerOpts = { ...opts.gpu, backend: opts.backend, warn: opts.warn, onKernel: (k: string) => (kernel = k) };
     const t0 = performance.now();
     const r = await inSpecTerms(() =>
-      spec.op === 'fullyConnected' ? fullyConnected(spec.input, spec.params, backend) : conv2d(spec.input, spec.params, backend),
+      spec.op === 'fullyConnected' ? fullyConnected(spec.input, spec.params, layerOpts) : conv2d(spec.input, spec.params, layerOpts),
     );
-    opts.verbose?.(`qgemm: ${spec.op} ran with --backend ${opts.backend}, ${ms(t0)}`);
+    opts.verbose?.(`qgemm: ${spec.op} ran with --backend ${opts.backend}, kernel ${kernel}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else {

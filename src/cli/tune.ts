@@ -22,7 +22,9 @@ export function parseBudget(field: string, text: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
   if (!m) throw new InputError(field, `expected a time such as 30s, 5m or 90 (seconds), got ${JSON.stringify(text.slice(0, 40))}`);
   const ms = Number(m[1]) * UNITS[m[2] ?? 's'];
-  if (!(ms > 0)) throw new InputError(field, `expected a time above 0, got ${JSON.stringify(text)}`);
+  if (!(ms > 0) || !Number.isFinite(ms)) {
+    throw new InputError(field, `expected a finite time above 0, got ${JSON.stringify(text.slice(0, 40))}`);
+  }
   return ms;
 }
 

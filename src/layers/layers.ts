@@ -8,7 +8,7 @@
 // PatchOperand lhs, src/pack/patches.wgsl), on the CPU as im2col rows built on the host; the output is
 // NHWC directly.
 
-import { gemm, onBackend, type Backend } from '../api.ts';
+import { gemm, type GemmOptions, onBackend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { im2col, MAX_PATCH_POSITION, type PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem } from '../scheduler/context.ts';
@@ -83,8 +83,15 @@ export interface Conv2dParams {
   kernelPath?: KernelPath;
 }
 
-export interface LayerOptions {
-  backend?: Backend;
+/**
+ * A layer's options: those of a GEMM (src/api.ts GemmOptions: `backend`, default 'auto'; a GPU context's
+ * options, a tuning table among them; `warn`, `onKernel`, `onTrace`), for the layer's one GEMM.
+ */
+export type LayerOptions = GemmOptions;
+
+/** Refuses options that are not an object, as runOp does for a GEMM's. */
+function checkOptions(opts: unknown): asserts opts is LayerOptions {
+  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
 }
 
 export const dtypeOf = (d: OperandData, field: string): 'uint8' | 'int8' => {
@@ -183,7 +190,7 @@ async function runLayer(
     rhsZeroPoint: g.rhsZeroPoint,
     pipeline: g.pipeline,
   };
-  const result = await gemm(problem, { backend: opts.backend ?? 'auto' });
+  const result = await gemm(problem, opts);
   return g.post ? g.post(result.data, M) : (result.data as Uint8Array | Int8Array);
 }
 
@@ -207,6 +214,7 @@ export function fcRows(shape: readonly number[], length: number, K: number): num
  * [..., K]); weights [N, K]; output [M, N], the input's dtype.
  */
 export async function fullyConnected(input: TensorInput, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
+  checkOptions(opts);
   const w = params?.weights;
   if (!w || typeof w !== 'object') throw new InputError('params.weights', `expected {data, shape, scale}, got ${brief(w)}`);
   const [N, K] = checkDims('params.weights.shape', w.shape, 2, '[N, K]');
@@ -292,6 +300,7 @@ export function convShape(
 
 /** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
 export async function conv2d(input: TensorInput, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
+  checkOptions(opts);
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
   dtypeOf(input.data, 'input.data');
   const { geometry, M, K, outShape } = convShape(input.shape, params);
@@ -306,16 +315,22 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   // On the GPU the patches are read straight from the input inside the GEMM's own pass (one submission:
   // gathered by the kernel, else packed first); an input too large for one binding goes through
   // host im2col rows, which the GEMM splits into bands.
+  const call = { onTrace: opts.onTrace };
   const onGpu = async (ctx: GpuContext) => {
-    try {
-      return await ctx.gemm(gemmOf({ input: input.data, geometry, zeroPoint: params.input.zeroPoint }));
-    } catch (e) {
-      if (!(e instanceof LimitExceededError)) throw e;
-      return ctx.gemm(gemmOf(hostPatches()));
-    }
+    const run = async () => {
+      try {
+        return await ctx.gemm(gemmOf({ input: input.data, geometry, zeroPoint: params.input.zeroPoint }), undefined, call);
+      } catch (e) {
+        if (!(e instanceof LimitExceededError)) throw e;
+        return ctx.gemm(gemmOf(hostPatches()), undefined, call);
+      }
+    };
+    const r = await run();
+    opts.onKernel?.(ctx.lastRun.kernel ?? 'unknown');
+    return r;
   };
-  const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { backend: 'cpu' });
-  const result = await onBackend(onCpu, onGpu, opts.backend ?? 'auto', {});
+  const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { ...opts, backend: 'cpu' });
+  const result = await onBackend(onCpu, onGpu, opts.backend ?? 'auto', opts);
   const data = post ? post(result.data, M) : (result.data as Uint8Array | Int8Array);
   return { data, shape: outShape };
 }

@@ -7,14 +7,14 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { parseTuningTable } from '../../src/kernels/tuning.ts';
+import { parseTuningTable, tuningAdapter } from '../../src/kernels/tuning.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { GpuContext } from '../../src/scheduler/context.ts';
 import { arbProblemOfShape } from '../support/arbitraries.ts';
 import { diffResults } from '../support/compare.ts';
 import fc from 'fast-check';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
-import { cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, runBin } from './support.ts';
+import { cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, npy, runBin } from './support.ts';
 
 vi.setConfig({ testTimeout: 900_000, hookTimeout: 300_000 });
 const gpu = await getGpu();
@@ -27,6 +27,7 @@ describe('qgemm tune: bad input is exit 2, one line naming the flag, nothing wri
   it.each([
     [['--budget', '0'], '--budget'],
     [['--budget', 'soon'], '--budget'],
+    [['--budget', `${'9'.repeat(400)}h`], '--budget'], // digits past a double: Infinity, refused by the flag's name
     [['--classes', 'square,prefill'], '--classes'],
     [['--backend', 'cpu'], '--backend'],
   ])('%j', (args, field) => {
@@ -87,5 +88,101 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     );
     expectOneLine(gemm, 2, 'tuning.adapter');
     expectNothingWritten(dir);
+  });
+
+  // `qgemm run` takes --tuning into the context of every op, not only gemm's.
+  const layerFiles = () => ({
+    'a.npy': npy('uint8', [3], Uint8Array.of(1, 2, 3)),
+    'b.npy': npy('uint8', [3], Uint8Array.of(4, 5, 6)),
+    'x.npy': npy(
+      'int8',
+      [1, 5, 5, 3],
+      Int8Array.from({ length: 75 }, (_, i) => ((i * 37) % 251) - 125),
+    ),
+    'w.npy': npy(
+      'int8',
+      [4, 3, 3, 3],
+      Int8Array.from({ length: 108 }, (_, i) => ((i * 53) % 255) - 127),
+    ),
+    'fcx.npy': npy(
+      'int8',
+      [2, 12],
+      Int8Array.from({ length: 24 }, (_, i) => ((i * 41) % 255) - 127),
+    ),
+    'fcw.npy': npy(
+      'int8',
+      [5, 12],
+      Int8Array.from({ length: 60 }, (_, i) => ((i * 23) % 255) - 127),
+    ),
+  });
+  const conv = {
+    op: 'conv2d',
+    input: { data: 'x.npy', scale: 0.02, zeroPoint: -3 },
+    filter: { data: 'w.npy', scale: 0.01 },
+    output: { scale: 0.05, zeroPoint: 4 },
+    padding: 'SAME',
+    stride: [2, 2],
+    out: 'y.npy',
+  };
+  const fcLayer = { weights: { data: 'fcw.npy', scale: 0.004 }, output: { scale: 0.05, zeroPoint: -1 } };
+  const specs: [string, Record<string, unknown>][] = [
+    ['conv2d', conv],
+    ['fullyConnected', { op: 'fullyConnected', input: { data: 'fcx.npy', scale: 0.02, zeroPoint: 0 }, ...fcLayer, out: 'y.npy' }],
+    [
+      'sequential',
+      {
+        op: 'sequential',
+        input: { data: 'fcx.npy', scale: 0.02, zeroPoint: 0 },
+        layers: [{ op: 'fullyConnected', ...fcLayer }],
+        out: 'y.npy',
+      },
+    ],
+    [
+      'add',
+      {
+        op: 'add',
+        a: { data: 'a.npy', scale: 0.5, zeroPoint: 0 },
+        b: { data: 'b.npy', scale: 0.25, zeroPoint: 0 },
+        output: { scale: 1, zeroPoint: 0 },
+        out: 'y.npy',
+      },
+    ],
+  ];
+  it.each(specs)('run %s with --tuning of another adapter: exit 2 naming the field, nothing written', (_, spec) => {
+    ensureBuilt();
+    const dir = freshDir({ ...layerFiles(), 'spec.json': JSON.stringify(spec) });
+    const other = {
+      format: 'qgemm-tuning-1',
+      adapter: { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: '' },
+      entries: [],
+    };
+    writeFileSync(join(dir, 'other.json'), JSON.stringify(other));
+    expectOneLine(runBin(['run', 'spec.json', '--backend', 'webgpu', '--tuning', 'other.json'], dir), 2, 'tuning.adapter');
+    expectNothingWritten(dir, join(dir, 'y.npy'));
+  });
+
+  it.skipIf(!gpu)("run conv2d with --tuning of this adapter: the table's kernel serves the layer's GEMM", () => {
+    ensureBuilt();
+    const dir = freshDir({ ...layerFiles(), 'spec.json': JSON.stringify(conv), 'cpu.json': JSON.stringify({ ...conv, out: 'cpu.npy' }) });
+    // The layer's GEMM is 9 x 4 x 27 (3 x 3 outputs at stride 2); the entry names a tiling the rules never choose.
+    const table = {
+      format: 'qgemm-tuning-1',
+      adapter: tuningAdapter(gpu!.summary),
+      entries: [
+        {
+          class: 'conv',
+          shape: { M: 9, N: 4, K: 27 },
+          kernel: { family: 'dot4-tiled', dot4: gpu!.hasDot4 ? 'native' : 'emulated', tileM: 32, tileN: 64, tileKW: 8 },
+        },
+      ],
+    };
+    writeFileSync(join(dir, 't.json'), JSON.stringify(table));
+    const tuned = runBin(['run', 'spec.json', '--backend', 'webgpu', '--tuning', 't.json', '-v'], dir);
+    expect(tuned.code, tuned.err).toBe(0);
+    expect(tuned.err).toMatch(/conv2d ran with --backend webgpu, kernel dot4-32x64-kw8/);
+    const want = readFileSync(join(dir, 'y.npy'));
+    const cpu = runBin(['run', 'cpu.json', '--backend', 'cpu'], dir);
+    expect(cpu.code, cpu.err).toBe(0);
+    expect(Buffer.compare(readFileSync(join(dir, 'cpu.npy')), want)).toBe(0);
   });
 });

@@ -59,6 +59,30 @@ describe.skipIf(!gpu)('WebGPU takes the layers validation of every backend (issu
       'params.filter.zeroPoint',
     );
   });
+  test("a layer's options are a GEMM's: a context's options (a tuning table, a device), onKernel; not an object: InputError", async () => {
+    const other = {
+      format: 'qgemm-tuning-1',
+      adapter: { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: '' },
+      entries: [],
+    };
+    expect(await field(conv2d(image, conv, { backend: 'webgpu', tuning: other }))).toBe('tuning.adapter');
+    const fc = {
+      input: conv.input,
+      weights: { data: new Int8Array(6), shape: [2, 3] as [number, number], scale: 0.1 },
+      output: conv.output,
+    };
+    expect(await field(fullyConnected({ data: new Int8Array(6), shape: [2, 3] }, fc, { backend: 'webgpu', tuning: other }))).toBe(
+      'tuning.adapter',
+    );
+    expect(await field(conv2d(image, conv, null as never))).toBe('options');
+    const kernels: string[] = [];
+    const onKernel = (k: string) => kernels.push(k);
+    const got = await conv2d(image, conv, { backend: 'webgpu', device: gpu!.device, onKernel });
+    const want = await conv2d(image, conv, { backend: 'cpu', onKernel });
+    expect(Array.from(got.data)).toEqual(Array.from(want.data));
+    expect(kernels).toHaveLength(2);
+    expect(kernels[0]).toMatch(/^gemv/); // 4 output pixels
+  });
   test('a stride of 1e9 runs as on the CPU; 2^31 is refused, naming the limit', async () => {
     const p = { ...conv, stride: [1e9, 1e9] as [number, number] };
     const [gpuOut, cpuOut] = [await conv2d(image, p, { backend: 'webgpu' }), await conv2d(image, p, { backend: 'cpu' })];
