@@ -7,12 +7,21 @@
 
 const LHS_RAW: bool = true; // the kernel computes the lhs row sums
 
-var<private> patchRows: array<PatchRow, 4>; // the workgroup's rows rowBase .. rowBase + 3
+// The workgroup's rows rowBase .. rowBase + 3, one PatchRow field per vector (a vector's lane picked by a
+// row index is a few selects; an array of structs indexed so may live in memory).
+var<private> rowLive: vec4<bool>;
+var<private> rowPixel0: vec4<u32>;
+var<private> rowIh0: vec4<i32>;
+var<private> rowIw0: vec4<i32>;
 
 /** Where the workgroup's 4 patch rows start (their image, the top-left tap), once for the whole k loop. */
 fn lhsBegin(rowBase: u32) {
   for (var r = 0u; r < 4u; r++) {
-    patchRows[r] = patchRow(tile.bandM + rowBase + r);
+    let p = patchRow(tile.bandM + rowBase + r);
+    rowLive[r] = p.live;
+    rowPixel0[r] = p.pixel0;
+    rowIh0[r] = p.ih0;
+    rowIw0[r] = p.iw0;
   }
 }
 
@@ -21,5 +30,6 @@ fn lhsBegin(rowBase: u32) {
  * multiple of 4): zeros past K and for a row past M.
  */
 fn lhsChunk(row: u32, c: u32) -> vec4<u32> {
-  return patchPiece(patchRows[row % 4u], 4u * c);
+  let i = row % 4u;
+  return patchPiece(PatchRow(rowLive[i], rowPixel0[i], rowIh0[i], rowIw0[i]), 4u * c);
 }
