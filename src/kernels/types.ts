@@ -87,6 +87,12 @@ export interface PreparedGemmKernel {
    * sums itself, so that the patch pack pass is skipped; compiled on first use.
    */
   patchLhs?(): Promise<PreparedGemmKernel>;
+  /**
+   * Whether the patchLhs form can run this plan (default: yes). Split-K: its workspace, which then also
+   * holds every slice's row sums, must fit one storage binding; where it does not, the scheduler packs
+   * the patches first and runs the plain form, whose workspace holds the raw sums only.
+   */
+  gathers?(dispatches: GemmDispatch[], limits: PlanLimits): boolean;
 }
 
 export interface GpuGemmKernel {

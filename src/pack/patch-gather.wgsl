@@ -56,24 +56,30 @@ fn patchRow(m: u32) -> PatchRow {
   );
 }
 
-/** The first byte in patchInput of tap `tap` (kh * KW + kw) of row r, or -1 in the padding. */
-fn tapPixel(r: PatchRow, tap: u32) -> i32 {
+/**
+ * What tapPixel gives for a tap in the padding: no byte index of a binding (below 4 GiB). A byte index is
+ * a u32, not an i32 with -1 for the padding, so that an input above 2 GiB is read, not taken for padding.
+ */
+const PADDING_TAP: u32 = 0xffffffffu;
+
+/** The first byte in patchInput of tap `tap` (kh * KW + kw) of row r, or PADDING_TAP in the padding. */
+fn tapPixel(r: PatchRow, tap: u32) -> u32 {
   let ih = r.ih0 + i32((tap / geometry.KW) * geometry.dilationH);
   let iw = r.iw0 + i32((tap % geometry.KW) * geometry.dilationW);
   if (ih < 0 || ih >= i32(geometry.H) || iw < 0 || iw >= i32(geometry.W)) {
-    return -1;
+    return PADDING_TAP;
   }
-  return i32((r.pixel0 + u32(ih) * geometry.W + u32(iw)) * geometry.pixelStride);
+  return (r.pixel0 + u32(ih) * geometry.W + u32(iw)) * geometry.pixelStride;
 }
 
 /** The uint8-domain value at k (< depth) of row r. */
 fn patchValue(r: PatchRow, k: u32) -> u32 {
   let tap = k / geometry.C;
   let pixel = tapPixel(r, tap);
-  if (pixel < 0) {
+  if (pixel == PADDING_TAP) {
     return geometry.padValue;
   }
-  let index = u32(pixel) + k - tap * geometry.C;
+  let index = pixel + k - tap * geometry.C;
   return ((patchInput[index >> 2u] >> ((index & 3u) * 8u)) & 0xffu) ^ geometry.signFlip;
 }
 
@@ -88,10 +94,10 @@ fn patchPiece(r: PatchRow, w0: u32) -> vec4<u32> {
   if (r.live && k < geometry.depth && geometry.C % 16u == 0u && geometry.pixelStride % 4u == 0u) {
     let tap = k / geometry.C;
     let pixel = tapPixel(r, tap);
-    if (pixel < 0) {
+    if (pixel == PADDING_TAP) {
       return vec4<u32>(geometry.padValue * 0x01010101u);
     }
-    let i = (u32(pixel) + k - tap * geometry.C) >> 2u;
+    let i = (pixel + k - tap * geometry.C) >> 2u;
     let flip = vec4<u32>(geometry.signFlip * 0x01010101u);
     return vec4<u32>(patchInput[i], patchInput[i + 1u], patchInput[i + 2u], patchInput[i + 3u]) ^ flip;
   }
@@ -113,10 +119,10 @@ fn patchWord(r: PatchRow, w: u32) -> u32 {
   if (geometry.C % 4u == 0u && geometry.pixelStride % 4u == 0u) {
     let tap = k / geometry.C; // no word straddles two taps
     let pixel = tapPixel(r, tap);
-    if (pixel < 0) {
+    if (pixel == PADDING_TAP) {
       return geometry.padValue * 0x01010101u;
     }
-    return patchInput[(u32(pixel) + k - tap * geometry.C) >> 2u] ^ (geometry.signFlip * 0x01010101u);
+    return patchInput[(pixel + k - tap * geometry.C) >> 2u] ^ (geometry.signFlip * 0x01010101u);
   }
   var word = 0u;
   for (var j = 0u; j < 4u; j++) {

@@ -248,7 +248,7 @@ export async function runGemm(
     const plain = asMatrix && (!base.patchLhs || (base.rawLhs && rawLhsReadable(asMatrix, p, formats.lhs, r.caps))) ? asMatrix : null;
     if (plain) return runGemm(r, choice, { ...problem, lhs: plain }, timing, readback, call);
     // A kernel that gathers a convolution's lhs from its input itself (the gemv, tiled and split-K kernels) skips the patch pack.
-    const gather = patches && base.patchLhs ? await base.patchLhs() : null;
+    const gather = patches && base.patchLhs && (base.gathers?.(dispatches, r.limits) ?? true) ? await base.patchLhs() : null;
     if (patches && !gather) r.checkBuffer(packedBytes('lhs', M), 'packed lhs');
     const patchPipe = patches && !gather ? await patchPipeline(device) : null;
     // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.

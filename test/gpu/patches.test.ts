@@ -501,19 +501,24 @@ describe.skipIf(!gpu)('split-K gathering the patches of each K slice == CPU refe
     }
   });
   // A band whose raw sums alone fill the binding (32 rows x 256 columns of int32 in 32 KiB, K 64) leaves
-  // no room for a gathered lhs's row sums: a LimitExceededError before anything runs (conv2d then builds
-  // the patch rows on the host), never a validation error.
-  it.skipIf(!gpu?.hasDot4)('splitk-32x32: a workspace above one binding is a LimitExceededError', async () => {
+  // no room for a gathered lhs's row sums: the scheduler packs the patches first and runs the plain form
+  // (its workspace holds the raw sums only), exact, never a LimitExceededError or a validation error.
+  it.skipIf(!gpu?.hasDot4)('splitk-32x32: where the gathered workspace exceeds a binding, the patches are packed first', async () => {
     const limits = { maxStorageBufferBindingSize: 32768 };
     const ctx = await GpuContext.create({ device: gpu!.device, kernel: 'splitk-32x32', limits });
     try {
       const g = { ...sameLayer(1, 7, 64, 1, 1, 1), height: 1, outHeight: 1 }; // 7 pixels of 64 channels
-      const rhs = { data: new Uint8Array(64 * 256), rows: 64, cols: 256, order: 'col-major' as const };
-      const e = await ctx
-        .gemm({ lhs: { input: new Uint8Array(7 * 64), geometry: g, zeroPoint: 0 }, rhs, dstOrder: 'col-major' })
-        .catch((x) => x);
-      expect(e).toBeInstanceOf(LimitExceededError);
-      expect((e as LimitExceededError).limit).toBe('maxStorageBufferBindingSize');
+      const input = Uint8Array.from({ length: 7 * 64 }, (_, j) => (j * 71 + 5) & 0xff);
+      const rhs = {
+        data: Uint8Array.from({ length: 64 * 256 }, (_, j) => (j * 13 + 2) & 0xff),
+        rows: 64,
+        cols: 256,
+        order: 'col-major' as const,
+      };
+      const common = { rhs, lhsZeroPoint: 17, rhsZeroPoint: 201, dstOrder: 'col-major' as const };
+      const got = await ctx.gemm({ ...common, lhs: { input, geometry: g, zeroPoint: 17 } });
+      expect(ctx.lastRun).toMatchObject({ kernel: 'splitk-32x32', patchesGathered: false, packDispatches: 2 });
+      expectExact(got, { ...common, lhs: { data: naivePatches(input, g, 17), rows: 7, cols: 64 } }, 'split-K, patches packed first');
     } finally {
       ctx.destroy();
     }

@@ -25,6 +25,7 @@ import { tileBindings } from '../banded.ts';
 import { encodeReduce, prepareReduce } from '../splitk/kernel.ts';
 import {
   bandWorkspace,
+  gatheredWorkspaceFits,
   planSplitK,
   type SplitKDispatch,
   type SplitKGeometry,
@@ -135,7 +136,7 @@ export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
         });
       return {
         encode: (e) => encodeSplit(e, partial, reduce, s.format, s.rhsFormat, splitDeclarations),
-        ...(patchLhs ? { patchLhs } : {}),
+        ...(patchLhs ? { patchLhs, gathers: gatheredWorkspaceFits } : {}),
       };
     },
     ...(s.needsSelfTest ? { needsSelfTest: true } : {}),

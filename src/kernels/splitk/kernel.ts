@@ -23,6 +23,7 @@ import { epilogueLibrary } from '../../epilogue/source.ts';
 import { dot4Library } from '../../wgsl/source.ts';
 import {
   bandWorkspace,
+  gatheredWorkspaceFits,
   planSplitK,
   REDUCE_THREADS,
   SPLITK_TILE,
@@ -104,7 +105,7 @@ export function splitKKernel(rhsBits: 8 | 4): GpuGemmKernel {
         ]);
         return { encode: (e: GemmEncoding) => encodeSplitK(e, gathering, reduceSums, patchSource) };
       };
-      return { encode: (e) => encodeSplitK(e, partial, reduce, partialSource), patchLhs };
+      return { encode: (e) => encodeSplitK(e, partial, reduce, partialSource), patchLhs, gathers: gatheredWorkspaceFits };
     },
   };
 

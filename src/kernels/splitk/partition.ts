@@ -156,6 +156,10 @@ export function bandWorkspace(d: SplitKDispatch, rowSums: boolean): { rowSumsAt:
   return { rowSumsAt, bytes: 4 * (rowSumsAt + (rowSums ? d.splits * d.liveRows : 0)) };
 }
 
+/** Whether a split-K plan's workspace with a gathered lhs's row sums (bandWorkspace) fits one storage binding. */
+export const gatheredWorkspaceFits = (plan: GemmDispatch[], limits: PlanLimits): boolean =>
+  workspaceBytes(plan as SplitKDispatch[], true) <= limits.maxStorageBufferBindingSize;
+
 /** Workspace bytes of a split-K plan: the largest band's (bandWorkspace). */
 export function workspaceBytes(plan: SplitKDispatch[], rowSums = false): number {
   return plan.reduce((m, d) => Math.max(m, bandWorkspace(d, rowSums).bytes), 4);
