@@ -17,7 +17,7 @@
 import { InputError } from '../errors.ts';
 import type { Conv2dParams, FullyConnectedParams, FusedActivation, QuantParams, Tensor } from '../layers/layers.ts';
 import type { SequentialLayer } from '../layers/sequential.ts';
-import { checkScale32 } from '../layers/validate.ts';
+import { checkScale32, shown } from '../layers/validate.ts';
 import { brief } from './json.ts';
 import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
 
@@ -180,7 +180,7 @@ function tensor(field: string, v: Record<string, unknown>, io: SpecIo): { data: 
 
 function pair(field: string, v: unknown): [number, number] {
   if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isInteger(x) && x >= 1)) {
-    throw new InputError(field, `expected [h, w] of positive integers, got ${brief(v)}`);
+    throw new InputError(field, `expected [h, w] of positive integers, got ${shown(v)}`);
   }
   return [v[0], v[1]];
 }

@@ -267,7 +267,16 @@ export function convShape(
     throw new InputError('params.padding', `expected 'SAME' or 'VALID', got ${brief(params.padding)}`);
   const gh = convGeometry(H, KH, sh, dh, params.padding);
   const gw = convGeometry(W, KW, sw, dw, params.padding);
-  if (gh.out < 1 || gw.out < 1) throw new InputError('params.filter.shape', 'the filter is larger than the input (VALID padding)');
+  if (gh.out < 1 || gw.out < 1) {
+    // The filter itself fits: its dilation makes it larger than the input.
+    if (KH <= H && KW <= W) {
+      throw new InputError(
+        'params.dilation',
+        `the dilated filter (extent ${(KH - 1) * dh + 1} x ${(KW - 1) * dw + 1}) is larger than the ${H} x ${W} input (VALID padding)`,
+      );
+    }
+    throw new InputError('params.filter.shape', 'the filter is larger than the input (VALID padding)');
+  }
   for (const [g, k, s, d] of [
     [gh, KH, sh, dh],
     [gw, KW, sw, dw],

@@ -220,6 +220,14 @@ describe('10: one limit on stride and dilation, stated in the message, on every 
     expect(d.field).toBe('params.dilation');
     expect(d.message).toMatch(/2147483647/);
   });
+  test('VALID: a filter that fits but whose dilation does not names params.dilation, one that does not fit the filter', async () => {
+    const x = { data: new Int8Array(27), shape: [1, 3, 3, 3] };
+    const f = { data: new Int8Array(12), shape: [1, 2, 2, 3] as [number, number, number, number], scale: 0.1 };
+    const dilated = await refusal(conv({ ...convParams(), filter: f, padding: 'VALID', dilation: [3, 1] }, x));
+    expect([dilated.field, dilated.message]).toEqual(['params.dilation', expect.stringMatching(/extent 4 x 2.*3 x 3 input/)]);
+    const big = { data: new Int8Array(48), shape: [1, 4, 4, 3] as [number, number, number, number], scale: 0.1 };
+    expect((await refusal(conv({ ...convParams(), filter: big, padding: 'VALID' }, x))).field).toBe('params.filter.shape');
+  });
 });
 
 describe('11: the field is the path the caller wrote', () => {
