@@ -90,7 +90,7 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
       `expected ${op.op === 'gemm' ? 'a GemmProblem' : 'an ElementwiseProblem'} object, got ${brief(op.problem)}`,
     );
   }
-  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
+  checkOptions(opts);
   checkBackend(backend);
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
@@ -136,6 +136,11 @@ async function runPackedOnCpu(
     return p;
   };
   return { ...(await runPrepacked(problem, packed, validate)), backend: 'cpu' };
+}
+
+/** Refuses options that are not an object (a GEMM's, a layer's), naming `options`. */
+export function checkOptions(opts: unknown): asserts opts is RunOptions {
+  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
 }
 
 function checkBackend(backend: unknown): asserts backend is Backend {

@@ -8,7 +8,7 @@
 // PatchOperand lhs, src/pack/patches.wgsl), on the CPU as im2col rows built on the host; the output is
 // NHWC directly.
 
-import { gemm, type GemmOptions, onBackend } from '../api.ts';
+import { checkOptions, gemm, type GemmOptions, onBackend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { im2col, MAX_PATCH_POSITION, type PatchGeometry } from '../pack/patches.ts';
 import type { GpuContext, GpuGemmProblem } from '../scheduler/context.ts';
@@ -88,11 +88,6 @@ export interface Conv2dParams {
  * options, a tuning table among them; `warn`, `onKernel`, `onTrace`), for the layer's one GEMM.
  */
 export type LayerOptions = GemmOptions;
-
-/** Refuses options that are not an object, as runOp does for a GEMM's. */
-function checkOptions(opts: unknown): asserts opts is LayerOptions {
-  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
-}
 
 export const dtypeOf = (d: OperandData, field: string): 'uint8' | 'int8' => {
   if (d instanceof Uint8Array) return 'uint8';
@@ -326,15 +321,10 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   // host im2col rows, which the GEMM splits into bands.
   const call = { onTrace: opts.onTrace };
   const onGpu = async (ctx: GpuContext) => {
-    const run = async () => {
-      try {
-        return await ctx.gemm(gemmOf({ input: input.data, geometry, zeroPoint: params.input.zeroPoint }), undefined, call);
-      } catch (e) {
-        if (!(e instanceof LimitExceededError)) throw e;
-        return ctx.gemm(gemmOf(hostPatches()), undefined, call);
-      }
-    };
-    const r = await run();
+    const r = await ctx.gemm(gemmOf({ input: input.data, geometry, zeroPoint: params.input.zeroPoint }), undefined, call).catch((e) => {
+      if (!(e instanceof LimitExceededError)) throw e;
+      return ctx.gemm(gemmOf(hostPatches()), undefined, call);
+    });
     opts.onKernel?.(ctx.lastRun.kernel ?? 'unknown');
     return r;
   };
