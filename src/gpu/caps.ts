@@ -23,6 +23,7 @@ export interface PlanLimits {
   maxBufferSize: number;
   maxComputeWorkgroupStorageSize: number;
   maxComputeInvocationsPerWorkgroup: number;
+  maxComputeWorkgroupSizeX: number;
   minStorageBufferOffsetAlignment: number;
   minUniformBufferOffsetAlignment: number;
 }
@@ -59,6 +60,7 @@ const LIMIT_KEYS: (keyof PlanLimits)[] = [
   'maxBufferSize',
   'maxComputeWorkgroupStorageSize',
   'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
   'minStorageBufferOffsetAlignment',
   'minUniformBufferOffsetAlignment',
 ];
@@ -80,9 +82,38 @@ export function subgroupMatrixConfigs(info: unknown): SubgroupMatrixConfig[] {
 }
 
 /**
+ * The invocations of the library's smallest fixed workgroups (the packs, the patch pack, the elementwise
+ * kernel, the gemv, split-K's partial and reduce passes): under every device's minimum (WebGPU's
+ * compatibility mode guarantees 128 invocations and 128 along x; core, 256), so they run anywhere and
+ * need no check. The larger ones (the 64-tiles, the wide and subgroup-matrix tilings, the transposing
+ * pack) check fitsWorkgroup.
+ */
+export const SMALLEST_WORKGROUP = 64;
+/**
+ * Workgroup memory that every fixed workgroup fits in (the largest, the transposing pack's, is 5 KiB);
+ * every device has 16 KiB. The tiled kernels check their staging against the limit.
+ */
+export const FIXED_WORKGROUP_STORAGE = 8192;
+/** The least value each lowered workgroup limit may take: every fixed workgroup still fits. */
+const LEAST_LIMIT: Readonly<Record<string, number>> = {
+  maxComputeInvocationsPerWorkgroup: SMALLEST_WORKGROUP,
+  maxComputeWorkgroupSizeX: SMALLEST_WORKGROUP,
+  maxComputeWorkgroupStorageSize: FIXED_WORKGROUP_STORAGE,
+};
+
+/**
+ * Whether a workgroup of x by y invocations (@workgroup_size(x, y)) fits these limits. y is at most 16 in
+ * every kernel, under every device's maxComputeWorkgroupSizeY (128 at least), so it is not checked.
+ */
+export function fitsWorkgroup(limits: PlanLimits, x: number, y = 1): boolean {
+  return x * y <= limits.maxComputeInvocationsPerWorkgroup && x <= limits.maxComputeWorkgroupSizeX;
+}
+
+/**
  * Checks the limits a caller lowers (GpuContext.create({ limits })): an object of known PlanLimits keys,
- * each a positive integer (an alignment a power of two, as WebGPU's), else an InputError naming
- * `limits.<key>`. A NaN, 0 or negative value would plan no dispatch or never finish planning.
+ * each a positive integer (an alignment a power of two, as WebGPU's; a workgroup limit at least what
+ * the fixed workgroups need, LEAST_LIMIT), else an InputError naming `limits.<key>`. A NaN, 0 or negative value would plan no
+ * dispatch or never finish planning.
  */
 export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
   if (lowered === undefined) return {};
@@ -93,8 +124,11 @@ export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
     }
     if (v === undefined) continue;
     const alignment = key.startsWith('min');
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || (alignment && (v & (v - 1)) !== 0)) {
-      throw new InputError(`limits.${key}`, `expected ${alignment ? 'a power of two' : 'an integer of at least 1'}, got ${String(v)}`);
+    const least = LEAST_LIMIT[key] ?? 1;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < least || (alignment && (v & (v - 1)) !== 0)) {
+      const expected = alignment ? 'a power of two' : `an integer of at least ${least}`;
+      const why = least > 1 ? ' (what the packs, the gemv and split-K need of every device)' : '';
+      throw new InputError(`limits.${key}`, `expected ${expected}, got ${String(v)}${why}`);
     }
   }
   return lowered as Partial<PlanLimits>;

@@ -5,7 +5,7 @@
 // that read it as [outer][depth]: lhs [M,K] has outer = m, rhs [K,N] outer = n.
 
 import { getPipeline } from '../gpu/pipelines.ts';
-import type { PlanLimits } from '../gpu/caps.ts';
+import { type AdapterCaps, fitsWorkgroup, type PlanLimits } from '../gpu/caps.ts';
 import { packedRowBytes } from './formats.ts';
 import { planPack, type PackDispatch, type PackSource } from './plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
@@ -66,8 +66,9 @@ export function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStr
   return { outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
 }
 
-/** Rows one packTranspose workgroup packs (TRANSPOSE_ROWS in pack.wgsl). */
+/** Rows one packTranspose workgroup packs, and its invocations (TRANSPOSE_ROWS, TRANSPOSE_THREADS in pack.wgsl). */
 const TRANSPOSE_ROWS = 64;
+const TRANSPOSE_THREADS = 256;
 
 /**
  * The entry point that packs x as `side` into `format`: packTranspose where k is strided in x's storage
@@ -75,13 +76,20 @@ const TRANSPOSE_ROWS = 64;
  * one row per workgroup, reads as well and a small GEMM compiles one pipeline fewer). Never where compiling
  * is slow (AdapterCaps.slowCompiler: a software adapter, where coalescing buys nothing, since its "GPU
  * memory" is the CPU's): SwiftShader takes about 0.6 s to compile packTranspose (barriers inside its
- * loop), against 0.05 to 0.1 s for `pack`.
+ * loop), against 0.05 to 0.1 s for `pack`. Nor where the device's workgroups are smaller than its
+ * TRANSPOSE_THREADS (a compatibility-mode device: 128 invocations).
  */
-export function packEntry(x: Operand | GpuMatrix, side: 'lhs' | 'rhs', format: PackFormat, adapter: { slowCompiler: boolean }): PackEntry {
+export function packEntry(
+  x: Operand | GpuMatrix,
+  side: 'lhs' | 'rhs',
+  format: PackFormat,
+  adapter: Pick<AdapterCaps, 'slowCompiler' | 'limits'>,
+): PackEntry {
   const outer = side === 'lhs' ? x.rows : x.cols;
   // The transposing pack writes 8-bit lanes only: a nibble-packed operand takes the strided path.
   const strided = strides(x, side).depthStride !== 1;
-  return strided && format.valueBits === 8 && outer >= TRANSPOSE_ROWS && !adapter.slowCompiler ? 'packTranspose' : 'pack';
+  const transposes = strided && format.valueBits === 8 && outer >= TRANSPOSE_ROWS;
+  return transposes && !adapter.slowCompiler && fitsWorkgroup(adapter.limits, TRANSPOSE_THREADS) ? 'packTranspose' : 'pack';
 }
 
 export interface PackJob {
@@ -138,7 +146,7 @@ export function packOperand(
   limits: PlanLimits,
   target: { packed: GPUBuffer; sums: GPUBuffer },
   uploads: Uploads,
-  adapter: { slowCompiler: boolean },
+  adapter: Pick<AdapterCaps, 'slowCompiler' | 'limits'>,
 ): PackJob {
   const outer = side === 'lhs' ? x.rows : x.cols;
   const depth = side === 'lhs' ? x.cols : x.rows;

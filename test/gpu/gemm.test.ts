@@ -480,6 +480,8 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
       [{ maxComputeWorkgroupsPerDimension: 0 }, 'limits.maxComputeWorkgroupsPerDimension'], // planned forever
       [{ maxComputeWorkgroupsPerDimension: 2.5 }, 'limits.maxComputeWorkgroupsPerDimension'],
       [{ minStorageBufferOffsetAlignment: 384 }, 'limits.minStorageBufferOffsetAlignment'],
+      [{ maxComputeInvocationsPerWorkgroup: 32 }, 'limits.maxComputeInvocationsPerWorkgroup'], // under the packs' 64
+      [{ maxComputeWorkgroupSizeX: 63 }, 'limits.maxComputeWorkgroupSizeX'],
       [{ maxBindingSize: 1024 }, 'limits.maxBindingSize'],
       [[], 'limits'],
     ] as const) {

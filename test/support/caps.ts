@@ -11,6 +11,7 @@ export const testLimits = (over: Partial<PlanLimits> = {}): PlanLimits => ({
   maxBufferSize: 2 ** 32,
   maxComputeWorkgroupStorageSize: 16384,
   maxComputeInvocationsPerWorkgroup: 256,
+  maxComputeWorkgroupSizeX: 256,
   minStorageBufferOffsetAlignment: 256,
   minUniformBufferOffsetAlignment: 256,
   ...over,
@@ -56,6 +57,7 @@ export const h100Caps = (over: Partial<AdapterCaps> = {}): AdapterCaps =>
       maxStorageBufferBindingSize: 2 ** 31,
       maxComputeWorkgroupStorageSize: 49152,
       maxComputeInvocationsPerWorkgroup: 1024,
+      maxComputeWorkgroupSizeX: 1024,
     }),
     ...over,
   });

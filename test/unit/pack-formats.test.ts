@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
 import { formatOf, formatServes, PACK_FORMATS, packedRowBytes, prepackFormat } from '../../src/pack/formats.ts';
 import { packEntry } from '../../src/pack/pack.ts';
-import { testCaps, testShape } from '../support/caps.ts';
+import { testCaps, testLimits, testShape } from '../support/caps.ts';
 
 const caps = testCaps;
 const shape = (M: number, N: number, K: number) => testShape(M, N, K);
@@ -61,15 +61,17 @@ describe('the wide dot4 kernel in the choice table', () => {
     expect(() => selectGemmKernel(caps(), shape(64, 64, 64), { force: 'dot4-128x128', rhsPackFormat: 'u8k4-r64' })).toThrow(/cannot run/);
   });
   it('needs 16 KiB of workgroup memory and 256 invocations', () => {
-    const small = caps({ limits: { ...caps().limits, maxComputeWorkgroupStorageSize: 8192 } });
-    expect(selectGemmKernel(small, shape(4096, 4096, 64)).id).toBe('dot4-64x64');
+    const small = caps({ limits: { ...caps().limits, maxComputeWorkgroupStorageSize: 12288 } });
+    expect(selectGemmKernel(small, shape(4096, 4096, 64)).id).toBe('dot4-64x64'); // 8 KiB of staging, 1 KiB of row sums
+    const fewer = caps({ limits: { ...caps().limits, maxComputeInvocationsPerWorkgroup: 128, maxComputeWorkgroupSizeX: 128 } });
+    expect(selectGemmKernel(fewer, shape(4096, 4096, 64)).id).toBe('dot4-32x32'); // 64x64 is 256 invocations too
   });
 });
 
 describe('the pack entry point', () => {
   const rowMajor = (rows: number, cols: number) => ({ data: new Uint8Array(rows * cols), rows, cols });
   const [u8, u4] = [PACK_FORMATS['u8k4-r64'], PACK_FORMATS['u4k8-r64']];
-  const hardware = { slowCompiler: false };
+  const hardware = { slowCompiler: false, limits: testLimits() };
   it('transposes strided operands of 64 rows or more, in 8-bit lanes, where compiling is cheap', () => {
     expect(packEntry(rowMajor(32, 64), 'rhs', u8, hardware)).toBe('packTranspose'); // k strided, 64 columns
     expect(packEntry(rowMajor(32, 63), 'rhs', u8, hardware)).toBe('pack');
@@ -78,6 +80,12 @@ describe('the pack entry point', () => {
     expect(packEntry(rowMajor(32, 64), 'rhs', u4, hardware)).toBe('pack'); // nibbles: the strided path
   });
   it('never where compiling is slow (a software adapter)', () => {
-    expect(packEntry(rowMajor(32, 64), 'rhs', u8, { slowCompiler: true })).toBe('pack');
+    expect(packEntry(rowMajor(32, 64), 'rhs', u8, { ...hardware, slowCompiler: true })).toBe('pack');
+  });
+  it("never where the device's workgroups hold fewer than its 256 invocations (a compatibility-mode device)", () => {
+    const compat = { slowCompiler: false, limits: testLimits({ maxComputeInvocationsPerWorkgroup: 128, maxComputeWorkgroupSizeX: 128 }) };
+    expect(packEntry(rowMajor(32, 64), 'rhs', u8, compat)).toBe('pack');
+    const narrow = { slowCompiler: false, limits: testLimits({ maxComputeWorkgroupSizeX: 128 }) };
+    expect(packEntry(rowMajor(32, 64), 'rhs', u8, narrow)).toBe('pack');
   });
 });

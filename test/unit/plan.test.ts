@@ -18,6 +18,7 @@ const limitsOf = (binding: number, wg: number, alignment = 256): PlanLimits => (
   maxBufferSize: 2 ** 40,
   maxComputeWorkgroupStorageSize: 16384,
   maxComputeInvocationsPerWorkgroup: 256,
+  maxComputeWorkgroupSizeX: 256,
   minStorageBufferOffsetAlignment: alignment,
   minUniformBufferOffsetAlignment: 256,
 });

@@ -147,6 +147,30 @@ describe('selectGemmKernel', () => {
   });
 });
 
+describe('selectGemmKernel on a compatibility-mode device (128 invocations, 128 along x)', () => {
+  const compat = { maxComputeInvocationsPerWorkgroup: 128, maxComputeWorkgroupSizeX: 128 };
+  const adapters = {
+    'dot4 with subgroups': testCaps({ limits: { ...testCaps().limits, ...compat } }),
+    'subgroup matrices (32-wide subgroups)': h100Caps({ limits: { ...h100Caps().limits, ...compat } }),
+  };
+  const sides = [1, 4, 5, 16, 33, 64, 65, 128, 256, 1024, 4096];
+  for (const [name, caps] of Object.entries(adapters)) {
+    it(`${name}: every choice over a shape sweep fits, and a kernel that does not is refused when forced`, () => {
+      for (const M of sides)
+        for (const N of sides)
+          for (const K of [64, 4096]) {
+            const id = selectGemmKernel(caps, testShape(M, N, K)).id;
+            expect(id, `${M}x${N}x${K}`).not.toMatch(/^dot4-(64x64|128x128)|^sgmat-(128|256)|-w4x2|-w2x4/);
+          }
+      expect(() => selectGemmKernel(caps, testShape(256, 256, 64), { force: 'dot4-64x64' })).toThrow(/cannot run/);
+      expect(() => selectGemmKernel(caps, testShape(256, 256, 64), { force: 'dot4-128x128' })).toThrow(/cannot run/);
+    });
+  }
+  it('the 4-subgroup tensor-core tiling fits (4 x 32 invocations) and still serves large shapes', () => {
+    expect(selectGemmKernel(adapters['subgroup matrices (32-wide subgroups)'], testShape(4096, 4096, 4096)).id).toBe('sgmat-64x64');
+  });
+});
+
 describe('selectCpuKernel', () => {
   const p = normalizeProblem({
     lhs: { data: new Uint8Array(6), rows: 2, cols: 3, order: 'row-major' },

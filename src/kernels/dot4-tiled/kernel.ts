@@ -8,6 +8,7 @@
 // runs for which shape is decided there (src/kernels/registry.ts), not here.
 
 import { bandedKernel, dot4KernelSource, dot4TileLoopBody, type ThreadSide, type VecWords } from '../banded.ts';
+import { fitsWorkgroup } from '../../gpu/caps.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import gemm from './gemm.wgsl?raw';
 
@@ -65,6 +66,11 @@ export function dot4TiledKernel(tile: 32 | 64, dot4: 'native' | 'emulated', conf
     ...(config ? {} : { slowCompilerOverrides: { TILE_KW: 4 } }),
     tileM: c.tileM,
     tileN: c.tileN,
-    supports: (caps) => dot4 === 'emulated' || caps.dot4,
+    // A 64x64 tile of 4x4 blocks is 256 invocations: over a compatibility-mode device's 128. Its workgroup
+    // memory: both staged tiles (dot4-tile.wgsl), and a word per invocation where it gathers patches.
+    supports: (caps) =>
+      (dot4 === 'emulated' || caps.dot4) &&
+      fitsWorkgroup(caps.limits, c.tileN / tn, c.tileM / tm) &&
+      caps.limits.maxComputeWorkgroupStorageSize >= ((c.tileM + c.tileN) * c.tileKW + (c.tileN / tn) * (c.tileM / tm)) * 4,
   });
 }

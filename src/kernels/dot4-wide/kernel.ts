@@ -8,7 +8,7 @@
 // is decided in src/kernels/registry.ts. Every tiling also has a form that gathers a convolution's lhs
 // from its input into the same staging (./lhs-patches.wgsl in place of ./lhs.wgsl: PreparedGemmKernel.patchLhs).
 
-import type { AdapterCaps } from '../../gpu/caps.ts';
+import { type AdapterCaps, fitsWorkgroup } from '../../gpu/caps.ts';
 import { bandedKernel, dot4KernelSource, type ThreadSide, type VecWords } from '../banded.ts';
 import type { GpuGemmKernel } from '../types.ts';
 import gemm from './gemm.wgsl?raw';
@@ -86,6 +86,6 @@ export function dot4WideKernel(dot4: 'native' | 'emulated', c: Dot4WideConfig = 
     supports: (caps: AdapterCaps) =>
       (dot4 === 'emulated' || caps.dot4) &&
       caps.limits.maxComputeWorkgroupStorageSize >= stagingBytes(c) &&
-      caps.limits.maxComputeInvocationsPerWorkgroup >= c.threadsX * c.threadsY,
+      fitsWorkgroup(caps.limits, c.threadsX, c.threadsY),
   });
 }

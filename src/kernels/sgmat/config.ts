@@ -21,7 +21,7 @@
 // The best configuration is the largest fragment (M x N x K), then u8 before i8: NVIDIA's 16x16x32 before
 // its 16x8x32, lavapipe's 8x8x8 where that is all there is.
 
-import type { AdapterCaps, SubgroupMatrixConfig } from '../../gpu/caps.ts';
+import { type AdapterCaps, fitsWorkgroup, type SubgroupMatrixConfig } from '../../gpu/caps.ts';
 
 /** One configuration the kernel can be built for. */
 export interface SgmatConfig {
@@ -117,7 +117,7 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
     return `1 to 4 fragments per subgroup and side (got ${fm} x ${fn})`;
   }
   if (limits) {
-    if (subgroups * c.subgroupSize > limits.maxComputeInvocationsPerWorkgroup) return 'too many invocations per workgroup';
+    if (!fitsWorkgroup(limits, subgroups * c.subgroupSize)) return 'too many invocations per workgroup';
     if (tilingLayout(t).workgroupBytes > limits.maxComputeWorkgroupStorageSize) return 'too much workgroup memory';
   }
   return '';
@@ -152,7 +152,7 @@ function fragmentUsable(c: SubgroupMatrixConfig): boolean {
 function fixedSubgroupSize(caps: AdapterCaps): number {
   const s = caps.subgroupMaxSize;
   if (!caps.subgroups || s === 0 || caps.subgroupMinSize !== s || !pow2(s) || s > 64) return 0;
-  return 4 * s <= caps.limits.maxComputeInvocationsPerWorkgroup ? s : 0;
+  return fitsWorkgroup(caps.limits, 4 * s) ? s : 0;
 }
 
 /** The configuration to use on an adapter (largest fragment, u8 before i8), or null where none fits. */
