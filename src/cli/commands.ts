@@ -18,7 +18,7 @@ import { LAYER_OPS, inSpecTerms, isLayerOp, parseLayerSpec, parseSequentialSpec 
 import { conv2d, fullyConnected } from '../layers/layers.ts';
 import { checkLayers, runLayers, Sequential } from '../layers/sequential.ts';
 import { onBackend } from '../api.ts';
-import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules } from './files.ts';
+import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules, type ReadRecord } from './files.ts';
 import { brief, parseStrictJson } from './json.ts';
 import { isObject, parseGemmSpec, ROUNDINGS, type SpecIo } from './spec.ts';
 
@@ -36,6 +36,8 @@ export interface CommonOptions {
   verbose?: (message: string) => void;
   /** GPU context options from flags: a tuning table (--tuning FILE). */
   gpu?: Pick<GpuContextOptions, 'tuning' | 'tuningName'>;
+  /** Files read before the command (the --tuning table): an output never replaces one. */
+  inputs?: readonly ReadRecord[];
 }
 
 /** The CLI's SpecIo: paths by the folder rule, reads through InputFiles, `out` checked as soon as it is named. */
@@ -77,7 +79,7 @@ function broadcastCount(a: readonly number[], b: readonly number[]): number {
 /** `qgemm run SPEC.json`. */
 export async function cmdRun(specArg: string, allowOutside: boolean, opts: CommonOptions): Promise<void> {
   const budget = new MemoryBudget(opts.maxMemory);
-  const files = new InputFiles(budget);
+  const files = new InputFiles(budget, opts.inputs);
   const specPath = resolveField('SPEC', specArg, { baseDir: process.cwd(), confine: false });
   const json = parseStrictJson(files.readText('SPEC', specPath, MAX_SPEC_BYTES), 'SPEC');
   if (!isObject(json)) throw new InputError('SPEC', `expected a JSON object, got ${brief(json)}`);
@@ -195,7 +197,7 @@ function bitDepthFlag(v: string): Record<string, unknown> {
 export async function cmdGemm(flags: GemmFlags, opts: CommonOptions): Promise<void> {
   try {
     const budget = new MemoryBudget(opts.maxMemory);
-    const files = new InputFiles(budget);
+    const files = new InputFiles(budget, opts.inputs);
     const rules = { baseDir: process.cwd(), confine: false };
     let pipeline: unknown = [];
     if (flags.pipeline !== undefined) {

@@ -140,7 +140,7 @@ function kindOf(st: Stats): string {
 }
 
 /** A file read as input, remembered so that `out` can be refused when it is the same file. */
-interface ReadRecord {
+export interface ReadRecord {
   field: string;
   dev: number;
   ino: number;
@@ -149,7 +149,13 @@ interface ReadRecord {
 /** Reads the CLI's inputs: regular files only, sized before they are read. */
 export class InputFiles {
   readonly read: ReadRecord[] = [];
-  constructor(private readonly budget: MemoryBudget) {}
+  /** `earlier`: files the command read before (a --tuning table), which an output must not replace either. */
+  constructor(
+    private readonly budget: MemoryBudget,
+    earlier: readonly ReadRecord[] = [],
+  ) {
+    this.read.push(...earlier);
+  }
 
   /** Opens a regular file without blocking (a FIFO would block open() until a writer comes). */
   private open(field: string, path: string): { fd: number; size: number } {

@@ -64,7 +64,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
   const tuning = () => new Option('--tuning <file>', 'a tuning table from `qgemm tune` for this adapter (docs/gpu.md "Tuning")');
   const common = (o: { backend: string; maxMemory?: string; verbose?: boolean; tuning?: string }): CommonOptions => ({
     backend: o.backend as CommonOptions['backend'],
-    ...(o.tuning === undefined ? {} : { gpu: readTuningFile('--tuning', o.tuning) }),
+    ...(o.tuning === undefined ? {} : (({ gpu, read }) => ({ gpu, inputs: read }))(readTuningFile('--tuning', o.tuning))),
     maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),
     warn: (m) => io.err(`${oneLine(m)}\n`),
     verbose: o.verbose ? (m) => io.err(`${oneLine(m)}\n`) : undefined,
@@ -105,7 +105,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .action((o: { json?: boolean; tuning?: string }) =>
       run(
         (async () => {
-          const d = await describeDevice(o.tuning === undefined ? {} : readTuningFile('--tuning', o.tuning));
+          const d = await describeDevice(o.tuning === undefined ? {} : readTuningFile('--tuning', o.tuning).gpu);
           io.out(o.json ? `${JSON.stringify(d, null, 2)}\n` : formatInfo(d));
         })(),
       ),
@@ -137,7 +137,9 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
 
 /** The field a commander error is about: the option it names, else the command line. */
 function commanderField(e: CommanderError): string {
-  if (e.code === 'commander.missingArgument' || e.code === 'commander.excessArguments') return 'SPEC';
+  if (e.code === 'commander.missingArgument') return 'SPEC'; // run's one argument
+  // Too many: run takes one SPEC, the other commands no argument at all.
+  if (e.code === 'commander.excessArguments') return /for '(?:run|[\w-]+ run)'/.test(e.message) ? 'SPEC' : 'arguments';
   if (e.code === 'commander.unknownCommand') return 'command';
   return /'(--?[\w-]+)/.exec(e.message)?.[1] ?? 'command';
 }

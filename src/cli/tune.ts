@@ -12,7 +12,7 @@ import { InputError } from '../errors.ts';
 import { parseTuningTable, SHAPE_CLASSES, type TuningTable } from '../kernels/tuning.ts';
 import { tune } from '../tune.ts';
 import { MemoryBudget } from './budget.ts';
-import { checkOut, InputFiles, writeAtomic } from './files.ts';
+import { checkOut, InputFiles, type ReadRecord, writeAtomic } from './files.ts';
 import { parseStrictJson } from './json.ts';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -43,11 +43,14 @@ export function parseClasses(field: string, text: string): string[] {
   return list;
 }
 
-/** Reads and checks a tuning table file (--tuning FILE): malformed JSON or schema name the flag. */
-export function readTuningFile(field: string, path: string): { tuning: TuningTable; tuningName: string } {
+/**
+ * Reads and checks a tuning table file (--tuning FILE): malformed JSON or schema name the flag. `read`:
+ * the file as read, which the command's outputs must not replace.
+ */
+export function readTuningFile(field: string, path: string): { gpu: { tuning: TuningTable; tuningName: string }; read: ReadRecord[] } {
   const files = new InputFiles(new MemoryBudget(64 * 2 ** 20));
   const text = files.readText(field, resolve(path), 16 * 2 ** 20);
-  return { tuning: parseTuningTable(parseStrictJson(text, field), field), tuningName: path };
+  return { gpu: { tuning: parseTuningTable(parseStrictJson(text, field, field), field), tuningName: path }, read: files.read };
 }
 
 export interface TuneCliOptions {

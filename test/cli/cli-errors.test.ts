@@ -391,6 +391,15 @@ describe('bad specs', () => {
 // ------------------------------------------------------------------ command line
 
 describe('bad command lines', () => {
+  it('an extra argument: SPEC for run (one), arguments for the commands that take none', async () => {
+    const dir = freshDir();
+    const code = await main(['run', join(dir, 'a.json'), join(dir, 'b.json'), '--backend', 'cpu']);
+    expectBadInput(code, stderr.join(''), 'SPEC', dir, join(dir, 'C.npy'));
+    for (const command of ['info', 'verify', 'tune']) {
+      stderr.length = 0;
+      expectBadInput(await main([command, 'extra']), stderr.join(''), 'arguments', dir, join(dir, 'C.npy'));
+    }
+  });
   it('a bad --backend value (run)', async () => {
     const { dir, specPath, out } = writeSpec({});
     const code = await main(['run', specPath, '--backend', 'tpu']);

@@ -90,6 +90,25 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     expectNothingWritten(dir);
   });
 
+  it('an output that is the --tuning file is refused, in gemm and in run: exit 2, the table intact', () => {
+    ensureBuilt();
+    const other = {
+      format: 'qgemm-tuning-1',
+      adapter: { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: '' },
+      entries: [],
+    };
+    const text = JSON.stringify(other);
+    const spec = { op: 'gemm', lhs: 'A.npy', rhs: 'B.npy', out: 't.json' };
+    const dir = freshDir({ 't.json': text, 'spec.json': JSON.stringify(spec) });
+    const gemm = runBin(['gemm', '--lhs', 'A.npy', '--rhs', 'B.npy', '--out', 't.json', '--tuning', 't.json'], dir);
+    expectOneLine(gemm, 2, '--out');
+    expect(gemm.err).toMatch(/same file as --tuning/);
+    const run = runBin(['run', 'spec.json', '--tuning', 't.json'], dir);
+    expectOneLine(run, 2, 'out');
+    expect(run.err).toMatch(/same file as --tuning/);
+    expect(readFileSync(join(dir, 't.json'), 'utf8')).toBe(text);
+  });
+
   // `qgemm run` takes --tuning into the context of every op, not only gemm's.
   const layerFiles = () => ({
     'a.npy': npy('uint8', [3], Uint8Array.of(1, 2, 3)),
