@@ -107,7 +107,8 @@ export async function runChain(
       const t: GemmTiming | undefined = timing ? { gpuMs: null } : undefined;
       let run: Awaited<ReturnType<typeof runGemm>>;
       try {
-        run = await runGemm(r, choice, { ...layer, lhs }, t, last, { trace, plan: b });
+        // Its rhs was checked when the chain began (checkChain): one destroyed since is freed after this call.
+        run = await runGemm(r, choice, { ...layer, lhs }, t, last, { trace, plan: b, rhsChecked: true });
       } catch (e) {
         throw inLayer(e, i);
       }

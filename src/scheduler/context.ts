@@ -230,7 +230,7 @@ export class GpuContext {
         const label = `gemm ${run.dst.rows}x${run.dst.cols}`;
         r.plans.addOnGpu(plan, problem, { ran: this.ran, lhsSource, dst: run.dst, label, lhsMatrix });
       }
-      return claimMatrix(r, run.dst);
+      return claimMatrix(r, { ...run.dst }); // the caller's own object: the plan keeps run.dst, as a replay hands out copies
     });
   }
 

@@ -72,6 +72,11 @@ export interface CallOptions {
    * is released after the call) and the pass records its commands.
    */
   plan?: PlanBuilder;
+  /**
+   * The rhs, a prepacked operand, was checked when the call began (a chain checks every layer's first):
+   * destroyed since, it is still used, since destroy() frees it only after the calls already running.
+   */
+  rhsChecked?: boolean;
 }
 
 /** Self-test verdicts per device and kernel id (./self-test.ts). */
@@ -196,7 +201,8 @@ export async function runGemm(
   const lhsShape = checked
     ? { data: checked.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: checked.rows, cols: checked.cols }
     : shapeOf(problem.lhs as GpuOperandInput, 'lhs', r);
-  const p = normalizeProblem({ ...problem, lhs: lhsShape, rhs: shapeOf(problem.rhs, 'rhs', r) }, { shapesOnly: true });
+  const rhsShape = shapeOf(problem.rhs, 'rhs', r, call.rhsChecked);
+  const p = normalizeProblem({ ...problem, lhs: lhsShape, rhs: rhsShape }, { shapesOnly: true });
   const { M, N, K } = p;
   if (patches && requantizationOf(p.bitDepth, 'lhs', K).bits !== 8) {
     throw new InputError('bitDepth.lhs', 'convolution patches are packed at 8 bits');

@@ -90,7 +90,7 @@ export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
  * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones; a GPU
  * operand must be r's own (checkMatrix, claimPacked) or the caller's.
  */
-export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner): Operand {
+export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner, checkedAlive = false): Operand {
   if (!x || typeof x !== 'object') throw new InputError(field, 'missing operand');
   if (isPacked(x)) {
     const owner = owners.get(x);
@@ -100,7 +100,8 @@ export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner): Ope
         owner ? 'this prepacked operand belongs to another GpuContext' : 'not a PackedOperand made by GpuContext.prepack',
       );
     }
-    if (x.destroyed) throw new InputError(field, 'this prepacked operand was destroyed');
+    // checkedAlive: the call checked it when it began, so its buffers stay until the call ends (destroy()).
+    if (x.destroyed && !checkedAlive) throw new InputError(field, 'this prepacked operand was destroyed');
     if (x.side !== field) throw new InputError(field, `this operand was prepacked as ${x.side}`);
     return { data: x.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: 'row-major' };
   }

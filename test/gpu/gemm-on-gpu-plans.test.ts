@@ -96,6 +96,22 @@ describe.skipIf(!gpu)('gemmOnGpu plans', () => {
     packed.destroy();
   });
 
+  it("hands out the caller's own matrix object: one edited before its release changes no replay", async () => {
+    const ctx = await context();
+    const p = problemOf(1, 24, 40);
+    const packed = await ctx.prepack('rhs', p.rhs);
+    const first = await ctx.gemmOnGpu({ ...p, rhs: packed });
+    const { rows, cols, dtype } = first;
+    Object.assign(first, { rows: 7, dtype: 'int32' });
+    ctx.releaseMatrix(first);
+    const again = await ctx.gemmOnGpu({ ...p, rhs: packed });
+    expect(again.buffer).toBe(first.buffer); // the plan replayed
+    expect({ rows: again.rows, cols: again.cols, dtype: again.dtype }).toEqual({ rows, cols, dtype });
+    expectExact(await ctx.read(again), p, 'replay after an edited first matrix');
+    ctx.releaseMatrix(again);
+    packed.destroy();
+  });
+
   it('never writes a matrix the caller holds: each held one has its own plan or none', async () => {
     const ctx = await context();
     const p = problemOf(2, 40, 24);

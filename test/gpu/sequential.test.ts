@@ -16,7 +16,7 @@ import { fullyConnected, type FullyConnectedParams, type KernelPath } from '../.
 import { Sequential } from '../../src/layers/sequential.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { type ChainLayer, type GemmTrace, GpuContext } from '../../src/scheduler/context.ts';
-import type { GemmProblem, Operand, OutputStage } from '../../src/types.ts';
+import type { GemmProblem, GemmResult, Operand, OutputStage } from '../../src/types.ts';
 import { Rng } from '../../tools/random.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
@@ -201,6 +201,26 @@ describe.skipIf(!gpu)('chain plans', () => {
     const e = await ctx.gemmChain({ lhs: token(), layers: [layers[0], layers[1], other] }).catch((x) => x);
     expect(e).toBeInstanceOf(InputError);
     expect((e as InputError).field).toBe('layers[2].rhs');
+
+    // A layer's rhs destroyed while its chain runs (after the call began, at its first GEMM's submit, before
+    // the last GEMM is encoded): the call ends exact, since destroy() frees the buffers only once the calls
+    // already running are done; the next call is refused, and no plan is kept.
+    const late = { ...layers[2], rhs: await ctx.prepack('rhs', layers[2].weights) };
+    const lateLayers = [layers[0], layers[1], late];
+    const lateToken = token(3);
+    queue.submit = function (this: GPUQueue, buffers: Iterable<GPUCommandBuffer>) {
+      late.rhs.destroy();
+      return submit.call(this, buffers);
+    };
+    let lateResult: GemmResult;
+    try {
+      lateResult = await ctx.gemmChain({ lhs: lateToken, layers: lateLayers });
+    } finally {
+      queue.submit = submit;
+    }
+    expect(Array.from(lateResult.data), 'rhs destroyed during the call').toEqual(reference(lateToken, lateLayers));
+    const refused = await ctx.gemmChain({ lhs: lateToken, layers: lateLayers }).catch((x) => x);
+    expect((refused as InputError).field).toBe('layers[2].rhs');
 
     // A chain's lhs is uploaded by its plan: a GpuMatrix is an InputError naming lhs, before any GPU work.
     const onGpu = await ctx.gemmOnGpu({ ...first, lhs: token() });
