@@ -18,13 +18,13 @@ import { readyCpuCaps, type CpuCapsReport } from './kernels/cpu-caps.ts';
 import type { AdapterSummary } from './gpu/adapter.ts';
 import type { AdapterCaps, PlanLimits } from './gpu/caps.ts';
 import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wasm/kernel.ts';
-import { selectCpuKernel } from './kernels/registry.ts';
+import { kernelIds, selectCpuKernel } from './kernels/registry.ts';
 import { describeTuning, type TuningTable } from './kernels/tuning.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
 import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
-import { type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
+import { checkContextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
@@ -92,6 +92,7 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
   }
   checkOptions(opts);
   checkBackend(backend);
+  checkKernelBackend(opts.kernel, backend);
   if (op.op === 'elementwise') {
     const plan = prepareElementwise(op.problem); // bad input fails here, before any device is asked for
     return onBackend(
@@ -138,9 +139,30 @@ async function runPackedOnCpu(
   return { ...(await runPrepacked(problem, packed, validate)), backend: 'cpu' };
 }
 
-/** Refuses options that are not an object (a GEMM's, a layer's), naming `options`. */
+/**
+ * Refuses options that are not an object (a GEMM's, a layer's), naming `options`, and options of the
+ * wrong type, naming the option (GpuContext.create's, and the callbacks): before any work.
+ */
 export function checkOptions(opts: unknown): asserts opts is RunOptions {
-  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
+  checkContextOptions(opts);
+  for (const key of ['onKernel', 'onTrace'] as const) {
+    const f = opts[key as keyof typeof opts];
+    if (f !== undefined && typeof f !== 'function') throw new InputError(key, `expected a function, got ${brief(f)}`);
+  }
+}
+
+/** A `kernel` of the other backend where the backend is named: an InputError ('auto' may run either). */
+function checkKernelBackend(kernel: string | undefined, backend: Backend): void {
+  if (kernel === undefined || backend === 'auto') return;
+  const ids = kernelIds();
+  const other = backend === 'cpu' ? ids.webgpu : ids.cpu;
+  if (other.includes(kernel)) {
+    const named = backend === 'cpu' ? 'WebGPU' : 'CPU';
+    throw new InputError(
+      'kernel',
+      `${kernel} is a ${named} kernel; backend ${backend} runs ${(backend === 'cpu' ? ids.cpu : ids.webgpu).join(', ')}`,
+    );
+  }
 }
 
 function checkBackend(backend: unknown): asserts backend is Backend {

@@ -46,7 +46,8 @@ import {
 } from './kernels/tuning.ts';
 import { PACK_FORMATS, prepackFormat } from './pack/formats.ts';
 import { type GpuGemmKernel, kernelFormats } from './kernels/types.ts';
-import { GpuContext } from './scheduler/context.ts';
+import { checkContextOptions, GpuContext } from './scheduler/context.ts';
+import { brief } from './problem/echo.ts';
 import type { GemmProblem } from './types.ts';
 import {
   BATCH_MS,
@@ -97,8 +98,22 @@ export interface TuneReport {
   verifyMs: number;
 }
 
+/** The options tune() takes: another key (a misspelt `budget`) is an InputError, not a 5-minute default. */
+const TUNE_OPTIONS = ['budgetMs', 'classes', 'device', 'onProgress', 'maxCandidates', 'clock'];
+
 /** Checks the options; an InputError names the field as the caller wrote it. */
 function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[] } {
+  if (!o || typeof o !== 'object' || Array.isArray(o)) throw new InputError('options', `expected an object, got ${brief(o)}`);
+  for (const key of Object.keys(o)) {
+    if (!TUNE_OPTIONS.includes(key)) throw new InputError(key, `unknown option; known: ${TUNE_OPTIONS.join(', ')}`);
+  }
+  if (o.device !== undefined) checkContextOptions({ device: o.device });
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
+    throw new InputError('onProgress', `expected a function, got ${brief(o.onProgress)}`);
+  }
+  if (o.classes !== undefined && !Array.isArray(o.classes)) {
+    throw new InputError('classes', `expected an array of shape classes (${SHAPE_CLASSES.join(', ')}), got ${brief(o.classes)}`);
+  }
   const budgetMs = o.budgetMs ?? DEFAULT_BUDGET_MS;
   if (typeof budgetMs !== 'number' || !Number.isFinite(budgetMs) || budgetMs <= 0) {
     throw new InputError('budgetMs', `expected a time in milliseconds above 0, got ${String(budgetMs)}`);

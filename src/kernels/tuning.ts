@@ -80,6 +80,10 @@ export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
   for (const key of ['vendor', 'architecture', 'device', 'description']) {
     if (typeof a[key] !== 'string') throw new InputError(`${field}.adapter.${key}`, `expected a string, got ${shown(a[key])}`);
   }
+  for (const key of ['created', 'method']) {
+    if (x[key] !== undefined && typeof x[key] !== 'string')
+      throw new InputError(`${field}.${key}`, `expected a string, got ${shown(x[key])}`);
+  }
   if (!Array.isArray(x.entries)) throw new InputError(`${field}.entries`, `expected an array, got ${shown(x.entries)}`);
   const entries = x.entries.map((e: unknown, i: number): TuningEntry => {
     const f = `${field}.entries[${i}]`;

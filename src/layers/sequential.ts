@@ -17,7 +17,15 @@
 import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
-import type { GemmCallOptions, GemmTiming, GpuContext, GpuGemmProblem, GpuMatrix, PackedOperand } from '../scheduler/context.ts';
+import {
+  type GemmCallOptions,
+  type GemmTiming,
+  GpuContext,
+  type GpuGemmProblem,
+  type GpuMatrix,
+  type PackedOperand,
+} from '../scheduler/context.ts';
+import { brief } from '../problem/echo.ts';
 import { prepareElementwise } from '../problem/elementwise-plan.ts';
 import {
   elementwiseProblem,
@@ -121,6 +129,7 @@ export class Sequential {
 
   /** Checks the graph, derives each layer's stages and prepacks every layer's weights on `ctx`. */
   static async create(ctx: GpuContext, layers: SequentialLayer[], opts: SequentialOptions = {}): Promise<Sequential> {
+    if (!(ctx instanceof GpuContext)) throw new InputError('ctx', `expected a GpuContext, got ${brief(ctx)}`);
     const graph = planGraph(layers, opts);
     for (const n of graph.nodes) {
       if (n.layer.op === 'fullyConnected' && (n.params?.kernelPath ?? 'xnnpack') === 'reference') {
@@ -140,10 +149,13 @@ export class Sequential {
     return new Sequential(ctx, graph, packed);
   }
 
-  /** Frees the prepacked weights (the context stays). */
+  /** Frees the prepacked weights (the context stays); a later run is an InputError. */
   destroy(): void {
+    this.destroyed = true;
     for (const p of this.packed) if (!p.destroyed) p.destroy();
   }
+
+  private destroyed = false;
 
   /**
    * Runs the graph on its inputs (one tensor: the graph input 'input'); returns the last layer's output.
@@ -152,6 +164,14 @@ export class Sequential {
    * plan that a later run of the same shapes and parameters reuses (a changed one makes a new plan).
    */
   async run(inputs: SequentialInputs, opts: SequentialRunOptions = {}): Promise<Tensor> {
+    if (this.destroyed) throw new InputError('sequential', 'this Sequential was destroyed: create another');
+    if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
+    if (opts.timing !== undefined && (opts.timing === null || typeof opts.timing !== 'object')) {
+      throw new InputError('timing', `expected an object { gpuMs }, got ${brief(opts.timing)}`);
+    }
+    if (opts.onTrace !== undefined && typeof opts.onTrace !== 'function') {
+      throw new InputError('onTrace', `expected a function, got ${brief(opts.onTrace)}`);
+    }
     const g = this.graph;
     const named = namedInputs(g, inputs);
     const steps = inferShapes(g, named);

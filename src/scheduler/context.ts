@@ -5,8 +5,9 @@
 // ./prepack.ts, a read-back of a GpuMatrix, the release of one. A lost device is reported, never
 // ignored: nothing here returns a number it did not verify came from a valid submission.
 
-import { warmupProblem, type WarmupItem } from './warmup.ts';
+import { checkWarmupItems, warmupProblem, type WarmupItem } from './warmup.ts';
 import { InputError } from '../errors.ts';
+import { brief } from '../problem/echo.ts';
 import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
@@ -61,6 +62,53 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   tuningName?: string;
 }
 
+/** Whether x looks like a GPUDevice (what the library calls on one). */
+function isGpuDevice(x: unknown): x is GPUDevice {
+  const d = x as GPUDevice | null;
+  return (
+    typeof d === 'object' &&
+    d !== null &&
+    typeof d.createBuffer === 'function' &&
+    typeof d.queue === 'object' &&
+    typeof d.limits === 'object' &&
+    typeof d.features === 'object'
+  );
+}
+
+const wrongType = (field: string, expected: string, got: unknown) => new InputError(field, `expected ${expected}, got ${brief(got)}`);
+
+/** Options of GpuContext.create (and of the library's calls) of the wrong type: an InputError naming the option, before any device. */
+export function checkContextOptions(opts: unknown): asserts opts is GpuContextOptions {
+  if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw wrongType('options', 'an object', opts);
+  const o = opts as Record<string, unknown>;
+  if (o.device !== undefined && !isGpuDevice(o.device)) throw wrongType('device', 'a GPUDevice', o.device);
+  if (o.warn !== undefined && typeof o.warn !== 'function') throw wrongType('warn', 'a function', o.warn);
+  for (const key of ['kernel', 'dawnPath', 'tuningName']) {
+    if (o[key] !== undefined && typeof o[key] !== 'string') throw wrongType(key, 'a string', o[key]);
+  }
+  for (const key of ['timestamps', 'allowSoftware']) {
+    if (o[key] !== undefined && typeof o[key] !== 'boolean') throw wrongType(key, 'true or false', o[key]);
+  }
+}
+
+/** A call's `timing` and options of the wrong type: an InputError naming them, before any work. */
+function checkCallArguments(timing: unknown, opts: unknown): void {
+  if (timing !== undefined && (timing === null || typeof timing !== 'object')) throw wrongType('timing', 'an object { gpuMs }', timing);
+  if (opts === undefined) return;
+  if (opts === null || typeof opts !== 'object') throw wrongType('options', 'an object', opts);
+  const { onTrace } = opts as GemmCallOptions;
+  if (onTrace !== undefined && typeof onTrace !== 'function') throw wrongType('onTrace', 'a function', onTrace);
+}
+
+/** fn's result, or its error as a rejected promise (a check that throws fails the call's promise). */
+function rejecting<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return fn();
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
 /** Where createGpuContextWith hands its kernel list in (not a public option). */
 const KERNELS = Symbol('kernels');
 /** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
@@ -98,6 +146,7 @@ export class GpuContext {
   }
 
   static async create(opts: GpuContextOptions = {}): Promise<GpuContext> {
+    checkContextOptions(opts);
     if (opts.tuning !== undefined) parseTuningTable(opts.tuning); // a malformed table fails before any device
     checkPlanLimits(opts.limits); // so do bad limits
     const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
@@ -152,12 +201,15 @@ export class GpuContext {
    * (./call-plan.ts) made by its first call.
    */
   gemm(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
-    const listener = opts?.onTrace ?? envTraceListener();
-    const trace = listener ? new Tracer() : undefined;
-    return this.exclusive(async () => {
-      const result = await this.gemmHeld(problem, timing, trace);
-      if (trace && listener) listener(trace.finish());
-      return result;
+    return rejecting(() => {
+      checkCallArguments(timing, opts);
+      const listener = opts?.onTrace ?? envTraceListener();
+      const trace = listener ? new Tracer() : undefined;
+      return this.exclusive(async () => {
+        const result = await this.gemmHeld(problem, timing, trace);
+        if (trace && listener) listener(trace.finish());
+        return result;
+      });
     });
   }
 
@@ -204,6 +256,7 @@ export class GpuContext {
    */
   gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
     return this.exclusive(async () => {
+      checkCallArguments(timing, undefined);
       const r = this.resources;
       if (!plannableOnGpu(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);
       const { lhs } = problem;
@@ -240,13 +293,16 @@ export class GpuContext {
    * (./chain-plan.ts). `timing` receives the GPU time of the chain.
    */
   gemmChain(chain: GemmChain, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
-    const listener = opts?.onTrace ?? envTraceListener();
-    const trace = listener ? new Tracer() : undefined;
-    return this.exclusive(async () => {
-      const { result, ran } = await runChain(this.resources, this.choice, chain, timing, trace);
-      this.ran = Object.freeze(ran);
-      if (trace && listener) listener(trace.finish());
-      return result;
+    return rejecting(() => {
+      checkCallArguments(timing, opts);
+      const listener = opts?.onTrace ?? envTraceListener();
+      const trace = listener ? new Tracer() : undefined;
+      return this.exclusive(async () => {
+        const { result, ran } = await runChain(this.resources, this.choice, chain, timing, trace);
+        this.ran = Object.freeze(ran);
+        if (trace && listener) listener(trace.finish());
+        return result;
+      });
     });
   }
 
@@ -307,7 +363,10 @@ export class GpuContext {
     zeroPoint: number,
     timing?: GemmTiming,
   ): Promise<PackedOperand> {
-    return this.exclusive(() => prepackPatches(this.resources, input, geometry, zeroPoint, timing));
+    return rejecting(() => {
+      checkCallArguments(timing, undefined);
+      return this.exclusive(() => prepackPatches(this.resources, input, geometry, zeroPoint, timing));
+    });
   }
 
   /**
@@ -316,9 +375,10 @@ export class GpuContext {
    * to the kernel ids it compiled for, in order. See ./warmup.ts.
    */
   async warmup(items: WarmupItem[]): Promise<string[]> {
+    checkWarmupItems(items);
     const kernels: string[] = [];
-    for (const item of items) {
-      await this.gemm(warmupProblem(item));
+    for (const [i, item] of items.entries()) {
+      await this.gemm(warmupProblem(item, `items[${i}]`));
       kernels.push(this.lastRun.kernel ?? 'unknown');
     }
     return kernels;

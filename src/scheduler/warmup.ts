@@ -5,6 +5,8 @@
 // stage kinds: seconds on SwiftShader, see tools/first-call.mjs); after a warmup a call of a listed shape
 // and output program pays none.
 
+import { InputError } from '../errors.ts';
+import { brief } from '../problem/echo.ts';
 import type { GemmProblem, OutputStage } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';
 
@@ -25,9 +27,26 @@ export type WarmupItem = WarmupShape | GpuGemmProblem;
 
 const isShape = (x: WarmupItem): x is WarmupShape => 'm' in x && 'n' in x && 'k' in x && !('lhs' in x);
 
-/** The problem a warmup item runs: a given problem as it is, a shape with zero-filled operands. */
-export function warmupProblem(item: WarmupItem): GpuGemmProblem {
+/** The items of ctx.warmup: an array of objects, else an InputError naming `items`. */
+export function checkWarmupItems(items: unknown): asserts items is WarmupItem[] {
+  if (!Array.isArray(items)) throw new InputError('items', `expected an array of shapes or problems, got ${brief(items)}`);
+  for (const [i, x] of items.entries()) {
+    if (!x || typeof x !== 'object') throw new InputError(`items[${i}]`, `expected a shape { m, n, k } or a problem, got ${brief(x)}`);
+  }
+}
+
+/**
+ * The problem a warmup item runs: a given problem as it is (checked as any GEMM's), a shape with
+ * zero-filled operands; m, n and k positive integers, else an InputError naming `${field}.m` (...).
+ */
+export function warmupProblem(item: WarmupItem, field = 'item'): GpuGemmProblem {
   if (!isShape(item)) return item;
+  for (const key of ['m', 'n', 'k'] as const) {
+    const v = item[key];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
+      throw new InputError(`${field}.${key}`, `expected a positive integer, got ${brief(v)}`);
+    }
+  }
   const operand = (type: 'uint8' | 'int8' | undefined, rows: number, cols: number) => ({
     data: type === 'int8' ? new Int8Array(rows * cols) : new Uint8Array(rows * cols),
     rows,

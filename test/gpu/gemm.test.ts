@@ -8,6 +8,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sequential } from '../../src/layers/sequential.ts';
 import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } from '../../src/errors.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { createGpuContextAsHardware, GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
@@ -470,6 +471,31 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     ] as const) {
       expect(await field(ctx.prepack('rhs', x as never)), `prepack ${JSON.stringify({ ...x, data: x.data.length })}`).toBe(name);
     }
+  });
+
+  it("arguments of the wrong type are an InputError naming them, as a rejection: create's options, timing, warmup items, a Sequential's context", async () => {
+    const field = async (p: Promise<unknown>) => {
+      const e = await p.catch((x) => x);
+      expect(e).toBeInstanceOf(InputError);
+      return (e as InputError).field;
+    };
+    expect(await field(GpuContext.create({ device: {} as never }))).toBe('device');
+    expect(await field(GpuContext.create(5 as never))).toBe('options');
+    const p = { lhs: { data: new Uint8Array(6), rows: 2, cols: 3 }, rhs: { data: new Uint8Array(12), rows: 3, cols: 4 } };
+    expect(await field(ctx.gemm(p, 5 as never))).toBe('timing');
+    expect(await field(ctx.gemm(p, undefined, { onTrace: 1 as never }))).toBe('onTrace');
+    expect(await field(ctx.gemmOnGpu(p, 'ms' as never))).toBe('timing');
+    expect(await field(ctx.warmup(5 as never))).toBe('items');
+    expect(
+      await field(
+        ctx.warmup([
+          { m: 4, n: 4, k: 4 },
+          { m: -1, n: 2, k: 3 },
+        ]),
+      ),
+    ).toBe('items[1].m');
+    expect(await field(ctx.warmup([null as never]))).toBe('items[0]');
+    expect(await field(Sequential.create({} as never, []))).toBe('ctx');
   });
 
   it('limits that are not positive integers (alignments: powers of two), or unknown, are an InputError naming the limit, before any device', async () => {

@@ -64,6 +64,27 @@ describe('library misuse: InputError naming the field, always a rejection', () =
     );
     expect(e.message.length).toBeLessThan(300);
   });
+  it('options of the wrong type name the option, before any work (a device that is not a GPUDevice, callbacks, strings)', async () => {
+    for (const [opts, field] of [
+      [{ device: {} }, 'device'],
+      [{ backend: 'webgpu', device: 'x' }, 'device'],
+      [{ onKernel: 3 }, 'onKernel'],
+      [{ onTrace: 'log' }, 'onTrace'],
+      [{ warn: true }, 'warn'],
+      [{ kernel: 5 }, 'kernel'],
+      [{ timestamps: 'yes' }, 'timestamps'],
+    ] as const) {
+      let ran = false;
+      const withSpy = { backend: 'cpu', ...opts, ...(field === 'onKernel' ? {} : { onKernel: () => (ran = true) }) };
+      await rejectsOn(field, () => gemm({ lhs, rhs }, withSpy as never));
+      expect(ran, JSON.stringify(opts)).toBe(false);
+    }
+  });
+  it('a kernel of the other backend, where the backend is named: an InputError naming kernel', async () => {
+    const e = await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'cpu', kernel: 'gemv' }));
+    expect(e.message).toMatch(/gemv is a WebGPU kernel; backend cpu runs cpu-/);
+    await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'webgpu', kernel: 'cpu-js' }));
+  });
   it('a valid call still runs', async () => {
     expect(Array.from((await gemm({ lhs, rhs }, { backend: 'cpu' })).data)).toEqual([11]);
   });

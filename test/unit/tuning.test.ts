@@ -58,6 +58,8 @@ describe('tuning tables', () => {
     expect(fieldOf(() => parseTuningTable({ ...table(), format: 'v0' }))).toBe('tuning.format');
     expect(fieldOf(() => parseTuningTable({ ...table(), adapter: { ...adapter, device: 3 } }))).toBe('tuning.adapter.device');
     expect(fieldOf(() => parseTuningTable({ ...table(), entries: {} }))).toBe('tuning.entries');
+    expect(fieldOf(() => parseTuningTable({ ...table(), created: 5 }))).toBe('tuning.created'); // describeTuning slices it
+    expect(fieldOf(() => parseTuningTable({ ...table(), method: {} }))).toBe('tuning.method');
     const bad = (i: number, e: object) => {
       const t = table();
       (t.entries as unknown[])[i] = { ...t.entries[i], ...e };
@@ -155,6 +157,12 @@ describe("tune()'s options", () => {
       [{ maxCandidates: -2 }, 'maxCandidates'],
       [{ maxCandidates: Number.NaN }, 'maxCandidates'],
       [{ maxCandidates: 1.5 }, 'maxCandidates'],
+      [{ classes: 5 }, 'classes'], // was a TypeError
+      [{ classes: 'square' }, 'classes'], // was spread into letters
+      [{ budget: 1 }, 'budget'], // a misspelt budgetMs: was the default 5 minutes
+      [{ onProgress: 3 }, 'onProgress'],
+      [{ device: {} }, 'device'],
+      [5, 'options'],
     ] as const) {
       await expect(tune(opts as never), JSON.stringify(opts)).rejects.toMatchObject({ name: 'InputError', field });
     }
