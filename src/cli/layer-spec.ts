@@ -132,7 +132,7 @@ function prefixed<T>(field: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof InputError && e.field !== 'out') throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
+    if (e instanceof InputError) throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
     throw e;
   }
 }

@@ -315,7 +315,8 @@ function shapeFields<T>(n: Node, inputField: string | null, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (!(e instanceof InputError) || !e.field.startsWith('input'))
+    // The layer's input tensor ('input', 'input.shape'...), not its list of inputs ('inputs': broadcasting).
+    if (!(e instanceof InputError) || !/^input($|[.[])/.test(e.field))
       return prefixed(n.field, () => {
         throw e;
       });

@@ -92,6 +92,11 @@ const bad: [string, Record<string, unknown>, string][] = [
     graph({ output: { scale: 0.1, zeroPoint: 1000 } }, [{ op: 'requantize', output: { scale: 0.1, zeroPoint: 0 } }]),
     'layers[1].output.zeroPoint',
   ],
+  [
+    'an "out" inside a layer: the layer\'s unknown field, not the spec\'s out',
+    { ...graph({}), layers: [{ ...graph({}).layers[0], out: 'z.npy' }] },
+    'layers[0].out',
+  ],
 ];
 
 describe('qgemm run: bad layer input is exit 2 naming the spec field, nothing written', () => {

@@ -264,6 +264,20 @@ describe('11: the field is the path the caller wrote', () => {
     const e = await refusal(() => checkLayers(graph({ output: { scale: 0.2, zeroPoint: 1000 } }, tail), fcInput()));
     expect(e.field).toBe('layers[1].params.output.zeroPoint');
   });
+  test("an add whose inputs do not broadcast is blamed on the add's inputs, either order (not a weight, not the graph's inputs)", async () => {
+    const filter = { data: new Int8Array(3 * 3 * 3 * 2).fill(1), shape: [3, 3, 3, 2] as [number, number, number, number], scale: 0.25 };
+    const c: SequentialLayer = { op: 'conv2d', name: 'c', params: { filter, output: { scale: 1, zeroPoint: 0 }, padding: 'SAME' } };
+    const input = { data: new Int8Array(50), shape: [1, 5, 5, 2] }; // c's output is [1, 5, 5, 3]
+    const orders: [string, string][] = [
+      ['c', 'input'],
+      ['input', 'c'],
+    ];
+    for (const inputs of orders) {
+      const layers: SequentialLayer[] = [c, { op: 'add', inputs, params: { output: { scale: 1, zeroPoint: 0 } } }];
+      const e = await refusal(() => runLayers(layers, { input }, { inputs: { input: { scale: 0.5, zeroPoint: 0 } }, backend: 'cpu' }));
+      expect(e.field, JSON.stringify(inputs)).toBe('layers[1].inputs');
+    }
+  });
   test('a layer named "input" is blamed on its name, not on an input field the caller left out', async () => {
     const layers: SequentialLayer[] = [{ op: 'fullyConnected', name: 'input', params: fcParams() }];
     expect((await refusal(() => checkLayers(layers, fcInput()))).field).toBe('layers[0].name');
