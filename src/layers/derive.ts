@@ -43,8 +43,19 @@ export function activationRange(
   dtype: 'uint8' | 'int8',
   kernelPath: KernelPath = 'optimized',
 ): [number, number] {
+  if (dtype !== 'uint8' && dtype !== 'int8') throw new InputError('dtype', `expected "uint8" or "int8", got ${brief(dtype)}`);
+  if (!['xnnpack', 'optimized', 'reference'].includes(kernelPath)) {
+    throw new InputError('kernelPath', `expected "xnnpack", "optimized" or "reference", got ${brief(kernelPath)}`);
+  }
   const [qmin, qmax] = TYPE_RANGE[dtype];
-  const scale = Math.fround(output.scale);
+  const scale = Math.fround(output?.scale);
+  // A float32 scale as a .tflite file stores it: positive, finite, normal (0 or a subnormal gives no range).
+  if (!(scale >= 2 ** -126 && scale < Number.POSITIVE_INFINITY)) {
+    throw new InputError('output.scale', `expected a positive, finite, normal float32, got ${brief(output?.scale)}`);
+  }
+  if (!Number.isInteger(output.zeroPoint) || output.zeroPoint < qmin || output.zeroPoint > qmax) {
+    throw new InputError('output.zeroPoint', `expected an integer in ${qmin}..${qmax} (${dtype}), got ${brief(output.zeroPoint)}`);
+  }
   const quantize =
     kernelPath === 'xnnpack'
       ? (f: number) => roundTiesToEven(Math.fround(Math.fround(f / scale) + output.zeroPoint))

@@ -45,7 +45,9 @@ export function roundHalfAwayFromZero(x: number): number {
  * With rounding 'single' (TFLITE_SINGLE_ROUNDING), a shift above 30 saturates to (2^31 - 1, 30).
  */
 export function quantizeMultiplier(real: number, rounding: 'double' | 'single' = 'double'): QuantizedMultiplier {
-  if (!Number.isFinite(real)) throw new InputError('multiplier', `real multiplier must be finite, got ${real}`);
+  if (typeof real !== 'number' || !Number.isFinite(real)) throw new InputError('multiplier', `real multiplier must be finite, got ${real}`);
+  if (rounding !== 'double' && rounding !== 'single')
+    throw new InputError('rounding', `expected "double" or "single", got ${String(rounding)}`);
   if (real === 0) return { multiplier: 0, shift: 0 };
   const [q, exponent] = frexp(real);
   let qFixed = roundHalfAwayFromZero(q * 2 ** 31);
@@ -109,13 +111,27 @@ export function chooseQuantizationParams(min: number, max: number, qmin = 0, qma
 
 /** q = clamp(round(x / scale) + zeroPoint) with ties away from zero (TFLite AffineQuantize). */
 export function quantize(x: Float32Array, params: QuantizationParams, dtype: 'uint8' | 'int8' = 'uint8'): Uint8Array | Int8Array {
+  if (dtype !== 'uint8' && dtype !== 'int8') throw new InputError('dtype', `expected "uint8" or "int8", got ${String(dtype)}`);
   const [lo, hi] = TYPE_RANGE[dtype];
+  checkQuantizationParams(params, lo, hi);
   const out = dtype === 'uint8' ? new Uint8Array(x.length) : new Int8Array(x.length);
   for (let i = 0; i < x.length; i++) {
     const q = params.scale === 0 ? params.zeroPoint : roundHalfAwayFromZero(x[i] / params.scale) + params.zeroPoint;
     out[i] = Math.min(Math.max(q, lo), hi);
   }
   return out;
+}
+
+/** A scale (finite, >= 0: 0 is chooseQuantizationParams' empty range) and an integer zero point in lo..hi. */
+function checkQuantizationParams(params: QuantizationParams, lo: number, hi: number): void {
+  if (!params || typeof params !== 'object') throw new InputError('params', 'expected { scale, zeroPoint }');
+  const { scale, zeroPoint } = params;
+  if (typeof scale !== 'number' || !Number.isFinite(scale) || scale < 0) {
+    throw new InputError('params.scale', `expected a finite scale >= 0, got ${String(scale)}`);
+  }
+  if (typeof zeroPoint !== 'number' || !Number.isInteger(zeroPoint) || zeroPoint < lo || zeroPoint > hi) {
+    throw new InputError('params.zeroPoint', `expected an integer in ${lo}..${hi}, got ${String(zeroPoint)}`);
+  }
 }
 
 /** real = scale * (q - zeroPoint). */

@@ -14,6 +14,7 @@ import {
   quantizeMultiplierGreaterThanOne,
   quantizeMultiplierSmallerThanOneExp,
 } from '../../src/quant/quantize.ts';
+import { activationRange } from '../../src/layers/derive.ts';
 import { quantizeMultiplierBig } from '../oracle/bigint-fixedpoint.ts';
 
 describe('quantizeMultiplier', () => {
@@ -106,5 +107,28 @@ describe('quantize / dequantize', () => {
       expect(Math.abs(back[i] - v)).toBeLessThanOrEqual(params.scale / 2 + 1e-6);
     });
     expect(Array.from(quantize(Float32Array.of(-100, 100), params, 'int8'))).toEqual([-128, 127]);
+  });
+});
+
+describe('the exported helpers refuse arguments outside their contract, naming them', () => {
+  const field = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      expect(e).toBeInstanceOf(InputError);
+      return (e as InputError).field;
+    }
+    return 'returned';
+  };
+  it('quantizeMultiplier, quantize and activationRange', () => {
+    expect(field(() => quantizeMultiplier(0.5, 'triple' as never))).toBe('rounding'); // was taken as 'double'
+    expect(field(() => quantize(Float32Array.of(1000, -1000), { scale: 1, zeroPoint: 0 }, 'int16' as never))).toBe('dtype'); // was wrapped in int8
+    expect(field(() => quantize(Float32Array.of(1, 2), { scale: Number.NaN, zeroPoint: 0 }))).toBe('params.scale'); // was zeros
+    expect(field(() => quantize(Float32Array.of(1), { scale: 1, zeroPoint: 300 }))).toBe('params.zeroPoint');
+    expect(field(() => activationRange('RELU6', { scale: 0, zeroPoint: 0 }, 'int8'))).toBe('output.scale'); // was [NaN, 127]
+    expect(field(() => activationRange('RELU', { scale: 1, zeroPoint: 0 }, 'bogus' as never))).toBe('dtype');
+    expect(field(() => activationRange('RELU6', { scale: 0.1, zeroPoint: 0 }, 'int8', 'fast' as never))).toBe('kernelPath');
+    expect(field(() => activationRange('RELU6', { scale: 0.1, zeroPoint: 200 }, 'int8'))).toBe('output.zeroPoint');
+    expect(activationRange('RELU6', { scale: 0.1, zeroPoint: 0 }, 'int8')).toEqual([0, 60]);
   });
 });
