@@ -69,6 +69,13 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   const files = new InputFiles(new MemoryBudget(1));
   const out = checkOut('--out', resolve(o.out), files); // before the sweep: a bad path fails in a second
   const report = await tune({ budgetMs, classes, onProgress: (line) => io.err(`qgemm tune: ${line}\n`) });
+  // A table with no entry would replace a tuned one with the rules: a budget too short measures nothing.
+  if (!report.table.entries.length) {
+    throw new InputError(
+      '--budget',
+      `${o.budget ?? 'the default budget'} measured no shape on ${report.device}: give it more time (minutes on a GPU)`,
+    );
+  }
   writeAtomic('--out', out, new TextEncoder().encode(`${JSON.stringify(report.table, null, 2)}\n`), files);
   if (o.json) {
     io.out(`${JSON.stringify(report, null, 2)}\n`);

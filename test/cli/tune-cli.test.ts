@@ -90,6 +90,15 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     expectNothingWritten(dir);
   });
 
+  it.skipIf(!gpu)('a budget that measures no shape: exit 2 naming --budget, the table already there intact', () => {
+    ensureBuilt();
+    const dir = freshDir({ 'T.json': '{"kept": true}' });
+    const r = runBin(['tune', '--backend', 'webgpu', '--budget', '1ms', '--out', 'T.json'], dir);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err.trimEnd().split('\n').pop()).toMatch(/^qgemm: error: --budget: 1ms measured no shape/);
+    expect(readFileSync(join(dir, 'T.json'), 'utf8')).toBe('{"kept": true}');
+  });
+
   it('an output that is the --tuning file is refused, in gemm and in run: exit 2, the table intact', () => {
     ensureBuilt();
     const other = {
