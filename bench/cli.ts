@@ -4,7 +4,7 @@
 // bench/out/<date>-<adapter>[-quick].{json,html} (`--results bench/results` to keep them in the repo).
 // Exit code 0 when every qgemm row is verified, 1 when one failed verification or could not run, 2 on bad flags.
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot } from './environment.ts';
@@ -98,6 +98,8 @@ export interface CliPlan {
   screenshot?: string;
   /** Re-render this saved result instead of running. */
   reportFrom?: string;
+  /** Its contents, read and checked while the command line is parsed. */
+  saved?: BenchReport;
 }
 
 export function parseCli(argv: string[]): CliPlan | 'help' {
@@ -132,7 +134,9 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
   let budgetS: number | null = null;
   if (values.budget !== undefined) {
     budgetS = Number(values.budget);
-    if (!(budgetS > 0)) throw new Error(`--budget: expected a positive number of seconds, got "${values.budget}"`);
+    if (!(budgetS > 0 && budgetS < Number.POSITIVE_INFINITY)) {
+      throw new Error(`--budget: expected a positive, finite number of seconds, got "${values.budget}"`);
+    }
   }
   const seed = values.seed === undefined ? 1 : Number(values.seed);
   if (!Number.isInteger(seed)) throw new Error(`--seed: expected an integer, got "${values.seed}"`);
@@ -162,13 +166,35 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       suite,
       command: `bench ${argv.join(' ')}`.trim(),
     },
-    ...(values.json ? { json: resolve(values.json) } : {}),
-    ...(values.html ? { html: resolve(values.html) } : {}),
+    ...(values.json ? { json: outFile('--json', values.json) } : {}),
+    ...(values.html ? { html: outFile('--html', values.html) } : {}),
     resultsDir: values.results ? resolve(values.results) : join(repoRoot(), 'bench/out'),
     save: !values['no-save'],
-    ...(values.screenshot ? { screenshot: resolve(values.screenshot) } : {}),
-    ...(values['report-from'] ? { reportFrom: resolve(values['report-from']) } : {}),
+    ...(values.screenshot ? { screenshot: outFile('--screenshot', values.screenshot) } : {}),
+    ...(values['report-from'] ? { reportFrom: resolve(values['report-from']), saved: savedReport(resolve(values['report-from'])) } : {}),
   };
+}
+
+/** An output file's path, refused before any run where a file cannot be written there (a folder). */
+function outFile(flag: string, path: string): string {
+  const full = resolve(path);
+  if (existsSync(full) && !statSync(full).isFile()) throw new Error(`${flag}: ${path} is not a file (a folder?); name a file to write`);
+  return full;
+}
+
+/** A saved result of this harness (--report-from), read and checked before anything is rendered. */
+function savedReport(path: string): BenchReport {
+  let report: unknown;
+  try {
+    report = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`--report-from: cannot read ${path} as JSON: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const r = report as Partial<BenchReport> | null;
+  if (!r || typeof r !== 'object' || !Array.isArray(r.runs) || !r.adapter || typeof r.date !== 'string') {
+    throw new Error(`--report-from: ${path} is not a saved benchmark result (a JSON of this harness, with date, adapter and runs)`);
+  }
+  return r as BenchReport;
 }
 
 function write(file: string, text: string): void {
@@ -189,7 +215,7 @@ export async function runCli(argv: string[]): Promise<number> {
   try {
     plan = parseCli(argv);
   } catch (e) {
-    process.stderr.write(`bench: ${(e as Error).message}\n\n${HELP}\n`);
+    process.stderr.write(`bench: ${(e as Error).message}\n(--help lists the flags)\n`);
     return 2;
   }
   if (plan === 'help') {
@@ -198,8 +224,8 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const written: string[] = [];
   let report: BenchReport;
-  if (plan.reportFrom) {
-    report = JSON.parse(readFileSync(plan.reportFrom, 'utf8')) as BenchReport;
+  if (plan.reportFrom && plan.saved) {
+    report = plan.saved;
     plan.save = false;
     plan.html ??= plan.reportFrom.replace(/\.json$/, '') + '.html';
   } else {

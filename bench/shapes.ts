@@ -148,7 +148,7 @@ export function parseShapes(text: string): Shape[] {
       }
       const parts = item.toLowerCase().split('x');
       const dims = parts.map((p) => Number(p));
-      if (parts.length !== 3 || dims.some((d) => !Number.isInteger(d) || d < 1 || d > 1 << 16)) {
+      if (parts.length !== 3 || parts.some((p) => !/^\d+$/.test(p)) || dims.some((d) => d < 1 || d > 1 << 16)) {
         throw new Error(
           `--shapes: "${item}" is not MxNxK with positive integers (e.g. 256x256x256), a convolution layer (conv56x56x64-k3x3-s1-o64) nor a named set (${Object.keys(NAMED_SHAPES).join(', ')})`,
         );

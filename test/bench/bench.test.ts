@@ -9,6 +9,9 @@
 // convolution layer (qgemm: one gemm that packs the patches in its pass; tfjs conv2d), in Node and in Chrome.
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
 
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions } from '../../bench/harness.ts';
@@ -575,6 +578,17 @@ describe('benchmark harness', () => {
     expect(parseCli(['--help'])).toBe('help');
     expect(() => parseCli(['--impls', 'cublas'])).toThrow(/unknown "cublas"/);
     expect(() => parseCli(['--shapes', '12x0x3'])).toThrow(/MxNxK/);
+    expect(() => parseCli(['--shapes', '1e3x2x2'])).toThrow(/MxNxK/); // digits only: was 1000x2x2
+    expect(() => parseCli(['--budget', '1e309'])).toThrow(/--budget: expected a positive, finite/);
+    // Files are checked before any run: a folder as --json or --html, a --report-from that is not a saved result.
+    expect(() => parseCli(['--json', tmpdir()])).toThrow(/--json: .* is not a file/);
+    expect(() => parseCli(['--html', tmpdir()])).toThrow(/--html: .* is not a file/);
+    const notReport = join(mkdtempSync(join(tmpdir(), 'bench-cli-')), 'x.json');
+    writeFileSync(notReport, '{"a": 1}');
+    expect(() => parseCli(['--report-from', notReport])).toThrow(/--report-from: .* is not a saved benchmark result/);
+    writeFileSync(notReport, '{"runs": [');
+    expect(() => parseCli(['--report-from', notReport])).toThrow(/--report-from: cannot read .* as JSON/);
+    expect(() => parseCli(['--report-from', `${notReport}.missing`])).toThrow(/--report-from: cannot read/);
     expect(() => parseCli(['--frobnicate'])).toThrow();
     expect(custom.options.rhsBits).toEqual([8]);
     const bits = parseCli(['--shapes', 'skinny', '--modes', 'resident', '--rhs-bits', '8,4']);
