@@ -304,10 +304,11 @@ export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): 
   const stored = blocks.get(x)?.nibble ?? null;
   const b = p.bitDepth;
   if (!stored) {
-    if (b)
+    // 8-bit weights serve any GEMM that keeps them at 8 bits, whatever its lhs bits (the lhs is requantized as it is packed).
+    if (b && b.rhs !== 8)
       throw new InputError(
         'bitDepth',
-        'the rhs was prepacked at 8 bits: give the plain rhs for a less-than-8-bit GEMM, or prepack it with this bitDepth',
+        `the rhs was prepacked at 8 bits, the GEMM asks rhs ${b.rhs} bits: give the plain rhs, or prepack it with this bitDepth`,
       );
     return;
   }
