@@ -1,10 +1,10 @@
 #!/bin/sh
 # `npm run bench:chrome-pack`: makes the Chromium payload for a GPU server that has neither Chromium nor
-# its libraries nor Node (the other half of bench/device-pack.sh, which carries the bench for Node). Into
+# its libraries nor Node (the other half of bench/device-pack.sh, which packs the bench for Node). Into
 # the ignored folder .chrome-pack/ it writes chrome.tar.xz.part0, .part1, ... (xz -9, each part at most
-# PART_MIB, default 50 MiB, so that one part and this repository fit one device call's 64 MiB) and
-# manifest.txt (each part's sha256). The tar holds one folder tree, unpacked on the server by
-# tools/chrome-gpu-probe.sh into /tmp/qgemm-chrome/root:
+# PART_MIB, default 50 MiB, so that one part and this repository fit the 64 MiB that the project's GPU
+# servers take per transfer) and manifest.txt (each part's sha256). The tar holds one folder tree,
+# unpacked on the server by tools/chrome-gpu-probe.sh into /tmp/qgemm-chrome/root:
 #   usr/lib/chromium/      Debian's chromium + chromium-common (apt-get download), pruned: no validation
 #                          layer, no mock ICD, en-US locale only
 #   chromium               a wrapper that puts lib/ first on LD_LIBRARY_PATH and runs usr/lib/chromium/chromium
@@ -17,7 +17,7 @@
 #   VERSIONS               the packages and versions inside
 # and .chrome-pack/web.tar.xz: the bench page's tfjs and onnxruntime-web files from node_modules (below).
 # Run it from the repo root, on x86-64 Debian with the chromium package installed (its libraries are
-# what ldd resolves), with apt able to download. bench/README.md, "Chrome on a GPU server", gives the calls.
+# what ldd resolves), with apt able to download. bench/README.md, "Chrome on a GPU server", gives the steps.
 set -eu
 cd "$(dirname "$0")/.."
 PART_MIB=${PART_MIB:-50}
@@ -69,7 +69,7 @@ if [ -s "$work/missing" ]; then echo "chrome-pack: missing libraries: $(sort -u 
 cp -L "$(readlink -f "$(command -v node)")" "$stage/bin/node"
 cat > "$stage/chromium" <<'EOF'
 #!/bin/sh
-# The carried Chromium with its carried libraries (bench/chrome-pack.sh); the NVIDIA driver's own folders after them.
+# The payload's Chromium with the payload's libraries (bench/chrome-pack.sh); the NVIDIA driver's own folders after them.
 d=$(dirname "$(readlink -f "$0")")
 LD_LIBRARY_PATH="$d/lib:$d/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for n in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do [ -d "$n" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$n"; done
@@ -90,7 +90,7 @@ echo "# whole $(sha256sum < "$work/chrome.tar.xz" | cut -d' ' -f1)" >> .chrome-p
 rm -rf "$work"
 # The bench page's libraries from node_modules (tfjs's UMD bundles, onnxruntime-web's WebGPU build and its
 # WASM files): the Chrome rows of `npm run bench` on the server read them from node_modules, which
-# tools/chrome-gpu-probe.sh links to the unpacked copy. A separate, small tar: only the bench run carries it.
+# tools/chrome-gpu-probe.sh links to the unpacked copy. A separate, small tar: only the bench run needs it.
 web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorflow/tfjs-core/dist/tf-core.es2017.min.js
   node_modules/@tensorflow/tfjs-backend-webgpu/package.json node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.es2017.min.js
   node_modules/onnxruntime-web/package.json node_modules/onnxruntime-web/dist/ort.node.min.js node_modules/onnxruntime-web/dist/ort.min.js
@@ -98,5 +98,5 @@ web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorf
   node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm"
 # shellcheck disable=SC2086
 tar -cf - $web_files | xz "-$XZ_LEVEL" -T2 > .chrome-pack/web.tar.xz
-echo "chrome-pack: .chrome-pack/ (carry one part per device call, with manifest.txt; web.tar.xz with the bench run):"
+echo "chrome-pack: .chrome-pack/ (copy one part per transfer, with manifest.txt; web.tar.xz with the bench run):"
 ls -l .chrome-pack | tail -n +2 | awk '{printf "  %s %.1f MiB\n", $9, $5 / 1048576}'

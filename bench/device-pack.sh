@@ -1,7 +1,7 @@
 #!/bin/sh
 # `npm run bench:device-pack`: prepares, in one step, everything a benchmark run on a bare GPU machine
-# needs (a machine reached by a remote runner that copies the working tree plus at most 8 ignored paths
-# and 64 MiB), in folders git ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
+# needs (the project's GPU machines take a copy of the repository plus at most 64 MiB per transfer), in
+# folders git ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
 # onnxruntime-node with its own WebGPU EP, xz-compressed) and .gl/ (the Vulkan loader and GL/EGL
 # libraries as Debian packages, `apt-get download`: the GPU machine has the NVIDIA driver but no
 # loader). bench/device-run.sh is the one command that uses them on the GPU machine (verify, tune, the bench
@@ -34,7 +34,7 @@ if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
 fi
 
 total=$(du -cb dist .device .gl | tail -1 | cut -f1)
-echo "device-pack: carry [\".gl\", \".device\", \"dist\"] = $((total / 1048576)) MiB (limit 64 MiB)"
+echo "device-pack: .gl/, .device/ and dist/ = $((total / 1048576)) MiB (at most 64 MiB per transfer to the GPU machine)"
 du -sh dist .device/* .gl | sed 's/^/  /'
-if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB carry limit" >&2; exit 1; fi
+if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB a GPU machine takes per transfer" >&2; exit 1; fi
 echo "device-pack: on the GPU machine, with \$OUT set: sh bench/device-run.sh"

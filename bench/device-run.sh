@@ -6,10 +6,11 @@
 # run goes on, since the self-test disables a failing tensor-core kernel on the device, the tuner verifies
 # its winners and the bench every qgemm row, bit for bit), `qgemm tune` (200 s of budget, about 4 minutes
 # with the verification of its winners; the table it writes serves the bench through --tuning), then the
-# bench twice (squares, decode, the suite's conv layers and two deep ones that split-K gathers; `resident`; qgemm, tfjs f32, onnxruntime's
-# MatMulNBits-8), so the spread between passes is known; then, in the time left, 128x11008² with 8- and
-# 4-bit weights; and prints short tables last (bench/device-summary.mjs: verify, tune, the passes); it
-# exits non-zero where a stage failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (9 files:
+# bench twice (squares, decode, the suite's two conv layers and three deep ones: 14x14x256, 7x7x512 and
+# 2x2x512 inputs, 3x3 filters; `resident`; qgemm, tfjs f32, onnxruntime's MatMulNBits-8), so the spread
+# between passes is known; then, in the time left, 128x11008² with 8- and 4-bit weights; and prints
+# short tables last (bench/device-summary.mjs: verify, tune, the passes); it exits non-zero where a stage
+# failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (9 files:
 # verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json, clocks.csv, gpu.csv,
 # run.log). Each stage has its own time limit (90 + 240 + 2 x 95 s, about 15 s to unpack, and the 4-bit
 # pass whatever is left of 535 s), so the whole run ends within 9 minutes.

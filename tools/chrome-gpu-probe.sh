@@ -1,17 +1,17 @@
 #!/bin/sh
 # The GPU-server side of the Chromium payload (bench/chrome-pack.sh): gathers its parts, which arrive one
-# per device call in .chrome-pack/, in /tmp/qgemm-chrome/parts (kept between back-to-back calls), checks
+# per transfer in .chrome-pack/, in /tmp/qgemm-chrome/parts (kept between commands run back to back), checks
 # them against manifest.txt, unpacks the whole into /tmp/qgemm-chrome/root once, and runs
-# tools/chrome-gpu-probe.mjs with the carried Node (attempts A to F; the table last). Modes:
-#   sh tools/chrome-gpu-probe.sh stage            keep this call's part(s); say which are still missing
+# tools/chrome-gpu-probe.mjs with the payload's Node (attempts A to F; the table last). Modes:
+#   sh tools/chrome-gpu-probe.sh stage            keep the part(s) now in .chrome-pack/; say which are still missing
 #   sh tools/chrome-gpu-probe.sh unpack           stage, then unpack (for the bench: CHROMIUM_PATH=/tmp/qgemm-chrome/root/chromium)
 #   sh tools/chrome-gpu-probe.sh run [OPTIONS]    stage, unpack, then the probe (OPTIONS go to it; results under $OUT)
 #   sh tools/chrome-gpu-probe.sh bench [BENCH]    stage, unpack, the probe (QGEMM_PROBE_BUDGET s, default 200; extra
 #                                                 options in QGEMM_PROBE_ARGS; log in $OUT/probe.log), then with the
 #                                                 attempt that gave a hardware adapter (A-F, tools/chromium.ts does
-#                                                 its setup) dist/node/bench.js BENCH on the carried Node
-# QGEMM_CHROME_ICD: the Vulkan ICD for the probe, Chrome and Dawn (default NVIDIA's). A carried .device/ort.tar.xz
-# (onnxruntime-node) is staged like a part and unpacked before the bench.
+#                                                 its setup) dist/node/bench.js BENCH on the payload's Node
+# QGEMM_CHROME_ICD: the Vulkan ICD for the probe, Chrome and Dawn (default NVIDIA's). A .device/ort.tar.xz, where
+# present (onnxruntime-node), is staged like a part and unpacked before the bench.
 # Exit: 0 a hardware adapter (run) or done (stage, unpack, bench: the bench's own); 1 no attempt gave one; 2 bad
 # use; 3 parts missing.
 set -u
@@ -27,7 +27,7 @@ case "$mode" in stage | unpack | run | bench) ;; *) echo "usage: sh tools/chrome
 mkdir -p "$parts"
 for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz .device/ort.tar.xz; do [ -f "$f" ] && cp "$f" "$parts/"; done
 if [ ! -f "$parts/manifest.txt" ]; then
-  echo "chrome-gpu-probe: no manifest: carry .chrome-pack/manifest.txt with each part (npm run bench:chrome-pack makes them)" >&2
+  echo "chrome-gpu-probe: no manifest: copy .chrome-pack/manifest.txt over with each part (npm run bench:chrome-pack makes them)" >&2
   exit 3
 fi
 have=''
@@ -39,7 +39,7 @@ done < "$parts/manifest.txt"
 echo "chrome-gpu-probe: parts here:${have:- none}; missing:${missing:- none}"
 [ "$mode" = stage ] && exit 0
 if [ -n "$missing" ]; then
-  echo "chrome-gpu-probe: parts missing:$missing (carry each in a device call, the calls back to back: /tmp lasts about 30 s between them)" >&2
+  echo "chrome-gpu-probe: parts missing:$missing (copy each to .chrome-pack/ and run this again, the commands back to back: /tmp lasts about 30 s between them)" >&2
   exit 3
 fi
 
@@ -58,7 +58,7 @@ fi
 # Libraries Chromium takes from outside the payload: glibc's alone, where the payload is complete.
 outside=$(LD_LIBRARY_PATH="$root/lib:$root/usr/lib/x86_64-linux-gnu" ldd "$root/usr/lib/chromium/chromium" 2>&1 | grep -v "$root" | awk '{print $1}' | paste -sd' ')
 echo "chrome-gpu-probe: $(grep "^Chromium" "$root/VERSIONS" | head -1); libraries from the system: $outside"
-# The bench page's node_modules files (web.tar.xz), where carried: node_modules here links to them.
+# The bench page's node_modules files (web.tar.xz), where present: node_modules here links to them.
 if [ -f "$parts/web.tar.xz" ] && [ ! -f "$root/.web" ]; then
   tar -xJf "$parts/web.tar.xz" -C "$root" && touch "$root/.web" && echo "chrome-gpu-probe: the bench page's files unpacked into $root/node_modules"
 fi
