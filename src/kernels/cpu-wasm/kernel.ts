@@ -304,11 +304,11 @@ export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): 
   const stored = blocks.get(x)?.nibble ?? null;
   const b = p.bitDepth;
   if (!stored) {
-    // 8-bit weights serve any GEMM that keeps them at 8 bits, whatever its lhs bits (the lhs is requantized as it is packed).
-    if (b && b.rhs !== 8)
+    // The 8-bit kernels over a prepacked rhs do not requantize their lhs: a GEMM with a bitDepth takes the plain rhs.
+    if (b)
       throw new InputError(
         'bitDepth',
-        `the rhs was prepacked at 8 bits, the GEMM asks rhs ${b.rhs} bits: give the plain rhs, or prepack it with this bitDepth`,
+        `an rhs prepacked at 8 bits serves GEMMs without a bitDepth: give the plain rhs${b.rhs <= 4 ? ', or prepack it with this bitDepth' : ''}`,
       );
     return;
   }
