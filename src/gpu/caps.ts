@@ -112,8 +112,8 @@ export function fitsWorkgroup(limits: PlanLimits, x: number, y = 1): boolean {
 /**
  * Checks the limits a caller lowers (GpuContext.create({ limits })): an object of known PlanLimits keys,
  * each a positive integer (an alignment a power of two, as WebGPU's; a workgroup limit at least what
- * the fixed workgroups need, LEAST_LIMIT), else an InputError naming `limits.<key>`. A NaN, 0 or negative value would plan no
- * dispatch or never finish planning.
+ * the fixed workgroups need, LEAST_LIMIT), else an InputError naming `limits.<key>`. A NaN, 0 or
+ * negative value would plan no dispatch or never finish planning.
  */
 export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
   if (lowered === undefined) return {};
