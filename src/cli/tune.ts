@@ -70,7 +70,8 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   const out = checkOut('--out', resolve(o.out), files); // before the sweep: a bad path fails in a second
   const report = await tune({ budgetMs, classes, onProgress: (line) => io.err(`qgemm tune: ${line}\n`) });
   // A table with no entry would replace a tuned one with the rules: a budget too short measures nothing.
-  if (!report.table.entries.length) {
+  // (Winners measured but refused by verification are written and listed as such, as before.)
+  if (!report.table.entries.length && !report.refused.length) {
     throw new InputError(
       '--budget',
       `${o.budget ?? 'the default budget'} measured no shape on ${report.device}: give it more time (minutes on a GPU)`,

@@ -7,7 +7,8 @@
 // forcing a kernel that does not fit is an InputError naming `kernel`. Each result is the CPU reference's,
 // bit for bit: GEMMs of every shape class, convolution patches gathered in the kernel, an elementwise
 // op, both as this adapter runs and with the configurations of a hardware adapter
-// (createGpuContextAsHardware), where the transposing pack and the gathers are chosen.
+// (createGpuContextAsHardware), where a core device would take the transposing pack for a strided operand
+// (here the row pack) and the kernel gathers the patches.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
@@ -135,6 +136,7 @@ describe.skipIf(!gpu)('a compatibility-mode device', () => {
         }
         // On a core device the last two are dot4-64x64's (256 invocations): here the 32-tiles serve them.
         expect(kernels[0]).toMatch(/^gemv/);
+        expect(kernels[1]).toMatch(/^(dot4-32x32|splitk-32x32)$/);
         expect(kernels.slice(2)).toEqual(['dot4-32x32', 'dot4-32x32']);
       });
 
@@ -160,6 +162,7 @@ describe.skipIf(!gpu)('a compatibility-mode device', () => {
           const p = { lhs: { input, geometry, zeroPoint: 37 }, rhs, lhsZeroPoint: 37, rhsZeroPoint: 121 };
           const got = await ctx.gemm(p);
           expectExact(got, { ...p, lhs: { data: im2col(input, geometry, 37), rows: M, cols: K } }, `conv to ${N} channels`);
+          expect(ctx.lastRun.patchesGathered, `conv to ${N} channels`).toBe(true);
         }
       });
 

@@ -206,6 +206,7 @@ describe.skipIf(!gpu)('chain plans', () => {
     // the last GEMM is encoded): the call ends exact, since destroy() frees the buffers only once the calls
     // already running are done; the next call is refused, and no plan is kept.
     const late = { ...layers[2], rhs: await ctx.prepack('rhs', layers[2].weights) };
+    const plansBeforeLate = chainPlans();
     const lateLayers = [layers[0], layers[1], late];
     const lateToken = token(3);
     queue.submit = function (this: GPUQueue, buffers: Iterable<GPUCommandBuffer>) {
@@ -221,6 +222,7 @@ describe.skipIf(!gpu)('chain plans', () => {
     expect(Array.from(lateResult.data), 'rhs destroyed during the call').toEqual(reference(lateToken, lateLayers));
     const refused = await ctx.gemmChain({ lhs: lateToken, layers: lateLayers }).catch((x) => x);
     expect((refused as InputError).field).toBe('layers[2].rhs');
+    expect(chainPlans()).toBe(plansBeforeLate);
 
     // A chain's lhs is uploaded by its plan: a GpuMatrix is an InputError naming lhs, before any GPU work.
     const onGpu = await ctx.gemmOnGpu({ ...first, lhs: token() });
