@@ -26,6 +26,7 @@ import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { checkContextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
+import { checkFunction } from './problem/check.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
@@ -145,10 +146,8 @@ async function runPackedOnCpu(
  */
 export function checkOptions(opts: unknown): asserts opts is RunOptions {
   checkContextOptions(opts);
-  for (const key of ['onKernel', 'onTrace'] as const) {
-    const f = opts[key as keyof typeof opts];
-    if (f !== undefined && typeof f !== 'function') throw new InputError(key, `expected a function, got ${brief(f)}`);
-  }
+  checkFunction('onKernel', (opts as RunOptions).onKernel);
+  checkFunction('onTrace', (opts as RunOptions).onTrace);
 }
 
 /** A `kernel` of the other backend where the backend is named: an InputError ('auto' may run either). */

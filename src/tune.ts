@@ -48,6 +48,7 @@ import { PACK_FORMATS, prepackFormat } from './pack/formats.ts';
 import { type GpuGemmKernel, kernelFormats } from './kernels/types.ts';
 import { checkContextOptions, GpuContext } from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
+import { checkFunction } from './problem/check.ts';
 import type { GemmProblem } from './types.ts';
 import {
   BATCH_MS,
@@ -108,9 +109,7 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
     if (!TUNE_OPTIONS.includes(key)) throw new InputError(key, `unknown option; known: ${TUNE_OPTIONS.join(', ')}`);
   }
   if (o.device !== undefined) checkContextOptions({ device: o.device });
-  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
-    throw new InputError('onProgress', `expected a function, got ${brief(o.onProgress)}`);
-  }
+  checkFunction('onProgress', o.onProgress);
   if (o.classes !== undefined && !Array.isArray(o.classes)) {
     throw new InputError('classes', `expected an array of shape classes (${SHAPE_CLASSES.join(', ')}), got ${brief(o.classes)}`);
   }

@@ -21,14 +21,11 @@ import { quantizeMultiplier } from '../quant/quantize.ts';
 import type { OutputStage } from '../types.ts';
 import { TYPE_RANGE } from '../types.ts';
 import { brief } from '../problem/echo.ts';
+import { checkScale32, checkZeroPoint, type QuantParams } from './validate.ts';
 
 export type KernelPath = 'xnnpack' | 'optimized' | 'reference';
 export type FusedActivation = 'NONE' | 'RELU' | 'RELU6' | 'RELU_N1_TO_1';
-/** scale as TFLite stores it (float32), zeroPoint an integer. */
-export interface QuantParams {
-  scale: number;
-  zeroPoint: number;
-}
+export type { QuantParams } from './validate.ts';
 
 /**
  * The clamp of a fused activation in the output's quantized domain, as `kernelPath` computes it:
@@ -48,14 +45,9 @@ export function activationRange(
     throw new InputError('kernelPath', `expected "xnnpack", "optimized" or "reference", got ${brief(kernelPath)}`);
   }
   const [qmin, qmax] = TYPE_RANGE[dtype];
-  const scale = Math.fround(output?.scale);
-  // A float32 scale as a .tflite file stores it: positive, finite, normal (0 or a subnormal gives no range).
-  if (!(scale >= 2 ** -126 && scale < Number.POSITIVE_INFINITY)) {
-    throw new InputError('output.scale', `expected a positive, finite, normal float32, got ${brief(output?.scale)}`);
-  }
-  if (!Number.isInteger(output.zeroPoint) || output.zeroPoint < qmin || output.zeroPoint > qmax) {
-    throw new InputError('output.zeroPoint', `expected an integer in ${qmin}..${qmax} (${dtype}), got ${brief(output.zeroPoint)}`);
-  }
+  // The float32 scale a .tflite file stores (0 or a subnormal gives no range), a zero point of the dtype.
+  const scale = checkScale32('output.scale', output?.scale);
+  checkZeroPoint('output.zeroPoint', output.zeroPoint, dtype);
   const quantize =
     kernelPath === 'xnnpack'
       ? (f: number) => roundTiesToEven(Math.fround(Math.fround(f / scale) + output.zeroPoint))

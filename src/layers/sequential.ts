@@ -18,6 +18,7 @@ import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
 import {
+  checkCallArguments,
   type GemmCallOptions,
   type GemmTiming,
   GpuContext,
@@ -165,13 +166,7 @@ export class Sequential {
    */
   async run(inputs: SequentialInputs, opts: SequentialRunOptions = {}): Promise<Tensor> {
     if (this.destroyed) throw new InputError('sequential', 'this Sequential was destroyed: create another');
-    if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${brief(opts)}`);
-    if (opts.timing !== undefined && (opts.timing === null || typeof opts.timing !== 'object')) {
-      throw new InputError('timing', `expected an object { gpuMs }, got ${brief(opts.timing)}`);
-    }
-    if (opts.onTrace !== undefined && typeof opts.onTrace !== 'function') {
-      throw new InputError('onTrace', `expected a function, got ${brief(opts.onTrace)}`);
-    }
+    checkCallArguments((opts as SequentialRunOptions | null)?.timing, opts); // as gemmChain's, before any work
     const g = this.graph;
     const named = namedInputs(g, inputs);
     const steps = inferShapes(g, named);

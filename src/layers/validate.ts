@@ -7,7 +7,12 @@
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
 import { TYPE_RANGE, type OutputStage } from '../types.ts';
-import type { QuantParams } from './derive.ts';
+
+/** scale as TFLite stores it (float32), zeroPoint an integer: what every check below takes. */
+export interface QuantParams {
+  scale: number;
+  zeroPoint: number;
+}
 
 /** The smallest normal float32, 2^-126. */
 const MIN_NORMAL_FLOAT32 = 2 ** -126;

@@ -14,6 +14,11 @@ export function checkInt32(field: string, v: unknown): number {
   return v;
 }
 
+/** An optional callback: undefined, or a function. */
+export function checkFunction(field: string, v: unknown): void {
+  if (v !== undefined && typeof v !== 'function') throw new InputError(field, `expected a function, got ${brief(v)}`);
+}
+
 export function checkRange(field: string, v: unknown, lo: number, hi: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) {
     throw new InputError(field, `expected an integer in ${lo}..${hi}, got ${brief(v)}`);

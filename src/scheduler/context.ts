@@ -8,6 +8,7 @@
 import { checkWarmupItems, warmupProblem, type WarmupItem } from './warmup.ts';
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
+import { checkFunction } from '../problem/check.ts';
 import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
@@ -82,7 +83,7 @@ export function checkContextOptions(opts: unknown): asserts opts is GpuContextOp
   if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw wrongType('options', 'an object', opts);
   const o = opts as Record<string, unknown>;
   if (o.device !== undefined && !isGpuDevice(o.device)) throw wrongType('device', 'a GPUDevice', o.device);
-  if (o.warn !== undefined && typeof o.warn !== 'function') throw wrongType('warn', 'a function', o.warn);
+  checkFunction('warn', o.warn);
   for (const key of ['kernel', 'dawnPath', 'tuningName']) {
     if (o[key] !== undefined && typeof o[key] !== 'string') throw wrongType(key, 'a string', o[key]);
   }
@@ -91,13 +92,12 @@ export function checkContextOptions(opts: unknown): asserts opts is GpuContextOp
   }
 }
 
-/** A call's `timing` and options of the wrong type: an InputError naming them, before any work. */
-function checkCallArguments(timing: unknown, opts: unknown): void {
+/** A call's `timing` and options ({ onTrace }) of the wrong type: an InputError naming them, before any work. */
+export function checkCallArguments(timing: unknown, opts: unknown): void {
   if (timing !== undefined && (timing === null || typeof timing !== 'object')) throw wrongType('timing', 'an object { gpuMs }', timing);
   if (opts === undefined) return;
   if (opts === null || typeof opts !== 'object') throw wrongType('options', 'an object', opts);
-  const { onTrace } = opts as GemmCallOptions;
-  if (onTrace !== undefined && typeof onTrace !== 'function') throw wrongType('onTrace', 'a function', onTrace);
+  checkFunction('onTrace', (opts as GemmCallOptions).onTrace);
 }
 
 /** fn's result, or its error as a rejected promise (a check that throws fails the call's promise). */
