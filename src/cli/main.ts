@@ -64,7 +64,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
   const tuning = () => new Option('--tuning <file>', 'a tuning table from `qgemm tune` for this adapter (docs/gpu.md "Tuning")');
   const common = (o: { backend: string; maxMemory?: string; verbose?: boolean; tuning?: string }): CommonOptions => ({
     backend: o.backend as CommonOptions['backend'],
-    ...(o.tuning === undefined ? {} : (({ gpu, read }) => ({ gpu, inputs: read }))(readTuningFile('--tuning', o.tuning))),
+    ...(o.tuning === undefined ? {} : readTuningFile('--tuning', o.tuning)),
     maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),
     warn: (m) => io.err(`${oneLine(m)}\n`),
     verbose: o.verbose ? (m) => io.err(`${oneLine(m)}\n`) : undefined,

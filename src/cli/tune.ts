@@ -44,13 +44,13 @@ export function parseClasses(field: string, text: string): string[] {
 }
 
 /**
- * Reads and checks a tuning table file (--tuning FILE): malformed JSON or schema name the flag. `read`:
- * the file as read, which the command's outputs must not replace.
+ * Reads and checks a tuning table file (--tuning FILE): malformed JSON or schema name the flag. `inputs`:
+ * the file as read, which the command's outputs must not replace (CommonOptions' two fields).
  */
-export function readTuningFile(field: string, path: string): { gpu: { tuning: TuningTable; tuningName: string }; read: ReadRecord[] } {
+export function readTuningFile(field: string, path: string): { gpu: { tuning: TuningTable; tuningName: string }; inputs: ReadRecord[] } {
   const files = new InputFiles(new MemoryBudget(64 * 2 ** 20));
   const text = files.readText(field, resolve(path), 16 * 2 ** 20);
-  return { gpu: { tuning: parseTuningTable(parseStrictJson(text, field, field), field), tuningName: path }, read: files.read };
+  return { gpu: { tuning: parseTuningTable(parseStrictJson(text, field, field), field), tuningName: path }, inputs: files.read };
 }
 
 export interface TuneCliOptions {
