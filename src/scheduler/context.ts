@@ -328,7 +328,6 @@ export class GpuContext {
     if (!isHandedOut(r, m)) throw new InputError('matrix', 'this GpuMatrix was not made by gemmOnGpu of this context');
     r.handedOut.delete(m.buffer);
     if (!r.plans.releaseDst(m.buffer)) r.pool.release(m.buffer); // a gemmOnGpu plan's dst goes back to its plan
-    r.released.add(m);
   }
 
   /**

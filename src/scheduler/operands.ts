@@ -46,16 +46,26 @@ export function isPacked(x: object): x is PackedOperand {
  */
 const owners = new WeakMap<object, OperandOwner>();
 
-/** What owns GPU operands (a context's resources, ./resources.ts): the buffers it handed out, the matrices released. */
+/** What owns GPU operands (a context's resources, ./resources.ts): the buffers it handed out, each with its lease. */
 export interface OperandOwner {
-  readonly handedOut: Set<GPUBuffer>;
-  readonly released: WeakSet<GpuMatrix>;
+  readonly handedOut: Map<GPUBuffer, number>;
 }
 
-/** Records m (a dst that gemmOnGpu hands out) as r's and live. */
+/**
+ * Each hand-out of a buffer is a lease, numbered, and the matrix handed out carries its number (an
+ * enumerable symbol, so that `{ ...m }` carries it too). A buffer released and handed out again has a new
+ * lease: a matrix of the old one, or any copy of it, is refused though its buffer is live.
+ */
+const LEASE = Symbol('qgemm.lease');
+let leases = 0;
+type Leased = GpuMatrix & { [LEASE]?: number };
+
+/** Records m (a dst that gemmOnGpu hands out) as r's and live, under a new lease. */
 export function claimMatrix(r: OperandOwner, m: GpuMatrix): GpuMatrix {
+  const lease = ++leases;
   owners.set(m.buffer, r);
-  r.handedOut.add(m.buffer);
+  r.handedOut.set(m.buffer, lease);
+  (m as Leased)[LEASE] = lease;
   return m;
 }
 
@@ -73,17 +83,21 @@ export function checkMatrix(r: OperandOwner, m: unknown, field: string): asserts
   if (!m || typeof m !== 'object' || !isGpuMatrix(m) || typeof (m as GpuMatrix).buffer !== 'object' || !(m as GpuMatrix).buffer) {
     throw new InputError(field, 'expected a GpuMatrix ({ buffer, rows, cols, order, dtype, stride })');
   }
-  const released = 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls';
-  if (r.released.has(m)) throw new InputError(field, released);
   const owner = owners.get(m.buffer);
   if (owner && owner !== r)
     throw new InputError(field, 'this GpuMatrix belongs to another GpuContext: read or use it with the context that made it');
-  if (owner === r && !r.handedOut.has(m.buffer)) throw new InputError(field, released);
+  if (owner === r && !isHandedOut(r, m))
+    throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
 }
 
-/** True when m's buffer was handed out by r (gemmOnGpu) and is still live. */
+/**
+ * True when m's buffer was handed out by r (gemmOnGpu) and is still live, under m's own lease (a matrix
+ * built by hand around such a buffer has none, and is taken as the live one).
+ */
 export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
-  return owners.get(m.buffer) === r && r.handedOut.has(m.buffer);
+  const lease = r.handedOut.get(m.buffer);
+  const own = (m as Leased)[LEASE];
+  return owners.get(m.buffer) === r && lease !== undefined && (own === undefined || own === lease);
 }
 
 /**

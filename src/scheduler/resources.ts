@@ -27,12 +27,10 @@ export class DeviceResources {
   readonly plans: CallPlans;
   /** Kernels whose exactness self-test this context could not run (./gemm.ts kernelFor): not used here. */
   readonly untested = new Set<string>();
-  /** Matrices given back with releaseMatrix (by identity: their buffer goes on to other calls). */
-  readonly released = new WeakSet<GpuMatrix>();
   /** The kernels prepared on this device (their pipelines), each for the stage kinds it was compiled for. */
   private readonly prepared = new Map<GpuGemmKernel, { kinds: number; ready: Promise<PreparedGemmKernel> }[]>();
-  /** The buffers of the live matrices gemmOnGpu handed out (./operands.ts claimMatrix). */
-  readonly handedOut = new Set<GPUBuffer>();
+  /** The buffers of the live matrices gemmOnGpu handed out, with their leases (./operands.ts claimMatrix). */
+  readonly handedOut = new Map<GPUBuffer, number>();
   private xorshift: GPUBuffer | null = null;
   private unread: GPUBuffer | null = null;
   private lostReason: string | null = null;

@@ -544,13 +544,23 @@ describe.skipIf(!gpu)('device loss', () => {
     const own = await GpuContext.create({ device: gpu!.device });
     const p = sample(arbProblemOfShape(8, 9, 10), 6);
     const m = await own.gemmOnGpu({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] });
+    const copy = { ...m }; // a copy carries the matrix's lease
     own.releaseMatrix(m);
     await expect(own.read(m)).rejects.toThrow(/released/);
+    await expect(own.read(copy)).rejects.toThrow(/released/);
     await expect(own.gemm({ lhs: m, rhs: sample(arbOperand(9, 3), 7) })).rejects.toThrow(InputError);
-    // The pool hands the same buffer to the next result: that one is usable, the released one still not.
+    // The pool hands the same buffer to the next result: that one (and its copies) is usable, the released
+    // one and its copy still not, nor can they release it.
     const next = await own.gemmOnGpu({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] });
-    expect(diffResults(await own.read(next), referenceGemm({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] }))).toBeNull();
+    expect(next.buffer).toBe(m.buffer);
+    const expected = referenceGemm({ ...p, pipeline: [{ type: 'saturatingCast', to: 'uint8' }] });
+    expect(diffResults(await own.read(next), expected)).toBeNull();
+    expect(diffResults(await own.read({ ...next }), expected)).toBeNull();
     await expect(own.read(m)).rejects.toThrow(/released/);
+    await expect(own.read(copy)).rejects.toThrow(/released/);
+    await expect(own.gemm({ lhs: copy, rhs: sample(arbOperand(9, 3), 7) })).rejects.toThrow(/released/);
+    expect(() => own.releaseMatrix(copy)).toThrow(/released/);
+    expect(diffResults(await own.read(next), expected)).toBeNull();
     const packed = await own.prepack('rhs', p.rhs);
     expect(packed.bytes).toBeGreaterThan(0);
     packed.destroy();
