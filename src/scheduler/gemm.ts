@@ -131,7 +131,8 @@ async function kernelFor(
     async (q) => {
       // Compiled for every stage kind, so the pipeline the self-test passes is the one later calls run.
       await r.prepare(kernel, ALL_STAGE_KINDS);
-      const run = await runGemm(r, { ...choice, force: kernel.id }, q, undefined, true);
+      // The kernel itself, by its id: a table's kernel may share its id with the registry's own.
+      const run = await runGemm(r, { ...choice, kernels: [kernel, ...(choice.kernels ?? [])], force: kernel.id }, q, undefined, true);
       gathered ||= run.ran.patchesGathered;
       try {
         return await run.result!;

@@ -148,4 +148,34 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
       /^tuning\.format: /,
     );
   });
+  it("a table's kernel by a registry kernel's id is self-tested itself (last: the device's verdict on that id stays)", async () => {
+    // The planted kernel above, by the id of a registry kernel: the self-test must run it, not the registry's.
+    const id = gpu!.hasDot4 ? 'dot4-32x32' : 'dot4-32x32-emulated';
+    defineKernelFamily('planted-registry-id', () =>
+      bandedKernel({
+        id,
+        source: gemmKernelSource(
+          [
+            tileBindings,
+            dot4TileLoop.replace('for (var kw = 0u; kw < TILE_KW; kw++)', 'for (var kw = 0u; kw + 1u < TILE_KW; kw++)'),
+            dot4Gemm,
+          ].join('\n'),
+          false,
+        ),
+        entryPoint: 'gemm',
+        overrides: { TILE_M: 32, TILE_N: 32, TILE_KW: 16 },
+        tileM: 32,
+        tileN: 32,
+        supports: () => true,
+      }),
+    );
+    const t = { ...table, entries: [{ ...table.entries[0], kernel: { family: 'planted-registry-id' } }] } as unknown as TuningTable;
+    const warnings: string[] = [];
+    const ctx = await GpuContext.create({ device: gpu!.device, tuning: t, warn: (m) => warnings.push(m) });
+    const s = table.entries[0].shape;
+    await exact(ctx, problem(s.M, s.N, s.K, 6), 'refused');
+    expect(warnings.join('\n')).toContain(`${id} failed its exactness self-test`);
+    expect(ctx.lastRun.kernel).not.toBe(id);
+    ctx.destroy();
+  });
 });
