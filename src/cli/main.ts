@@ -182,7 +182,9 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       return 2;
     }
     if (e instanceof InputError) {
-      io.err(`qgemm: error: ${oneLine(e.message)}\n`);
+      // The context's `tuning` option is the --tuning flag's table here (a table of another adapter).
+      const flag = e.field === 'tuning' || e.field.startsWith('tuning.') ? '--' : '';
+      io.err(`qgemm: error: ${flag}${oneLine(e.message)}\n`);
       return 2;
     }
     const err = e as Error;

@@ -80,13 +80,13 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
       entries: [],
     };
     writeFileSync(join(dir, 'other.json'), JSON.stringify(other));
-    expectOneLine(runBin(['info', '--tuning', 'other.json'], dir), 2, 'tuning.adapter');
+    expectOneLine(runBin(['info', '--tuning', 'other.json'], dir), 2, '--tuning.adapter');
     // gemm takes --tuning into its context too: the other adapter's table is refused, and C.npy is not written.
     const gemm = runBin(
       ['gemm', '--lhs', 'A.npy', '--rhs', 'B.npy', '--out', 'C.npy', '--backend', 'webgpu', '--tuning', 'other.json'],
       dir,
     );
-    expectOneLine(gemm, 2, 'tuning.adapter');
+    expectOneLine(gemm, 2, '--tuning.adapter');
     expectNothingWritten(dir);
   });
 
@@ -185,7 +185,7 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
       entries: [],
     };
     writeFileSync(join(dir, 'other.json'), JSON.stringify(other));
-    expectOneLine(runBin(['run', 'spec.json', '--backend', 'webgpu', '--tuning', 'other.json'], dir), 2, 'tuning.adapter');
+    expectOneLine(runBin(['run', 'spec.json', '--backend', 'webgpu', '--tuning', 'other.json'], dir), 2, '--tuning.adapter');
     expectNothingWritten(dir, join(dir, 'y.npy'));
   });
 
