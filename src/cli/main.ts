@@ -145,6 +145,25 @@ function commanderField(e: CommanderError): string {
 }
 
 /**
+ * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
+ * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated. Before any parsing.
+ */
+function checkRepeatedFlags(prog: Command, argv: string[]): void {
+  const cmd = prog.commands.find((c) => c.name() === argv[0]);
+  if (!cmd) return;
+  const seen = new Set<string>();
+  for (let i = 1; i < argv.length && argv[i] !== '--'; i++) {
+    const [flag, inline] = argv[i].startsWith('--') ? [argv[i].split('=')[0], argv[i].includes('=')] : [argv[i], false];
+    const o = cmd.options.find((x) => x.long === flag || x.short === flag);
+    if (!o?.long) continue;
+    if (!inline && (o.required || (o.optional && !argv[i + 1]?.startsWith('-')))) i++; // its value, whatever it looks like
+    if (o.variadic) continue;
+    if (seen.has(o.long)) throw new InputError(o.long, 'given twice: give each flag once');
+    seen.add(o.long);
+  }
+}
+
+/**
  * The Vulkan loader and SwiftShader print an error per instance when XDG_RUNTIME_DIR is unset (as in
  * containers and CI); give them a private one (the child process of `cli` drops the rest of Dawn's noise).
  */
@@ -172,7 +191,9 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   }
   let work: Promise<void> | null = null;
   try {
-    await program(io, (p) => (work = p)).parseAsync(argv, { from: 'user' });
+    const prog = program(io, (p) => (work = p));
+    checkRepeatedFlags(prog, argv);
+    await prog.parseAsync(argv, { from: 'user' });
     if (work) await work;
     return 0;
   } catch (e) {

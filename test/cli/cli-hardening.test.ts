@@ -296,6 +296,24 @@ describe('the command line', () => {
     expect(r).toEqual({ code: 0, out: '', err: '' });
     expect(existsSync(join(dir, 'C.npy'))).toBe(true);
   });
+  it('a flag given twice is exit 2 naming it, with nothing written; a value that looks like a flag is a value', async () => {
+    const dir = freshDir();
+    const [a, b, c] = ['A.npy', 'B.npy', 'C.npy'].map((f) => join(dir, f));
+    for (const [argv, flag] of [
+      [['gemm', '--lhs', a, '--rhs', b, '--out', c, '--lhs', b], '--lhs'],
+      [['gemm', '--lhs', a, '--rhs', b, '--out', c, '--out=D.npy'], '--out'],
+      [['gemm', '--lhs', a, '--rhs', b, '--out', c, '-v', '--verbose'], '--verbose'],
+      [['run', writeSpecIn(dir), '--backend', 'cpu', '--backend', 'cpu'], '--backend'],
+      [['tune', '--budget', '1s', '--budget', '2s'], '--budget'],
+    ] as const) {
+      expectOneLine(await runMain([...argv]), 2, flag);
+      expectNothingWritten(dir);
+    }
+    // --pipeline's value '--lhs' is a value (a JSON error), not a second --lhs; verify's --kernel is variadic.
+    const r = await runMain(['gemm', '--lhs', a, '--rhs', b, '--out', c, '--pipeline', '--lhs']);
+    expectOneLine(r, 2, '--pipeline');
+    expectOneLine(await runMain(['verify', '--backend', 'cpu', '--kernel', 'nope', '--kernel', 'nope2']), 2, '--kernel');
+  });
   it('bare qgemm prints usage on stderr with exit 2', async () => {
     const r = await runMain([]);
     expect(r.code).toBe(2);
