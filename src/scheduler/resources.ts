@@ -8,7 +8,6 @@ import { ALL_STAGE_KINDS } from '../epilogue/epilogue.ts';
 import { DeviceLostError, LimitExceededError } from '../errors.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
-import type { GpuMatrix } from '../gpu/matrix.ts';
 import { BufferPool } from '../gpu/pool.ts';
 import { Staging } from '../gpu/readback.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
