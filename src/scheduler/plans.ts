@@ -24,7 +24,7 @@ export type PlannedProblem = Omit<GemmProblem, 'rhs'> & { rhs: PackedOperand };
 export type PlannedOnGpu = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | GpuMatrix };
 const keyOf = (problem: PlannedOnGpu) => problem as Omit<GemmProblem, 'rhs'>;
 
-/** Plans kept per prepacked rhs (e.g. one M for decode, one for prefill); the oldest goes first. */
+/** Plans kept per prepacked rhs (e.g. one M for decode, one for prefill); the one unused longest goes first. */
 const PLANS_PER_RHS = 2;
 
 /**
@@ -72,11 +72,8 @@ export class CallPlans {
     if (problem.rhs.destroyed) return null;
     const same = (a: GpuCallPlan['lhsMatrix'], b: GpuCallPlan['lhsMatrix']) =>
       a === b || (!!a && !!b && a.buffer === b.buffer && a.dtype === b.dtype && a.stride === b.stride);
-    return (
-      this.onGpu
-        .get(problem.rhs)
-        ?.find((plan) => !plan.busy && same(plan.lhsMatrix, lhsMatrix) && sameProblem(keyOf(problem), plan.input)) ?? null
-    );
+    const list = this.onGpu.get(problem.rhs);
+    return list ? used(list, (plan) => !plan.busy && same(plan.lhsMatrix, lhsMatrix) && sameProblem(keyOf(problem), plan.input)) : null;
   }
 
   /** Whether a gemmOnGpu call of `rhs` may make a plan: room for one more, or a free one to push out. */
@@ -86,8 +83,8 @@ export class CallPlans {
   }
 
   /**
-   * Keeps the gemmOnGpu plan that `b` made for `problem`, busy (its dst is being handed out); the oldest
-   * free plan of its rhs goes past GPU_PLANS_PER_RHS. A rhs destroyed meanwhile: the plan is dropped at once
+   * Keeps the gemmOnGpu plan that `b` made for `problem`, busy (its dst is being handed out); the free
+   * plan of its rhs unused longest goes past GPU_PLANS_PER_RHS. A rhs destroyed meanwhile: the plan is dropped at once
    * (freed when its dst comes back).
    */
   addOnGpu(
@@ -140,7 +137,7 @@ export class CallPlans {
   find(problem: PlannedProblem): CallPlan | null {
     const list = this.byRhs.get(problem.rhs);
     if (!list || problem.rhs.destroyed) return null;
-    return list.find((plan) => sameProblem(problem, plan.input)) ?? null;
+    return used(list, (plan) => sameProblem(problem, plan.input));
   }
 
   /** Empty owned resources for a plan of `problem`. */
@@ -153,7 +150,7 @@ export class CallPlans {
     };
   }
 
-  /** Keeps the plan that `b` made for `problem` (the oldest of its rhs goes past PLANS_PER_RHS). */
+  /** Keeps the plan that `b` made for `problem` (the one of its rhs unused longest goes past PLANS_PER_RHS). */
   add(b: PlanBuilder, problem: PlannedProblem, made: { ran: LastRun; lhsSource: GPUBuffer; dst: GpuMatrix; label: string }): void {
     if (problem.rhs.destroyed) {
       free(b);
@@ -197,7 +194,7 @@ export class CallPlans {
   }
 }
 
-/** Chain plans kept per context (e.g. a decode and a prefill shape of two models); the oldest goes first. */
+/** Chain plans kept per context (e.g. a decode and a prefill shape of two models); the one unused longest goes first. */
 const CHAIN_PLANS = 4;
 
 export interface ChainPlan {
@@ -215,9 +212,7 @@ export class ChainPlans {
 
   /** The plan of a chain with these rhs (by identity) whose GEMMs are keyed `keys` (./chain-plan.ts chainKey), or null. */
   find(rhs: readonly PackedOperand[], keys: readonly Omit<GemmProblem, 'rhs'>[]): ChainPlan | null {
-    return (
-      this.plans.find((p) => p.rhs.length === rhs.length && rhs.every((x, i) => x === p.rhs[i] && sameProblem(keys[i], p.input[i]))) ?? null
-    );
+    return used(this.plans, (p) => p.rhs.length === rhs.length && rhs.every((x, i) => x === p.rhs[i] && sameProblem(keys[i], p.input[i])));
   }
 
   add(plan: ChainPlan): void {
@@ -243,6 +238,18 @@ export class ChainPlans {
     this.plans.splice(this.plans.indexOf(plan), 1);
     for (const b of plan.builders) free(b);
   }
+}
+
+/**
+ * The first plan of `list` that `serves`, moved to the back: each list is kept in order of use, so that
+ * the one unused longest, at the front, is the one pushed out.
+ */
+function used<T>(list: T[], serves: (plan: T) => boolean): T | null {
+  const i = list.findIndex(serves);
+  if (i < 0) return null;
+  const [plan] = list.splice(i, 1);
+  list.push(plan);
+  return plan;
 }
 
 /** Frees what a plan's builder holds. */

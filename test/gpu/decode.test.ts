@@ -177,6 +177,14 @@ describe.skipIf(!gpu)('the decode call', () => {
     await run(base, 'first again');
     await run(base, 'first again, replayed');
     expect(plans.splice(0)).toEqual(['new', 'hit']);
+    // A plan used is kept before one unused longer: the third problem pushes out M = 2's plan, made after
+    // the first's but unused since.
+    await run({ ...two, rhsZeroPoint: base.rhsZeroPoint, pipeline: base.pipeline }, 'M = 2 again');
+    await run(base, 'first, used');
+    await run({ ...base, lhsZeroPoint: 4 }, 'lhsZeroPoint again');
+    await run(base, 'first, kept');
+    await run({ ...two, rhsZeroPoint: base.rhsZeroPoint, pipeline: base.pipeline }, 'M = 2, pushed out');
+    expect(plans.splice(0)).toEqual(['new', 'hit', 'new', 'hit', 'new']);
     packed.destroy();
     await expect(ctx.gemm({ ...base, rhs: packed })).rejects.toThrow(/destroyed/);
   });
