@@ -17,3 +17,12 @@ export interface GpuMatrix {
 export function isGpuMatrix(x: object): x is GpuMatrix {
   return 'buffer' in x;
 }
+
+/** Bytes of one element of a matrix of `dtype`. */
+export const elementBytes = (dtype: GpuMatrix['dtype']): number => (dtype === 'int32' ? 4 : dtype === 'int16' ? 2 : 1);
+
+/** Bytes that reading m back copies: its lines at their stride, in whole 4-byte words. */
+export function matrixBytes(m: GpuMatrix): number {
+  const lines = m.order === 'row-major' ? m.rows : m.cols;
+  return Math.ceil((lines * m.stride * elementBytes(m.dtype)) / 4) * 4;
+}

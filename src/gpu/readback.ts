@@ -6,18 +6,8 @@
 
 import { allocateDst } from '../problem/dst.ts';
 import type { DstType, GemmResult } from '../types.ts';
-import type { GpuMatrix } from './matrix.ts';
-import { roundUp } from './plan.ts';
+import { elementBytes, type GpuMatrix, matrixBytes } from './matrix.ts';
 import { runInErrorScope } from './scopes.ts';
-
-/** Bytes of one element of a matrix of `dtype`. */
-const elementBytes = (dtype: GpuMatrix['dtype']): number => (dtype === 'int32' ? 4 : dtype === 'int16' ? 2 : 1);
-
-/** Bytes a GpuMatrix occupies (its lines at their stride). */
-function matrixBytes(m: GpuMatrix): number {
-  const lines = m.order === 'row-major' ? m.rows : m.cols;
-  return roundUp(lines * m.stride * elementBytes(m.dtype), 4);
-}
 
 /**
  * A dense result in m's storage order, copied once from the mapped bytes of its strided lines into a new

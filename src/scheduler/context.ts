@@ -12,6 +12,7 @@ import { checkFunction } from '../problem/check.ts';
 import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
+import { matrixBytes } from '../gpu/matrix.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
@@ -23,6 +24,7 @@ import { type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
   checkMatrix,
+  checkMatrixShape,
   claimMatrix,
   type GpuMatrix,
   type GpuOperandInput,
@@ -312,6 +314,8 @@ export class GpuContext {
     return this.exclusive(async () => {
       r.checkAlive();
       checkMatrix(r, m, 'matrix');
+      // Read back whole lines at their stride, in 4-byte words (gpu/matrix.ts matrixBytes).
+      checkMatrixShape(m, 'matrix', ['uint8', 'int8', 'int16', 'int32'], () => matrixBytes(m));
       try {
         return await readBack(this.device, m, r.staging);
       } catch (e) {

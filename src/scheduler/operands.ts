@@ -5,7 +5,7 @@
 // where the bytes of the first two are.
 
 import { InputError } from '../errors.ts';
-import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
+import { elementBytes, type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
@@ -83,6 +83,9 @@ export function checkMatrix(r: OperandOwner, m: unknown, field: string): asserts
   if (!m || typeof m !== 'object' || !isGpuMatrix(m) || typeof (m as GpuMatrix).buffer !== 'object' || !(m as GpuMatrix).buffer) {
     throw new InputError(field, 'expected a GpuMatrix ({ buffer, rows, cols, order, dtype, stride })');
   }
+  const b = m.buffer as Partial<GPUBuffer>;
+  if (typeof b.size !== 'number' || typeof b.usage !== 'number' || typeof b.mapAsync !== 'function')
+    throw new InputError(`${field}.buffer`, 'expected a GPUBuffer');
   const owner = owners.get(m.buffer);
   if (owner && owner !== r)
     throw new InputError(field, 'this GpuMatrix belongs to another GpuContext: read or use it with the context that made it');
@@ -98,6 +101,33 @@ export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
   const lease = r.handedOut.get(m.buffer);
   const own = (m as Leased)[LEASE];
   return owners.get(m.buffer) === r && lease !== undefined && (own === undefined || own === lease);
+}
+
+/**
+ * Checks the fields of GpuMatrix m as a use of `dtypes` reads it, and that its buffer holds `bytes(m)`
+ * (by default its lines at their stride, the last one to its end): an InputError names the field.
+ */
+export function checkMatrixShape(
+  m: GpuMatrix,
+  field: string,
+  dtypes: readonly GpuMatrix['dtype'][],
+  bytes = (lines: number, inner: number) => ((lines - 1) * m.stride + inner) * elementBytes(m.dtype),
+): void {
+  for (const key of ['rows', 'cols'] as const) {
+    if (!Number.isSafeInteger(m[key]) || m[key] < 1) throw new InputError(`${field}.${key}`, `expected a positive integer, got ${m[key]}`);
+  }
+  if (m.order !== 'row-major' && m.order !== 'col-major')
+    throw new InputError(`${field}.order`, `expected "row-major" or "col-major", got ${JSON.stringify(m.order)}`);
+  if (!dtypes.includes(m.dtype)) throw new InputError(`${field}.dtype`, `expected ${dtypes.join(' or ')}, got ${JSON.stringify(m.dtype)}`);
+  const [lines, inner] = m.order === 'row-major' ? [m.rows, m.cols] : [m.cols, m.rows];
+  if (!Number.isSafeInteger(m.stride) || m.stride < inner) throw new InputError(`${field}.stride`, `must be an integer >= ${inner}`);
+  const needed = bytes(lines, inner);
+  if (needed > m.buffer.size) {
+    throw new InputError(
+      `${field}.buffer`,
+      `holds ${m.buffer.size} bytes, a [${m.rows},${m.cols}] ${m.dtype} matrix with stride ${m.stride} needs ${needed}`,
+    );
+  }
 }
 
 /**
@@ -121,17 +151,7 @@ export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner, chec
   }
   if (isGpuMatrix(x)) {
     checkMatrix(r, x, field);
-    if (x.dtype !== 'uint8' && x.dtype !== 'int8') throw new InputError(field, `a GPU operand must be uint8 or int8, got ${x.dtype}`);
-    const inner = x.order === 'row-major' ? x.cols : x.rows;
-    const lines = x.order === 'row-major' ? x.rows : x.cols;
-    if (!Number.isInteger(x.stride) || x.stride < inner) throw new InputError(`${field}.stride`, `must be >= ${inner}`);
-    const needed = (lines - 1) * x.stride + inner;
-    if (needed > x.buffer.size) {
-      throw new InputError(
-        `${field}.buffer`,
-        `holds ${x.buffer.size} bytes, a [${x.rows},${x.cols}] matrix with stride ${x.stride} needs ${needed}`,
-      );
-    }
+    checkMatrixShape(x, field, ['uint8', 'int8']);
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
   checkCpuOperand(field, x); // its data is uploaded as given: its length must be the shape's

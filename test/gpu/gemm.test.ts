@@ -445,6 +445,37 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     notStorage.destroy();
   });
 
+  it("a GpuMatrix's every field is checked, as an operand (gemm, gemmOnGpu, prepack) and in read: an InputError naming it", async () => {
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+    const buffer = gpu!.device.createBuffer({ size: 8, usage });
+    gpu!.device.queue.writeBuffer(buffer, 0, Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8));
+    const good = { buffer, rows: 4, cols: 2, order: 'row-major', dtype: 'uint8', stride: 2 } as const;
+    const rhs = { data: Uint8Array.of(1, 1), rows: 2, cols: 1 };
+    const bad: [object, string][] = [
+      [{ ...good, order: undefined, stride: 4 }, 'order'], // read as row-major, 14 bytes: it was checked as col-major
+      [{ ...good, order: 'diag' }, 'order'],
+      [{ ...good, rows: 1.5 }, 'rows'],
+      [{ ...good, cols: -1 }, 'cols'],
+      [{ ...good, stride: Number.NaN }, 'stride'],
+      [{ ...good, stride: 1 }, 'stride'],
+      [{ ...good, dtype: 'float' }, 'dtype'],
+      [{ ...good, rows: 5 }, 'buffer'],
+      [{ ...good, buffer: { size: 100 } }, 'buffer'],
+    ];
+    for (const [m, key] of bad) {
+      const what = JSON.stringify({ ...m, buffer: undefined });
+      expect(await rejectedField(ctx.gemm({ lhs: m, rhs } as never)), `gemm ${what}`).toBe(`lhs.${key}`);
+      expect(await rejectedField(ctx.gemmOnGpu({ lhs: m, rhs } as never)), `gemmOnGpu ${what}`).toBe(`lhs.${key}`);
+      expect(await rejectedField(ctx.prepack('lhs', m as never)), `prepack ${what}`).toBe(`lhs.${key}`);
+      expect(await rejectedField(ctx.read(m as never)), `read ${what}`).toBe(`matrix.${key}`);
+    }
+    // read copies whole lines at their stride: an int16 [4,2] matrix needs 16 bytes; a [2,2] one reads back.
+    expect(await rejectedField(ctx.read({ ...good, dtype: 'int16' }))).toBe('matrix.buffer');
+    expect(Array.from((await ctx.read({ ...good, rows: 2, dtype: 'int16' })).data)).toEqual([0x201, 0x403, 0x605, 0x807]);
+    expect(Array.from((await ctx.gemm({ lhs: good, rhs })).data)).toEqual([3, 7, 11, 15]);
+    buffer.destroy();
+  });
+
   it('a CPU operand whose data is not its shape is an InputError naming it, in gemm, gemmOnGpu and prepack', async () => {
     const field = rejectedField;
     const [M, K, N] = [2, 8, 4];
