@@ -273,9 +273,35 @@ export function checkOut(field: string, path: string, inputs: InputFiles): strin
   return path;
 }
 
+/** The signals that end a command (128 + their number): while a temporary file exists, they wait. */
+const DEFERRED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Holds SIGINT, SIGTERM and SIGHUP while a temporary file exists: the write runs on to its rename (or
+ * the temporary's removal), then a signal that came meanwhile is raised again with its default action,
+ * so that it never leaves a temporary behind and still ends the command as a shell expects. The
+ * returned function ends the hold, two turns of the event loop later: a signal that came during the
+ * synchronous write is delivered in between.
+ */
+function holdSignals(): () => void {
+  let got: NodeJS.Signals | null = null;
+  const hold = (signal: NodeJS.Signals) => {
+    got ??= signal;
+  };
+  for (const signal of DEFERRED) process.on(signal, hold);
+  return () =>
+    setImmediate(() =>
+      setImmediate(() => {
+        for (const signal of DEFERRED) process.off(signal, hold);
+        if (got) process.kill(process.pid, got);
+      }),
+    );
+}
+
 /**
  * Writes `bytes` to a new temporary file beside `path` (O_EXCL: never through an existing file or
- * link), then renames it over `path`, after checking `path` once more. A failure removes the temporary.
+ * link), then renames it over `path`, after checking `path` once more. A failure removes the temporary;
+ * a signal waits for the rename (holdSignals).
  */
 export function writeAtomic(field: string, path: string, bytes: Uint8Array, inputs: InputFiles): void {
   checkOut(field, path, inputs);
@@ -287,6 +313,7 @@ export function writeAtomic(field: string, path: string, bytes: Uint8Array, inpu
   }
   const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.tmp-${process.pid}-${Date.now()}`);
   let fd: number | null = null;
+  const release = holdSignals();
   try {
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
     if (oldMode !== null) fchmodSync(fd, oldMode);
@@ -298,5 +325,7 @@ export function writeAtomic(field: string, path: string, bytes: Uint8Array, inpu
     if (fd !== null) closeSync(fd);
     rmSync(tmp, { force: true });
     throw fsError(field, path, 'write', e);
+  } finally {
+    release();
   }
 }

@@ -6,9 +6,11 @@
 // generous bounds against a hang on a loaded machine, not measures of speed.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { constants } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serializeNpy } from '../../src/io/npy.ts';
 import { BIN, cleanup, ensureBuilt, freshDir } from './support.ts';
 
 beforeAll(ensureBuilt, 300_000);
@@ -94,6 +96,39 @@ describe('qgemm under signals', () => {
       await until('the launcher ends', () => run.launcher.exitCode !== null || run.launcher.signalCode !== null, 60_000);
       expect(await run.exit).toEqual({ code: 128 + constants.signals[signal] });
       expect(ended(run.child), 'the child has ended too').toBe(true);
+    }, 300_000);
+  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`${signal} while the result is written waits for the write: the old file or the whole new one, no temporary left`, async () => {
+      // A 256 MiB int32 result (8192 x 1 times 1 x 8192), on the CPU: the write takes long enough to be caught.
+      const n = 8192;
+      const dir = freshDir({
+        'A.npy': serializeNpy({ dtype: 'uint8', shape: [n, 1], fortranOrder: false, data: new Uint8Array(n).fill(200) }),
+        'B.npy': serializeNpy({ dtype: 'uint8', shape: [1, n], fortranOrder: false, data: new Uint8Array(n).fill(100) }),
+        'C.npy': 'old result\n',
+      });
+      const p = spawn(process.execPath, [BIN, 'gemm', '--lhs', 'A.npy', '--rhs', 'B.npy', '--out', 'C.npy', '--max-memory', '2G'], {
+        cwd: dir,
+        stdio: 'ignore',
+      });
+      started.push(p);
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+        p.on('close', (code, sig) => r({ code, signal: sig })),
+      );
+      let sent = false;
+      const poll = setInterval(() => {
+        const tmp = readdirSync(dir).find((f) => f.includes('.tmp-'));
+        if (tmp && !sent && (statSync(join(dir, tmp), { throwIfNoEntry: false })?.size ?? 0) > 0) {
+          sent = true;
+          p.kill(signal);
+        }
+      }, 1);
+      const end = await exit;
+      clearInterval(poll);
+      expect(sent, 'the signal was sent while the temporary was being written').toBe(true);
+      expect(end, 'ended by the signal, as a shell reports it (128 + its number)').toEqual({ code: null, signal });
+      expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
+      expect(statSync(join(dir, 'C.npy')).size).toBe(128 + n * n * 4);
     }, 300_000);
   }
   it('after a SIGKILL of the launcher, the child exits on its own', async (ctx) => {
