@@ -250,7 +250,9 @@ export class GpuContext {
   }
 
   /**
-   * dst = pipeline(lhs * rhs), left on the GPU (the caller owns dst.buffer; see releaseMatrix). A repeated
+   * dst = pipeline(lhs * rhs), left on the GPU. dst.buffer stays the context's: the caller reads it, binds
+   * it or copies from it until it gives the matrix back with releaseMatrix, and never destroys it (the
+   * buffer goes on to later calls; ctx.destroy() frees it with the rest). A repeated
    * call with a prepacked rhs and a CPU lhs, or the same GpuMatrix lhs, runs a plan made by its first call
    * (./call-plan.ts replayOnGpu). Such a plan owns the dst it hands out: it is not replayed while the
    * caller holds that matrix (another plan, or a call without one, serves meanwhile), and runs again once
@@ -324,7 +326,10 @@ export class GpuContext {
     });
   }
 
-  /** Returns a dst buffer made by gemmOnGpu to the pool; the matrix can no longer be used. */
+  /**
+   * Gives back a dst that gemmOnGpu handed out (to the pool, or to its plan); the matrix and its copies
+   * can no longer be used. Its buffer must not have been destroyed: later calls would be given it.
+   */
   releaseMatrix(m: GpuMatrix): void {
     const r = this.resources;
     if (r.isDestroyed && m && typeof m === 'object' && isGpuMatrix(m)) return; // everything was freed already
