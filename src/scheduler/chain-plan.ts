@@ -13,6 +13,7 @@
 // call plans (./plans.ts ChainPlans), freed with any of their rhs or the context.
 
 import { InputError } from '../errors.ts';
+import { brief } from '../problem/echo.ts';
 import { snapshotProblem } from '../problem/snapshot.ts';
 import type { GemmProblem, GemmResult, Operand } from '../types.ts';
 import { replay } from './call-plan.ts';
@@ -57,7 +58,9 @@ const chainKey = (chain: GemmChain, i: number): Omit<GemmProblem, 'rhs'> => ({
 
 /** A chain's shape checked before any GPU work: at least one GEMM, each a prepacked rhs. */
 function checkChain(chain: GemmChain): void {
-  if (!chain || typeof chain !== 'object' || !chain.lhs || typeof chain.lhs !== 'object') throw new InputError('lhs', 'missing operand');
+  if (!chain || typeof chain !== 'object' || Array.isArray(chain))
+    throw new InputError('chain', `expected a GemmChain object ({ lhs, layers }), got ${brief(chain)}`);
+  if (!chain.lhs || typeof chain.lhs !== 'object') throw new InputError('lhs', 'missing operand');
   // The plan writes the lhs into its own upload buffer on replay: a CPU operand only.
   if (isGpuMatrix(chain.lhs) || isPacked(chain.lhs) || isPatches(chain.lhs) || !ArrayBuffer.isView((chain.lhs as Operand).data))
     throw new InputError(

@@ -92,6 +92,14 @@ export function checkContextOptions(opts: unknown): asserts opts is GpuContextOp
   for (const key of ['timestamps', 'allowSoftware']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') throw wrongType(key, 'true or false', o[key]);
   }
+  if (o.powerPreference !== undefined && o.powerPreference !== 'low-power' && o.powerPreference !== 'high-performance')
+    throw wrongType('powerPreference', '"low-power" or "high-performance"', o.powerPreference);
+}
+
+/** A call's problem that is not an object (`gemm()`, `gemm(null)`): an InputError naming `problem`. */
+export function checkProblemArgument(problem: unknown): void {
+  if (problem === null || typeof problem !== 'object' || Array.isArray(problem))
+    throw wrongType('problem', 'a GemmProblem object', problem);
 }
 
 /** A call's `timing` and options ({ onTrace }) of the wrong type: an InputError naming them, before any work. */
@@ -204,6 +212,7 @@ export class GpuContext {
    */
   gemm(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
     return rejecting(() => {
+      checkProblemArgument(problem);
       checkCallArguments(timing, opts);
       const listener = opts?.onTrace ?? envTraceListener();
       const trace = listener ? new Tracer() : undefined;
@@ -260,6 +269,7 @@ export class GpuContext {
    */
   gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
     return this.exclusive(async () => {
+      checkProblemArgument(problem);
       checkCallArguments(timing, undefined);
       const r = this.resources;
       if (!plannableOnGpu(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);

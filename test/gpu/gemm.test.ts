@@ -504,7 +504,7 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     }
   });
 
-  it("arguments of the wrong type are an InputError naming them, as a rejection: create's options, timing, warmup items, a Sequential's context", async () => {
+  it("arguments of the wrong type are an InputError naming them, as a rejection: create's options, the problem, timing, warmup items, a Sequential's context", async () => {
     const field = async (p: Promise<unknown>) => {
       const e = await p.catch((x) => x);
       expect(e).toBeInstanceOf(InputError);
@@ -527,6 +527,12 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     ).toBe('items[1].m');
     expect(await field(ctx.warmup([null as never]))).toBe('items[0]');
     expect(await field(Sequential.create({} as never, []))).toBe('ctx');
+    expect(await field(GpuContext.create({ powerPreference: 'fast' as never }))).toBe('powerPreference');
+    for (const bad of [undefined, null, 3, []]) {
+      expect(await field(ctx.gemm(bad as never))).toBe('problem');
+      expect(await field(ctx.gemmOnGpu(bad as never))).toBe('problem');
+      expect(await field(ctx.gemmChain(bad as never))).toBe('chain');
+    }
   });
 
   it('limits that are not positive integers (alignments: powers of two), or unknown, are an InputError naming the limit, before any device', async () => {
