@@ -354,7 +354,7 @@ export function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor
     return { op: 'mul', a: tensor(0), b: one, output: { ...p.output, min, max }, kernelPath: 'builtin' };
   }
   const op = n.layer.op as 'add' | 'sub' | 'mul';
-  const asked = p.kernelPath ?? 'xnnpack';
+  const asked = p.kernelPath === undefined ? 'xnnpack' : p.kernelPath; // null is not absent
   if (!ELEMENTWISE_KERNEL_PATHS.includes(asked))
     throw new InputError(`${n.field}.params.kernelPath`, `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(asked)}`);
   // The delegate leaves a node whose scales XNNPACK cannot take to the builtin kernel, clamp included.

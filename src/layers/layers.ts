@@ -131,11 +131,11 @@ export function layerGemm(
   if (p.bias !== undefined && (!(p.bias instanceof Int32Array) || p.bias.length !== N)) {
     throw new InputError('params.bias', `expected an Int32Array of ${N} (one per output channel)`);
   }
-  const path = p.kernelPath ?? 'xnnpack';
+  const path = p.kernelPath === undefined ? 'xnnpack' : p.kernelPath; // null is not absent
   if (path !== 'xnnpack' && path !== 'optimized' && path !== 'reference') {
     throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${brief(path)}`);
   }
-  const activation = p.activation ?? 'NONE';
+  const activation = p.activation === undefined ? 'NONE' : p.activation;
   if (!ACTIVATIONS.includes(activation))
     throw new InputError('params.activation', `expected ${ACTIVATIONS.join(', ')}, got ${brief(activation)}`);
   const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: p.bias }] : [];

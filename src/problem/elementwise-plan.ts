@@ -180,7 +180,7 @@ function xnnpackParams(op: 'add' | 'sub' | 'mul', aScale: number, bScale: number
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
   const { op, a, b, output } = problem;
   if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${brief(op)}`);
-  const askedPath = problem.kernelPath ?? 'builtin';
+  const askedPath = problem.kernelPath === undefined ? 'builtin' : problem.kernelPath; // null is not absent
   if (!ELEMENTWISE_KERNEL_PATHS.includes(askedPath)) {
     throw new InputError('kernelPath', `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(askedPath)}`);
   }

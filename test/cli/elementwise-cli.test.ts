@@ -171,11 +171,16 @@ describe('qgemm run (elementwise ops) with "kernelPath"', () => {
       const got = parseNpy(new Uint8Array(readFileSync(join(dir, 'c.npy'))));
       expect(Array.from(got.data as Int8Array)).toEqual(Array.from(problem(kernelPath ?? 'builtin').data));
     });
-  it('an unknown kernelPath exits 2 naming it, nothing written', async () => {
-    const dir = writeSpec('bad', 'optimized');
-    const r = await captureStderr(() => main(['run', join(dir, 'spec.json'), '--backend', 'cpu']));
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('kernelPath');
-    expect(existsSync(join(dir, 'c.npy'))).toBe(false);
+  it('an unknown kernelPath, or null, exits 2 naming it, nothing written', async () => {
+    for (const [name, kernelPath] of [
+      ['bad', 'optimized'],
+      ['null', null],
+    ]) {
+      const dir = writeSpec(name as string, kernelPath);
+      const r = await captureStderr(() => main(['run', join(dir, 'spec.json'), '--backend', 'cpu']));
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^qgemm: error: kernelPath: /);
+      expect(existsSync(join(dir, 'c.npy'))).toBe(false);
+    }
   });
 });

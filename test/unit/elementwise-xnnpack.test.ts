@@ -213,10 +213,11 @@ describe('typed errors', () => {
     b: { data: Int8Array.of(3, 4), shape: [2], scale: 0.1, zeroPoint: 0 },
     output: { scale: 0.2, zeroPoint: 0 },
   };
-  it('an unknown kernelPath names kernelPath', () => {
-    expect(() => prepareElementwise({ ...base, kernelPath: 'optimized' as 'xnnpack' })).toThrow(
-      expect.objectContaining({ name: InputError.name, field: 'kernelPath' }),
-    );
+  it('an unknown kernelPath, or null, names kernelPath', () => {
+    for (const kernelPath of ['optimized', null])
+      expect(() => prepareElementwise({ ...base, kernelPath: kernelPath as 'xnnpack' })).toThrow(
+        expect.objectContaining({ name: InputError.name, field: 'kernelPath' }),
+      );
   });
   it("'xnnpack' on alignedAdd names kernelPath", () => {
     expect(() => prepareElementwise({ ...base, op: 'alignedAdd', kernelPath: 'xnnpack' })).toThrow(
@@ -256,9 +257,10 @@ describe("graph layers: add/sub/mul default to kernelPath 'xnnpack'", () => {
       expect(builtin).toEqual(direct(op, 'builtin'));
       expect(def).not.toEqual(builtin);
     });
-  it('a bad kernelPath names the layer field', async () => {
-    await expect(runLayers(layer('add', { kernelPath: 'optimized' }), inputs, { inputs: quant, backend: 'cpu' })).rejects.toMatchObject({
-      field: 'layers[0].params.kernelPath',
-    });
+  it('a bad kernelPath, or null, names the layer field', async () => {
+    for (const kernelPath of ['optimized', null])
+      await expect(
+        runLayers(layer('add', { kernelPath: kernelPath as 'xnnpack' }), inputs, { inputs: quant, backend: 'cpu' }),
+      ).rejects.toMatchObject({ field: 'layers[0].params.kernelPath' });
   });
 });

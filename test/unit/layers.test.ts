@@ -45,6 +45,8 @@ describe('TFLite layers on the CPU == the oracle of each kernel path', () => {
     expect((await field({ ...base, weights: { ...base.weights, scale: new Float32Array(3) } })).field).toBe('params.weights.scale');
     expect((await field({ ...base, output: { scale: 0.1, zeroPoint: 200 } })).field).toBe('params.output.zeroPoint');
     expect((await field({ ...base, kernelPath: 'fast' as KernelPath })).field).toBe('params.kernelPath');
+    expect((await field({ ...base, kernelPath: null as never })).field).toBe('params.kernelPath'); // null is not absent
+    expect((await field({ ...base, activation: null as never })).field).toBe('params.activation');
     expect((await field({ ...base, bias: new Int32Array(3) })).field).toBe('params.bias');
     // An unknown backend is refused by name, by fullyConnected (through gemm) and by conv2d alike.
     expect(((await fullyConnected(input, base, { backend: 'gpu' as 'cpu' }).catch((e) => e)) as InputError).field).toBe('backend');
