@@ -21,6 +21,7 @@ import { checkPackedBitDepth, isCpuPacked, runPrepacked } from './kernels/cpu-wa
 import { kernelIds, selectCpuKernel } from './kernels/registry.ts';
 import { describeTuning, type TuningTable } from './kernels/tuning.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
+import { allocationLimit } from './problem/dst.ts';
 import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
@@ -178,7 +179,13 @@ export async function onBackend<R>(
   opts: RunOptions,
 ): Promise<Ran<R>> {
   checkBackend(backend);
-  const onCpu = async () => ({ ...(await cpu()), backend: 'cpu' as const });
+  const onCpu = async () => {
+    try {
+      return { ...(await cpu()), backend: 'cpu' as const };
+    } catch (e) {
+      throw allocationLimit(e, "the CPU path's arrays");
+    }
+  };
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';
   // 'auto' with a caller's device uses that device; without one, only a hardware adapter.

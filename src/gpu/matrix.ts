@@ -2,6 +2,7 @@
 // the GPU path (pack -> gemm -> output): a caller's operand read where it is, or a GEMM's dst left on
 // the GPU. Plain data: the buffer and how its elements are laid out.
 
+import { DTYPE_BYTES } from '../problem/dst.ts';
 import type { DstType, OperandType, Order } from '../types.ts';
 
 /** A matrix living in a GPU buffer. `stride`: elements between consecutive rows (row-major) or columns. */
@@ -18,11 +19,8 @@ export function isGpuMatrix(x: object): x is GpuMatrix {
   return 'buffer' in x;
 }
 
-/** Bytes of one element of a matrix of `dtype`. */
-export const elementBytes = (dtype: GpuMatrix['dtype']): number => (dtype === 'int32' ? 4 : dtype === 'int16' ? 2 : 1);
-
 /** Bytes that reading m back copies: its lines at their stride, in whole 4-byte words. */
 export function matrixBytes(m: GpuMatrix): number {
   const lines = m.order === 'row-major' ? m.rows : m.cols;
-  return Math.ceil((lines * m.stride * elementBytes(m.dtype)) / 4) * 4;
+  return Math.ceil((lines * m.stride * DTYPE_BYTES[m.dtype]) / 4) * 4;
 }

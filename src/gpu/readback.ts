@@ -4,9 +4,9 @@
 // staging buffer and grows it, and one timestamp query set with its resolve and read buffers; calls on a
 // device are serialized, so one of each is enough.
 
-import { allocateDst } from '../problem/dst.ts';
+import { allocateDst, DTYPE_BYTES } from '../problem/dst.ts';
 import type { DstType, GemmResult } from '../types.ts';
-import { elementBytes, type GpuMatrix, matrixBytes } from './matrix.ts';
+import { type GpuMatrix, matrixBytes } from './matrix.ts';
 import { runInErrorScope } from './scopes.ts';
 
 /**
@@ -20,8 +20,8 @@ function unstride(m: GpuMatrix, mapped: ArrayBuffer): GemmResult {
   const data = allocateDst(dtype, lines * inner);
   const into = new Uint8Array(data.buffer);
   const from = new Uint8Array(mapped);
-  const lineBytes = inner * elementBytes(dtype);
-  const strideBytes = m.stride * elementBytes(dtype);
+  const lineBytes = inner * DTYPE_BYTES[dtype];
+  const strideBytes = m.stride * DTYPE_BYTES[dtype];
   if (m.stride === inner) into.set(from.subarray(0, lines * lineBytes));
   else for (let l = 0; l < lines; l++) into.set(from.subarray(l * strideBytes, l * strideBytes + lineBytes), l * lineBytes);
   return { data, rows: m.rows, cols: m.cols, order: m.order, dtype };

@@ -5,8 +5,9 @@
 // where the bytes of the first two are.
 
 import { InputError } from '../errors.ts';
-import { elementBytes, type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
+import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
+import { DTYPE_BYTES } from '../problem/dst.ts';
 import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
@@ -111,7 +112,7 @@ export function checkMatrixShape(
   m: GpuMatrix,
   field: string,
   dtypes: readonly GpuMatrix['dtype'][],
-  bytes = (lines: number, inner: number) => ((lines - 1) * m.stride + inner) * elementBytes(m.dtype),
+  bytes = (lines: number, inner: number) => ((lines - 1) * m.stride + inner) * DTYPE_BYTES[m.dtype],
 ): void {
   for (const key of ['rows', 'cols'] as const) {
     if (!Number.isSafeInteger(m[key]) || m[key] < 1) throw new InputError(`${field}.${key}`, `expected a positive integer, got ${m[key]}`);

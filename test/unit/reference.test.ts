@@ -8,6 +8,7 @@ import fc from 'fast-check';
 const sample = <T>(arb: fc.Arbitrary<T>, seed: number) => fc.sample(arb, { numRuns: 1, seed })[0];
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
+import { gemm } from '../../src/api.ts';
 import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import type { GemmProblem, OutputStage } from '../../src/types.ts';
@@ -91,6 +92,17 @@ describe('naive reference == offset-trick path', () => {
       expectSame({ lhs, rhs, lhsZeroPoint: zL, rhsZeroPoint: zR });
     }
     expect(referenceGemm({ lhs, rhs }).data[0]).toBe((K * 255 * 255) | 0);
+  });
+});
+
+describe('a result beyond what this engine can allocate', () => {
+  it('is a LimitExceededError naming memory, on every CPU path, not a RangeError', async () => {
+    const n = 1 << 17; // a 2^34-element int32 dst: beyond any typed array
+    const p = { lhs: { data: new Uint8Array(n), rows: n, cols: 1 }, rhs: { data: new Uint8Array(n), rows: 1, cols: n } };
+    const limit = expect.objectContaining({ name: 'LimitExceededError', limit: 'memory' });
+    expect(() => referenceGemm(p)).toThrow(limit);
+    expect(() => cpuGemm(p)).toThrow(limit);
+    await expect(gemm(p, { backend: 'cpu' })).rejects.toThrow(limit);
   });
 });
 

@@ -12,7 +12,7 @@ import {
   unpackFractions,
 } from '../../quant/lowbit.ts';
 import { applyOutputPipeline } from '../../reference/pipeline.ts';
-import { allocateDst } from '../../problem/dst.ts';
+import { allocateDst, allocationLimit } from '../../problem/dst.ts';
 import { channel, dstIndex, normalizeProblem, type NormalizedProblem } from '../../problem/problem.ts';
 import { UINT8_DOMAIN_SHIFT, type GemmProblem, type GemmResult } from '../../types.ts';
 import type { CpuGemmKernel } from '../types.ts';
@@ -163,7 +163,12 @@ function cpuJsGemm(p: NormalizedProblem): GemmResult {
 
 /** cpuJsGemm on a problem as the user wrote it (validated here). */
 export function cpuGemm(problem: GemmProblem): GemmResult {
-  return cpuJsGemm(normalizeProblem(problem));
+  const p = normalizeProblem(problem);
+  try {
+    return cpuJsGemm(p);
+  } catch (e) {
+    throw allocationLimit(e, "the CPU path's arrays");
+  }
 }
 
 /** The JS fast path as a CPU kernel of the registry: works everywhere, single-threaded. */
