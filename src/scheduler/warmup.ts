@@ -7,6 +7,7 @@
 
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
+import { allocationLimit } from '../problem/dst.ts';
 import type { GemmProblem, OutputStage } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';
 
@@ -47,11 +48,13 @@ export function warmupProblem(item: WarmupItem, field = 'item'): GpuGemmProblem 
       throw new InputError(`${field}.${key}`, `expected a positive integer, got ${brief(v)}`);
     }
   }
-  const operand = (type: 'uint8' | 'int8' | undefined, rows: number, cols: number) => ({
-    data: type === 'int8' ? new Int8Array(rows * cols) : new Uint8Array(rows * cols),
-    rows,
-    cols,
-  });
+  const operand = (type: 'uint8' | 'int8' | undefined, rows: number, cols: number) => {
+    try {
+      return { data: type === 'int8' ? new Int8Array(rows * cols) : new Uint8Array(rows * cols), rows, cols };
+    } catch (e) {
+      throw allocationLimit(e, `${field}: a ${rows}x${cols} operand`);
+    }
+  };
   return {
     lhs: operand(item.lhsType, item.m, item.k),
     rhs: operand(item.rhsType, item.k, item.n),

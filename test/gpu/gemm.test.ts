@@ -526,6 +526,8 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
       ),
     ).toBe('items[1].m');
     expect(await field(ctx.warmup([null as never]))).toBe('items[0]');
+    // A shape whose stand-in operands cannot be allocated: a LimitExceededError, not a RangeError.
+    await expect(ctx.warmup([{ m: 1e6, n: 8, k: 1e6 }])).rejects.toMatchObject({ name: 'LimitExceededError', limit: 'memory' });
     expect(await field(Sequential.create({} as never, []))).toBe('ctx');
     expect(await field(GpuContext.create({ powerPreference: 'fast' as never }))).toBe('powerPreference');
     for (const bad of [undefined, null, 3, []]) {
