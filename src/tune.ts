@@ -102,6 +102,22 @@ export interface TuneReport {
 /** The options tune() takes: another key (a misspelt `budget`) is an InputError, not a 5-minute default. */
 const TUNE_OPTIONS = ['budgetMs', 'classes', 'device', 'onProgress', 'maxCandidates', 'clock'];
 
+/**
+ * The least budget that can measure a configuration: the sweep's share of it must hold the first
+ * configuration's warm-up and its shortest batches (1 s).
+ */
+export const MIN_BUDGET_MS = Math.ceil((WARMUP_MS + MIN_BATCHES * BATCH_MS) / SWEEP_SHARE / 1000) * 1000;
+
+/** A budget below MIN_BUDGET_MS: an InputError naming `field`, before any work. */
+export function checkBudget(budgetMs: number, field: string): void {
+  if (budgetMs < MIN_BUDGET_MS) {
+    throw new InputError(
+      field,
+      `at least ${MIN_BUDGET_MS / 1000} s: the first configuration's warm-up alone takes ${WARMUP_MS} ms (minutes on a GPU are usual)`,
+    );
+  }
+}
+
 /** Checks the options; an InputError names the field as the caller wrote it. */
 function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[] } {
   if (!o || typeof o !== 'object' || Array.isArray(o)) throw new InputError('options', `expected an object, got ${brief(o)}`);
@@ -117,6 +133,7 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   if (typeof budgetMs !== 'number' || !Number.isFinite(budgetMs) || budgetMs <= 0) {
     throw new InputError('budgetMs', `expected a time in milliseconds above 0, got ${String(budgetMs)}`);
   }
+  checkBudget(budgetMs, 'budgetMs');
   const classes = [...(o.classes ?? SHAPE_CLASSES)];
   for (const c of classes) {
     if (!SHAPE_CLASSES.includes(c as ShapeClass)) {

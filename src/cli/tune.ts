@@ -4,13 +4,13 @@
 // summary table on stdout (with how far each winner was verified, and what the budget left out), and writes
 // the table atomically (nothing is written when the run fails);
 // `--tuning FILE` (gemm, run, info) reads a table back for the context. Bad input is an InputError naming
-// the flag: a budget of 0 or one that does not parse, an unknown shape class, a file that is not a
+// the flag: a budget below 1 s or one that does not parse, an unknown shape class, a file that is not a
 // tuning table, a table of another adapter.
 
 import { resolve } from 'node:path';
 import { InputError } from '../errors.ts';
 import { parseTuningTable, SHAPE_CLASSES, type TuningTable } from '../kernels/tuning.ts';
-import { tune } from '../tune.ts';
+import { checkBudget, tune } from '../tune.ts';
 import { MemoryBudget } from './budget.ts';
 import { checkOut, InputFiles, type ReadRecord, writeAtomic } from './files.ts';
 import { parseStrictJson } from './json.ts';
@@ -65,6 +65,7 @@ export interface TuneCliOptions {
 export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err(t: string): void }): Promise<void> {
   if (o.backend !== 'webgpu') throw new InputError('--backend', 'tune measures GPU kernels: use --backend webgpu');
   const budgetMs = o.budget === undefined ? undefined : parseBudget('--budget', o.budget);
+  if (budgetMs !== undefined) checkBudget(budgetMs, '--budget');
   const classes = o.classes === undefined ? undefined : parseClasses('--classes', o.classes);
   const files = new InputFiles(new MemoryBudget(1));
   const out = checkOut('--out', resolve(o.out), files); // before the sweep: a bad path fails in a second

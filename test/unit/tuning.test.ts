@@ -151,6 +151,7 @@ describe("tune()'s options", () => {
   it('a bad budget, class list or candidate count is an InputError naming it, before any device is acquired', async () => {
     for (const [opts, field] of [
       [{ budgetMs: 0 }, 'budgetMs'],
+      [{ budgetMs: 999 }, 'budgetMs'], // below the first configuration's warm-up and batches (1 s)
       [{ classes: [] }, 'classes'],
       [{ classes: ['squares'] }, 'classes'],
       [{ maxCandidates: 0 }, 'maxCandidates'],
