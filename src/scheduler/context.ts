@@ -15,6 +15,7 @@ import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from 
 import { matrixBytes } from '../gpu/matrix.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
+import { checkToggles } from '../gpu/toggles.ts';
 import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
@@ -94,6 +95,10 @@ export function checkContextOptions(opts: unknown): asserts opts is GpuContextOp
   }
   if (o.powerPreference !== undefined && o.powerPreference !== 'low-power' && o.powerPreference !== 'high-performance')
     throw wrongType('powerPreference', '"low-power" or "high-performance"', o.powerPreference);
+  // Whatever backend runs: a malformed table, limit or toggle fails before any device (or the CPU).
+  if (o.tuning !== undefined) parseTuningTable(o.tuning);
+  checkPlanLimits(o.limits);
+  if (o.toggles !== undefined) checkToggles('toggles', o.toggles as readonly unknown[]);
 }
 
 /** A call's problem that is not an object (`gemm()`, `gemm(null)`): an InputError naming `problem`. */
@@ -156,9 +161,7 @@ export class GpuContext {
   }
 
   static async create(opts: GpuContextOptions = {}): Promise<GpuContext> {
-    checkContextOptions(opts);
-    if (opts.tuning !== undefined) parseTuningTable(opts.tuning); // a malformed table fails before any device
-    checkPlanLimits(opts.limits); // so do bad limits
+    checkContextOptions(opts); // a malformed table, limit or toggle too, before any device
     const acquired = await acquireDevice({ allowSoftware: opts.allowSoftware ?? true, ...opts });
     const info = acquired.adapter?.info ?? (acquired.device as { adapterInfo?: unknown }).adapterInfo;
     const caps = adapterCaps(acquired.device, acquired.summary, acquired.hasDot4, info, opts.limits);

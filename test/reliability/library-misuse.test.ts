@@ -64,7 +64,7 @@ describe('library misuse: InputError naming the field, always a rejection', () =
     );
     expect(e.message.length).toBeLessThan(300);
   });
-  it('options of the wrong type name the option, before any work (a device that is not a GPUDevice, callbacks, strings)', async () => {
+  it('options of the wrong type name the option, before any work, on any backend (a device that is not a GPUDevice, callbacks, strings, limits, tables, toggles)', async () => {
     for (const [opts, field] of [
       [{ device: {} }, 'device'],
       [{ backend: 'webgpu', device: 'x' }, 'device'],
@@ -73,6 +73,12 @@ describe('library misuse: InputError naming the field, always a rejection', () =
       [{ warn: true }, 'warn'],
       [{ kernel: 5 }, 'kernel'],
       [{ timestamps: 'yes' }, 'timestamps'],
+      [{ powerPreference: 'fast' }, 'powerPreference'],
+      // A GPU context's options are checked whatever backend runs: on the CPU too.
+      [{ limits: { maxStorageBufferBindingSize: -1 } }, 'limits.maxStorageBufferBindingSize'],
+      [{ limits: 'small' }, 'limits'],
+      [{ tuning: { format: 'x' } }, 'tuning.format'],
+      [{ toggles: ['disable_everything'] }, 'toggles'],
     ] as const) {
       let ran = false;
       const withSpy = { backend: 'cpu', ...opts, ...(field === 'onKernel' ? {} : { onKernel: () => (ran = true) }) };
