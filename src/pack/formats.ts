@@ -95,10 +95,12 @@ export function formatOf(valueBits: 4 | 8, rowAlign: 64 | 128 | 256): PackFormat
  * among them) and every 64-row one; 256 would serve the 256-wide tilings too, but pads up to 255 rows
  * of weights, so it is taken only where a kernel that reads 256-row packs may run: `rows` is the largest
  * row padding of the kernels the operand is for, where known (a context forced to one kernel, as the
- * tuner's measurements are, or one whose tuning table names a 256-wide tiling).
+ * tuner's measurements are, or one whose tuning table names a 256-wide tiling). `valueBits`: the value
+ * width of the one kernel the operand is for (a context forced to a kernel that reads 8-bit lanes keeps a
+ * 4-bit rhs in them).
  */
-export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number, rows = 0): PackFormatId {
-  return formatOf(side === 'rhs' && bits <= 4 && caps.dot4 ? 4 : 8, rows > 128 ? 256 : 128);
+export function prepackFormat(caps: { dot4: boolean }, side: 'lhs' | 'rhs', bits: number, rows = 0, valueBits?: 4 | 8): PackFormatId {
+  return formatOf(side === 'rhs' && bits <= 4 && caps.dot4 && valueBits !== 8 ? 4 : 8, rows > 128 ? 256 : 128);
 }
 
 /** Whether an operand packed as `packed` can be read by a kernel that consumes `wanted`. */

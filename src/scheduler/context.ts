@@ -16,6 +16,7 @@ import { matrixBytes } from '../gpu/matrix.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import { checkToggles } from '../gpu/toggles.ts';
+import { GPU_KERNELS } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
@@ -357,16 +358,22 @@ export class GpuContext {
    * With `bitDepth`, the operand is requantized as a GEMM with that bitDepth would (same K, same N).
    */
   prepack(side: 'lhs' | 'rhs', operand: Operand | GpuMatrix, bitDepth?: BitDepth): Promise<PackedOperand> {
-    return this.exclusive(() => prepackOperand(this.resources, side, operand, bitDepth, this.prepackRows(side)));
+    return this.exclusive(() => {
+      const { rows, valueBits } = this.prepackFor(side);
+      return prepackOperand(this.resources, side, operand, bitDepth, rows, valueBits);
+    });
   }
 
   /**
-   * The row padding a prepack needs to serve the kernel this context is forced to (`kernel`), else every
-   * kernel its tuning table names (a table's 256-wide tiling reads 256-row packs); 0 where none.
+   * What a prepack must serve: the kernel this context is forced to (`kernel`: its row padding and value
+   * width), else every kernel its tuning table names (a table's 256-wide tiling reads 256-row packs; rows
+   * 0 where none).
    */
-  private prepackRows(side: 'lhs' | 'rhs'): number {
-    const forced = [...(this.choice.kernels ?? []), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
-    return Math.max(0, ...(forced ? [forced] : this.tuning.kernels).map((k) => PACK_FORMATS[kernelFormats(k)[side]].rowAlign));
+  private prepackFor(side: 'lhs' | 'rhs'): { rows: number; valueBits?: 4 | 8 } {
+    const forced = [...(this.choice.kernels ?? GPU_KERNELS), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
+    const formats = (forced ? [forced] : this.tuning.kernels).map((k) => PACK_FORMATS[kernelFormats(k)[side]]);
+    const rows = Math.max(0, ...formats.map((f) => f.rowAlign));
+    return forced ? { rows, valueBits: formats[0].valueBits } : { rows };
   }
 
   /**

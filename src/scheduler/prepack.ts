@@ -29,6 +29,7 @@ export async function prepackOperand(
   operand: Operand | GpuMatrix,
   bitDepth?: BitDepth,
   rows = 0,
+  valueBits?: 4 | 8,
 ): Promise<PackedOperand> {
   r.checkAlive();
   if (side !== 'lhs' && side !== 'rhs') throw new InputError('side', `expected "lhs" or "rhs", got ${brief(side)}`);
@@ -38,7 +39,7 @@ export async function prepackOperand(
   const outer = side === 'lhs' ? shape.rows : shape.cols;
   const depth = side === 'lhs' ? shape.cols : shape.rows;
   const requant = requantizationOf(bitDepth, side, depth);
-  const format = PACK_FORMATS[prepackFormat(r.caps, side, requant.bits, rows)];
+  const format = PACK_FORMATS[prepackFormat(r.caps, side, requant.bits, rows, valueBits)];
   const packedBytes = roundUp(outer, format.rowAlign) * packedRowBytes(depth, format);
   const sumsBytes = roundUp(outer, format.rowAlign) * 4;
   r.checkBuffer(packedBytes, `prepacked ${side}`);

@@ -232,6 +232,30 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
     small.destroy();
     full.destroy();
   });
+  it.skipIf(!gpu?.hasDot4)('a context forced to a kernel prepacks a 4-bit rhs in the lanes that kernel reads, and runs it', async () => {
+    const [M, K, N] = [2, 16, 8];
+    const p: GemmProblem = {
+      lhs: { data: Uint8Array.from({ length: M * K }, (_, i) => (i * 7) % 256), rows: M, cols: K },
+      rhs: { data: Uint8Array.from({ length: K * N }, (_, i) => (i * 13) % 256), rows: K, cols: N },
+      bitDepth: { lhs: 8, rhs: 4, rounding: 'nearest' },
+    };
+    const want = referenceGemm(p);
+    for (const [kernel, format] of [
+      ['gemv-workgroup', 'u8k4-r128'],
+      ['dot4-32x32', 'u8k4-r128'],
+      ['splitk-32x32', 'u8k4-r128'],
+      ['gemv-u4-workgroup', 'u4k8-r128'],
+      ['splitk-u4-32x32', 'u4k8-r128'],
+    ] as const) {
+      const forced = await GpuContext.create({ device: gpu!.device, kernel });
+      const w = await forced.prepack('rhs', p.rhs, p.bitDepth);
+      expect(w.packFormat, kernel).toBe(format);
+      expect(diffResults(await forced.gemm({ ...p, rhs: w }), want), kernel).toBeNull();
+      expect(forced.lastRun.kernel).toBe(kernel);
+      forced.destroy();
+    }
+  });
+
   it.skipIf(!gpu?.hasDot4)('a kernel reading a 4-bit rhs (two per byte) is self-tested over 4-bit problems', async () => {
     // Split-K u4 recording no dispatch, under another name (what sgmat-64x64-u4 is to a GPU with tensor
     // cores): it cannot run the 8-bit problems, so the self-test must give it the 4-bit ones, and they fail.
