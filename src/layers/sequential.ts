@@ -166,6 +166,16 @@ export class Sequential {
    */
   async run(inputs: SequentialInputs, opts: SequentialRunOptions = {}): Promise<Tensor> {
     if (this.destroyed) throw new InputError('sequential', 'this Sequential was destroyed: create another');
+    try {
+      return await this.runLive(inputs, opts);
+    } catch (e) {
+      // Its weights, destroyed with it while this run waited: the Sequential is what the caller destroyed.
+      if (this.destroyed && e instanceof InputError) throw new InputError('sequential', 'this Sequential was destroyed during the run');
+      throw e;
+    }
+  }
+
+  private async runLive(inputs: SequentialInputs, opts: SequentialRunOptions): Promise<Tensor> {
     checkCallArguments((opts as SequentialRunOptions | null)?.timing, opts); // as gemmChain's, before any work
     const g = this.graph;
     const named = namedInputs(g, inputs);
