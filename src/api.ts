@@ -248,6 +248,7 @@ export interface DeviceDescription {
  * page that is not cross-origin isolated), SIMD and relaxed SIMD.
  */
 export async function describeDevice(opts: Pick<GpuContextOptions, 'tuning' | 'tuningName'> = {}): Promise<DeviceDescription> {
+  checkContextOptions(opts);
   const caps = await readyCpuCaps();
   const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
   const cpu = { kernel: selectCpuKernel(caps, normalizeProblem({ lhs: one, rhs: one })).id, ...caps };

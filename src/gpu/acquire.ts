@@ -6,7 +6,7 @@
 // through Dawn in Node gets the Dawn toggles of ./toggles.ts (default: the audited ones; docs/gpu.md), and
 // says which. Failures throw NoAdapterError, naming what was tried and the fix.
 
-import { NoAdapterError } from '../errors.ts';
+import { InputError, NoAdapterError } from '../errors.ts';
 import {
   describeAdapter,
   requestFrom,
@@ -172,5 +172,6 @@ async function findHardwareAdapter(
 export async function isHardwareAdapterAvailable(
   opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference' | 'toggles'> = {},
 ): Promise<boolean> {
+  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${opts === null ? 'null' : typeof opts}`);
   return (await findHardwareAdapter(opts)) !== null;
 }

@@ -3,7 +3,8 @@
 // (src/problem/echo.ts brief), Infinity and NaN printed as themselves. CPU backend: no device needed.
 
 import { describe, expect, it } from 'vitest';
-import { elementwise, gemm } from '../../src/api.ts';
+import { describeDevice, elementwise, gemm } from '../../src/api.ts';
+import { isHardwareAdapterAvailable } from '../../src/gpu/acquire.ts';
 import { InputError } from '../../src/errors.ts';
 import { brief } from '../../src/problem/echo.ts';
 
@@ -90,6 +91,10 @@ describe('library misuse: InputError naming the field, always a rejection', () =
     const e = await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'cpu', kernel: 'gemv' }));
     expect(e.message).toMatch(/gemv is a WebGPU kernel; backend cpu runs cpu-/);
     await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'webgpu', kernel: 'cpu-js' }));
+  });
+  it('describeDevice(null) and isHardwareAdapterAvailable(null): an InputError naming options', async () => {
+    await rejectsOn('options', () => describeDevice(null as never));
+    await rejectsOn('options', () => isHardwareAdapterAvailable(null as never));
   });
   it('a valid call still runs', async () => {
     expect(Array.from((await gemm({ lhs, rhs }, { backend: 'cpu' })).data)).toEqual([11]);
