@@ -4,6 +4,7 @@
 // Saves a parse of the CLI bundle (about 60 ms) from every GPU command's first call, and the child exits
 // without waiting for Dawn's teardown.
 
+import { constants } from 'node:os';
 import { exitWithParent, messagesFd, needsDevice, runQuietChild } from './quiet.ts';
 
 /** Runs `argv` as `qgemm`; `loadCli` imports the CLI bundle (dist/node/cli.js). Resolves to the exit code. */
@@ -12,6 +13,12 @@ export async function launch(
   binPath: string,
   loadCli: () => Promise<{ cli(argv: string[]): Promise<number> }>,
 ): Promise<number> {
+  // A reader that closes stdout early (`qgemm verify --json | head`) ends the command as SIGPIPE would
+  // end a C program (128 + 13), where Node would throw an unhandled EPIPE with its stack.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    process.exit(128 + constants.signals.SIGPIPE);
+  });
   const child = messagesFd() !== null;
   if (!child && needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);
   if (child) exitWithParent();

@@ -146,9 +146,13 @@ function commanderField(e: CommanderError): string {
 
 /**
  * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
- * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated. Before any parsing.
+ * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated. Help for an unknown
+ * command is one error line too. Before any parsing.
  */
 function checkRepeatedFlags(prog: Command, argv: string[]): void {
+  // `qgemm help frob`: one line, as for `qgemm frob` (commander would print the whole usage, then fail).
+  if (argv[0] === 'help' && argv.length > 1 && !prog.commands.some((c) => c.name() === argv[1]))
+    throw new InputError('command', `unknown command ${JSON.stringify(argv[1].slice(0, 40))}`);
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
   if (!cmd) return;
   const seen = new Set<string>();

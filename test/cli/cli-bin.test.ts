@@ -4,11 +4,11 @@
 // in the clone must print no npm warning of the project's making (the user's own npm config is set
 // aside, as it is not ours).
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, npy, runBin, writeSpecIn } from './support.ts';
+import { BIN, REPO, cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, npy, runBin, writeSpecIn } from './support.ts';
 
 beforeAll(ensureBuilt, 300_000);
 afterAll(cleanup);
@@ -51,6 +51,20 @@ describe('stderr carries only qgemm', () => {
 });
 
 describe('npx qgemm', () => {
+  it('a reader that closes stdout early ends the command as SIGPIPE would (141), with nothing on stderr', async () => {
+    // In this process (help), and through the quiet child (info may open a GPU).
+    for (const argv of [
+      ['help', 'gemm'],
+      ['info', '--json'],
+    ]) {
+      const p = spawn(process.execPath, [BIN, ...argv], { cwd: freshDir(), stdio: ['ignore', 'pipe', 'pipe'] });
+      p.stdout.destroy(); // the reader is gone before qgemm writes
+      let err = '';
+      p.stderr.on('data', (d: Buffer) => void (err += d.toString()));
+      const code = await new Promise((r) => p.on('close', r));
+      expect({ code, err }, argv.join(' ')).toEqual({ code: 141, err: '' });
+    }
+  }, 300_000);
   it('prints no npm warning (no unknown keys in the project .npmrc)', () => {
     const dir = freshDir();
     const userconfig = join(dir, 'empty-npmrc');
