@@ -314,6 +314,11 @@ describe('the command line', () => {
     expectOneLine(r, 2, '--pipeline');
     expectOneLine(await runMain(['verify', '--backend', 'cpu', '--kernel', 'nope', '--kernel', 'nope2']), 2, '--kernel');
   });
+  it('help for an unknown command is one error line naming command, as the unknown command itself', async () => {
+    expect(expectOneLine(await runMain(['help', 'frob']), 2, 'command')).toMatch(/unknown command "frob"/);
+    expectOneLine(await runMain(['frob']), 2, 'command');
+    expect((await runMain(['help', 'gemm'])).code).toBe(0);
+  });
   it('bare qgemm prints usage on stderr with exit 2', async () => {
     const r = await runMain([]);
     expect(r.code).toBe(2);
