@@ -8,7 +8,8 @@
 // - Writes (`out`): refused when it ends with a slash, is a symlink, FIFO, device, directory,
 //   write-protected, not writable, or the same file as an input; otherwise the result goes to a temporary
 //   file beside it, written in chunks, that is renamed into place, so a failure leaves no partial file and
-//   the old file untouched. A replaced file keeps its mode; a new one gets the umask's.
+//   the old file untouched. A replaced file keeps its mode; a new one gets the umask's. SIGINT, SIGTERM
+//   and SIGHUP wait for the rename, then end the process as they would have (holdSignals).
 // - Errors: a problem with what the user named is an InputError on the field (exit 2); trouble of the
 //   machine (disk full, I/O error, too many open files) is an IoError (exit 1).
 
@@ -289,13 +290,28 @@ function holdSignals(): () => void {
     got ??= signal;
   };
   for (const signal of DEFERRED) process.on(signal, hold);
-  return () =>
-    setImmediate(() =>
-      setImmediate(() => {
-        for (const signal of DEFERRED) process.off(signal, hold);
-        if (got) process.kill(process.pid, got);
-      }),
+  return () => {
+    released = new Promise<void>((resolve) =>
+      setImmediate(() =>
+        setImmediate(() => {
+          for (const signal of DEFERRED) process.off(signal, hold);
+          if (got) process.kill(process.pid, got);
+          resolve();
+        }),
+      ),
     );
+  };
+}
+
+/** The end of the last hold (holdSignals), once any signal it held has been raised again. */
+let released: Promise<void> = Promise.resolve();
+
+/**
+ * Resolves once no signal is held for a write: a command awaits it before its process exits by itself
+ * (the quiet child), so that a held signal ends the process as it would have.
+ */
+export function signalsReleased(): Promise<void> {
+  return released;
 }
 
 /**

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { version } from '../../package.json';
 import { InputError, QgemmError } from '../errors.ts';
+import { isAllocationFailure } from '../problem/dst.ts';
 import { DEFAULT_MAX_MEMORY, formatBytes, parseSize } from './budget.ts';
 import { cmdGemm, cmdRun, type CommonOptions } from './commands.ts';
 import { describeDevice } from '../api.ts';
@@ -19,6 +20,7 @@ import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
 import { cmdTune, readTuningFile } from './tune.ts';
 import { messagesFd, outputFd, writeFd } from './quiet.ts';
+import { signalsReleased } from './files.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
 interface CliIo {
@@ -182,10 +184,6 @@ function quietVulkan(): void {
   }
 }
 
-function isOutOfMemory(e: unknown): boolean {
-  return e instanceof RangeError && /allocation failed|Array buffer|typed array length|Invalid array length/i.test(e.message);
-}
-
 /** Runs the CLI in this process; returns the exit code. Never throws. */
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
   quietVulkan();
@@ -213,7 +211,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       return 2;
     }
     const err = e as Error;
-    const kind = isOutOfMemory(e) ? 'OutOfMemory' : e instanceof QgemmError ? err.name : 'internal error';
+    const kind = isAllocationFailure(e) ? 'OutOfMemory' : e instanceof QgemmError ? err.name : 'internal error';
     io.err(`qgemm: ${kind}: ${oneLine(String(err?.message ?? err).split('\n')[0])}\n`);
     if (process.env.QGEMM_DEBUG) io.err(`${err?.stack}\n`);
     return 1;
@@ -227,6 +225,10 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 export async function cli(argv: string[]): Promise<number> {
   const fd = messagesFd();
   const outFd = outputFd();
-  if (fd === null) return main(argv);
-  return main(argv, { out: outFd === null ? processIo.out : (text) => writeFd(outFd, text), err: (text) => writeFd(fd, text) });
+  const code =
+    fd === null
+      ? await main(argv)
+      : await main(argv, { out: outFd === null ? processIo.out : (text) => writeFd(outFd, text), err: (text) => writeFd(fd, text) });
+  await signalsReleased(); // a signal held during a write ends the process before it exits by itself
+  return code;
 }

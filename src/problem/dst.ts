@@ -1,6 +1,7 @@
 // The dst matrix's storage, one place for every backend (pack -> gemm -> OUTPUT): the typed array of each
 // dst type (src/types.ts) and its element size. The CPU paths allocate dst here, and the GPU readback
-// views the bytes it mapped through the same function.
+// views the bytes it mapped through the same function. An allocation this engine cannot make (a length
+// beyond its typed arrays, or no memory) is a LimitExceededError naming memory (allocationLimit).
 
 import { LimitExceededError } from '../errors.ts';
 import type { DstData, DstType, OperandType } from '../types.ts';
@@ -25,9 +26,12 @@ export function allocateDst(type: DstType, lengthOrBuffer: number | ArrayBuffer)
  * LimitExceededError naming memory, with `what` could not be had; any other error as it is.
  */
 export function allocationLimit(e: unknown, what: string): unknown {
-  return e instanceof RangeError && /allocation failed|Array buffer|typed array length|Invalid array length/i.test(e.message)
-    ? new LimitExceededError('memory', `${what} cannot be allocated here (${e.message})`)
-    : e;
+  return isAllocationFailure(e) ? new LimitExceededError('memory', `${what} cannot be allocated here (${e.message})`) : e;
+}
+
+/** Whether e is the RangeError of an allocation that this engine's typed arrays or memory cannot hold. */
+export function isAllocationFailure(e: unknown): e is RangeError {
+  return e instanceof RangeError && /allocation failed|Array buffer|typed array length|Invalid array length/i.test(e.message);
 }
 
 function typedDst(type: DstType, lengthOrBuffer: number | ArrayBuffer): DstData {

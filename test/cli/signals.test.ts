@@ -131,6 +131,37 @@ describe('qgemm under signals', () => {
       expect(statSync(join(dir, 'C.npy')).size).toBe(128 + n * n * 4);
     }, 300_000);
   }
+  it('SIGTERM to the quiet child alone while it writes: the write ends, then the signal ends the command (143)', async (ctx) => {
+    // A 64 MiB int32 result on WebGPU (the quiet child runs the command); the signal goes to the child only.
+    const n = 4096;
+    const dir = freshDir({
+      'A.npy': serializeNpy({ dtype: 'uint8', shape: [n, 1], fortranOrder: false, data: new Uint8Array(n).fill(200) }),
+      'B.npy': serializeNpy({ dtype: 'uint8', shape: [1, n], fortranOrder: false, data: new Uint8Array(n).fill(100) }),
+    });
+    const argv = ['gemm', '--lhs', 'A.npy', '--rhs', 'B.npy', '--out', 'C.npy', '--backend', 'webgpu'];
+    const p = spawn(process.execPath, [BIN, ...argv], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    started.push(p);
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => void (err += d.toString()));
+    const exit = new Promise<number | null>((r) => p.on('close', (code) => r(code)));
+    let sent = false;
+    const poll = setInterval(() => {
+      const tmp = readdirSync(dir).find((f) => f.includes('.tmp-'));
+      if (!tmp || sent || (statSync(join(dir, tmp), { throwIfNoEntry: false })?.size ?? 0) === 0) return;
+      const kids = childrenOf(p.pid!);
+      if (kids.length !== 1) return;
+      sent = true;
+      children.push(kids[0]);
+      process.kill(kids[0], 'SIGTERM');
+    }, 1);
+    const code = await exit;
+    clearInterval(poll);
+    if (/NoAdapterError/.test(err)) return ctx.skip();
+    expect(sent, 'the signal was sent while the temporary was being written').toBe(true);
+    expect(code, err).toBe(128 + constants.signals.SIGTERM);
+    expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    expect(statSync(join(dir, 'C.npy')).size).toBe(128 + n * n * 4);
+  }, 300_000);
   it('after a SIGKILL of the launcher, the child exits on its own', async (ctx) => {
     const run = await startVerify();
     if (!run) return ctx.skip();
