@@ -86,7 +86,8 @@ export interface TunedChoice {
 }
 
 /** QGEMM_KERNEL from the environment (Node), or undefined. */
-function forcedKernelFromEnv(): string | undefined {
+/** The kernel QGEMM_KERNEL forces where no `kernel` option is given (undefined where it is unset). */
+export function forcedKernelFromEnv(): string | undefined {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   return env?.QGEMM_KERNEL || undefined;
 }

@@ -16,7 +16,7 @@ import { matrixBytes } from '../gpu/matrix.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import { checkToggles } from '../gpu/toggles.ts';
-import { GPU_KERNELS } from '../kernels/registry.ts';
+import { forcedKernelFromEnv, GPU_KERNELS } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
@@ -365,12 +365,13 @@ export class GpuContext {
   }
 
   /**
-   * What a prepack must serve: the kernel this context is forced to (`kernel`: its row padding and value
+   * What a prepack must serve: the kernel this context is forced to (`kernel`, or QGEMM_KERNEL: its row padding and value
    * width), else every kernel its tuning table names (a table's 256-wide tiling reads 256-row packs; rows
    * 0 where none).
    */
   private prepackFor(side: 'lhs' | 'rhs'): { rows: number; valueBits?: 4 | 8 } {
-    const forced = [...(this.choice.kernels ?? GPU_KERNELS), ...this.tuning.kernels].find((x) => x.id === this.choice.force);
+    const id = this.choice.force ?? forcedKernelFromEnv();
+    const forced = [...(this.choice.kernels ?? GPU_KERNELS), ...this.tuning.kernels].find((x) => x.id === id);
     const formats = (forced ? [forced] : this.tuning.kernels).map((k) => PACK_FORMATS[kernelFormats(k)[side]]);
     const rows = Math.max(0, ...formats.map((f) => f.rowAlign));
     return forced ? { rows, valueBits: formats[0].valueBits } : { rows };

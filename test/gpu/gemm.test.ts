@@ -7,7 +7,7 @@
 // limits; and the typed errors for exceeded limits, invalid GPU input and a lost device.
 
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Sequential } from '../../src/layers/sequential.ts';
 import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } from '../../src/errors.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
@@ -253,6 +253,17 @@ describe.skipIf(!gpu)('the exactness self-test of kernels CI cannot run', () => 
       expect(diffResults(await forced.gemm({ ...p, rhs: w }), want), kernel).toBeNull();
       expect(forced.lastRun.kernel).toBe(kernel);
       forced.destroy();
+    }
+    // Forced by QGEMM_KERNEL: the same.
+    vi.stubEnv('QGEMM_KERNEL', 'gemv-workgroup');
+    try {
+      const byEnv = await GpuContext.create({ device: gpu!.device });
+      const w = await byEnv.prepack('rhs', p.rhs, p.bitDepth);
+      expect(w.packFormat).toBe('u8k4-r128');
+      expect(diffResults(await byEnv.gemm({ ...p, rhs: w }), want)).toBeNull();
+      byEnv.destroy();
+    } finally {
+      vi.unstubAllEnvs();
     }
   });
 
