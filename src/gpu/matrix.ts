@@ -1,6 +1,7 @@
 // GpuMatrix: a matrix living in a GPU buffer, the form in which GPU-resident data enters and leaves
 // the GPU path (pack -> gemm -> output): a caller's operand read where it is, or a GEMM's dst left on
-// the GPU. Plain data: the buffer and how its elements are laid out.
+// the GPU. Plain data: the buffer and how its elements are laid out (a dst that gemmOnGpu hands out also
+// carries its lease, src/scheduler/operands.ts), and the bytes reading it back copies.
 
 import { DTYPE_BYTES } from '../problem/dst.ts';
 import type { DstType, OperandType, Order } from '../types.ts';

@@ -329,7 +329,7 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
     return r;
   };
   const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { ...opts, backend: 'cpu' });
-  const result = await onBackend(onCpu, onGpu, opts.backend ?? 'auto', opts);
+  const result = await onBackend(onCpu, onGpu, opts.backend === undefined ? 'auto' : opts.backend, opts);
   const data = post ? post(result.data, M) : (result.data as Uint8Array | Int8Array);
   return { data, shape: outShape };
 }

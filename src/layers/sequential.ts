@@ -69,7 +69,7 @@ export async function runLayers(
   const values = new Map(named.tensors);
   for (const [i, n] of g.nodes.entries()) {
     const ins = n.inputs.map((r) => values.get(r)!);
-    const backend = { backend: opts.backend ?? 'auto' };
+    const backend = { backend: opts.backend === undefined ? 'auto' : opts.backend };
     let out: Tensor;
     if (n.layer.op === 'fullyConnected') out = await fullyConnected(ins[0], n.params as FullyConnectedParams, backend);
     else if (n.layer.op === 'conv2d') out = await conv2d(ins[0], n.params as Conv2dParams, backend);

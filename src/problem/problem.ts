@@ -72,7 +72,7 @@ export function checkBitDepth(b: BitDepth): BitDepth {
   if (!b || typeof b !== 'object') throw new InputError('bitDepth', 'expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}');
   checkRange('bitDepth.lhs', b.lhs, 1, 8);
   checkRange('bitDepth.rhs', b.rhs, 1, 8);
-  const rounding = b.rounding ?? 'default';
+  const rounding = b.rounding === undefined ? 'default' : b.rounding; // null is not absent
   if (!(ROUNDINGS as readonly string[]).includes(rounding)) {
     throw new InputError('bitDepth.rounding', `expected one of ${ROUNDINGS.join(', ')}, got ${brief(rounding)}`);
   }
@@ -114,10 +114,10 @@ export function normalizeProblem(
     N,
     'one per rhs column, N',
   );
-  const dstOrder = problem.dstOrder ?? 'row-major';
+  const dstOrder = problem.dstOrder === undefined ? 'row-major' : problem.dstOrder;
   if (dstOrder !== 'row-major' && dstOrder !== 'col-major') throw new InputError('dstOrder', `expected 'row-major' or 'col-major'`);
 
-  const pipeline = problem.pipeline ?? [];
+  const pipeline = problem.pipeline === undefined ? [] : problem.pipeline;
   if (!Array.isArray(pipeline)) throw new InputError('pipeline', 'expected an array of stages');
   const derived: unknown[] = [];
   let dstType: DstType = 'int32';

@@ -54,8 +54,9 @@ export interface OperandOwner {
 
 /**
  * Each hand-out of a buffer is a lease, numbered, and the matrix handed out carries its number (an
- * enumerable symbol, so that `{ ...m }` carries it too). A buffer released and handed out again has a new
- * lease: a matrix of the old one, or any copy of it, is refused though its buffer is live.
+ * enumerable symbol, so that `{ ...m }` and Object.assign carry it too). A buffer released and handed out
+ * again has a new lease: a matrix of the old one, or any copy of it, is refused though its buffer is
+ * live; so is a matrix built field by field around a handed-out buffer (it has no lease).
  */
 const LEASE = Symbol('qgemm.lease');
 let leases = 0;
@@ -90,18 +91,19 @@ export function checkMatrix(r: OperandOwner, m: unknown, field: string): asserts
   const owner = owners.get(m.buffer);
   if (owner && owner !== r)
     throw new InputError(field, 'this GpuMatrix belongs to another GpuContext: read or use it with the context that made it');
-  if (owner === r && !isHandedOut(r, m))
-    throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
+  if (owner !== r || isHandedOut(r, m)) return;
+  if ((m as Leased)[LEASE] === undefined && r.handedOut.has(m.buffer))
+    throw new InputError(
+      field,
+      'a GpuMatrix over a buffer that gemmOnGpu handed out must be that matrix or a copy of it ({ ...m }); one built field by field carries no lease',
+    );
+  throw new InputError(field, 'this GpuMatrix was released (releaseMatrix): its buffer now belongs to other calls');
 }
 
-/**
- * True when m's buffer was handed out by r (gemmOnGpu) and is still live, under m's own lease (a matrix
- * built by hand around such a buffer has none, and is taken as the live one).
- */
+/** True when m's buffer was handed out by r (gemmOnGpu) and is still live, under m's own lease. */
 export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
   const lease = r.handedOut.get(m.buffer);
-  const own = (m as Leased)[LEASE];
-  return owners.get(m.buffer) === r && lease !== undefined && (own === undefined || own === lease);
+  return owners.get(m.buffer) === r && lease !== undefined && (m as Leased)[LEASE] === lease;
 }
 
 /**

@@ -635,6 +635,11 @@ describe.skipIf(!gpu)('device loss', () => {
     await expect(own.gemm({ lhs: copy, rhs: sample(arbOperand(9, 3), 7) })).rejects.toThrow(/released/);
     expect(() => own.releaseMatrix(copy)).toThrow(/released/);
     expect(diffResults(await own.read(next), expected)).toBeNull();
+    // A matrix built field by field around the live buffer has no lease: refused, in read and in release.
+    const byHand = { buffer: next.buffer, rows: next.rows, cols: next.cols, order: next.order, dtype: next.dtype, stride: next.stride };
+    await expect(own.read(byHand)).rejects.toThrow(/copy of it/);
+    expect(() => own.releaseMatrix(byHand)).toThrow(/copy of it/);
+    expect(diffResults(await own.read(Object.assign({}, next)), expected)).toBeNull();
     const packed = await own.prepack('rhs', p.rhs);
     expect(packed.bytes).toBeGreaterThan(0);
     packed.destroy();

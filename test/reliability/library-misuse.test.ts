@@ -92,6 +92,19 @@ describe('library misuse: InputError naming the field, always a rejection', () =
     expect(e.message).toMatch(/gemv is a WebGPU kernel; backend cpu runs cpu-/);
     await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'webgpu', kernel: 'cpu-js' }));
   });
+  it('null where a value belongs is an InputError naming it, never taken as absent', async () => {
+    const cast = { type: 'saturatingCast', to: 'uint8' } as const;
+    const scale = { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1 << 30, exponent: -1, offsetAfterShift: 0 } as const;
+    for (const [field, p] of [
+      ['dstOrder', { lhs, rhs, dstOrder: null }],
+      ['pipeline', { lhs, rhs, pipeline: null }],
+      ['bitDepth.rounding', { lhs, rhs, bitDepth: { lhs: 4, rhs: 4, rounding: null } }],
+      ['pipeline[0].rounding', { lhs, rhs, pipeline: [{ ...scale, rounding: null }, cast] }],
+    ] as const) {
+      await rejectsOn(field, () => gemm(p as never, { backend: 'cpu' }));
+    }
+    await rejectsOn('backend', () => gemm({ lhs, rhs }, { backend: null as never }));
+  });
   it('describeDevice(null) and isHardwareAdapterAvailable(null): an InputError naming options', async () => {
     await rejectsOn('options', () => describeDevice(null as never));
     await rejectsOn('options', () => isHardwareAdapterAvailable(null as never));

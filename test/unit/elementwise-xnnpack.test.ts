@@ -262,5 +262,9 @@ describe("graph layers: add/sub/mul default to kernelPath 'xnnpack'", () => {
       await expect(
         runLayers(layer('add', { kernelPath: kernelPath as 'xnnpack' }), inputs, { inputs: quant, backend: 'cpu' }),
       ).rejects.toMatchObject({ field: 'layers[0].params.kernelPath' });
+    await expect(runLayers(layer('add', { activation: null as never }), inputs, { inputs: quant, backend: 'cpu' })).rejects.toMatchObject({
+      name: 'InputError',
+      field: 'layers[0].params.activation',
+    });
   });
 });

@@ -33,7 +33,7 @@ export const scaleInt32ByFixedPointAndExponent = {
       ],
       shape,
     );
-    const rounding = stage.rounding ?? 'double';
+    const rounding = stage.rounding === undefined ? 'double' : stage.rounding; // null is not absent
     if (!ROUNDINGS.includes(rounding)) {
       throw new InputError(`${f}.rounding`, `expected "double", "double-up" or "single", got ${brief(stage.rounding)}`);
     }
