@@ -146,17 +146,20 @@ function commanderField(e: CommanderError): string {
   return /'(--?[\w-]+)/.exec(e.message)?.[1] ?? 'command';
 }
 
-/**
- * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
- * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated. Help for an unknown
- * command is one error line too. Before any parsing.
- */
-function checkRepeatedFlags(prog: Command, argv: string[]): void {
-  // `qgemm help frob`: one line, as for `qgemm frob` (commander would print the whole usage, then fail).
+/** `qgemm help frob`: one error line, as for `qgemm frob` (commander would print the whole usage, then fail). */
+function checkHelpTopic(prog: Command, argv: string[]): void {
   if (argv[0] === 'help' && argv.length > 1 && !prog.commands.some((c) => c.name() === argv[1]))
     throw new InputError('command', `unknown command ${JSON.stringify(argv[1].slice(0, 40))}`);
+}
+
+/**
+ * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
+ * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated, and a command line
+ * that asks for help gets it. Before any parsing.
+ */
+function checkRepeatedFlags(prog: Command, argv: string[]): void {
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
-  if (!cmd) return;
+  if (!cmd || argv.includes('--help') || argv.includes('-h')) return;
   const seen = new Set<string>();
   for (let i = 1; i < argv.length && argv[i] !== '--'; i++) {
     const [flag, inline] = argv[i].startsWith('--') ? [argv[i].split('=')[0], argv[i].includes('=')] : [argv[i], false];
@@ -194,6 +197,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   let work: Promise<void> | null = null;
   try {
     const prog = program(io, (p) => (work = p));
+    checkHelpTopic(prog, argv);
     checkRepeatedFlags(prog, argv);
     await prog.parseAsync(argv, { from: 'user' });
     if (work) await work;

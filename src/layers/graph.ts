@@ -360,7 +360,9 @@ export function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor
   // The delegate leaves a node whose scales XNNPACK cannot take to the builtin kernel, clamp included.
   const xnnpack = asked === 'xnnpack' && xnnpackTakesElementwise(op, n.quant[0].scale, n.quant[1].scale, p.output?.scale);
   const path = xnnpack ? 'xnnpack' : 'optimized';
-  const [min, max] = prefixed(`${n.field}.params`, () => activationRange(p.activation === undefined ? 'NONE' : p.activation, p.output, dtype, path));
+  const [min, max] = prefixed(`${n.field}.params`, () =>
+    activationRange(p.activation === undefined ? 'NONE' : p.activation, p.output, dtype, path),
+  );
   const output = { scale: p.output.scale, zeroPoint: p.output.zeroPoint, min, max };
   return { op, a: tensor(0), b: tensor(1), output, kernelPath: xnnpack ? 'xnnpack' : 'builtin' };
 }

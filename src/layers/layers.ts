@@ -23,6 +23,7 @@ import {
   type QuantParams,
 } from './derive.ts';
 import { brief } from '../problem/echo.ts';
+import { allocationLimit } from '../problem/dst.ts';
 import { fcOutShape, type WeightZeroPoint, weightZeroPoint } from './tflite-params.ts';
 import { checkDims, checkEffectiveScales, checkQuant, checkZeroPoint, shown, weightScales } from './validate.ts';
 
@@ -315,7 +316,13 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
   const { post, ...common } = g;
   const gemmOf = (lhs: GpuGemmProblem['lhs']): GpuGemmProblem => ({ ...common, lhs });
-  const hostPatches = (): Operand => ({ data: im2col(input.data, geometry, params.input.zeroPoint), rows: M, cols: K });
+  const hostPatches = (): Operand => {
+    try {
+      return { data: im2col(input.data, geometry, params.input.zeroPoint), rows: M, cols: K };
+    } catch (e) {
+      throw allocationLimit(e, `the im2col rows (${M} x ${K})`);
+    }
+  };
   // On the GPU the patches are read straight from the input inside the GEMM's own pass (one submission:
   // gathered by the kernel, else packed first); an input too large for one binding goes through
   // host im2col rows, which the GEMM splits into bands.

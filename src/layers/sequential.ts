@@ -170,7 +170,8 @@ export class Sequential {
       return await this.runLive(inputs, opts);
     } catch (e) {
       // Its weights, destroyed with it while this run waited: the Sequential is what the caller destroyed.
-      if (this.destroyed && e instanceof InputError) throw new InputError('sequential', 'this Sequential was destroyed during the run');
+      if (this.destroyed && e instanceof InputError && /destroyed/.test(e.message))
+        throw new InputError('sequential', 'this Sequential was destroyed during the run');
       throw e;
     }
   }

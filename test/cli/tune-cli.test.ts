@@ -37,6 +37,13 @@ describe('qgemm tune: bad input is exit 2, one line naming the flag, nothing wri
     expectOneLine(r, 2, field);
     expect(existsSync(join(dir, 't.json'))).toBe(false);
   });
+  it('a budget below 1 s: exit 2 naming --budget in one line, before any sweep, the table already there intact', () => {
+    ensureBuilt();
+    const dir = freshDir({ 'T.json': '{"kept": true}' });
+    const line = expectOneLine(runBin(['tune', '--backend', 'webgpu', '--budget', '1ms', '--out', 'T.json'], dir), 2, '--budget');
+    expect(line).toMatch(/at least 1 s/);
+    expect(readFileSync(join(dir, 'T.json'), 'utf8')).toBe('{"kept": true}');
+  });
 });
 
 describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
@@ -88,14 +95,6 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     );
     expectOneLine(gemm, 2, '--tuning.adapter');
     expectNothingWritten(dir);
-  });
-
-  it('a budget below 1 s: exit 2 naming --budget in one line, before any sweep, the table already there intact', () => {
-    ensureBuilt();
-    const dir = freshDir({ 'T.json': '{"kept": true}' });
-    const line = expectOneLine(runBin(['tune', '--backend', 'webgpu', '--budget', '1ms', '--out', 'T.json'], dir), 2, '--budget');
-    expect(line).toMatch(/at least 1 s/);
-    expect(readFileSync(join(dir, 'T.json'), 'utf8')).toBe('{"kept": true}');
   });
 
   it('an output that is the --tuning file is refused, in gemm and in run: exit 2, the table intact', () => {
