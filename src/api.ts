@@ -27,7 +27,7 @@ import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { checkContextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
-import { checkFunction } from './problem/check.ts';
+import { checkFunction, checkProblemObject } from './problem/check.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
 
@@ -86,12 +86,7 @@ let hardware: Promise<boolean> | null = null;
 export function runOp(op: GemmOp, backend: Backend, opts?: RunOptions): Promise<Ran<GemmResult>>;
 export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions): Promise<Ran<ElementwiseResult>>;
 export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Promise<Ran<GemmResult | ElementwiseResult>> {
-  if (!op.problem || typeof op.problem !== 'object') {
-    throw new InputError(
-      'problem',
-      `expected ${op.op === 'gemm' ? 'a GemmProblem' : 'an ElementwiseProblem'} object, got ${brief(op.problem)}`,
-    );
-  }
+  checkProblemObject(op.problem, op.op === 'gemm' ? 'a GemmProblem' : 'an ElementwiseProblem');
   checkOptions(opts);
   checkBackend(backend);
   checkKernelBackend(opts.kernel, backend);

@@ -7,6 +7,7 @@
 // says which. Failures throw NoAdapterError, naming what was tried and the fix.
 
 import { InputError, NoAdapterError } from '../errors.ts';
+import { brief } from '../problem/echo.ts';
 import {
   describeAdapter,
   requestFrom,
@@ -172,6 +173,20 @@ async function findHardwareAdapter(
 export async function isHardwareAdapterAvailable(
   opts: Pick<AcquireOptions, 'dawnPath' | 'powerPreference' | 'toggles'> = {},
 ): Promise<boolean> {
-  if (!opts || typeof opts !== 'object') throw new InputError('options', `expected an object, got ${opts === null ? 'null' : typeof opts}`);
+  checkAdapterOptions(opts);
   return (await findHardwareAdapter(opts)) !== null;
+}
+
+/**
+ * The options that choose an adapter (dawnPath, powerPreference, toggles) of the wrong type or value: an
+ * InputError naming the option, before any adapter is asked for. GpuContext.create's check runs it too.
+ */
+export function checkAdapterOptions(opts: unknown): void {
+  if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw new InputError('options', `expected an object, got ${brief(opts)}`);
+  const o = opts as Record<string, unknown>;
+  if (o.dawnPath !== undefined && typeof o.dawnPath !== 'string')
+    throw new InputError('dawnPath', `expected a string, got ${brief(o.dawnPath)}`);
+  if (o.powerPreference !== undefined && o.powerPreference !== 'low-power' && o.powerPreference !== 'high-performance')
+    throw new InputError('powerPreference', `expected "low-power" or "high-performance", got ${brief(o.powerPreference)}`);
+  if (o.toggles !== undefined) checkToggles('toggles', o.toggles as readonly unknown[]);
 }

@@ -14,6 +14,12 @@ export function checkInt32(field: string, v: unknown): number {
   return v;
 }
 
+/** A call's problem that is not an object (null, a number, an array): an InputError naming `problem`. */
+export function checkProblemObject(problem: unknown, what = 'a GemmProblem'): void {
+  if (!problem || typeof problem !== 'object' || Array.isArray(problem))
+    throw new InputError('problem', `expected ${what} object, got ${brief(problem)}`);
+}
+
 /** An optional callback: undefined, or a function. */
 export function checkFunction(field: string, v: unknown): void {
   if (v !== undefined && typeof v !== 'function') throw new InputError(field, `expected a function, got ${brief(v)}`);

@@ -15,7 +15,7 @@ import {
   type Order,
   type PerChannel,
 } from '../types.ts';
-import { checkPerChannel, checkRange } from './check.ts';
+import { checkPerChannel, checkProblemObject, checkRange } from './check.ts';
 import { brief } from './echo.ts';
 import { stageDefinition, type StageShape } from './stages/pipeline.ts';
 
@@ -87,7 +87,7 @@ export function normalizeProblem(
   problem: GemmProblem,
   { shapesOnly = false, rhsShapeOnly = false }: { shapesOnly?: boolean; rhsShapeOnly?: boolean } = {},
 ): NormalizedProblem {
-  if (!problem || typeof problem !== 'object') throw new InputError('problem', `expected a GEMM problem object, got ${brief(problem)}`);
+  checkProblemObject(problem);
   const lhsType = checkOperand('lhs', problem.lhs, shapesOnly);
   const rhsType = checkOperand('rhs', problem.rhs, shapesOnly || rhsShapeOnly);
   const lhs = withOrder(problem.lhs);

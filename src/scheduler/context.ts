@@ -8,14 +8,13 @@
 import { checkWarmupItems, warmupProblem, type WarmupItem } from './warmup.ts';
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
-import { checkFunction } from '../problem/check.ts';
-import { acquireDevice, type AcquireOptions } from '../gpu/acquire.ts';
+import { checkFunction, checkProblemObject } from '../problem/check.ts';
+import { acquireDevice, type AcquireOptions, checkAdapterOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
 import { matrixBytes } from '../gpu/matrix.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
-import { checkToggles } from '../gpu/toggles.ts';
 import { forcedKernelFromEnv, GPU_KERNELS } from '../kernels/registry.ts';
 import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
@@ -88,24 +87,16 @@ export function checkContextOptions(opts: unknown): asserts opts is GpuContextOp
   const o = opts as Record<string, unknown>;
   if (o.device !== undefined && !isGpuDevice(o.device)) throw wrongType('device', 'a GPUDevice', o.device);
   checkFunction('warn', o.warn);
-  for (const key of ['kernel', 'dawnPath', 'tuningName']) {
+  checkAdapterOptions(opts); // dawnPath, powerPreference, toggles
+  for (const key of ['kernel', 'tuningName']) {
     if (o[key] !== undefined && typeof o[key] !== 'string') throw wrongType(key, 'a string', o[key]);
   }
   for (const key of ['timestamps', 'allowSoftware']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') throw wrongType(key, 'true or false', o[key]);
   }
-  if (o.powerPreference !== undefined && o.powerPreference !== 'low-power' && o.powerPreference !== 'high-performance')
-    throw wrongType('powerPreference', '"low-power" or "high-performance"', o.powerPreference);
-  // Whatever backend runs: a malformed table, limit or toggle fails before any device (or the CPU).
+  // Whatever backend runs: a malformed table or limit fails before any device (or the CPU).
   if (o.tuning !== undefined) parseTuningTable(o.tuning);
   checkPlanLimits(o.limits);
-  if (o.toggles !== undefined) checkToggles('toggles', o.toggles as readonly unknown[]);
-}
-
-/** A call's problem that is not an object (`gemm()`, `gemm(null)`): an InputError naming `problem`. */
-export function checkProblemArgument(problem: unknown): void {
-  if (problem === null || typeof problem !== 'object' || Array.isArray(problem))
-    throw wrongType('problem', 'a GemmProblem object', problem);
 }
 
 /** A call's `timing` and options ({ onTrace }) of the wrong type: an InputError naming them, before any work. */
@@ -216,7 +207,7 @@ export class GpuContext {
    */
   gemm(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
     return rejecting(() => {
-      checkProblemArgument(problem);
+      checkProblemObject(problem);
       checkCallArguments(timing, opts);
       const listener = opts?.onTrace ?? envTraceListener();
       const trace = listener ? new Tracer() : undefined;
@@ -273,7 +264,7 @@ export class GpuContext {
    */
   gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
     return this.exclusive(async () => {
-      checkProblemArgument(problem);
+      checkProblemObject(problem);
       checkCallArguments(timing, undefined);
       const r = this.resources;
       if (!plannableOnGpu(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);

@@ -105,9 +105,13 @@ describe('library misuse: InputError naming the field, always a rejection', () =
     }
     await rejectsOn('backend', () => gemm({ lhs, rhs }, { backend: null as never }));
   });
-  it('describeDevice(null) and isHardwareAdapterAvailable(null): an InputError naming options', async () => {
+  it('describeDevice(null) and isHardwareAdapterAvailable(null) or its bad options: an InputError naming them', async () => {
     await rejectsOn('options', () => describeDevice(null as never));
     await rejectsOn('options', () => isHardwareAdapterAvailable(null as never));
+    await rejectsOn('options', () => isHardwareAdapterAvailable([] as never));
+    await rejectsOn('powerPreference', () => isHardwareAdapterAvailable({ powerPreference: 'fast' as never }));
+    await rejectsOn('toggles', () => isHardwareAdapterAvailable({ toggles: ['nope' as never] }));
+    await rejectsOn('dawnPath', () => isHardwareAdapterAvailable({ dawnPath: 3 as never }));
   });
   it('a valid call still runs', async () => {
     expect(Array.from((await gemm({ lhs, rhs }, { backend: 'cpu' })).data)).toEqual([11]);
