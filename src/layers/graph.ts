@@ -7,7 +7,7 @@
 
 import { InputError } from '../errors.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
-import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem } from '../problem/elementwise.ts';
+import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem, MAX_RANK } from '../problem/elementwise.ts';
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
 import { brief } from '../problem/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
@@ -99,6 +99,16 @@ export interface Graph {
 }
 
 const ELEMENTWISE = ['add', 'sub', 'mul', 'requantize'] as const;
+
+/** A quantization given as {scale, zeroPoint} of numbers (its values are checked where the dtype is known). */
+function checkQuantShape(field: string, q: unknown): QuantParams {
+  if (!q || typeof q !== 'object') throw new InputError(field, `expected {scale, zeroPoint}, got ${brief(q)}`);
+  for (const key of ['scale', 'zeroPoint'] as const) {
+    const v = (q as Record<string, unknown>)[key];
+    if (typeof v !== 'number') throw new InputError(`${field}.${key}`, `expected a number, got ${brief(v)}`);
+  }
+  return q as QuantParams;
+}
 const sameQuant = (a: QuantParams, b: QuantParams) => Math.fround(a.scale) === Math.fround(b.scale) && a.zeroPoint === b.zeroPoint;
 /** Entries of a Map, or of an object's own enumerable keys (a key "__proto__" is data). */
 const entriesOf = <T>(v: Map<string, T> | Record<string, T>): [string, T][] => (v instanceof Map ? [...v] : Object.entries(v));
@@ -114,11 +124,16 @@ function weightsDtype(layers: SequentialLayer[]): 'uint8' | 'int8' | null {
 }
 
 export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Graph {
+  if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw new InputError('options', `expected an object, got ${brief(opts)}`);
   if (!Array.isArray(layers) || layers.length === 0) throw new InputError('layers', 'expected at least one layer');
+  // A hole ([a, , b]) is a missing layer, named as any other (forEach would skip it).
+  layers = Array.from(layers);
   if (opts.inputs !== undefined && (!opts.inputs || typeof opts.inputs !== 'object'))
     throw new InputError('inputs', `expected {name: {scale, zeroPoint}} or a Map, got ${brief(opts.inputs)}`);
   const produced = new Map<string, QuantParams>(); // layer name -> output quantization
-  const inputQuant = new Map(entriesOf(opts.inputs ?? {}).map(([k, q]) => [k, { quant: q, field: `inputs.${k}` }]));
+  const inputQuant = new Map(
+    entriesOf(opts.inputs ?? {}).map(([k, q]) => [k, { quant: checkQuantShape(`inputs.${k}`, q), field: `inputs.${k}` }]),
+  );
   const declared = new Set(inputQuant.keys());
   const used = new Set<string>();
   const nodes: Node[] = [];
@@ -137,7 +152,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     if (!gemmLayer && !(ELEMENTWISE as readonly string[]).includes(op)) {
       throw new InputError(`${field}.op`, `expected "fullyConnected", "conv2d", "add", "sub", "mul" or "requantize", got ${brief(op)}`);
     }
-    const name = layer.name ?? field;
+    const name = layer.name === undefined ? field : layer.name; // null is not absent
     if (typeof name !== 'string' || name === '') throw new InputError(`${field}.name`, `expected a non-empty string, got ${brief(name)}`);
     if (produced.has(name) || declared.has(name) || used.has(name)) {
       throw new InputError(`${field}.name`, `"${name}" names an earlier layer or a graph input already`);
@@ -175,6 +190,8 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       }
       lastUse.set(ref, i);
       const g = given[j];
+      // Given (not undefined), a quantization is an object, checked where it is compared or declared.
+      if (g !== undefined && (!g || typeof g !== 'object')) throw new InputError(qField, `expected {scale, zeroPoint}, got ${brief(g)}`);
       const known = produced.get(ref) ?? inputQuant.get(ref)?.quant;
       if (!produced.has(ref)) {
         used.add(ref);
@@ -186,6 +203,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
         }
         checkInput(ref);
       }
+      if (g) checkQuantShape(qField, g);
       if (g && !sameQuant(g, known!)) {
         const what = produced.has(ref) ? `layer "${ref}"'s output` : `graph input "${ref}"`;
         throw new InputError(qField, `expected ${what} quantization (scale ${known!.scale}, zero point ${known!.zeroPoint})`);
@@ -205,14 +223,14 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       if (!shape || !Array.isArray(shape) || shape.length !== (op === 'conv2d' ? 4 : 2)) {
         throw new InputError(`${field}.params.${wKey}.shape`, op === 'conv2d' ? 'expected OHWI [O, KH, KW, C]' : 'expected [N, K]');
       }
+      if (!shape.every((d) => Number.isInteger(d) && d >= 1))
+        throw new InputError(`${field}.params.${wKey}.shape`, `expected integers >= 1, got ${shown(shape)}`);
       const N = shape[0];
       const K = op === 'conv2d' ? shape[1] * shape[2] * shape[3] : shape[1];
       const weights = w!;
-      node.gemm = prefixed(field, () => {
-        if (!shape.every((d) => Number.isInteger(d) && d >= 1))
-          throw new InputError(`params.${wKey}.shape`, `expected integers >= 1, got ${shown(shape)}`);
-        return layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, full);
-      });
+      node.gemm = prefixed(field, () =>
+        layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, full),
+      );
     } else if (!params.output || typeof params.output !== 'object') {
       throw new InputError(`${field}.params.output`, 'expected {scale, zeroPoint}');
     } else if (dtype) checkElementwiseNode(node, dtype);
@@ -287,6 +305,17 @@ export function inferShapes(g: Graph, { tensors: inputs, dtype, fieldOf }: Named
   const shapes = new Map<string, readonly number[]>([...inputs].map(([k, t]) => [k, t.shape]));
   return g.nodes.map((n) => {
     const ins = n.inputs.map((r) => shapes.get(r)!);
+    // An elementwise operand has at most MAX_RANK dimensions: named where its shape came from.
+    if (!n.gemm)
+      ins.forEach((shape, j) => {
+        if (shape.length <= MAX_RANK) return;
+        const ref = n.inputs[j];
+        const field = inputs.has(ref) ? `${fieldOf(ref)}.shape` : `${n.field}.inputs[${j}]`;
+        throw new InputError(
+          field,
+          `${n.layer.op} takes operands of at most ${MAX_RANK} dimensions; "${ref}" has shape (${shape.join(', ')})`,
+        );
+      });
     const step: Step = shapeFields(n, inputs.has(n.inputs[0]) ? fieldOf(n.inputs[0]) : null, () => {
       const { op } = n.layer;
       if (op === 'fullyConnected') {

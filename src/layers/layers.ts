@@ -252,7 +252,7 @@ export function convShape(
   if (FC !== C) throw new InputError('params.filter.shape', `filter depth ${FC} != input channels ${C}`);
   const limit = `${MAX_PATCH_POSITION} (2^31 - 1: patch positions are 32-bit integers on the GPU, and every backend takes the same limit)`;
   const pairOf = (name: 'stride' | 'dilation'): [number, number] => {
-    const v = params[name] ?? [1, 1];
+    const v = params[name] === undefined ? [1, 1] : params[name]; // null is not absent
     if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isInteger(x) && x >= 1 && x <= MAX_PATCH_POSITION))
       throw new InputError(`params.${name}`, `expected [h, w] of integers in 1..${limit}, got ${shown(v)}`);
     return [v[0], v[1]];

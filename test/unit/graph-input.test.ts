@@ -1,0 +1,90 @@
+// Bad input to the graph API (src/layers/graph.ts planGraph, runLayers, checkLayers) and to conv2d's
+// geometry, on the CPU: null where a value belongs is refused naming it (never taken as absent), a
+// given quantization must be {scale, zeroPoint} of numbers, options that are not an object, a hole in
+// the layer list and a BigInt in a weights shape are InputErrors naming the field, not TypeErrors.
+
+import { describe, expect, it } from 'vitest';
+import { conv2d } from '../../src/layers/layers.ts';
+import { checkLayers } from '../../src/layers/graph.ts';
+import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
+
+const q = (scale: number, zeroPoint: number) => ({ scale, zeroPoint });
+const x = { data: new Int8Array(6), shape: [2, 3] };
+const inputs = { input: q(0.5, 0) };
+const fc = (p: object = {}, l: object = {}) =>
+  ({
+    op: 'fullyConnected',
+    ...l,
+    params: { weights: { data: new Int8Array(9), shape: [3, 3], scale: 0.03 }, output: q(0.3, 0), ...p },
+  }) as SequentialLayer;
+const add = (p: object) => ({ op: 'add', inputs: ['layers[0]', 'layers[0]'], params: { output: q(0.6, 0), ...p } }) as SequentialLayer;
+
+/** The field both checkLayers (a throw) and runLayers (a rejection) name for these layers. */
+async function fieldOf(layers: SequentialLayer[], opts: object = { inputs }, input: object = x): Promise<string[]> {
+  const named = (e: unknown) =>
+    (e as { name?: string }).name === 'InputError' ? (e as { field: string }).field : `not an InputError: ${e}`;
+  let checked = 'passed';
+  try {
+    checkLayers(layers, input as never, opts as never);
+  } catch (e) {
+    checked = named(e);
+  }
+  const runOpts = opts === null ? null : { ...opts, backend: 'cpu' };
+  const ran = await runLayers(layers, input as never, runOpts as never).then(() => 'ran', named);
+  return [checked, ran];
+}
+
+describe('graph bad input', () => {
+  it('null where a value belongs is refused naming it', async () => {
+    for (const [layers, field] of [
+      [[fc(), add({ activation: null })], 'layers[1].params.activation'],
+      [[fc(), fc({}, { name: null })], 'layers[1].name'],
+      [[fc(), fc({ input: null })], 'layers[1].params.input'],
+      [[fc({ input: null })], 'layers[0].params.input'],
+      [[fc(), add({ a: null })], 'layers[1].params.a'],
+      [[fc(), { op: 'requantize', params: { output: q(0.6, 0), input: null } }], 'layers[1].params.input'],
+    ] as [SequentialLayer[], string][]) {
+      const got = await fieldOf(layers);
+      // checkLayers plans only; an activation's value is checked where the layer's output range is derived
+      expect(got[1], field).toBe(field);
+      if (!field.endsWith('activation')) expect(got[0], field).toBe(field);
+    }
+    for (const v of [Number.NaN, 0, ''])
+      expect(await fieldOf([fc(), fc({ input: v })])).toEqual(['layers[1].params.input', 'layers[1].params.input']);
+    await expect(runLayers([fc()], x, { inputs, backend: null as never })).rejects.toMatchObject({ field: 'backend' });
+  });
+  it('options that are not an object, a hole in the layers, a BigInt in a shape or a scale', async () => {
+    expect(await fieldOf([fc()], null as never)).toEqual(['options', 'options']);
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the case
+    expect(await fieldOf([fc(), , fc()] as SequentialLayer[])).toEqual(['layers[1]', 'layers[1]']);
+    const img = { data: new Int8Array(32), shape: [1, 4, 4, 2] };
+    const conv = (shape: unknown[]) =>
+      ({
+        op: 'conv2d',
+        params: { filter: { data: new Int8Array(6), shape, scale: 0.02 }, padding: 'SAME', output: q(0.25, 0) },
+      }) as SequentialLayer;
+    expect(await fieldOf([conv([3, 1, 1, 2n])], { inputs }, img)).toEqual([
+      'layers[0].params.filter.shape',
+      'layers[0].params.filter.shape',
+    ]);
+    const bigScale = [conv([3, 1, 1, 2]), { op: 'requantize', params: { input: { scale: 1n, zeroPoint: 0 }, output: q(0.3, 0) } }];
+    expect(await fieldOf(bigScale as SequentialLayer[], { inputs }, img)).toEqual([
+      'layers[1].params.input.scale',
+      'layers[1].params.input.scale',
+    ]);
+  });
+  it('an elementwise operand of more than 4 dimensions is refused where its shape came from, before any layer runs', async () => {
+    const five = { data: new Int8Array(6), shape: [1, 1, 1, 2, 3] };
+    expect(await fieldOf([{ op: 'requantize', params: { output: q(0.3, 0) } }], { inputs }, five)).toEqual(['input.shape', 'input.shape']);
+    const fcKeep = fc({ keepNumDims: true }, { name: 'f' });
+    const sum = { op: 'add', inputs: ['f', 'f'], params: { output: q(0.6, 0) } } as SequentialLayer;
+    expect(await fieldOf([fcKeep, sum], { inputs }, five)).toEqual(['layers[1].inputs[0]', 'layers[1].inputs[0]']);
+  });
+  it("conv2d's stride or dilation given as null is refused naming it", async () => {
+    const img = { data: new Int8Array(32), shape: [1, 4, 4, 2] };
+    const params = { filter: { data: new Int8Array(6), shape: [3, 1, 1, 2], scale: 0.02 }, input: q(0.5, 0), output: q(0.25, 0) };
+    for (const key of ['stride', 'dilation']) {
+      await expect(conv2d(img, { ...params, [key]: null } as never, { backend: 'cpu' })).rejects.toMatchObject({ field: `params.${key}` });
+    }
+  });
+});
