@@ -15,8 +15,17 @@ import type { GemmProblem } from '../types.ts';
 import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
 import { isElementwiseOp, parseElementwiseSpec } from './elementwise-spec.ts';
 import { LAYER_OPS, inSpecTerms, isLayerOp, parseLayerSpec, parseSequentialSpec } from './layer-spec.ts';
-import { conv2d, fullyConnected } from '../layers/layers.ts';
-import { checkLayers, runLayers, Sequential } from '../layers/sequential.ts';
+import { type Conv2dParams, conv2d, convShape, type FullyConnectedParams, fullyConnected } from '../layers/layers.ts';
+import {
+  inferShapes,
+  namedInputs,
+  planGraph,
+  type SequentialInputs,
+  type SequentialOptions,
+  type SequentialLayer,
+  sizeOf,
+} from '../layers/graph.ts';
+import { runLayers, Sequential } from '../layers/sequential.ts';
 import { onBackend } from '../api.ts';
 import { InputFiles, checkOut, resolveField, writeAtomic, type PathRules, type ReadRecord } from './files.ts';
 import { brief, parseStrictJson } from './json.ts';
@@ -102,12 +111,11 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (op === 'sequential') {
     const spec = parseSequentialSpec(json, baseDir, io); // every layer read and checked here
-    const inputBytes = Object.values(spec.inputs).reduce((sum, t) => sum + t.data.length, 0);
-    const bytes = elementwiseWorkingBytes(inputBytes * 2);
-    budget.take('out', bytes, `the layers' working memory needs about ${formatBytes(bytes)}`);
-    checkOut('out', spec.out, files);
     const graph = { inputs: spec.quant };
-    await inSpecTerms(() => checkLayers(spec.layers, spec.inputs, graph)); // every layer and shape, before any device
+    // every layer and shape, before any device; then what the layers' results and working memory take
+    const bytes = await inSpecTerms(() => layersWorkingBytes(spec.layers, spec.inputs, graph));
+    budget.take('out', bytes, `the layers' results and working memory need about ${formatBytes(bytes)}`);
+    checkOut('out', spec.out, files);
     // the FC reference path requantizes on the host in float64: the graph on the GPU does not take it
     const hostOnly = spec.layers.findIndex((l) => l.op === 'fullyConnected' && l.params.kernelPath === 'reference');
     if (hostOnly >= 0 && opts.backend === 'webgpu') {
@@ -137,9 +145,8 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (isLayerOp(op)) {
     const spec = parseLayerSpec(json, baseDir, io);
-    const taps = spec.op === 'conv2d' ? spec.params.filter.shape[1] * spec.params.filter.shape[2] : 1; // conv: im2col rows on the host
-    const bytes = elementwiseWorkingBytes(spec.input.data.length * taps * 2);
-    budget.take('out', bytes, `the layer's working memory needs about ${formatBytes(bytes)}`);
+    const bytes = await inSpecTerms(() => layerWorkingBytes(spec)); // its shapes checked, named as in the spec
+    budget.take('out', bytes, `the layer's result and working memory need about ${formatBytes(bytes)}`);
     checkOut('out', spec.out, files);
     let kernel = '';
     const layerOpts = { ...opts.gpu, backend: opts.backend, warn: opts.warn, onKernel: (k: string) => (kernel = k) };
@@ -154,6 +161,39 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     const expected = `expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')}, ${LAYER_OPS.join(', ')}`;
     throw new InputError('op', op === undefined ? `missing (${expected})` : `unknown op ${brief(op)} (${expected})`);
   }
+}
+
+/**
+ * A layer's result and working memory on the CPU path, as a GEMM's (gemmWorkingBytes: its M x N result of
+ * bytes, its K), a convolution's with its im2col rows on the host. Its shapes are checked here
+ * (convShape), each error naming the spec's field.
+ */
+function layerWorkingBytes(spec: ReturnType<typeof parseLayerSpec>): number {
+  if (spec.op === 'conv2d') {
+    const { M, K, outShape } = convShape(spec.input.shape, spec.params);
+    return gemmWorkingBytes(M, outShape[3], K, 1) + M * K;
+  }
+  const [N, K] = spec.params.weights.shape;
+  return gemmWorkingBytes(Math.ceil(spec.input.data.length / K), N, K, 1);
+}
+
+/**
+ * The results and working memory of a graph's layers on the CPU path, each layer's as if alone and all
+ * held at once (a bound): a GEMM layer's as layerWorkingBytes', an elementwise one's as elementwise. Every
+ * layer and shape is checked first (InputErrors naming the graph's fields).
+ */
+function layersWorkingBytes(layers: SequentialLayer[], inputs: SequentialInputs, opts: SequentialOptions): number {
+  const g = planGraph(layers, opts);
+  const steps = inferShapes(g, namedInputs(g, inputs));
+  return steps.reduce((sum, step, i) => {
+    const n = g.nodes[i];
+    const count = sizeOf(step.outShape);
+    if (!n.gemm) return sum + elementwiseWorkingBytes(count);
+    const w = n.layer.op === 'conv2d' ? (n.params as Conv2dParams).filter.shape : (n.params as FullyConnectedParams).weights.shape;
+    const M = count / w[0];
+    const K = step.conv ? step.conv.K : w[1];
+    return sum + gemmWorkingBytes(M, w[0], K, 1) + (step.conv ? M * K : 0);
+  }, 0);
 }
 
 interface GemmFlags {

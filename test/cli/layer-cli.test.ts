@@ -124,6 +124,37 @@ describe('qgemm run with layer ops', () => {
   });
 });
 
+describe('--max-memory counts what a layer or a graph makes, not only what it reads', () => {
+  it('tiny files whose layers make a large result: exit 2 naming out, nothing written; under the default cap they run', async () => {
+    const i8 = (shape: number[], v: number) => npy('int8', shape, new Int8Array(shape.reduce((a, b) => a * b, 1)).fill(v));
+    // FULLY_CONNECTED [2000, 1] x [2000, 1]: 4 KB read, a [2000, 2000] result (4 M values, 16 MB of accumulators).
+    const fc = { op: 'fullyConnected', input: { data: 'x.npy', scale: 0.5, zeroPoint: 0 }, weights: { data: 'w.npy', scale: 0.01 } };
+    // A 1x1 conv of a [1, 32, 32, 1] image to 1024 channels (1 M values), then a requantize.
+    const conv = { op: 'conv2d', filter: { data: 'f.npy', scale: 0.01 }, padding: 'SAME', output: { scale: 0.25, zeroPoint: 0 } };
+    const seq = {
+      op: 'sequential',
+      input: { data: 'xs.npy', scale: 0.5, zeroPoint: 0 },
+      layers: [conv, { op: 'requantize', output: { scale: 0.3, zeroPoint: 1 } }],
+      out: 'S.npy',
+    };
+    const dir = freshDir({
+      'x.npy': i8([2000, 1], 3),
+      'w.npy': i8([2000, 1], 2),
+      'xs.npy': i8([1, 32, 32, 1], 3),
+      'f.npy': i8([1024, 1, 1, 1], 2),
+      'fc.json': JSON.stringify({ ...fc, output: { scale: 0.25, zeroPoint: 0 }, out: 'C.npy' }),
+      'seq.json': JSON.stringify(seq),
+    });
+    for (const spec of ['fc.json', 'seq.json']) {
+      expect(expectOneLine(await runMain(['run', join(dir, spec), '--max-memory', '2M']), 2, 'out')).toMatch(
+        /over the 2\.0 MiB memory cap/,
+      );
+      expectNothingWritten(dir);
+    }
+    for (const spec of ['fc.json', 'seq.json']) expect((await runMain(['run', join(dir, spec)])).code).toBe(0);
+  });
+});
+
 describe('qgemm run with a sequential spec (fullyConnected layers)', () => {
   const layerFiles = () => ({
     'x.npy': npy(
