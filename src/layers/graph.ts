@@ -100,6 +100,32 @@ export interface Graph {
 
 const ELEMENTWISE = ['add', 'sub', 'mul', 'requantize'] as const;
 
+/** The keys a layer and its params may have, by op (SequentialLayer's types): another is a misspelling. */
+const LAYER_KEYS: Record<string, readonly string[]> = {
+  fullyConnected: ['op', 'name', 'input', 'params'],
+  conv2d: ['op', 'name', 'input', 'params'],
+  add: ['op', 'name', 'inputs', 'params'],
+  sub: ['op', 'name', 'inputs', 'params'],
+  mul: ['op', 'name', 'inputs', 'params'],
+  requantize: ['op', 'name', 'input', 'params'],
+};
+const ELEMENTWISE_PARAMS = ['a', 'b', 'output', 'activation', 'kernelPath'];
+const PARAM_KEYS: Record<string, readonly string[]> = {
+  fullyConnected: ['input', 'weights', 'bias', 'output', 'activation', 'kernelPath', 'keepNumDims'],
+  conv2d: ['input', 'filter', 'bias', 'stride', 'dilation', 'padding', 'output', 'activation', 'kernelPath'],
+  add: ELEMENTWISE_PARAMS,
+  sub: ELEMENTWISE_PARAMS,
+  mul: ELEMENTWISE_PARAMS,
+  requantize: ['input', 'output'],
+};
+
+/** A key `of` does not know (a misspelt `kernalPath` would be ignored): an InputError naming it; undefined is absent. */
+function checkKeys(field: string, of: object, known: readonly string[]): void {
+  for (const [key, v] of Object.entries(of)) {
+    if (v !== undefined && !known.includes(key)) throw new InputError(`${field}.${key}`, `unknown key; known: ${known.join(', ')}`);
+  }
+}
+
 /** A quantization given as {scale, zeroPoint} of numbers (its values are checked where the dtype is known). */
 function checkQuantShape(field: string, q: unknown): QuantParams {
   if (!q || typeof q !== 'object') throw new InputError(field, `expected {scale, zeroPoint}, got ${brief(q)}`);
@@ -157,8 +183,10 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     if (produced.has(name) || declared.has(name) || used.has(name)) {
       throw new InputError(`${field}.name`, `"${name}" names an earlier layer or a graph input already`);
     }
+    checkKeys(field, layer, LAYER_KEYS[op]);
     const params = layer.params;
     if (!params || typeof params !== 'object') throw new InputError(`${field}.params`, 'missing');
+    checkKeys(`${field}.params`, params, PARAM_KEYS[op]);
     let refs: string[];
     let given: (QuantParams | undefined)[];
     let refFields: string[];

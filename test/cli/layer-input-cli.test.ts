@@ -174,7 +174,7 @@ describe('7: graph input names are data', () => {
     expect(r.code, r.err).toBe(0);
     const t = { data: x, shape: [2, 6] };
     const want = await runLayers(
-      layers.map((l) => ({ ...l, op: 'add', params: { output: l.output } })) as never,
+      layers.map(({ output, ...l }) => ({ ...l, op: 'add', params: { output } })) as never,
       new Map([['input', t], ...names.map((n) => [n, t] as [string, typeof t])]),
       {
         backend: 'cpu',

@@ -80,6 +80,14 @@ describe('graph bad input', () => {
     const sum = { op: 'add', inputs: ['f', 'f'], params: { output: q(0.6, 0) } } as SequentialLayer;
     expect(await fieldOf([fcKeep, sum], { inputs }, five)).toEqual(['layers[1].inputs[0]', 'layers[1].inputs[0]']);
   });
+  it("a key a layer or its params do not have (a misspelling, or another op's) is refused naming it", async () => {
+    expect(await fieldOf([fc({ kernalPath: 'reference' })])).toEqual(['layers[0].params.kernalPath', 'layers[0].params.kernalPath']);
+    expect(await fieldOf([fc({ stride: [1, 1] })])).toEqual(['layers[0].params.stride', 'layers[0].params.stride']);
+    const rq = { op: 'requantize', inputs: ['input', 'input'], params: { output: q(0.3, 0), activation: 'RELU' } };
+    expect(await fieldOf([rq as never])).toEqual(['layers[0].inputs', 'layers[0].inputs']);
+    // A key whose value is undefined is absent.
+    expect(await fieldOf([{ ...rq, inputs: undefined } as never])).toEqual(['layers[0].params.activation', 'layers[0].params.activation']);
+  });
   it("conv2d's stride or dilation given as null is refused naming it", async () => {
     const img = { data: new Int8Array(32), shape: [1, 4, 4, 2] };
     const params = { filter: { data: new Int8Array(6), shape: [3, 1, 1, 2], scale: 0.02 }, input: q(0.5, 0), output: q(0.25, 0) };
