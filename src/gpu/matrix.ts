@@ -20,8 +20,8 @@ export function isGpuMatrix(x: object): x is GpuMatrix {
   return 'buffer' in x;
 }
 
-/** Bytes that reading m back copies: its lines at their stride, in whole 4-byte words. */
+/** Bytes that reading m back copies: its lines at their stride, the last to its end, in whole 4-byte words. */
 export function matrixBytes(m: GpuMatrix): number {
-  const lines = m.order === 'row-major' ? m.rows : m.cols;
-  return Math.ceil((lines * m.stride * DTYPE_BYTES[m.dtype]) / 4) * 4;
+  const [lines, inner] = m.order === 'row-major' ? [m.rows, m.cols] : [m.cols, m.rows];
+  return Math.ceil((((lines - 1) * m.stride + inner) * DTYPE_BYTES[m.dtype]) / 4) * 4;
 }

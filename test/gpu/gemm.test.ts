@@ -504,9 +504,12 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
       expect(await rejectedField(ctx.prepack('lhs', m as never)), `prepack ${what}`).toBe(`lhs.${key}`);
       expect(await rejectedField(ctx.read(m as never)), `read ${what}`).toBe(`matrix.${key}`);
     }
-    // read copies whole lines at their stride: an int16 [4,2] matrix needs 16 bytes; a [2,2] one reads back.
+    // read copies the lines at their stride, the last to its end, in 4-byte words: an int16 [4,2] matrix
+    // needs 16 bytes; a [2,2] one reads back, and so does a [2,1] one of stride 3 (4 bytes of the 8 copied).
     expect(await rejectedField(ctx.read({ ...good, dtype: 'int16' }))).toBe('matrix.buffer');
     expect(Array.from((await ctx.read({ ...good, rows: 2, dtype: 'int16' })).data)).toEqual([0x201, 0x403, 0x605, 0x807]);
+    expect(Array.from((await ctx.read({ ...good, rows: 2, cols: 1, stride: 3, dtype: 'int16' })).data)).toEqual([0x201, 0x807]);
+    expect(Array.from((await ctx.read({ ...good, rows: 3, cols: 2, stride: 3 })).data)).toEqual([1, 2, 4, 5, 7, 8]);
     expect(Array.from((await ctx.gemm({ lhs: good, rhs })).data)).toEqual([3, 7, 11, 15]);
     buffer.destroy();
   });
