@@ -41,7 +41,11 @@ Exit codes: 0 ok, 1 failure of the machine (GPU, I/O, memory), 2 bad input (one 
 Docs: README.md "The CLI" (spec format, path rules, memory cap).`;
 
 function oneLine(text: string): string {
-  const line = text.replace(/\s*\n\s*/g, ' ').trim();
+  // Any control character (a carriage return in a name from a spec included) would break the one line.
+  const flat = text.replace(/\s*[\n\r]\s*/g, ' ');
+  const line = Array.from(flat, (c) => (c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127 ? ' ' : c))
+    .join('')
+    .trim();
   return line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}...` : line;
 }
 

@@ -230,6 +230,10 @@ export function convGeometry(
   dilation: number,
   padding: 'SAME' | 'VALID',
 ): { out: number; pad: number } {
+  for (const [name, v] of Object.entries({ size, filter, stride, dilation })) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new InputError(name, `expected an integer >= 1, got ${brief(v)}`);
+  }
+  if (padding !== 'SAME' && padding !== 'VALID') throw new InputError('padding', `expected 'SAME' or 'VALID', got ${brief(padding)}`);
   const effective = (filter - 1) * dilation + 1;
   const out = padding === 'SAME' ? Math.ceil(size / stride) : Math.floor((size - effective + stride) / stride);
   const total = Math.max((out - 1) * stride + effective - size, 0);

@@ -314,6 +314,20 @@ describe('the command line', () => {
     expectOneLine(r, 2, '--pipeline');
     expectOneLine(await runMain(['verify', '--backend', 'cpu', '--kernel', 'nope', '--kernel', 'nope2']), 2, '--kernel');
   });
+  it('a control character in a name the error line quotes (a graph input "a\\rb") does not break the line', async () => {
+    const dir = freshDir();
+    const spec = {
+      op: 'sequential',
+      input: { data: 'A.npy', scale: 0.5, zeroPoint: 0 },
+      inputs: { 'a\rb': { data: 'nope.npy', scale: 0.5, zeroPoint: 0 } },
+      layers: [{ op: 'add', inputs: ['input', 'a\rb'], output: { scale: 0.5, zeroPoint: 0 } }],
+      out: 'C.npy',
+    };
+    const r = await runMain(['run', writeSpecIn(dir, {}, JSON.stringify(spec))]);
+    expect(r.code).toBe(2);
+    expect(r.err).not.toMatch(/\r/);
+    expect(r.err.split('\n')).toHaveLength(2);
+  });
   it('help for an unknown command is one error line naming command, as the unknown command itself', async () => {
     expect(expectOneLine(await runMain(['help', 'frob']), 2, 'command')).toMatch(/unknown command "frob"/);
     expectOneLine(await runMain(['frob']), 2, 'command');

@@ -1,10 +1,11 @@
 // Bad input to the graph API (src/layers/graph.ts planGraph, runLayers, checkLayers) and to conv2d's
 // geometry, on the CPU: null where a value belongs is refused naming it (never taken as absent), a
 // given quantization must be {scale, zeroPoint} of numbers, options that are not an object, a hole in
-// the layer list and a BigInt in a weights shape are InputErrors naming the field, not TypeErrors.
+// the layer list and a BigInt in a weights shape are InputErrors naming the field, not TypeErrors; so
+// are unknown keys, an elementwise operand of more than 4 dimensions, and convGeometry's bad arguments.
 
 import { describe, expect, it } from 'vitest';
-import { conv2d } from '../../src/layers/layers.ts';
+import { conv2d, convGeometry } from '../../src/layers/layers.ts';
 import { checkLayers } from '../../src/layers/graph.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
 
@@ -87,6 +88,19 @@ describe('graph bad input', () => {
     expect(await fieldOf([rq as never])).toEqual(['layers[0].inputs', 'layers[0].inputs']);
     // A key whose value is undefined is absent.
     expect(await fieldOf([{ ...rq, inputs: undefined } as never])).toEqual(['layers[0].params.activation', 'layers[0].params.activation']);
+  });
+  it('convGeometry refuses a padding it does not know (lower case included) or a size that is not an integer >= 1', () => {
+    expect(convGeometry(5, 3, 1, 1, 'SAME')).toEqual({ out: 5, pad: 1 });
+    for (const [args, field] of [
+      [[5, 3, 1, 1, 'same'], 'padding'],
+      [[5, 3, 0, 1, 'VALID'], 'stride'],
+      [[5, 3, 1, 1.5, 'VALID'], 'dilation'],
+      [[0, 3, 1, 1, 'VALID'], 'size'],
+    ] as const) {
+      expect(() => convGeometry(...(args as unknown as Parameters<typeof convGeometry>)), field).toThrow(
+        expect.objectContaining({ name: 'InputError', field }),
+      );
+    }
   });
   it("conv2d's stride or dilation given as null is refused naming it", async () => {
     const img = { data: new Int8Array(32), shape: [1, 4, 4, 2] };
