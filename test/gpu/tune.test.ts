@@ -38,6 +38,32 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
     if (d) expect.fail(formatMismatch(d, what));
   };
 
+  /**
+   * A table of one entry naming family `family`, defined as a dot4-tiled kernel `id` with square tiles of
+   * `tile` whose k loop skips the last word of every step (wrong sums); a context made with it, its
+   * warnings, and a GEMM of the entry's shape: exact, since the kernel fails its self-test and the rules serve.
+   */
+  const planted = async (family: string, id: string, tile: 32 | 64, seed: number) => {
+    const broken = gemmKernelSource(
+      [
+        tileBindings,
+        dot4TileLoop.replace('for (var kw = 0u; kw < TILE_KW; kw++)', 'for (var kw = 0u; kw + 1u < TILE_KW; kw++)'),
+        dot4Gemm,
+      ].join('\n'),
+      false,
+    );
+    const overrides = { TILE_M: tile, TILE_N: tile, TILE_KW: 16 };
+    defineKernelFamily(family, () =>
+      bandedKernel({ id, source: broken, entryPoint: 'gemm', overrides, tileM: tile, tileN: tile, supports: () => true }),
+    );
+    const t = { ...table, entries: [{ ...table.entries[0], kernel: { family } }] } as unknown as TuningTable;
+    const warnings: string[] = [];
+    const ctx = await GpuContext.create({ device: gpu!.device, tuning: t, warn: (m) => warnings.push(m) });
+    const s = table.entries[0].shape;
+    await exact(ctx, problem(s.M, s.N, s.K, seed), 'refused');
+    return { ctx, warnings: warnings.join('\n') };
+  };
+
   it("a context created with the table runs the table's kernel where an entry serves the shape, the rules elsewhere", async () => {
     // The tuned entry, pointed at a configuration the rules never choose, so that its use shows.
     const t: TuningTable = {
@@ -58,32 +84,8 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
   });
 
   it('a table whose kernel fails its self-test is refused with a warning, and the rules serve', async () => {
-    // A dot4-tiled kernel whose k loop skips the last word of every step: wrong sums.
-    const broken = gemmKernelSource(
-      [
-        tileBindings,
-        dot4TileLoop.replace('for (var kw = 0u; kw < TILE_KW; kw++)', 'for (var kw = 0u; kw + 1u < TILE_KW; kw++)'),
-        dot4Gemm,
-      ].join('\n'),
-      false,
-    );
-    defineKernelFamily('planted', () =>
-      bandedKernel({
-        id: 'planted-64x64',
-        source: broken,
-        entryPoint: 'gemm',
-        overrides: { TILE_M: 64, TILE_N: 64, TILE_KW: 16 },
-        tileM: 64,
-        tileN: 64,
-        supports: () => true,
-      }),
-    );
-    const t = { ...table, entries: [{ ...table.entries[0], kernel: { family: 'planted' } }] } as unknown as TuningTable;
-    const warnings: string[] = [];
-    const ctx = await GpuContext.create({ device: gpu!.device, tuning: t, warn: (m) => warnings.push(m) });
-    const s = table.entries[0].shape;
-    await exact(ctx, problem(s.M, s.N, s.K, 3), 'refused');
-    expect(warnings.join('\n')).toMatch(/planted-64x64 failed its exactness self-test.*differ/);
+    const { ctx, warnings } = await planted('planted', 'planted-64x64', 64, 3);
+    expect(warnings).toMatch(/planted-64x64 failed its exactness self-test.*differ/);
     expect(ctx.lastRun.kernel).not.toBe('planted-64x64');
     ctx.destroy();
   });
@@ -149,32 +151,10 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
     );
   });
   it("a table's kernel by a registry kernel's id is self-tested itself (last: the device's verdict on that id stays)", async () => {
-    // The planted kernel above, by the id of a registry kernel: the self-test must run it, not the registry's.
+    // The planted kernel by the id of a registry kernel: the self-test must run it, not the registry's.
     const id = gpu!.hasDot4 ? 'dot4-32x32' : 'dot4-32x32-emulated';
-    defineKernelFamily('planted-registry-id', () =>
-      bandedKernel({
-        id,
-        source: gemmKernelSource(
-          [
-            tileBindings,
-            dot4TileLoop.replace('for (var kw = 0u; kw < TILE_KW; kw++)', 'for (var kw = 0u; kw + 1u < TILE_KW; kw++)'),
-            dot4Gemm,
-          ].join('\n'),
-          false,
-        ),
-        entryPoint: 'gemm',
-        overrides: { TILE_M: 32, TILE_N: 32, TILE_KW: 16 },
-        tileM: 32,
-        tileN: 32,
-        supports: () => true,
-      }),
-    );
-    const t = { ...table, entries: [{ ...table.entries[0], kernel: { family: 'planted-registry-id' } }] } as unknown as TuningTable;
-    const warnings: string[] = [];
-    const ctx = await GpuContext.create({ device: gpu!.device, tuning: t, warn: (m) => warnings.push(m) });
-    const s = table.entries[0].shape;
-    await exact(ctx, problem(s.M, s.N, s.K, 6), 'refused');
-    expect(warnings.join('\n')).toContain(`${id} failed its exactness self-test`);
+    const { ctx, warnings } = await planted('planted-registry-id', id, 32, 6);
+    expect(warnings).toContain(`${id} failed its exactness self-test`);
     expect(ctx.lastRun.kernel).not.toBe(id);
     ctx.destroy();
   });
