@@ -88,7 +88,12 @@ interface DeriveOptions {
 
 /** The output stages after the bias: requantization, activation clamp, cast. Not for the FC reference path (see float64Requantize). */
 export function deriveStages(o: DeriveOptions): OutputStage[] {
+  if (!o || typeof o !== 'object') throw new InputError('options', `expected an object, got ${brief(o)}`);
   const [lo, hi] = activationRange(o.activation, o.output, o.dtype, o.path);
+  checkScale32('input.scale', o.input?.scale);
+  if (!(o.weightScales instanceof Float32Array) || o.weightScales.length === 0)
+    throw new InputError('weightScales', `expected a Float32Array of one scale, or one per channel, got ${brief(o.weightScales)}`);
+  o.weightScales.forEach((w, i) => checkScale32(`weightScales[${i}]`, w));
   const tail: OutputStage[] = [
     { type: 'clamp', min: lo, max: hi },
     { type: 'saturatingCast', to: o.dtype },

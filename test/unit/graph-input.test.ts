@@ -5,6 +5,7 @@
 // are unknown keys, an elementwise operand of more than 4 dimensions, and convGeometry's bad arguments.
 
 import { describe, expect, it } from 'vitest';
+import { deriveStages } from '../../src/layers/derive.ts';
 import { conv2d, convGeometry } from '../../src/layers/layers.ts';
 import { checkLayers } from '../../src/layers/graph.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
@@ -100,6 +101,28 @@ describe('graph bad input', () => {
       expect(() => convGeometry(...(args as unknown as Parameters<typeof convGeometry>)), field).toThrow(
         expect.objectContaining({ name: 'InputError', field }),
       );
+    }
+  });
+  it('deriveStages refuses options that are not an object, and input or weight scales that are not float32 scales', () => {
+    const o = {
+      op: 'FULLY_CONNECTED',
+      path: 'optimized',
+      input: q(0.5, 0),
+      weightScales: Float32Array.of(0.01),
+      weightType: 'int8',
+      output: q(0.25, 0),
+      channels: 1,
+      dtype: 'int8',
+      activation: 'NONE',
+    } as const;
+    expect(deriveStages(o).at(-1)).toEqual({ type: 'saturatingCast', to: 'int8' });
+    for (const [bad, field] of [
+      [null, 'options'],
+      [{ ...o, input: q(0, 0) }, 'input.scale'],
+      [{ ...o, weightScales: [0.01] }, 'weightScales'],
+      [{ ...o, weightScales: Float32Array.of(0.01, Number.NaN) }, 'weightScales[1]'],
+    ] as const) {
+      expect(() => deriveStages(bad as never), field).toThrow(expect.objectContaining({ name: 'InputError', field }));
     }
   });
   it("conv2d's stride or dilation given as null is refused naming it", async () => {
