@@ -93,7 +93,7 @@ export function deriveStages(o: DeriveOptions): OutputStage[] {
   checkScale32('input.scale', o.input?.scale);
   if (!(o.weightScales instanceof Float32Array) || o.weightScales.length === 0)
     throw new InputError('weightScales', `expected a Float32Array of one scale, or one per channel, got ${brief(o.weightScales)}`);
-  o.weightScales.forEach((w, i) => checkScale32(`weightScales[${i}]`, w));
+  for (const [i, w] of o.weightScales.entries()) checkScale32(`weightScales[${i}]`, w);
   const tail: OutputStage[] = [
     { type: 'clamp', min: lo, max: hi },
     { type: 'saturatingCast', to: o.dtype },
