@@ -20,8 +20,13 @@ export function isGpuMatrix(x: object): x is GpuMatrix {
   return 'buffer' in x;
 }
 
-/** Bytes that reading m back copies: its lines at their stride, the last to its end, in whole 4-byte words. */
-export function matrixBytes(m: GpuMatrix): number {
+/** Bytes m spans in its buffer: its lines at their stride, the last to its end. */
+export function matrixSpan(m: GpuMatrix): number {
   const [lines, inner] = m.order === 'row-major' ? [m.rows, m.cols] : [m.cols, m.rows];
-  return Math.ceil((((lines - 1) * m.stride + inner) * DTYPE_BYTES[m.dtype]) / 4) * 4;
+  return ((lines - 1) * m.stride + inner) * DTYPE_BYTES[m.dtype];
+}
+
+/** Bytes that reading m back copies: its span in whole 4-byte words. */
+export function matrixBytes(m: GpuMatrix): number {
+  return Math.ceil(matrixSpan(m) / 4) * 4;
 }

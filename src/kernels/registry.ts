@@ -85,7 +85,6 @@ export interface TunedChoice {
   readonly kernels: readonly GpuGemmKernel[];
 }
 
-/** QGEMM_KERNEL from the environment (Node), or undefined. */
 /** The kernel QGEMM_KERNEL forces where no `kernel` option is given (undefined where it is unset). */
 export function forcedKernelFromEnv(): string | undefined {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;

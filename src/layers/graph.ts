@@ -218,8 +218,8 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       }
       lastUse.set(ref, i);
       const g = given[j];
-      // Given (not undefined), a quantization is an object, checked where it is compared or declared.
-      if (g !== undefined && (!g || typeof g !== 'object')) throw new InputError(qField, `expected {scale, zeroPoint}, got ${brief(g)}`);
+      // Given (not undefined), a quantization is {scale, zeroPoint} of numbers, before it is compared or declared.
+      if (g !== undefined) checkQuantShape(qField, g);
       const known = produced.get(ref) ?? inputQuant.get(ref)?.quant;
       if (!produced.has(ref)) {
         used.add(ref);
@@ -231,7 +231,6 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
         }
         checkInput(ref);
       }
-      if (g) checkQuantShape(qField, g);
       if (g && !sameQuant(g, known!)) {
         const what = produced.has(ref) ? `layer "${ref}"'s output` : `graph input "${ref}"`;
         throw new InputError(qField, `expected ${what} quantization (scale ${known!.scale}, zero point ${known!.zeroPoint})`);

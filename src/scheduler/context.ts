@@ -12,7 +12,6 @@ import { checkFunction, checkProblemObject } from '../problem/check.ts';
 import { acquireDevice, type AcquireOptions, checkAdapterOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
-import { matrixBytes } from '../gpu/matrix.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import { forcedKernelFromEnv, GPU_KERNELS } from '../kernels/registry.ts';
@@ -321,8 +320,8 @@ export class GpuContext {
     return this.exclusive(async () => {
       r.checkAlive();
       checkMatrix(r, m, 'matrix');
-      // Read back whole lines at their stride, in 4-byte words (gpu/matrix.ts matrixBytes).
-      checkMatrixShape(m, 'matrix', ['uint8', 'int8', 'int16', 'int32'], () => matrixBytes(m));
+      // Read back in whole 4-byte words (gpu/matrix.ts matrixBytes).
+      checkMatrixShape(m, 'matrix', ['uint8', 'int8', 'int16', 'int32'], true);
       try {
         return await readBack(this.device, m, r.staging);
       } catch (e) {
@@ -356,9 +355,9 @@ export class GpuContext {
   }
 
   /**
-   * What a prepack must serve: the kernel this context is forced to (`kernel`, or QGEMM_KERNEL: its row padding and value
-   * width), else every kernel its tuning table names (a table's 256-wide tiling reads 256-row packs; rows
-   * 0 where none).
+   * What a prepack must serve: the kernel this context is forced to (`kernel`, or QGEMM_KERNEL: its row
+   * padding and value width), else every kernel its tuning table names (a table's 256-wide tiling reads
+   * 256-row packs; rows 0 where none).
    */
   private prepackFor(side: 'lhs' | 'rhs'): { rows: number; valueBits?: 4 | 8 } {
     const id = this.choice.force ?? forcedKernelFromEnv();

@@ -5,9 +5,8 @@
 // where the bytes of the first two are.
 
 import { InputError } from '../errors.ts';
-import { type GpuMatrix, isGpuMatrix } from '../gpu/matrix.ts';
+import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/matrix.ts';
 import type { PackFormatId } from '../pack/formats.ts';
-import { DTYPE_BYTES } from '../problem/dst.ts';
 import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
@@ -107,24 +106,20 @@ export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
 }
 
 /**
- * Checks the fields of GpuMatrix m as a use of `dtypes` reads it, and that its buffer holds `bytes(m)`
- * (by default its lines at their stride, the last one to its end): an InputError names the field.
+ * Checks the fields of GpuMatrix m as a use of `dtypes` reads it, and that its buffer holds its span
+ * (gpu/matrix.ts matrixSpan; in whole 4-byte words with `words`, as a readback copies it): an InputError
+ * names the field.
  */
-export function checkMatrixShape(
-  m: GpuMatrix,
-  field: string,
-  dtypes: readonly GpuMatrix['dtype'][],
-  bytes = (lines: number, inner: number) => ((lines - 1) * m.stride + inner) * DTYPE_BYTES[m.dtype],
-): void {
+export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly GpuMatrix['dtype'][], words = false): void {
   for (const key of ['rows', 'cols'] as const) {
     if (!Number.isSafeInteger(m[key]) || m[key] < 1) throw new InputError(`${field}.${key}`, `expected a positive integer, got ${m[key]}`);
   }
   if (m.order !== 'row-major' && m.order !== 'col-major')
     throw new InputError(`${field}.order`, `expected "row-major" or "col-major", got ${JSON.stringify(m.order)}`);
   if (!dtypes.includes(m.dtype)) throw new InputError(`${field}.dtype`, `expected ${dtypes.join(' or ')}, got ${JSON.stringify(m.dtype)}`);
-  const [lines, inner] = m.order === 'row-major' ? [m.rows, m.cols] : [m.cols, m.rows];
+  const inner = m.order === 'row-major' ? m.cols : m.rows;
   if (!Number.isSafeInteger(m.stride) || m.stride < inner) throw new InputError(`${field}.stride`, `must be an integer >= ${inner}`);
-  const needed = bytes(lines, inner);
+  const needed = words ? matrixBytes(m) : matrixSpan(m);
   if (needed > m.buffer.size) {
     throw new InputError(
       `${field}.buffer`,
