@@ -181,6 +181,9 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     const name = layer.name === undefined ? field : layer.name; // null is not absent
     if (typeof name !== 'string' || name === '') throw new InputError(`${field}.name`, `expected a non-empty string, got ${brief(name)}`);
     if (produced.has(name) || declared.has(name) || used.has(name)) {
+      // A default name taken by an earlier layer's own name: that name is the one to change.
+      const k = layer.name === undefined ? layers.slice(0, i).findIndex((l) => l?.name === name) : -1;
+      if (k >= 0) throw new InputError(`layers[${k}].name`, `"${name}" is the default name of layers[${i}]`);
       throw new InputError(`${field}.name`, `"${name}" names an earlier layer or a graph input already`);
     }
     checkKeys(field, layer, LAYER_KEYS[op]);
@@ -241,12 +244,13 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     if (op === 'fullyConnected' || op === 'conv2d') {
       const wKey = op === 'conv2d' ? 'filter' : 'weights';
       const w = op === 'conv2d' ? (params as Conv2dParams).filter : (params as FullyConnectedParams).weights;
-      const wDtype = dtypeOf(w?.data, `${field}.params.${wKey}.data`);
+      if (!w || typeof w !== 'object') throw new InputError(`${field}.params.${wKey}`, `expected {data, shape, scale}, got ${brief(w)}`);
+      const wDtype = dtypeOf(w.data, `${field}.params.${wKey}.data`);
       if (dtype && wDtype !== dtype)
         throw new InputError(`${field}.params.${wKey}.data`, `expected ${dtype} weights, as the earlier layers'`);
       const full = { ...params, input: quant[0] } as FullyConnectedParams & Conv2dParams;
       node.params = full;
-      const shape: readonly number[] | undefined = w?.shape;
+      const shape: readonly number[] | undefined = w.shape;
       if (!shape || !Array.isArray(shape) || shape.length !== (op === 'conv2d' ? 4 : 2)) {
         throw new InputError(`${field}.params.${wKey}.shape`, op === 'conv2d' ? 'expected OHWI [O, KH, KW, C]' : 'expected [N, K]');
       }
@@ -254,7 +258,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
         throw new InputError(`${field}.params.${wKey}.shape`, `expected integers >= 1, got ${shown(shape)}`);
       const N = shape[0];
       const K = op === 'conv2d' ? shape[1] * shape[2] * shape[3] : shape[1];
-      const weights = w!;
+      const weights = w;
       node.gemm = prefixed(field, () =>
         layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, full),
       );

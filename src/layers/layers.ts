@@ -284,7 +284,8 @@ export function convShape(
     // the last tap's position in the padded input, as the GPU's patch packing computes it
     const last = (g.out - 1) * s + (k - 1) * d;
     if (last > MAX_PATCH_POSITION) {
-      const field = (k - 1) * d > MAX_PATCH_POSITION ? (d > 1 ? 'params.dilation' : 'params.filter.shape') : 'input.shape';
+      // the larger of the two terms is blamed: the filter's dilated extent, or the output positions (the input's size)
+      const field = (k - 1) * d >= (g.out - 1) * s ? (d > 1 ? 'params.dilation' : 'params.filter.shape') : 'input.shape';
       throw new InputError(field, `the last filter tap lies at position ${last} of the padded input, above ${limit}`);
     }
   }

@@ -2,11 +2,13 @@
 // geometry, on the CPU: null where a value belongs is refused naming it (never taken as absent), a
 // given quantization must be {scale, zeroPoint} of numbers, options that are not an object, a hole in
 // the layer list and a BigInt in a weights shape are InputErrors naming the field, not TypeErrors; so
-// are unknown keys, an elementwise operand of more than 4 dimensions, and convGeometry's bad arguments.
+// are unknown keys, an elementwise operand of more than 4 dimensions, and convGeometry's bad arguments. A
+// refusal names the field to change: the layer whose name took a later layer's default, the weights
+// (not their data) given as null, the dilation (not the input) that puts a filter tap past 2^31 - 1.
 
 import { describe, expect, it } from 'vitest';
 import { deriveStages } from '../../src/layers/derive.ts';
-import { conv2d, convGeometry } from '../../src/layers/layers.ts';
+import { conv2d, convGeometry, convShape } from '../../src/layers/layers.ts';
 import { checkLayers } from '../../src/layers/graph.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
 
@@ -131,5 +133,36 @@ describe('graph bad input', () => {
     for (const key of ['stride', 'dilation']) {
       await expect(conv2d(img, { ...params, [key]: null } as never, { backend: 'cpu' })).rejects.toMatchObject({ field: `params.${key}` });
     }
+  });
+});
+
+describe('the field a refusal names is the one to change', () => {
+  it('a layer named as a later layer\'s default name ("layers[1]") is blamed, not the later, unnamed layer', async () => {
+    expect(await fieldOf([fc({}, { name: 'layers[1]' }), fc({}, { input: 'layers[1]' })])).toEqual(['layers[0].name', 'layers[0].name']);
+    // a given name that clashes is still its own layer's
+    expect(await fieldOf([fc({}, { name: 'a' }), fc({}, { name: 'a' })])).toEqual(['layers[1].name', 'layers[1].name']);
+  });
+  it('weights or a filter given as null name the weights, not their data', async () => {
+    expect(await fieldOf([fc(), fc({ weights: null })])).toEqual(['layers[1].params.weights', 'layers[1].params.weights']);
+    const conv = { op: 'conv2d', params: { filter: null, padding: 'SAME', output: q(0.3, 0) } } as unknown as SequentialLayer;
+    const img = { data: new Int8Array(4), shape: [1, 2, 2, 1] };
+    expect(await fieldOf([conv], { inputs }, img)).toEqual(['layers[0].params.filter', 'layers[0].params.filter']);
+  });
+  it("a dilation that puts the last tap past 2^31 - 1 is blamed on the dilation, a long input's on the input's shape", async () => {
+    const filter = { data: new Int8Array(3), shape: [1, 3, 1, 1], scale: 0.02 };
+    const params = { filter, input: q(0.5, 0), output: q(0.25, 0), padding: 'SAME' };
+    const img = (h: number) => ({ data: new Int8Array(h), shape: [1, h, 1, 1] });
+    const fieldFor = (h: number, dilation: number) =>
+      conv2d(img(h), { ...params, dilation: [dilation, 1] } as never, { backend: 'cpu' }).then(
+        () => 'ran',
+        (e) => e.field,
+      );
+    // (3 - 1) x 1,073,741,500 is below 2^31 - 1 alone; with the 1000 output rows, past it
+    expect(await fieldFor(1000, 1_073_741_500)).toBe('params.dilation');
+    expect(await fieldFor(1000, 1_073_741_824)).toBe('params.dilation');
+    // 2^31 - 1 rows and an undilated 3-tap filter: the input's size is what to change
+    expect(() => convShape([1, 2 ** 31 - 1, 1, 1], { ...params, dilation: [1, 1] } as never)).toThrow(
+      expect.objectContaining({ field: 'input.shape' }),
+    );
   });
 });
