@@ -9,7 +9,7 @@
 // packed 4 per u32, C order. Everything runs inside validation and out-of-memory error scopes; a lost
 // device is reported as DeviceLostError (src/api.ts then retries once on a fresh device).
 
-import { DeviceLostError } from '../errors.ts';
+import { DeviceLostError, LimitExceededError } from '../errors.ts';
 import { float32Bits } from '../quant/float32.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
 import { getPipeline } from '../gpu/pipelines.ts';
@@ -98,6 +98,18 @@ function padded(bytes: Uint8Array): Uint8Array {
 export type ElementwiseSource = ArrayBufferView | GPUBuffer;
 
 /**
+ * A buffer of this op's own, pushed on `temps` (destroyed after the call); one above the target's
+ * maxBufferSize is a LimitExceededError, as the GEMM's are (src/scheduler/resources.ts checkBuffer).
+ */
+function tempBuffer(target: ElementwiseGpuTarget, temps: GPUBuffer[], size: number, usage: number, label: string): GPUBuffer {
+  const max = target.limits.maxBufferSize;
+  if (size > max) throw new LimitExceededError('maxBufferSize', `elementwise ${label} needs ${size} bytes, above maxBufferSize ${max}`);
+  const b = target.device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
+  temps.push(b);
+  return b;
+}
+
+/**
  * Records one plan into a new command encoder: the inputs bound (CPU ones uploaded into temporary
  * buffers pushed on `temps`), every band dispatched into `out` (dense, C order, 4 per u32).
  */
@@ -109,11 +121,7 @@ async function encodeElementwise(
   temps: GPUBuffer[],
 ): Promise<GPUCommandEncoder> {
   const { device, limits } = target;
-  const buffer = (size: number, usage: number, label: string) => {
-    const b = device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
-    temps.push(b);
-    return b;
-  };
+  const buffer = (size: number, usage: number, label: string) => tempBuffer(target, temps, size, usage, label);
   const storage = (data: ArrayBufferView, label: string) => {
     const bytes = padded(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     const b = buffer(bytes.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label);
@@ -175,11 +183,7 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
   const { device } = target;
   const outBytes = Math.ceil(p.count / 4) * 4;
   const temps: GPUBuffer[] = [];
-  const buffer = (size: number, usage: number, label: string) => {
-    const b = device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
-    temps.push(b);
-    return b;
-  };
+  const buffer = (size: number, usage: number, label: string) => tempBuffer(target, temps, size, usage, label);
   try {
     const result = await runInErrorScope(
       device,

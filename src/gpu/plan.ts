@@ -164,7 +164,14 @@ export function planElementwise(words: number, inputBytes: number[], workgroupSi
       );
     }
   });
-  const step = floorTo(maxBinding / 4, alignedUnit(4, alignment));
+  // One band at offset 0 where the output fits a binding; else bands at aligned offsets.
+  const unit = alignedUnit(4, alignment);
+  const step = words * 4 <= maxBinding ? words : floorTo(maxBinding / 4, unit);
+  if (step === 0 && words > 0)
+    throw new LimitExceededError(
+      'maxStorageBufferBindingSize',
+      `elementwise: ${unit} output words at an aligned offset exceed a storage binding`,
+    );
   const out: ElementwiseDispatch[] = [];
   for (let w = 0; w < words; w += step) {
     const n = Math.min(step, words - w);

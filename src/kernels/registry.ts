@@ -91,8 +91,13 @@ export function forcedKernelFromEnv(): string | undefined {
   return env?.QGEMM_KERNEL || undefined;
 }
 
+/**
+ * The kernel `id` of `list` that passes `ok`; null for a kernel of the other backend. An InputError names
+ * `field`: the `kernel` option, or QGEMM_KERNEL where the id came from the environment.
+ */
 function forced<K extends { id: string }>(
   id: string,
+  field: string,
   list: readonly K[],
   other: readonly { id: string }[],
   ok: (k: K) => boolean,
@@ -102,11 +107,14 @@ function forced<K extends { id: string }>(
   if (!k) {
     if (other.some((x) => x.id === id)) return null; // a kernel of the other backend: not ours to force
     const ids = [...list, ...other].map((x) => x.id).join(', ');
-    throw new InputError('kernel', `unknown kernel ${brief(id)}; known kernels: ${ids}`);
+    throw new InputError(field, `unknown kernel ${brief(id)}; known kernels: ${ids}`);
   }
-  if (!ok(k)) throw new InputError('kernel', `kernel ${id} cannot run ${what}`);
+  if (!ok(k)) throw new InputError(field, `kernel ${id} cannot run ${what}`);
   return k;
 }
+
+/** The field a forced kernel id came from. */
+const forceField = (force: string | undefined) => (force === undefined ? 'QGEMM_KERNEL' : 'kernel');
 
 /** The GPU kernel for `shape` on an adapter with `caps`. */
 export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: SelectOptions = {}): GpuGemmKernel {
@@ -126,6 +134,7 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
   if (force && !opts.disabled?.has(force)) {
     const k = forced(
       force,
+      forceField(opts.force),
       [...kernels, ...(opts.tuned?.kernels ?? [])],
       CPU_KERNELS,
       fits,
@@ -186,7 +195,14 @@ export function selectGemmKernel(caps: AdapterCaps, shape: GemmShape, opts: Sele
 export function selectCpuKernel(caps: CpuCaps, p: NormalizedProblem, opts: Pick<SelectOptions, 'force'> = {}): CpuGemmKernel {
   const force = opts.force ?? forcedKernelFromEnv();
   if (force) {
-    const k = forced(force, CPU_KERNELS, GPU_KERNELS, (x) => x.supports(caps, p), `${p.M}x${p.N}x${p.K} on this CPU`);
+    const k = forced(
+      force,
+      forceField(opts.force),
+      CPU_KERNELS,
+      GPU_KERNELS,
+      (x) => x.supports(caps, p),
+      `${p.M}x${p.N}x${p.K} on this CPU`,
+    );
     if (k) return k;
   }
   return CPU_KERNELS.find((k) => k.supports(caps, p)) ?? cpuJsKernel;

@@ -175,4 +175,12 @@ describe('planElementwise', () => {
   it('refuses an input larger than a binding', () => {
     expect(() => planElementwise(10, [1 << 20, 4], 64, limitsOf(4096, 10))).toThrow(LimitExceededError);
   });
+  it('an offset alignment above the binding size: one band at offset 0 where the output fits, else a typed refusal', () => {
+    // 512-byte alignment, 256-byte bindings: no aligned band but the first fits (the band step was 0, a loop without end)
+    expect(planElementwise(2, [8, 8], 64, limitsOf(256, 10, 512)).map((d) => [d.wordBegin, d.words])).toEqual([[0, 2]]);
+    expect(planElementwise(64, [8, 8], 64, limitsOf(256, 10, 512)).map((d) => [d.wordBegin, d.words])).toEqual([[0, 64]]);
+    expect(() => planElementwise(65, [8, 8], 64, limitsOf(256, 10, 512))).toThrow(
+      expect.objectContaining({ name: 'LimitExceededError', limit: 'maxStorageBufferBindingSize' }),
+    );
+  });
 });

@@ -53,6 +53,26 @@ describe('selectGemmKernel', () => {
     if (native)
       expect(() => selectGemmKernel(caps({ dot4: false }), shape(8, 8, 8), { force: native.id })).toThrow(/kernel: kernel .* cannot run/);
   });
+  it('an unknown kernel or one that cannot run, from QGEMM_KERNEL, names QGEMM_KERNEL (the option, `kernel`)', () => {
+    process.env.QGEMM_KERNEL = 'no-such-kernel';
+    const field = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return (e as InputError).field;
+      }
+    };
+    expect(field(() => selectGemmKernel(caps(), shape(8, 8, 8)))).toBe('QGEMM_KERNEL');
+    const p = normalizeProblem({
+      lhs: { data: new Uint8Array(6), rows: 2, cols: 3, order: 'row-major' },
+      rhs: { data: new Uint8Array(12), rows: 3, cols: 4, order: 'row-major' },
+    });
+    expect(field(() => selectCpuKernel(cpuCaps(), p))).toBe('QGEMM_KERNEL');
+    expect(field(() => selectGemmKernel(caps(), shape(8, 8, 8), { force: 'no-such-kernel-either' }))).toBe('kernel');
+    const native = GPU_KERNELS.find((k) => !k.supports(caps({ dot4: false }), shape(8, 8, 8)));
+    process.env.QGEMM_KERNEL = native?.id;
+    if (native) expect(field(() => selectGemmKernel(caps({ dot4: false }), shape(8, 8, 8)))).toBe('QGEMM_KERNEL');
+  });
   it('a CPU kernel forced on the GPU path leaves the choice to the table', () => {
     expect(selectGemmKernel(caps(), shape(8, 8, 8), { force: 'cpu-js' }).backend).toBe('webgpu');
   });
