@@ -17,6 +17,7 @@ import { spawn } from 'node:child_process';
 import { writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { constants } from 'node:os';
+import { format } from 'node:util';
 
 const MESSAGES_FD_ENV = 'QGEMM_MESSAGES_FD';
 const OUTPUT_FD_ENV = 'QGEMM_OUTPUT_FD';
@@ -52,6 +53,17 @@ export function exitWithParent(): void {
   pipe.on('error', gone);
   pipe.resume();
   pipe.unref();
+}
+
+/**
+ * In the quiet child, whose fd 2 is dropped: what JavaScript prints with console.error or console.warn
+ * (QGEMM_TRACE=1's lines, a default warning of the library) goes to the messages fd, as qgemm's own
+ * messages do. Native output (Dawn's) stays dropped.
+ */
+export function consoleToMessages(fd: number): void {
+  const write = (...args: unknown[]) => writeFd(fd, `${format(...args)}\n`);
+  console.error = write;
+  console.warn = write;
 }
 
 export function writeFd(fd: number, text: string): void {

@@ -27,6 +27,12 @@ describe('stderr carries only qgemm', () => {
     if (r.code === 0) expect(r.err).toBe('');
     else expectOneLine(r, 1, 'NoAdapterError');
   });
+  it("QGEMM_TRACE=1: the call's trace line comes through the quiet child (its fd 2 is dropped)", () => {
+    const dir = freshDir();
+    const r = runBin([...GEMM, '--backend', 'webgpu'], dir, { QGEMM_TRACE: '1' });
+    if (r.code !== 0) return void expectOneLine(r, 1, 'NoAdapterError');
+    expect(r.err).toMatch(/^qgemm trace: \S+ plan \w+: validate [\d.]+, .* ms; total [\d.]+ ms\n$/);
+  });
   it("the child's bad-input line and exit code come through", () => {
     const dir = freshDir();
     const r = runBin(['run', writeSpecIn(dir, { pipeline: [{ type: 'clamp', min: 3, max: 1 }] }), '--backend', 'webgpu'], dir);
