@@ -41,7 +41,7 @@ export interface AcquireOptions {
   allowSoftware: boolean;
   /** Use this device as it is (source 'user'); no adapter is requested. */
   device?: GPUDevice;
-  /** Node: load this dawn.node binary instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
+  /** Node: load this dawn.node binary (a path ending in .node) instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
   dawnPath?: string;
   /** Default 'high-performance' (the discrete GPU on a laptop with two). */
   powerPreference?: GPUPowerPreference;

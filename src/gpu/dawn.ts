@@ -75,11 +75,15 @@ async function loadDawnModule(proc: NodeProcessLike, dawnPath: string | undefine
         // with require. The package's index.js only adds a fix-up of GPUDevice.destroy() on top of it.
         const { createRequire } = await runtimeImport<typeof import('node:module')>('node:module');
         const { resolve } = await runtimeImport<typeof import('node:path')>('node:path');
+        // Only a native addon: require would run a .js file, or parse a .json one, given here by mistake.
+        if (!dawnPath.endsWith('.node')) throw new Error('it is not a native addon (a path ending in .node, such as dawn.node)');
         const require = createRequire(import.meta.url);
         mod = require(resolve(proc.cwd(), dawnPath)) as DawnModule;
       } else {
         mod = await runtimeImport<DawnModule>('webgpu');
       }
+      if (typeof mod?.create !== 'function' || !mod.globals || typeof mod.globals !== 'object')
+        throw new Error("it is not Dawn's binding (no create() and globals among its exports)");
       // GPUBufferUsage, GPUMapMode, GPUShaderStage... as globals, as in a browser.
       for (const [name, value] of Object.entries(mod.globals)) {
         if (!(name in globalThis)) (globalThis as Record<string, unknown>)[name] = value;

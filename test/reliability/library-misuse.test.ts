@@ -1,6 +1,7 @@
 // Library misuse (src/api.ts, src/problem/): every bad call is an InputError naming the field, every async
 // entry point rejects (never throws), and a value from the input is echoed cut to about 100 characters
-// (src/problem/echo.ts brief), Infinity and NaN printed as themselves. CPU backend: no device needed.
+// (src/problem/echo.ts brief), Infinity and NaN printed as themselves. CPU backend: no device needed. A
+// dawnPath that is not a native addon is refused before it is loaded (NoAdapterError), never run or parsed.
 
 import { describe, expect, it } from 'vitest';
 import { describeDevice, elementwise, gemm } from '../../src/api.ts';
@@ -127,5 +128,16 @@ describe('brief', () => {
     expect(brief(Number.NEGATIVE_INFINITY)).toBe('-Infinity');
     expect(brief(3n)).toBe('3n');
     expect(brief(Symbol('s'))).toBe('Symbol(s)');
+  });
+});
+
+describe("a dawnPath that is not Dawn's binding", () => {
+  it('is never run or parsed: NoAdapterError saying so (a .js or .json file, a shared library)', async () => {
+    for (const path of ['package.json', 'vite.config.ts', '/dev/null']) {
+      await expect(gemm({ lhs, rhs }, { backend: 'webgpu', dawnPath: path })).rejects.toMatchObject({
+        name: 'NoAdapterError',
+        message: expect.stringContaining(`${path}: could not load it (it is not a native addon`),
+      });
+    }
   });
 });
