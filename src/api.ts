@@ -27,6 +27,8 @@ import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { checkContextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
+import { isGpuMatrix } from './gpu/matrix.ts';
+import { isPacked } from './scheduler/operands.ts';
 import { checkFunction, checkProblemObject } from './problem/check.ts';
 
 export type Backend = 'cpu' | 'webgpu' | 'auto';
@@ -102,6 +104,7 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
   const { rhs } = op.problem;
   if (isCpuPacked(rhs)) return runPackedOnCpu({ ...op.problem, rhs }, backend, opts);
   const problem = { ...op.problem, rhs };
+  checkNotGpuOperands(problem);
   const p = normalizeProblem(problem); // bad input fails here, before any device is asked for
   const cpu = async () => {
     const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel });
@@ -114,6 +117,19 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
     return r;
   };
   return onBackend(cpu, gpu, backend, opts);
+}
+
+/**
+ * A GpuContext's own operands (a prepacked one, a GpuMatrix) are read by that context's gemm only: given
+ * here, each is an InputError that says so, not a complaint about its data.
+ */
+function checkNotGpuOperands(problem: GemmProblem): void {
+  for (const side of ['lhs', 'rhs'] as const) {
+    const x = problem[side] as unknown;
+    if (!x || typeof x !== 'object') continue;
+    if (isPacked(x)) throw new InputError(side, "prepacked on a GpuContext (ctx.prepack): run it with that context's gemm");
+    if (isGpuMatrix(x)) throw new InputError(side, "a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm");
+  }
 }
 
 /** A GEMM whose rhs was prepacked for the CPU: it runs the kernel that packed it, on the CPU ('cpu' or 'auto'). */

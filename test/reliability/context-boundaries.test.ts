@@ -2,8 +2,10 @@
 // and only while it is live; a PackedOperand only by the context that packed it; destroy() during a
 // prepack is a DeviceLostError; ctx.read and ctx.releaseMatrix without a matrix are InputErrors naming
 // `matrix`. Two contexts share one device here, the case where a stale read once returned another call's data.
+// The top-level gemm refuses either, saying whose they are.
 
 import { afterAll, describe, expect, it } from 'vitest';
+import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { expectResolvedOrDeviceLost, getGpu, releaseGpu } from '../gpu/gpu-env.ts';
@@ -42,6 +44,21 @@ describe.skipIf(!gpu)('context boundaries', () => {
     expect(Array.from((await A.read(m2)).data)).toEqual(Array(6).fill(8));
     A.destroy();
     S.destroy();
+  });
+
+  it("a context's prepacked operand or GpuMatrix given to the top-level gemm is refused saying so, on every backend", async () => {
+    const A = await GpuContext.create({ device: gpu!.device });
+    const packed = await A.prepack('rhs', problem(1).rhs as never);
+    const m = await A.gemmOnGpu(problem(1));
+    for (const backend of ['cpu', 'auto', 'webgpu'] as const) {
+      const e = await inputErrorOf(gemm({ ...problem(1), rhs: packed } as never, { backend }));
+      expect([e.field, e.message]).toEqual(['rhs', "rhs: prepacked on a GpuContext (ctx.prepack): run it with that context's gemm"]);
+      const l = await inputErrorOf(
+        gemm({ ...problem(1), lhs: m as never, rhs: { data: new Uint8Array(6), rows: 2, cols: 3 } }, { backend }),
+      );
+      expect([l.field, l.message]).toEqual(['lhs', "lhs: a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm"]);
+    }
+    A.destroy();
   });
 
   it('a live matrix of A is refused by S: read, as an operand, prepacked, released (item 12)', async () => {
