@@ -6,6 +6,7 @@
 
 import { InputError } from '../errors.ts';
 import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/matrix.ts';
+import { isCpuPacked } from '../kernels/cpu-wasm/kernel.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
@@ -152,6 +153,7 @@ export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner, chec
     checkMatrixShape(x, field, ['uint8', 'int8']);
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
+  if (isCpuPacked(x)) throw new InputError(field, "prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })");
   checkCpuOperand(field, x); // its data is uploaded as given: its length must be the shape's
   return x;
 }

@@ -2,10 +2,11 @@
 // and only while it is live; a PackedOperand only by the context that packed it; destroy() during a
 // prepack is a DeviceLostError; ctx.read and ctx.releaseMatrix without a matrix are InputErrors naming
 // `matrix`. Two contexts share one device here, the case where a stale read once returned another call's data.
-// The top-level gemm refuses either, saying whose they are.
+// The top-level gemm refuses either, saying whose they are, and a context an rhs prepacked for the CPU.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
+import { prepackCpu } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { InputError } from '../../src/errors.ts';
 import { GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { expectResolvedOrDeviceLost, getGpu, releaseGpu } from '../gpu/gpu-env.ts';
@@ -58,6 +59,13 @@ describe.skipIf(!gpu)('context boundaries', () => {
       );
       expect([l.field, l.message]).toEqual(['lhs', "lhs: a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm"]);
     }
+    // and the other way: an rhs prepacked for the CPU, given to a context
+    const cpuPacked = await prepackCpu(problem(1).rhs as never);
+    for (const call of [() => A.gemm({ ...problem(1), rhs: cpuPacked } as never), () => A.prepack('rhs', cpuPacked as never)]) {
+      const e = await inputErrorOf(call);
+      expect(e.message).toBe("rhs: prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })");
+    }
+    cpuPacked.destroy();
     A.destroy();
   });
 
