@@ -142,9 +142,9 @@ async function runPackedOnCpu(
   if (backend === 'webgpu') throw new InputError('rhs', 'prepacked for the CPU path (prepackCpu): run it with backend "cpu" or "auto"');
   if (opts.kernel && opts.kernel !== packed.kernel) throw new InputError('kernel', `the rhs was prepacked for ${packed.kernel}`);
   // A repeated problem reuses its plan (kernel.ts runPrepacked); validate runs only for a new one.
-  const validate = async () => {
+  const validate = async (q: Omit<GemmProblem, 'rhs'>) => {
     const shape = { data: packed.type === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: packed.rows, cols: packed.cols };
-    const p = normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
+    const p = normalizeProblem({ ...q, rhs: shape }, { rhsShapeOnly: true });
     checkPackedBitDepth(packed, p);
     selectCpuKernel(await readyCpuCaps(), p, { force: packed.kernel });
     return p;

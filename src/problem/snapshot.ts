@@ -2,7 +2,8 @@
 // prepacked rhs): every field normalizeProblem reads, per-channel vectors element for element (one edited
 // in place is a different problem), but the operands' data, the lhs by its shape and type only. A
 // snapshot is a deep copy taken when the plan is made; the comparison is one walk, with Node's native
-// Buffer.compare for typed arrays.
+// Buffer.compare for typed arrays. A plan that keeps the problem to run again keeps its own copy
+// (ownedProblem), never the caller's vectors.
 
 import type { GemmProblem } from '../types.ts';
 
@@ -61,6 +62,17 @@ function key(problem: Omit<GemmProblem, 'rhs'>): Record<string, unknown> {
 
 /** A deep copy of the problem's fields but the operands' data (the lhs by its shape and type): what a repeated call must equal. */
 export const snapshotProblem = (problem: Omit<GemmProblem, 'rhs'>): ProblemSnapshot => snapshot(key(problem));
+
+/**
+ * `problem` with every field but the operands the plan's own (per-channel vectors and stages deeply
+ * copied): what a plan keeps to run again, since the caller may edit a vector in place once its call
+ * has resolved, and a later call equal to the snapshot must not see that edit.
+ */
+export function ownedProblem<T extends Omit<GemmProblem, 'rhs'>>(problem: T): T {
+  const { lhs, ...rest } = problem as T & { rhs?: unknown };
+  const { rhs, ...fields } = rest;
+  return { ...(snapshot(fields) as object), lhs, ...(rhs === undefined ? {} : { rhs }) } as T;
+}
 
 /** `problem` equals the snapshot element for element, but its operands' data. */
 export const sameProblem = (problem: Omit<GemmProblem, 'rhs'>, s: ProblemSnapshot): boolean => same(key(problem), s);

@@ -126,6 +126,42 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     expect(packed.every((p) => p.destroyed)).toBe(true);
   });
 
+  it("a replayed plan reads this call's vectors, not an earlier call's edited in place since", async () => {
+    // Call 1's vectors are edited once it resolved (the caller's to reuse); call 2 gives fresh ones with
+    // call 1's values, so it replays call 1's plan: with or without another CPU GEMM in between.
+    for (const between of [false, true]) {
+      const N = 6;
+      const problem = (M: number): GemmProblem => ({
+        lhs: { data: Uint8Array.from({ length: M * 5 }, (_, i) => (i * 37) & 255), rows: M, cols: 5 },
+        rhs: { data: Uint8Array.from({ length: 5 * N }, (_, i) => (i * 53) & 255), rows: 5, cols: N },
+        lhsZeroPoint: Int32Array.from({ length: M }, (_, m) => m + 3),
+        rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => 2 * n),
+        pipeline: [
+          { type: 'bias', axis: 'col', values: Int32Array.from({ length: N }, (_, n) => 100 * n - 250) },
+          {
+            type: 'scaleInt32ByFixedPointAndExponent',
+            multiplier: 1 << 30,
+            exponent: Int32Array.from({ length: N }, (_, n) => -n),
+            offsetAfterShift: 0,
+            axis: 'col',
+          },
+        ],
+      });
+      const weights = await prepackCpu(problem(1).rhs);
+      const first = problem(2);
+      await gemm({ ...first, rhs: weights }, { backend: 'cpu' });
+      (first.lhsZeroPoint as Int32Array).fill(100);
+      (first.rhsZeroPoint as Int32Array).fill(100);
+      for (const stage of first.pipeline!)
+        ((stage as { values?: Int32Array; exponent?: Int32Array }).values ?? (stage as { exponent: Int32Array }).exponent).fill(7);
+      if (between) await gemm(problem(3), { backend: 'cpu' });
+      const second = problem(2);
+      const d = diffResults(await gemm({ ...second, rhs: weights }, { backend: 'cpu' }), referenceGemm(second));
+      if (d) expect.fail(formatMismatch(d, `replayed plan${between ? ', another GEMM in between' : ''}`));
+      weights.destroy();
+    }
+  });
+
   it('refuses misuse with an InputError naming the field', async () => {
     const rhs = { data: new Uint8Array(12), rows: 3, cols: 4 };
     const lhs = { data: new Uint8Array(6), rows: 2, cols: 3 };

@@ -9,7 +9,7 @@
 
 import { InputError } from '../../errors.ts';
 import { normalizeProblem, type NormalizedProblem } from '../../problem/problem.ts';
-import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../../problem/snapshot.ts';
+import { ownedProblem, type ProblemSnapshot, sameProblem, snapshotProblem } from '../../problem/snapshot.ts';
 import { resolveRounding } from '../../quant/lowbit.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
@@ -164,7 +164,7 @@ async function warmCallPath(): Promise<void> {
           ],
           ...(bitDepth ? { bitDepth } : {}),
         };
-        const validate = async () => normalizeProblem({ ...problem, rhs: shape }, { rhsShapeOnly: true });
+        const validate = async (q: Omit<GemmProblem, 'rhs'>) => normalizeProblem({ ...q, rhs: shape }, { rhsShapeOnly: true });
         for (let i = 0; i < 100; i++) await runPrepacked(problem, x, validate);
       }
     } finally {
@@ -336,13 +336,15 @@ export const CPU_WASM_KERNELS: CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIM
 export async function runPrepacked(
   problem: Omit<GemmProblem, 'rhs'>,
   x: CpuPackedOperand,
-  validate: () => Promise<NormalizedProblem>,
+  validate: (problem: Omit<GemmProblem, 'rhs'>) => Promise<NormalizedProblem>,
 ): Promise<GemmResult> {
   const b = blocks.get(x);
   const last = b?.plan;
   const hit = !!b && !!last && !x.destroyed && sameProblem(problem, last.input);
   const input = hit ? null : snapshotProblem(problem);
-  const p = hit ? null : await validate();
+  // The plan keeps a problem of its own: a replay must not read a vector the caller edited since.
+  const own = () => validate(ownedProblem(problem));
+  const p = hit ? null : await own();
   return serialized(async () => {
     const e = await engine();
     if (!e || !b) throw new InputError('rhs', 'this prepacked operand was destroyed');
@@ -351,7 +353,7 @@ export async function runPrepacked(
       rhsBlockFor(x, e, last.p, x.kernel); // destroyed, or its engine replaced, since: the InputError
       return runPlan(e, last.plan, { ...last.p, lhs: { ...last.p.lhs, data: problem.lhs.data } });
     }
-    const q = p ?? (await validate());
+    const q = p ?? (await own());
     const block = rhsBlockFor(x, e, q, x.kernel);
     const plan = makePlan(e, q, block.kind, undefined, threads, e.relaxed, block, true);
     block.plan = { p: q, plan, threads, input: input ?? snapshotProblem(problem) };
