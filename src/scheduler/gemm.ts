@@ -206,7 +206,7 @@ export async function runGemm(
   const p = normalizeProblem({ ...problem, lhs: lhsShape, rhs: rhsShape }, { shapesOnly: true });
   const { M, N, K } = p;
   if (patches && requantizationOf(p.bitDepth, 'lhs', K).bits !== 8) {
-    throw new InputError('bitDepth.lhs', 'convolution patches are packed at 8 bits');
+    throw new InputError('bitDepth.lhs', 'convolution patches are packed at 8 bits: give 8, or the patch matrix as a plain lhs');
   }
   // A prepacked operand serves only GEMMs that ask for its bits (and rounding): checked before a kernel is
   // chosen for its format, so that the error names the operand.
