@@ -102,9 +102,9 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
     );
   }
   const { rhs } = op.problem;
+  checkNotGpuOperands(op.problem as GemmProblem);
   if (isCpuPacked(rhs)) return runPackedOnCpu({ ...op.problem, rhs }, backend, opts);
   const problem = { ...op.problem, rhs };
-  checkNotGpuOperands(problem);
   const p = normalizeProblem(problem); // bad input fails here, before any device is asked for
   const cpu = async () => {
     const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel });
@@ -126,7 +126,7 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
 function checkNotGpuOperands(problem: GemmProblem): void {
   for (const side of ['lhs', 'rhs'] as const) {
     const x = problem[side] as unknown;
-    if (!x || typeof x !== 'object') continue;
+    if (!x || typeof x !== 'object' || ArrayBuffer.isView(x) || 'data' in x) continue; // not theirs: checked as data later
     if (isPacked(x)) throw new InputError(side, "prepacked on a GpuContext (ctx.prepack): run it with that context's gemm");
     if (isGpuMatrix(x)) throw new InputError(side, "a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm");
   }

@@ -276,8 +276,12 @@ export class Sequential {
     const resident = { ...plan, aStrides4: strided(plan.aStrides4, a), bStrides4: strided(plan.bStrides4, b) };
     const cols = step.outShape.length ? step.outShape[step.outShape.length - 1] : 1;
     const count = sizeOf(step.outShape);
+    const size = Math.max(4, Math.ceil(count / 4) * 4);
+    const max = this.ctx.limits.maxBufferSize;
+    if (size > max)
+      throw new LimitExceededError('maxBufferSize', `${n.field}: its output needs ${size} bytes, above maxBufferSize ${max}`);
     const buffer = this.ctx.device.createBuffer({
-      size: Math.max(4, Math.ceil(count / 4) * 4),
+      size,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
       label: `qgemm ${n.layer.op} ${n.name}`,
     });

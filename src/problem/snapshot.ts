@@ -69,10 +69,13 @@ export const snapshotProblem = (problem: Omit<GemmProblem, 'rhs'>): ProblemSnaps
  * has resolved, and a later call equal to the snapshot must not see that edit.
  */
 export function ownedProblem<T extends Omit<GemmProblem, 'rhs'>>(problem: T): T {
-  const { lhs, ...rest } = problem as T & { rhs?: unknown };
-  const { rhs, ...fields } = rest;
-  return { ...(snapshot(fields) as object), lhs, ...(rhs === undefined ? {} : { rhs }) } as T;
+  const own: Record<string, unknown> = { ...problem, lhs: problem.lhs && { ...problem.lhs } }; // the lhs data stays the caller's
+  for (const k of OWNED) if (k in problem) own[k] = snapshot(problem[k]);
+  return own as T;
 }
+
+/** The fields besides the lhs that normalizeProblem reads and a plan may read again (key's, but the lhs). */
+const OWNED = ['lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'] as const;
 
 /** `problem` equals the snapshot element for element, but its operands' data. */
 export const sameProblem = (problem: Omit<GemmProblem, 'rhs'>, s: ProblemSnapshot): boolean => same(key(problem), s);

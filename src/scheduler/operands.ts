@@ -1,8 +1,8 @@
 // Operands of a GPU GEMM (pack -> gemm -> output), in the three forms a caller may give them: a CPU
 // array (uploaded per call into a pooled buffer), a GpuMatrix (a caller's or a previous GEMM's buffer,
 // read where it is), or a PackedOperand (packed once with its sums; the pack stage is skipped). This
-// file types them and validates GPU-resident ones like CPU ones; src/pack/pack.ts packOperand says
-// where the bytes of the first two are.
+// file types them and validates GPU-resident ones like CPU ones (an rhs prepacked for the CPU path is
+// refused saying so); src/pack/pack.ts packOperand says where the bytes of the first two are.
 
 import { InputError } from '../errors.ts';
 import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/matrix.ts';

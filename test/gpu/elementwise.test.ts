@@ -223,7 +223,7 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
       },
       'output bands',
     );
-    // A buffer of the op's own above maxBufferSize (the 5000-byte input) is refused, as the GEMM's are.
+    // A buffer of the op's own above maxBufferSize (the 5000-byte output) is refused, as the GEMM's are.
     const smallBuffers: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxBufferSize: 4096 } };
     await expect(elementwiseOnGpu(smallBuffers, plan)).rejects.toMatchObject({ name: 'LimitExceededError', limit: 'maxBufferSize' });
     const lost: ElementwiseGpuTarget = { device: ctx.device, lost: true, limits: ctx.limits };

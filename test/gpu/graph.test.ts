@@ -5,7 +5,8 @@
 // reading a GPU matrix whose rows are padded (5 channels, stride 8), a broadcast elementwise op with a
 // second graph input, a requantize, an elementwise op as the last layer, int8 and uint8, the xnnpack and
 // optimized paths, and add/sub/mul on both elementwise kernel paths. Read-backs are counted: one per run,
-// of the last layer. Bad graphs are InputErrors naming the field.
+// of the last layer. Bad graphs are InputErrors naming the field; an output above maxBufferSize is a
+// LimitExceededError.
 
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { InputError } from '../../src/errors.ts';
@@ -186,6 +187,19 @@ describe.skipIf(!gpu)('Sequential graphs on WebGPU == runLayers on the CPU', () 
       outs.push(Array.from(want.data));
     }
     expect(outs[0]).not.toEqual(outs[1]);
+    ctx.destroy();
+  });
+
+  test("an elementwise layer's output above maxBufferSize is a LimitExceededError, as the op's own buffers are", async () => {
+    // a [100, 1] + [1, 60] add: 6000 output bytes; inputs of 100 and 60 bytes
+    const values = (n: number) => Int8Array.from({ length: n }, (_, i) => (i % 200) - 100);
+    const tensors = { a: { data: values(100), shape: [100, 1] }, b: { data: values(60), shape: [1, 60] } };
+    const inputs = { a: { scale: 0.5, zeroPoint: 0 }, b: { scale: 0.25, zeroPoint: 0 } };
+    const layers: SequentialLayer[] = [{ op: 'add', inputs: ['a', 'b'], params: { output: { scale: 1, zeroPoint: 0 } } }];
+    const ctx = await GpuContext.create({ device: gpu!.device, limits: { maxBufferSize: 4096 } });
+    const seq = await Sequential.create(ctx, layers, { inputs });
+    await expect(seq.run(tensors)).rejects.toMatchObject({ name: 'LimitExceededError', limit: 'maxBufferSize' });
+    seq.destroy();
     ctx.destroy();
   });
 

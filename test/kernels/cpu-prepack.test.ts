@@ -2,7 +2,8 @@
 // the WebAssembly kernel's layout, with its column sums, kept in the kernels' memory and reused by
 // GEMMs that then pack only their lhs. Bit for bit against the normative referenceGemm over the shape
 // sweep, every rhs type and order, zero points and stages, on 1, 2 and 3 threads; several prepacked
-// operands alive and freed in any order; and each misuse as an InputError naming its field.
+// operands alive and freed in any order; a replayed plan that reads the problem of its own (never the
+// caller's vectors or lhs object, edited since); and each misuse as an InputError naming its field.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -132,7 +133,7 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     for (const between of [false, true]) {
       const N = 6;
       const problem = (M: number): GemmProblem => ({
-        lhs: { data: Uint8Array.from({ length: M * 5 }, (_, i) => (i * 37) & 255), rows: M, cols: 5 },
+        lhs: { data: Uint8Array.from({ length: M * 5 }, (_, i) => (i * 37) & 255), rows: M, cols: 5, order: 'row-major' },
         rhs: { data: Uint8Array.from({ length: 5 * N }, (_, i) => (i * 53) & 255), rows: 5, cols: N },
         lhsZeroPoint: Int32Array.from({ length: M }, (_, m) => m + 3),
         rhsZeroPoint: Int32Array.from({ length: N }, (_, n) => 2 * n),
@@ -150,6 +151,7 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
       const weights = await prepackCpu(problem(1).rhs);
       const first = problem(2);
       await gemm({ ...first, rhs: weights }, { backend: 'cpu' });
+      (first.lhs as { order: string }).order = 'col-major'; // the lhs object too
       (first.lhsZeroPoint as Int32Array).fill(100);
       (first.rhsZeroPoint as Int32Array).fill(100);
       for (const stage of first.pipeline!)
@@ -160,6 +162,22 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
       if (d) expect.fail(formatMismatch(d, `replayed plan${between ? ', another GEMM in between' : ''}`));
       weights.destroy();
     }
+  });
+
+  it('fields a GEMM does not read are neither copied nor checked (a cycle, a DataView)', async () => {
+    const problem: GemmProblem & { extra?: unknown } = {
+      lhs: { data: Uint8Array.of(1, 2, 3, 4, 5, 6), rows: 2, cols: 3 },
+      rhs: { data: Uint8Array.of(7, 8, 9, 10, 11, 12), rows: 3, cols: 2 },
+    };
+    const weights = await prepackCpu(problem.rhs);
+    for (const extra of [new DataView(new ArrayBuffer(4)), { self: problem }]) {
+      const d = diffResults(
+        await gemm({ ...problem, extra, rhs: weights } as unknown as GemmProblem, { backend: 'cpu' }),
+        referenceGemm(problem),
+      );
+      if (d) expect.fail(formatMismatch(d, 'an extra field'));
+    }
+    weights.destroy();
   });
 
   it('refuses misuse with an InputError naming the field', async () => {

@@ -59,6 +59,16 @@ describe.skipIf(!gpu)('context boundaries', () => {
       );
       expect([l.field, l.message]).toEqual(['lhs', "lhs: a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm"]);
     }
+    // Plain data is not taken for theirs: a typed array is an lhs without a shape, an extra `buffer` key is ignored
+    const typed = await inputErrorOf(gemm({ ...problem(1), lhs: new Uint8Array(12) } as never, { backend: 'cpu' }));
+    expect(typed.message).toMatch(/^lhs: expected uint8 or int8 data/);
+    const extraKey = { ...problem(1), lhs: { ...problem(1).lhs, buffer: null } } as never;
+    expect((await gemm(extraKey, { backend: 'cpu' })).rows).toBe(3);
+    // A GpuMatrix lhs with an rhs prepacked for the CPU is refused as a GpuMatrix
+    const cpuRhs = await prepackCpu(problem(1).rhs as never);
+    const both = await inputErrorOf(gemm({ ...problem(1), lhs: m, rhs: cpuRhs } as never, { backend: 'cpu' }));
+    expect(both.message).toBe("lhs: a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm");
+    cpuRhs.destroy();
     // and the other way: an rhs prepacked for the CPU, given to a context
     const cpuPacked = await prepackCpu(problem(1).rhs as never);
     for (const call of [() => A.gemm({ ...problem(1), rhs: cpuPacked } as never), () => A.prepack('rhs', cpuPacked as never)]) {
