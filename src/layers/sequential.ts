@@ -278,8 +278,7 @@ export class Sequential {
     const count = sizeOf(step.outShape);
     const size = Math.max(4, Math.ceil(count / 4) * 4);
     const max = this.ctx.limits.maxBufferSize;
-    if (size > max)
-      throw new LimitExceededError('maxBufferSize', `${n.field}: its output needs ${size} bytes, above maxBufferSize ${max}`);
+    if (size > max) throw new LimitExceededError('maxBufferSize', `${n.field}: its output needs ${size} bytes, above maxBufferSize ${max}`);
     const buffer = this.ctx.device.createBuffer({
       size,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
