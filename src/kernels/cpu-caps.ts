@@ -2,7 +2,8 @@
 // computed once: WebAssembly SIMD, relaxed SIMD (proven exact: src/kernels/cpu-wasm/engine.ts),
 // threads and shared memory. The left half of the CPU rows of the kernel registry's choice table
 // (./registry.ts). Finding them compiles the WebAssembly module and probes it, so it is asynchronous:
-// `readyCpuCaps()` does it once; `cpuCaps()` returns what is known (JavaScript only until then).
+// `readyCpuCaps()` probes once and reports the current configuration on every call; `cpuCaps()` returns
+// what it last found (JavaScript only until then).
 
 import { wasmCpuCaps } from './cpu-wasm/kernel.ts';
 import type { CpuCaps } from './types.ts';
@@ -11,12 +12,17 @@ export type CpuCapsReport = CpuCaps & { relaxedNote: string };
 
 const BEFORE: CpuCapsReport = { wasmSimd: false, relaxedSimd: false, threads: 1, sharedMemory: false, relaxedNote: 'not probed yet' };
 let caps: CpuCapsReport | null = null;
-let ready: Promise<CpuCapsReport> | null = null;
 
+/** What the last readyCpuCaps() found (JavaScript only before the first). */
 export function cpuCaps(): CpuCapsReport {
   return caps ?? BEFORE;
 }
 
-export function readyCpuCaps(): Promise<CpuCapsReport> {
-  return (ready ??= wasmCpuCaps().then((c) => (caps = c)));
+/**
+ * The runtime's CPU capabilities as configured now: the probe runs once (the engine keeps it), and
+ * each call reads the current configuration (configureCpu's threads and relaxed SIMD).
+ */
+export async function readyCpuCaps(): Promise<CpuCapsReport> {
+  caps = await wasmCpuCaps();
+  return caps;
 }

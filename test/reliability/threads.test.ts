@@ -2,13 +2,14 @@
 // anything but an integer in 1..MAX_CPU_THREADS is an InputError naming `threads` (or `QGEMM_THREADS`),
 // never a silently wrong GEMM (a NaN thread count once made a 1x2 by 2x1 product return 84215045). The
 // workers' spin after a job (`spinMs`): refused outside 0..100, and GEMMs back to back while the workers
-// spin are exact.
+// spin are exact. The capability report follows the configured count.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { configureWasm, MAX_CPU_THREADS, parseThreadsEnv, wasmSpinUs } from '../../src/kernels/cpu-wasm/engine.ts';
 import { prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
-import { gemm } from '../../src/api.ts';
+import { describeDevice, gemm } from '../../src/api.ts';
+import { readyCpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { diffResults } from '../support/compare.ts';
 
@@ -49,6 +50,15 @@ describe('configureCpu({ threads })', () => {
 
   it.each([1, 2, MAX_CPU_THREADS])('accepts %i', (threads) => {
     expect(() => configureWasm({ threads })).not.toThrow();
+  });
+
+  it('the capability report (readyCpuCaps, describeDevice().cpu) follows the count configured since', async () => {
+    const shared = (await wasmCpuCaps()).sharedMemory; // without a shared memory a GEMM has one thread
+    for (const threads of [1, 3, 2]) {
+      configureWasm({ threads });
+      expect((await readyCpuCaps()).threads).toBe(shared ? threads : 1);
+      expect((await describeDevice()).cpu.threads).toBe(shared ? threads : 1);
+    }
   });
 });
 
