@@ -38,7 +38,7 @@ qgemm result verified against the CPU reference, beside the adapter's own ceilin
 
 Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
 
-  --quick               the CI/reviewer suite: 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576 and the
+  --quick               the short suite (CI's): 64^3, 256^3, 1x1024x1024, 16x1024x1024, 3136x64x576 and the
                         two convolution layers, modes resident and call
   --shapes LIST         MxNxK list, e.g. 256x256x256,1x4096x4096 (default: the full suite: squares
                         64..2048 trimmed by --budget, M in {1,16,128} x N=K in {1024,4096}, 3136x64x576,

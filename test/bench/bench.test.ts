@@ -59,7 +59,7 @@ async function run(pipeline: 'uint8' | 'int32', shapes = TINY, impls: BenchOptio
 }
 
 function checkContract(report: BenchReport) {
-  // Round-trip through the JSON text, as the outside checker reads it.
+  // Round-trip through the JSON text, as a reader of the report gets it.
   const json = JSON.parse(reportJson(report));
   expect(Object.keys(json)).toEqual(expect.arrayContaining(['adapter', 'runs']));
   for (const field of ['vendor', 'architecture', 'description']) expect(typeof json.adapter[field]).toBe('string');
