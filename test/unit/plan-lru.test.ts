@@ -61,12 +61,16 @@ describe('gemmOnGpu plans: the free one unused longest goes first, a busy one ne
     label: `M${M}`,
     lhsMatrix: null,
   });
-  it('a fifth plan of one rhs pushes out the free plan unused longest', () => {
+  /** A cache with four busy plans of one rhs, M = 1..4; `add` makes one more. */
+  const fourHeld = () => {
     const cache = plans();
     const freed: string[] = [];
     const rhs = { destroyed: false } as PackedOperand;
     const add = (M: number) => cache.addOnGpu(builder(`M${M}`, freed), { ...keyOf(M), rhs }, made(M));
-    const held = [1, 2, 3, 4].map(add);
+    return { cache, freed, rhs, add, held: [1, 2, 3, 4].map(add) };
+  };
+  it('a fifth plan of one rhs pushes out the free plan unused longest', () => {
+    const { cache, freed, rhs, add, held } = fourHeld();
     for (const p of held) cache.releaseDst(p.dst.buffer);
     expect(cache.findOnGpu({ ...keyOf(1), rhs }, null)).toBe(held[0]); // M = 1 used last (and busy again)
     cache.releaseDst(held[0].dst.buffer);
@@ -76,11 +80,7 @@ describe('gemmOnGpu plans: the free one unused longest goes first, a busy one ne
     expect(cache.findOnGpu({ ...keyOf(2), rhs }, null)).toBeNull();
   });
   it('busy plans are kept past the bound, marked, and freed when their dst comes back', () => {
-    const cache = plans();
-    const freed: string[] = [];
-    const rhs = { destroyed: false } as PackedOperand;
-    const add = (M: number) => cache.addOnGpu(builder(`M${M}`, freed), { ...keyOf(M), rhs }, made(M));
-    const held = [1, 2, 3, 4].map(add);
+    const { cache, freed, rhs, add, held } = fourHeld();
     expect(cache.roomOnGpu(rhs)).toBe(false); // four held: a fifth call runs without a plan
     cache.releaseDst(held[2].dst.buffer);
     expect(cache.roomOnGpu(rhs)).toBe(true);
