@@ -19,7 +19,7 @@ import { describeDevice } from '../api.ts';
 import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
 import { cmdTune, readTuningFile } from './tune.ts';
-import { consoleToMessages, messagesFd, outputFd, writeFd } from './quiet.ts';
+import { consoleToStderr, messagesFd, outputFd, writeFd } from './quiet.ts';
 import { signalsReleased } from './files.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
@@ -233,7 +233,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 export async function cli(argv: string[]): Promise<number> {
   const fd = messagesFd();
   const outFd = outputFd();
-  if (fd !== null) consoleToMessages(fd);
+  consoleToStderr();
   const code =
     fd === null
       ? await main(argv)

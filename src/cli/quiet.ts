@@ -4,9 +4,10 @@
 // redirect its own fd 2. Dawn also prints each shader's compilation warnings to fd 1 (on an NVIDIA GPU,
 // "use of deprecated builtin" for every subgroup-matrix pipeline), which would corrupt `--json` output.
 // So a command that may open a GPU runs in a child process: the child's fds 1 and 2 are pipes that the
-// parent drains and drops, and the child writes qgemm's own results to fd 4 and its messages to fd 3,
-// pipes that the parent copies to its stdout and stderr. If the child fails without a message of its
-// own (a native crash, a broken install), the parent says so in one line with the last native line;
+// parent drains and drops, and the child writes qgemm's own results to fd 4, its messages to fd 3 and
+// what its JavaScript prints on the console (QGEMM_TRACE=1's lines) to fd 6, pipes that the parent
+// copies to its stdout and stderr. If the child fails without a message of its own on fd 3 (a native
+// crash, a broken install), the parent says so in one line with the last native line;
 // QGEMM_DEBUG=1 runs everything in one process with the native output visible.
 // Signals: the parent forwards SIGINT, SIGTERM and SIGHUP to the child and, once it has ended, exits with
 // 128 + the signal's number (130, 143, 129), as a shell reports a command a signal ended. The child
@@ -22,6 +23,7 @@ import { format } from 'node:util';
 const MESSAGES_FD_ENV = 'QGEMM_MESSAGES_FD';
 const OUTPUT_FD_ENV = 'QGEMM_OUTPUT_FD';
 const PARENT_FD_ENV = 'QGEMM_PARENT_FD';
+const CONSOLE_FD_ENV = 'QGEMM_CONSOLE_FD';
 /** The signals the parent passes on to the child. */
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
@@ -57,10 +59,13 @@ export function exitWithParent(): void {
 
 /**
  * In the quiet child, whose fd 2 is dropped: what JavaScript prints with console.error or console.warn
- * (QGEMM_TRACE=1's lines, a default warning of the library) goes to the messages fd, as qgemm's own
- * messages do. Native output (Dawn's) stays dropped.
+ * (QGEMM_TRACE=1's lines, a default warning of the library) goes to stderr through a pipe of its own
+ * (QGEMM_CONSOLE_FD), which the parent copies as it does qgemm's messages, but which does not count as
+ * the child having said why it failed. Native output (Dawn's) stays dropped. Does nothing outside it.
  */
-export function consoleToMessages(fd: number): void {
+export function consoleToStderr(): void {
+  const fd = fdFrom(CONSOLE_FD_ENV);
+  if (fd === null) return;
   const write = (...args: unknown[]) => writeFd(fd, `${format(...args)}\n`);
   console.error = write;
   console.warn = write;
@@ -95,8 +100,8 @@ export function needsDevice(argv: string[]): boolean {
 export function runQuietChild(binPath: string, argv: string[]): Promise<number> {
   return new Promise((resolvePromise) => {
     const child = spawn(process.execPath, [...process.execArgv, binPath, ...argv], {
-      stdio: ['inherit', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
-      env: { ...process.env, [MESSAGES_FD_ENV]: '3', [OUTPUT_FD_ENV]: '4', [PARENT_FD_ENV]: '5' },
+      stdio: ['inherit', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, [MESSAGES_FD_ENV]: '3', [OUTPUT_FD_ENV]: '4', [PARENT_FD_ENV]: '5', [CONSOLE_FD_ENV]: '6' },
     });
     let tail = '';
     let said = false;
@@ -110,7 +115,9 @@ export function runQuietChild(binPath: string, argv: string[]): Promise<number> 
     };
     child.stdout!.on('data', keepTail);
     child.stderr!.on('data', keepTail);
-    (child.stdio as unknown as NodeJS.ReadableStream[])[5].resume(); // the child's watch on this process: never written
+    const pipes = child.stdio as unknown as NodeJS.ReadableStream[];
+    pipes[5].resume(); // the child's watch on this process: never written
+    pipes[6].on('data', (chunk: Buffer) => process.stderr.write(chunk)); // its console output: not a reason
     // A signal to this process is passed on to the child (Ctrl-C reaches both, as one process group);
     // the parent waits for the child to end, then exits with 128 + the signal's number.
     let received: NodeJS.Signals | null = null;
