@@ -9,9 +9,9 @@
 // packed 4 per u32, C order. Everything runs inside validation and out-of-memory error scopes; a lost
 // device is reported as DeviceLostError (src/api.ts then retries once on a fresh device).
 
-import { DeviceLostError, LimitExceededError } from '../errors.ts';
+import { DeviceLostError } from '../errors.ts';
 import { float32Bits } from '../quant/float32.ts';
-import type { PlanLimits } from '../gpu/caps.ts';
+import { checkBufferSize, type PlanLimits } from '../gpu/caps.ts';
 import { getPipeline } from '../gpu/pipelines.ts';
 import { planElementwise, roundUp } from '../gpu/plan.ts';
 import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
@@ -99,11 +99,10 @@ export type ElementwiseSource = ArrayBufferView | GPUBuffer;
 
 /**
  * A buffer of this op's own, pushed on `temps` (destroyed after the call); one above the target's
- * maxBufferSize is a LimitExceededError, as the GEMM's are (src/scheduler/resources.ts checkBuffer).
+ * maxBufferSize is a LimitExceededError, as the GEMM's are (checkBufferSize).
  */
 function tempBuffer(target: ElementwiseGpuTarget, temps: GPUBuffer[], size: number, usage: number, label: string): GPUBuffer {
-  const max = target.limits.maxBufferSize;
-  if (size > max) throw new LimitExceededError('maxBufferSize', `elementwise ${label} needs ${size} bytes, above maxBufferSize ${max}`);
+  checkBufferSize(target.limits, size, `elementwise ${label}`);
   const b = target.device.createBuffer({ size, usage, label: `qgemm elementwise ${label}` });
   temps.push(b);
   return b;

@@ -3,7 +3,7 @@
 // declare what they need of it (`supports(caps, shape)`), and the scheduler plans bands and dispatches
 // with its limits. Limits may be lowered below the device's (tests use that to exercise splitting).
 
-import { InputError } from '../errors.ts';
+import { InputError, LimitExceededError } from '../errors.ts';
 import type { AdapterSummary } from './adapter.ts';
 import type { DawnToggle } from './toggles.ts';
 
@@ -26,6 +26,12 @@ export interface PlanLimits {
   maxComputeWorkgroupSizeX: number;
   minStorageBufferOffsetAlignment: number;
   minUniformBufferOffsetAlignment: number;
+}
+
+/** A buffer of `bytes` for `what` above the limits' maxBufferSize: a LimitExceededError naming it. */
+export function checkBufferSize(limits: Pick<PlanLimits, 'maxBufferSize'>, bytes: number, what: string): void {
+  if (bytes > limits.maxBufferSize)
+    throw new LimitExceededError('maxBufferSize', `${what} needs ${bytes} bytes, above maxBufferSize ${limits.maxBufferSize}`);
 }
 
 export interface AdapterCaps {

@@ -17,6 +17,7 @@
 import { elementwise, type Backend } from '../api.ts';
 import { InputError, LimitExceededError } from '../errors.ts';
 import { elementwiseBetweenBuffers } from '../elementwise/gpu.ts';
+import { checkBufferSize } from '../gpu/caps.ts';
 import {
   checkCallArguments,
   type GemmCallOptions,
@@ -277,8 +278,7 @@ export class Sequential {
     const cols = step.outShape.length ? step.outShape[step.outShape.length - 1] : 1;
     const count = sizeOf(step.outShape);
     const size = Math.max(4, Math.ceil(count / 4) * 4);
-    const max = this.ctx.limits.maxBufferSize;
-    if (size > max) throw new LimitExceededError('maxBufferSize', `${n.field}: its output needs ${size} bytes, above maxBufferSize ${max}`);
+    checkBufferSize(this.ctx.limits, size, `${n.field}'s output`);
     const buffer = this.ctx.device.createBuffer({
       size,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,

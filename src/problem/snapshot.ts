@@ -47,17 +47,17 @@ function same(v: unknown, s: ProblemSnapshot): boolean {
   return Object.is(v, s);
 }
 
+/** The fields besides the lhs that normalizeProblem reads: compared element for element, and owned by a plan. */
+const FIELDS = ['lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'] as const;
+
 /** The fields of `problem` that normalizeProblem reads, but the operands' data: the lhs by its shape and type. */
 function key(problem: Omit<GemmProblem, 'rhs'>): Record<string, unknown> {
   const { lhs } = problem;
-  return {
+  const k: Record<string, unknown> = {
     lhs: lhs && { rows: lhs.rows, cols: lhs.cols, order: lhs.order, type: lhs.data?.constructor, length: lhs.data?.length },
-    lhsZeroPoint: problem.lhsZeroPoint,
-    rhsZeroPoint: problem.rhsZeroPoint,
-    pipeline: problem.pipeline,
-    dstOrder: problem.dstOrder,
-    bitDepth: problem.bitDepth,
   };
+  for (const f of FIELDS) k[f] = problem[f];
+  return k;
 }
 
 /** A deep copy of the problem's fields but the operands' data (the lhs by its shape and type): what a repeated call must equal. */
@@ -70,12 +70,9 @@ export const snapshotProblem = (problem: Omit<GemmProblem, 'rhs'>): ProblemSnaps
  */
 export function ownedProblem<T extends Omit<GemmProblem, 'rhs'>>(problem: T): T {
   const own: Record<string, unknown> = { ...problem, lhs: problem.lhs && { ...problem.lhs } }; // the lhs data stays the caller's
-  for (const k of OWNED) if (k in problem) own[k] = snapshot(problem[k]);
+  for (const f of FIELDS) if (f in problem) own[f] = snapshot(problem[f]);
   return own as T;
 }
-
-/** The fields besides the lhs that normalizeProblem reads and a plan may read again (key's, but the lhs). */
-const OWNED = ['lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'] as const;
 
 /** `problem` equals the snapshot element for element, but its operands' data. */
 export const sameProblem = (problem: Omit<GemmProblem, 'rhs'>, s: ProblemSnapshot): boolean => same(key(problem), s);

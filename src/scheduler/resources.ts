@@ -5,9 +5,9 @@
 // ./prepack.ts run on it, and ./context.ts owns it and gives callers exclusive use of it.
 
 import { ALL_STAGE_KINDS } from '../epilogue/epilogue.ts';
-import { DeviceLostError, LimitExceededError } from '../errors.ts';
+import { DeviceLostError } from '../errors.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
-import type { AdapterCaps, PlanLimits } from '../gpu/caps.ts';
+import { type AdapterCaps, checkBufferSize, type PlanLimits } from '../gpu/caps.ts';
 import { BufferPool } from '../gpu/pool.ts';
 import { Staging } from '../gpu/readback.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
@@ -80,9 +80,7 @@ export class DeviceResources {
   }
 
   checkBuffer(bytes: number, what: string): void {
-    if (bytes > this.limits.maxBufferSize) {
-      throw new LimitExceededError('maxBufferSize', `${what} needs ${bytes} bytes, above maxBufferSize ${this.limits.maxBufferSize}`);
-    }
+    checkBufferSize(this.limits, bytes, what);
   }
 
   /** A pooled buffer back to the pool, unless everything was freed already. */
