@@ -345,6 +345,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       };
     }
     for (let i = 0; i < policy.warmup; i++) await once();
+    for (const w0 = performance.now(); performance.now() - w0 < (policy.warmupMs ?? 0); ) await once();
     let total = 0;
     let last: { bytes: Uint8Array | null; dtype?: string } = { bytes: null };
     while (w.__moreReps(policy, walls.length, total)) {

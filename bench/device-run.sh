@@ -12,8 +12,8 @@
 # short tables last (bench/device-summary.mjs: verify, tune, the passes); it exits non-zero where a stage
 # failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (9 files:
 # verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json, clocks.csv, gpu.csv,
-# run.log). Each stage has its own time limit (90 + 240 + 2 x 95 s, about 15 s to unpack, and the 4-bit
-# pass whatever is left of 535 s), so the whole run ends within 9 minutes.
+# run.log). Each stage has its own time limit (60 + 240 + 2 x 110 s, about 15 s to unpack, and the 4-bit
+# pass whatever is left of 535 s; every bench cell warms the GPU's clocks for 0.5 s first, bench/timing.ts), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -53,7 +53,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
 SMI=$!
 
 stage "verify"
-timeout 90 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
+timeout 60 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
 V=$?
 ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
@@ -69,8 +69,8 @@ SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x40
 for pass in 1 2; do
   stage "bench pass $pass"
   # shellcheck disable=SC2086
-  timeout 95 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
-    --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 80 $TUNING \
+  timeout 110 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
+    --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 95 $TUNING \
     --no-save --json "$OUT/bench$pass.json" > /tmp/bench.out 2>&1
   B=$?
   grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"

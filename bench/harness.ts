@@ -132,7 +132,8 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       }
       if (opts.budgetS !== null) {
         const tput = throughput.get(id);
-        const estimateS = tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0;
+        const estimateS =
+          (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) + (opts.policy.warmupMs ?? 0) / 1000;
         const left = opts.budgetS - elapsed();
         // One slow cell (naive-js at 128x4096x4096: minutes) may not eat the budget of every later one.
         const cap = opts.budgetS / CELL_SHARE;

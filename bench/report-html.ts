@@ -313,7 +313,7 @@ export function htmlReport(report: BenchReport): string {
     ],
     [
       'timing',
-      `${report.timing.policy.warmup} warm-up run, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`,
+      `${report.timing.policy.warmup} warm-up run${report.timing.policy.warmupMs ? ` and ${report.timing.policy.warmupMs} ms of runs back to back (the clocks rise)` : ''}, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`,
     ],
     [
       'verification',

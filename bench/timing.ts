@@ -9,6 +9,13 @@
 export interface RepeatPolicy {
   /** Untimed runs first (pipeline compilation, buffer pools, JIT). */
   warmup: number;
+  /**
+   * Then untimed runs back to back for at least this many ms, so that a GPU whose clocks fall when it is
+   * idle runs the timed ones at its working clock: an H200 fell from 1980 to 345 MHz within 2 s of idling,
+   * and single bench calls after an idle phase ran up to 6 times slower than the tuner's warmed calls
+   * (bench/results/2026-11-28-h200-*). The GPU-timed calls of a cell follow the timed loop at once.
+   */
+  warmupMs?: number;
   minReps: number;
   maxReps: number;
   /** Keep repeating (up to maxReps) until the timed runs add up to this many ms. */
@@ -16,7 +23,7 @@ export interface RepeatPolicy {
 }
 
 export const QUICK_POLICY: RepeatPolicy = { warmup: 1, minReps: 3, maxReps: 15, targetMs: 600 };
-export const FULL_POLICY: RepeatPolicy = { warmup: 1, minReps: 5, maxReps: 30, targetMs: 2000 };
+export const FULL_POLICY: RepeatPolicy = { warmup: 1, minReps: 5, maxReps: 30, targetMs: 2000, warmupMs: 500 };
 
 export interface Stats {
   medianMs: number;
@@ -74,6 +81,7 @@ export async function measure<T>(
     const { timing } = await run();
     if (i === 0) firstWarmupMs = timing.wallMs;
   }
+  for (const w0 = performance.now(); performance.now() - w0 < (policy.warmupMs ?? 0); ) await run();
   const walls: number[] = [];
   const gpus: number[] = [];
   let total = 0;

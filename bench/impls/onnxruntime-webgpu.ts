@@ -55,19 +55,27 @@ export function gpuMsPerRun(events: { cat?: string; ts?: number; dur?: number }[
 }
 
 /**
- * GPU time of `runs` calls in a profiled session (its own temp folder for the profile file). No warm-up:
- * compiling happens on the CPU, and the profile's kernel times count GPU execution only.
+ * GPU time of the last `runs` calls in a profiled session (its own temp folder for the profile file),
+ * after runs back to back for at least `warmupMs` (the clocks rise, as for qgemm's rows: RepeatPolicy).
  */
-async function profiledGpu(ort: Ort, model: Uint8Array, feed: () => Record<string, OrtTensor>, runs: number): Promise<Stats | null> {
+async function profiledGpu(
+  ort: Ort,
+  model: Uint8Array,
+  feed: () => Record<string, OrtTensor>,
+  runs: number,
+  warmupMs: number,
+): Promise<Stats | null> {
   const dir = mkdtempSync(join(tmpdir(), 'qgemm-ort-profile-'));
   try {
     const session = await ort.InferenceSession.create(model, sessionOptions({ enableProfiling: true, profileFilePrefix: join(dir, 'p') }));
+    let warm = 0;
+    for (const w0 = performance.now(); performance.now() - w0 < warmupMs; warm++) await session.run(feed());
     for (let i = 0; i < runs; i++) await session.run(feed());
     session.endProfiling?.();
     await session.release?.();
     const file = readdirSync(dir).find((f) => f.endsWith('.json'));
     if (!file) return null;
-    const perRun = gpuMsPerRun(JSON.parse(readFileSync(join(dir, file), 'utf8')), runs);
+    const perRun = gpuMsPerRun(JSON.parse(readFileSync(join(dir, file), 'utf8')), warm + runs)?.slice(warm);
     return perRun ? stats(perRun) : null;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -115,7 +123,7 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       } finally {
         await session.release?.();
       }
-      const gpu = await profiledGpu(ort, model, feed, policy.minReps).catch(() => null);
+      const gpu = await profiledGpu(ort, model, feed, policy.minReps, policy.warmupMs ?? 0).catch(() => null);
       return { wall, gpu, afterPause: paused, ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }) };
     },
     close: async () => undefined,

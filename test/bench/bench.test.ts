@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions } from '../../bench/harness.ts';
 import { afterPauseRow, type BenchReport, type Row } from '../../bench/report.ts';
-import { PAUSE_MS } from '../../bench/timing.ts';
+import { measure, PAUSE_MS } from '../../bench/timing.ts';
 import { TRACE_STEPS } from '../../src/scheduler/trace.ts';
 import { roofline } from '../../bench/ceilings.ts';
 import { compare } from '../../bench/compare.ts';
@@ -495,7 +495,7 @@ describe('benchmark harness', () => {
     }
   });
 
-  it('computes comparisons with GPU geomeans, rooflines and per-run GPU times from a profile', () => {
+  it('computes comparisons with GPU geomeans, rooflines and per-run GPU times from a profile; warms the clocks before timed runs', async () => {
     const row = (impl: 'qgemm' | 'tfjs-webgpu-f32', medianMs: number, gpuMedianMs: number | null, m = 4) =>
       ({
         impl,
@@ -531,6 +531,19 @@ describe('benchmark harness', () => {
     const events = [1, 2, 3, 4, 5, 6].map((i) => ({ cat: 'Api', ts: i, dur: i * 1000 }));
     expect(gpuMsPerRun([...events, { cat: 'Node', ts: 0, dur: 99 }], 3)).toEqual([3, 7, 11]);
     expect(gpuMsPerRun(events, 4)).toBeNull();
+    // The clock warm-up: runs back to back for warmupMs after the warm-up runs, none of them timed.
+    let calls = 0;
+    const run = async () => {
+      calls++;
+      await new Promise((r) => setTimeout(r, 2));
+      return { timing: { wallMs: 1, gpuMs: null }, output: null };
+    };
+    const warmed = await measure({ warmup: 1, minReps: 2, maxReps: 2, targetMs: 0, warmupMs: 40 }, run);
+    expect(warmed.wall.reps).toBe(2);
+    expect(calls).toBeGreaterThan(4);
+    calls = 0;
+    await measure({ warmup: 1, minReps: 2, maxReps: 2, targetMs: 0 }, run);
+    expect(calls).toBe(3);
     // 4-bit weights: the memory floor counts them as stored (N rows of K nibbles) instead of K*N.
     const packed = roofline({ m: 1, n: 4096, k: 4096, gpuMedianMs: 1, kernel: 'gemv' }, ceilings, 1, 4096 * 2048);
     expect(packed?.bytes).toBe(4096 + 4096 * 2048 + 4096);
