@@ -77,6 +77,17 @@ describe('tuning tables', () => {
     expect(parseTuningTable(JSON.parse(JSON.stringify(table())))).toEqual(table());
   });
 
+  it('the committed H200 table (src/kernels/tuned/nvidia-h200.json) parses and serves the adapter Dawn reports for that GPU', () => {
+    const h200 = { vendor: 'nvidia', architecture: '', device: 'nvidia-h200', description: 'NVIDIA: 580.159.04 580.159.4.0' };
+    const c = resolveTuning(h200);
+    expect([c.source, c.name]).toEqual(['committed', 'nvidia-h200.json']);
+    expect(c.kernelFor(shape(4096, 4096, 4096))?.id).toBe('sgmat-256x128-w4x2-k64-b1');
+    expect(c.kernelFor(shape(1, 4096, 4096))?.id).toBe('gemv-workgroup');
+    expect(c.kernelFor(shape(128, 11008, 11008, 4))?.id).toBe('sgmat-64x64-u4');
+    // Another GPU of the vendor is not served by it.
+    expect(resolveTuning({ ...h200, device: 'nvidia-h100' }).source).toBe('rules');
+  });
+
   it('a table of another adapter is refused; committed tables come first, then the user table, then the rules', () => {
     const other = { ...adapter, device: 'nvidia-a100' };
     expect(fieldOf(() => resolveTuning(other, { table: table() }, { committed: {} }))).toBe('tuning.adapter');
