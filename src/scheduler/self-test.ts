@@ -175,17 +175,41 @@ interface SelfTestResult {
   detail: string;
 }
 
+/** One self-test problem, the GEMM its reference computes, and that reference's result once computed. */
+interface SelfTestCase {
+  problem: GemmProblem | PatchProblem;
+  reference: GemmProblem;
+  want: GemmResult | null;
+}
+
+/**
+ * The self-test's problems per rhs bit depth, each reference result computed at its first use and kept for
+ * the process: every kernel's self-test on every device checks the same problems, and the reference of the
+ * 40000-deep one alone takes about a second. At most one list per bit depth.
+ */
+const CASES = new Map<number, SelfTestCase[]>();
+
+function selfTestCases(rhsBits: number): SelfTestCase[] {
+  let cases = CASES.get(rhsBits);
+  if (!cases) {
+    cases = [
+      ...selfTestProblems(rhsBits).map((p) => ({ problem: p, reference: p, want: null })),
+      ...selfTestConvProblems(rhsBits).map((p) => ({ problem: p, reference: patchReference(p), want: null })),
+    ];
+    CASES.set(rhsBits, cases);
+  }
+  return cases;
+}
+
 /**
  * Runs every self-test problem (those for a kernel reading `rhsBits`-bit rhs values), then the convolution
  * layers, through `run` and compares bit for bit with the reference.
  */
 export async function runSelfTest(run: (p: GemmProblem | PatchProblem) => Promise<GemmResult>, rhsBits = 8): Promise<SelfTestResult> {
-  const problems: [GemmProblem | PatchProblem, GemmProblem][] = [
-    ...selfTestProblems(rhsBits).map((p): [GemmProblem, GemmProblem] => [p, p]),
-    ...selfTestConvProblems(rhsBits).map((p): [PatchProblem, GemmProblem] => [p, patchReference(p)]),
-  ];
-  for (let i = 0; i < problems.length; i++) {
-    const [p, reference] = problems[i];
+  const cases = selfTestCases(rhsBits);
+  for (let i = 0; i < cases.length; i++) {
+    const c = cases[i];
+    const { problem: p, reference } = c;
     const shape = `${reference.lhs.rows}x${reference.rhs.cols}x${reference.lhs.cols}${p === reference ? '' : ', convolution'}`;
     let got: GemmResult;
     try {
@@ -195,7 +219,8 @@ export async function runSelfTest(run: (p: GemmProblem | PatchProblem) => Promis
       const untested = e instanceof LimitExceededError || e instanceof GpuOutOfMemoryError;
       return { ok: false, ...(untested ? { untested } : {}), detail: `problem ${i} (${shape}) threw ${(e as Error).message}` };
     }
-    const want = referenceGemm(reference);
+    c.want ??= referenceGemm(reference);
+    const want = c.want;
     let bad = 0;
     let first = -1;
     for (let j = 0; j < want.data.length; j++) {
