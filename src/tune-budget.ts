@@ -122,20 +122,26 @@ export class TuneBudget {
   /**
    * Measures `candidates` at shape `index` of `shapes` (the first is the rules' kernel) while they fit:
    * the first must fit the sweep's end, the others this shape's share of the time left less `reserve()`,
-   * the predicted verification of the shape's winner that follows.
+   * the predicted verification of the shape's winner that follows. After the first, `pick` chooses which
+   * of the candidates not yet tried comes next (an index into them; default: the first), from what was
+   * measured so far: the tuner's search around the fastest configuration (src/tune.ts).
    */
-  async sweepShape<M extends { cost: CandidateCost }>(
+  async sweepShape<M extends { cost: CandidateCost; ms: number }>(
     index: number,
     shapes: number,
     candidates: readonly Candidate[],
     measure: (c: Candidate, deadline: number, warmupMs: number) => Promise<M>,
     reserve: () => number = () => 0,
+    pick: (left: readonly Candidate[], measured: SweepShapeResult<M>['measured']) => number = () => 0,
   ): Promise<SweepShapeResult<M>> {
     const now = this.clock.now();
     const shapeEnd = now + Math.max(0, this.sweepEnd - now) / (shapes - index);
     const out: SweepShapeResult<M> = { measured: [], skipped: [] };
     let callMs: number | undefined;
-    for (const [i, c] of candidates.entries()) {
+    const left = [...candidates];
+    for (let i = 0; left.length; i++) {
+      const at = i === 0 ? 0 : pick(left, out.measured);
+      const [c] = left.splice(Number.isInteger(at) && at >= 0 && at < left.length ? at : 0, 1);
       const end = i === 0 ? this.sweepEnd : shapeEnd - reserve();
       const predicted = this.predictCandidate(c.family, callMs, i, c.id);
       const t = this.clock.now();
@@ -242,14 +248,17 @@ export class WinnerVerifier<P> {
 
   /**
    * The predicted time of own(<a new winner>, cls): each of the suite's problems of that class at its
-   * predicted time, or, before any problem ran, at the smallest set-up the sweep has seen (a compilation).
+   * predicted time; before any problem ran, the whole class at the smallest set-up the sweep has seen (one
+   * compilation: a winner's pipelines are warm from its measurement, and the references are computed once
+   * per process, src/scheduler/self-test.ts). Predicting every problem at a set-up starved the first shape
+   * (on an H200, 11 square problems at 1.9 s each left 256³ its rules' kernel alone, whose verification
+   * then took 5.2 s for 14 problems, bench/results/2026-11-28-h200-run-log.txt).
    */
   predictOwn(cls: ShapeClass): number {
     const own = this.problems.filter((p) => p.class === cls);
-    return (own.length ? own : this.problems.slice(0, 1)).reduce((sum, p) => {
-      const t = this.budget.predictProblem(p.macs);
-      return sum + (Number.isFinite(t) ? t : this.budget.smallestSetup());
-    }, 0);
+    const list = own.length ? own : this.problems.slice(0, 1);
+    if (!Number.isFinite(this.budget.predictProblem(1))) return this.budget.smallestSetup();
+    return list.reduce((sum, p) => sum + this.budget.predictProblem(p.macs), 0);
   }
 
   /** The rest of the suite, round-robin over the winners, each problem where it fits the budget's end. */

@@ -2,8 +2,9 @@
 // (src/kernels/kernel-configs.ts: the registry's kernels as they are, the subgroup-matrix tilings, the dot4
 // tilings) over the shapes of each shape class (squares; decode at M = 1, 16, 128; the benchmark suite's
 // convolution layers, run as conv2d runs them; decode at 4-bit weights over the kernels that read them
-// two per byte) within a time budget, measures each pack -> gemm -> output
-// call's GPU time, checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
+// two per byte) within a time budget, in the order searchPick chooses (after the rules' kernel, a seed
+// table's choice, then the configurations nearest the fastest so far, turn about with the families'
+// order), measures each pack -> gemm -> output call's GPU time, checks every winner bit for bit on the fixed suite of `qgemm verify` (src/verify.ts), and returns a
 // tuning table keyed by the adapter (src/kernels/tuning.ts) that GpuContext.create({ tuning }) and
 // `--tuning FILE` take.
 //
@@ -33,15 +34,18 @@ import { describeAdapter } from './gpu/adapter.ts';
 import { describeToggles } from './gpu/toggles.ts';
 import type { AdapterCaps } from './gpu/caps.ts';
 import type { GemmShape } from './gpu/plan.ts';
-import { candidateConfigs, type KernelConfig, kernelOf } from './kernels/kernel-configs.ts';
+import { candidateConfigs, configDistance, type KernelConfig, kernelOf } from './kernels/kernel-configs.ts';
 import { GPU_KERNELS, selectGemmKernel } from './kernels/registry.ts';
 import {
   classRhsBits,
+  parseTuningTable,
   SHAPE_CLASSES,
   type ShapeClass,
   TUNING_FORMAT,
   type TuningEntry,
   type TuningTable,
+  tableMatches,
+  tunedEntry,
   tuningAdapter,
 } from './kernels/tuning.ts';
 import { PACK_FORMATS, prepackFormat } from './pack/formats.ts';
@@ -82,6 +86,12 @@ export interface TuneOptions {
   maxCandidates?: number;
   /** The clock the budget is kept by (default: performance.now). */
   clock?: Clock;
+  /**
+   * A table of this adapter to search around: at each shape its entry's kernel is measured right after
+   * the rules' kernel, then the configurations nearest the fastest so far. Default: the table that serves
+   * the adapter (a committed one, src/kernels/tuned/), so a re-tune starts from the last one; null: none.
+   */
+  seed?: TuningTable | null;
 }
 
 export interface TuneReport {
@@ -100,7 +110,7 @@ export interface TuneReport {
 }
 
 /** The options tune() takes: another key (a misspelt `budget`) is an InputError, not a 5-minute default. */
-const TUNE_OPTIONS = ['budgetMs', 'classes', 'device', 'onProgress', 'maxCandidates', 'clock'];
+const TUNE_OPTIONS = ['budgetMs', 'classes', 'device', 'onProgress', 'maxCandidates', 'clock', 'seed'];
 
 /**
  * The least budget that can measure a configuration: the sweep's share of it must hold the first
@@ -119,7 +129,7 @@ export function checkBudget(budgetMs: number, field: string): void {
 }
 
 /** Checks the options; an InputError names the field as the caller wrote it. */
-function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[] } {
+function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]; seed: TuningTable | null | undefined } {
   if (!o || typeof o !== 'object' || Array.isArray(o)) throw new InputError('options', `expected an object, got ${brief(o)}`);
   for (const key of Object.keys(o)) {
     if (!TUNE_OPTIONS.includes(key)) throw new InputError(key, `unknown option; known: ${TUNE_OPTIONS.join(', ')}`);
@@ -145,7 +155,8 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   if (m !== undefined && (typeof m !== 'number' || !Number.isInteger(m) || m < 1)) {
     throw new InputError('maxCandidates', `expected an integer of at least 1 (the rules' kernel is one), got ${String(m)}`);
   }
-  return { budgetMs, classes: classes as ShapeClass[] };
+  const seed = o.seed === undefined || o.seed === null ? o.seed : parseTuningTable(o.seed, 'seed');
+  return { budgetMs, classes: classes as ShapeClass[], seed };
 }
 
 /** The shape a class measures: its rhs bits asked for where they are 4 (the '-u4' classes). */
@@ -167,14 +178,15 @@ const problemShape = (p: GemmProblem): GemmShape => ({
 });
 
 /**
- * The configurations to try at a shape, best bets first after the rules' own kernel: configurations are
+ * The configurations to try at a shape, best bets first after the rules' own kernel (and after `seed`, a
+ * previous table's choice for the shape, where given and runnable): configurations are
  * taken from each family in turn (registry, sgmat, dot4-wide, dot4-tiled), so a short budget still
  * compares families; within the subgroup-matrix family, split-K first at M <= 128 (last above), larger
  * tiles first where the shape fills them; at M <= 128, the registry's skinny kernels (gemv, split-K)
  * first. Only kernels that read rhs values of the width it is prepacked in: a 4-bit rhs (the '-u4'
  * classes) two per byte where the adapter reads nibbles (gemv-u4, split-K u4, the sgmat '-u4' tilings).
  */
-export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel): GpuGemmKernel[] {
+export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKernel, seed?: KernelConfig): GpuGemmKernel[] {
   const width = PACK_FORMATS[prepackFormat(caps, 'rhs', shape.bitDepth?.rhs ?? 8)].valueBits;
   const readsRhs = (k: GpuGemmKernel) => PACK_FORMATS[kernelFormats(k).rhs].valueBits === width;
   const byFamily = new Map<string, KernelConfig[]>();
@@ -202,6 +214,7 @@ export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKe
   const lists = [...byFamily.values()];
   const out: GpuGemmKernel[] = [rules];
   const seen = new Set([rules.id]);
+  if (seed) lists.unshift([seed]);
   for (let i = 0; lists.some((l) => i < l.length); i++) {
     for (const l of lists) {
       if (i >= l.length) continue;
@@ -216,9 +229,37 @@ export function candidates(caps: AdapterCaps, shape: GemmShape, rules: GpuGemmKe
   return out;
 }
 
+/**
+ * The tuner's search at one shape (TuneBudget.sweepShape's `pick`): after the rules' kernel, the seed's
+ * (where there is one); then, turn about, the untried configuration nearest the fastest measured so far
+ * (configDistance at most 2, the nearest first, in the candidates' order among equals) and the next in
+ * the candidates' order (every family keeps its turn); with a seed, two nearest for each next, since the
+ * seed's neighbourhood is where a re-tune looks first.
+ */
+export function searchPick(
+  configOf: (id: string) => KernelConfig,
+  seedId: string | undefined,
+): (left: readonly { id: string }[], measured: readonly { candidate: { id: string }; m: { ms: number } }[]) => number {
+  let turn = 0;
+  return (left, measured) => {
+    const seedAt = seedId === undefined ? -1 : left.findIndex((c) => c.id === seedId);
+    if (seedAt >= 0) return seedAt;
+    turn++;
+    if (!measured.length || turn % (seedId === undefined ? 2 : 3) === 0) return 0;
+    const best = configOf(measured.reduce((a, b) => (b.m.ms < a.m.ms ? b : a)).candidate.id);
+    let at = 0;
+    let nearest = 3;
+    for (const [i, c] of left.entries()) {
+      const d = configDistance(best, configOf(c.id));
+      if (d < nearest) [at, nearest] = [i, d];
+    }
+    return at;
+  };
+}
+
 /** Sweeps, verifies, and returns the tuning table of this adapter. */
 export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
-  const { budgetMs, classes } = checkOptions(opts);
+  const { budgetMs, classes, seed: seedOption } = checkOptions(opts);
   const log = opts.onProgress ?? (() => {});
   const clock = opts.clock ?? performanceClock;
   const t0 = clock.now();
@@ -228,7 +269,13 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     const probe = await GpuContext.create({ device });
     const caps = probe.caps;
     const toggles = describeToggles(acquired.toggles);
+    const seed = seedOption === undefined ? probe.tuning.table : seedOption;
     probe.destroy();
+    if (seed && !tableMatches(seed, tuningAdapter(acquired.summary))) {
+      throw new InputError('seed.adapter', `the seed table was measured on another adapter (${describeAdapter(acquired.summary)} here)`);
+    }
+    const configById = new Map([...(seed?.entries.map((e) => e.kernel) ?? []), ...candidateConfigs(caps)].map((c) => [kernelOf(c).id, c]));
+    const configOf = (id: string): KernelConfig => configById.get(id) ?? { family: 'registry', id };
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
     const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
       warmupMs: WARMUP_MS,
@@ -270,9 +317,11 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       const shape = shapeOf(mnk, bits);
       // The rules' kernel for the rhs as it is prepacked (4-bit classes: nibbles where the adapter reads them).
       const rules = selectGemmKernel(caps, shape, { force: '', rhsPackFormat: prepackFormat(caps, 'rhs', bits) });
-      const list = candidates(caps, shape, rules).slice(0, opts.maxCandidates ?? Infinity);
+      const seedEntry = seed ? tunedEntry(seed, shape) : null;
+      const list = candidates(caps, shape, rules, seedEntry?.kernel).slice(0, opts.maxCandidates ?? Infinity);
       const byId = new Map(list.map((k) => [k.id, k]));
-      const family = (k: GpuGemmKernel) => candidateConfigs(caps).find((c) => kernelOf(c).id === k.id)?.family ?? 'registry';
+      const seedId = seedEntry && byId.has(kernelOf(seedEntry.kernel).id) ? kernelOf(seedEntry.kernel).id : undefined;
+      const family = (k: GpuGemmKernel) => configOf(k.id).family;
       const where = `${cls} ${mnk.join('x')}`;
       const result = await budget.sweepShape(
         i,
@@ -284,20 +333,19 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
           return m;
         },
         () => verifier.predictOwn(cls),
+        searchPick(configOf, seedId),
       );
       for (const x of result.skipped) {
         skipped.push({ class: cls, shape: mnk.join('x'), ...x });
         log(`${where}: ${x.id} skipped (${x.why})`);
       }
       const rulesMs = result.measured.find((x) => x.candidate.id === rules.id)?.m.ms;
+      const seedMs = result.measured.find((x) => x.candidate.id === seedId)?.m.ms;
       let best: (typeof result.measured)[number] | null = null;
       for (const x of result.measured) if (!best || x.m.ms < best.m.ms) best = x;
       if (!best) continue;
       const winner = byId.get(best.candidate.id) as GpuGemmKernel;
-      const config = candidateConfigs(caps).find((c) => kernelOf(c).id === winner.id) ?? {
-        family: 'registry' as const,
-        id: winner.id,
-      };
+      const config = configOf(winner.id);
       entries.push({
         class: cls,
         shape: { M: mnk[0], N: mnk[1], K: mnk[2] },
@@ -308,6 +356,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         cv: best.m.cv,
         rulesId: rules.id,
         ...(rulesMs === undefined ? {} : { rulesMs }),
+        ...(seedId === undefined ? {} : { seedId, ...(seedMs === undefined ? {} : { seedMs }) }),
         tried: result.measured.length,
         winner,
       });

@@ -122,6 +122,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .option('--budget <time>', 'time budget, e.g. 30s or 5m (default 5m)')
     .option('--classes <list>', 'shape classes, comma-separated: square, decode, conv, decode-u4 (default all)')
     .option('--out <file>', 'where the table goes', 'qgemm-tuning.json')
+    .option('--seed <file>', 'a table of this adapter to search around (default: its committed table, if any; none: no seed)')
     .option('--json', 'print the full report as JSON')
     .addHelpText('after', '\nUse the table with --tuning FILE (gemm, run, info) or GpuContext.create({ tuning }).')
     .action((o) => run(cmdTune(o, io)));
@@ -213,8 +214,9 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       return 2;
     }
     if (e instanceof InputError) {
-      // The context's `tuning` option is the --tuning flag's table here (a table of another adapter).
-      const flag = e.field === 'tuning' || e.field.startsWith('tuning.') ? '--' : '';
+      // The context's `tuning` option is the --tuning flag's table here (a table of another adapter), and
+      // tune()'s `seed` the --seed flag's.
+      const flag = /^(tuning|seed)(\.|$)/.test(e.field) ? '--' : '';
       io.err(`qgemm: error: ${flag}${oneLine(e.message)}\n`);
       return 2;
     }

@@ -58,6 +58,7 @@ export interface TuneCliOptions {
   budget?: string;
   classes?: string;
   out: string;
+  seed?: string;
   json?: boolean;
 }
 
@@ -68,8 +69,15 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   if (budgetMs !== undefined) checkBudget(budgetMs, '--budget');
   const classes = o.classes === undefined ? undefined : parseClasses('--classes', o.classes);
   const files = new InputFiles(new MemoryBudget(1));
+  const seed = o.seed === undefined ? undefined : o.seed === 'none' ? null : readTuningFile('--seed', o.seed);
+  for (const r of seed?.inputs ?? []) files.read.push(r); // the table written never replaces its seed
   const out = checkOut('--out', resolve(o.out), files); // before the sweep: a bad path fails in a second
-  const report = await tune({ budgetMs, classes, onProgress: (line) => io.err(`qgemm tune: ${line}\n`) });
+  const report = await tune({
+    budgetMs,
+    classes,
+    ...(seed === undefined ? {} : { seed: seed?.gpu.tuning ?? null }),
+    onProgress: (line) => io.err(`qgemm tune: ${line}\n`),
+  });
   // A table with no entry would replace a tuned one with the rules: a budget too short measures nothing.
   // (Winners measured but refused by verification are written and listed as such, as before.)
   if (!report.table.entries.length && !report.refused.length) {
@@ -85,7 +93,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   }
   const lines = [`tuned on ${report.device}: ${report.table.entries.length} entries -> ${o.out}`];
   lines.push(
-    'class     | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | verified',
+    'class     | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | seed ms   | verified',
   );
   for (const e of report.table.entries) {
     const shape = `${e.shape.M}x${e.shape.N}x${e.shape.K}`;
@@ -100,6 +108,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
         `${(100 * (e.cv ?? 0)).toFixed(1)}%`.padStart(5),
         (e.rulesId ?? '').padEnd(22),
         (e.rulesMs === undefined ? '-' : e.rulesMs.toFixed(4)).padEnd(9),
+        (e.seedMs === undefined ? '-' : e.seedMs.toFixed(4)).padEnd(9),
         verified,
       ].join(' | '),
     );

@@ -9,8 +9,8 @@
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
-import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
-import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
+import { type Dot4TiledConfig, dot4TiledId, dot4TiledKernel } from './dot4-tiled/kernel.ts';
+import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideId, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
 import {
   BOTH_DIRECT_BASES,
@@ -18,6 +18,7 @@ import {
   DEFAULT_TILING,
   isSplitK,
   SPLIT_KS,
+  SPLITK_TILING,
   type SgmatTiling,
   sgmatTilings,
   TILE_SIDES,
@@ -266,4 +267,54 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
   ] as const)
     out.push({ family: 'dot4-tiled', dot4, tileM: 64, tileN: 64, tileKW: 16, threadM, threadN });
   return out;
+}
+
+/**
+ * A configuration as its tunable family names it: the registry's subgroup-matrix and dot4 kernels are
+ * their families' defaults ('sgmat-64x64' is the default tiling, 'dot4-64x64' the 64-tile of dot4-tiled),
+ * with every optional parameter spelt out at its default; any other registry kernel stays as it is.
+ */
+function spelt(c: KernelConfig): Record<string, unknown> {
+  let t: KernelConfig = c;
+  if (c.family === 'registry') {
+    const twins: KernelConfig[] = [
+      ...[DEFAULT_TILING, SPLITK_TILING].flatMap((x) => [
+        { family: 'sgmat' as const, ...x },
+        { family: 'sgmat' as const, ...x, rhsBits: 4 as const },
+      ]),
+      ...(['native', 'emulated'] as const).flatMap((dot4) => [
+        { family: 'dot4-wide' as const, dot4, ...DOT4_WIDE_DEFAULT },
+        ...([64, 32] as const).map((tile) => ({ family: 'dot4-tiled' as const, dot4, tileM: tile, tileN: tile, tileKW: 16 as const })),
+      ]),
+    ];
+    const id = (x: KernelConfig) =>
+      x.family === 'sgmat'
+        ? `${tilingId(x)}${x.rhsBits === 4 ? '-u4' : ''}`
+        : x.family === 'dot4-wide'
+          ? dot4WideId(x, x.dot4)
+          : x.family === 'dot4-tiled'
+            ? dot4TiledId(x, x.dot4)
+            : x.id;
+    t = twins.find((x) => id(x) === c.id) ?? c;
+  }
+  const defaults: Record<string, Record<string, unknown>> = {
+    sgmat: { splitK: 1, rhsDirect: false, lhsDirect: false, rhsBits: 8 },
+    'dot4-tiled': { threadM: 4, threadN: 4, vecWords: 4 },
+    'dot4-wide': { threadM: 8, threadN: 8, vecWords: 4 },
+  };
+  return { ...defaults[t.family], ...Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined)) };
+}
+
+/**
+ * How many parameters two configurations differ in (the tuner's neighbourhood, src/tune.ts): 0 for the
+ * same kernel (a registry id and its family's default alike), 1 for a tiling one parameter away;
+ * Infinity across families, and between two registry kernels that are not one family's defaults.
+ */
+export function configDistance(a: KernelConfig, b: KernelConfig): number {
+  const [x, y] = [spelt(a), spelt(b)];
+  if (x.family !== y.family) return Infinity;
+  if (x.family === 'registry') return x.id === y.id ? 0 : Infinity;
+  let d = 0;
+  for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) if (x[key] !== y[key]) d++;
+  return d;
 }

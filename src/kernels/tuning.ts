@@ -53,6 +53,9 @@ export interface TuningEntry {
   rulesMs?: number;
   /** Configurations measured for this shape. */
   tried?: number;
+  /** The seed table's kernel for this shape (a re-tune, src/tune.ts) and its median GPU time in this sweep. */
+  seedId?: string;
+  seedMs?: number;
 }
 
 export interface TuningTable {
@@ -106,7 +109,7 @@ export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
         `class ${e.class} is measured with ${classRhsBits(e.class as ShapeClass)}-bit rhs, got ${shown(e.rhsBits)}`,
       );
     }
-    for (const key of ['gpuMs', 'cv', 'rulesMs', 'tried']) {
+    for (const key of ['gpuMs', 'cv', 'rulesMs', 'seedMs', 'tried']) {
       if (e[key] !== undefined && !(typeof e[key] === 'number' && Number.isFinite(e[key]) && (e[key] as number) >= 0)) {
         throw new InputError(`${f}.${key}`, `expected a non-negative number, got ${shown(e[key])}`);
       }
@@ -145,6 +148,12 @@ export interface TuningChoice {
 
 /** The kernel of table t's nearest entry of the shape's rhs bits within a factor of 2 in M, N and K, or null. */
 export function tunedKernel(t: TuningTable, shape: GemmShape): GpuGemmKernel | null {
+  const e = tunedEntry(t, shape);
+  return e ? kernelOf(e.kernel) : null;
+}
+
+/** Table t's nearest entry of the shape's rhs bits within a factor of 2 in M, N and K, or null. */
+export function tunedEntry(t: TuningTable, shape: GemmShape): TuningEntry | null {
   const bits = shape.bitDepth?.rhs ?? 8;
   if (bits > 4 && bits < 8) return null;
   let best: TuningEntry | null = null;
@@ -156,7 +165,7 @@ export function tunedKernel(t: TuningTable, shape: GemmShape): GpuGemmKernel | n
     const distance = d[0] + d[1] + d[2];
     if (distance < bestDistance) [best, bestDistance] = [e, distance];
   }
-  return best ? kernelOf(best.kernel) : null;
+  return best;
 }
 
 /**

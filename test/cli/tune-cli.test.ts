@@ -1,8 +1,9 @@
 // `qgemm tune` through the real binary (bin/qgemm.mjs, dist/node rebuilt first when stale), on the WebGPU
 // adapter (SwiftShader in CI): a 30 s budget writes a tuning table for this adapter, `qgemm info --tuning`
-// names it, and a GpuContext created with it runs its kernel at its shape. Bad input is exit 2 with one
-// line naming the flag and nothing written: a budget of 0, an unknown shape class, --backend cpu, a
-// malformed table, a table of another adapter.
+// names it, a GpuContext created with it runs its kernel at its shape, and a re-tune seeded from it
+// (--seed) measures the seed's kernels first. Bad input is exit 2 with one line naming the flag and
+// nothing written: a budget of 0, an unknown shape class, --backend cpu, a malformed table, a table of
+// another adapter (--tuning or --seed).
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -74,6 +75,37 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     expect(diffResults(await ctx.gemm(p), referenceGemm(p))).toBeNull();
     expect(ctx.lastRun.kernel).toBe(e.id);
     ctx.destroy();
+
+    // A re-tune from that table (--seed) measures each shape's seed kernel right after the rules' one and
+    // records it beside the new winner; the seed file itself is never the output.
+    const again = runBin(
+      ['tune', '--budget', '30s', '--classes', 'square', '--seed', 't.json', '--out', 't2.json'],
+      dir,
+      {},
+      { timeout: 900_000 },
+    );
+    expect(again.code, again.err).toBe(0);
+    const retuned = parseTuningTable(JSON.parse(readFileSync(join(dir, 't2.json'), 'utf8')));
+    for (const x of retuned.entries) {
+      const before = table.entries.find((y) => JSON.stringify(y.shape) === JSON.stringify(x.shape));
+      if (!before) continue;
+      expect(x.seedId).toBe(before.id);
+      if ((x.tried ?? 0) >= 2) expect(x.seedMs).toBeGreaterThan(0);
+    }
+    expectOneLine(runBin(['tune', '--seed', 't.json', '--out', 't.json'], dir), 2, '--out');
+  });
+
+  it('--seed with a malformed table or one of another adapter: exit 2 naming the field, nothing written', () => {
+    ensureBuilt();
+    const other = {
+      format: 'qgemm-tuning-1',
+      adapter: { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: '' },
+      entries: [],
+    };
+    const dir = freshDir({ 'bad.json': '{"format": "qgemm-tuning-1"', 'other.json': JSON.stringify(other) });
+    expectOneLine(runBin(['tune', '--budget', '2s', '--seed', 'bad.json', '--out', 't.json'], dir), 2, '--seed');
+    expectOneLine(runBin(['tune', '--budget', '2s', '--seed', 'other.json', '--out', 't.json'], dir), 2, '--seed.adapter');
+    expect(existsSync(join(dir, 't.json'))).toBe(false);
   });
 
   it('--tuning with a malformed table or one of another adapter: exit 2 naming the field', () => {

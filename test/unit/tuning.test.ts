@@ -9,11 +9,11 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { parseBudget, parseClasses } from '../../src/cli/tune.ts';
-import { candidateConfigs, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
+import { candidateConfigs, configDistance, type KernelConfig, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
 import { parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
 import { h100Caps } from '../support/caps.ts';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
-import { candidates, tune } from '../../src/tune.ts';
+import { candidates, searchPick, tune } from '../../src/tune.ts';
 
 const adapter = { vendor: 'nvidia', architecture: 'hopper', device: 'nvidia-h100-80gb-hbm3', description: 'NVIDIA: 580.159.04' };
 const table = (over: Partial<TuningTable> = {}): TuningTable => ({
@@ -174,6 +174,8 @@ describe("tune()'s options", () => {
       [{ budget: 1 }, 'budget'], // a misspelt budgetMs: was the default 5 minutes
       [{ onProgress: 3 }, 'onProgress'],
       [{ device: {} }, 'device'],
+      [{ seed: { format: 'qgemm-tuning-0' } }, 'seed.format'], // a seed table is checked like a --tuning one
+      [{ seed: table({ entries: [{ class: 'square', shape: { M: 0, N: 1, K: 1 } }] } as never) }, 'seed.entries[0].shape.M'],
       [5, 'options'],
     ] as const) {
       await expect(tune(opts as never), JSON.stringify(opts)).rejects.toMatchObject({ name: 'InputError', field });
@@ -308,5 +310,69 @@ describe('qgemm tune flags', () => {
     expect(parseClasses('--classes', 'square, decode')).toEqual(['square', 'decode']);
     expect(fieldOf(() => parseClasses('--classes', 'square,prefill'))).toBe('--classes');
     expect(parseClasses('--classes', 'decode-u4,conv')).toEqual(['decode-u4', 'conv']);
+  });
+});
+
+describe("the tuner's search", () => {
+  const sg = (over: Partial<Record<string, unknown>> = {}): KernelConfig =>
+    ({ family: 'sgmat', tileM: 64, tileN: 64, sgRows: 2, sgCols: 2, kStep: 64, buffers: 2, ...over }) as KernelConfig;
+  it('configDistance counts the parameters two configurations differ in; a registry kernel is its family default', () => {
+    expect(configDistance({ family: 'registry', id: 'sgmat-64x64' }, sg())).toBe(0);
+    expect(configDistance({ family: 'registry', id: 'sgmat-64x64-sk' }, sg())).toBe(1); // splitK 0 against 1
+    expect(configDistance({ family: 'registry', id: 'sgmat-64x64-u4' }, sg({ rhsBits: 4, kStep: 32 }))).toBe(1);
+    expect(configDistance(sg({ splitK: 1 }), sg())).toBe(0); // an absent parameter is its default
+    expect(configDistance(sg({ tileM: 256, tileN: 128, sgRows: 4 }), sg({ tileM: 256, tileN: 128, sgRows: 4, buffers: 1 }))).toBe(1);
+    expect(configDistance(sg({ rhsDirect: true }), sg())).toBe(1);
+    const d4 = { family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 64, tileKW: 16 } as const;
+    expect(configDistance({ family: 'registry', id: 'dot4-64x64' }, d4)).toBe(0);
+    expect(configDistance(d4, { ...d4, threadM: 4, vecWords: 2 })).toBe(1);
+    expect(
+      configDistance(
+        { family: 'registry', id: 'dot4-128x128' },
+        { family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 16 },
+      ),
+    ).toBe(1);
+    expect(configDistance({ family: 'registry', id: 'gemv' }, { family: 'registry', id: 'gemv-workgroup' })).toBe(Infinity);
+    expect(configDistance({ family: 'registry', id: 'gemv' }, { family: 'registry', id: 'gemv' })).toBe(0);
+    expect(configDistance(sg(), d4)).toBe(Infinity);
+  });
+
+  it("a seed's kernel comes right after the rules' kernel; the search then turns to the fastest one's neighbours", () => {
+    const caps = h100Caps();
+    const s = shape(4096, 4096, 4096);
+    const rules = selectGemmKernel(caps, s, { force: '' });
+    const seed = sg({ tileM: 256, tileN: 128, sgRows: 4, buffers: 1 });
+    const list = candidates(caps, s, rules, seed);
+    expect(list.map((k) => k.id).slice(0, 2)).toEqual(['sgmat-64x64', 'sgmat-256x128-w4x2-k64-b1']);
+    expect(new Set(list.map((k) => k.id)).size).toBe(list.length);
+    expect(candidates(caps, s, rules, { family: 'registry', id: 'sgmat-64x64' }).map((k) => k.id)).toEqual(
+      candidates(caps, s, rules).map((k) => k.id),
+    ); // a seed that is the rules' kernel changes nothing
+
+    const configs = new Map(candidateConfigs(caps).map((c) => [kernelOf(c).id, c]));
+    const configOf = (id: string): KernelConfig => configs.get(id) ?? { family: 'registry', id };
+    const left = list.slice(1).map((k) => ({ id: k.id }));
+    const measured: { candidate: { id: string }; m: { ms: number } }[] = [{ candidate: { id: 'sgmat-64x64' }, m: { ms: 4.5 } }];
+    const take = (pick: ReturnType<typeof searchPick>) => {
+      const [c] = left.splice(pick(left, measured), 1);
+      return c.id;
+    };
+    const pick = searchPick(configOf, 'sgmat-256x128-w4x2-k64-b1');
+    expect(take(pick)).toBe('sgmat-256x128-w4x2-k64-b1');
+    measured.push({ candidate: { id: 'sgmat-256x128-w4x2-k64-b1' }, m: { ms: 1.27 } });
+    // Two of every three picks: the untried configuration nearest the fastest (one parameter away).
+    const next = [take(pick), take(pick)];
+    for (const id of next) expect(configDistance(configOf(id), seed)).toBe(1);
+    // The third: the next in the candidates' order, whatever its family.
+    const inOrder = left[0].id;
+    expect(configDistance(configOf(inOrder), seed)).toBeGreaterThan(1);
+    expect(take(pick)).toBe(inOrder);
+
+    // Without a seed, neighbours and the candidates' order take turns.
+    const plain = searchPick(configOf, undefined);
+    const rest = [...left];
+    const first = plain(rest, measured);
+    expect(configDistance(configOf(rest[first].id), seed)).toBe(1);
+    expect(plain(rest, measured)).toBe(0);
   });
 });
