@@ -78,7 +78,7 @@ export default defineConfig(({ mode }) => {
       target: 'node20',
       rollupOptions: {
         input: (bench
-          ? { bench: 'bench/main.ts' }
+          ? { bench: 'bench/main.ts', token: 'bench/token.ts' }
           : { index: 'src/index.ts', cpu: 'src/cpu.ts', cli: 'src/cli/main.ts', launch: 'src/cli/launch.ts' }) as Record<string, string>,
         external: ['webgpu'],
         output: {

@@ -8,12 +8,15 @@
 # with the verification of its winners; the table it writes serves the bench through --tuning), then the
 # bench twice (squares, decode, the suite's two conv layers and three deep ones: 14x14x256, 7x7x512 and
 # 2x2x512 inputs, 3x3 filters; `resident`; qgemm, tfjs f32, onnxruntime's MatMulNBits-8), so the spread
-# between passes is known; then, in the time left, 128x11008² with 8- and 4-bit weights; and prints
-# short tables last (bench/device-summary.mjs: verify, tune, the passes); it exits non-zero where a stage
-# failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (9 files:
-# verify.json, tune.json, tuning.json, bench1.json, bench2.json, bench-u4.json, clocks.csv, gpu.csv,
-# run.log). Each stage has its own time limit (60 + 240 + 2 x 110 s, about 15 s to unpack, and the 4-bit
-# pass whatever is left of 535 s; every bench cell warms the GPU's clocks for 0.5 s first, bench/timing.ts), so the whole run ends within 9 minutes.
+# between passes is known; then, in the time left, one token through four 4096² fully connected layers
+# (dist/node/token.js, bench/token.ts: Sequential.run's wall against the sum of its GPU times) and
+# 1x11008² and 128x11008² with 8- and 4-bit weights; and prints short tables last
+# (bench/device-summary.mjs: verify, tune, the passes, the token); it exits non-zero where a stage
+# failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (10 files:
+# verify.json, tune.json, tuning.json, bench1.json, bench2.json, token.json, bench-u4.json, clocks.csv,
+# gpu.csv, run.log). Each stage has its own time limit (60 + 240 + 2 x 110 s, about 15 s to unpack, the
+# token 30 s where 60 are left, and the 4-bit pass whatever is left of 535 s; every bench cell warms the
+# GPU's clocks for 0.5 s first, bench/timing.ts), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -76,16 +79,29 @@ for pass in 1 2; do
   grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
   ended "bench pass $pass" "$B" "$OUT/bench$pass.json"
 done
+# One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
+# and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
+LEFT=$(( 535 - ($(date +%s) - T0) ))
+if [ "$LEFT" -ge 60 ]; then
+  stage "token"
+  timeout 30 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > /tmp/token.out 2>&1
+  B=$?
+  grep -v 'deprecated builtin' /tmp/token.out >> "$LOG"
+  ended token "$B" "$OUT/token.json"
+else
+  say "token skipped: $LEFT s left"
+fi
 # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
-# onnxruntime's MatMulNBits-8 and -4, in what is left of the 9 minutes (the stages above rarely use their
-# whole limits); skipped with a line in run.log when under 45 s are left.
+# onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008², in what is left of the 9
+# minutes (the stages above rarely use their whole limits); skipped with a line in run.log when under 45
+# s are left.
 LEFT=$(( 535 - ($(date +%s) - T0) ))
 if [ "$LEFT" -ge 45 ]; then
   stage "bench 4-bit ($LEFT s left)"
   # shellcheck disable=SC2086
   timeout "$LEFT" $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
-    --shapes 128x11008x11008 --budget $((LEFT - 10)) $TUNING \
+    --shapes 1x11008x11008,128x11008x11008 --budget $((LEFT - 10)) $TUNING \
     --no-save --json "$OUT/bench-u4.json" > /tmp/bench.out 2>&1
   B=$?
   grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
@@ -96,6 +112,6 @@ fi
 kill "$SMI" 2>/dev/null
 stage "done"
 $N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" \
-  --verify "$OUT/verify.json" --tune "$OUT/tune.json" | tee -a "$LOG"
+  --verify "$OUT/verify.json" --tune "$OUT/tune.json" --token "$OUT/token.json" | tee -a "$LOG"
 [ -z "$FAILED" ] || say "failed or incomplete:$FAILED"
 [ -z "$FAILED" ]

@@ -4,8 +4,9 @@
 // two passes, their spread, the kernel that ran (marked UNVERIFIED where a row's result was not the
 // reference's), the TOPS of the better pass, and the peers' GPU times (tfjs f32, onnxruntime
 // MatMulNBits-8) from the same passes; then, from the 4-bit pass, qgemm with 8- and 4-bit weights beside
-// MatMulNBits-8 and -4. Plain Node, no dependencies (it runs on the bare GPU machine).
-// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
+// MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); then the token through a
+// Sequential (bench/token.ts). Plain Node, no dependencies (it runs on the bare GPU machine).
+// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json] [--token token.json]
 import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
@@ -48,9 +49,10 @@ if (tuneFile) {
   const entries = t?.table?.entries;
   if (!entries) console.log('tune: no report (see run.log)');
   else {
-    const out = ['tune: class shape | winner | ms | rules | rules ms | tried'];
+    const out = ['tune: class shape | winner | ms | rules | rules ms | seed | seed ms | tried'];
     for (const e of entries) {
-      out.push([`${e.class} ${e.shape.M}x${e.shape.N}x${e.shape.K}`, e.id, f(e.gpuMs), e.rulesId, f(e.rulesMs), e.tried].join(' | '));
+      const shape = `${e.class} ${e.shape.M}x${e.shape.N}x${e.shape.K}`;
+      out.push([shape, e.id, f(e.gpuMs), e.rulesId, f(e.rulesMs), e.seedId ?? '-', f(e.seedMs), e.tried].join(' | '));
     }
     for (const r of t.refused ?? []) out.push(`  refused ${r.id}: ${r.detail}`);
     console.log(out.join('\n'));
@@ -100,15 +102,34 @@ if (u4File) {
     const row = u4.get(k);
     const ms = r.gpuMedianMs ?? null;
     const kernel = `${r.kernel ?? ''}${r.verified === true ? '' : ' UNVERIFIED'}`;
-    if (r.impl === 'qgemm' && r.backend === 'webgpu') row[`q${r.rhsBits ?? 8}`] = { ms, kernel };
-    else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort8 = ms;
-    else if (r.impl === 'onnxruntime-webgpu-matmulnbits4') row.ort4 = ms;
+    if (r.impl === 'qgemm' && r.backend === 'webgpu') row[`q${r.rhsBits ?? 8}`] = { ms, kernel, wall: r.medianMs };
+    else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort8 = { ms, wall: r.medianMs };
+    else if (r.impl === 'onnxruntime-webgpu-matmulnbits4') row.ort4 = { ms, wall: r.medianMs };
   }
-  const out = ['', 'shape | qgemm 8-bit ms | kernel | qgemm 4-bit ms | kernel | 4-bit / 8-bit | ort nbits8 ms | ort nbits4 ms'];
+  const out = [
+    '',
+    'shape | qgemm 8-bit ms | kernel | qgemm 4-bit ms | kernel | 4-bit / 8-bit | ort nbits8 ms | ort nbits4 ms | wall ms: qgemm 8-bit, ort nbits8',
+  ];
   for (const [k, r] of u4) {
     const ratio = r.q8?.ms && r.q4?.ms ? `${(r.q4.ms / r.q8.ms).toFixed(2)}x` : '-';
-    out.push([k, f(r.q8?.ms), r.q8?.kernel ?? '-', f(r.q4?.ms), r.q4?.kernel ?? '-', ratio, f(r.ort8), f(r.ort4)].join(' | '));
+    const walls = `${f(r.q8?.wall)}, ${f(r.ort8?.wall)}`;
+    out.push(
+      [k, f(r.q8?.ms), r.q8?.kernel ?? '-', f(r.q4?.ms), r.q4?.kernel ?? '-', ratio, f(r.ort8?.ms), f(r.ort4?.ms), walls].join(' | '),
+    );
   }
   if (u4.size === 0) out.push('(no 4-bit pass: see run.log)');
   console.log(out.join('\n'));
+}
+
+// The token (dist/node/token.js): Sequential.run's wall against the sum of its layers' GPU times.
+const tokenFile = option('token');
+if (tokenFile) {
+  const t = read(tokenFile, null);
+  if (!t?.what) console.log('\ntoken: no report (see run.log)');
+  else {
+    const verdict = t.verified ? 'verified' : `NOT VERIFIED (${t.mismatches} differ)`;
+    console.log(
+      `\ntoken: ${t.what}: wall ${f(t.wallMs)} ms back to back, ${f(t.afterPauseWallMs)} after a pause; GPU ${f(t.sumGpuMs)} ms summed over the layers (${t.kernels.join(', ')}), ${f(t.runGpuMs)} for the run; wall / GPU ${t.wallOverSumGpu.toFixed(2)}; ${verdict}`,
+    );
+  }
 }

@@ -45,7 +45,7 @@ describe('bench/device-run.sh', () => {
     expect(passes.options.tuning).toEqual({});
     expect(u4.options.rhsBits).toEqual([8, 4]);
     expect(u4.options.impls).toEqual(['qgemm', 'onnxruntime-webgpu-matmulnbits8', 'onnxruntime-webgpu-matmulnbits4']);
-    expect(u4.options.shapes.map((s) => `${s.m}x${s.n}x${s.k}`)).toEqual(['128x11008x11008']);
+    expect(u4.options.shapes.map((s) => `${s.m}x${s.n}x${s.k}`)).toEqual(['1x11008x11008', '128x11008x11008']);
   });
 
   it('the summary reads the JSON files the bench commands write', () => {
@@ -53,8 +53,9 @@ describe('bench/device-run.sh', () => {
     expect(written).toEqual(['bench$pass.json', 'bench-u4.json']);
     const summary = script.split('\n').find((l) => /^\$N bench\/device-summary\.mjs/.test(l)) ?? '';
     expect(summary).toContain(
-      '"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"',
+      '"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json" --token "$OUT/token.json"',
     );
+    expect(script).toContain('dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json"');
     // The files the verify and tune stages write are the ones it reads.
     expect(script).toContain('verify --backend webgpu --json > "$OUT/verify.json"');
     expect(script).toMatch(/tune --backend webgpu .*--json > "\$OUT\/tune\.json"/);
@@ -69,14 +70,15 @@ describe('bench/device-run.sh', () => {
       'tune $? "$OUT/tune.json"',
       '"bench pass $pass" "$B" "$OUT/bench$pass.json"',
       '"bench 4-bit" "$B" "$OUT/bench-u4.json"',
+      'token "$B" "$OUT/token.json"',
     ])
       expect(script).toContain(`ended ${stage}`);
-    expect(script).not.toMatch(/bench\.js[^\n]*\|/);
+    expect(script).not.toMatch(/(bench|token)\.js\b[^\n]*\|/);
   });
 
   it('its stage limits fit 9 minutes, the 4-bit pass in what is left', () => {
     const limits = [...script.matchAll(/timeout (\d+) /g)].map((m) => Number(m[1]));
-    expect(limits).toEqual([60, 240, 110]); // verify, tune, each bench pass
+    expect(limits).toEqual([60, 240, 110, 30]); // verify, tune, each bench pass, the token (where 60 s are left)
     const cap = Number(/LEFT=\$\(\( (\d+) -/.exec(script)?.[1]);
     expect(60 + 240 + 2 * 110 + 15).toBeLessThanOrEqual(cap); // unpack about 15 s: at worst the 4-bit pass is skipped
     expect(cap).toBeLessThanOrEqual(540);

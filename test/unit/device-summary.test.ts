@@ -1,7 +1,8 @@
 // The short tables bench/device-run.sh prints last (bench/device-summary.mjs), on bench JSON shaped as
 // the harness writes it: each `resident` row has an after-pause row beside it with no GPU time, which
 // the table must not take for the back-to-back row's; a qgemm row not verified is marked; the 4-bit pass
-// has its own table; verify's and the tuner's reports come first.
+// has its own table (with the walls of qgemm's 8-bit and MatMulNBits-8's rows); verify's and the tuner's
+// reports come first; the token through a Sequential comes last.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -56,13 +57,13 @@ describe('bench/device-summary.mjs', () => {
 
   it('prints the 4-bit pass as its own table, or says it is missing', () => {
     const u4 = write('u4.json', [
-      ...pair('qgemm', 128, 11008, 0.4, { rhsBits: 8, kernel: 'sgmat-64x64', verified: true }),
+      ...pair('qgemm', 128, 11008, 0.4, { rhsBits: 8, kernel: 'sgmat-64x64', verified: true, medianMs: 0.9 }),
       ...pair('qgemm', 128, 11008, 0.3, { rhsBits: 4, kernel: 'sgmat-64x64-u4', verified: true }),
-      ...pair('onnxruntime-webgpu-matmulnbits8', 128, 11008, 0.8, { rhsBits: 8 }),
+      ...pair('onnxruntime-webgpu-matmulnbits8', 128, 11008, 0.8, { rhsBits: 8, medianMs: 2.5 }),
       ...pair('onnxruntime-webgpu-matmulnbits4', 128, 11008, 0.7, { rhsBits: 4 }),
     ]);
     const out = summary(p1, p2, '--u4', u4);
-    expect(out).toContain('128x11008x11008 | 0.4000 | sgmat-64x64 | 0.3000 | sgmat-64x64-u4 | 0.75x | 0.8000 | 0.7000');
+    expect(out).toContain('128x11008x11008 | 0.4000 | sgmat-64x64 | 0.3000 | sgmat-64x64-u4 | 0.75x | 0.8000 | 0.7000 | 0.9000, 2.500');
     expect(out).not.toMatch(/^128x11008x11008 \| -/m); // not in the 8-bit table
     expect(summary(p1, p2, '--u4', join(dir, 'absent.json'))).toContain('(no 4-bit pass: see run.log)');
   });
@@ -93,6 +94,8 @@ describe('bench/device-summary.mjs', () => {
             gpuMs: 1.1,
             rulesId: 'sgmat-64x64',
             rulesMs: 2.2,
+            seedId: 'sgmat-256x128-w4x2-k64-b1',
+            seedMs: 1.27,
             tried: 12,
           },
         ],
@@ -101,11 +104,33 @@ describe('bench/device-summary.mjs', () => {
     });
     const out = summary(p1, p2, '--verify', verify, '--tune', tune).split('\n');
     expect(out.slice(0, 2)).toEqual(['verify: 1 of 2 kernels exact -- FAILED', '  sgmat-64x64-u4: 1 mismatches of 2 (dst[3] 7 != 8)']);
-    expect(out).toContain('square 4096x4096x4096 | sgmat-128x128-w4x2-k64-b2 | 1.100 | sgmat-64x64 | 2.200 | 12');
+    expect(out).toContain(
+      'square 4096x4096x4096 | sgmat-128x128-w4x2-k64-b2 | 1.100 | sgmat-64x64 | 2.200 | sgmat-256x128-w4x2-k64-b1 | 1.270 | 12',
+    );
     expect(out).toContain('  refused sgmat-64x64-dd: dst[0] 1 != 2');
     expect(out.findIndex((l) => l.startsWith('4096x4096x4096'))).toBeGreaterThan(out.findIndex((l) => l.startsWith('square')));
     const missing = summary(p1, p2, '--verify', join(dir, 'absent.json'), '--tune', join(dir, 'absent.json'));
     expect(missing).toContain('verify: no report (see run.log)');
     expect(missing).toContain('tune: no report (see run.log)');
+  });
+
+  it("prints the token's wall against its GPU time, and its verdict, or says the report is missing", () => {
+    const token = writeJson('token.json', {
+      what: 'one token (1 x 4096, uint8) through 4 fully connected 4096 x 4096 layers',
+      kernels: ['gemv-workgroup'],
+      verified: true,
+      mismatches: 0,
+      wallMs: 0.5,
+      afterPauseWallMs: 2.1,
+      sumGpuMs: 0.08,
+      runGpuMs: 0.07,
+      wallOverSumGpu: 6.25,
+    });
+    const out = summary(p1, p2, '--token', token);
+    expect(out).toContain(
+      'token: one token (1 x 4096, uint8) through 4 fully connected 4096 x 4096 layers: wall 0.5000 ms back to back, 2.100 after a pause; ' +
+        'GPU 0.0800 ms summed over the layers (gemv-workgroup), 0.0700 for the run; wall / GPU 6.25; verified',
+    );
+    expect(summary(p1, p2, '--token', join(dir, 'absent.json'))).toContain('token: no report (see run.log)');
   });
 });

@@ -1,0 +1,147 @@
+// One token through a Sequential of fully connected layers on the GPU: the decode loop as a user runs it
+// (pack -> gemm -> output per layer, chained on the device by Sequential.run, one read-back at the end;
+// docs/gpu.md "One token through a Sequential"). Bundled by vite to dist/node/token.js beside the bench,
+// so bench/device-run.sh runs it on a bare GPU machine. It times, in one process on one device:
+//   - wall: `runs` calls of Sequential.run back to back (a context without timestamps), after 0.5 s of
+//     calls that raise the clocks; and `paused` single calls, each after 200 ms idle;
+//   - GPU: each layer's GEMM on its own (a context with timestamps: the layer's problem, its rhs
+//     prepacked, the token's lhs from the CPU) summed over the layers, per run; and the GPU time of the
+//     run itself, where Sequential.run reports it (a chain of GEMMs);
+// and checks the token's output against the CPU path (runLayers, backend 'cpu') bit for bit.
+// usage: node dist/node/token.js [--layers 4] [--width 4096] [--runs 50] [--paused 5] [--json FILE]
+// (QGEMM_DAWN_NODE names a dawn.node to load instead of the `webgpu` package.)
+
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { type FullyConnectedParams, layerGemm } from '../src/layers/layers.ts';
+import { runLayers, Sequential, type SequentialLayer } from '../src/layers/sequential.ts';
+import { GpuContext } from '../src/scheduler/context.ts';
+import { stats } from './timing.ts';
+
+const median = (xs: number[]) => stats(xs).medianMs;
+
+const { values } = parseArgs({
+  options: {
+    layers: { type: 'string', default: '4' },
+    width: { type: 'string', default: '4096' },
+    runs: { type: 'string', default: '50' },
+    paused: { type: 'string', default: '5' },
+    json: { type: 'string' },
+  },
+});
+const count = (flag: string, text: string, least: number) => {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < least) {
+    process.stderr.write(`token: --${flag}: expected an integer of at least ${least}, got ${JSON.stringify(text)}\n`);
+    process.exit(2);
+  }
+  return n;
+};
+const layers = count('layers', values.layers, 1);
+const width = count('width', values.width, 1);
+const runs = count('runs', values.runs, 1);
+const paused = count('paused', values.paused, 0);
+
+/** The layers: uint8 weights, per-tensor scales, int32 bias, RELU between layers; seeded. */
+function tokenLayers(): { fc: SequentialLayer[]; x: { data: Uint8Array; shape: number[] } } {
+  let seed = 20261128;
+  const next = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed >>> 16;
+  };
+  let input = { scale: 0.02, zeroPoint: 128 };
+  const fc: SequentialLayer[] = [];
+  for (let i = 0; i < layers; i++) {
+    const output = { scale: Math.fround(0.02 + (next() % 100) / 10000), zeroPoint: 100 + (next() % 50) };
+    const weights = {
+      data: Uint8Array.from({ length: width * width }, () => next() % 256),
+      shape: [width, width],
+      scale: 0.004,
+      zeroPoint: 120,
+    };
+    const bias = Int32Array.from({ length: width }, () => (next() % 4001) - 2000);
+    fc.push({
+      op: 'fullyConnected',
+      params: { input, weights, bias, output, activation: i === layers - 1 ? 'NONE' : 'RELU' },
+    } as SequentialLayer);
+    input = output;
+  }
+  return { fc, x: { data: Uint8Array.from({ length: width }, () => next() % 256), shape: [1, width] } };
+}
+
+const { fc, x } = tokenLayers();
+const ctx = await GpuContext.create();
+const timedCtx = await GpuContext.create({ device: ctx.device, timestamps: true });
+const seq = await Sequential.create(ctx, fc);
+const timedSeq = await Sequential.create(timedCtx, fc);
+// Each layer's GEMM as the run derives it (src/layers/layers.ts), rhs prepacked, a 1 x width lhs.
+const layerProblems = [];
+for (const layer of fc) {
+  const p = (layer as { params: FullyConnectedParams }).params;
+  const { rhs, lhsZeroPoint, rhsZeroPoint, pipeline } = layerGemm('FULLY_CONNECTED', 'uint8', width, p.weights, 'weights', width, p);
+  const lhs = { data: x.data, rows: 1, cols: width, order: 'row-major' as const };
+  layerProblems.push({ lhs, rhs: await timedCtx.prepack('rhs', rhs), lhsZeroPoint, rhsZeroPoint, pipeline });
+}
+
+const want = (await runLayers(fc, x, { backend: 'cpu' })).data;
+const got = (await seq.run(x)).data;
+let mismatches = 0;
+for (let i = 0; i < want.length; i++) if (want[i] !== got[i]) mismatches++;
+
+for (const end = performance.now() + 500; performance.now() < end; ) await seq.run(x); // the clocks rise
+const walls: number[] = [];
+for (let i = 0; i < runs; i++) {
+  const t0 = performance.now();
+  await seq.run(x);
+  walls.push(performance.now() - t0);
+}
+const sums: number[] = [];
+const runGpu: number[] = [];
+const kernels = new Set<string>();
+for (let i = 0; i < runs; i++) {
+  let sum = 0;
+  for (const lp of layerProblems) {
+    const timing = { gpuMs: null as number | null };
+    await timedCtx.gemm(lp, timing);
+    sum += timing.gpuMs ?? Number.NaN;
+    kernels.add(String(timedCtx.lastRun.kernel));
+  }
+  sums.push(sum);
+  const timing = { gpuMs: null as number | null };
+  await timedSeq.run(x, { timing });
+  if (timing.gpuMs !== null) runGpu.push(timing.gpuMs);
+}
+const pausedWalls: number[] = [];
+for (let i = 0; i < paused; i++) {
+  await new Promise((r) => setTimeout(r, 200));
+  const t0 = performance.now();
+  await seq.run(x);
+  pausedWalls.push(performance.now() - t0);
+}
+
+const report = {
+  what: `one token (1 x ${width}, uint8) through ${layers} fully connected ${width} x ${width} layers, Sequential.run, resident weights`,
+  adapter: ctx.summary,
+  kernels: [...kernels],
+  runs,
+  verified: mismatches === 0,
+  mismatches,
+  wallMs: median(walls),
+  wallMinMs: Math.min(...walls),
+  afterPauseWallMs: pausedWalls.length ? median(pausedWalls) : null,
+  sumGpuMs: median(sums),
+  runGpuMs: runGpu.length ? median(runGpu) : null,
+  wallOverSumGpu: median(walls) / median(sums),
+  node: process.version,
+};
+if (values.json) writeFileSync(values.json, `${JSON.stringify(report, null, 1)}\n`);
+const f = (v: number | null) => (v === null ? '-' : v.toFixed(3));
+console.log('token: layers x width | wall ms | after pause | sum of GPU ms | run GPU ms | wall / GPU | verified');
+console.log(
+  `token: ${layers} x ${width} | ${f(report.wallMs)} | ${f(report.afterPauseWallMs)} | ${f(report.sumGpuMs)} | ${f(report.runGpuMs)} | ${report.wallOverSumGpu.toFixed(2)} | ${report.verified ? 'yes' : `NO (${mismatches} differ)`}`,
+);
+seq.destroy();
+timedSeq.destroy();
+timedCtx.destroy();
+ctx.destroy();
+process.exit(report.verified ? 0 : 1);

@@ -1,0 +1,43 @@
+// The token through a Sequential (bench/token.ts, bundled as dist/node/token.js, which bench/device-run.sh
+// runs on a GPU machine), on this machine's adapter with tiny layers: it exits 0 with its output checked
+// against the CPU path bit for bit, and writes the JSON the device summary reads (wall back to back and
+// after a pause, the layers' GPU times summed, the run's, the kernels). A bad flag is exit 2. No timing
+// thresholds: only the shape of the report.
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
+
+vi.setConfig({ testTimeout: 300_000 });
+const gpu = await getGpu();
+const dir = mkdtempSync(join(tmpdir(), 'token-'));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  return releaseGpu();
+});
+
+describe('dist/node/token.js', () => {
+  it('a bad flag is exit 2 naming it', () => {
+    const r = spawnSync(process.execPath, ['dist/node/token.js', '--runs', '0'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^token: --runs: expected an integer of at least 1/);
+  });
+
+  it.skipIf(!gpu)('runs a token through two layers, verified, and writes its report', () => {
+    const json = join(dir, 'token.json');
+    const out = execFileSync(
+      process.execPath,
+      ['dist/node/token.js', '--layers', '2', '--width', '64', '--runs', '3', '--paused', '1', '--json', json],
+      { encoding: 'utf8' },
+    );
+    expect(out).toMatch(/^token: 2 x 64 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| yes$/m);
+    const r = JSON.parse(readFileSync(json, 'utf8'));
+    expect(r).toMatchObject({ runs: 3, verified: true, mismatches: 0 });
+    for (const key of ['wallMs', 'wallMinMs', 'afterPauseWallMs', 'sumGpuMs', 'wallOverSumGpu']) expect(r[key]).toBeGreaterThan(0);
+    expect(r.kernels.length).toBeGreaterThan(0);
+    expect(r.adapter.device).toBe(gpu!.summary.device);
+  });
+});
