@@ -28,6 +28,8 @@ export interface CandidateCost {
   setupMs: number;
   /** Wall time per call after warm-up. */
   callMs: number;
+  /** The warm-up's wall time (it runs until the calls are steady, src/tune-measure.ts), where measured. */
+  warmupMs?: number;
 }
 
 export interface SweepRules {
@@ -66,6 +68,8 @@ export class TuneBudget {
   private readonly warmSetups = new Map<string, number>();
   /** The ids of the configurations measured, most recent last (at most WARM_CONFIGURATIONS). */
   private readonly recent: string[] = [];
+  /** The latest warm-up per family, where one was measured: it runs until the calls are steady. */
+  private readonly warmups = new Map<string, number>();
   private readonly work: { macs: number; ms: number }[] = [];
   readonly start: number;
   readonly sweepEnd: number;
@@ -101,7 +105,8 @@ export class TuneBudget {
     const warm = this.isWarm(id) ? this.warmSetups.get(family) : undefined;
     const seen = warm ?? this.setups.get(family) ?? Math.max(0, ...this.setups.values());
     const call = callMs ?? 0;
-    return seen + Math.max(this.warmupOf(i), 2 * call) + this.rules.minBatches * Math.max(this.rules.batchMs, call);
+    const warmup = Math.max(this.warmupOf(i), this.warmups.get(family) ?? 0, 2 * call);
+    return seen + warmup + this.rules.minBatches * Math.max(this.rules.batchMs, call);
   }
 
   /** The smallest set-up seen (a first call: pipelines compiled), or 0 before any. */
@@ -112,6 +117,7 @@ export class TuneBudget {
   recordCandidate(family: string, cost: CandidateCost, id?: string): void {
     const setups = this.isWarm(id) ? this.warmSetups : this.setups;
     setups.set(family, Math.max(setups.get(family) ?? 0, cost.setupMs));
+    if (cost.warmupMs !== undefined) this.warmups.set(family, cost.warmupMs);
     if (id === undefined) return;
     const at = this.recent.indexOf(id);
     if (at >= 0) this.recent.splice(at, 1);

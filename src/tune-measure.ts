@@ -6,8 +6,9 @@
 // packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
 // patches are gathered or packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
 // that no cache holds one set; a warm-up of back-to-back calls (the pipelines compile first): at least
-// WARMUP_MS for a shape's first configuration (the rules' kernel), so the clocks rise, and NEXT_WARMUP_MS
-// for each later one, which starts right after the previous one's calls (its set-up in between); then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
+// WARMUP_MS for a shape's first configuration (the rules' kernel) and NEXT_WARMUP_MS for each later one,
+// then on until the GPU time per call stops falling (warmUntilSteady: the clocks have risen again after
+// the set-up's idle time), at most MAX_WARMUP_MS; then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
 // as the shape's share of the budget allows; the median of the batches' per-call times and their
 // coefficient of variation. GPU time comes from timestamp queries; an adapter without them is timed by
 // wall clock (the table's `method` says which).
@@ -24,6 +25,17 @@ import { lcgBytes } from './verify-problems.ts';
 
 export const WARMUP_MS = 500;
 export const NEXT_WARMUP_MS = 100;
+/**
+ * The longest warm-up: an H200 took about 3 s to go from its 345 MHz idle clock to 1980 MHz under the
+ * tuner's calls, and fell to 1000-1600 MHz during a configuration's set-up (pipeline compilation, about
+ * 2 s), bench/results/2026-11-28-h200-clocks.csv. A warm-up of NEXT_WARMUP_MS then measured some
+ * configurations at a low clock: 'sgmat-64x64' took 4.54 ms at 4096³ as the shape's first configuration,
+ * and 2.29 ms as 'sgmat-64x64-sk' (one K slice there: the same tile and k loop) later in the sweep.
+ */
+export const MAX_WARMUP_MS = 4000;
+/** The steady-state test's window and tolerance (warmUntilSteady). */
+export const STEADY_WINDOW_MS = 100;
+export const STEADY_TOLERANCE = 0.02;
 export const BATCH_MS = 10;
 export const MIN_BATCHES = 5;
 export const MAX_BATCHES = 15;
@@ -121,7 +133,49 @@ export interface Measured {
   ms: number;
   cv: number;
   batches: number;
+  /** The warm-up's wall time, and whether the calls were steady at its end (else it hit its cap). */
+  warmupMs: number;
+  steady: boolean;
   cost: CandidateCost;
+}
+
+/**
+ * Calls `once` (which returns a call's GPU time, else its wall time) back to back: for at least `minMs`
+ * of the clock, then on until the calls stop getting faster, at most MAX_WARMUP_MS, and never so long
+ * that MIN_BATCHES batches would end past `deadline` (where minMs has passed). Steady: the median
+ * per-call time of the last STEADY_WINDOW_MS of calls (at least one call) is within STEADY_TOLERANCE of
+ * the median of as many calls before them, or above it. Returns the calls made and whether they were
+ * steady at the end.
+ */
+export async function warmUntilSteady(
+  once: () => Promise<number>,
+  clock: Clock,
+  minMs: number,
+  deadline: number,
+): Promise<{ calls: number; steady: boolean }> {
+  const w0 = clock.now();
+  const times: number[] = [];
+  const ends: number[] = [];
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  let nextCheck = 0; // the steady test runs a few times a window, not after every call (a decode call is 0.1 ms)
+  for (;;) {
+    times.push(await once());
+    const now = clock.now();
+    ends.push(now);
+    const elapsed = now - w0;
+    if (elapsed < minMs) continue;
+    if (now >= nextCheck) {
+      nextCheck = now + STEADY_WINDOW_MS / 4;
+      let n = 1;
+      while (n < ends.length && ends[ends.length - 1 - n] > now - STEADY_WINDOW_MS) n++;
+      if (times.length >= 2 * n && median(times.slice(-n)) >= (1 - STEADY_TOLERANCE) * median(times.slice(-2 * n, -n))) {
+        return { calls: times.length, steady: true };
+      }
+    }
+    const perCall = elapsed / times.length;
+    const batches = MIN_BATCHES * Math.max(BATCH_MS, perCall);
+    if (elapsed >= MAX_WARMUP_MS || now + perCall + batches > deadline) return { calls: times.length, steady: false };
+  }
 }
 
 /**
@@ -172,9 +226,9 @@ export async function measure(
     await once(); // compiles the pipelines
     const w0 = clock.now();
     const setupMs = w0 - s0;
-    let warmCalls = 0;
-    for (; warmCalls < 1 || clock.now() - w0 < warmupMs; warmCalls++) await once();
-    const callMs = (clock.now() - w0) / warmCalls;
+    const warm = await warmUntilSteady(once, clock, warmupMs, deadline);
+    const warmedMs = clock.now() - w0;
+    const callMs = warmedMs / warm.calls;
     const batches: number[] = [];
     while (batches.length < MIN_BATCHES || (batches.length < MAX_BATCHES && clock.now() < deadline)) {
       let sum = 0;
@@ -186,7 +240,14 @@ export async function measure(
       batches.push(sum / calls);
     }
     const s = stats(batches);
-    return { ms: s.median, cv: s.cv, batches: batches.length, cost: { setupMs, callMs } };
+    return {
+      ms: s.median,
+      cv: s.cv,
+      batches: batches.length,
+      warmupMs: warmedMs,
+      steady: warm.steady,
+      cost: { setupMs, callMs, warmupMs: warmedMs },
+    };
   } finally {
     ctx.destroy();
   }

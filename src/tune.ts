@@ -59,6 +59,7 @@ import {
   classBitDepth,
   HARDWARE_SHAPES,
   MAX_BATCHES,
+  MAX_WARMUP_MS,
   MIN_BATCHES,
   type Mnk,
   measure,
@@ -329,7 +330,8 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         list.map((k) => ({ id: k.id, family: family(k) })),
         async (c, deadline, warmupMs) => {
           const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, bits, warmupMs);
-          log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches)`);
+          const warm = `warm-up ${(m.warmupMs / 1000).toFixed(1)} s${m.steady ? '' : ', not steady'}`;
+          log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches, ${warm})`);
           return m;
         },
         () => verifier.predictOwn(cls),
@@ -383,7 +385,8 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       adapter: tuningAdapter(acquired.summary),
       created: new Date().toISOString(),
       method:
-        `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms per shape and ${NEXT_WARMUP_MS} ms per later configuration, batches >= ${BATCH_MS} ms ` +
+        `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms per shape and ${NEXT_WARMUP_MS} ms per later configuration, ` +
+        `then until the calls are steady (at most ${MAX_WARMUP_MS} ms), batches >= ${BATCH_MS} ms ` +
         `(${MIN_BATCHES}-${MAX_BATCHES}), median and coefficient of variation of the batches; ` +
         `${caps.timestamps ? 'GPU time (timestamp queries)' : 'wall time (no timestamp queries)'}; budget ${Math.round(budgetMs / 1000)} s; Dawn toggles: ${toggles}; ` +
         `winners verified bit for bit: ${fully} of ${ok.size} on the whole verify suite, the others on its problems of their shape class and as many more as the budget allowed`,

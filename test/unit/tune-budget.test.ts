@@ -45,6 +45,12 @@ describe('the sweep holds its share', () => {
     expect(b.predictCandidate('sgmat', 300)).toBe(6000 + 600 + 5 * 300);
     expect(b.predictCandidate('dot4-wide', 1)).toBe(6000 + 500 + 50); // unseen family: the largest set-up
     expect(b.predictCandidate('dot4-wide', 1, 3)).toBe(6000 + 100 + 50); // a later configuration: the short warm-up
+    // A family's warm-up as last measured (it runs until the calls are steady): a raised clock takes seconds.
+    b.recordCandidate('dot4-wide', { setupMs: 100, callMs: 1, warmupMs: 2500 });
+    expect(b.predictCandidate('dot4-wide', 1, 3)).toBe(100 + 2500 + 50);
+    b.recordCandidate('dot4-wide', { setupMs: 100, callMs: 1, warmupMs: 300 });
+    expect(b.predictCandidate('dot4-wide', 1, 3)).toBe(100 + 300 + 50);
+    expect(b.predictCandidate('sgmat', 1, 3)).toBe(6000 + 100 + 50); // another family's is not taken
   });
 
   it("predicts a configuration measured shortly before at its family's warm set-up, once one is seen", () => {
