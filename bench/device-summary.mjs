@@ -129,7 +129,7 @@ if (tokenFile) {
   else {
     const verdict = t.verified ? 'verified' : `NOT VERIFIED (${t.mismatches} differ)`;
     console.log(
-      `\ntoken: ${t.what}: wall ${f(t.wallMs)} ms back to back, ${f(t.afterPauseWallMs)} after a pause; GPU ${f(t.sumGpuMs)} ms summed over the layers (${t.kernels.join(', ')}), ${f(t.runGpuMs)} for the run; wall / GPU ${t.wallOverSumGpu.toFixed(2)}; ${verdict}`,
+      `\ntoken: ${t.what}: wall ${f(t.wallMs)} ms back to back, ${f(t.afterPauseWallMs)} after a pause; GPU ${f(t.sumGpuMs)} ms summed over the layers (${(t.kernels ?? []).join(', ')}), ${f(t.runGpuMs)} for the run; wall / GPU ${typeof t.wallOverSumGpu === 'number' ? t.wallOverSumGpu.toFixed(2) : '-'}; ${verdict}`,
     );
   }
 }

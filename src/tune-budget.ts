@@ -5,9 +5,11 @@
 // - a configuration costs its set-up (context, prepacked operands, pipeline compilation: the largest seen
 //   in its family, else in any family; for a configuration measured shortly before at another shape, whose
 //   pipelines the device still holds, the largest such warm set-up seen in its family, once there is one)
-//   plus its warm-up and shortest batches at the call time the rules' kernel showed at the shape; the rules' kernel must fit the sweep's end, any other configuration the
-//   shape's share of what is left (shares are even over the shapes still to come) less the predicted
-//   verification of the shape's winner on its class's problems, which follows the shape;
+//   plus its warm-up (the family's last, which runs until the calls are steady) and shortest batches at
+//   the call time the rules' kernel showed at the shape; the rules' kernel must fit the sweep's end, any
+//   other configuration the shape's share of what is left (shares are even over the shapes still to come)
+//   less the predicted verification of the shape's winner on its class's problems, which follows the
+//   shape (at most half the share, but at the last shape);
 // - a verify problem costs the least of the measured problems' times scaled up by its work (M x N x K,
 //   never down); each winner runs the suite's problems of its own shape class as soon as it wins a shape,
 //   whatever the clock says (exactness before speed), inside the sweep's time, so the shapes after it get
@@ -128,7 +130,11 @@ export class TuneBudget {
   /**
    * Measures `candidates` at shape `index` of `shapes` (the first is the rules' kernel) while they fit:
    * the first must fit the sweep's end, the others this shape's share of the time left less `reserve()`,
-   * the predicted verification of the shape's winner that follows. After the first, `pick` chooses which
+   * the predicted verification of the shape's winner that follows, which takes at most half the share
+   * (all of it at the last shape: no shape comes after it to absorb an overrun). A whole reservation
+   * starved the first shape of an H200's sweep: before any problem had run, its 11 square problems
+   * counted as 11 set-ups of 1.9 s, twice its share, and 256³ measured the rules' kernel alone (the
+   * verification took 5.2 s, bench/results/2026-11-28-h200-run-log.txt). After the first, `pick` chooses which
    * of the candidates not yet tried comes next (an index into them; default: the first), from what was
    * measured so far: the tuner's search around the fastest configuration (src/tune.ts).
    */
@@ -142,13 +148,14 @@ export class TuneBudget {
   ): Promise<SweepShapeResult<M>> {
     const now = this.clock.now();
     const shapeEnd = now + Math.max(0, this.sweepEnd - now) / (shapes - index);
+    const reserveCap = index === shapes - 1 ? Infinity : (shapeEnd - now) / 2;
     const out: SweepShapeResult<M> = { measured: [], skipped: [] };
     let callMs: number | undefined;
     const left = [...candidates];
     for (let i = 0; left.length; i++) {
       const at = i === 0 ? 0 : pick(left, out.measured);
       const [c] = left.splice(Number.isInteger(at) && at >= 0 && at < left.length ? at : 0, 1);
-      const end = i === 0 ? this.sweepEnd : shapeEnd - reserve();
+      const end = i === 0 ? this.sweepEnd : shapeEnd - Math.min(reserve(), reserveCap);
       const predicted = this.predictCandidate(c.family, callMs, i, c.id);
       const t = this.clock.now();
       if (t + predicted > end) {
@@ -254,17 +261,15 @@ export class WinnerVerifier<P> {
 
   /**
    * The predicted time of own(<a new winner>, cls): each of the suite's problems of that class at its
-   * predicted time; before any problem ran, the whole class at the smallest set-up the sweep has seen (one
-   * compilation: a winner's pipelines are warm from its measurement, and the references are computed once
-   * per process, src/scheduler/self-test.ts). Predicting every problem at a set-up starved the first shape
-   * (on an H200, 11 square problems at 1.9 s each left 256³ its rules' kernel alone, whose verification
-   * then took 5.2 s for 14 problems, bench/results/2026-11-28-h200-run-log.txt).
+   * predicted time, or, before any problem ran, at the smallest set-up the sweep has seen (a compilation).
+   * TuneBudget.sweepShape reserves at most half a shape's share for it (but the last shape's).
    */
   predictOwn(cls: ShapeClass): number {
     const own = this.problems.filter((p) => p.class === cls);
-    const list = own.length ? own : this.problems.slice(0, 1);
-    if (!Number.isFinite(this.budget.predictProblem(1))) return this.budget.smallestSetup();
-    return list.reduce((sum, p) => sum + this.budget.predictProblem(p.macs), 0);
+    return (own.length ? own : this.problems.slice(0, 1)).reduce((sum, p) => {
+      const t = this.budget.predictProblem(p.macs);
+      return sum + (Number.isFinite(t) ? t : this.budget.smallestSetup());
+    }, 0);
   }
 
   /** The rest of the suite, round-robin over the winners, each problem where it fits the budget's end. */

@@ -253,6 +253,7 @@ export function searchPick(
     for (const [i, c] of left.entries()) {
       const d = configDistance(best, configOf(c.id));
       if (d < nearest) [at, nearest] = [i, d];
+      if (d <= 1) break; // an untried configuration is never 0 away: the first at 1 is the nearest
     }
     return at;
   };
@@ -276,7 +277,11 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       throw new InputError('seed.adapter', `the seed table was measured on another adapter (${describeAdapter(acquired.summary)} here)`);
     }
     const configById = new Map([...(seed?.entries.map((e) => e.kernel) ?? []), ...candidateConfigs(caps)].map((c) => [kernelOf(c).id, c]));
-    const configOf = (id: string): KernelConfig => configById.get(id) ?? { family: 'registry', id };
+    const configOf = (id: string): KernelConfig => {
+      let c = configById.get(id);
+      if (!c) configById.set(id, (c = { family: 'registry', id })); // one object per id: configDistance caches by it
+      return c;
+    };
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
     const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
       warmupMs: WARMUP_MS,
@@ -322,8 +327,9 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       const list = candidates(caps, shape, rules, seedEntry?.kernel).slice(0, opts.maxCandidates ?? Infinity);
       const byId = new Map(list.map((k) => [k.id, k]));
       const seedId = seedEntry && byId.has(kernelOf(seedEntry.kernel).id) ? kernelOf(seedEntry.kernel).id : undefined;
-      const family = (k: GpuGemmKernel) => configOf(k.id).family;
       const where = `${cls} ${mnk.join('x')}`;
+      if (seedEntry && !seedId) log(`${where}: the seed's ${kernelOf(seedEntry.kernel).id} does not run this shape here: not measured`);
+      const family = (k: GpuGemmKernel) => configOf(k.id).family;
       const result = await budget.sweepShape(
         i,
         shapes.length,

@@ -93,7 +93,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   }
   const lines = [`tuned on ${report.device}: ${report.table.entries.length} entries -> ${o.out}`];
   lines.push(
-    'class     | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | seed ms   | verified',
+    'class     | M x N x K        | winner                         | GPU ms    | cv    | rules                  | rules ms  | seed                           | seed ms   | verified',
   );
   for (const e of report.table.entries) {
     const shape = `${e.shape.M}x${e.shape.N}x${e.shape.K}`;
@@ -108,6 +108,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
         `${(100 * (e.cv ?? 0)).toFixed(1)}%`.padStart(5),
         (e.rulesId ?? '').padEnd(22),
         (e.rulesMs === undefined ? '-' : e.rulesMs.toFixed(4)).padEnd(9),
+        (e.seedId ?? '-').padEnd(30),
         (e.seedMs === undefined ? '-' : e.seedMs.toFixed(4)).padEnd(9),
         verified,
       ].join(' | '),

@@ -274,7 +274,10 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
  * their families' defaults ('sgmat-64x64' is the default tiling, 'dot4-64x64' the 64-tile of dot4-tiled),
  * with every optional parameter spelt out at its default; any other registry kernel stays as it is.
  */
+const speltCache = new WeakMap<KernelConfig, Record<string, unknown>>();
 function spelt(c: KernelConfig): Record<string, unknown> {
+  const cached = speltCache.get(c);
+  if (cached) return cached;
   let t: KernelConfig = c;
   if (c.family === 'registry') {
     const twins: KernelConfig[] = [
@@ -302,7 +305,9 @@ function spelt(c: KernelConfig): Record<string, unknown> {
     'dot4-tiled': { threadM: 4, threadN: 4, vecWords: 4 },
     'dot4-wide': { threadM: 8, threadN: 8, vecWords: 4 },
   };
-  return { ...defaults[t.family], ...Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined)) };
+  const out = { ...defaults[t.family], ...Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined)) };
+  speltCache.set(c, out);
+  return out;
 }
 
 /**

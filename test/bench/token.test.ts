@@ -20,10 +20,17 @@ afterAll(() => {
 });
 
 describe('dist/node/token.js', () => {
-  it('a bad flag is exit 2 naming it', () => {
-    const r = spawnSync(process.execPath, ['dist/node/token.js', '--runs', '0'], { encoding: 'utf8' });
-    expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/^token: --runs: expected an integer of at least 1/);
+  it('a bad flag is exit 2 naming it, in one line', () => {
+    for (const [args, message] of [
+      [['--runs', '0'], /^token: --runs: expected an integer of at least 1/],
+      [['--rums', '3'], /^token: Unknown option '--rums'/],
+      [['--runs'], /^token: Option '--runs <value>' argument missing/],
+    ] as const) {
+      const r = spawnSync(process.execPath, ['dist/node/token.js', ...args], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
   });
 
   it.skipIf(!gpu)('runs a token through two layers, verified, and writes its report', () => {

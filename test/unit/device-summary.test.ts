@@ -132,5 +132,15 @@ describe('bench/device-summary.mjs', () => {
         'GPU 0.0800 ms summed over the layers (gemv-workgroup), 0.0700 for the run; wall / GPU 6.25; verified',
     );
     expect(summary(p1, p2, '--token', join(dir, 'absent.json'))).toContain('token: no report (see run.log)');
+    // An adapter without timestamp queries: no GPU time, and no kernels listed; still a line, not a crash.
+    const bare = writeJson('bare.json', {
+      what: 'one token',
+      verified: true,
+      wallMs: 0.5,
+      sumGpuMs: null,
+      runGpuMs: null,
+      wallOverSumGpu: null,
+    });
+    expect(summary(p1, p2, '--token', bare)).toContain('GPU - ms summed over the layers (), - for the run; wall / GPU -; verified');
   });
 });
