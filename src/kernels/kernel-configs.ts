@@ -121,7 +121,6 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
       if (x.rhsDirect && x.rhsBits === 4)
         throw new InputError(`${field}.rhsDirect`, 'direct rhs loads read 8-bit rhs rows only (rhsBits 4 is staged)');
       const t = x as unknown as SgmatKernelConfig;
-      if (t.sgRows * t.sgCols > 8) throw new InputError(`${field}.sgRows`, 'sgRows x sgCols is 4 or 8 subgroups');
       const split = t.splitK !== undefined ? { splitK: t.splitK } : {};
       const direct = t.rhsDirect ? { rhsDirect: true, ...(t.lhsDirect ? { lhsDirect: true } : {}) } : {};
       const bits = x.rhsBits === 4 ? { rhsBits: 4 as const } : {};

@@ -4,7 +4,8 @@
 // over the fixed exactness suite of src/verify.ts (its 40000-deep problem aside: the default tiling runs
 // it in test/gpu/sgmat.test.ts), bit for bit against the CPU reference, at NVIDIA's 16x16x32 and at
 // lavapipe's 8x8x8, with right fragments staged (16x16x32) or loaded straight from the packed rhs (the
-// direct-rhs tilings, `-dr`, at 8x8x8; u8 only). The sample is small so CI stays in its budget:
+// direct-rhs tilings, `-dr`, at 8x8x8; u8 only), and two tilings of 16 subgroups (4 x 4) at 8x8x8
+// whatever the sample. The sample is small so CI stays in its budget:
 // QGEMM_SGMAT_SAMPLE (default 1 per configuration and pool; 'all' for the whole family, staged and direct,
 // at both configurations, and every '-dd' tiling at both) and QGEMM_SGMAT_SEED (default 34) choose it, and the log names every tiling that ran.
 // The real builtins run a sample on lavapipe (test/lavapipe/sgmat.test.ts).
@@ -55,9 +56,19 @@ const problems = verifyProblems().filter((p) => p.lhs.cols <= 10000);
 // a depth past the 64-byte padding (65 x 130 x 130, 33 x 129 x 257), so CI time stays nearly flat.
 const edges = (p: (typeof problems)[number]) => !p.bitDepth && [65, 33].includes(p.lhs.rows) && [130, 257].includes(p.lhs.cols);
 const poolProblems = (pool: Pool) => (pool === 'both' && sample !== 'all' ? problems.filter(edges) : problems);
-const cases = CONFIGS.flatMap(([c, pool]) =>
-  chosen(c, pool).map((t) => [`${tilingId(t)} at ${configLabel(c)}`, c, t, poolProblems(pool)] as const),
-);
+// 16 subgroups (4 x 4) always, at 8x8x8 (16 x 8 = 128 invocations: SwiftShader takes 256 at most, so
+// NVIDIA's 16 x 32 run on a GPU only, behind the self-test): staged, with right fragments direct, and
+// split-K (4 slices).
+const SIXTEEN: SgmatConfig = { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 };
+const sixteen: SgmatTiling[] = [
+  { tileM: 64, tileN: 128, sgRows: 4, sgCols: 4, kStep: 64, buffers: 2 },
+  { tileM: 128, tileN: 128, sgRows: 4, sgCols: 4, kStep: 32, buffers: 1, rhsDirect: true },
+  { tileM: 64, tileN: 64, sgRows: 4, sgCols: 4, kStep: 32, buffers: 2, splitK: 4 },
+];
+const cases = [
+  ...CONFIGS.flatMap(([c, pool]) => chosen(c, pool).map((t) => [`${tilingId(t)} at ${configLabel(c)}`, c, t, poolProblems(pool)] as const)),
+  ...sixteen.map((t) => [`${tilingId(t)} at ${configLabel(SIXTEEN)}`, SIXTEEN, t, problems] as const),
+];
 
 describe.skipIf(!gpu)(`sampled sgmat tilings (seed ${seed}, ${sample} per configuration), emulated builtins == CPU reference`, () => {
   it.each(cases)('%s: the fixed suite, 0 mismatches', async (name, config, tiling, problems) => {

@@ -63,6 +63,7 @@ const CASES: [SgmatConfig, SgmatTiling][] = [
   [lava, tiling(64, 128, 2, 4, 64, 2)],
   [u8n8, SPLITK_TILING],
   [i8, tiling(128, 64, 4, 2, 64, 2, 4)],
+  [lava, tiling(128, 64, 4, 4, 64, 2)], // 16 subgroups
 ];
 const sample = process.env.QGEMM_SGMAT_SAMPLE ?? '1';
 const all = CASES.map(([c, t], i) => [`${tilingId(t)}-u4 at ${configLabel(c)}`, c, t, i] as const);

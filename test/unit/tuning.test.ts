@@ -239,8 +239,12 @@ describe('kernel configurations', () => {
       ).toBe('k.vecWords');
     expect(kernelOf({ family: 'registry', id: 'dot4-32x32' }).needsSelfTest).toBe(true);
     expect(
-      fieldOf(() => parseKernelConfig({ family: 'sgmat', tileM: 128, tileN: 128, sgRows: 4, sgCols: 4, kStep: 64, buffers: 2 }, 'k')),
+      fieldOf(() => parseKernelConfig({ family: 'sgmat', tileM: 128, tileN: 128, sgRows: 8, sgCols: 2, kStep: 64, buffers: 2 }, 'k')),
     ).toBe('k.sgRows');
+    // 4 x 4 subgroups (16, 512 invocations at 32 each): a tiling of the family.
+    const grid16 = { family: 'sgmat', tileM: 256, tileN: 128, sgRows: 4, sgCols: 4, kStep: 64, buffers: 1 } as const;
+    expect(parseKernelConfig(grid16, 'k')).toEqual(grid16);
+    expect(kernelOf(grid16).id).toBe('sgmat-256x128-w4x4-k64-b1');
   });
 
   it('every candidate of an H100-like adapter builds a kernel with a distinct id', () => {

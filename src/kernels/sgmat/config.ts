@@ -34,7 +34,8 @@ export interface SgmatConfig {
 
 /**
  * How the kernel tiles the work (the tunable part, src/kernels/tuning.ts): a workgroup of
- * `sgRows` x `sgCols` subgroups (4 or 8) computes a `tileM` x `tileN` dst tile (64, 128 or 256 each), each
+ * `sgRows` x `sgCols` subgroups (4, 8 or 16: 2 x 2, 4 x 2, 2 x 4 or 4 x 4; 16 subgroups of 32 are 512
+ * invocations, where the adapter allows them) computes a `tileM` x `tileN` dst tile (64, 128 or 256 each), each
  * subgroup a (tileM / sgRows) x (tileN / sgCols) block of 1 to 4 fragments per side; `kStep` bytes of k
  * (32, 64 or 128) are staged per step in workgroup memory, rows padded by 16 bytes, with `buffers` (1 or 2)
  * staging buffers fed by a register prefetch of the next step. `splitK` cuts K into slices computed by
@@ -69,6 +70,7 @@ export const SUBGROUP_GRIDS = [
   [2, 2],
   [4, 2],
   [2, 4],
+  [4, 4],
 ] as const;
 export const K_STEPS = [32, 64, 128] as const;
 export const SPLIT_KS = [1, 0, 2, 4, 8, 16] as const;
@@ -105,7 +107,7 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
   if (!(TILE_SIDES as readonly number[]).includes(t.tileM) || !(TILE_SIDES as readonly number[]).includes(t.tileN)) {
     return 'tileM and tileN are 64, 128 or 256';
   }
-  if (subgroups !== 4 && subgroups !== 8) return 'sgRows x sgCols is 4 or 8 subgroups';
+  if (subgroups !== 4 && subgroups !== 8 && subgroups !== 16) return 'sgRows x sgCols is 4, 8 or 16 subgroups';
   if (![32, 64, 128].includes(t.kStep) || t.kStep % c.K !== 0) return 'kStep is 32, 64 or 128 and a multiple of the fragment K';
   if (t.buffers !== 1 && t.buffers !== 2) return 'buffers is 1 or 2';
   if (!(SPLIT_KS as readonly number[]).includes(t.splitK ?? 1)) return `splitK is one of ${SPLIT_KS.join(', ')}`;
