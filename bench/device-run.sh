@@ -4,19 +4,22 @@
 # dawn.node, onnxruntime-node and the Vulkan loader; starts clocks.csv (nvidia-smi, every 250 ms); runs
 # `qgemm verify` (every kernel against the reference; a mismatch is reported first in the summary and the
 # run goes on, since the self-test disables a failing tensor-core kernel on the device, the tuner verifies
-# its winners and the bench every qgemm row, bit for bit), `qgemm tune` (200 s of budget, about 4 minutes
-# with the verification of its winners; the table it writes serves the bench through --tuning), then the
+# its winners and the bench every qgemm row, bit for bit), `qgemm tune` (180 s of budget, about 3.5 minutes
+# with the verification of its winners; it starts from the adapter's committed table, if any; the table it
+# writes serves the bench through --tuning where no committed table does), then the
 # bench twice (squares, decode, the suite's two conv layers and three deep ones: 14x14x256, 7x7x512 and
 # 2x2x512 inputs, 3x3 filters; `resident`; qgemm, tfjs f32, onnxruntime's MatMulNBits-8), so the spread
 # between passes is known; then, in the time left, one token through four 4096² fully connected layers
-# (dist/node/token.js, bench/token.ts: Sequential.run's wall against the sum of its GPU times) and
-# 1x11008² and 128x11008² with 8- and 4-bit weights; and prints short tables last
-# (bench/device-summary.mjs: verify, tune, the passes, the token); it exits non-zero where a stage
-# failed, timed out or wrote no JSON (verify: a mismatch), naming them. Everything it writes goes under $OUT (10 files:
-# verify.json, tune.json, tuning.json, bench1.json, bench2.json, token.json, bench-u4.json, clocks.csv,
-# gpu.csv, run.log). Each stage has its own time limit (60 + 240 + 2 x 110 s, about 15 s to unpack, the
-# token 30 s where 60 are left, and the 4-bit pass whatever is left of 535 s; every bench cell warms the
-# GPU's clocks for 0.5 s first, bench/timing.ts), so the whole run ends within 9 minutes.
+# (dist/node/token.js, bench/token.ts: Sequential.run's wall against the sum of its GPU times), qgemm at
+# five shapes with Dawn's robustness off (the same kernels: what the index clamps cost; docs/gpu.md "Dawn
+# toggles"), and 1x11008² and 128x11008² with 8- and 4-bit weights; and prints short tables last
+# (bench/device-summary.mjs: verify, tune, the passes, robustness, the 4-bit pass, the token); it exits
+# non-zero where a stage failed, timed out or wrote no JSON (verify: a mismatch), naming them.
+# Everything it writes goes under $OUT (11 files: verify.json, tune.json, tuning.json, bench1.json,
+# bench2.json, token.json, bench-norobust.json, bench-u4.json, clocks.csv, gpu.csv, run.log). Each stage
+# has its own time limit (60 + 220 + 2 x 110 s, about 15 s to unpack, the token 30 s where 60 are left,
+# robustness off 30 s where 90 are left, and the 4-bit pass whatever is left of 535 s; every bench cell
+# warms the GPU's clocks for 0.5 s first, bench/timing.ts), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -63,7 +66,7 @@ ended verify "$V" "$OUT/verify.json"
 [ "$V" -ne 0 ] && [ "$V" -ne 124 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
-timeout 240 $N bin/qgemm.mjs tune --backend webgpu --budget 200s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
+timeout 220 $N bin/qgemm.mjs tune --backend webgpu --budget 180s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
 ended tune $? "$OUT/tune.json"
 TUNING=""
 [ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
@@ -91,6 +94,23 @@ if [ "$LEFT" -ge 60 ]; then
 else
   say "token skipped: $LEFT s left"
 fi
+# What Dawn's robustness (the clamping of every buffer and array index) costs the kernels: qgemm alone at
+# five shapes, the kernels of the passes above (the same table), with `disable_robustness` added; every
+# row still verified bit for bit. Measured only: the library's own devices keep robustness on.
+LEFT=$(( 535 - ($(date +%s) - T0) ))
+if [ "$LEFT" -ge 90 ]; then
+  stage "bench without robustness"
+  # shellcheck disable=SC2086
+  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout 30 $N dist/node/bench.js --dawn /tmp/dawn.node \
+    --runtimes node --backends webgpu --modes resident --impls qgemm \
+    --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 25 $TUNING \
+    --no-save --json "$OUT/bench-norobust.json" > /tmp/bench.out 2>&1
+  B=$?
+  grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
+  ended "bench without robustness" "$B" "$OUT/bench-norobust.json"
+else
+  say "bench without robustness skipped: $LEFT s left"
+fi
 # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
 # onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008², in what is left of the 9
 # minutes (the stages above rarely use their whole limits); skipped with a line in run.log when under 45
@@ -112,6 +132,6 @@ fi
 kill "$SMI" 2>/dev/null
 stage "done"
 $N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" \
-  --verify "$OUT/verify.json" --tune "$OUT/tune.json" --token "$OUT/token.json" | tee -a "$LOG"
+  --verify "$OUT/verify.json" --tune "$OUT/tune.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json" | tee -a "$LOG"
 [ -z "$FAILED" ] || say "failed or incomplete:$FAILED"
 [ -z "$FAILED" ]

@@ -4,9 +4,11 @@
 // two passes, their spread, the kernel that ran (marked UNVERIFIED where a row's result was not the
 // reference's), the TOPS of the better pass, and the peers' GPU times (tfjs f32, onnxruntime
 // MatMulNBits-8) from the same passes; then, from the 4-bit pass, qgemm with 8- and 4-bit weights beside
-// MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); then the token through a
-// Sequential (bench/token.ts). Plain Node, no dependencies (it runs on the bare GPU machine).
-// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json] [--token token.json]
+// MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); qgemm's GPU time with Dawn's
+// robustness off beside the passes'; then the token through a Sequential (bench/token.ts). Plain Node,
+// no dependencies (it runs on the bare GPU machine).
+// Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
+//        [--norobust bench-norobust.json] [--token token.json]
 import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
@@ -91,6 +93,23 @@ for (const [k, r] of rows) {
   lines.push([k, f(a), f(b), spread, kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
 console.log(lines.join('\n'));
+
+// Robustness off: qgemm's GPU time per shape with `disable_robustness`, beside the passes' better one
+// (the same kernel where the same table chose it; a different kernel is named).
+const norobustFile = option('norobust');
+if (norobustFile) {
+  const out = ['', 'robustness off: shape | qgemm ms | kernel | passes ms | off / on'];
+  for (const r of read(norobustFile).runs ?? []) {
+    if (r.impl !== 'qgemm' || r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause') continue;
+    const on = rows.get(key(r));
+    const onMs = on ? best(on.q) : null;
+    const ms = r.gpuMedianMs ?? null;
+    const kernel = `${r.kernel ?? ''}${r.verified === true ? '' : ' UNVERIFIED'}${on && on.kernel !== r.kernel ? ` (passes: ${on.kernel})` : ''}`;
+    out.push([key(r), f(ms), kernel, f(onMs), ms && onMs ? `${(ms / onMs).toFixed(2)}x` : '-'].join(' | '));
+  }
+  if (out.length === 2) out.push('(no run without robustness: see run.log)');
+  console.log(out.join('\n'));
+}
 
 // The 4-bit pass: one line per shape, GPU time (`resident`, the median) of each row.
 if (u4File) {

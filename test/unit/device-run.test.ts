@@ -32,14 +32,19 @@ function argsOf(line: string): string[] {
 const benchLines = script.split('\n').filter((l) => l.includes('dist/node/bench.js'));
 
 describe('bench/device-run.sh', () => {
-  it('runs the bench three times: two passes and the 4-bit pass', () => {
-    expect(benchLines).toHaveLength(2); // the passes' loop body and the 4-bit pass
+  it('runs the bench four times: two passes, robustness off and the 4-bit pass', () => {
+    expect(benchLines).toHaveLength(3); // the passes' loop body, robustness off, the 4-bit pass
     expect(script).toMatch(/for pass in 1 2; do/);
   });
 
   it('every bench command line parses with the bench CLI', () => {
-    const [passes, u4] = benchLines.map((l) => parseCli(argsOf(l)));
-    if (passes === 'help' || u4 === 'help') throw new Error('a command line asked for help');
+    const [passes, norobust, u4] = benchLines.map((l) => parseCli(argsOf(l)));
+    if (passes === 'help' || norobust === 'help' || u4 === 'help') throw new Error('a command line asked for help');
+    // Robustness off: qgemm alone, the toggle added to the audited one, on shapes of the passes.
+    expect(norobust.options.impls).toEqual(['qgemm']);
+    expect(benchLines[1]).toMatch(/^\s*QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout 30 /);
+    const passShapes = passes.options.shapes.map((x) => JSON.stringify(x));
+    for (const x of norobust.options.shapes) expect(passShapes).toContain(JSON.stringify(x));
     expect(passes.options.shapes.length).toBe(shapes.split(',').length);
     expect(passes.options.modes).toEqual(['resident']);
     expect(passes.options.tuning).toEqual({});
@@ -50,10 +55,10 @@ describe('bench/device-run.sh', () => {
 
   it('the summary reads the JSON files the bench commands write', () => {
     const written = benchLines.flatMap((l) => [...l.matchAll(/--json "\$OUT\/([^"]+)"/g)].map((m) => m[1]));
-    expect(written).toEqual(['bench$pass.json', 'bench-u4.json']);
+    expect(written).toEqual(['bench$pass.json', 'bench-norobust.json', 'bench-u4.json']);
     const summary = script.split('\n').find((l) => /^\$N bench\/device-summary\.mjs/.test(l)) ?? '';
     expect(summary).toContain(
-      '"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json" --token "$OUT/token.json"',
+      '"$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"',
     );
     expect(script).toContain('dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json"');
     // The files the verify and tune stages write are the ones it reads.
@@ -71,6 +76,7 @@ describe('bench/device-run.sh', () => {
       '"bench pass $pass" "$B" "$OUT/bench$pass.json"',
       '"bench 4-bit" "$B" "$OUT/bench-u4.json"',
       'token "$B" "$OUT/token.json"',
+      '"bench without robustness" "$B" "$OUT/bench-norobust.json"',
     ])
       expect(script).toContain(`ended ${stage}`);
     expect(script).not.toMatch(/(bench|token)\.js\b[^\n]*\|/);
@@ -78,9 +84,12 @@ describe('bench/device-run.sh', () => {
 
   it('its stage limits fit 9 minutes, the 4-bit pass in what is left', () => {
     const limits = [...script.matchAll(/timeout (\d+) /g)].map((m) => Number(m[1]));
-    expect(limits).toEqual([60, 240, 110, 30]); // verify, tune, each bench pass, the token (where 60 s are left)
+    expect(limits).toEqual([60, 220, 110, 30, 30]); // verify, tune, each bench pass, the token, robustness off
     const cap = Number(/LEFT=\$\(\( (\d+) -/.exec(script)?.[1]);
-    expect(60 + 240 + 2 * 110 + 15).toBeLessThanOrEqual(cap); // unpack about 15 s: at worst the 4-bit pass is skipped
+    expect(60 + 220 + 2 * 110 + 15).toBeLessThanOrEqual(cap); // unpack about 15 s: at worst the last stages are skipped
     expect(cap).toBeLessThanOrEqual(540);
+    // The token and robustness off run only where 60 and 90 s are left: each ends before the cap.
+    const gates = [...script.matchAll(/if \[ "\$LEFT" -ge (\d+) \]/g)].map((m) => Number(m[1]));
+    expect(gates).toEqual([60, 90, 45]);
   });
 });

@@ -114,6 +114,17 @@ describe('bench/device-summary.mjs', () => {
     expect(missing).toContain('tune: no report (see run.log)');
   });
 
+  it('prints qgemm with robustness off beside the passes, naming a kernel that differs, or says the run is missing', () => {
+    const off = write('off.json', [
+      ...pair('qgemm', 4096, 4096, 1.8, { kernel: 'sgmat-128x128-w4x2-k64-b2', verified: true }),
+      ...pair('qgemm', 1, 4096, 0.02, { kernel: 'gemv', verified: true }),
+    ]);
+    const out = summary(p1, p2, '--norobust', off);
+    expect(out).toContain('4096x4096x4096 | 1.800 | sgmat-128x128-w4x2-k64-b2 | 2.000 | 0.90x');
+    expect(out).toContain('1x4096x4096 | 0.0200 | gemv | - | -'); // no such row in the passes
+    expect(summary(p1, p2, '--norobust', join(dir, 'absent.json'))).toContain('(no run without robustness: see run.log)');
+  });
+
   it("prints the token's wall against its GPU time, and its verdict, or says the report is missing", () => {
     const token = writeJson('token.json', {
       what: 'one token (1 x 4096, uint8) through 4 fully connected 4096 x 4096 layers',
