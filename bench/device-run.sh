@@ -17,7 +17,7 @@
 # non-zero where a stage failed, timed out or wrote no JSON (verify: a mismatch), naming them.
 # Everything it writes goes under $OUT (11 files: verify.json, tune.json, tuning.json, bench1.json,
 # bench2.json, token.json, bench-norobust.json, bench-u4.json, clocks.csv, gpu.csv, run.log). Each stage
-# has its own time limit (60 + 220 + 2 x 110 s, about 15 s to unpack, the token 30 s where 60 are left,
+# has its own time limit, with a KILL 5 s after its TERM (60 + 220 + 2 x 110 s, about 15 s to unpack, the token 30 s where 60 are left,
 # robustness off 30 s where 90 are left, and the 4-bit pass whatever is left of 535 s; every bench cell
 # warms the GPU's clocks for 0.5 s first, bench/timing.ts), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
@@ -59,14 +59,14 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
 SMI=$!
 
 stage "verify"
-timeout 60 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
+timeout -k 5 60 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
 V=$?
 ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
 [ "$V" -ne 0 ] && [ "$V" -ne 124 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
-timeout 220 $N bin/qgemm.mjs tune --backend webgpu --budget 180s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
+timeout -k 5 220 $N bin/qgemm.mjs tune --backend webgpu --budget 180s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
 ended tune $? "$OUT/tune.json"
 TUNING=""
 [ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
@@ -75,7 +75,7 @@ SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x40
 for pass in 1 2; do
   stage "bench pass $pass"
   # shellcheck disable=SC2086
-  timeout 110 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
+  timeout -k 5 110 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
     --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 95 $TUNING \
     --no-save --json "$OUT/bench$pass.json" > /tmp/bench.out 2>&1
   B=$?
@@ -87,7 +87,7 @@ done
 LEFT=$(( 535 - ($(date +%s) - T0) ))
 if [ "$LEFT" -ge 60 ]; then
   stage "token"
-  timeout 30 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > /tmp/token.out 2>&1
+  timeout -k 5 30 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > /tmp/token.out 2>&1
   B=$?
   grep -v 'deprecated builtin' /tmp/token.out >> "$LOG"
   ended token "$B" "$OUT/token.json"
@@ -101,7 +101,7 @@ LEFT=$(( 535 - ($(date +%s) - T0) ))
 if [ "$LEFT" -ge 90 ]; then
   stage "bench without robustness"
   # shellcheck disable=SC2086
-  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout 30 $N dist/node/bench.js --dawn /tmp/dawn.node \
+  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout -k 5 30 $N dist/node/bench.js --dawn /tmp/dawn.node \
     --runtimes node --backends webgpu --modes resident --impls qgemm \
     --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 25 $TUNING \
     --no-save --json "$OUT/bench-norobust.json" > /tmp/bench.out 2>&1
@@ -119,7 +119,7 @@ LEFT=$(( 535 - ($(date +%s) - T0) ))
 if [ "$LEFT" -ge 45 ]; then
   stage "bench 4-bit ($LEFT s left)"
   # shellcheck disable=SC2086
-  timeout "$LEFT" $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
+  timeout -k 5 "$LEFT" $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
     --shapes 1x11008x11008,128x11008x11008 --budget $((LEFT - 10)) $TUNING \
     --no-save --json "$OUT/bench-u4.json" > /tmp/bench.out 2>&1

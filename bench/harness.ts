@@ -15,6 +15,7 @@ import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
 import { compare } from './compare.ts';
 import { adapterSlug, chooseAdapter, describeMachine, machineInfo } from './environment.ts';
 import {
+  ORT_WEBGPU_IMPLS,
   rhsBitsOf,
   rowKey,
   rowRank,
@@ -132,8 +133,11 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       }
       if (opts.budgetS !== null) {
         const tput = throughput.get(id);
+        // onnxruntime's WebGPU rows warm twice: before the wall-time runs and in the profiled session.
+        const warmups = (ORT_WEBGPU_IMPLS as readonly string[]).includes(runner.impl) ? 2 : 1;
         const estimateS =
-          (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) + (opts.policy.warmupMs ?? 0) / 1000;
+          (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) +
+          (warmups * (opts.policy.warmupMs ?? 0)) / 1000;
         const left = opts.budgetS - elapsed();
         // One slow cell (naive-js at 128x4096x4096: minutes) may not eat the budget of every later one.
         const cap = opts.budgetS / CELL_SHARE;

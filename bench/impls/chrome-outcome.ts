@@ -30,7 +30,9 @@ export function pageOutcome(impl: PageImpl, r: PageCellResult, lines: string[], 
   if (r.error) throw new Error(`in Chrome: ${r.error.split('\n')[0]}`);
   let gpu = r.gpus.length && r.gpus.every((g): g is number => g !== null) ? stats(r.gpus) : null;
   if (r.profiled) {
-    const perRun = gpuMsPerRun(profileEvents(lines), runs);
+    // The profiled session's warm-up runs come first in its profile: the last `runs` are the timed ones.
+    const warm = r.profiledWarm ?? 0;
+    const perRun = gpuMsPerRun(profileEvents(lines), warm + runs)?.slice(warm);
     gpu = perRun ? stats(perRun) : null;
   }
   // A peer's note explains a missing GPU time; qgemm's also says how its GPU time was taken.

@@ -2,7 +2,8 @@
 // page runs from its source: each call only after its pause, under fake timers) and
 // bench/impls/chrome-outcome.ts pageOutcome (the page's result turned into the harness's outcome: the
 // after-pause statistics for qgemm and the peers, qgemm's hashes for the check against the back-to-back
-// bytes, none missing). The browser run of the same rows is in test/bench/bench.test.ts.
+// bytes, none missing; onnxruntime-web's GPU time from its profiled runs after their warm-up). The
+// browser run of the same rows is in test/bench/bench.test.ts.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PageCellResult } from '../../bench/chrome-page.ts';
@@ -67,5 +68,13 @@ describe('after-pause calls in Chrome', () => {
   it('fails a qgemm cell whose after-pause calls lack a hash, rather than pass it unchecked', () => {
     expect(() => pageOutcome('qgemm', { ...qgemm, pausedWalls: [4, 6], pausedHashes: ['a'] }, [], 2)).toThrow(/after-pause/);
     expect(() => pageOutcome('qgemm', { ...qgemm, pausedWalls: [4] }, [], 2)).toThrow(/after-pause/);
+  });
+
+  it("takes onnxruntime-web's GPU time from the profiled runs after its warm-up runs", () => {
+    // Three warm-up runs (slow: the clocks rising), then two timed ones; one kernel event a run, in microseconds.
+    const lines = [900, 700, 500, 100, 120].map((dur, i) => JSON.stringify({ cat: 'Api', ts: 1000 * i, dur }));
+    const peer = { walls: [1, 1], gpus: [null, null], hashes: [], profiled: true };
+    expect(pageOutcome('ort-webgpu', { ...peer, profiledWarm: 3 }, lines, 2).gpu).toEqual(stats([0.1, 0.12]));
+    expect(pageOutcome('ort-webgpu', peer, lines.slice(3), 2).gpu).toEqual(stats([0.1, 0.12])); // no warm-up
   });
 });
