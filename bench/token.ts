@@ -25,25 +25,21 @@ const usage = (why: string): never => {
   process.stderr.write(`token: ${why}\n`);
   process.exit(2);
 };
-let values: { layers: string; width: string; runs: string; paused: string; json?: string } = {
-  layers: '',
-  width: '',
-  runs: '',
-  paused: '',
-};
-try {
-  ({ values } = parseArgs({
-    options: {
-      layers: { type: 'string', default: '4' },
-      width: { type: 'string', default: '4096' },
-      runs: { type: 'string', default: '50' },
-      paused: { type: 'string', default: '5' },
-      json: { type: 'string' },
-    },
-  }));
-} catch (e) {
-  usage((e as Error).message);
-}
+const values = (() => {
+  try {
+    return parseArgs({
+      options: {
+        layers: { type: 'string', default: '4' },
+        width: { type: 'string', default: '4096' },
+        runs: { type: 'string', default: '50' },
+        paused: { type: 'string', default: '5' },
+        json: { type: 'string' },
+      },
+    }).values;
+  } catch (e) {
+    return usage((e as Error).message);
+  }
+})();
 const count = (flag: string, text: string, least: number) => {
   const n = Number(text);
   if (!Number.isInteger(n) || n < least) usage(`--${flag}: expected an integer of at least ${least}, got ${JSON.stringify(text)}`);

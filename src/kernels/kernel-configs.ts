@@ -9,8 +9,8 @@
 import { InputError } from '../errors.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
-import { type Dot4TiledConfig, dot4TiledId, dot4TiledKernel } from './dot4-tiled/kernel.ts';
-import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideId, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
+import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
+import { DOT4_WIDE_DEFAULT, type Dot4WideConfig, dot4WideKernel, dot4WideProblem } from './dot4-wide/kernel.ts';
 import { GPU_KERNELS } from './registry.ts';
 import {
   BOTH_DIRECT_BASES,
@@ -274,31 +274,24 @@ export function candidateConfigs(caps: AdapterCaps): KernelConfig[] {
  * with every optional parameter spelt out at its default; any other registry kernel stays as it is.
  */
 const speltCache = new WeakMap<KernelConfig, Record<string, unknown>>();
+/** The registry's kernels that are a family's default configuration, by id (kernelOf names them alike). */
+let registryTwins: Map<string, KernelConfig> | null = null;
 function spelt(c: KernelConfig): Record<string, unknown> {
   const cached = speltCache.get(c);
   if (cached) return cached;
-  let t: KernelConfig = c;
-  if (c.family === 'registry') {
-    const twins: KernelConfig[] = [
-      ...[DEFAULT_TILING, SPLITK_TILING].flatMap((x) => [
-        { family: 'sgmat' as const, ...x },
-        { family: 'sgmat' as const, ...x, rhsBits: 4 as const },
+  registryTwins ??= new Map(
+    [
+      ...[DEFAULT_TILING, SPLITK_TILING].flatMap((x): KernelConfig[] => [
+        { family: 'sgmat', ...x },
+        { family: 'sgmat', ...x, rhsBits: 4 },
       ]),
-      ...(['native', 'emulated'] as const).flatMap((dot4) => [
-        { family: 'dot4-wide' as const, dot4, ...DOT4_WIDE_DEFAULT },
-        ...([64, 32] as const).map((tile) => ({ family: 'dot4-tiled' as const, dot4, tileM: tile, tileN: tile, tileKW: 16 as const })),
+      ...(['native', 'emulated'] as const).flatMap((dot4): KernelConfig[] => [
+        { family: 'dot4-wide', dot4, ...DOT4_WIDE_DEFAULT },
+        ...([64, 32] as const).map((tile): KernelConfig => ({ family: 'dot4-tiled', dot4, tileM: tile, tileN: tile, tileKW: 16 })),
       ]),
-    ];
-    const id = (x: KernelConfig) =>
-      x.family === 'sgmat'
-        ? `${tilingId(x)}${x.rhsBits === 4 ? '-u4' : ''}`
-        : x.family === 'dot4-wide'
-          ? dot4WideId(x, x.dot4)
-          : x.family === 'dot4-tiled'
-            ? dot4TiledId(x, x.dot4)
-            : x.id;
-    t = twins.find((x) => id(x) === c.id) ?? c;
-  }
+    ].map((x) => [kernelOf(x).id, x]),
+  );
+  const t = c.family === 'registry' ? (registryTwins.get(c.id) ?? c) : c;
   const defaults: Record<string, Record<string, unknown>> = {
     sgmat: { splitK: 1, rhsDirect: false, lhsDirect: false, rhsBits: 8 },
     'dot4-tiled': { threadM: 4, threadN: 4, vecWords: 4 },
