@@ -5,7 +5,8 @@
 // `window.ort` (its ES module, whose .wasm/.mjs files the same local server serves from node_modules),
 // and four helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
 // operands as in Node), __hash (hashBytes), __moreReps and __pausedCalls (bench/timing.ts: the same
-// repeat policy and the same after-pause rule), and __qgemmCall (bench/qgemm-call.ts: one qgemm call in
+// repeat policy and the same after-pause rule), __warmUntilSteady (src/tune-measure.ts: the same clock
+// warm-up), and __qgemmCall (bench/qgemm-call.ts: one qgemm call in
 // its mode, timed as in Node). The page's HTML and its one-time setup (qgemm's context
 // as __ctx, tfjs, onnxruntime-web) are bench/chrome-page-setup.ts. Timing happens in the page, with the
 // page's performance.now(), so no DevTools round trip is inside a timed region. The page is cross-origin
@@ -91,6 +92,8 @@ export interface PageCellResult {
   profiled?: boolean;
   /** Runs of the profiled session before its `profiledRuns` (the warm-up: their profile events come first). */
   profiledWarm?: number;
+  /** The clock warm-up before the timed runs, where the policy has one (bench/timing.ts Warmed). */
+  warm?: { ms: number; steady: boolean };
   error?: string;
 }
 
@@ -347,7 +350,10 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       };
     }
     for (let i = 0; i < policy.warmup; i++) await once();
-    for (const w0 = performance.now(); performance.now() - w0 < (policy.warmupMs ?? 0); ) await once();
+    if (policy.warm) {
+      const { ms, steady } = await w.__warmUntilSteady(async () => (await once()).wallMs, performance, policy.warm);
+      result.warm = { ms, steady };
+    }
     let total = 0;
     let last: { bytes: Uint8Array | null; dtype?: string } = { bytes: null };
     while (w.__moreReps(policy, walls.length, total)) {
@@ -400,7 +406,18 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       try {
         // Runs back to back first, as before the wall-time runs (the clocks rise); their events are sliced off.
         let warm = 0;
-        for (const w0 = performance.now(); performance.now() - w0 < (policy.warmupMs ?? 0); warm++) await runOnce();
+        if (policy.warm) {
+          await w.__warmUntilSteady(
+            async () => {
+              const t0 = performance.now();
+              await runOnce();
+              warm++;
+              return performance.now() - t0;
+            },
+            performance,
+            policy.warm,
+          );
+        }
         for (let i = 0; i < args.profiledRuns; i++) await runOnce();
         await profiled.endProfiling();
         result.profiledWarm = warm;

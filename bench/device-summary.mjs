@@ -5,7 +5,7 @@
 // reference's), the TOPS of the better pass, and the peers' GPU times (tfjs f32, onnxruntime
 // MatMulNBits-8) from the same passes; then, from the 4-bit pass, qgemm with 8- and 4-bit weights beside
 // MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); qgemm's GPU time with Dawn's
-// robustness off beside the passes'; then the token through a Sequential (bench/token.ts). Plain Node,
+// robustness off beside the passes'; the passes' clock warm-ups (how long, how many never settled); then the token through a Sequential (bench/token.ts). Plain Node,
 // no dependencies (it runs on the bare GPU machine).
 // Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
 //        [--norobust bench-norobust.json] [--token token.json]
@@ -93,6 +93,15 @@ for (const [k, r] of rows) {
   lines.push([k, f(a), f(b), spread, kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
 console.log(lines.join('\n'));
+// The clock warm-ups of the passes' rows (bench/timing.ts RepeatPolicy.warm): how long, and how many never settled.
+const warms = passes.flatMap((p) => (p.runs ?? []).filter((r) => r.warm && r.loop !== 'after-pause').map((r) => r.warm));
+if (warms.length) {
+  const ms = warms.map((w) => w.ms).sort((a, b) => a - b);
+  const unsteady = warms.filter((w) => !w.steady).length;
+  console.log(
+    `warm-ups: ${warms.length} rows, median ${(ms[ms.length >> 1] / 1000).toFixed(2)} s, longest ${(ms[ms.length - 1] / 1000).toFixed(2)} s, ${unsteady} not steady`,
+  );
+}
 
 // Robustness off: qgemm's GPU time per shape with `disable_robustness`, beside the passes' better one
 // (the same kernel where the same table chose it; a different kernel is named).

@@ -118,6 +118,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m),
   ];
   const throughput = new Map<string, number>(); // ops per ms, from the largest shape measured so far
+  let warmMs = opts.policy.warm?.minMs ?? 0; // a cell's clock warm-up: the last one measured (it runs until steady)
   const rows: Row[] = [];
   for (const shape of order) {
     let data: ShapeData | null = null;
@@ -135,9 +136,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         const tput = throughput.get(id);
         // onnxruntime's WebGPU rows warm twice: before the wall-time runs and in the profiled session.
         const warmups = (ORT_WEBGPU_IMPLS as readonly string[]).includes(runner.impl) ? 2 : 1;
-        const estimateS =
-          (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) +
-          (warmups * (opts.policy.warmupMs ?? 0)) / 1000;
+        const estimateS = (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) + (warmups * warmMs) / 1000;
         const left = opts.budgetS - elapsed();
         // One slow cell (naive-js at 128x4096x4096: minutes) may not eat the budget of every later one.
         const cap = opts.budgetS / CELL_SHARE;
@@ -196,6 +195,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           computes: runner.computes,
           ...(verification ? { verification } : {}),
           ...(outcome.trace ? { trace: outcome.trace } : {}),
+          ...(outcome.warm ? { warm: { ms: Math.round(outcome.warm.ms), steady: outcome.warm.steady } } : {}),
         };
         // 4-bit weights: the memory floor counts them as stored, N packed rows of K values in the prepack's
         // layout (two per byte where the adapter reads nibbles; K padded to 64), not K*N bytes; the rows a
@@ -214,6 +214,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           );
         }
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
+        if (outcome.warm) warmMs = outcome.warm.ms;
         const gpuPart =
           row.gpuMedianMs !== null
             ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS`
@@ -223,8 +224,11 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
             ? ` verified (${verification.method}, ${verification.checked} entries)`
             : ` VERIFICATION FAILED: ${verification.error ?? `${verification.mismatches} mismatches, first ${JSON.stringify(verification.firstMismatch)}`}`
           : '';
+        const warmPart = outcome.warm
+          ? `; warmed ${(outcome.warm.ms / 1000).toFixed(1)} s${outcome.warm.steady ? '' : ' (not steady)'}`
+          : '';
         progress(
-          `${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} ${String(row.reps).padStart(2)} runs, median ${fmtMs(row.medianMs!)} = ${fmtGops(row.gops!)} GOPS${gpuPart}${check}`,
+          `${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} ${String(row.reps).padStart(2)} runs, median ${fmtMs(row.medianMs!)} = ${fmtGops(row.gops!)} GOPS${gpuPart}${warmPart}${check}`,
         );
       } catch (e) {
         const message = (e as Error).message.split('\n')[0];

@@ -272,6 +272,17 @@ export function inWords(speedup: number | null): string {
 
 const sig = (x: number) => Number(x.toPrecision(x >= 1 ? 3 : 2));
 
+/** The clock warm-up of the report's policy (bench/timing.ts RepeatPolicy.warm), in words, and the rows whose calls never settled. */
+function warmText(report: BenchReport): string {
+  const w = report.timing.policy.warm;
+  if (!w) return '';
+  const unsteady = report.runs.filter((r) => r.warm && !r.warm.steady).length;
+  return (
+    ` and runs back to back for ${w.minMs} ms, then on until their wall times are steady (the median of the last ${w.windowMs} ms within ${w.tolerance * 100}% of the ${w.windowMs} ms before) or ${w.maxMs} ms have passed (the clocks rise)` +
+    (unsteady ? ` (${unsteady} row${unsteady > 1 ? 's' : ''} not steady by then)` : '')
+  );
+}
+
 export function htmlReport(report: BenchReport): string {
   const a = report.adapter;
   const failed = report.runs.filter((r) => r.impl === 'qgemm' && r.verified !== true).length;
@@ -313,7 +324,7 @@ export function htmlReport(report: BenchReport): string {
     ],
     [
       'timing',
-      `${report.timing.policy.warmup} warm-up run${report.timing.policy.warmupMs ? ` and ${report.timing.policy.warmupMs} ms of runs back to back (the clocks rise)` : ''}, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`,
+      `${report.timing.policy.warmup} warm-up run${warmText(report)}, then ≥ ${report.timing.policy.minReps} timed runs (up to ${report.timing.policy.maxReps}, until ${report.timing.policy.targetMs} ms). Median wall time: ${report.timing.medianMs}. GPU time: ${report.timing.gpuMs}.`,
     ],
     [
       'verification',

@@ -11,7 +11,7 @@ import type { ChromeSession } from './impls/chrome.ts';
 import type { BackendName, ImplName, Loop, Mode, RhsBits, RowId, Runtime, TraceSummary } from './impls/types.ts';
 import type { PipelineKind } from './problems.ts';
 import { ops, type ConvLayer, type Shape } from './shapes.ts';
-import { gops, PAUSE_MS, type RepeatPolicy, type Stats } from './timing.ts';
+import { gops, PAUSE_MS, type RepeatPolicy, type Stats, type Warmed } from './timing.ts';
 import type { Verification } from './verify.ts';
 
 /** Which shapes a run measured: `--quick`, the full suite, or `--shapes`. */
@@ -68,6 +68,11 @@ export interface Row {
   pauseMs?: number;
   /** qgemm WebGPU rows that read back: each step's median over a few traced calls (src/scheduler/trace.ts). */
   trace?: TraceSummary;
+  /**
+   * The clock warm-up before the timed runs (bench/timing.ts RepeatPolicy.warm): its length, and whether
+   * the calls were steady at its end (else it hit its cap). Back-to-back rows of a policy with one.
+   */
+  warm?: Warmed;
 }
 
 export interface Skipped extends RowId {
@@ -129,7 +134,7 @@ export function afterPauseRow(row: Row, pause: Stats, hashes: { loop: string[]; 
     consistent: row.verification.consistent && same,
     ...(same ? {} : { verified: false, error: 'an after-pause call returned other bytes than the back-to-back calls' }),
   };
-  const { verification: _v, trace: _t, ...rest } = row;
+  const { verification: _v, trace: _t, warm: _w, ...rest } = row;
   return {
     ...rest,
     loop: 'after-pause',

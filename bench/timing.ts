@@ -1,21 +1,25 @@
-// Timing: warm-up, then repeated runs until both a minimum count and a target time are reached (or a
+// Timing: warm-up runs, then runs back to back until the calls are steady (src/tune-measure.ts
+// warmUntilSteady, the tuner's rule), then repeated runs until both a minimum count and a target time are reached (or a
 // maximum count), so that the repeat count follows the shape: many runs of a fast shape, few of a slow
 // one. The statistics are the median and the spread (min, max, quartiles). GOPS = 2*M*N*K / time.
 //
 // The same policy object travels to the Chrome page (it is plain JSON), where the loop is repeated in
-// page code (bench/chrome-page.ts) so that no DevTools round trip lands inside a timed region; moreReps
-// and pausedCalls go there by their source.
+// page code (bench/chrome-page.ts) so that no DevTools round trip lands inside a timed region; moreReps,
+// pausedCalls and warmUntilSteady go there by their source.
+
+import { STEADY_TOLERANCE, STEADY_WINDOW_MS, warmUntilSteady, type WarmRule } from '../src/tune-measure.ts';
 
 export interface RepeatPolicy {
   /** Untimed runs first (pipeline compilation, buffer pools, JIT). */
   warmup: number;
   /**
-   * Then untimed runs back to back for at least this many ms, so that a GPU whose clocks fall when it is
-   * idle runs the timed ones at its working clock: an H200 fell from 1980 to 345 MHz within 2 s of idling,
-   * and single bench calls after an idle phase ran up to 6 times slower than the tuner's warmed calls
-   * (bench/results/2026-11-28-h200-*). The GPU-timed calls of a cell follow the timed loop at once.
+   * Then untimed runs back to back, for at least warm.minMs and on until their wall times are steady (at
+   * most warm.maxMs), so that a GPU whose clocks fall when it is idle runs the timed ones at its working
+   * clock: an H200 fell from 1980 to 345 MHz within 2 s of idling, and took up to 3 s to climb back under
+   * the tuner's calls (bench/results/2026-11-28-h200-clocks.csv). Absent: none. The GPU-timed calls of a
+   * cell follow the timed loop at once.
    */
-  warmupMs?: number;
+  warm?: WarmRule;
   minReps: number;
   maxReps: number;
   /** Keep repeating (up to maxReps) until the timed runs add up to this many ms. */
@@ -23,7 +27,26 @@ export interface RepeatPolicy {
 }
 
 export const QUICK_POLICY: RepeatPolicy = { warmup: 1, minReps: 3, maxReps: 15, targetMs: 600 };
-export const FULL_POLICY: RepeatPolicy = { warmup: 1, minReps: 5, maxReps: 30, targetMs: 2000, warmupMs: 500 };
+export const FULL_POLICY: RepeatPolicy = {
+  warmup: 1,
+  minReps: 5,
+  maxReps: 30,
+  targetMs: 2000,
+  warm: { minMs: 500, maxMs: 2000, windowMs: STEADY_WINDOW_MS, tolerance: STEADY_TOLERANCE },
+};
+
+/** A cell's clock warm-up, as warmUntilSteady measured it. */
+export interface Warmed {
+  ms: number;
+  steady: boolean;
+}
+
+/** The back-to-back warm-up of `policy` (none without policy.warm); `once` returns a call's wall time. */
+export async function warmUp(policy: RepeatPolicy, once: () => Promise<number>): Promise<Warmed | undefined> {
+  if (!policy.warm) return undefined;
+  const { ms, steady } = await warmUntilSteady(once, performance, policy.warm);
+  return { ms, steady };
+}
 
 export interface Stats {
   medianMs: number;
@@ -75,13 +98,9 @@ export async function measure<T>(
   policy: RepeatPolicy,
   run: () => Promise<{ timing: RunTiming; output: T }>,
   after?: (output: T, index: number) => void,
-): Promise<{ wall: Stats; gpu: Stats | null; last: T; firstWarmupMs: number }> {
-  let firstWarmupMs = 0;
-  for (let i = 0; i < policy.warmup; i++) {
-    const { timing } = await run();
-    if (i === 0) firstWarmupMs = timing.wallMs;
-  }
-  for (const w0 = performance.now(); performance.now() - w0 < (policy.warmupMs ?? 0); ) await run();
+): Promise<{ wall: Stats; gpu: Stats | null; last: T; warm?: Warmed }> {
+  for (let i = 0; i < policy.warmup; i++) await run();
+  const warm = await warmUp(policy, async () => (await run()).timing.wallMs);
   const walls: number[] = [];
   const gpus: number[] = [];
   let total = 0;
@@ -94,7 +113,7 @@ export async function measure<T>(
     after?.(output, walls.length - 1);
     last = output;
   }
-  return { wall: stats(walls), gpu: gpus.length === walls.length ? stats(gpus) : null, last: last as T, firstWarmupMs };
+  return { wall: stats(walls), gpu: gpus.length === walls.length ? stats(gpus) : null, last: last as T, ...(warm ? { warm } : {}) };
 }
 
 /** The pause before each single call of the decode loop's after-pause rows (as in dawn-gpu/node-webgpu issue 17). */

@@ -140,19 +140,38 @@ export interface Measured {
 }
 
 /**
- * Calls `once` (which returns a call's GPU time, else its wall time) back to back: for at least `minMs`
- * of the clock, then on until the calls stop getting faster, at most MAX_WARMUP_MS, and never so long
- * that MIN_BATCHES batches would end past `deadline` (where minMs has passed). Steady: the median
- * per-call time of the last STEADY_WINDOW_MS of calls (at least one call) is within STEADY_TOLERANCE of
- * the median of as many calls before them, or above it. Returns the calls made and whether they were
- * steady at the end.
+ * How long a warm-up of back-to-back calls runs (warmUntilSteady): at least `minMs`, then on until the
+ * calls are steady, at most `maxMs`. Steady: the median per-call time of the last `windowMs` of calls (at
+ * least one call) is within `tolerance` of the median of as many calls before them, or above it. Plain
+ * JSON: the bench's policy carries one to its Chrome page (bench/timing.ts RepeatPolicy.warm).
+ */
+export interface WarmRule {
+  minMs: number;
+  maxMs: number;
+  windowMs: number;
+  tolerance: number;
+}
+
+/** The tuner's rule after a configuration's minimum warm-up (WARMUP_MS or NEXT_WARMUP_MS). */
+export const STEADY: Omit<WarmRule, 'minMs'> = { maxMs: MAX_WARMUP_MS, windowMs: STEADY_WINDOW_MS, tolerance: STEADY_TOLERANCE };
+
+/** What a configuration still needs after its warm-up, at `perCallMs` a call: one more call, then MIN_BATCHES of BATCH_MS or more. */
+export const batchesMs = (perCallMs: number): number => perCallMs + MIN_BATCHES * Math.max(BATCH_MS, perCallMs);
+
+/**
+ * Calls `once` (which returns a call's GPU time, else its wall time) back to back as `rule` says, and
+ * never so long that `tailMs(perCall)` more would end past `deadline` (where rule.minMs has passed: the
+ * tuner keeps room for its shortest batches). Returns the calls made, the warm-up's length on `clock`,
+ * and whether the calls were steady at its end. Self-contained (it names nothing outside itself), so
+ * that the bench's Chrome page runs it from its source, as in Node.
  */
 export async function warmUntilSteady(
   once: () => Promise<number>,
-  clock: Clock,
-  minMs: number,
-  deadline: number,
-): Promise<{ calls: number; steady: boolean }> {
+  clock: { now(): number },
+  rule: WarmRule,
+  deadline = Number.POSITIVE_INFINITY,
+  tailMs: (perCallMs: number) => number = () => 0,
+): Promise<{ calls: number; ms: number; steady: boolean }> {
   const w0 = clock.now();
   const times: number[] = [];
   const ends: number[] = [];
@@ -163,18 +182,18 @@ export async function warmUntilSteady(
     const now = clock.now();
     ends.push(now);
     const elapsed = now - w0;
-    if (elapsed < minMs) continue;
+    if (elapsed < rule.minMs) continue;
     if (now >= nextCheck) {
-      nextCheck = now + STEADY_WINDOW_MS / 4;
+      nextCheck = now + rule.windowMs / 4;
       let n = 1;
-      while (n < ends.length && ends[ends.length - 1 - n] > now - STEADY_WINDOW_MS) n++;
-      if (times.length >= 2 * n && median(times.slice(-n)) >= (1 - STEADY_TOLERANCE) * median(times.slice(-2 * n, -n))) {
-        return { calls: times.length, steady: true };
+      while (n < ends.length && ends[ends.length - 1 - n] > now - rule.windowMs) n++;
+      if (times.length >= 2 * n && median(times.slice(-n)) >= (1 - rule.tolerance) * median(times.slice(-2 * n, -n))) {
+        return { calls: times.length, ms: elapsed, steady: true };
       }
     }
-    const perCall = elapsed / times.length;
-    const batches = MIN_BATCHES * Math.max(BATCH_MS, perCall);
-    if (elapsed >= MAX_WARMUP_MS || now + perCall + batches > deadline) return { calls: times.length, steady: false };
+    if (elapsed >= rule.maxMs || now + tailMs(elapsed / times.length) > deadline) {
+      return { calls: times.length, ms: elapsed, steady: false };
+    }
   }
 }
 
@@ -226,7 +245,7 @@ export async function measure(
     await once(); // compiles the pipelines
     const w0 = clock.now();
     const setupMs = w0 - s0;
-    const warm = await warmUntilSteady(once, clock, warmupMs, deadline);
+    const warm = await warmUntilSteady(once, clock, { ...STEADY, minMs: warmupMs }, deadline, batchesMs);
     const warmedMs = clock.now() - w0;
     const callMs = warmedMs / warm.calls;
     const batches: number[] = [];

@@ -37,7 +37,7 @@ export function pageOutcome(impl: PageImpl, r: PageCellResult, lines: string[], 
   }
   // A peer's note explains a missing GPU time; qgemm's also says how its GPU time was taken.
   const note = r.gpuNote && (gpu === null || impl === 'qgemm') ? { gpuNote: r.gpuNote } : {};
-  const out: CellOutcome = { wall: stats(r.walls), gpu, ...note };
+  const out: CellOutcome = { wall: stats(r.walls), gpu, ...note, ...(r.warm ? { warm: r.warm } : {}) };
   if (impl === 'qgemm' || impl === 'qgemm-cpu') {
     if (r.outputBase64 === undefined) throw new Error('in Chrome: the page returned no output');
     out.output = { data: fromBytes(r.dtype as DstType, Buffer.from(r.outputBase64, 'base64')), dtype: r.dtype as DstType };

@@ -37,6 +37,7 @@ import { pageHtml, pageSetup, type PageSetupResult, type PageVerifyPlan, type Pa
 import { matMulF32Model, matMulIntegerModel, matMulIntegerWeightsModel } from '../onnx-model.ts';
 import { adapterSlug, repoRoot, rootRequire } from '../environment.ts';
 import { LHS_ZERO_POINT, RHS_ZERO_POINT, generateOperands, hashBytes, pipelineToJson, type ShapeData } from '../problems.ts';
+import { warmUntilSteady } from '../../src/tune-measure.ts';
 import { moreReps, PAUSE_MS, pausedCalls, type RepeatPolicy } from '../timing.ts';
 import { qgemmCall } from '../qgemm-call.ts';
 import { pageOutcome } from './chrome-outcome.ts';
@@ -218,6 +219,7 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
     await page.evaluate(
       `window.__gen = (${generateOperands.toString()}); window.__hash = (${hashBytes.toString()}); window.__moreReps = (${moreReps.toString()});` +
         `window.__pausedCalls = (${pausedCalls.toString()}); window.__qgemmCall = (${qgemmCall.toString()});` +
+        `window.__warmUntilSteady = (${warmUntilSteady.toString()});` +
         `window.__tinyModel = Uint8Array.from(${JSON.stringify([...matMulF32Model(new Float32Array(32 * 4), 32, 4)])});`,
     );
     const setup: PageSetupResult = await page.evaluate(pageSetup, verifyPlan());

@@ -34,7 +34,7 @@ export function naiveJs(): Runner {
         const output = naiveGemm(data.lhs, data.rhs, m, n, k, LHS_ZERO_POINT, RHS_ZERO_POINT);
         return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output };
       });
-      return { wall: r.wall, gpu: null };
+      return { wall: r.wall, gpu: null, warm: r.warm };
     },
     close: async () => undefined,
   };

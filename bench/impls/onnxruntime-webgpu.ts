@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { matMulF32Model, matMulNBitsModel } from '../onnx-model.ts';
 import { RHS_ZERO_POINT, type ShapeData } from '../problems.ts';
-import { afterPause, measure, stats, type RepeatPolicy, type Stats } from '../timing.ts';
+import { afterPause, measure, stats, type RepeatPolicy, type Stats, type Warmed, warmUp } from '../timing.ts';
 import { loadOrt, type Ort, type OrtTensor } from './onnxruntime.ts';
 import type { CellOutcome, OrtWebgpuImpl, Runner } from './types.ts';
 
@@ -56,20 +56,25 @@ export function gpuMsPerRun(events: { cat?: string; ts?: number; dur?: number }[
 
 /**
  * GPU time of the last `runs` calls in a profiled session (its own temp folder for the profile file),
- * after runs back to back for at least `warmupMs` (the clocks rise, as for qgemm's rows: RepeatPolicy).
+ * after runs back to back until steady (`policy.warm`: the clocks rise, as for qgemm's rows).
  */
 async function profiledGpu(
   ort: Ort,
   model: Uint8Array,
   feed: () => Record<string, OrtTensor>,
-  runs: number,
-  warmupMs: number,
+  policy: RepeatPolicy,
 ): Promise<Stats | null> {
   const dir = mkdtempSync(join(tmpdir(), 'qgemm-ort-profile-'));
   try {
     const session = await ort.InferenceSession.create(model, sessionOptions({ enableProfiling: true, profileFilePrefix: join(dir, 'p') }));
     let warm = 0;
-    for (const w0 = performance.now(); performance.now() - w0 < warmupMs; warm++) await session.run(feed());
+    await warmUp(policy, async () => {
+      const t0 = performance.now();
+      await session.run(feed());
+      warm++;
+      return performance.now() - t0;
+    });
+    const runs = policy.minReps;
     for (let i = 0; i < runs; i++) await session.run(feed());
     session.endProfiling?.();
     await session.release?.();
@@ -109,6 +114,7 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       const feed = (): Record<string, OrtTensor> => ({ A: new ort.Tensor('float32', a, [m, k]) });
       const session = await ort.InferenceSession.create(model, sessionOptions());
       let wall: Stats;
+      let warmed: Warmed | undefined;
       let paused: Stats;
       const once = async () => {
         const t0 = performance.now();
@@ -117,14 +123,20 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
         return performance.now() - t0;
       };
       try {
-        wall = (await measure(policy, async () => ({ timing: { wallMs: await once(), gpuMs: null }, output: null }))).wall;
+        ({ wall, warm: warmed } = await measure(policy, async () => ({ timing: { wallMs: await once(), gpuMs: null }, output: null })));
         // The decode loop's other case, measured as qgemm's: single calls, each after a pause.
         paused = await afterPause(policy, once);
       } finally {
         await session.release?.();
       }
-      const gpu = await profiledGpu(ort, model, feed, policy.minReps, policy.warmupMs ?? 0).catch(() => null);
-      return { wall, gpu, afterPause: paused, ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }) };
+      const gpu = await profiledGpu(ort, model, feed, policy).catch(() => null);
+      return {
+        wall,
+        gpu,
+        afterPause: paused,
+        ...(warmed ? { warm: warmed } : {}),
+        ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }),
+      };
     },
     close: async () => undefined,
   };

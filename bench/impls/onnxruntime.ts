@@ -92,7 +92,7 @@ export async function onnxruntimeNode(mode: 'call' | 'resident' = 'call'): Promi
           const output = await ortMatMulInteger(ort, session, data);
           return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output };
         });
-        return { wall: r.wall, gpu: null };
+        return { wall: r.wall, gpu: null, warm: r.warm };
       }
       const weights = await createOrtWeightsSession(ort, data);
       try {
@@ -101,7 +101,7 @@ export async function onnxruntimeNode(mode: 'call' | 'resident' = 'call'): Promi
           const output = await ortMatMulIntegerWeights(ort, weights, data);
           return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output };
         });
-        return { wall: r.wall, gpu: null };
+        return { wall: r.wall, gpu: null, warm: r.warm };
       } finally {
         await weights.release?.();
       }
@@ -142,7 +142,7 @@ export async function onnxruntimeNodeNBits4(): Promise<Runner> {
           const out = await session.run({ A: new ort.Tensor('float32', a, [m, k]) });
           return { timing: { wallMs: performance.now() - t0, gpuMs: null }, output: out.Y };
         });
-        return { wall: r.wall, gpu: null };
+        return { wall: r.wall, gpu: null, warm: r.warm };
       } finally {
         await session.release?.();
       }

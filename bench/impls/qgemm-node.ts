@@ -94,6 +94,7 @@ async function qgemmCell(
     : undefined;
   return {
     wall: m.wall,
+    warm: m.warm,
     gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
     output: { data: m.last.data, dtype: m.last.dtype },
     hashes,

@@ -50,7 +50,7 @@ async function convCell(data: ShapeData, mode: Mode, policy: RepeatPolicy, times
       const kernelMs = typeof timing.kernelMs === 'number' && timestamps ? timing.kernelMs : null;
       return { timing: { wallMs, gpuMs: kernelMs }, output: null };
     });
-    return { wall: r.wall, gpu: r.gpu, ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
+    return { wall: r.wall, warm: r.warm, gpu: r.gpu, ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
   } finally {
     tf.dispose([...(keptX ? [keptX] : []), ...(keptW ? [keptW] : [])]);
   }
@@ -131,6 +131,7 @@ export async function tfjsWebgpuNode(opts: {
           const paused = mode === 'resident' ? await afterPause(policy, async () => (await once(false)).wallMs) : undefined;
           return {
             wall: r.wall,
+            warm: r.warm,
             gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
             ...(paused ? { afterPause: paused } : {}),
             gpuNote: timestamps

@@ -7,7 +7,7 @@
 import type { PackFormatId } from '../../src/pack/formats.ts';
 import type { DstData, DstType } from '../../src/types.ts';
 import type { RhsBits, ShapeData } from '../problems.ts';
-import type { RepeatPolicy, Stats } from '../timing.ts';
+import type { RepeatPolicy, Stats, Warmed } from '../timing.ts';
 
 export const IMPLS = [
   'qgemm',
@@ -115,6 +115,8 @@ export const rowRank = (r: RowId): number => {
 export interface CellOutcome {
   wall: Stats;
   gpu: Stats | null;
+  /** The clock warm-up before the timed runs (RepeatPolicy.warm), where the policy has one. */
+  warm?: Warmed;
   /** qgemm rows: the last timed run's output (row-major) and every timed run's hash. */
   output?: { data: DstData; dtype: DstType };
   hashes?: string[];

@@ -531,19 +531,24 @@ describe('benchmark harness', () => {
     const events = [1, 2, 3, 4, 5, 6].map((i) => ({ cat: 'Api', ts: i, dur: i * 1000 }));
     expect(gpuMsPerRun([...events, { cat: 'Node', ts: 0, dur: 99 }], 3)).toEqual([3, 7, 11]);
     expect(gpuMsPerRun(events, 4)).toBeNull();
-    // The clock warm-up: runs back to back for warmupMs after the warm-up runs, none of them timed.
+    // The clock warm-up: runs back to back for warm.minMs after the warm-up runs, then until steady; none timed.
     let calls = 0;
     const run = async () => {
       calls++;
       await new Promise((r) => setTimeout(r, 2));
       return { timing: { wallMs: 1, gpuMs: null }, output: null };
     };
-    const warmed = await measure({ warmup: 1, minReps: 2, maxReps: 2, targetMs: 0, warmupMs: 40 }, run);
+    const warm = { minMs: 40, maxMs: 400, windowMs: 10, tolerance: 0.02 };
+    const warmed = await measure({ warmup: 1, minReps: 2, maxReps: 2, targetMs: 0, warm }, run);
     expect(warmed.wall.reps).toBe(2);
     expect(calls).toBeGreaterThan(4);
+    expect(warmed.warm?.steady).toBe(true); // the same wall time every call
+    expect(warmed.warm?.ms).toBeGreaterThanOrEqual(40);
+    expect(warmed.warm?.ms).toBeLessThan(400);
     calls = 0;
-    await measure({ warmup: 1, minReps: 2, maxReps: 2, targetMs: 0 }, run);
+    const cold = await measure({ warmup: 1, minReps: 2, maxReps: 2, targetMs: 0 }, run);
     expect(calls).toBe(3);
+    expect(cold.warm).toBeUndefined();
     // 4-bit weights: the memory floor counts them as stored (N rows of K nibbles) instead of K*N.
     const packed = roofline({ m: 1, n: 4096, k: 4096, gpuMedianMs: 1, kernel: 'gemv' }, ceilings, 1, 4096 * 2048);
     expect(packed?.bytes).toBe(4096 + 4096 * 2048 + 4096);

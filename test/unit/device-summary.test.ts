@@ -2,7 +2,7 @@
 // the harness writes it: each `resident` row has an after-pause row beside it with no GPU time, which
 // the table must not take for the back-to-back row's; a qgemm row not verified is marked; the 4-bit pass
 // has its own table (with the walls of qgemm's 8-bit and MatMulNBits-8's rows); verify's and the tuner's
-// reports come first; the token through a Sequential comes last.
+// reports come first; the passes' clock warm-ups are summed up; the token through a Sequential comes last.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -66,6 +66,16 @@ describe('bench/device-summary.mjs', () => {
     expect(out).toContain('128x11008x11008 | 0.4000 | sgmat-64x64 | 0.3000 | sgmat-64x64-u4 | 0.75x | 0.8000 | 0.7000 | 0.9000, 2.500');
     expect(out).not.toMatch(/^128x11008x11008 \| -/m); // not in the 8-bit table
     expect(summary(p1, p2, '--u4', join(dir, 'absent.json'))).toContain('(no 4-bit pass: see run.log)');
+  });
+
+  it("sums up the passes' clock warm-ups, and counts the rows whose calls never settled", () => {
+    const warmed = write('warmed.json', [
+      ...pair('qgemm', 4096, 4096, 2, { warm: { ms: 600, steady: true } }),
+      ...pair('tfjs-webgpu-f32', 4096, 4096, 5, { warm: { ms: 2000, steady: false } }),
+      ...pair('qgemm', 1, 4096, 0.1, { warm: { ms: 520, steady: true } }),
+    ]);
+    expect(summary(warmed, p2)).toContain('warm-ups: 3 rows, median 0.60 s, longest 2.00 s, 1 not steady');
+    expect(summary(p1, p2)).not.toContain('warm-ups:'); // rows without a warm-up (an older bench)
   });
 
   it('marks a qgemm row whose result was not verified, in either pass', () => {

@@ -5,7 +5,10 @@
 // (bench/results/2026-11-28-h200-clocks.csv), where the warm-up was a fixed 0.1 to 0.5 s.
 
 import { describe, expect, it } from 'vitest';
-import { MAX_WARMUP_MS, STEADY_TOLERANCE, warmUntilSteady } from '../../src/tune-measure.ts';
+import { batchesMs, MAX_WARMUP_MS, STEADY, STEADY_TOLERANCE, warmUntilSteady } from '../../src/tune-measure.ts';
+
+/** The tuner's rule after a minimum of `minMs`. */
+const rule = (minMs: number) => ({ ...STEADY, minMs });
 
 /** Calls whose GPU time at wall time t is gpu(t), each taking that long plus `overheadMs` of the clock. */
 function fakeCalls(gpu: (t: number) => number, overheadMs = 0.1) {
@@ -23,7 +26,7 @@ function fakeCalls(gpu: (t: number) => number, overheadMs = 0.1) {
 describe('warmUntilSteady', () => {
   it('steady calls: stops after the minimum and two windows of calls', async () => {
     const f = fakeCalls(() => 1);
-    const r = await warmUntilSteady(f.once, f.clock, 100, Infinity);
+    const r = await warmUntilSteady(f.once, f.clock, rule(100));
     expect(r.steady).toBe(true);
     expect(f.clock.t).toBeGreaterThanOrEqual(100);
     expect(f.clock.t).toBeLessThan(300);
@@ -32,7 +35,7 @@ describe('warmUntilSteady', () => {
   it('a clock that rises for 3 s: warms until the calls stop getting faster', async () => {
     // 6 ms per call at the idle clock, falling to 1 ms over 3 s (the H200's 345 -> 1980 MHz), then flat.
     const f = fakeCalls((t) => (t >= 3000 ? 1 : 6 * (1 / 6) ** (t / 3000)));
-    const r = await warmUntilSteady(f.once, f.clock, 100, Infinity);
+    const r = await warmUntilSteady(f.once, f.clock, rule(100));
     expect(r.steady).toBe(true);
     expect(f.clock.t).toBeGreaterThan(2500); // a fixed 100 ms warm-up would have measured at 5.7 ms a call
     expect(f.clock.t).toBeLessThan(MAX_WARMUP_MS);
@@ -41,7 +44,7 @@ describe('warmUntilSteady', () => {
 
   it('calls that never settle: stops at MAX_WARMUP_MS, not steady', async () => {
     const f = fakeCalls((t) => 10 * 0.5 ** (t / 300));
-    const r = await warmUntilSteady(f.once, f.clock, 100, Infinity);
+    const r = await warmUntilSteady(f.once, f.clock, rule(100));
     expect(r.steady).toBe(false);
     expect(f.clock.t).toBeGreaterThanOrEqual(MAX_WARMUP_MS);
     expect(f.clock.t).toBeLessThan(MAX_WARMUP_MS + 50);
@@ -50,17 +53,23 @@ describe('warmUntilSteady', () => {
   it('keeps the deadline: the shortest batches still fit after it, but the minimum warm-up always runs', async () => {
     const rising = (t: number) => 10 * 0.5 ** (t / 300);
     const f = fakeCalls(rising);
-    expect((await warmUntilSteady(f.once, f.clock, 100, 1000)).steady).toBe(false);
+    expect((await warmUntilSteady(f.once, f.clock, rule(100), 1000, batchesMs)).steady).toBe(false);
     expect(f.clock.t).toBeLessThanOrEqual(1000 - 5 * 10);
     const g = fakeCalls(rising);
-    await warmUntilSteady(g.once, g.clock, 500, 100); // the deadline before the minimum
+    await warmUntilSteady(g.once, g.clock, rule(500), 100, batchesMs); // the deadline before the minimum
     expect(g.clock.t).toBeGreaterThanOrEqual(500);
     expect(g.clock.t).toBeLessThan(520);
   });
 
   it('slow calls (a CPU emulation, seconds each): two calls of the same time are steady', async () => {
     const f = fakeCalls(() => 700);
-    const r = await warmUntilSteady(f.once, f.clock, 100, Infinity);
-    expect(r).toEqual({ calls: 2, steady: true });
+    const r = await warmUntilSteady(f.once, f.clock, rule(100));
+    expect(r).toEqual({ calls: 2, ms: 1400.2, steady: true });
+  });
+
+  it("is self-contained: the bench's Chrome page runs it from its source text", async () => {
+    const fromSource = new Function(`return (${warmUntilSteady.toString()});`)() as typeof warmUntilSteady;
+    const f = fakeCalls(() => 700);
+    expect(await fromSource(f.once, f.clock, rule(100))).toEqual({ calls: 2, ms: 1400.2, steady: true });
   });
 });
