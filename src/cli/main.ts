@@ -19,13 +19,19 @@ import { describeDevice } from '../api.ts';
 import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
 import { cmdTune, readTuningFile } from './tune.ts';
-import { consoleToStderr, messagesFd, outputFd, writeFd } from './quiet.ts';
+import { consoleFd, consoleToStderr, messagesFd, outputFd, writeFd } from './quiet.ts';
 import { signalsReleased } from './files.ts';
 
 /** Where the CLI writes: stdout for results and help, stderr for its one-line messages. */
 interface CliIo {
   out(text: string): void;
   err(text: string): void;
+  /**
+   * Lines on stderr that say how a command goes, not why it failed: warnings, -v, the progress of tune
+   * and verify. The same stream as `err`, except in the quiet child (./quiet.ts), where they go through
+   * the pipe that does not count as the child having said why it failed. Absent: `err`.
+   */
+  note?(text: string): void;
 }
 
 const processIo: CliIo = {
@@ -50,6 +56,7 @@ function oneLine(text: string): string {
 }
 
 function program(io: CliIo, run: (p: Promise<void>) => void): Command {
+  const note = io.note ?? io.err;
   const prog = new Command('qgemm')
     .description('Quantized (uint8/int8) GEMM with gemmlowp/TFLite semantics, on WebGPU or the CPU, bit-exact.')
     .version(version, '-V, --version', 'print the version')
@@ -72,8 +79,8 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     backend: o.backend as CommonOptions['backend'],
     ...(o.tuning === undefined ? {} : readTuningFile('--tuning', o.tuning)),
     maxMemory: o.maxMemory === undefined ? DEFAULT_MAX_MEMORY : parseSize('--max-memory', o.maxMemory),
-    warn: (m) => io.err(`${oneLine(m)}\n`),
-    verbose: o.verbose ? (m) => io.err(`${oneLine(m)}\n`) : undefined,
+    warn: (m) => note(`${oneLine(m)}\n`),
+    verbose: o.verbose ? (m) => note(`${oneLine(m)}\n`) : undefined,
   });
   const setup = (cmd: Command) => cmd.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err, outputError: () => {} });
 
@@ -125,7 +132,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .option('--seed <file>', 'a table of this adapter to search around (default: its committed table, if any; none: no seed)')
     .option('--json', 'print the full report as JSON')
     .addHelpText('after', '\nUse the table with --tuning FILE (gemm, run, info) or GpuContext.create({ tuning }).')
-    .action((o) => run(cmdTune(o, io)));
+    .action((o) => run(cmdTune(o, { out: io.out, err: note })));
   setup(prog.command('verify'))
     .description('check every kernel this adapter (or CPU) runs, each forced, bit for bit against the reference')
     .addOption(
@@ -138,7 +145,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
       '\nProgress (the adapter, then each kernel as it is done) goes to stderr; the table or JSON to stdout.\n' +
         'Exit codes: 0 every kernel exact, 1 any mismatch, a --kernel that cannot run here, or a failure of the machine, 2 bad input.',
     )
-    .action((o) => run(cmdVerify(o, io)));
+    .action((o) => run(cmdVerify(o, { out: io.out, err: note })));
   return prog;
 }
 
@@ -235,11 +242,16 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 export async function cli(argv: string[]): Promise<number> {
   const fd = messagesFd();
   const outFd = outputFd();
+  const noteFd = consoleFd();
   consoleToStderr();
   const code =
     fd === null
       ? await main(argv)
-      : await main(argv, { out: outFd === null ? processIo.out : (text) => writeFd(outFd, text), err: (text) => writeFd(fd, text) });
+      : await main(argv, {
+          out: outFd === null ? processIo.out : (text) => writeFd(outFd, text),
+          err: (text) => writeFd(fd, text),
+          note: (text) => writeFd(noteFd ?? fd, text),
+        });
   await signalsReleased(); // a signal held during a write ends the process before it exits by itself
   return code;
 }

@@ -4,8 +4,9 @@
 // redirect its own fd 2. Dawn also prints each shader's compilation warnings to fd 1 (on an NVIDIA GPU,
 // "use of deprecated builtin" for every subgroup-matrix pipeline), which would corrupt `--json` output.
 // So a command that may open a GPU runs in a child process: the child's fds 1 and 2 are pipes that the
-// parent drains and drops, and the child writes qgemm's own results to fd 4, its messages to fd 3 and
-// what its JavaScript prints on the console (QGEMM_TRACE=1's lines) to fd 6, pipes that the parent
+// parent drains and drops, and the child writes qgemm's own results to fd 4, its messages (why a command
+// failed) to fd 3, and its other lines for stderr to fd 6 (what its JavaScript prints on the console,
+// QGEMM_TRACE=1's lines; warnings, -v and the progress of tune and verify), pipes that the parent
 // copies to its stdout and stderr. If the child fails without a message of its own on fd 3 (a native
 // crash, a broken install), the parent says so in one line with the last native line;
 // QGEMM_DEBUG=1 runs everything in one process with the native output visible.
@@ -35,6 +36,8 @@ const fdFrom = (name: string): number | null => {
 export const messagesFd = (): number | null => fdFrom(MESSAGES_FD_ENV);
 /** In the quiet child: the fd for qgemm's own results (what it would print on stdout); otherwise null. */
 export const outputFd = (): number | null => fdFrom(OUTPUT_FD_ENV);
+/** In the quiet child: the fd for lines on stderr that are not why a command failed (console, warnings, progress); otherwise null. */
+export const consoleFd = (): number | null => fdFrom(CONSOLE_FD_ENV);
 
 /**
  * In the quiet child: exits (code 129, as for a hangup) as soon as the parent is gone, which closes the
@@ -64,7 +67,7 @@ export function exitWithParent(): void {
  * the child having said why it failed. Native output (Dawn's) stays dropped. Does nothing outside it.
  */
 export function consoleToStderr(): void {
-  const fd = fdFrom(CONSOLE_FD_ENV);
+  const fd = consoleFd();
   if (fd === null) return;
   const write = (...args: unknown[]) => writeFd(fd, `${format(...args)}\n`);
   console.error = write;

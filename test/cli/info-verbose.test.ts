@@ -3,6 +3,7 @@
 // process, on the CPU backend and on SwiftShader for info.
 
 import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
 import { cleanup, freshDir, M, N, K, runMain, writeSpecIn } from './support.ts';
 
 afterAll(cleanup);
@@ -48,5 +49,53 @@ describe('-v / --verbose', () => {
     const r = await runMain(['run', writeSpecIn(dir), '--backend', 'cpu', '-v']);
     expect(r.code).toBe(0);
     expect(r.err).toMatch(/^qgemm: gemm \d+x\d+x\d+ ran on cpu, kernel cpu-[\w-]+, [\d.]+ m?s\n$/);
+  });
+});
+
+describe("lines that are not a command's failure (the quiet child's fd 6)", () => {
+  /** main() with a `note` stream, as the quiet child runs it (src/cli/main.ts cli). */
+  async function withNote(argv: string[]) {
+    const io = { out: '', err: '', note: '' };
+    const code = await main(argv, { out: (t) => void (io.out += t), err: (t) => void (io.err += t), note: (t) => void (io.note += t) });
+    return { code, ...io };
+  }
+  it('-v and the progress of verify go to `note`, not to the messages that say why a command failed', async () => {
+    const dir = freshDir();
+    const gemm = await withNote([
+      'gemm',
+      '--lhs',
+      `${dir}/A.npy`,
+      '--rhs',
+      `${dir}/B.npy`,
+      '--out',
+      `${dir}/C.npy`,
+      '--backend',
+      'cpu',
+      '-v',
+    ]);
+    expect(gemm.code).toBe(0);
+    expect(gemm.err).toBe('');
+    expect(gemm.note).toMatch(/^qgemm: gemm \d+x\d+x\d+ ran on cpu, kernel cpu-[\w-]+, [\d.]+ m?s\n$/);
+    const verify = await withNote(['verify', '--backend', 'cpu', '--kernel', 'cpu-js']);
+    expect(verify.code).toBe(0);
+    expect(verify.err).toBe('');
+    expect(verify.note).toMatch(/^qgemm verify: cpu on /);
+    expect(verify.out).toContain('cpu-js');
+    // A failure is still a message: on `err`, with nothing on `note`.
+    const bad = await withNote([
+      'gemm',
+      '--lhs',
+      `${dir}/absent.npy`,
+      '--rhs',
+      `${dir}/B.npy`,
+      '--out',
+      `${dir}/D.npy`,
+      '--backend',
+      'cpu',
+      '-v',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/^qgemm: error: --lhs: /);
+    expect(bad.note).toBe('');
   });
 });
