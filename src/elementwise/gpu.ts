@@ -26,7 +26,8 @@ import { writeHostBytes } from '../gpu/write.ts';
 export interface ElementwiseGpuTarget {
   readonly device: GPUDevice;
   readonly limits: PlanLimits;
-  readonly lost: boolean;
+  /** Why the device is gone, or null (GpuContext.lostReason): a DeviceLostError carries it, as a GEMM's does. */
+  readonly lostReason: string | null;
 }
 
 const WORKGROUP_SIZE = 64;
@@ -163,17 +164,22 @@ async function encodeElementwise(
   return encoder;
 }
 
+/** The DeviceLostError of an elementwise op on a gone device, worded and with the reason a GEMM's has; `e`: the failure it caused. */
+function lostError(target: ElementwiseGpuTarget, p: ElementwisePlan, e?: unknown): DeviceLostError {
+  const reason = target.lostReason ?? 'unknown';
+  const what = reason === 'destroyed' ? 'this GpuContext was destroyed' : `the GPU device was lost (${reason})`;
+  return new DeviceLostError(e === undefined ? what : `${what} during elementwise ${p.op}: ${(e as Error).message}`, reason);
+}
+
 /** The lost-device error of an elementwise op, whatever the failure looked like. */
 function lostOr(target: ElementwiseGpuTarget, p: ElementwisePlan, e: unknown): unknown {
-  if (target.lost && !(e instanceof DeviceLostError))
-    return new DeviceLostError(`the GPU device was lost during elementwise ${p.op}: ${(e as Error).message}`, 'lost');
-  return e;
+  return target.lostReason !== null && !(e instanceof DeviceLostError) ? lostError(target, p, e) : e;
 }
 
 /** Runs a prepared elementwise plan on the target's device and reads the result back. */
 export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: ElementwisePlan): Promise<ElementwiseResult> {
   const lostCheck = () => {
-    if (target.lost) throw new DeviceLostError('the GPU device was lost', 'lost');
+    if (target.lostReason !== null) throw lostError(target, p);
   };
   lostCheck();
   const dataOut = p.dtype === 'uint8' ? new Uint8Array(p.count) : new Int8Array(p.count);
@@ -221,7 +227,7 @@ export async function elementwiseBetweenBuffers(
   inputs: [ElementwiseSource, ElementwiseSource],
   out: GPUBuffer,
 ): Promise<void> {
-  if (target.lost) throw new DeviceLostError('the GPU device was lost', 'lost');
+  if (target.lostReason !== null) throw lostError(target, p);
   if (p.count === 0) return;
   const temps: GPUBuffer[] = [];
   try {
@@ -230,7 +236,7 @@ export async function elementwiseBetweenBuffers(
       async () => target.device.queue.submit([(await encodeElementwise(target, p, inputs, out, temps)).finish()]),
       `elementwise ${p.op} (${p.shape.join('x')})`,
     );
-    if (target.lost) throw new DeviceLostError('the GPU device was lost', 'lost');
+    if (target.lostReason !== null) throw lostError(target, p);
   } catch (e) {
     throw lostOr(target, p, e);
   } finally {

@@ -191,6 +191,14 @@ export class GpuContext {
   }
 
   /**
+   * Why: 'destroyed' after destroy(), else the device's loss as `reason: message` (GPUDeviceLostInfo);
+   * null while the device serves. A DeviceLostError of this context carries the same `reason`.
+   */
+  get lostReason(): string | null {
+    return this.resources.goneReason;
+  }
+
+  /**
    * Runs fn with this context's device to itself: GPU calls on one device run one at a time, since
    * error scopes are per device. Other kernels on the same device (elementwise ops) use it.
    */

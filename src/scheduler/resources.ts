@@ -63,6 +63,11 @@ export class DeviceResources {
     return this.lostReason !== null || this.destroyed;
   }
 
+  /** Why the device is gone ('destroyed' for destroy(), else the device's `reason: message`), or null. */
+  get goneReason(): string | null {
+    return this.destroyed ? 'destroyed' : this.lostReason;
+  }
+
   checkAlive(): void {
     if (this.destroyed) throw new DeviceLostError('this GpuContext was destroyed', 'destroyed');
     if (this.lostReason !== null) throw new DeviceLostError(`the GPU device was lost (${this.lostReason})`, this.lostReason);

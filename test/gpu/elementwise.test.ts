@@ -159,7 +159,7 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
   it('a grid split over two dimensions (lowered workgroup limit)', async () => {
     const target: ElementwiseGpuTarget = {
       device: ctx.device,
-      lost: false,
+      lostReason: null,
       limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 7 },
     };
     const rng = new Rng(5);
@@ -198,10 +198,18 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
       output: { scale: 1, zeroPoint: 0 },
     });
     // An input larger than a binding cannot be split (broadcasting reads it anywhere).
-    const small: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxStorageBufferBindingSize: 4096 } };
+    const small: ElementwiseGpuTarget = {
+      device: ctx.device,
+      lostReason: null,
+      limits: { ...ctx.limits, maxStorageBufferBindingSize: 4096 },
+    };
     await expect(elementwiseOnGpu(small, plan)).rejects.toThrow(LimitExceededError);
     // 20 workgroups > 4^2: several dispatches.
-    const few: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 4 } };
+    const few: ElementwiseGpuTarget = {
+      device: ctx.device,
+      lostReason: null,
+      limits: { ...ctx.limits, maxComputeWorkgroupsPerDimension: 4 },
+    };
     await expectGpuMatches(
       few,
       {
@@ -224,10 +232,44 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
       'output bands',
     );
     // A buffer of the op's own above maxBufferSize (the 5000-byte output) is refused, as the GEMM's are.
-    const smallBuffers: ElementwiseGpuTarget = { device: ctx.device, lost: false, limits: { ...ctx.limits, maxBufferSize: 4096 } };
+    const smallBuffers: ElementwiseGpuTarget = { device: ctx.device, lostReason: null, limits: { ...ctx.limits, maxBufferSize: 4096 } };
     await expect(elementwiseOnGpu(smallBuffers, plan)).rejects.toMatchObject({ name: 'LimitExceededError', limit: 'maxBufferSize' });
-    const lost: ElementwiseGpuTarget = { device: ctx.device, lost: true, limits: ctx.limits };
-    await expect(elementwiseOnGpu(lost, plan)).rejects.toThrow(DeviceLostError);
+    const lost: ElementwiseGpuTarget = { device: ctx.device, lostReason: 'unknown: gone', limits: ctx.limits };
+    await expect(elementwiseOnGpu(lost, plan)).rejects.toMatchObject({ name: 'DeviceLostError', reason: 'unknown: gone' });
+  });
+
+  it('on a destroyed context or a lost device: the DeviceLostError a GEMM gives, reason and words', async () => {
+    const plan = prepareElementwise({
+      op: 'add',
+      a: { data: Uint8Array.of(1, 2), shape: [2], scale: 1, zeroPoint: 0 },
+      b: { data: Uint8Array.of(3, 4), shape: [2], scale: 1, zeroPoint: 0 },
+      output: { scale: 1, zeroPoint: 0 },
+    });
+    const gemm = {
+      lhs: { data: Uint8Array.of(1, 2, 3, 4), rows: 2, cols: 2 },
+      rhs: { data: Uint8Array.of(5, 6, 7, 8), rows: 2, cols: 2 },
+      lhsZeroPoint: 0,
+      rhsZeroPoint: 0,
+    };
+    const destroyed = await GpuContext.create({ device: gpu!.device }); // destroy() leaves a given device alive
+    destroyed.destroy();
+    const lost = await GpuContext.create({ allowSoftware: true });
+    lost.device.destroy();
+    await lost.device.lost;
+    for (const [own, reason] of [
+      [destroyed, /^destroyed$/],
+      [lost, /^destroyed: ./], // GPUDeviceLostInfo's reason and message
+    ] as const) {
+      const viaGemm = await own.gemm(gemm).catch((e) => e);
+      const viaElementwise = await elementwiseOnGpu(own, plan).catch((e) => e);
+      expect(viaGemm).toBeInstanceOf(DeviceLostError);
+      expect(viaElementwise).toBeInstanceOf(DeviceLostError);
+      expect(own.lostReason).toMatch(reason);
+      expect({ reason: viaElementwise.reason, message: viaElementwise.message }).toEqual({
+        reason: viaGemm.reason,
+        message: viaGemm.message,
+      });
+    }
   });
 
   it('left no uncaptured GPU errors', () => {
