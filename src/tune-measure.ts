@@ -16,6 +16,7 @@
 import type { ShapeClass } from './kernels/tuning.ts';
 import { GPU_KERNELS } from './kernels/registry.ts';
 import type { GpuGemmKernel } from './kernels/types.ts';
+import type { Heater } from './gpu/heater.ts';
 import { convGeometry } from './layers/layers.ts';
 import type { PatchGeometry } from './pack/patches.ts';
 import { createGpuContextWith, type GpuGemmProblem } from './scheduler/context.ts';
@@ -197,9 +198,18 @@ export async function warmUntilSteady(
   }
 }
 
+/** How measure() runs: the rhs's bits, the warm-up's minimum, and a heater to run through the set-up. */
+export interface MeasureOptions {
+  rhsBits?: 4 | 8;
+  warmupMs?: number;
+  /** Keeps the clocks up while the configuration is set up (a hardware adapter; src/gpu/heater.ts); stopped before the warm-up. */
+  heater?: Heater;
+}
+
 /**
- * One configuration at one shape: warm-up, then batches, rotating operand sets, until `deadline`. With
- * rhsBits 4, the rhs is requantized to 4 bits as it is prepacked, and every call asks for that bitDepth.
+ * One configuration at one shape: set-up (with the heater running, where there is one), warm-up, then
+ * batches, rotating operand sets, until `deadline`. With rhsBits 4, the rhs is requantized to 4 bits as
+ * it is prepacked, and every call asks for that bitDepth.
  */
 export async function measure(
   device: GPUDevice,
@@ -207,12 +217,17 @@ export async function measure(
   [M, N, K]: Mnk,
   deadline: number,
   clock: Clock,
-  rhsBits: 4 | 8 = 8,
-  warmupMs = WARMUP_MS,
+  { rhsBits = 8, warmupMs = WARMUP_MS, heater }: MeasureOptions = {},
 ): Promise<Measured> {
   const bitDepth = classBitDepth(rhsBits);
   const s0 = clock.now();
-  const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} });
+  heater?.start();
+  const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} }).catch(
+    async (e) => {
+      await heater?.stop().catch(() => undefined);
+      throw e;
+    },
+  );
   try {
     const gpuTimer = ctx.caps.timestamps;
     const sets: GpuGemmProblem[] = [];
@@ -242,7 +257,11 @@ export async function measure(
       if (ctx.lastRun.kernel !== kernel.id) throw new Error(`ran ${ctx.lastRun.kernel} instead of ${kernel.id} (failed its self-test)`);
       return gpuTimer && timing.gpuMs !== null ? timing.gpuMs : wall;
     };
-    await once(); // compiles the pipelines
+    try {
+      await once(); // compiles the pipelines
+    } finally {
+      await heater?.stop();
+    }
     const w0 = clock.now();
     const setupMs = w0 - s0;
     const warm = await warmUntilSteady(once, clock, { ...STEADY, minMs: warmupMs }, deadline, batchesMs);
@@ -268,6 +287,7 @@ export async function measure(
       cost: { setupMs, callMs, warmupMs: warmedMs },
     };
   } finally {
+    await heater?.stop().catch(() => undefined); // a set-up that failed before its first call
     ctx.destroy();
   }
 }

@@ -10,7 +10,8 @@
 //
 // Measurement (./tune-measure.ts): per configuration and shape, the `resident` inference call with rhs
 // prepacked, rotating operand sets, a warm-up, then batches of GPU time: their median and coefficient of
-// variation. The rules' own kernel is measured first at every shape, so each entry carries the comparison.
+// variation. On a hardware adapter a heater (./gpu/heater.ts) keeps the GPU busy through each
+// configuration's set-up, so that its clocks are up when the warm-up starts. The rules' own kernel is measured first at every shape, so each entry carries the comparison.
 // The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE of it and starts a configuration only
 // where its predicted cost (set-up and compilation as measured in its family, warm-up, shortest batches)
 // fits; a shape's winner runs the verify suite's problems of its shape class (the conv class: with the
@@ -31,6 +32,7 @@ import {
   WinnerVerifier,
 } from './tune-budget.ts';
 import { describeAdapter } from './gpu/adapter.ts';
+import { Heater } from './gpu/heater.ts';
 import { describeToggles } from './gpu/toggles.ts';
 import type { AdapterCaps } from './gpu/caps.ts';
 import type { GemmShape } from './gpu/plan.ts';
@@ -267,6 +269,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
   const t0 = clock.now();
   const acquired = await acquireDevice({ allowSoftware: true, device: opts.device });
   const device = acquired.device;
+  let heater: Heater | null = null;
   try {
     const probe = await GpuContext.create({ device });
     const caps = probe.caps;
@@ -283,6 +286,8 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       return c;
     };
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
+    // A GPU's clocks kept up through each configuration's set-up (not on a CPU emulation, whose "GPU" is these cores).
+    heater = caps.isSoftware ? null : await Heater.create(device);
     const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
       warmupMs: WARMUP_MS,
       nextWarmupMs: NEXT_WARMUP_MS,
@@ -335,7 +340,11 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
         shapes.length,
         list.map((k) => ({ id: k.id, family: family(k) })),
         async (c, deadline, warmupMs) => {
-          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, bits, warmupMs);
+          const m = await measure(device, byId.get(c.id) as GpuGemmKernel, mnk, deadline, clock, {
+            rhsBits: bits,
+            warmupMs,
+            heater: heater ?? undefined,
+          });
           const warm = `warm-up ${(m.warmupMs / 1000).toFixed(1)} s${m.steady ? '' : ', not steady'}`;
           log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches, ${warm})`);
           return m;
@@ -400,6 +409,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
     };
     return { table, device: describeAdapter(acquired.summary), refused, verified, skipped, sweepMs, verifyMs };
   } finally {
+    await heater?.destroy();
     if (!opts.device) device.destroy();
   }
 }
