@@ -221,10 +221,12 @@ export async function measure(
 ): Promise<Measured> {
   const bitDepth = classBitDepth(rhsBits);
   const s0 = clock.now();
+  // The heater only helps: what stops it (a lost device) is the configuration's own calls' to report.
+  const cool = () => heater?.stop().catch(() => undefined);
   heater?.start();
   const ctx = await createGpuContextWith([kernel, ...GPU_KERNELS], { device, kernel: kernel.id, timestamps: true, warn: () => {} }).catch(
     async (e) => {
-      await heater?.stop().catch(() => undefined);
+      await cool();
       throw e;
     },
   );
@@ -260,7 +262,7 @@ export async function measure(
     try {
       await once(); // compiles the pipelines
     } finally {
-      await heater?.stop();
+      await cool();
     }
     const w0 = clock.now();
     const setupMs = w0 - s0;
@@ -287,7 +289,7 @@ export async function measure(
       cost: { setupMs, callMs, warmupMs: warmedMs },
     };
   } finally {
-    await heater?.stop().catch(() => undefined); // a set-up that failed before its first call
+    await cool(); // a set-up that failed before its first call
     ctx.destroy();
   }
 }

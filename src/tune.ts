@@ -95,6 +95,12 @@ export interface TuneOptions {
    * the adapter (a committed one, src/kernels/tuned/), so a re-tune starts from the last one; null: none.
    */
   seed?: TuningTable | null;
+  /**
+   * Keep the GPU busy through each configuration's set-up (src/gpu/heater.ts), so that its clocks have
+   * not fallen when the warm-up starts. Default: on a hardware adapter; on a CPU emulation it only
+   * takes cores from the set-up.
+   */
+  heater?: boolean;
 }
 
 export interface TuneReport {
@@ -113,7 +119,7 @@ export interface TuneReport {
 }
 
 /** The options tune() takes: another key (a misspelt `budget`) is an InputError, not a 5-minute default. */
-const TUNE_OPTIONS = ['budgetMs', 'classes', 'device', 'onProgress', 'maxCandidates', 'clock', 'seed'];
+const TUNE_OPTIONS = ['budgetMs', 'classes', 'device', 'onProgress', 'maxCandidates', 'clock', 'seed', 'heater'];
 
 /**
  * The least budget that can measure a configuration: the sweep's share of it must hold the first
@@ -154,6 +160,17 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
     }
   }
   if (!classes.length) throw new InputError('classes', 'expected at least one shape class');
+  const twice = classes.find((c, i) => classes.indexOf(c) !== i);
+  if (twice !== undefined) throw new InputError('classes', `${JSON.stringify(twice)} given twice: its shapes would be measured twice`);
+  if (o.clock !== undefined) {
+    const now = (o.clock as { now?: unknown } | null)?.now;
+    const t = typeof now === 'function' ? (now as () => unknown).call(o.clock) : undefined;
+    if (typeof t !== 'number' || !Number.isFinite(t)) {
+      throw new InputError('clock', `expected an object whose now() returns a time in milliseconds, got ${brief(o.clock)}`);
+    }
+  }
+  if (o.heater !== undefined && typeof o.heater !== 'boolean')
+    throw new InputError('heater', `expected true or false, got ${brief(o.heater)}`);
   const m = o.maxCandidates;
   if (m !== undefined && (typeof m !== 'number' || !Number.isInteger(m) || m < 1)) {
     throw new InputError('maxCandidates', `expected an integer of at least 1 (the rules' kernel is one), got ${String(m)}`);
@@ -286,8 +303,14 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       return c;
     };
     const shapes = classes.flatMap((c) => (caps.isSoftware ? SOFTWARE_SHAPES : HARDWARE_SHAPES)[c].map((s) => [c, s] as const));
-    // A GPU's clocks kept up through each configuration's set-up (not on a CPU emulation, whose "GPU" is these cores).
-    heater = caps.isSoftware ? null : await Heater.create(device);
+    // A GPU's clocks kept up through each configuration's set-up (by default not on a CPU emulation, whose
+    // "GPU" is these cores; there, where asked for, with few rounds a dispatch).
+    heater = !(opts.heater ?? !caps.isSoftware)
+      ? null
+      : await Heater.create(device, caps.isSoftware ? 16 : undefined).catch((e) => {
+          log(`no heater (${(e as Error).message.split('\n')[0]}): the warm-ups alone raise the clocks`);
+          return null;
+        });
     const budget = new TuneBudget(clock, budgetMs - (clock.now() - t0), SWEEP_SHARE, {
       warmupMs: WARMUP_MS,
       nextWarmupMs: NEXT_WARMUP_MS,
@@ -329,11 +352,16 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       // The rules' kernel for the rhs as it is prepacked (4-bit classes: nibbles where the adapter reads them).
       const rules = selectGemmKernel(caps, shape, { force: '', rhsPackFormat: prepackFormat(caps, 'rhs', bits) });
       const seedEntry = seed ? tunedEntry(seed, shape) : null;
-      const list = candidates(caps, shape, rules, seedEntry?.kernel).slice(0, opts.maxCandidates ?? Infinity);
+      const all = candidates(caps, shape, rules, seedEntry?.kernel);
+      const list = all.slice(0, opts.maxCandidates ?? Infinity);
       const byId = new Map(list.map((k) => [k.id, k]));
       const seedId = seedEntry && byId.has(kernelOf(seedEntry.kernel).id) ? kernelOf(seedEntry.kernel).id : undefined;
       const where = `${cls} ${mnk.join('x')}`;
-      if (seedEntry && !seedId) log(`${where}: the seed's ${kernelOf(seedEntry.kernel).id} does not run this shape here: not measured`);
+      if (seedEntry && !seedId) {
+        const id = kernelOf(seedEntry.kernel).id;
+        const why = all.some((k) => k.id === id) ? `is past maxCandidates (${opts.maxCandidates})` : 'does not run this shape here';
+        log(`${where}: the seed's ${id} ${why}: not measured`);
+      }
       const family = (k: GpuGemmKernel) => configOf(k.id).family;
       const result = await budget.sweepShape(
         i,

@@ -40,6 +40,8 @@ export function parseClasses(field: string, text: string): string[] {
     }
   }
   if (!list.length) throw new InputError(field, `expected one or more of ${SHAPE_CLASSES.join(', ')}`);
+  const twice = list.find((c, i) => list.indexOf(c) !== i);
+  if (twice !== undefined) throw new InputError(field, `${JSON.stringify(twice)} given twice: its shapes would be measured twice`);
   return list;
 }
 

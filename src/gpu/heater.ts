@@ -4,12 +4,19 @@
 // set-ups and took up to 3 s of calls to climb back (bench/results/2026-11-28-h200-clocks.csv), which the
 // warm-up after each set-up then had to wait for. Outside pack -> gemm -> output: a spin kernel of its
 // own (./heater.wgsl) submitted back to back, as many dispatches a submission as keep it at about
-// TARGET_MS, each submission in the library's error scopes and taking the device as every GPU call
-// does (./scopes.ts), so that the set-up's own calls go on between two of them.
+// TARGET_MS.
+//
+// Unlike the library's GPU calls it does not take the device (./scopes.ts withDevice): the set-up's calls
+// hold it while they await their pipelines' compiles, the longest idle part, which is when the heater
+// must run. It can do without: each submission pushes its error scopes, encodes, submits and pops them in
+// one synchronous run, so its scopes are never open across an await, and whatever scopes another call
+// holds open meanwhile lie below them, untouched. A lost device ends it (stop() then rejects with a
+// DeviceLostError).
 
+import { DeviceLostError } from '../errors.ts';
 import heaterWgsl from './heater.wgsl?raw';
 import { getPipeline } from './pipelines.ts';
-import { runInErrorScope, withDevice } from './scopes.ts';
+import { openErrorScope } from './scopes.ts';
 
 const WORKGROUP_SIZE = 64;
 /** Workgroups a dispatch: 262,144 invocations, enough to occupy every SM of a large GPU. */
@@ -19,11 +26,12 @@ const TARGET_MS = 2;
 const MAX_DISPATCHES = 256;
 
 export class Heater {
-  private running: Promise<void> | null = null;
-  private stopping = false;
+  /** The loop running now and its stop flag; a new one for each start(). */
+  private run: { done: Promise<void>; stop: boolean } | null = null;
   /** Dispatches a submission: doubled while a submission takes under TARGET_MS / 2, halved above 2 TARGET_MS. */
   private dispatches = 1;
-  /** Submissions made, for tests and the tuner's log. */
+  private lost: string | null = null;
+  /** Submissions made (tests). */
   submissions = 0;
 
   private constructor(
@@ -31,9 +39,13 @@ export class Heater {
     private readonly pipeline: GPUComputePipeline,
     private readonly bindGroup: GPUBindGroup,
     private readonly sink: GPUBuffer,
-  ) {}
+  ) {
+    device.lost.then((info) => {
+      this.lost = `${info.reason}: ${info.message}`;
+    });
+  }
 
-  /** A heater on `device`; `rounds`: each invocation's multiply-adds (tests on a CPU emulation use few). */
+  /** A heater on `device`; `rounds`: each invocation's multiply-adds (a CPU emulation gets few). */
   static async create(device: GPUDevice, rounds = 4096): Promise<Heater> {
     const pipeline = await getPipeline(device, {
       id: 'heater',
@@ -41,36 +53,36 @@ export class Heater {
       entryPoint: 'main',
       overrides: { WORKGROUP_SIZE, ROUNDS: rounds },
     });
-    return withDevice(device, () =>
-      runInErrorScope(
-        device,
-        () => {
-          const sink = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE, label: 'qgemm heater sink' });
-          const bindGroup = device.createBindGroup({
-            layout: pipeline.getBindGroupLayout(0),
-            entries: [{ binding: 0, resource: { buffer: sink } }],
-          });
-          return new Heater(device, pipeline, bindGroup, sink);
-        },
-        'the heater',
-      ),
-    );
+    const close = openErrorScope(device, 'the heater');
+    const sink = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE, label: 'qgemm heater sink' });
+    const bindGroup = device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [{ binding: 0, resource: { buffer: sink } }],
+    });
+    await close();
+    return new Heater(device, pipeline, bindGroup, sink);
   }
 
-  /** Starts submitting (does nothing where it runs already). */
+  /** Starts submitting, after a stop() still under way has ended (does nothing where it runs already). */
   start(): void {
-    if (this.running) return;
-    this.stopping = false;
-    this.running = this.loop();
-    this.running.catch(() => undefined); // stop() rethrows it; never an unhandled rejection meanwhile
+    if (this.run && !this.run.stop) return;
+    const previous = this.run?.done ?? Promise.resolve();
+    const run = { stop: false, done: Promise.resolve() };
+    run.done = previous.catch(() => undefined).then(() => this.loop(run));
+    run.done.catch(() => undefined); // stop() rethrows it; never an unhandled rejection meanwhile
+    this.run = run;
   }
 
-  /** Stops and resolves once its last submission has run; throws what stopped it, where a submission failed. */
+  /** Stops and resolves once its last submission has run; rejects with what ended it early (a lost device). */
   async stop(): Promise<void> {
-    this.stopping = true;
-    const running = this.running;
-    this.running = null;
-    await running;
+    const run = this.run;
+    if (!run) return;
+    run.stop = true;
+    try {
+      await run.done;
+    } finally {
+      if (this.run === run) this.run = null;
+    }
   }
 
   /** Stops and frees its buffer. */
@@ -79,27 +91,24 @@ export class Heater {
     this.sink.destroy();
   }
 
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
+  private async loop(run: { stop: boolean }): Promise<void> {
+    while (!run.stop) {
+      if (this.lost !== null) throw new DeviceLostError(`the heater's device was lost (${this.lost})`, this.lost);
+      // One synchronous run from the scopes' push to their pop (see the top of this file).
+      const close = openErrorScope(this.device, 'the heater');
+      const encoder = this.device.createCommandEncoder({ label: 'qgemm heater' });
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(this.pipeline);
+      pass.setBindGroup(0, this.bindGroup);
+      for (let i = 0; i < this.dispatches; i++) pass.dispatchWorkgroups(WORKGROUPS);
+      pass.end();
+      this.device.queue.submit([encoder.finish()]);
       const t0 = performance.now();
-      await withDevice(this.device, () =>
-        runInErrorScope(
-          this.device,
-          () => {
-            const encoder = this.device.createCommandEncoder({ label: 'qgemm heater' });
-            const pass = encoder.beginComputePass();
-            pass.setPipeline(this.pipeline);
-            pass.setBindGroup(0, this.bindGroup);
-            for (let i = 0; i < this.dispatches; i++) pass.dispatchWorkgroups(WORKGROUPS);
-            pass.end();
-            this.device.queue.submit([encoder.finish()]);
-          },
-          'the heater',
-        ),
-      );
+      const closed = close();
       this.submissions++;
+      await closed;
       await this.device.queue.onSubmittedWorkDone();
-      const ms = performance.now() - t0;
+      const ms = performance.now() - t0; // its own work and whatever the set-up submitted meanwhile
       if (ms < TARGET_MS / 2) this.dispatches = Math.min(this.dispatches * 2, MAX_DISPATCHES);
       else if (ms > 2 * TARGET_MS && this.dispatches > 1) this.dispatches >>= 1;
     }

@@ -1,6 +1,7 @@
 // Error scopes and per-device serialization (GPU plumbing under the scheduler of pack -> gemm -> output):
 // every GPU call of this library runs inside validation and out-of-memory error scopes, one call per
-// device at a time, so that a GPU error is never silent and scopes never interleave.
+// device at a time, so that a GPU error is never silent and scopes never interleave. (The tuner's heater,
+// ./heater.ts, submits without taking the device: its scopes open and close in one synchronous run.)
 
 import { GpuOutOfMemoryError, GpuValidationError } from '../errors.ts';
 

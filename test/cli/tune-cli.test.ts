@@ -30,6 +30,7 @@ describe('qgemm tune: bad input is exit 2, one line naming the flag, nothing wri
     [['--budget', 'soon'], '--budget'],
     [['--budget', `${'9'.repeat(400)}h`], '--budget'], // digits past a double: Infinity, refused by the flag's name
     [['--classes', 'square,prefill'], '--classes'],
+    [['--classes', 'decode-u4,decode-u4'], '--classes'],
     [['--backend', 'cpu'], '--backend'],
   ])('%j', (args, field) => {
     ensureBuilt();

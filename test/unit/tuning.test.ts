@@ -159,7 +159,7 @@ describe('tuning tables', () => {
 });
 
 describe("tune()'s options", () => {
-  it('a bad budget, class list or candidate count is an InputError naming it, before any device is acquired', async () => {
+  it('a bad budget, class list, candidate count, clock or heater is an InputError naming it, before any device is acquired', async () => {
     for (const [opts, field] of [
       [{ budgetMs: 0 }, 'budgetMs'],
       [{ budgetMs: 999 }, 'budgetMs'], // below the first configuration's warm-up and batches (1 s)
@@ -176,6 +176,11 @@ describe("tune()'s options", () => {
       [{ device: {} }, 'device'],
       [{ seed: { format: 'qgemm-tuning-0' } }, 'seed.format'], // a seed table is checked like a --tuning one
       [{ seed: table({ entries: [{ class: 'square', shape: { M: 0, N: 1, K: 1 } }] } as never) }, 'seed.entries[0].shape.M'],
+      [{ classes: ['decode-u4', 'decode-u4'] }, 'classes'], // each shape measured twice, two entries for one shape
+      [{ clock: 5 }, 'clock'], // was a TypeError
+      [{ clock: { now: () => Number.NaN } }, 'clock'], // was a sweep that never ended
+      [{ clock: { now: () => 'x' } }, 'clock'],
+      [{ heater: 'yes' }, 'heater'],
       [5, 'options'],
     ] as const) {
       await expect(tune(opts as never), JSON.stringify(opts)).rejects.toMatchObject({ name: 'InputError', field });
