@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { InputError } from '../src/errors.ts';
 import { repoRoot } from './environment.ts';
 import { runBenchmark, type BenchOptions } from './harness.ts';
 import type { BenchReport } from './report.ts';
@@ -229,7 +230,15 @@ export async function runCli(argv: string[]): Promise<number> {
     plan.save = false;
     plan.html ??= plan.reportFrom.replace(/\.json$/, '') + '.html';
   } else {
-    report = await runBenchmark({ ...plan.options, log: (line) => process.stderr.write(line + '\n') });
+    try {
+      report = await runBenchmark({ ...plan.options, log: (line) => process.stderr.write(line + '\n') });
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      // The library names its options; here --tuning and --dawn are flags (QGEMM_DAWN_TOGGLES stays a variable).
+      const flag = /^tuning(\.|\[|$)/.test(e.field) ? '--' : /^dawnPath\b/.test(e.field) ? '--dawn (dawnPath) ' : '';
+      process.stderr.write(`bench: error: ${flag}${e.message.split('\n')[0]}\n`);
+      return 2;
+    }
   }
   process.stdout.write(terminalReport(report));
   const json = reportJson(report);

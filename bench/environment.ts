@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { InputError } from '../src/errors.ts';
 import { INSTALL_HINT, SWIFTSHADER_ICD } from '../src/gpu/dawn.ts';
 import { describeAdapter, type AdapterSummary } from '../src/gpu/adapter.ts';
 import { isHardwareAdapterAvailable } from '../src/gpu/acquire.ts';
@@ -127,6 +128,7 @@ export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice>
   try {
     hardware = await isHardwareAdapterAvailable({ dawnPath: opts.dawnPath });
   } catch (e) {
+    if (e instanceof InputError) throw e; // a bad --dawn or QGEMM_DAWN_TOGGLES is the user's to fix, not "no GPU"
     return none(`no WebGPU in Node (${(e as Error).message.split('\n')[0]}): CPU path only`);
   }
   const create = async (allowSoftware: boolean) =>
@@ -152,6 +154,7 @@ export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice>
       note: `no hardware WebGPU adapter: SwiftShader, a CPU emulation of a GPU (${describeAdapter(ctx.summary)}); its numbers are for ratios against peers on the same adapter, not for GPU speed`,
     };
   } catch (e) {
+    if (e instanceof InputError) throw e; // a --tuning table of another adapter, a bad toggle: not "no GPU"
     return none(`no hardware WebGPU adapter, and SwiftShader failed (${(e as Error).message.split('\n')[0]}): CPU path only`);
   }
 }

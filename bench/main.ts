@@ -8,7 +8,10 @@ import { runCli } from './cli.ts';
 runCli(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e) => {
-    process.stderr.write(`bench: ${(e as Error).stack ?? e}\n`);
+    // One line (the stack with QGEMM_DEBUG=1, as for qgemm); bad flags and input are exit 2 in runCli.
+    process.stderr.write(
+      `bench: ${process.env.QGEMM_DEBUG ? ((e as Error).stack ?? e) : String((e as Error).message ?? e).split('\n')[0]}\n`,
+    );
     process.exit(1);
   },
 );

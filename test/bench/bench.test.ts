@@ -7,8 +7,10 @@
 // every Chrome row (qgemm in three modes on WebGPU, 4-bit weights resident, two modes on the CPU, tfjs, onnxruntime-web's WebGPU and
 // WASM EPs) with the same contract as Node's, every qgemm row verified, and the Chrome comparisons; and a tiny
 // convolution layer (qgemm: one gemm that packs the patches in its pass; tfjs conv2d), in Node and in Chrome.
-// Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails.
+// Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails. The bundled
+// CLI's bad input (a misspelt QGEMM_DAWN_TOGGLES, a --tuning table of another adapter) is exit 2 in one line.
 
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -631,5 +633,43 @@ describe('benchmark harness', () => {
     expect(() => parseShapes('conv2x2x3-k3x3-s1-valid-o4')).toThrow(/filter fits/);
     expect(() => parseCli(['--rhs-bits', '3'])).toThrow(/unknown "3"/);
     expect(() => parseCli(['--rhs-bits', '4', '--modes', 'call'])).toThrow(/resident/);
+  });
+});
+
+describe('dist/node/bench.js: bad input is exit 2 in one line, never a run without the GPU', () => {
+  const bench = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(
+      process.execPath,
+      [
+        'dist/node/bench.js',
+        '--runtimes',
+        'node',
+        '--backends',
+        'webgpu,cpu',
+        '--impls',
+        'qgemm',
+        '--modes',
+        'resident',
+        '--shapes',
+        '8x8x8',
+        '--no-save',
+        ...args,
+      ],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+      },
+    );
+  it('a misspelt QGEMM_DAWN_TOGGLES (was: "no WebGPU adapter", exit 0, the CPU rows only)', () => {
+    const r = bench([], { QGEMM_DAWN_TOGGLES: 'disable_robustnes' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^bench: error: QGEMM_DAWN_TOGGLES: unknown Dawn toggle "disable_robustnes"/m);
+    expect(r.stdout).toBe('');
+  });
+  it('a --tuning table of another adapter names --tuning.adapter', () => {
+    const r = bench(['--tuning', 'src/kernels/tuned/nvidia-h200.json'], { VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' });
+    if (/CPU path only/.test(r.stderr)) return; // no WebGPU here at all: nothing to compare the table with
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^bench: error: --tuning\.adapter: the table was measured on nvidia/m);
   });
 });
