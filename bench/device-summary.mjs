@@ -26,19 +26,24 @@ const read = (f, empty = { runs: [] }) => {
     return empty;
   }
 };
-const passes = (firstOption >= 0 ? args.slice(0, firstOption) : args).map((file) => read(file));
-/** A time in ms as the tables print it, '-' where there is none. */
-const f = (x) => (x === null || x === undefined ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
+/** An object's rows (bench reports' `runs`, verify's `rows`, the tuner's entries): the objects of an array, else none. */
+const objects = (xs) => (Array.isArray(xs) ? xs.filter((x) => x !== null && typeof x === 'object') : []);
+/** A bench report's rows (none where the file is missing, truncated or of another shape). */
+const runsOf = (file) => objects(read(file, null)?.runs);
+const passes = (firstOption >= 0 ? args.slice(0, firstOption) : args).map((file) => ({ runs: runsOf(file) }));
+/** A time in ms as the tables print it, '-' where there is none (or it is not a number). */
+const f = (x) => (typeof x !== 'number' || !Number.isFinite(x) ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
 
 // `qgemm verify --json`: one line, then a line per kernel with mismatches or that did not run.
 const verifyFile = option('verify');
 if (verifyFile) {
   const v = read(verifyFile, null);
-  if (!v?.rows) console.log('verify: no report (see run.log)');
+  const vrows = objects(v?.rows);
+  if (!vrows.length) console.log('verify: no report (see run.log)');
   else {
-    const bad = v.rows.filter((r) => r.mismatches > 0 || r.detail);
-    const exact = v.rows.length - bad.length;
-    console.log(`verify: ${exact} of ${v.rows.length} kernels exact${v.ok ? '' : ' -- FAILED'}`);
+    const bad = vrows.filter((r) => r.mismatches !== 0 || r.detail);
+    const exact = vrows.length - bad.length;
+    console.log(`verify: ${exact} of ${vrows.length} kernels exact${v.ok === true ? '' : ' -- FAILED'}`);
     for (const r of bad) console.log(`  ${r.kernel}: ${r.mismatches} mismatches of ${r.problems}${r.detail ? ` (${r.detail})` : ''}`);
   }
   console.log('');
@@ -48,24 +53,26 @@ if (verifyFile) {
 const tuneFile = option('tune');
 if (tuneFile) {
   const t = read(tuneFile, null);
-  const entries = t?.table?.entries;
-  if (!entries) console.log('tune: no report (see run.log)');
+  const entries = objects(t?.table?.entries);
+  if (!entries.length) console.log('tune: no report (see run.log)');
   else {
     const out = ['tune: class shape | winner | ms | rules | rules ms | seed | seed ms | tried'];
     for (const e of entries) {
-      const shape = `${e.class} ${e.shape.M}x${e.shape.N}x${e.shape.K}`;
+      const shape = `${e.class} ${e.shape?.M}x${e.shape?.N}x${e.shape?.K}`;
       out.push([shape, e.id, f(e.gpuMs), e.rulesId, f(e.rulesMs), e.seedId ?? '-', f(e.seedMs), e.tried].join(' | '));
     }
-    for (const r of t.refused ?? []) out.push(`  refused ${r.id}: ${r.detail}`);
+    for (const r of objects(t.refused)) out.push(`  refused ${r.id}: ${r.detail}`);
     console.log(out.join('\n'));
   }
   console.log('');
 }
 const key = (r) =>
-  r.conv ? `conv ${r.m}x${r.n}x${r.k} (${r.conv.height}x${r.conv.width}x${r.conv.channels} s${r.conv.stride})` : `${r.m}x${r.n}x${r.k}`;
+  r.conv && typeof r.conv === 'object'
+    ? `conv ${r.m}x${r.n}x${r.k} (${r.conv.height}x${r.conv.width}x${r.conv.channels} s${r.conv.stride})`
+    : `${r.m}x${r.n}x${r.k}`;
 const rows = new Map();
 for (const [i, p] of passes.entries()) {
-  for (const r of p.runs ?? []) {
+  for (const r of p.runs) {
     if (r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause' || (r.rhsBits ?? 8) !== 8) continue;
     const k = key(r);
     if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernel: '', unverified: false, tfjs: [], ort: [] });
@@ -94,7 +101,7 @@ for (const [k, r] of rows) {
 }
 console.log(lines.join('\n'));
 // The clock warm-ups of the passes' rows (bench/timing.ts RepeatPolicy.warm): how long, and how many never settled.
-const warms = passes.flatMap((p) => (p.runs ?? []).filter((r) => r.warm && r.loop !== 'after-pause').map((r) => r.warm));
+const warms = passes.flatMap((p) => p.runs.filter((r) => typeof r.warm?.ms === 'number' && r.loop !== 'after-pause').map((r) => r.warm));
 if (warms.length) {
   const ms = warms.map((w) => w.ms).sort((a, b) => a - b);
   const unsteady = warms.filter((w) => !w.steady).length;
@@ -108,7 +115,7 @@ if (warms.length) {
 const norobustFile = option('norobust');
 if (norobustFile) {
   const out = ['', 'robustness off: shape | qgemm ms | kernel | passes ms | off / on'];
-  for (const r of read(norobustFile).runs ?? []) {
+  for (const r of runsOf(norobustFile)) {
     if (r.impl !== 'qgemm' || r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause') continue;
     const on = rows.get(key(r));
     const onMs = on ? best(on.q) : null;
@@ -123,7 +130,7 @@ if (norobustFile) {
 // The 4-bit pass: one line per shape, GPU time (`resident`, the median) of each row.
 if (u4File) {
   const u4 = new Map();
-  for (const r of read(u4File).runs ?? []) {
+  for (const r of runsOf(u4File)) {
     if (r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause') continue;
     const k = key(r);
     if (!u4.has(k)) u4.set(k, {});
@@ -153,11 +160,11 @@ if (u4File) {
 const tokenFile = option('token');
 if (tokenFile) {
   const t = read(tokenFile, null);
-  if (!t?.what) console.log('\ntoken: no report (see run.log)');
+  if (typeof t?.what !== 'string') console.log('\ntoken: no report (see run.log)');
   else {
     const verdict = t.verified ? 'verified' : `NOT VERIFIED (${t.mismatches} differ)`;
     console.log(
-      `\ntoken: ${t.what}: wall ${f(t.wallMs)} ms back to back, ${f(t.afterPauseWallMs)} after a pause; GPU ${f(t.sumGpuMs)} ms summed over the layers (${(t.kernels ?? []).join(', ')}), ${f(t.runGpuMs)} for the run; wall / GPU ${typeof t.wallOverSumGpu === 'number' ? t.wallOverSumGpu.toFixed(2) : '-'}; ${verdict}`,
+      `\ntoken: ${t.what}: wall ${f(t.wallMs)} ms back to back, ${f(t.afterPauseWallMs)} after a pause; GPU ${f(t.sumGpuMs)} ms summed over the layers (${Array.isArray(t.kernels) ? t.kernels.join(', ') : ''}), ${f(t.runGpuMs)} for the run; wall / GPU ${typeof t.wallOverSumGpu === 'number' ? t.wallOverSumGpu.toFixed(2) : '-'}; ${verdict}`,
     );
   }
 }

@@ -16,7 +16,7 @@ export const DAWN_DEVICE_TOGGLES: readonly DawnToggle[] = ['disable_workgroup_in
 /** The toggles of the library's own Dawn devices unless the caller says otherwise (docs/gpu.md). */
 export const AUDITED_TOGGLES: readonly DawnToggle[] = ['disable_workgroup_init'];
 
-/** Checks a toggle list (no duplicates, known names) and returns it in canonical order. */
+/** Checks a toggle list (known names) and returns it in canonical order, each once (a repeat is harmless: folded). */
 export function checkToggles(field: string, toggles: readonly unknown[]): DawnToggle[] {
   if (!Array.isArray(toggles)) throw new InputError(field, `expected a list of Dawn toggles, got ${typeof toggles}`);
   for (const t of toggles) {
@@ -37,13 +37,11 @@ export function checkToggles(field: string, toggles: readonly unknown[]): DawnTo
 export function envToggles(value: string | undefined): DawnToggle[] | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   if (value.trim() === 'none') return [];
-  return checkToggles(
-    'QGEMM_DAWN_TOGGLES',
-    value
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
+  const names = value.split(',').map((s) => s.trim());
+  // An empty name (",", "a,,b", a trailing comma) is a slip, not 'none': it would drop the audited default.
+  if (names.includes(''))
+    throw new InputError('QGEMM_DAWN_TOGGLES', `an empty toggle name in ${JSON.stringify(value.slice(0, 80))}; give 'none' for none`);
+  return checkToggles('QGEMM_DAWN_TOGGLES', names);
 }
 
 /** One line for people: 'disable_workgroup_init', 'none', or why the library did not set them (null). */

@@ -3,6 +3,8 @@
 // the table must not take for the back-to-back row's; a qgemm row not verified is marked; the 4-bit pass
 // has its own table (with the walls of qgemm's 8-bit and MatMulNBits-8's rows); verify's and the tuner's
 // reports come first; the passes' clock warm-ups are summed up; the token through a Sequential comes last.
+// A file of the wrong shape (null, rows that are not objects, a token report given as a bench pass) is
+// read as no report, never a crash.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -76,6 +78,19 @@ describe('bench/device-summary.mjs', () => {
     ]);
     expect(summary(warmed, p2)).toContain('warm-ups: 3 rows, median 0.60 s, longest 2.00 s, 1 not steady');
     expect(summary(p1, p2)).not.toContain('warm-ups:'); // rows without a warm-up (an older bench)
+  });
+
+  it('well-formed JSON of the wrong shape is "no report" or a dash, never a crash', () => {
+    const nul = writeJson('null.json', null);
+    const nullRow = writeJson('null-row.json', { runs: [null, 5, row('qgemm', 64, 64, 'x' as never)] });
+    const token = writeJson('token-as-bench.json', { what: 'one token', runs: 2, wallMs: '7', kernels: 'gemv' });
+    const out = summary(nul, nullRow, '--norobust', token, '--u4', nul, '--verify', token, '--tune', nul, '--token', token);
+    expect(out).toContain('verify: no report (see run.log)');
+    expect(out).toContain('tune: no report (see run.log)');
+    expect(out).toContain('64x64x64 | - | - | - |'); // the row with a GPU time that is not a number
+    expect(out).toContain('(no run without robustness: see run.log)');
+    expect(out).toContain('(no 4-bit pass: see run.log)');
+    expect(out).toMatch(/token: one token: wall - ms back to back/);
   });
 
   it('marks a qgemm row whose result was not verified, in either pass', () => {

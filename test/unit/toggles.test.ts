@@ -41,12 +41,16 @@ describe('Dawn toggles', () => {
     expect(inputError(() => checkToggles('toggles', 'disable_robustness' as never)).field).toBe('toggles');
   });
 
-  it('QGEMM_DAWN_TOGGLES: unset or empty is the default, none is [], a list is checked', () => {
+  it('QGEMM_DAWN_TOGGLES: unset or empty is the default, none is [], a list is checked, an empty name refused', () => {
     expect(envToggles(undefined)).toBeUndefined();
     expect(envToggles(' ')).toBeUndefined();
     expect(envToggles('none')).toEqual([]);
     expect(envToggles('disable_robustness, disable_workgroup_init')).toEqual(['disable_workgroup_init', 'disable_robustness']);
     expect(inputError(() => envToggles('disable_workgroup_init,nope')).field).toBe('QGEMM_DAWN_TOGGLES');
+    // An empty name is a slip, not 'none' (which would drop the audited default): "," was taken for none.
+    for (const slip of [',', ' , ', 'disable_robustness,', 'disable_robustness,,disable_workgroup_init']) {
+      expect(inputError(() => envToggles(slip)).message, slip).toMatch(/^QGEMM_DAWN_TOGGLES: an empty toggle name/);
+    }
   });
 
   it("dawn.node's instance flags carry the device toggles beside allow_unsafe_apis", () => {
