@@ -42,6 +42,16 @@ export class DeviceLostError extends QgemmError {
   ) {
     super(message);
   }
+
+  /**
+   * The error of a context whose device is gone, worded once for every op (GEMM, elementwise, layers):
+   * `reason` is the context's lostReason ('destroyed' after its destroy(), else the device's `reason:
+   * message`); `during`, what failed because of it.
+   */
+  static of(reason: string, during?: string): DeviceLostError {
+    const what = reason === 'destroyed' ? 'this GpuContext was destroyed' : `the GPU device was lost (${reason})`;
+    return new DeviceLostError(during === undefined ? what : `${what} during ${during}`, reason);
+  }
 }
 
 /** A problem exceeds a device limit that the scheduler cannot split around. */

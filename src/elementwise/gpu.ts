@@ -164,22 +164,18 @@ async function encodeElementwise(
   return encoder;
 }
 
-/** The DeviceLostError of an elementwise op on a gone device, worded and with the reason a GEMM's has; `e`: the failure it caused. */
-function lostError(target: ElementwiseGpuTarget, p: ElementwisePlan, e?: unknown): DeviceLostError {
-  const reason = target.lostReason ?? 'unknown';
-  const what = reason === 'destroyed' ? 'this GpuContext was destroyed' : `the GPU device was lost (${reason})`;
-  return new DeviceLostError(e === undefined ? what : `${what} during elementwise ${p.op}: ${(e as Error).message}`, reason);
-}
-
 /** The lost-device error of an elementwise op, whatever the failure looked like. */
 function lostOr(target: ElementwiseGpuTarget, p: ElementwisePlan, e: unknown): unknown {
-  return target.lostReason !== null && !(e instanceof DeviceLostError) ? lostError(target, p, e) : e;
+  const reason = target.lostReason;
+  return reason !== null && !(e instanceof DeviceLostError)
+    ? DeviceLostError.of(reason, `elementwise ${p.op}: ${(e as Error).message}`)
+    : e;
 }
 
 /** Runs a prepared elementwise plan on the target's device and reads the result back. */
 export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: ElementwisePlan): Promise<ElementwiseResult> {
   const lostCheck = () => {
-    if (target.lostReason !== null) throw lostError(target, p);
+    if (target.lostReason !== null) throw DeviceLostError.of(target.lostReason);
   };
   lostCheck();
   const dataOut = p.dtype === 'uint8' ? new Uint8Array(p.count) : new Int8Array(p.count);
@@ -227,7 +223,7 @@ export async function elementwiseBetweenBuffers(
   inputs: [ElementwiseSource, ElementwiseSource],
   out: GPUBuffer,
 ): Promise<void> {
-  if (target.lostReason !== null) throw lostError(target, p);
+  if (target.lostReason !== null) throw DeviceLostError.of(target.lostReason);
   if (p.count === 0) return;
   const temps: GPUBuffer[] = [];
   try {
@@ -236,7 +232,7 @@ export async function elementwiseBetweenBuffers(
       async () => target.device.queue.submit([(await encodeElementwise(target, p, inputs, out, temps)).finish()]),
       `elementwise ${p.op} (${p.shape.join('x')})`,
     );
-    if (target.lostReason !== null) throw lostError(target, p);
+    if (target.lostReason !== null) throw DeviceLostError.of(target.lostReason);
   } catch (e) {
     throw lostOr(target, p, e);
   } finally {

@@ -93,7 +93,7 @@ export class Heater {
 
   private async loop(run: { stop: boolean }): Promise<void> {
     while (!run.stop) {
-      if (this.lost !== null) throw new DeviceLostError(`the heater's device was lost (${this.lost})`, this.lost);
+      if (this.lost !== null) throw DeviceLostError.of(this.lost, 'the heater');
       // One synchronous run from the scopes' push to their pop (see the top of this file).
       const close = openErrorScope(this.device, 'the heater');
       const encoder = this.device.createCommandEncoder({ label: 'qgemm heater' });

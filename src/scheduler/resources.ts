@@ -69,19 +69,14 @@ export class DeviceResources {
   }
 
   checkAlive(): void {
-    if (this.destroyed) throw new DeviceLostError('this GpuContext was destroyed', 'destroyed');
-    if (this.lostReason !== null) throw new DeviceLostError(`the GPU device was lost (${this.lostReason})`, this.lostReason);
+    const reason = this.goneReason;
+    if (reason !== null) throw DeviceLostError.of(reason);
   }
 
   /** A failure while the device went away is a DeviceLostError, whatever the failing call said. */
   lostOr(e: unknown): unknown {
-    if (this.lost && !(e instanceof DeviceLostError)) {
-      return new DeviceLostError(
-        `the GPU device was lost during the call (${this.lostReason ?? 'context destroyed'}): ${(e as Error).message}`,
-        this.lostReason ?? 'destroyed',
-      );
-    }
-    return e;
+    const reason = this.goneReason;
+    return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, `the call: ${(e as Error).message}`) : e;
   }
 
   checkBuffer(bytes: number, what: string): void {
