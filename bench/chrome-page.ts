@@ -3,7 +3,7 @@
 // self-contained: it reaches this project's browser bundle (dist/browser/qgemm.js) as `window.qgemm`,
 // tfjs as `window.tf` (the tfjs-core and tfjs-backend-webgpu UMD bundles), onnxruntime-web as
 // `window.ort` (its ES module, whose .wasm/.mjs files the same local server serves from node_modules),
-// and four helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
+// and helpers injected from Node by source: __gen (bench/problems.ts generateOperands: the same
 // operands as in Node), __hash (hashBytes), __moreReps and __pausedCalls (bench/timing.ts: the same
 // repeat policy and the same after-pause rule), __warmUntilSteady (src/tune-measure.ts: the same clock
 // warm-up), and __qgemmCall (bench/qgemm-call.ts: one qgemm call in
@@ -350,8 +350,8 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       };
     }
     for (let i = 0; i < policy.warmup; i++) await once();
-    if (policy.warm) {
-      const { ms, steady } = await w.__warmUntilSteady(async () => (await once()).wallMs, performance, policy.warm);
+    if (policy.warmRule) {
+      const { ms, steady } = await w.__warmUntilSteady(async () => (await once()).wallMs, performance, policy.warmRule);
       result.warm = { ms, steady };
     }
     let total = 0;
@@ -406,7 +406,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
       try {
         // Runs back to back first, as before the wall-time runs (the clocks rise); their events are sliced off.
         let warm = 0;
-        if (policy.warm) {
+        if (policy.warmRule) {
           await w.__warmUntilSteady(
             async () => {
               const t0 = performance.now();
@@ -415,7 +415,7 @@ export async function pageRunCell(args: PageCellArgs): Promise<PageCellResult> {
               return performance.now() - t0;
             },
             performance,
-            policy.warm,
+            policy.warmRule,
           );
         }
         for (let i = 0; i < args.profiledRuns; i++) await runOnce();

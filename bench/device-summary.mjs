@@ -100,7 +100,7 @@ for (const [k, r] of rows) {
   lines.push([k, f(a), f(b), spread, kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
 console.log(lines.join('\n'));
-// The clock warm-ups of the passes' rows (bench/timing.ts RepeatPolicy.warm): how long, and how many never settled.
+// The clock warm-ups of the passes' rows (bench/timing.ts RepeatPolicy.warmRule): how long, and how many never settled.
 const warms = passes.flatMap((p) => p.runs.filter((r) => typeof r.warm?.ms === 'number' && r.loop !== 'after-pause').map((r) => r.warm));
 if (warms.length) {
   const ms = warms.map((w) => w.ms).sort((a, b) => a - b);

@@ -7,7 +7,8 @@
 //    "runs": [{impl, backend, runtime, mode, adapter, m, n, k, medianMs, gops, verified, kernel, roofline, ...}],
 //    "comparisons": [{ours, peer, shapes, geomean, gpuGeomean}], ...extras}
 // medianMs and gops are WALL time of one call; the GPU time of timestamp queries is reported beside it
-// (gpuMedianMs, gpuGops) where the adapter offers them, and `gpuNote` says why where it is missing.
+// (gpuMedianMs, gpuGops) where the adapter offers them, and `gpuNote` says why where it is missing; a
+// back-to-back row of a policy with a warmRule records its clock warm-up (`warm`: ms, steady).
 
 import { describeAdapter } from '../src/gpu/adapter.ts';
 import { PACK_FORMATS, packedRowBytes } from '../src/pack/formats.ts';
@@ -118,7 +119,10 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m),
   ];
   const throughput = new Map<string, number>(); // ops per ms, from the largest shape measured so far
-  let warmMs = opts.policy.warm?.minMs ?? 0; // a cell's clock warm-up: the last one measured (it runs until steady)
+  // A cell's clock warm-up: its row's last one (it runs until steady), at most the rule's cap (a warm-up
+  // of slow calls can end past it, but those calls are the throughput term's).
+  const warmRule = opts.policy.warmRule;
+  const warmMs = new Map<string, number>();
   const rows: Row[] = [];
   for (const shape of order) {
     let data: ShapeData | null = null;
@@ -136,7 +140,9 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         const tput = throughput.get(id);
         // onnxruntime's WebGPU rows warm twice: before the wall-time runs and in the profiled session.
         const warmups = (ORT_WEBGPU_IMPLS as readonly string[]).includes(runner.impl) ? 2 : 1;
-        const estimateS = (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) + (warmups * warmMs) / 1000;
+        const estimateS =
+          (tput ? ((opts.policy.warmup + opts.policy.minReps) * ops(shape)) / tput / 1000 : 0) +
+          (warmups * (warmMs.get(id) ?? warmRule?.minMs ?? 0)) / 1000;
         const left = opts.budgetS - elapsed();
         // One slow cell (naive-js at 128x4096x4096: minutes) may not eat the budget of every later one.
         const cap = opts.budgetS / CELL_SHARE;
@@ -214,7 +220,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           );
         }
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
-        if (outcome.warm) warmMs = outcome.warm.ms;
+        if (outcome.warm && warmRule) warmMs.set(id, Math.min(outcome.warm.ms, warmRule.maxMs));
         const gpuPart =
           row.gpuMedianMs !== null
             ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS`

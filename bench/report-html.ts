@@ -272,13 +272,13 @@ export function inWords(speedup: number | null): string {
 
 const sig = (x: number) => Number(x.toPrecision(x >= 1 ? 3 : 2));
 
-/** The clock warm-up of the report's policy (bench/timing.ts RepeatPolicy.warm), in words, and the rows whose calls never settled. */
+/** The clock warm-up of the report's policy (bench/timing.ts RepeatPolicy.warmRule), in words, and the rows whose calls never settled. */
 function warmText(report: BenchReport): string {
-  const w = report.timing.policy.warm;
+  const w = report.timing.policy.warmRule;
   if (!w) return '';
   const unsteady = report.runs.filter((r) => r.warm && !r.warm.steady).length;
   return (
-    ` and runs back to back for ${w.minMs} ms, then on until their wall times are steady (the median of the last ${w.windowMs} ms within ${w.tolerance * 100}% of the ${w.windowMs} ms before) or ${w.maxMs} ms have passed (the clocks rise)` +
+    ` and runs back to back for ${w.minMs} ms, then on until their wall times are steady (the median of the last ${w.windowMs} ms of calls no more than ${w.tolerance * 100}% below that of as many calls before) or ${w.maxMs} ms have passed (the clocks rise)` +
     (unsteady ? ` (${unsteady} row${unsteady > 1 ? 's' : ''} not steady by then)` : '')
   );
 }

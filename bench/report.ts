@@ -69,7 +69,7 @@ export interface Row {
   /** qgemm WebGPU rows that read back: each step's median over a few traced calls (src/scheduler/trace.ts). */
   trace?: TraceSummary;
   /**
-   * The clock warm-up before the timed runs (bench/timing.ts RepeatPolicy.warm): its length, and whether
+   * The clock warm-up before the timed runs (bench/timing.ts RepeatPolicy.warmRule): its length, and whether
    * the calls were steady at its end (else it hit its cap). Back-to-back rows of a policy with one.
    */
   warm?: Warmed;

@@ -1,6 +1,6 @@
-// Timing: warm-up runs, then runs back to back until the calls are steady (src/tune-measure.ts
-// warmUntilSteady, the tuner's rule), then repeated runs until both a minimum count and a target time are reached (or a
-// maximum count), so that the repeat count follows the shape: many runs of a fast shape, few of a slow
+// Timing: warm-up runs; where the policy has a warmRule (the full suite), runs back to back until the
+// calls are steady (src/tune-measure.ts warmUntilSteady, the tuner's rule); then repeated runs until both
+// a minimum count and a target time are reached (or a maximum count), so that the repeat count follows the shape: many runs of a fast shape, few of a slow
 // one. The statistics are the median and the spread (min, max, quartiles). GOPS = 2*M*N*K / time.
 //
 // The same policy object travels to the Chrome page (it is plain JSON), where the loop is repeated in
@@ -13,13 +13,13 @@ export interface RepeatPolicy {
   /** Untimed runs first (pipeline compilation, buffer pools, JIT). */
   warmup: number;
   /**
-   * Then untimed runs back to back, for at least warm.minMs and on until their wall times are steady (at
-   * most warm.maxMs), so that a GPU whose clocks fall when it is idle runs the timed ones at its working
+   * Then untimed runs back to back, for at least warmRule.minMs and on until their wall times are steady
+   * (at most warmRule.maxMs), so that a GPU whose clocks fall when it is idle runs the timed ones at its working
    * clock: an H200 fell from 1980 to 345 MHz within 2 s of idling, and took up to 3 s to climb back under
    * the tuner's calls (bench/results/2026-11-28-h200-clocks.csv). Absent: none. The GPU-timed calls of a
    * cell follow the timed loop at once.
    */
-  warm?: WarmRule;
+  warmRule?: WarmRule;
   minReps: number;
   maxReps: number;
   /** Keep repeating (up to maxReps) until the timed runs add up to this many ms. */
@@ -32,7 +32,7 @@ export const FULL_POLICY: RepeatPolicy = {
   minReps: 5,
   maxReps: 30,
   targetMs: 2000,
-  warm: { minMs: 500, maxMs: 2000, windowMs: STEADY_WINDOW_MS, tolerance: STEADY_TOLERANCE },
+  warmRule: { minMs: 500, maxMs: 2000, windowMs: STEADY_WINDOW_MS, tolerance: STEADY_TOLERANCE },
 };
 
 /** A cell's clock warm-up, as warmUntilSteady measured it. */
@@ -41,10 +41,10 @@ export interface Warmed {
   steady: boolean;
 }
 
-/** The back-to-back warm-up of `policy` (none without policy.warm); `once` returns a call's wall time. */
+/** The back-to-back warm-up of `policy` (none without policy.warmRule); `once` returns a call's wall time. */
 export async function warmUp(policy: RepeatPolicy, once: () => Promise<number>): Promise<Warmed | undefined> {
-  if (!policy.warm) return undefined;
-  const { ms, steady } = await warmUntilSteady(once, performance, policy.warm);
+  if (!policy.warmRule) return undefined;
+  const { ms, steady } = await warmUntilSteady(once, performance, policy.warmRule);
   return { ms, steady };
 }
 

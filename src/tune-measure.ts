@@ -144,7 +144,7 @@ export interface Measured {
  * How long a warm-up of back-to-back calls runs (warmUntilSteady): at least `minMs`, then on until the
  * calls are steady, at most `maxMs`. Steady: the median per-call time of the last `windowMs` of calls (at
  * least one call) is within `tolerance` of the median of as many calls before them, or above it. Plain
- * JSON: the bench's policy carries one to its Chrome page (bench/timing.ts RepeatPolicy.warm).
+ * JSON: the bench's policy carries one to its Chrome page (bench/timing.ts RepeatPolicy.warmRule).
  */
 export interface WarmRule {
   minMs: number;
@@ -192,7 +192,8 @@ export async function warmUntilSteady(
         return { calls: times.length, ms: elapsed, steady: true };
       }
     }
-    if (elapsed >= rule.maxMs || now + tailMs(elapsed / times.length) > deadline) {
+    // (`!(<)`: a rule whose maxMs is missing or NaN still ends)
+    if (!(elapsed < rule.maxMs) || now + tailMs(elapsed / times.length) > deadline) {
       return { calls: times.length, ms: elapsed, steady: false };
     }
   }

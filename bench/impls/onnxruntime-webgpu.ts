@@ -56,7 +56,7 @@ export function gpuMsPerRun(events: { cat?: string; ts?: number; dur?: number }[
 
 /**
  * GPU time of the last `runs` calls in a profiled session (its own temp folder for the profile file),
- * after runs back to back until steady (`policy.warm`: the clocks rise, as for qgemm's rows).
+ * after runs back to back until steady (`policy.warmRule`: the clocks rise, as for qgemm's rows).
  */
 async function profiledGpu(
   ort: Ort,

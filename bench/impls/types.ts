@@ -115,7 +115,7 @@ export const rowRank = (r: RowId): number => {
 export interface CellOutcome {
   wall: Stats;
   gpu: Stats | null;
-  /** The clock warm-up before the timed runs (RepeatPolicy.warm), where the policy has one. */
+  /** The clock warm-up before the timed runs (RepeatPolicy.warmRule), where the policy has one. */
   warm?: Warmed;
   /** qgemm rows: the last timed run's output (row-major) and every timed run's hash. */
   output?: { data: DstData; dtype: DstType };

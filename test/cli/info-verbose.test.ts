@@ -1,9 +1,13 @@
 // `qgemm info` for people (a short summary; --json the full data) and -v/--verbose on `gemm` and `run`
 // (one line on stderr naming backend, kernel and time; silent without it). Through `main` in this
-// process, on the CPU backend and on SwiftShader for info.
+// process, on the CPU backend and on SwiftShader for info. Lines that are not why a command failed (-v,
+// warnings, the progress of verify) go to the `note` stream, which the quiet child sends through its
+// console pipe (fd 6), so that they never count as its error message; `cli()` wires that pipe.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, main } from '../../src/cli/main.ts';
 import { cleanup, freshDir, M, N, K, runMain, writeSpecIn } from './support.ts';
 
 afterAll(cleanup);
@@ -97,5 +101,32 @@ describe("lines that are not a command's failure (the quiet child's fd 6)", () =
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/^qgemm: error: --lhs: /);
     expect(bad.note).toBe('');
+  });
+
+  it("cli() in the quiet child: -v through its console fd, a failure's line through its messages fd", async () => {
+    const dir = freshDir();
+    const paths = ['messages', 'output', 'console'].map((n) => join(dir, n));
+    const fds = paths.map((p) => openSync(p, 'w'));
+    const vars = ['QGEMM_MESSAGES_FD', 'QGEMM_OUTPUT_FD', 'QGEMM_CONSOLE_FD'] as const;
+    const saved = { env: vars.map((v) => process.env[v]), error: console.error, warn: console.warn };
+    const read = () => paths.map((p) => readFileSync(p, 'utf8'));
+    const args = ['gemm', '--lhs', `${dir}/A.npy`, '--rhs', `${dir}/B.npy`, '--backend', 'cpu', '-v'];
+    try {
+      for (const [i, v] of vars.entries()) process.env[v] = String(fds[i]);
+      expect(await cli([...args, '--out', `${dir}/C.npy`])).toBe(0);
+      const [messages, , consoleLines] = read();
+      expect(messages).toBe('');
+      expect(consoleLines).toMatch(/^qgemm: gemm \d+x\d+x\d+ ran on cpu/);
+      expect(await cli([...args, '--out', `${dir}/no/such/folder/C.npy`])).toBe(2);
+      expect(read()[0]).toMatch(/^qgemm: error: --out: /);
+    } finally {
+      for (const [i, v] of vars.entries()) {
+        if (saved.env[i] === undefined) delete process.env[v];
+        else process.env[v] = saved.env[i];
+      }
+      console.error = saved.error;
+      console.warn = saved.warn;
+      for (const fd of fds) closeSync(fd);
+    }
   });
 });

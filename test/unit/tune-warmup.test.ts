@@ -2,7 +2,9 @@
 // fake calls advance: a configuration is warmed for at least its minimum, then until its per-call GPU
 // time stops falling (the GPU's clocks have risen), at most MAX_WARMUP_MS, and never so long that its
 // shortest batches would pass the deadline. An H200 needed about 3 s to raise its clock from idle
-// (bench/results/2026-11-28-h200-clocks.csv), where the warm-up was a fixed 0.1 to 0.5 s.
+// (bench/results/2026-11-28-h200-clocks.csv), where the warm-up was a fixed 0.1 to 0.5 s. A rule without
+// its cap still ends; and the function names nothing outside itself, since the bench's Chrome page runs it
+// from its source text.
 
 import { describe, expect, it } from 'vitest';
 import { batchesMs, MAX_WARMUP_MS, STEADY, STEADY_TOLERANCE, warmUntilSteady } from '../../src/tune-measure.ts';
@@ -65,6 +67,15 @@ describe('warmUntilSteady', () => {
     const f = fakeCalls(() => 700);
     const r = await warmUntilSteady(f.once, f.clock, rule(100));
     expect(r).toEqual({ calls: 2, ms: 1400.2, steady: true });
+  });
+
+  it('a rule without its cap (maxMs missing or NaN) still ends, at the first check that fails, not steady', async () => {
+    for (const maxMs of [undefined, Number.NaN]) {
+      const f = fakeCalls((t) => 10 * 0.5 ** (t / 300)); // never settles
+      const r = await warmUntilSteady(f.once, f.clock, { ...rule(100), maxMs: maxMs as never });
+      expect(r.steady).toBe(false);
+      expect(f.clock.t).toBeLessThan(200);
+    }
   });
 
   it("is self-contained: the bench's Chrome page runs it from its source text", async () => {
