@@ -181,13 +181,16 @@ describe('benchmark harness', () => {
         backends: ['webgpu', 'cpu'],
         modes: MODES,
         rhsBits: [8, 4],
-        policy: POLICY,
+        // A short clock warm-up: the page runs warmUntilSteady from its source (bench/impls/chrome.ts).
+        policy: { ...POLICY, warmRule: { minMs: 1, maxMs: 40, windowMs: 5, tolerance: 0.5 } },
         budgetS: null,
         pipeline: 'uint8',
         seed: 7,
         suite: 'custom',
       });
       const json = checkContract(report);
+      for (const r of json.runs.filter((r: Row) => r.loop !== 'after-pause'))
+        expect(r.warm, rowKey(r)).toMatchObject({ steady: expect.any(Boolean) });
       const keys = new Set(json.runs.map((r: RowId) => rowKey(r)));
       const expected = [
         ...MODES.flatMap((mode) => [`qgemm/webgpu/chrome/${mode}`, `tfjs-webgpu-f32/webgpu/chrome/${mode}`]),
