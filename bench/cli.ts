@@ -234,8 +234,8 @@ export async function runCli(argv: string[]): Promise<number> {
       report = await runBenchmark({ ...plan.options, log: (line) => process.stderr.write(line + '\n') });
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
-      // The library names its options; here --tuning and --dawn are flags (QGEMM_DAWN_TOGGLES stays a variable).
-      const flag = /^tuning(\.|\[|$)/.test(e.field) ? '--' : /^dawnPath\b/.test(e.field) ? '--dawn (dawnPath) ' : '';
+      // The library names its options; here --tuning is a flag (QGEMM_DAWN_TOGGLES stays a variable).
+      const flag = /^tuning(\.|\[|$)/.test(e.field) ? '--' : '';
       process.stderr.write(`bench: error: ${flag}${e.message.split('\n')[0]}\n`);
       return 2;
     }

@@ -39,7 +39,7 @@ const verifyFile = option('verify');
 if (verifyFile) {
   const v = read(verifyFile, null);
   const vrows = objects(v?.rows);
-  if (!vrows.length) console.log('verify: no report (see run.log)');
+  if (!Array.isArray(v?.rows)) console.log('verify: no report (see run.log)');
   else {
     const bad = vrows.filter((r) => r.mismatches !== 0 || r.detail);
     const exact = vrows.length - bad.length;
@@ -54,7 +54,8 @@ const tuneFile = option('tune');
 if (tuneFile) {
   const t = read(tuneFile, null);
   const entries = objects(t?.table?.entries);
-  if (!entries.length) console.log('tune: no report (see run.log)');
+  // A table with no entry is a report still: every winner refused (its refusals are the result).
+  if (!Array.isArray(t?.table?.entries)) console.log('tune: no report (see run.log)');
   else {
     const out = ['tune: class shape | winner | ms | rules | rules ms | seed | seed ms | tried'];
     for (const e of entries) {

@@ -122,13 +122,17 @@ export interface ChooseOptions {
 }
 
 export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice> {
-  const none = (note: string): AdapterChoice => ({ kind: 'none', summary: null, ctx: null, note });
-  if (opts.cpuOnly) return none('WebGPU not requested (--backends cpu): CPU path only');
+  const none = (note: string): AdapterChoice => {
+    // A Dawn named with --dawn is for a GPU run: without an adapter through it the run is the user's to fix.
+    if (opts.dawnPath) throw new InputError('--dawn', `${opts.dawnPath} gave no WebGPU adapter: ${note.replace(/: CPU path only$/, '')}`);
+    return { kind: 'none', summary: null, ctx: null, note };
+  };
+  if (opts.cpuOnly) return { kind: 'none', summary: null, ctx: null, note: 'WebGPU not requested (--backends cpu): CPU path only' };
   let hardware = false;
   try {
     hardware = await isHardwareAdapterAvailable({ dawnPath: opts.dawnPath });
   } catch (e) {
-    if (e instanceof InputError) throw e; // a bad --dawn or QGEMM_DAWN_TOGGLES is the user's to fix, not "no GPU"
+    if (e instanceof InputError) throw e; // a bad QGEMM_DAWN_TOGGLES is the user's to fix, not "no GPU"
     return none(`no WebGPU in Node (${(e as Error).message.split('\n')[0]}): CPU path only`);
   }
   const create = async (allowSoftware: boolean) =>

@@ -220,7 +220,8 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
           );
         }
         throughput.set(id, ops(shape) / outcome.wall.medianMs);
-        if (outcome.warm && warmRule) warmMs.set(id, Math.min(outcome.warm.ms, warmRule.maxMs));
+        if (outcome.warm && warmRule)
+          warmMs.set(id, Math.min(outcome.warm.ms, Number.isFinite(warmRule.maxMs) ? warmRule.maxMs : Infinity));
         const gpuPart =
           row.gpuMedianMs !== null
             ? `; GPU ${fmtMs(row.gpuMedianMs)} = ${fmtGops(row.gpuGops!)} GOPS`

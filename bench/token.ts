@@ -196,7 +196,8 @@ async function token(): Promise<number> {
 token().then(
   (code) => process.exit(code),
   (e) => {
-    // Bad input the library found (QGEMM_DAWN_TOGGLES, QGEMM_DAWN_NODE) is exit 2, anything else 1; one line.
+    // Bad input the library found (QGEMM_DAWN_TOGGLES) is exit 2, anything else 1 (no adapter, a dawn.node
+    // that does not load: NoAdapterError); one line.
     process.stderr.write(`token: ${String((e as Error)?.message ?? e).split('\n')[0]}\n`);
     process.exit(e instanceof InputError ? 2 : 1);
   },

@@ -46,11 +46,12 @@ export class DeviceLostError extends QgemmError {
   /**
    * The error of a context whose device is gone, worded once for every op (GEMM, elementwise, layers):
    * `reason` is the context's lostReason ('destroyed' after its destroy(), else the device's `reason:
-   * message`); `during`, what failed because of it.
+   * message`); `during`, what failed because of it, and `cause`, how (its message, where it has one).
    */
-  static of(reason: string, during?: string): DeviceLostError {
+  static of(reason: string, during?: string, cause?: unknown): DeviceLostError {
     const what = reason === 'destroyed' ? 'this GpuContext was destroyed' : `the GPU device was lost (${reason})`;
-    return new DeviceLostError(during === undefined ? what : `${what} during ${during}`, reason);
+    const said = cause instanceof Error ? cause.message : cause === undefined ? '' : String(cause);
+    return new DeviceLostError(`${what}${during === undefined ? '' : ` during ${during}`}${said ? `: ${said}` : ''}`, reason);
   }
 }
 

@@ -164,7 +164,12 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   if (twice !== undefined) throw new InputError('classes', `${JSON.stringify(twice)} given twice: its shapes would be measured twice`);
   if (o.clock !== undefined) {
     const now = (o.clock as { now?: unknown } | null)?.now;
-    const t = typeof now === 'function' ? (now as () => unknown).call(o.clock) : undefined;
+    let t: unknown;
+    try {
+      t = typeof now === 'function' ? (now as () => unknown).call(o.clock) : undefined;
+    } catch {
+      t = undefined; // a now() that throws is no clock either
+    }
     if (typeof t !== 'number' || !Number.isFinite(t)) {
       throw new InputError('clock', `expected an object whose now() returns a time in milliseconds, got ${brief(o.clock)}`);
     }

@@ -167,9 +167,7 @@ async function encodeElementwise(
 /** The lost-device error of an elementwise op, whatever the failure looked like. */
 function lostOr(target: ElementwiseGpuTarget, p: ElementwisePlan, e: unknown): unknown {
   const reason = target.lostReason;
-  return reason !== null && !(e instanceof DeviceLostError)
-    ? DeviceLostError.of(reason, `elementwise ${p.op}: ${(e as Error).message}`)
-    : e;
+  return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, `elementwise ${p.op}`, e) : e;
 }
 
 /** Runs a prepared elementwise plan on the target's device and reads the result back. */

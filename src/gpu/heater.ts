@@ -96,15 +96,20 @@ export class Heater {
       if (this.lost !== null) throw DeviceLostError.of(this.lost, 'the heater');
       // One synchronous run from the scopes' push to their pop (see the top of this file).
       const close = openErrorScope(this.device, 'the heater');
-      const encoder = this.device.createCommandEncoder({ label: 'qgemm heater' });
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(this.pipeline);
-      pass.setBindGroup(0, this.bindGroup);
-      for (let i = 0; i < this.dispatches; i++) pass.dispatchWorkgroups(WORKGROUPS);
-      pass.end();
-      this.device.queue.submit([encoder.finish()]);
+      let closed: Promise<void>;
+      try {
+        const encoder = this.device.createCommandEncoder({ label: 'qgemm heater' });
+        const pass = encoder.beginComputePass();
+        pass.setPipeline(this.pipeline);
+        pass.setBindGroup(0, this.bindGroup);
+        for (let i = 0; i < this.dispatches; i++) pass.dispatchWorkgroups(WORKGROUPS);
+        pass.end();
+        this.device.queue.submit([encoder.finish()]);
+      } finally {
+        closed = close(); // popped whatever happened: never a scope of ours left under another call's
+        closed.catch(() => undefined); // awaited below, or the throw above is what ends the loop
+      }
       const t0 = performance.now();
-      const closed = close();
       this.submissions++;
       await closed;
       await this.device.queue.onSubmittedWorkDone();

@@ -76,7 +76,7 @@ export class DeviceResources {
   /** A failure while the device went away is a DeviceLostError, whatever the failing call said. */
   lostOr(e: unknown): unknown {
     const reason = this.goneReason;
-    return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, `the call: ${(e as Error).message}`) : e;
+    return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, 'the call', e) : e;
   }
 
   checkBuffer(bytes: number, what: string): void {

@@ -668,6 +668,11 @@ describe('dist/node/bench.js: bad input is exit 2 in one line, never a run witho
     expect(r.stderr).toMatch(/^bench: error: QGEMM_DAWN_TOGGLES: unknown Dawn toggle "disable_robustnes"/m);
     expect(r.stdout).toBe('');
   });
+  it('a --dawn that gives no adapter (was: the CPU rows only, exit 0: a wasted GPU run)', () => {
+    const r = bench(['--dawn', '/nonexistent/dawn.node']);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^bench: error: --dawn: \/nonexistent\/dawn.node gave no WebGPU adapter: .*could not load it/m);
+  });
   it('a --tuning table of another adapter names --tuning.adapter', () => {
     const r = bench(['--tuning', 'src/kernels/tuned/nvidia-h200.json'], { VK_ICD_FILENAMES: '/usr/lib/chromium/vk_swiftshader_icd.json' });
     if (/CPU path only/.test(r.stderr)) return; // no WebGPU here at all: nothing to compare the table with

@@ -272,7 +272,7 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
     }
   });
 
-  it("destroy() during an elementwise op and a GEMM: each resolves or rejects with the context's lostReason", async () => {
+  it("destroy() during a GEMM and an elementwise op in flight: each resolves or rejects with the context's lostReason", async () => {
     const own = await GpuContext.create({ allowSoftware: true });
     const n = 1 << 20;
     const plan = prepareElementwise({
@@ -281,25 +281,29 @@ describe.skipIf(!gpu)('WebGPU elementwise == CPU reference', () => {
       b: { data: new Uint8Array(n).fill(9), shape: [n], scale: 1, zeroPoint: 0 },
       output: { scale: 1, zeroPoint: 0 },
     });
-    const m = 96;
+    const m = 256;
     const gemm = {
       lhs: { data: new Uint8Array(m * m).fill(3), rows: m, cols: m },
       rhs: { data: new Uint8Array(m * m).fill(5), rows: m, cols: m },
       lhsZeroPoint: 0,
       rhsZeroPoint: 0,
     };
-    // Destroyed while the first calls are in flight on the GPU (their readback pending), and before the later ones.
-    const calls = [own.exclusive(() => elementwiseOnGpu(own, plan)), own.gemm(gemm), own.exclusive(() => elementwiseOnGpu(own, plan))];
-    await new Promise((r) => setTimeout(r, 15));
+    await own.gemm(gemm); // compiled: the next one is on the GPU within milliseconds
+    await own.exclusive(() => elementwiseOnGpu(own, plan));
+    // A GEMM in flight when destroy() comes (a 256³ on SwiftShader takes tens of ms), an elementwise op
+    // queued behind it, and both again after.
+    const calls = [own.gemm(gemm), own.exclusive(() => elementwiseOnGpu(own, plan))];
+    await new Promise((r) => setTimeout(r, 20));
     own.destroy();
     calls.push(own.gemm(gemm), elementwiseOnGpu(own, plan));
     const settled = await Promise.allSettled(calls);
+    expect(own.lostReason).toBe('destroyed');
     for (const s of settled) {
       if (s.status === 'fulfilled') continue;
       expect(s.reason).toBeInstanceOf(DeviceLostError);
-      expect(s.reason.reason).toBe(own.lostReason);
+      expect(s.reason.reason).toBe('destroyed');
+      expect(s.reason.message).not.toMatch(/: $/); // no dangling colon where the failure said nothing
     }
-    expect(own.lostReason).toBe('destroyed');
   });
 
   it('left no uncaptured GPU errors', () => {

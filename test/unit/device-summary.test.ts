@@ -80,6 +80,14 @@ describe('bench/device-summary.mjs', () => {
     expect(summary(p1, p2)).not.toContain('warm-ups:'); // rows without a warm-up (an older bench)
   });
 
+  it('a tune whose every winner was refused is a report: its refusals printed', () => {
+    const tune = writeJson('refused.json', { table: { entries: [] }, refused: [{ id: 'sgmat-64x64', detail: '3 mismatches' }] });
+    const out = summary(p1, p2, '--tune', tune);
+    expect(out).toContain('tune: class shape | winner');
+    expect(out).toContain('  refused sgmat-64x64: 3 mismatches');
+    expect(out).not.toContain('tune: no report');
+  });
+
   it('well-formed JSON of the wrong shape is "no report" or a dash, never a crash', () => {
     const nul = writeJson('null.json', null);
     const nullRow = writeJson('null-row.json', { runs: [null, 5, row('qgemm', 64, 64, 'x' as never)] });

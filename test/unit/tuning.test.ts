@@ -180,6 +180,16 @@ describe("tune()'s options", () => {
       [{ clock: 5 }, 'clock'], // was a TypeError
       [{ clock: { now: () => Number.NaN } }, 'clock'], // was a sweep that never ended
       [{ clock: { now: () => 'x' } }, 'clock'],
+      [
+        {
+          clock: {
+            now: () => {
+              throw new Error('no time');
+            },
+          },
+        },
+        'clock',
+      ],
       [{ heater: 'yes' }, 'heater'],
       [5, 'options'],
     ] as const) {
