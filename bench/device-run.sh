@@ -19,7 +19,7 @@
 # bench2.json, token.json, bench-norobust.json, bench-u4.json, clocks.csv, gpu.csv, run.log). Each stage
 # has its own time limit, with a KILL 5 s after its TERM (60 + 220 + 2 x 110 s, about 15 s to unpack, the token 30 s where 60 are left,
 # robustness off 30 s where 90 are left, and the 4-bit pass whatever is left of 535 s; every bench cell
-# warms the GPU's clocks first, 0.5 to 2 s until its calls are steady, bench/timing.ts, and the bench's
+# warms the GPU's clocks first, 0.5 to about 2 s until its calls are steady, bench/timing.ts, and the bench's
 # budget counts the last cell's warm-up), so the whole run ends within 9 minutes.
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
 set -u
