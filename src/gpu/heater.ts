@@ -54,13 +54,18 @@ export class Heater {
       overrides: { WORKGROUP_SIZE, ROUNDS: rounds },
     });
     const close = openErrorScope(device, 'the heater');
-    const sink = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE, label: 'qgemm heater sink' });
-    const bindGroup = device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries: [{ binding: 0, resource: { buffer: sink } }],
-    });
-    await close();
-    return new Heater(device, pipeline, bindGroup, sink);
+    let made: { sink: GPUBuffer; bindGroup: GPUBindGroup } | undefined;
+    try {
+      const sink = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE, label: 'qgemm heater sink' });
+      const bindGroup = device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: [{ binding: 0, resource: { buffer: sink } }],
+      });
+      made = { sink, bindGroup };
+    } finally {
+      await close(); // its pops run at once, before this await: nothing else runs inside the scopes
+    }
+    return new Heater(device, pipeline, made.bindGroup, made.sink);
   }
 
   /** Starts submitting, after a stop() still under way has ended (does nothing where it runs already). */
