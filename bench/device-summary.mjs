@@ -5,8 +5,9 @@
 // reference's), the TOPS of the better pass, and the peers' GPU times (tfjs f32, onnxruntime
 // MatMulNBits-8) from the same passes; then, from the 4-bit pass, qgemm with 8- and 4-bit weights beside
 // MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); qgemm's GPU time with Dawn's
-// robustness off beside the passes'; the passes' clock warm-ups (how long, how many never settled); then the token through a Sequential (bench/token.ts). Plain Node,
-// no dependencies (it runs on the bare GPU machine).
+// robustness off beside the passes'; the passes' clock warm-ups (how long, how many never settled);
+// then the token through a Sequential (bench/token.ts). Plain Node, no dependencies (it runs on the
+// bare GPU machine). A file missing, truncated or of another shape is "no report", never a crash.
 // Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
 //        [--norobust bench-norobust.json] [--token token.json]
 import { readFileSync } from 'node:fs';

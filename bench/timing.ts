@@ -1,7 +1,8 @@
 // Timing: warm-up runs; where the policy has a warmRule (the full suite), runs back to back until the
 // calls are steady (src/tune-measure.ts warmUntilSteady, the tuner's rule); then repeated runs until both
-// a minimum count and a target time are reached (or a maximum count), so that the repeat count follows the shape: many runs of a fast shape, few of a slow
-// one. The statistics are the median and the spread (min, max, quartiles). GOPS = 2*M*N*K / time.
+// a minimum count and a target time are reached (or a maximum count), so that the repeat count follows
+// the shape: many runs of a fast shape, few of a slow one. The statistics are the median and the spread
+// (min, max, quartiles). GOPS = 2*M*N*K / time.
 //
 // The same policy object travels to the Chrome page (it is plain JSON), where the loop is repeated in
 // page code (bench/chrome-page.ts) so that no DevTools round trip lands inside a timed region; moreReps,

@@ -11,7 +11,8 @@
 // Measurement (./tune-measure.ts): per configuration and shape, the `resident` inference call with rhs
 // prepacked, rotating operand sets, a warm-up, then batches of GPU time: their median and coefficient of
 // variation. On a hardware adapter a heater (./gpu/heater.ts) keeps the GPU busy through each
-// configuration's set-up, so that its clocks are up when the warm-up starts. The rules' own kernel is measured first at every shape, so each entry carries the comparison.
+// configuration's set-up, so that its clocks are up when the warm-up starts. The rules' own kernel is
+// measured first at every shape, so each entry carries the comparison.
 // The budget holds (./tune-budget.ts): the sweep takes SWEEP_SHARE of it and starts a configuration only
 // where its predicted cost (set-up and compilation as measured in its family, warm-up, shortest batches)
 // fits; a shape's winner runs the verify suite's problems of its shape class (the conv class: with the
