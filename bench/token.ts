@@ -2,8 +2,9 @@
 // (pack -> gemm -> output per layer, chained on the device by Sequential.run, one read-back at the end;
 // docs/gpu.md "One token through a Sequential"). Bundled by vite to dist/node/token.js beside the bench,
 // so bench/device-run.sh runs it on a bare GPU machine. It times, in one process on one device:
-//   - wall: `runs` calls of Sequential.run back to back (a context without timestamps), after 0.5 s of
-//     calls that raise the clocks; and `paused` single calls, each after 200 ms idle;
+//   - wall: `runs` calls of Sequential.run back to back (a context without timestamps), after calls that
+//     raise the clocks, as long as the bench's (bench/timing.ts warmUp with FULL_POLICY); and `paused`
+//     single calls, each after 200 ms idle;
 //   - GPU: each layer's GEMM on its own (a context with timestamps: the layer's problem, its rhs
 //     prepacked, the token's lhs from the CPU) summed over the layers, per run; and the GPU time of the
 //     run itself, where Sequential.run reports it (a chain of GEMMs);
@@ -21,7 +22,7 @@ import { type FullyConnectedParams, layerGemm } from '../src/layers/layers.ts';
 import { runLayers, Sequential, type SequentialLayer } from '../src/layers/sequential.ts';
 import { GpuContext } from '../src/scheduler/context.ts';
 import { InputError } from '../src/errors.ts';
-import { stats } from './timing.ts';
+import { FULL_POLICY, stats, warmUp } from './timing.ts';
 
 const median = (xs: number[]) => stats(xs).medianMs;
 
@@ -128,7 +129,12 @@ async function token(): Promise<number> {
   };
   check((await seq.run(x)).data);
 
-  for (const end = performance.now() + 500; performance.now() < end; ) await seq.run(x); // the clocks rise
+  // The clocks rise: the bench's warm-up, until the calls are steady.
+  const warm = await warmUp(FULL_POLICY, async () => {
+    const t0 = performance.now();
+    await seq.run(x);
+    return performance.now() - t0;
+  });
   const walls: number[] = [];
   let last: ArrayLike<number> = [];
   for (let i = 0; i < runs; i++) {
@@ -170,6 +176,7 @@ async function token(): Promise<number> {
     mismatches,
     wallMs: median(walls),
     wallMinMs: Math.min(...walls),
+    warm,
     afterPauseWallMs: pausedWalls.length ? median(pausedWalls) : null,
     sumGpuMs: sums.length ? median(sums) : null,
     runGpuMs: runGpu.length ? median(runGpu) : null,

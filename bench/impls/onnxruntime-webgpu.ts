@@ -134,7 +134,7 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
         wall,
         gpu,
         afterPause: paused,
-        ...(warmed ? { warm: warmed } : {}),
+        warm: warmed,
         ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }),
       };
     },
