@@ -39,6 +39,13 @@ ended() {
   [ -s "$3" ] || say "$1 wrote no $(basename "$3")"
   [ "$2" -eq 0 ] && [ -s "$3" ] || FAILED="$FAILED $1"
 }
+# Right after a stage whose output went to a file (name, that file, the JSON it writes): its exit status
+# ($? on entry), its output in the log (Dawn's shader warnings left out), and `ended`.
+logged() {
+  B=$?
+  grep -v 'deprecated builtin' "$2" >> "$LOG"
+  ended "$1" "$B" "$3"
+}
 
 stage "unpack"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -79,9 +86,7 @@ for pass in 1 2; do
   timeout -k 5 110 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
     --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 95 $TUNING \
     --no-save --json "$OUT/bench$pass.json" > /tmp/bench.out 2>&1
-  B=$?
-  grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
-  ended "bench pass $pass" "$B" "$OUT/bench$pass.json"
+  logged "bench pass $pass" /tmp/bench.out "$OUT/bench$pass.json"
 done
 # One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
 # and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
@@ -89,9 +94,7 @@ LEFT=$(( 535 - ($(date +%s) - T0) ))
 if [ "$LEFT" -ge 60 ]; then
   stage "token"
   timeout -k 5 30 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > /tmp/token.out 2>&1
-  B=$?
-  grep -v 'deprecated builtin' /tmp/token.out >> "$LOG"
-  ended token "$B" "$OUT/token.json"
+  logged token /tmp/token.out "$OUT/token.json"
 else
   say "token skipped: $LEFT s left"
 fi
@@ -106,9 +109,7 @@ if [ "$LEFT" -ge 90 ]; then
     --runtimes node --backends webgpu --modes resident --impls qgemm \
     --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 25 $TUNING \
     --no-save --json "$OUT/bench-norobust.json" > /tmp/bench.out 2>&1
-  B=$?
-  grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
-  ended "bench without robustness" "$B" "$OUT/bench-norobust.json"
+  logged "bench without robustness" /tmp/bench.out "$OUT/bench-norobust.json"
 else
   say "bench without robustness skipped: $LEFT s left"
 fi
@@ -124,9 +125,7 @@ if [ "$LEFT" -ge 45 ]; then
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
     --shapes 1x11008x11008,128x11008x11008 --budget $((LEFT - 10)) $TUNING \
     --no-save --json "$OUT/bench-u4.json" > /tmp/bench.out 2>&1
-  B=$?
-  grep -v 'deprecated builtin' /tmp/bench.out >> "$LOG"
-  ended "bench 4-bit" "$B" "$OUT/bench-u4.json"
+  logged "bench 4-bit" /tmp/bench.out "$OUT/bench-u4.json"
 else
   say "bench 4-bit skipped: $LEFT s left"
 fi

@@ -70,15 +70,22 @@ describe('bench/device-run.sh', () => {
     expect(script).not.toMatch(/verify failed[^\n]*exit 1/);
     expect(script.trimEnd().split('\n').at(-1)).toBe('[ -z "$FAILED" ]');
     // Every stage's exit status reaches `ended` (no pipe hides it), with the JSON it writes.
+    for (const stage of ['verify "$V" "$OUT/verify.json"', 'tune $? "$OUT/tune.json"']) expect(script).toContain(`ended ${stage}`);
+    // The stages whose output goes to a file reach it through `logged`, run right after each: $? on entry.
+    expect(script).toContain('logged() {\n  B=$?\n');
+    expect(script).toContain('ended "$1" "$B" "$3"');
     for (const stage of [
-      'verify "$V" "$OUT/verify.json"',
-      'tune $? "$OUT/tune.json"',
-      '"bench pass $pass" "$B" "$OUT/bench$pass.json"',
-      '"bench 4-bit" "$B" "$OUT/bench-u4.json"',
-      'token "$B" "$OUT/token.json"',
-      '"bench without robustness" "$B" "$OUT/bench-norobust.json"',
-    ])
-      expect(script).toContain(`ended ${stage}`);
+      '"bench pass $pass" /tmp/bench.out "$OUT/bench$pass.json"',
+      '"bench 4-bit" /tmp/bench.out "$OUT/bench-u4.json"',
+      'token /tmp/token.out "$OUT/token.json"',
+      '"bench without robustness" /tmp/bench.out "$OUT/bench-norobust.json"',
+    ]) {
+      const at = script.indexOf(`  logged ${stage}`);
+      expect(at, stage).toBeGreaterThan(0);
+      expect(script.lastIndexOf('\n', at - 1), `${stage}: right after its command`).toBe(
+        script.indexOf('\n', script.lastIndexOf('.js', at)),
+      );
+    }
     expect(script).not.toMatch(/(bench|token)\.js\b[^\n]*\|/);
   });
 
