@@ -96,7 +96,10 @@ function dot4Kernel(): string {
 }`;
 }
 
-/** i8 x i8 -> i32 subgroup-matrix loop: one fragment pair loaded, CH accumulator chains. */
+/**
+ * i8 x i8 -> i32 subgroup-matrix loop: one fragment pair loaded, CH accumulator chains. The builtins' current
+ * form (src/kernels/sgmat/load-form.ts: offset and stride in words of C).
+ */
 function subgroupMatrixKernel(M: number, N: number, K: number, CH: number, perGroup: number): string {
   const chains = Array.from({ length: CH }, (_, c) => c);
   return `enable subgroups;
@@ -105,14 +108,14 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 @group(0) @binding(0) var<storage, read_write> C: array<i32>;
 @group(0) @binding(1) var<uniform> p: vec4u;
 @compute @workgroup_size(128) fn main(@builtin(workgroup_id) wg: vec3u, @builtin(subgroup_id) sg: u32) {
-  let a = subgroupMatrixLoad<subgroup_matrix_left<i8, ${K}, ${M}>>(&C, 0u, false, ${K}u);
-  let b = subgroupMatrixLoad<subgroup_matrix_right<i8, ${N}, ${K}>>(&C, ${M * K}u, true, ${K}u);
+  let a = subgroupMatrixLoad<subgroup_matrix_left<i8, ${K}, ${M}>, row_major>(&C, 0u, ${K / 4}u);
+  let b = subgroupMatrixLoad<subgroup_matrix_right<i8, ${N}, ${K}>, col_major>(&C, ${(M * K) / 4}u, ${K / 4}u);
   ${chains.map((c) => `var c${c} = subgroup_matrix_result<i32, ${N}, ${M}>();`).join('\n  ')}
   for (var i = 0u; i < p.x; i++) {
     ${chains.map((c) => `c${c} = subgroupMatrixMultiplyAccumulate(a, b, c${c});`).join('\n    ')}
   }
   let base = (wg.x * ${perGroup}u + sg) * ${CH * M * N}u;
-  ${chains.map((c) => `subgroupMatrixStore(&C, base + ${c * M * N}u, c${c}, false, ${N}u);`).join('\n  ')}
+  ${chains.map((c) => `subgroupMatrixStore<row_major>(&C, base + ${c * M * N}u, c${c}, ${N}u);`).join('\n  ')}
 }`;
 }
 

@@ -40,10 +40,10 @@ ended() {
   [ "$2" -eq 0 ] && [ -s "$3" ] || FAILED="$FAILED $1"
 }
 # Right after a stage whose output went to a file (name, that file, the JSON it writes): its exit status
-# ($? on entry), its output in the log (Dawn's shader warnings left out), and `ended`.
+# ($? on entry), its output in the log, and `ended`.
 logged() {
   B=$?
-  grep -v 'deprecated builtin' "$2" >> "$LOG"
+  cat "$2" >> "$LOG"
   ended "$1" "$B" "$3"
 }
 

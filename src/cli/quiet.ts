@@ -1,8 +1,9 @@
 // Keeps native noise off the user's stderr. Dawn (the `webgpu` package) writes driver-probe warnings
 // from C++ straight to file descriptor 2 ("Warning: vkCreateInstance: Found no drivers!" and a source
 // frame) while it looks for an adapter; no environment variable silences them and Node cannot
-// redirect its own fd 2. Dawn also prints each shader's compilation warnings to fd 1 (on an NVIDIA GPU,
-// "use of deprecated builtin" for every subgroup-matrix pipeline), which would corrupt `--json` output.
+// redirect its own fd 2. Dawn also prints each shader's compilation warnings to fd 1 (where a device's
+// compiler takes only the deprecated form of the subgroup-matrix builtins, "use of deprecated builtin"
+// per call: src/kernels/sgmat/load-form.ts), which would corrupt `--json` output.
 // So a command that may open a GPU runs in a child process: the child's fds 1 and 2 are pipes that the
 // parent drains and drops, and the child writes qgemm's own results to fd 4, its messages (why a command
 // failed) to fd 3, and its other lines for stderr to fd 6 (what its JavaScript prints on the console,

@@ -99,12 +99,17 @@ const MUTATIONS: [string, string, string, SgmatTiling?][] = [
     'storeStep(t, (kt + 1u) % BUFFERS, next);\n      }',
   ],
   // The direct-rhs form (sgmat-rhs-direct.wgsl): a right fragment loaded from the wrong k of its packed row.
-  ['direct rhs k offset', 'depthBytes + kBase + kk, true', 'depthBytes + kk, true', { ...DEFAULT_TILING, rhsDirect: true }],
+  [
+    'direct rhs k offset',
+    '(colBase + col) * tile.depthWords + (kBase + kk) / 4u',
+    '(colBase + col) * tile.depthWords + kk / 4u',
+    { ...DEFAULT_TILING, rhsDirect: true },
+  ],
   // The '-dd' form (sgmat-lhs-direct.wgsl): a left fragment loaded from the wrong k of its packed row.
   [
     'direct lhs k offset',
-    'depthBytes + kBase + kk, false',
-    'depthBytes + kk, false',
+    '(rowBase + row) * tile.depthWords + (kBase + kk) / 4u',
+    '(rowBase + row) * tile.depthWords + kk / 4u',
     { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true },
   ],
 ];

@@ -34,6 +34,7 @@ import {
   sgmatU4Kernel,
   sgmatVariant,
 } from '../../src/kernels/sgmat/kernel.ts';
+import { loadForm, toLegacyForm } from '../../src/kernels/sgmat/load-form.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import type { GpuGemmKernel } from '../../src/kernels/types.ts';
 import type { GemmProblem } from '../../src/types.ts';
@@ -271,3 +272,39 @@ async function verifyProblemsWithContext(ctx: GpuContext, problems: ReturnType<t
   }
   return '';
 }
+
+// The builtins' two forms (src/kernels/sgmat/load-form.ts): Dawn here takes the current one, in which the
+// kernel's files are written, and compiles it without a warning; the legacy form, which a device whose
+// compiler lacks the current one gets, still compiles here (with Dawn's deprecation warnings) and must
+// be exact too: the staged loads and stores at i8 (the form whose stage holds i32), and the '-dd' form's
+// loads from storage at u8.
+describe('the subgroup-matrix builtins in both forms on lavapipe', () => {
+  const u8: SgmatConfig = { componentType: 'u8', M: 8, N: 8, K: 8, subgroupSize: 8 };
+  const i8: SgmatConfig = { ...u8, componentType: 'i8' };
+  const warnings = async (code: string): Promise<string[]> => {
+    const info = await gpu.device.createShaderModule({ code }).getCompilationInfo();
+    return info.messages.filter((m) => m.type !== 'info').map((m) => `${m.type} ${m.lineNum}: ${m.message}`);
+  };
+  it('the probe finds the current form, and the kernel compiles in it without a warning', async () => {
+    expect(await loadForm(gpu.device, u8)).toBe('current');
+    const dd = { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true };
+    for (const source of [sgmatSource(u8), sgmatSource(i8, SPLITK_TILING), sgmatSource(u8, dd)]) {
+      expect(await warnings(source)).toEqual([]);
+      expect((await warnings(toLegacyForm(source))).join('\n')).toMatch(/deprecated/);
+    }
+  });
+  const legacy = (id: string, c: SgmatConfig, t: SgmatTiling) =>
+    sgmatVariant(
+      id,
+      (x) => (x.subgroupMatrix.length ? c : null),
+      (x, y, g) => toLegacyForm(sgmatSource(x, y, g)),
+      false,
+      t,
+    );
+  it.each([
+    ['sgmat-64x64 at i8', legacy('sgmat-64x64-i8-legacy', i8, DEFAULT_TILING)],
+    ['sgmat-64x64-dd at u8', legacy('sgmat-64x64-dd-legacy', u8, { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true })],
+  ] as const)('the legacy form, %s: the exactness suite, 0 mismatches', async (_, kernel) => {
+    await expectExact(kernel, shallowSuite());
+  });
+});

@@ -31,6 +31,7 @@ import {
   tilingProblem,
 } from '../../src/kernels/sgmat/config.ts';
 import { splitDeclarations } from '../../src/kernels/sgmat/split-k.ts';
+import { loadForm, sourceForDevice, toLegacyForm } from '../../src/kernels/sgmat/load-form.ts';
 import { EMULATED_CONFIGS, EMULATION_RULES, emulateSubgroupMatrix } from '../../src/kernels/sgmat/emulation.ts';
 import sgmat from '../../src/kernels/sgmat/sgmat.wgsl?raw';
 import rhs from '../../src/kernels/sgmat/sgmat-rhs.wgsl?raw';
@@ -120,7 +121,9 @@ describe('sgmat-64x64 source', () => {
     expect(EMULATION_RULES.length).toBe(9);
     // A kernel text a rule no longer matches is refused, not silently half-emulated.
     expect(() =>
-      emulateSubgroupMatrix(sgmatSource(config).replaceAll('subgroupMatrixStore(&stage, ', 'subgroupMatrixStore(&other, ')),
+      emulateSubgroupMatrix(
+        sgmatSource(config).replaceAll('subgroupMatrixStore<row_major>(&stage, ', 'subgroupMatrixStore<row_major>(&other, '),
+      ),
     ).toThrow(/fragment stores to the staging buffer/);
   });
   it('the -u4 variant composes the nibble staging in place of the 8-bit one, reads u4k8 rows padded as the tiling, and runs 4-bit rhs only', () => {
@@ -226,7 +229,7 @@ describe("sgmat '-dd': left and right fragments loaded from the packed operands"
     for (const staged of [lhsStaged, rhs, right]) expect(source).not.toContain(staged);
     expect(sgmatSource(u8)).toContain(lhsStaged);
     expect(source).toContain('@group(0) @binding(6) var<storage, read> lhsWords: array<u32>;');
-    expect(source.replace(/\/\/.*$/gm, '')).not.toMatch(/lhsPacked\[|rhsPacked\[|subgroupMatrixLoad<\w+>\(&stage/);
+    expect(source.replace(/\/\/.*$/gm, '')).not.toMatch(/lhsPacked\[|rhsPacked\[|subgroupMatrixLoad<\w+, \w+>\(&stage/);
     expect(source).toContain('const LHS_ROWS_STAGED: u32 = 0u;');
     expect(sgmat).toContain('const STAGED: bool = BUFFER_WORDS > 0u;');
     // Workgroup memory: the result pass only (one band of 32 rows x 64 columns), no staging buffers.
@@ -241,7 +244,7 @@ describe("sgmat '-dd': left and right fragments loaded from the packed operands"
     expect(() =>
       emulateSubgroupMatrix(
         source
-          .replaceAll('subgroupMatrixLoad<LeftFragment>(&lhsWords, ', 'subgroupMatrixLoad<LeftFragment>(&other, ')
+          .replaceAll('subgroupMatrixLoad<LeftFragment, row_major>(&lhsWords, ', 'subgroupMatrixLoad<LeftFragment, row_major>(&other, ')
           .replaceAll('(&rhsWords, ', '(&other, '),
       ),
     ).toThrow(/loads no fragments/);
@@ -339,5 +342,90 @@ describe('sgmat gathering a convolution lhs (sgmat-lhs-patches.wgsl)', () => {
     const declarations = [splitDeclarations, patchGatherWgsl].join('\n');
     const entries = namedEntries(declarations, Object.fromEntries(names.map((n) => [n, { buffer: {} as GPUBuffer }])));
     expect(entries.map((e) => e.binding)).toEqual([10, 11, 8, 9]);
+  });
+});
+
+// The builtins' two forms (src/kernels/sgmat/load-form.ts): the kernel is written in the current one;
+// a device whose compiler lacks it gets the source rewritten into the legacy one. Both are exact on
+// lavapipe (test/lavapipe/sgmat.test.ts); here, the rewrite and the probe's decision.
+describe('sgmat load and store forms', () => {
+  const u8 = EMULATED_CONFIGS[0];
+  const i8 = EMULATED_CONFIGS[3];
+  const calls = (s: string) => (s.replace(/\/\/.*$/gm, '').match(/subgroupMatrix(Load|Store)\b/g) ?? []).length;
+  const sources = [
+    sgmatSource(u8),
+    sgmatSource(i8, SPLITK_TILING),
+    sgmatSourceU4(u8),
+    sgmatSource(u8, DEFAULT_TILING, true),
+    ...directTilings(u8)
+      .slice(0, 3)
+      .map((t) => sgmatSource(u8, t)),
+    ...bothDirectTilings(u8).map((t) => sgmatSource(u8, t)),
+  ];
+  it.each(sources.map((s, i) => [i, s] as const))('rewrites every call of source %i, counting bytes for 8-bit fragments', (_, source) => {
+    const legacy = toLegacyForm(source);
+    expect(calls(legacy)).toBe(calls(source));
+    expect(legacy).not.toMatch(/_major>/);
+    expect(legacy).toContain('subgroupMatrixStore(&stage, out, acc00, false, OUT_STRIDE)');
+    for (const m of legacy.matchAll(/subgroupMatrixLoad<(\w+)>\(&(\w+), (.*), (true|false), (.*) \* 4u\)/g)) {
+      expect(m[1] === 'LeftFragment' ? 'false' : 'true').toBe(m[4]); // left row-major, right column-major
+      expect(m[3]).toMatch(/^\(.*\) \* 4u$/);
+    }
+    expect(legacy.match(/subgroupMatrixLoad</g)?.length).toBe(legacy.match(/\* 4u, (true|false), [\w.]+ \* 4u\)/g)?.length);
+  });
+  it('the staged loads in both forms address the same bytes', () => {
+    const legacy = toLegacyForm(sgmatSource(u8));
+    expect(legacy).toContain('subgroupMatrixLoad<LeftFragment>(&stage, (lhsBase + row * ROW_WORDS + kk / 4u) * 4u, false, ROW_WORDS * 4u)');
+    expect(legacy).toContain('subgroupMatrixLoad<RightFragment>(&stage, (rhsBase + col * ROW_WORDS + kk / 4u) * 4u, true, ROW_WORDS * 4u)');
+  });
+  it('refuses a current-form call it has no rule for', () => {
+    const odd = `${sgmatSource(u8)}\nfn odd() -> ResultFragment { return subgroupMatrixLoad<ResultFragment, row_major>(&stage, 0u, 8u); }`;
+    expect(() => toLegacyForm(odd)).toThrow(/no rewrite for "subgroupMatrixLoad<ResultFragment, row_major>"/);
+  });
+  it('the fragment K must be a multiple of 4 (whole words)', () => {
+    expect(tilingProblem({ ...u8, K: 2 }, { ...DEFAULT_TILING, kStep: 32 })).toMatch(/multiple of 4/);
+    expect(bestConfig(h100Caps({ subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 16, N: 16, K: 2 }] }))).toBeNull();
+  });
+
+  /** A device that compiles modules with the given errors, and counts them. */
+  const fakeDevice = (opts: { messages?: string[]; scoped?: string; fail?: boolean }) => {
+    const made: string[] = [];
+    const device = {
+      pushErrorScope: () => {},
+      popErrorScope: () => Promise.resolve(opts.scoped ? { message: opts.scoped } : null),
+      createShaderModule: ({ code }: { code: string }) => {
+        made.push(code);
+        return {
+          getCompilationInfo: () =>
+            opts.fail
+              ? Promise.reject(new Error('device lost'))
+              : Promise.resolve({ messages: (opts.messages ?? []).map((message) => ({ type: 'error', message })) }),
+        };
+      },
+    } as unknown as GPUDevice;
+    return { device, made };
+  };
+  it('probes once per device: current where the probe compiles, legacy where it does not', async () => {
+    const ok = fakeDevice({});
+    expect(await loadForm(ok.device, u8)).toBe('current');
+    expect(await loadForm(ok.device, u8)).toBe('current');
+    expect(ok.made).toHaveLength(1);
+    expect(ok.made[0]).toContain('subgroupMatrixLoad<LeftFragment, row_major>(&probe, 0u, FRAG_K / 4u)');
+    expect(ok.made[0]).toContain('alias LeftFragment = subgroup_matrix_left<u8, FRAG_K, FRAG_M>;');
+    expect(await loadForm(fakeDevice({ messages: ["unresolved value 'row_major'"] }).device, u8)).toBe('legacy');
+    expect(await loadForm(fakeDevice({ scoped: 'invalid ShaderModule' }).device, u8)).toBe('legacy');
+  });
+  it('gives each source as the device compiles it, and keeps no failed probe', async () => {
+    const old = fakeDevice({ messages: ['no matching call'] });
+    expect(await sourceForDevice(old.device, u8, sgmatSource(u8))).toBe(toLegacyForm(sgmatSource(u8)));
+    expect(await sourceForDevice(fakeDevice({}).device, u8, sgmatSource(u8))).toBe(sgmatSource(u8));
+    const emulated = emulateSubgroupMatrix(sgmatSource(u8));
+    const none = fakeDevice({});
+    expect(await sourceForDevice(none.device, u8, emulated)).toBe(emulated);
+    expect(none.made).toHaveLength(0); // no builtin, no probe
+    const lost = fakeDevice({ fail: true });
+    await expect(loadForm(lost.device, u8)).rejects.toThrow(/device lost/);
+    await expect(loadForm(lost.device, u8)).rejects.toThrow(/device lost/);
+    expect(lost.made).toHaveLength(2);
   });
 });

@@ -10,7 +10,7 @@
 // What the kernel needs of a configuration, checked here and by its `supports`:
 //   - u8 -> u32 or i8 -> i32 components (u8 first: the operands are packed in the uint8 domain);
 //   - FRAG_M and FRAG_N dividing 32 (the default tiling's 32 x 32 block per subgroup), FRAG_K dividing
-//     the k step;
+//     the k step and a multiple of 4 (a fragment's k starts on a whole word: ./load-form.ts);
 //   - one subgroup size: the adapter's subgroupMinSize == subgroupMaxSize. The kernel's workgroup is
 //     sgRows * sgCols * SUBGROUP_SIZE invocations and subgroup `subgroup_id` owns block
 //     (id / sgCols, id % sgCols): that holds only if the workgroup really is that many subgroups, which an
@@ -109,6 +109,7 @@ export function tilingProblem(c: SgmatConfig, t: SgmatTiling, limits?: AdapterCa
   }
   if (subgroups !== 4 && subgroups !== 8 && subgroups !== 16) return 'sgRows x sgCols is 4, 8 or 16 subgroups';
   if (![32, 64, 128].includes(t.kStep) || t.kStep % c.K !== 0) return 'kStep is 32, 64 or 128 and a multiple of the fragment K';
+  if (c.K % 4 !== 0) return 'the fragment K is a multiple of 4 (fragments start on whole words)';
   if (t.buffers !== 1 && t.buffers !== 2) return 'buffers is 1 or 2';
   if (!(SPLIT_KS as readonly number[]).includes(t.splitK ?? 1)) return `splitK is one of ${SPLIT_KS.join(', ')}`;
   if (t.lhsDirect && !t.rhsDirect) return 'lhsDirect needs rhsDirect (direct left fragments with staged right ones are not built)';
@@ -147,7 +148,7 @@ const pow2 = (x: number) => x > 0 && (x & (x - 1)) === 0;
 function fragmentUsable(c: SubgroupMatrixConfig): boolean {
   const types =
     (c.componentType === 'u8' && c.resultComponentType === 'u32') || (c.componentType === 'i8' && c.resultComponentType === 'i32');
-  return types && 32 % c.M === 0 && 32 % c.N === 0 && 64 % c.K === 0 && c.M >= 1 && c.N >= 1 && c.K >= 1;
+  return types && 32 % c.M === 0 && 32 % c.N === 0 && 64 % c.K === 0 && c.K % 4 === 0 && c.M >= 1 && c.N >= 1;
 }
 
 /** The adapter's one subgroup size, or 0 where it has none the kernel can rely on. */

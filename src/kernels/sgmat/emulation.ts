@@ -31,7 +31,8 @@ import type { GpuGemmKernel } from '../types.ts';
 interface RewriteRule {
   what: string;
   pattern: RegExp;
-  replace: string;
+  /** The replacement, or a function of the match and its groups (the majorness of a load or store). */
+  replace: string | ((match: string, ...groups: string[]) => string);
   optional?: 'stage' | 'rhs' | 'lhs';
 }
 
@@ -46,24 +47,28 @@ export const EMULATION_RULES: readonly RewriteRule[] = [
   { what: 'result fragment type', pattern: /subgroup_matrix_result<\w+, \w+, \w+>/g, replace: 'EmuResult' },
   {
     what: 'fragment loads from the staging buffer (all but the -dd form)',
-    pattern: /subgroupMatrixLoad<\w+>\(&stage, /g,
-    replace: 'emuLoad(',
+    pattern: /subgroupMatrixLoad<\w+, (row|col)_major>\(&stage, /g,
+    replace: (_, major) => `emuLoad(${major === 'col'}, `,
     optional: 'stage',
   },
   {
     what: 'fragment loads from the packed rhs (the direct-rhs and -dd forms only)',
-    pattern: /subgroupMatrixLoad<\w+>\(&rhsWords, /g,
-    replace: 'emuLoadPacked(',
+    pattern: /subgroupMatrixLoad<\w+, (row|col)_major>\(&rhsWords, /g,
+    replace: (_, major) => `emuLoadPacked(${major === 'col'}, `,
     optional: 'rhs',
   },
   {
     what: 'fragment loads from the packed lhs (the -dd form only)',
-    pattern: /subgroupMatrixLoad<\w+>\(&lhsWords, /g,
-    replace: 'emuLoadLhs(',
+    pattern: /subgroupMatrixLoad<\w+, (row|col)_major>\(&lhsWords, /g,
+    replace: (_, major) => `emuLoadLhs(${major === 'col'}, `,
     optional: 'lhs',
   },
   { what: 'multiply-accumulate', pattern: /subgroupMatrixMultiplyAccumulate\(/g, replace: 'emuMultiplyAccumulate(' },
-  { what: 'fragment stores to the staging buffer', pattern: /subgroupMatrixStore\(&stage, /g, replace: 'emuStore(' },
+  {
+    what: 'fragment stores to the staging buffer',
+    pattern: /subgroupMatrixStore<(row|col)_major>\(&stage, /g,
+    replace: (_, major) => `emuStore(${major === 'col'}, `,
+  },
   {
     what: 'subgroup_id: virtual subgroups of consecutive invocations',
     pattern: /\n\s*@builtin\(subgroup_id\) sg: u32,\n\) \{\n/g,
@@ -77,9 +82,9 @@ export function emulateSubgroupMatrix(source: string): string {
   const loads = new Set<string>();
   for (const rule of EMULATION_RULES) {
     let n = 0;
-    out = out.replace(rule.pattern, () => {
+    out = out.replace(rule.pattern, (match: string, ...groups: string[]) => {
       n++;
-      return rule.replace;
+      return typeof rule.replace === 'string' ? rule.replace : rule.replace(match, ...groups);
     });
     if (rule.optional) {
       if (n > 0) loads.add(rule.optional);

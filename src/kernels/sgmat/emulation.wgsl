@@ -8,8 +8,9 @@
 // ./emulation-stage.wgsl, ./emulation-packed.wgsl where the kernel loads from rhsWords, or
 // ./emulation-direct.wgsl where it loads from lhsWords too); a result fragment holds FRAG_M x FRAG_N sums
 // spread over the lanes, EMU_PER_LANE consecutive row-major elements per lane.
-// Offsets and strides follow the conventions measured on real hardware: bytes for 8-bit fragments,
-// elements for 32-bit results. Sums wrap modulo 2^32, as int32 and uint32 results do.
+// Offsets and strides are the builtins' (current form, ./load-form.ts): elements of the array, i.e. u32
+// words, for 8-bit fragments and 32-bit results alike; an operand records them in bytes. Sums wrap
+// modulo 2^32, as int32 and uint32 results do.
 
 const EMU_PER_LANE: u32 = FRAG_M * FRAG_N / SUBGROUP_SIZE;
 
@@ -26,18 +27,19 @@ struct EmuResult {
 
 var<private> emuLane: u32;
 
-fn emuLoad(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
-  return EmuOperand(offset, select(0u, 1u, colMajor), stride, 0u);
+/** A load from `stage`: offset and stride in words. */
+fn emuLoad(colMajor: bool, offset: u32, stride: u32) -> EmuOperand {
+  return EmuOperand(offset * 4u, select(0u, 1u, colMajor), stride * 4u, 0u);
 }
 
-/** A load from the packed rhs (storage): offset and stride in bytes, as for `stage`. */
-fn emuLoadPacked(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
-  return EmuOperand(offset, select(0u, 1u, colMajor), stride, 1u);
+/** A load from the packed rhs (storage): offset and stride in words, as for `stage`. */
+fn emuLoadPacked(colMajor: bool, offset: u32, stride: u32) -> EmuOperand {
+  return EmuOperand(offset * 4u, select(0u, 1u, colMajor), stride * 4u, 1u);
 }
 
-/** A load from the packed lhs (storage, the '-dd' form): offset and stride in bytes, as for `stage`. */
-fn emuLoadLhs(offset: u32, colMajor: bool, stride: u32) -> EmuOperand {
-  return EmuOperand(offset, select(0u, 1u, colMajor), stride, 2u);
+/** A load from the packed lhs (storage, the '-dd' form): offset and stride in words, as for `stage`. */
+fn emuLoadLhs(colMajor: bool, offset: u32, stride: u32) -> EmuOperand {
+  return EmuOperand(offset * 4u, select(0u, 1u, colMajor), stride * 4u, 2u);
 }
 
 /** Byte `offset` of an operand's memory as the fragment's component: u8, or i8 sign-extended (as a wrapped u32). */
@@ -66,7 +68,7 @@ fn emuMultiplyAccumulate(a: EmuOperand, b: EmuOperand, c: EmuResult) -> EmuResul
   return r;
 }
 
-fn emuStore(offset: u32, c: EmuResult, colMajor: bool, stride: u32) {
+fn emuStore(colMajor: bool, offset: u32, c: EmuResult, stride: u32) {
   for (var j = 0u; j < EMU_PER_LANE; j++) {
     let e = emuLane * EMU_PER_LANE + j;
     let row = e / FRAG_N;

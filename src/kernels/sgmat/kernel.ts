@@ -58,6 +58,7 @@ import rhsDirect from './sgmat-rhs-direct.wgsl?raw';
 import rhsStagingU4 from './sgmat-rhs-u4.wgsl?raw';
 import rightStaged from './sgmat-right.wgsl?raw';
 import sgmat from './sgmat.wgsl?raw';
+import { sourceForDevice } from './load-form.ts';
 import { sgmatSplitKernel, splitForm } from './split-k.ts';
 
 /** The bits of the rhs values a variant reads: 8 (one per byte) or 4 (two per byte, the '-u4' variants). */
@@ -165,7 +166,7 @@ export function sgmatVariant(
       if (!c) throw new Error(`${id}: no usable subgroup-matrix configuration on this adapter`);
       const pipeline = await getPipeline(device, {
         id: `${id}/${configKey(c)}`,
-        source: source(c, tiling),
+        source: await sourceForDevice(device, c, source(c, tiling)),
         entryPoint: 'sgmat',
         overrides: epilogueOverrides(stageKinds),
         reflect: [sgmatDeclarations, epilogueLibrary],
@@ -175,7 +176,7 @@ export function sgmatVariant(
         (async (): Promise<PreparedGemmKernel> => {
           const p = await getPipeline(device, {
             id: `${id}/${configKey(c)}-patches`,
-            source: source(c, tiling, true),
+            source: await sourceForDevice(device, c, source(c, tiling, true)),
             entryPoint: 'sgmat',
             overrides: { ...epilogueOverrides(stageKinds), LHS_SUMS_IN_KERNEL: 1 },
             reflect: [sgmatPatchDeclarations, epilogueLibrary],

@@ -8,7 +8,7 @@
 // The packed lhs ('u8k4-r64/-r128/-r256', src/pack/formats.ts) is an Mp x Kp row-major byte matrix with
 // Kp a multiple of 64 and Mp padded to the tile's side: a left fragment is FRAG_M rows of FRAG_K whole
 // bytes, Kp bytes apart, and every load is in bounds by construction (sgmat.wgsl stops each k step at the
-// packed depth). As for the rhs, offset and stride count bytes, so the operand is bound a second time as
+// packed depth). As for the rhs, offset and stride count words, so the operand is bound a second time as
 // words (binding 6 is `lhsPacked` of ../tile.wgsl, which this form never uses), in the uint8 domain as u8
 // fragments read it.
 
@@ -21,8 +21,7 @@ fn piece(slot: u32, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
 
 /** The left fragment of tile rows row .. row + FRAG_M - 1, k = kBase + kk ..: packed row rowBase + row, row-major, Kp bytes apart. */
 fn leftFragment(lhsBase: u32, rowBase: u32, row: u32, kBase: u32, kk: u32) -> LeftFragment {
-  let depthBytes = tile.depthWords * 4u;
-  return subgroupMatrixLoad<LeftFragment>(&lhsWords, (rowBase + row) * depthBytes + kBase + kk, false, depthBytes);
+  return subgroupMatrixLoad<LeftFragment, row_major>(&lhsWords, (rowBase + row) * tile.depthWords + (kBase + kk) / 4u, tile.depthWords);
 }
 
 /** The lhs row sums come from the pack stage: nothing to share. */

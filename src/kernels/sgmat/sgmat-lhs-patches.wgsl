@@ -29,7 +29,7 @@ fn piece(slot: u32, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
 
 /** As ./sgmat-lhs.wgsl: the left fragment from the staged rows. */
 fn leftFragment(lhsBase: u32, rowBase: u32, row: u32, kBase: u32, kk: u32) -> LeftFragment {
-  return subgroupMatrixLoad<LeftFragment>(&stage, lhsBase + row * ROW_BYTES + kk, false, ROW_BYTES);
+  return subgroupMatrixLoad<LeftFragment, row_major>(&stage, lhsBase + row * ROW_WORDS + kk / 4u, ROW_WORDS);
 }
 
 /**

@@ -16,11 +16,11 @@ fn piece(slot: u32, row: u32, kt: u32, q: u32, rowVec4s: u32) -> vec4<u32> {
 
 /**
  * The left fragment of tile rows row .. row + FRAG_M - 1 (row: from the tile's first row), k = kBase + kk
- * .. + FRAG_K - 1 of the packed depth: kk bytes into the staged rows at byte lhsBase of `stage` (kBase and
+ * .. + FRAG_K - 1 of the packed depth: kk bytes (kk / 4 words) into the staged rows at word lhsBase of `stage` (kBase and
  * rowBase locate the same bytes in the packed operand; the staging has them).
  */
 fn leftFragment(lhsBase: u32, rowBase: u32, row: u32, kBase: u32, kk: u32) -> LeftFragment {
-  return subgroupMatrixLoad<LeftFragment>(&stage, lhsBase + row * ROW_BYTES + kk, false, ROW_BYTES);
+  return subgroupMatrixLoad<LeftFragment, row_major>(&stage, lhsBase + row * ROW_WORDS + kk / 4u, ROW_WORDS);
 }
 
 /** The lhs row sums come from the pack stage: nothing to share. */

@@ -7,9 +7,9 @@
 //
 // The packed rhs ('u8k4-r64/-r128/-r256', src/pack/formats.ts) is an Np x Kp row-major byte matrix, i.e.
 // the right matrix column-major with a stride of Kp bytes, and Kp is a multiple of 64: every fragment
-// column is FRAG_K whole bytes of one packed row, and every row starts on a 64-byte boundary. For 8-bit
-// components subgroupMatrixLoad takes an array of u32 (of i32 for i8) and counts offset and stride in
-// 8-bit elements, i.e. bytes (Tint divides both by 4 for the SPIR-V load), so the operand is bound here a
+// column is FRAG_K whole bytes of one packed row, and every row starts on a 64-byte boundary. The loads read
+// an array of u32 and count offset and stride in its words (the builtins' current form, ./load-form.ts:
+// a fragment column is FRAG_K / 4 words, a packed row tile.depthWords), so the operand is bound here a
 // second time as words (binding 7 is `rhsPacked` of ../tile.wgsl, which this form never uses). Its bytes
 // are in the uint8 domain, as u8 fragments read them; i8 fragments would need each byte XORed with 0x80,
 // which a direct load cannot do, so these tilings run u8 configurations only (./config.ts tilingProblem).
@@ -34,6 +34,5 @@ fn rhsStore(base: u32, index: u32, v: vec4<u32>) {}
  * colBase, k = kBase + kk .. + FRAG_K - 1: packed row colBase + col, column-major, Kp bytes apart.
  */
 fn rightFragment(rhsBase: u32, colBase: u32, col: u32, kBase: u32, kk: u32) -> RightFragment {
-  let depthBytes = tile.depthWords * 4u;
-  return subgroupMatrixLoad<RightFragment>(&rhsWords, (colBase + col) * depthBytes + kBase + kk, true, depthBytes);
+  return subgroupMatrixLoad<RightFragment, col_major>(&rhsWords, (colBase + col) * tile.depthWords + (kBase + kk) / 4u, tile.depthWords);
 }

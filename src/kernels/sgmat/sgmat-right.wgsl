@@ -7,9 +7,9 @@
 
 /**
  * The right fragment of dst columns col .. col + FRAG_N - 1 of the tile (col: from the tile's first
- * column), k = kBase + kk .. + FRAG_K - 1 of the packed depth: kk bytes into the staged rows at byte
- * rhsBase of `stage` (kBase and colBase locate the same bytes in the packed operand; the staging has them).
+ * column), k = kBase + kk .. + FRAG_K - 1 of the packed depth: kk bytes (kk / 4 words) into the staged rows at
+ * word rhsBase of `stage` (kBase and colBase locate the same bytes in the packed operand; the staging has them).
  */
 fn rightFragment(rhsBase: u32, colBase: u32, col: u32, kBase: u32, kk: u32) -> RightFragment {
-  return subgroupMatrixLoad<RightFragment>(&stage, rhsBase + col * ROW_BYTES + kk, true, ROW_BYTES);
+  return subgroupMatrixLoad<RightFragment, col_major>(&stage, rhsBase + col * ROW_WORDS + kk / 4u, ROW_WORDS);
 }

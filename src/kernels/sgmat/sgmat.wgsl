@@ -4,7 +4,10 @@
 // tile's sides need; src/pack/formats.ts): the packed lhs is a row-major Mp x Kp byte matrix, the packed
 // rhs an Np x Kp one, i.e. the right matrix stored column-major; every operand is in the uint8 domain
 // already (int8 XOR 0x80), so the raw sums are those of the dot4 kernels and the shared epilogue
-// (epilogue.wgsl) applies the same four-term expansion and output pipeline.
+// (epilogue.wgsl) applies the same four-term expansion and output pipeline. Its fragment loads and stores
+// are written in the builtins' current form (majorness a template argument; offset and stride counted in
+// elements of the array read: u32 words, 4 bytes of an 8-bit fragment); ./load-form.ts rewrites them into
+// the older form for a WGSL compiler that lacks it.
 //
 // The fragment shape and type come from constants generated from the adapter's configuration: FRAG_M x
 // FRAG_N results, FRAG_K deep, the LeftFragment / RightFragment / ResultFragment aliases, SUBGROUP_SIZE,
@@ -134,8 +137,8 @@ fn sgmat(
     if (STAGED && more) {
       next = loadStep(t, rowBase, colBase, o.firstStep + kt + 1u);
     }
-    let lhsBase = current * BUFFER_WORDS * 4u; // byte offsets into `stage`
-    let rhsBase = lhsBase + LHS_WORDS * 4u;
+    let lhsBase = current * BUFFER_WORDS; // word offsets into `stage`
+    let rhsBase = lhsBase + LHS_WORDS;
     let kBase = (o.firstStep + kt) * KSTEP; // byte of the packed depth at this step's k = 0
     let kEnd = min(KSTEP, depthBytes - kBase); // past the packed depth every lhs byte is zero: skipped
     for (var kk = 0u; kk < kEnd; kk += FRAG_K) {
@@ -203,22 +206,22 @@ fn sgmat(
     if (band / OUT_BANDS == outPass) {
       let out = (fm - outPass * OUT_ROWS) * OUT_STRIDE + fn_; // accIJ goes to out + I * FRAG_M * OUT_STRIDE + J * FRAG_N
       const R = FRAG_M * OUT_STRIDE;
-      subgroupMatrixStore(&stage, out, acc00, false, OUT_STRIDE);
-      if (FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + FRAG_N, acc01, false, OUT_STRIDE); }
-      if (FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + 2u * FRAG_N, acc02, false, OUT_STRIDE); }
-      if (FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + 3u * FRAG_N, acc03, false, OUT_STRIDE); }
-      if (FRAGS_M > 1u) { subgroupMatrixStore(&stage, out + R, acc10, false, OUT_STRIDE); }
-      if (FRAGS_M > 1u && FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + R + FRAG_N, acc11, false, OUT_STRIDE); }
-      if (FRAGS_M > 1u && FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + R + 2u * FRAG_N, acc12, false, OUT_STRIDE); }
-      if (FRAGS_M > 1u && FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + R + 3u * FRAG_N, acc13, false, OUT_STRIDE); }
-      if (FRAGS_M > 2u) { subgroupMatrixStore(&stage, out + 2u * R, acc20, false, OUT_STRIDE); }
-      if (FRAGS_M > 2u && FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + 2u * R + FRAG_N, acc21, false, OUT_STRIDE); }
-      if (FRAGS_M > 2u && FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + 2u * R + 2u * FRAG_N, acc22, false, OUT_STRIDE); }
-      if (FRAGS_M > 2u && FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + 2u * R + 3u * FRAG_N, acc23, false, OUT_STRIDE); }
-      if (FRAGS_M > 3u) { subgroupMatrixStore(&stage, out + 3u * R, acc30, false, OUT_STRIDE); }
-      if (FRAGS_M > 3u && FRAGS_N > 1u) { subgroupMatrixStore(&stage, out + 3u * R + FRAG_N, acc31, false, OUT_STRIDE); }
-      if (FRAGS_M > 3u && FRAGS_N > 2u) { subgroupMatrixStore(&stage, out + 3u * R + 2u * FRAG_N, acc32, false, OUT_STRIDE); }
-      if (FRAGS_M > 3u && FRAGS_N > 3u) { subgroupMatrixStore(&stage, out + 3u * R + 3u * FRAG_N, acc33, false, OUT_STRIDE); }
+      subgroupMatrixStore<row_major>(&stage, out, acc00, OUT_STRIDE);
+      if (FRAGS_N > 1u) { subgroupMatrixStore<row_major>(&stage, out + FRAG_N, acc01, OUT_STRIDE); }
+      if (FRAGS_N > 2u) { subgroupMatrixStore<row_major>(&stage, out + 2u * FRAG_N, acc02, OUT_STRIDE); }
+      if (FRAGS_N > 3u) { subgroupMatrixStore<row_major>(&stage, out + 3u * FRAG_N, acc03, OUT_STRIDE); }
+      if (FRAGS_M > 1u) { subgroupMatrixStore<row_major>(&stage, out + R, acc10, OUT_STRIDE); }
+      if (FRAGS_M > 1u && FRAGS_N > 1u) { subgroupMatrixStore<row_major>(&stage, out + R + FRAG_N, acc11, OUT_STRIDE); }
+      if (FRAGS_M > 1u && FRAGS_N > 2u) { subgroupMatrixStore<row_major>(&stage, out + R + 2u * FRAG_N, acc12, OUT_STRIDE); }
+      if (FRAGS_M > 1u && FRAGS_N > 3u) { subgroupMatrixStore<row_major>(&stage, out + R + 3u * FRAG_N, acc13, OUT_STRIDE); }
+      if (FRAGS_M > 2u) { subgroupMatrixStore<row_major>(&stage, out + 2u * R, acc20, OUT_STRIDE); }
+      if (FRAGS_M > 2u && FRAGS_N > 1u) { subgroupMatrixStore<row_major>(&stage, out + 2u * R + FRAG_N, acc21, OUT_STRIDE); }
+      if (FRAGS_M > 2u && FRAGS_N > 2u) { subgroupMatrixStore<row_major>(&stage, out + 2u * R + 2u * FRAG_N, acc22, OUT_STRIDE); }
+      if (FRAGS_M > 2u && FRAGS_N > 3u) { subgroupMatrixStore<row_major>(&stage, out + 2u * R + 3u * FRAG_N, acc23, OUT_STRIDE); }
+      if (FRAGS_M > 3u) { subgroupMatrixStore<row_major>(&stage, out + 3u * R, acc30, OUT_STRIDE); }
+      if (FRAGS_M > 3u && FRAGS_N > 1u) { subgroupMatrixStore<row_major>(&stage, out + 3u * R + FRAG_N, acc31, OUT_STRIDE); }
+      if (FRAGS_M > 3u && FRAGS_N > 2u) { subgroupMatrixStore<row_major>(&stage, out + 3u * R + 2u * FRAG_N, acc32, OUT_STRIDE); }
+      if (FRAGS_M > 3u && FRAGS_N > 3u) { subgroupMatrixStore<row_major>(&stage, out + 3u * R + 3u * FRAG_N, acc33, OUT_STRIDE); }
     }
     workgroupBarrier();
     for (var i = 0u; i < OUT_LOADS; i++) {

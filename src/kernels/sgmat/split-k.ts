@@ -36,6 +36,7 @@ import {
 import type { GemmEncoding, GpuGemmKernel, PreparedGemmKernel } from '../types.ts';
 import { roundUp, type GemmShape } from '../../gpu/plan.ts';
 import { bestConfig, REFLECTION_CONSTANTS, type SgmatConfig, type SgmatTiling, SPLITK_TILING } from './config.ts';
+import { sourceForDevice } from './load-form.ts';
 import bindings from './sgmat-bindings.wgsl?raw';
 import split from './sgmat-split.wgsl?raw';
 
@@ -108,10 +109,11 @@ export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
     prepare: async (device, caps, stageKinds) => {
       const c = s.usable(caps);
       if (!c) throw new Error(`${s.id}: no usable subgroup-matrix configuration on this adapter`);
+      const source = await sourceForDevice(device, c, s.source(c));
       const [partial, reduce] = await Promise.all([
         getPipeline(device, {
           id: s.pipelineId(c),
-          source: s.source(c),
+          source,
           entryPoint: 'sgmat',
           overrides: {},
           reflect: [splitDeclarations],
@@ -122,10 +124,11 @@ export function sgmatSplitKernel(s: SplitSpec): GpuGemmKernel {
       const patchLhs =
         s.gathers(caps) &&
         (async (): Promise<PreparedGemmKernel> => {
+          const gatherSource = await sourceForDevice(device, c, s.source(c, true));
           const [gathering, reduceSums] = await Promise.all([
             getPipeline(device, {
               id: `${s.pipelineId(c)}-patches`,
-              source: s.source(c, true),
+              source: gatherSource,
               entryPoint: 'sgmat',
               overrides: { LHS_SUMS_IN_KERNEL: 1 },
               reflect: [splitPatchDeclarations],
