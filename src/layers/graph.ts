@@ -9,6 +9,7 @@ import { InputError } from '../errors.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem, MAX_RANK } from '../problem/elementwise.ts';
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
@@ -19,6 +20,7 @@ import {
   type Conv2dParams,
   type FullyConnectedParams,
   type LayerGemm,
+  checkLayerParamKeys,
   type Tensor,
 } from './layers.ts';
 import { checkQuant, shown } from './validate.ts';
@@ -110,21 +112,13 @@ const LAYER_KEYS: Record<string, readonly string[]> = {
   requantize: ['op', 'name', 'input', 'params'],
 };
 const ELEMENTWISE_PARAMS = ['a', 'b', 'output', 'activation', 'kernelPath'];
+/** The elementwise layers' params keys (the GEMM layers': ./layers.ts checkLayerParamKeys). */
 const PARAM_KEYS: Record<string, readonly string[]> = {
-  fullyConnected: ['input', 'weights', 'bias', 'output', 'activation', 'kernelPath', 'keepNumDims'],
-  conv2d: ['input', 'filter', 'bias', 'stride', 'dilation', 'padding', 'output', 'activation', 'kernelPath'],
   add: ELEMENTWISE_PARAMS,
   sub: ELEMENTWISE_PARAMS,
   mul: ELEMENTWISE_PARAMS,
   requantize: ['input', 'output'],
 };
-
-/** A key `of` does not know (a misspelt `kernalPath` would be ignored): an InputError naming it; undefined is absent. */
-function checkKeys(field: string, of: object, known: readonly string[]): void {
-  for (const [key, v] of Object.entries(of)) {
-    if (v !== undefined && !known.includes(key)) throw new InputError(`${field}.${key}`, `unknown key; known: ${known.join(', ')}`);
-  }
-}
 
 /** A quantization given as {scale, zeroPoint} of numbers (its values are checked where the dtype is known). */
 function checkQuantShape(field: string, q: unknown): QuantParams {
@@ -186,10 +180,11 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       if (k >= 0) throw new InputError(`layers[${k}].name`, `"${name}" is the default name of layers[${i}]`);
       throw new InputError(`${field}.name`, `"${name}" names an earlier layer or a graph input already`);
     }
-    checkKeys(field, layer, LAYER_KEYS[op]);
+    checkKnownKeys(field, layer, LAYER_KEYS[op]);
     const params = layer.params;
     if (!params || typeof params !== 'object') throw new InputError(`${field}.params`, 'missing');
-    checkKeys(`${field}.params`, params, PARAM_KEYS[op]);
+    if (op === 'fullyConnected' || op === 'conv2d') checkLayerParamKeys(`${field}.params`, op, params);
+    else checkKnownKeys(`${field}.params`, params, PARAM_KEYS[op]);
     let refs: string[];
     let given: (QuantParams | undefined)[];
     let refFields: string[];

@@ -22,6 +22,7 @@ import {
   type KernelPath,
   type QuantParams,
 } from './derive.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { allocationLimit } from '../problem/dst.ts';
 import { fcOutShape, type WeightZeroPoint, weightZeroPoint } from './tflite-params.ts';
@@ -53,6 +54,34 @@ interface LayerWeights {
    * array of 1 or N equal values (per-channel int8 weights: all 0).
    */
   zeroPoint?: WeightZeroPoint;
+}
+
+/** The keys of each layer's params (the two interfaces below): another is a misspelling. */
+export const LAYER_PARAM_KEYS = {
+  fullyConnected: ['input', 'weights', 'bias', 'output', 'activation', 'kernelPath', 'keepNumDims'],
+  conv2d: ['input', 'filter', 'bias', 'stride', 'dilation', 'padding', 'output', 'activation', 'kernelPath'],
+} as const;
+
+/**
+ * A layer's params (`field`: 'params', or 'layers[2].params') with a key they do not have, at any level
+ * (`activaton`, `weights.zeropoint`, `output.zeroPoin`): an InputError naming it, not a default silently used.
+ */
+export function checkLayerParamKeys(field: string, op: keyof typeof LAYER_PARAM_KEYS, params: unknown): void {
+  if (!params || typeof params !== 'object') throw new InputError(field, `expected an object, got ${brief(params)}`);
+  checkKnownKeys(field, params, LAYER_PARAM_KEYS[op]);
+  const p = params as Record<string, unknown>;
+  const weights = op === 'conv2d' ? 'filter' : 'weights';
+  if (p[weights] && typeof p[weights] === 'object')
+    checkKnownKeys(`${field}.${weights}`, p[weights], ['data', 'shape', 'scale', 'zeroPoint']);
+  for (const q of ['input', 'output']) {
+    if (p[q] && typeof p[q] === 'object') checkKnownKeys(`${field}.${q}`, p[q], ['scale', 'zeroPoint']);
+  }
+}
+
+/** A layer call's input and params with a key they do not have (checkLayerParamKeys). */
+function checkLayerKeys(op: keyof typeof LAYER_PARAM_KEYS, input: unknown, params: unknown): void {
+  if (input && typeof input === 'object') checkKnownKeys('input', input, ['data', 'shape']);
+  checkLayerParamKeys('params', op, params);
 }
 
 export interface FullyConnectedParams {
@@ -211,6 +240,7 @@ export function fcRows(shape: readonly number[], length: number, K: number): num
  */
 export async function fullyConnected(input: TensorInput, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
   checkOptions(opts);
+  checkLayerKeys('fullyConnected', input, params);
   const w = params?.weights;
   if (!w || typeof w !== 'object') throw new InputError('params.weights', `expected {data, shape, scale}, got ${brief(w)}`);
   const [N, K] = checkDims('params.weights.shape', w.shape, 2, '[N, K]');
@@ -311,6 +341,7 @@ export function convShape(
 /** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
 export async function conv2d(input: TensorInput, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
   checkOptions(opts);
+  checkLayerKeys('conv2d', input, params);
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
   dtypeOf(input.data, 'input.data');
   const { geometry, M, K, outShape } = convShape(input.shape, params);

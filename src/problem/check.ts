@@ -20,6 +20,19 @@ export function checkProblemObject(problem: unknown, what = 'a GemmProblem'): vo
     throw new InputError('problem', `expected ${what} object, got ${brief(problem)}`);
 }
 
+/**
+ * A key of `of` that `known` lacks: an InputError naming it (`field.key`, or `key` at the top), since a
+ * misspelt optional field (`rhsZeropoint`, `roundng`) would otherwise be ignored and its default used.
+ * A key whose value is undefined is absent.
+ */
+export function checkKnownKeys(field: string, of: object, known: readonly string[]): void {
+  for (const [key, v] of Object.entries(of)) {
+    if (v !== undefined && !known.includes(key)) {
+      throw new InputError(field ? `${field}.${key}` : key, `unknown key; known: ${known.join(', ')}`);
+    }
+  }
+}
+
 /** An optional callback: undefined, or a function. */
 export function checkFunction(field: string, v: unknown): void {
   if (v !== undefined && typeof v !== 'function') throw new InputError(field, `expected a function, got ${brief(v)}`);

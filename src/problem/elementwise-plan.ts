@@ -27,6 +27,7 @@ import {
   type QuantizedTensor,
   type XnnpackElementwiseParams,
 } from './elementwise.ts';
+import { checkKnownKeys } from './check.ts';
 import { operandType } from './problem.ts';
 
 /** The largest alignment shift F − frac of alignedAdd/alignedSub. */
@@ -173,11 +174,15 @@ function xnnpackParams(op: 'add' | 'sub' | 'mul', aScale: number, bScale: number
   return { aMultiplier, bMultiplier, shift, scale: 0 };
 }
 
+/** The keys of a QuantizedTensor (./elementwise.ts): another is a misspelling. */
+const TENSOR_KEYS = ['data', 'shape', 'fortranOrder', 'scale', 'axis', 'zeroPoint'];
+
 /**
  * Validates a problem (InputError naming the field: `a.scale`, `b.data`, `output.min`...) and derives
  * its integer parameters as specified at the top of this file.
  */
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
+  checkKnownKeys('', problem, ['op', 'a', 'b', 'output', 'kernelPath']);
   const { op, a, b, output } = problem;
   if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${brief(op)}`);
   const askedPath = problem.kernelPath === undefined ? 'builtin' : problem.kernelPath; // null is not absent
@@ -191,6 +196,7 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
     ['output', output],
   ] as const) {
     if (typeof t !== 'object' || t === null) throw new InputError(field, 'missing');
+    checkKnownKeys(field, t, field === 'output' ? ['scale', 'zeroPoint', 'min', 'max'] : TENSOR_KEYS);
   }
   const dtype = operandType('a.data', a.data);
   const dtypeB = operandType('b.data', b.data);

@@ -15,7 +15,7 @@ import {
   type Order,
   type PerChannel,
 } from '../types.ts';
-import { checkPerChannel, checkProblemObject, checkRange } from './check.ts';
+import { checkKnownKeys, checkPerChannel, checkProblemObject, checkRange } from './check.ts';
 import { brief } from './echo.ts';
 import { stageDefinition, type StageShape } from './stages/pipeline.ts';
 
@@ -51,9 +51,17 @@ export function checkCpuOperand(field: string, op: Operand): OperandType {
   return checkOperand(field, op, false);
 }
 
+/** The keys of a GemmProblem and of an Operand (src/types.ts): another is a misspelling. */
+const PROBLEM_KEYS = ['lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'];
+const OPERAND_KEYS = ['data', 'rows', 'cols', 'order'];
+
 function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandType {
   if (!op || typeof op !== 'object') throw new InputError(field, 'missing operand');
+  if (typeof (op as { then?: unknown }).then === 'function') {
+    throw new InputError(field, 'a Promise, not an operand: await it (prepackCpu and ctx.prepack are async)');
+  }
   const type = operandType(field, op.data);
+  checkKnownKeys(field, op, OPERAND_KEYS);
   checkRange(`${field}.rows`, op.rows, 1, INT32_MAX);
   checkRange(`${field}.cols`, op.cols, 1, INT32_MAX);
   if (op.order !== undefined && op.order !== 'row-major' && op.order !== 'col-major') {
@@ -70,6 +78,7 @@ const ROUNDINGS = ['nearest', 'probabilistic-addmod', 'probabilistic-xorshift', 
 /** A BitDepth as normalizeProblem accepts it (also ctx.prepack's). */
 export function checkBitDepth(b: BitDepth): BitDepth {
   if (!b || typeof b !== 'object') throw new InputError('bitDepth', 'expected {"lhs": 1..8, "rhs": 1..8, "rounding": ...}');
+  checkKnownKeys('bitDepth', b, ['lhs', 'rhs', 'rounding']);
   checkRange('bitDepth.lhs', b.lhs, 1, 8);
   checkRange('bitDepth.rhs', b.rhs, 1, 8);
   const rounding = b.rounding === undefined ? 'default' : b.rounding; // null is not absent
@@ -88,6 +97,7 @@ export function normalizeProblem(
   { shapesOnly = false, rhsShapeOnly = false }: { shapesOnly?: boolean; rhsShapeOnly?: boolean } = {},
 ): NormalizedProblem {
   checkProblemObject(problem);
+  checkKnownKeys('', problem, PROBLEM_KEYS);
   const lhsType = checkOperand('lhs', problem.lhs, shapesOnly);
   const rhsType = checkOperand('rhs', problem.rhs, shapesOnly || rhsShapeOnly);
   const lhs = withOrder(problem.lhs);
@@ -131,6 +141,7 @@ export function normalizeProblem(
     if (dstType !== 'int32') throw new InputError(f, `no stage may follow a cast (pipeline[${i - 1}] is the last allowed)`);
     const def = stageDefinition(stage.type);
     if (!def) throw new InputError(`${f}.type`, `unknown stage type ${brief((stage as { type: unknown }).type)}`);
+    checkKnownKeys(f, stage, ['type', ...Object.keys(def.fields)]);
     derived[i] = def.validate(stage, f, shape);
     if (def.castTo) dstType = def.castTo(stage);
   });

@@ -17,6 +17,7 @@ import { writeOperandBytes } from '../gpu/write.ts';
 import type { PackFormat } from '../pack/formats.ts';
 import { checkPatchGeometry, type PatchGeometry, type PatchJob, patchesAreInput, patchShape, planPatches } from '../pack/patches.ts';
 import type { PackDispatch } from '../pack/plan.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import type { Operand } from '../types.ts';
 import { type GpuMatrix, isGpuMatrix, type OperandOwner, shapeOf } from './operands.ts';
 
@@ -49,6 +50,7 @@ export interface CheckedPatches {
 /** Checks x (InputError naming `field`.input, `field`.geometry.*, `field`.zeroPoint; bare names for field ''). */
 export function checkPatches(r: OperandOwner, x: PatchOperand, field = ''): CheckedPatches {
   const at = (name: string) => (field ? `${field}.${name}` : name);
+  checkKnownKeys(field, x, ['input', 'geometry', 'zeroPoint']);
   const { input, geometry, zeroPoint } = x;
   const onGpu = !!input && typeof input === 'object' && !ArrayBuffer.isView(input) && isGpuMatrix(input);
   if (!onGpu && !(input instanceof Uint8Array || input instanceof Int8Array)) {

@@ -15,7 +15,7 @@ import { DeviceLostError, InputError } from '../../src/errors.ts';
 import { fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
 import { Sequential } from '../../src/layers/sequential.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { type ChainLayer, type GemmTrace, GpuContext } from '../../src/scheduler/context.ts';
+import { type ChainLayer, type GemmTrace, GpuContext, type PackedOperand } from '../../src/scheduler/context.ts';
 import type { GemmProblem, GemmResult, Operand, OutputStage } from '../../src/types.ts';
 import { Rng } from '../../tools/random.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
@@ -98,22 +98,30 @@ describe.skipIf(!gpu)('Sequential on WebGPU == the layers one by one on the CPU'
 
 const bytes = (r: Rng, n: number) => Uint8Array.from({ length: n }, () => r.next() % 256);
 
-/** GEMM layer i of a chain: [K, N] uint8 weights, a per-channel zero point, bias, requantization to uint8. */
-function gemmLayer(r: Rng, K: number, N: number): ChainLayer & { weights: Operand } {
+/** The weights each prepacked rhs was made from (the reference multiplies by them). */
+const weightsOf = new Map<PackedOperand, Operand>();
+async function prepackWeights(ctx: GpuContext, weights: Operand): Promise<PackedOperand> {
+  const rhs = await ctx.prepack('rhs', weights);
+  weightsOf.set(rhs, weights);
+  return rhs;
+}
+
+/** GEMM layer i of a chain (its rhs still to prepack): [K, N] uint8 weights, a per-channel zero point, bias, requantization to uint8. */
+function gemmLayer(r: Rng, K: number, N: number): { layer: Omit<ChainLayer, 'rhs'>; weights: Operand } {
   const pipeline: OutputStage[] = [
     { type: 'bias', axis: 'col', values: Int32Array.from({ length: N }, () => (r.next() % 40001) - 20000) },
     { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent: -10, offsetAfterShift: 128 },
     { type: 'saturatingCast', to: 'uint8' },
   ];
   const weights: Operand = { data: bytes(r, K * N), rows: K, cols: N, order: 'row-major' };
-  return { weights, rhs: null as never, lhsZeroPoint: 7, rhsZeroPoint: Int32Array.from({ length: N }, () => r.next() % 256), pipeline };
+  return { weights, layer: { lhsZeroPoint: 7, rhsZeroPoint: Int32Array.from({ length: N }, () => r.next() % 256), pipeline } };
 }
 
 /** The chain's result by the reference GEMMs one by one. */
-function reference(lhs: Operand, layers: (ChainLayer & { weights: Operand })[]): number[] {
+function reference(lhs: Operand, layers: ChainLayer[]): number[] {
   let x = lhs;
   for (const l of layers) {
-    const p: GemmProblem = { ...l, lhs: x, rhs: l.weights };
+    const p: GemmProblem = { ...l, lhs: x, rhs: weightsOf.get(l.rhs)! };
     const d = referenceGemm(p);
     x = { data: d.data as Uint8Array, rows: d.rows, cols: d.cols, order: 'row-major' };
   }
@@ -125,8 +133,11 @@ describe.skipIf(!gpu)('chain plans', () => {
     const ctx = await GpuContext.create({ device: gpu!.device });
     const r = new Rng(31);
     const dims = [24, 40, 16, 36];
-    const layers = dims.slice(1).map((N, i) => gemmLayer(r, dims[i], N));
-    for (const l of layers) l.rhs = await ctx.prepack('rhs', l.weights);
+    const layers: ChainLayer[] = [];
+    for (const [i, N] of dims.slice(1).entries()) {
+      const { layer, weights } = gemmLayer(r, dims[i], N);
+      layers.push({ ...layer, rhs: await prepackWeights(ctx, weights) });
+    }
     const plans: string[] = [];
     const onTrace = (t: GemmTrace) => plans.push(t.plan);
     const run = async (lhs: Operand, ls = layers, what = '') => {
@@ -185,7 +196,7 @@ describe.skipIf(!gpu)('chain plans', () => {
     await run(token(), [scale(layers[0], 1518500250, -9), layers[1], layers[2]], 'shift');
     await run(token(), [{ ...layers[0], lhsZeroPoint: 8 }, layers[1], layers[2]], 'lhs zero point');
     await run(token(2), layers, 'M = 2');
-    const other = { ...layers[2], rhs: await ctx.prepack('rhs', layers[2].weights) };
+    const other = { ...layers[2], rhs: await prepackWeights(ctx, weightsOf.get(layers[2].rhs)!) };
     await run(token(), [layers[0], layers[1], other], 'another rhs');
     await run(token(2), layers, 'M = 2 again');
     expect(plans.splice(0)).toEqual(['new', 'new', 'new', 'new', 'new', 'hit']);
@@ -194,7 +205,7 @@ describe.skipIf(!gpu)('chain plans', () => {
     const chainPlans = () => (ctx as unknown as { resources: { plans: { chains: { size: number } } } }).resources.plans.chains.size;
     const before = chainPlans();
     other.rhs.destroy();
-    const { weights: _, ...first } = layers[0];
+    const first = layers[0];
     const held = await ctx.gemmOnGpu({ ...first, lhs: token() }); // the destroy runs once the device is free: before this call
     ctx.releaseMatrix(held);
     expect(chainPlans()).toBe(before - 1); // the one plan with `other` (M = 1)
@@ -205,7 +216,7 @@ describe.skipIf(!gpu)('chain plans', () => {
     // A layer's rhs destroyed while its chain runs (after the call began, at its first GEMM's submit, before
     // the last GEMM is encoded): the call ends exact, since destroy() frees the buffers only once the calls
     // already running are done; the next call is refused, and no plan is kept.
-    const late = { ...layers[2], rhs: await ctx.prepack('rhs', layers[2].weights) };
+    const late = { ...layers[2], rhs: await prepackWeights(ctx, weightsOf.get(layers[2].rhs)!) };
     const plansBeforeLate = chainPlans();
     const lateLayers = [layers[0], layers[1], late];
     const lateToken = token(3);

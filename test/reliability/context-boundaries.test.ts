@@ -59,11 +59,13 @@ describe.skipIf(!gpu)('context boundaries', () => {
       );
       expect([l.field, l.message]).toEqual(['lhs', "lhs: a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm"]);
     }
-    // Plain data is not taken for theirs: a typed array is an lhs without a shape, an extra `buffer` key is ignored
+    // Plain data is not taken for theirs: a typed array is an lhs without a shape, an extra `buffer` key
+    // is a key a plain operand does not have (named, as any misspelling), not a GpuMatrix
     const typed = await inputErrorOf(gemm({ ...problem(1), lhs: new Uint8Array(12) } as never, { backend: 'cpu' }));
     expect(typed.message).toMatch(/^lhs: expected uint8 or int8 data/);
     const extraKey = { ...problem(1), lhs: { ...problem(1).lhs, buffer: null } } as never;
-    expect((await gemm(extraKey, { backend: 'cpu' })).rows).toBe(3);
+    const extra = await inputErrorOf(gemm(extraKey, { backend: 'cpu' }));
+    expect(extra.message).toBe('lhs.buffer: unknown key; known: data, rows, cols, order');
     // A GpuMatrix lhs with an rhs prepacked for the CPU is refused as a GpuMatrix
     const cpuRhs = await prepackCpu(problem(1).rhs as never);
     const both = await inputErrorOf(gemm({ ...problem(1), lhs: m, rhs: cpuRhs } as never, { backend: 'cpu' }));
