@@ -7,9 +7,9 @@
 //   pipelines the device still holds, the largest such warm set-up seen in its family, once there is one)
 //   plus its warm-up (the family's last, which runs until the calls are steady) and shortest batches at
 //   the call time the rules' kernel showed at the shape; the rules' kernel must fit the sweep's end, any
-//   other configuration the shape's share of what is left (shares are even over the shapes still to come)
-//   less the predicted verification of the shape's winner on its class's problems, which follows the
-//   shape (at most half the share, but at the last shape);
+//   other configuration the shape's share of what is left (shares are even over the shapes still to come),
+//   both less the predicted verification of the shape's winner on its class's problems, which follows the
+//   shape (for the others at most half the share, but at the last shape);
 // - a verify problem costs the least of the measured problems' times scaled up by its work (M x N x K,
 //   never down); each winner runs the suite's problems of its own shape class as soon as it wins a shape,
 //   whatever the clock says (exactness before speed), inside the sweep's time, so the shapes after it get
@@ -129,7 +129,8 @@ export class TuneBudget {
 
   /**
    * Measures `candidates` at shape `index` of `shapes` (the first is the rules' kernel) while they fit:
-   * the first must fit the sweep's end, the others this shape's share of the time left less `reserve()`,
+   * the first must fit the sweep's end less `reserve()` (where it is finite: a shape measured is then a
+   * shape verified within the sweep), the others this shape's share of the time left less `reserve()`,
    * the predicted verification of the shape's winner that follows, which takes at most half the share
    * (all of it at the last shape: no shape comes after it to absorb an overrun). A whole reservation
    * starved the first shape of an H200's sweep: before any problem had run, its 11 square problems
@@ -155,7 +156,10 @@ export class TuneBudget {
     for (let i = 0; left.length; i++) {
       const at = i === 0 ? 0 : pick(left, out.measured);
       const [c] = left.splice(Number.isInteger(at) && at >= 0 && at < left.length ? at : 0, 1);
-      const end = i === 0 ? this.sweepEnd : shapeEnd - Math.min(reserve(), reserveCap);
+      // The rules' kernel may take the rest of the sweep, less the verification it would commit to where
+      // that is known (none before any set-up: the first shape always gets its rules' kernel).
+      const r = reserve();
+      const end = i === 0 ? this.sweepEnd - (Number.isFinite(r) ? r : 0) : shapeEnd - Math.min(r, reserveCap);
       const predicted = this.predictCandidate(c.family, callMs, i, c.id);
       const t = this.clock.now();
       if (t + predicted > end) {

@@ -87,10 +87,11 @@ describe('the sweep holds its share', () => {
     const first = await b.sweepShape(0, 2, candidates, measure);
     expect(first.measured.map((x) => x.candidate.id)).toEqual(['rules', 'a', 'b', 'c']);
     expect(clock.t).toBe(1000 + 11_000);
-    // Shape 1, with 3 s for the configurations after the rules' kernel (a reserve holds the rest): the rules'
-    // kernel again (0.59 s: predicted cold, as no warm set-up of the family is known yet), then a, b and c
-    // at the warm set-up it showed (0.19 s each); d would take 2.65 s cold, over the 2.41 s left.
-    const second = await b.sweepShape(1, 2, candidates, measure, () => 10_000);
+    // Shape 1, with 3.1 s for its configurations (a reserve holds the rest, and the rules' kernel must fit
+    // it too): the rules' kernel again (predicted 3.05 s cold, as no warm set-up of the family is known yet;
+    // it takes 0.59 s), then a, b and c at the warm set-up it showed (0.19 s each); d would take 2.65 s
+    // cold, over the 2.51 s left.
+    const second = await b.sweepShape(1, 2, candidates, measure, () => 9_900);
     expect(second.measured.map((x) => x.candidate.id)).toEqual(['rules', 'a', 'b', 'c']);
     expect(second.skipped.map((x) => [x.id, x.why.split(',')[0]])).toEqual([
       ['d', 'predicted 2650 ms'],
@@ -144,6 +145,25 @@ describe('the sweep holds its share', () => {
     expect(log.length + skipped.length).toBe(24);
     expect(skipped.length).toBeGreaterThan(0);
     expect(log.length).toBeGreaterThan(4);
+  });
+
+  it("the rules' kernel is not started where it and the verification it commits to overrun the sweep's end", async () => {
+    // A fuzz trial's `qgemm tune --budget 30s` on SwiftShader ran 37.8 s: the square shape's rules' kernel
+    // started with nothing left of its share, and its class's verification (16.9 s) followed.
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 10_000, 1, RULES);
+    const costs = { r0: { setupMs: 100, callMs: 1 }, r1: { setupMs: 100, callMs: 1 } };
+    const log: string[] = [];
+    await b.sweepShape(0, 2, [{ id: 'r0', family: 'registry' }], fakeMeasure(clock, costs, log), () => Infinity);
+    clock.t += 7000; // its verification
+    const late = await b.sweepShape(1, 2, [{ id: 'r1', family: 'registry' }], fakeMeasure(clock, costs, log), () => 2500);
+    expect(late.measured).toEqual([]);
+    expect(late.skipped[0]?.why).toMatch(/^predicted \d+ ms, \d+ ms left$/);
+    // With the verification predicted to fit, it runs.
+    const b2 = new TuneBudget(clock, 10_000, 1, RULES);
+    const fits = await b2.sweepShape(0, 1, [{ id: 'r1', family: 'registry' }], fakeMeasure(clock, costs, log), () => 2500);
+    expect(fits.measured.map((x) => x.candidate.id)).toEqual(['r1']);
+    expect(log).toEqual(['r0', 'r1']);
   });
 
   it('a shape that finishes early leaves its time to the next ones', async () => {
