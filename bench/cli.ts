@@ -4,7 +4,7 @@
 // bench/out/<date>-<adapter>[-quick].{json,html} (`--results bench/results` to keep them in the repo).
 // Exit code 0 when every qgemm row is verified, 1 when one failed verification or could not run, 2 on bad flags.
 
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError } from '../src/errors.ts';
@@ -180,6 +180,10 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
 function outFile(flag: string, path: string): string {
   const full = resolve(path);
   if (existsSync(full) && !statSync(full).isFile()) throw new Error(`${flag}: ${path} is not a file (a folder?); name a file to write`);
+  const folder = dirname(full);
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) {
+    throw new Error(`${flag}: the folder ${dirname(path)} does not exist; make it first (only --results makes its folder)`);
+  }
   return full;
 }
 
@@ -198,9 +202,20 @@ function savedReport(path: string): BenchReport {
   return r as BenchReport;
 }
 
-function write(file: string, text: string): void {
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, text);
+/**
+ * Writes `file` whole or not at all (a temporary file beside it, then a rename): a run stopped mid-write
+ * leaves no half a report. `makeFolder`: the results folder (--results, bench/out/), made where missing;
+ * a file the user named (--json, --html) was checked to have its folder before the run (outFile).
+ */
+function write(file: string, text: string, makeFolder = false): void {
+  if (makeFolder) mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  try {
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }
 
 export function resultName(report: BenchReport): string {
@@ -245,10 +260,10 @@ export async function runCli(argv: string[]): Promise<number> {
   const html = htmlReport(report);
   if (plan.save) {
     const base = join(plan.resultsDir, resultName(report));
-    write(`${base}.json`, json);
+    write(`${base}.json`, json, true);
     written.push(`${base}.json`);
     if (!plan.html) {
-      write(`${base}.html`, html);
+      write(`${base}.html`, html, true);
       written.push(`${base}.html`);
     }
   }
@@ -261,7 +276,6 @@ export async function runCli(argv: string[]): Promise<number> {
     written.push(plan.html);
   }
   if (plan.screenshot) {
-    mkdirSync(dirname(plan.screenshot), { recursive: true });
     await screenshotHtml(html, plan.screenshot);
     written.push(plan.screenshot);
   }

@@ -110,6 +110,14 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   );
   if (chrome) progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
   if (runners.length === 0) throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
+  // A convolution layer that no selected implementation runs (qgemm's CPU path and onnxruntime run GEMMs
+  // only) would otherwise leave its rows out without a word.
+  const convRunners = [...runners, ...started.unavailable].filter((r) => r.convolution !== undefined);
+  for (const s of opts.shapes.filter((x) => x.conv && convRunners.length === 0)) {
+    const line = `${shapeKey(s)}: not measured: no implementation selected runs convolution layers (qgemm on WebGPU and tfjs do)`;
+    notes.push(line);
+    progress(line);
+  }
   const dstBytes = opts.pipeline === 'uint8' ? 1 : 4;
 
   // ---- run ------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 // CLI's bad input (a misspelt QGEMM_DAWN_TOGGLES, a --tuning table of another adapter) is exit 2 in one line.
 
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -605,6 +605,12 @@ describe('benchmark harness', () => {
     // Files are checked before any run: a folder as --json or --html, a --report-from that is not a saved result.
     expect(() => parseCli(['--json', tmpdir()])).toThrow(/--json: .* is not a file/);
     expect(() => parseCli(['--html', tmpdir()])).toThrow(/--html: .* is not a file/);
+    // A file in a folder that does not exist: refused before the run, nothing made (--results makes its own).
+    const nowhere = join(tmpdir(), `bench-missing-${process.pid}`);
+    for (const flag of ['--json', '--html', '--screenshot']) {
+      expect(() => parseCli([flag, join(nowhere, 'x')])).toThrow(new RegExp(`${flag}: the folder .* does not exist`));
+    }
+    expect(existsSync(nowhere)).toBe(false);
     const notReport = join(mkdtempSync(join(tmpdir(), 'bench-cli-')), 'x.json');
     writeFileSync(notReport, '{"a": 1}');
     expect(() => parseCli(['--report-from', notReport])).toThrow(/--report-from: .* is not a saved benchmark result/);
