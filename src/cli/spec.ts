@@ -112,6 +112,19 @@ export function int32(field: string, v: unknown): number {
 }
 
 /** A JSON number (range checks come in normalizeProblem). */
+/**
+ * A JSON number as the float32 it rounds to; one that rounds to 0 or to an infinity is refused (1e-50 as a
+ * scale would have made every output the zero point, without a word).
+ */
+function float32(field: string, v: unknown): number {
+  const x = num(field, v);
+  const f = Math.fround(x);
+  if ((f === 0 && x !== 0) || !Number.isFinite(f)) {
+    throw new InputError(field, `${x} is not a float32 value: it rounds to ${f} (float32 spans 1.4e-45 to 3.4e+38)`);
+  }
+  return f;
+}
+
 function num(field: string, v: unknown): number {
   if (typeof v !== 'number') throw new InputError(field, `expected a number, got ${brief(v)}`);
   return v;
@@ -176,7 +189,7 @@ function parseStage(field: string, s: unknown): OutputStage {
     else if (kind === 'perChannel') stage[key] = scalarOrVector(f, v);
     else if (kind === 'float32PerChannel') {
       // a JSON number is rounded to float32 (as TFLite stores scales); an array is one value per channel
-      stage[key] = Array.isArray(v) ? Float32Array.from(v, (x, i) => num(`${f}[${i}]`, x)) : Math.fround(num(f, v));
+      stage[key] = Array.isArray(v) ? Float32Array.from(v, (x, i) => float32(`${f}[${i}]`, x)) : float32(f, v);
     } else if (kind === 'axis') stage[key] = oneOf(f, v, AXES);
     else if (kind === 'vector') {
       if (!Array.isArray(v)) throw new InputError(f, `expected an array of int32, got ${brief(v)}`);

@@ -106,6 +106,13 @@ export function npyFromData(layout: NpyLayout, data: Uint8Array): NpyArray {
 // ---------------------------------------------------------------- serialize
 
 export function serializeNpy(arr: NpyArray): Uint8Array {
+  if (!arr || typeof arr !== 'object')
+    fail(`expected an array {dtype, shape, fortranOrder, data}, got ${arr === null ? 'null' : typeof arr}`);
+  if (!Array.isArray(arr.shape)) {
+    const result = 'rows' in arr && 'cols' in arr ? ` (a GemmResult: give shape [rows, cols] and fortranOrder: order === 'col-major')` : '';
+    fail(`expected {dtype, shape, fortranOrder, data} with shape an array of sizes${result}`);
+  }
+  if (arr.fortranOrder !== undefined && typeof arr.fortranOrder !== 'boolean') fail('fortranOrder must be true or false');
   if (!Object.hasOwn(DTYPES, arr.dtype)) fail(`unsupported dtype '${arr.dtype}'`);
   const info = DTYPES[arr.dtype];
   const dataType = npyDtypeOf(arr.data);

@@ -270,6 +270,12 @@ describe('bad stages', () => {
   it('missing axis for a per-channel array (scaleInt32ByFixedPointAndExponent)', async () => {
     await runSpec(stage(scale({ exponent: [0, 1] })), 'pipeline[0].axis');
   });
+  it('a requantizeFloat32 scale that no float32 holds: it would round to 0', async () => {
+    await runSpec(stage({ type: 'requantizeFloat32', scale: 1e-50, zeroPoint: 0 }), 'pipeline[0].scale');
+  });
+  it('a requantizeFloat32 scale that no float32 holds: it would round to an infinity', async () => {
+    await runSpec(stage({ type: 'requantizeFloat32', scale: [0.5, -1e40], zeroPoint: 0, axis: 'row' }), 'pipeline[0].scale[1]');
+  });
   for (const shift of [-1, 32]) {
     it(`quantizeDownInt32ToUint8Scale shift ${shift}`, async () => {
       await runSpec(stage(legacy({ shift })), 'pipeline[0].shift');

@@ -263,6 +263,15 @@ describe('serializeNpy matches numpy byte for byte', () => {
     expect(bytes[12 + headerLength - 1]).toBe(0x0a);
     expect(parseNpy(bytes)).toEqual(arr);
   });
+
+  it('refuses what is not an array of this shape with an NpyFormatError, a GemmResult with a hint', () => {
+    const result = { data: Int32Array.of(1, 2), rows: 1, cols: 2, order: 'row-major', dtype: 'int32' };
+    expect(() => serializeNpy(result as never)).toThrow(NpyFormatError);
+    expect(() => serializeNpy(result as never)).toThrow(/a GemmResult: give shape \[rows, cols\]/);
+    expect(() => serializeNpy(null as never)).toThrow(NpyFormatError);
+    const wrongOrder = { dtype: 'int32', shape: [2], fortranOrder: 'no', data: Int32Array.of(1, 2) };
+    expect(() => serializeNpy(wrongOrder as never)).toThrow(/fortranOrder must be true or false/);
+  });
 });
 
 describe('parseNpy', () => {
