@@ -74,6 +74,7 @@ describe('the packed file list', () => {
       /^dist\/browser\/(qgemm|cpu)\.js$/,
       /^dist\/types\/[\w/.-]+\.d\.ts$/,
       /^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/,
+      /^docs\/[\w-]+\.md$/, // what README.md and the CLI's help link to
     ];
     expect(paths.filter((p) => !allowed.some((re) => re.test(p)))).toEqual([]);
     for (const p of [
@@ -84,6 +85,7 @@ describe('the packed file list', () => {
       'dist/browser/cpu.js',
       'dist/node/cli.js',
       'dist/node/launch.js',
+      'docs/gpu.md',
     ]) {
       expect(paths).toContain(p);
     }
@@ -91,10 +93,11 @@ describe('the packed file list', () => {
   // The budget guards against shipping what is not the library (the benchmark bundle made it 6.1 MB);
   // the library itself is about 2.0 MB unpacked, 508 kB packed (2026-11-27: with the tuner and its
   // kernel configurations, the call plans, the layers' validation; 1.65 MB and 403 kB on 2026-11-25), so
-  // the bounds leave room for growth, not for a second bundle.
+  // the bounds leave room for growth, not for a second bundle. docs/*.md, which README.md and the CLI's
+  // help link to, add 0.21 MB unpacked and about 70 kB packed (2026-11-29: 2.64 MB and 711 kB in all).
   it('is small (was 6.1 MB installed with the benchmark bundle)', () => {
-    expect(packed.unpackedSize).toBeLessThan(2.5e6);
-    expect(packed.size).toBeLessThan(650e3);
+    expect(packed.unpackedSize).toBeLessThan(3e6);
+    expect(packed.size).toBeLessThan(800e3);
   });
   it('installs no runtime dependency, not even the WebGPU types (wgsl_reflect is inlined)', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
