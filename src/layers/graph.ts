@@ -21,6 +21,7 @@ import {
   type FullyConnectedParams,
   type LayerGemm,
   checkLayerParamKeys,
+  checkTensorKeys,
   type Tensor,
 } from './layers.ts';
 import { checkQuant, shown } from './validate.ts';
@@ -184,7 +185,14 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     const params = layer.params;
     if (!params || typeof params !== 'object') throw new InputError(`${field}.params`, 'missing');
     if (op === 'fullyConnected' || op === 'conv2d') checkLayerParamKeys(`${field}.params`, op, params);
-    else checkKnownKeys(`${field}.params`, params, PARAM_KEYS[op]);
+    else {
+      checkKnownKeys(`${field}.params`, params, PARAM_KEYS[op]);
+      // their quantizations are rebuilt from scale and zeroPoint: another key would be dropped unread
+      for (const q of op === 'requantize' ? ['input', 'output'] : ['a', 'b', 'output']) {
+        const v = (params as Record<string, unknown>)[q];
+        if (v && typeof v === 'object') checkKnownKeys(`${field}.params.${q}`, v, ['scale', 'zeroPoint']);
+      }
+    }
     let refs: string[];
     let given: (QuantParams | undefined)[];
     let refFields: string[];
@@ -289,6 +297,7 @@ export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {
     const t = map.get(name);
     const field = name === 'input' && one ? 'input' : `inputs.${name}`;
     if (!t || typeof t !== 'object') throw new InputError(field, `missing: the graph reads "${name}"`);
+    checkTensorKeys(field, t);
     const own = dtypeOf(t.data, `${field}.data`);
     if (dtype && own !== dtype) {
       const why = g.dtype ? "as the layers' weights" : `as graph input "${first}"`;

@@ -22,7 +22,7 @@ import {
   type KernelPath,
   type QuantParams,
 } from './derive.ts';
-import { checkKnownKeys } from '../problem/check.ts';
+import { checkDtypeKey, checkKnownKeys, RESULT_KEYS } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { allocationLimit } from '../problem/dst.ts';
 import { fcOutShape, type WeightZeroPoint, weightZeroPoint } from './tflite-params.ts';
@@ -78,9 +78,20 @@ export function checkLayerParamKeys(field: string, op: keyof typeof LAYER_PARAM_
   }
 }
 
+/** The keys of a layer's input tensor: data and shape, and a result's dtype and backend (checkTensorKeys). */
+const TENSOR_KEYS = ['data', 'shape', ...RESULT_KEYS];
+
+/** A tensor (`field`) with a key a Tensor does not have, or a dtype its data does not have: an InputError. */
+export function checkTensorKeys(field: string, t: unknown): void {
+  if (!t || typeof t !== 'object') return;
+  checkKnownKeys(field, t, TENSOR_KEYS);
+  const { data, dtype } = t as { data?: unknown; dtype?: unknown };
+  if (data instanceof Uint8Array || data instanceof Int8Array) checkDtypeKey(field, dtype, dtypeOf(data, `${field}.data`));
+}
+
 /** A layer call's input and params with a key they do not have (checkLayerParamKeys). */
 function checkLayerKeys(op: keyof typeof LAYER_PARAM_KEYS, input: unknown, params: unknown): void {
-  if (input && typeof input === 'object') checkKnownKeys('input', input, ['data', 'shape']);
+  checkTensorKeys('input', input);
   checkLayerParamKeys('params', op, params);
 }
 

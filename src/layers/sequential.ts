@@ -69,7 +69,8 @@ export async function runLayers(
   const steps = inferShapes(g, named);
   const values = new Map(named.tensors);
   for (const [i, n] of g.nodes.entries()) {
-    const ins = n.inputs.map((r) => values.get(r)!);
+    // as {data, shape}: a graph input's other keys were checked by namedInputs, under its own field
+    const ins = n.inputs.map((r) => values.get(r)!).map((t) => ({ data: t.data, shape: t.shape }));
     const backend = { backend: opts.backend === undefined ? 'auto' : opts.backend };
     let out: Tensor;
     if (n.layer.op === 'fullyConnected') out = await fullyConnected(ins[0], n.params as FullyConnectedParams, backend);

@@ -33,6 +33,20 @@ export function checkKnownKeys(field: string, of: object, known: readonly string
   }
 }
 
+/**
+ * The keys a result of the library carries besides its data and shape (a GemmResult, an ElementwiseResult,
+ * parseNpy's array), taken where an operand or a tensor is, so a result can be the next call's input:
+ * `dtype` (checked against the data by checkDtypeKey) and `backend` (where it ran; ignored).
+ */
+export const RESULT_KEYS = ['dtype', 'backend'] as const;
+
+/** A `dtype` given beside data of type `actual` ('uint8', 'int8'): it must be that type. */
+export function checkDtypeKey(field: string, dtype: unknown, actual: string): void {
+  if (dtype !== undefined && dtype !== actual) {
+    throw new InputError(`${field}.dtype`, `${brief(dtype)} does not match the data (${actual})`);
+  }
+}
+
 /** An optional callback: undefined, or a function. */
 export function checkFunction(field: string, v: unknown): void {
   if (v !== undefined && typeof v !== 'function') throw new InputError(field, `expected a function, got ${brief(v)}`);

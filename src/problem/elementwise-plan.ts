@@ -27,7 +27,7 @@ import {
   type QuantizedTensor,
   type XnnpackElementwiseParams,
 } from './elementwise.ts';
-import { checkKnownKeys } from './check.ts';
+import { checkDtypeKey, checkKnownKeys, RESULT_KEYS } from './check.ts';
 import { operandType } from './problem.ts';
 
 /** The largest alignment shift F − frac of alignedAdd/alignedSub. */
@@ -175,7 +175,7 @@ function xnnpackParams(op: 'add' | 'sub' | 'mul', aScale: number, bScale: number
 }
 
 /** The keys of a QuantizedTensor (./elementwise.ts): another is a misspelling. */
-const TENSOR_KEYS = ['data', 'shape', 'fortranOrder', 'scale', 'axis', 'zeroPoint'];
+const TENSOR_KEYS = ['data', 'shape', 'fortranOrder', 'scale', 'axis', 'zeroPoint', ...RESULT_KEYS];
 
 /**
  * Validates a problem (InputError naming the field: `a.scale`, `b.data`, `output.min`...) and derives
@@ -200,6 +200,8 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
   }
   const dtype = operandType('a.data', a.data);
   const dtypeB = operandType('b.data', b.data);
+  checkDtypeKey('a', (a as { dtype?: unknown }).dtype, dtype);
+  checkDtypeKey('b', (b as { dtype?: unknown }).dtype, dtypeB);
   if (dtypeB !== dtype) throw new InputError('b.data', `dtype ${dtypeB} differs from a's ${dtype}; both inputs must have the same dtype`);
   const range = TYPE_RANGE[dtype];
   const aShape = checkShape('a.shape', a.shape, a.data.length);

@@ -15,7 +15,7 @@ import {
   type Order,
   type PerChannel,
 } from '../types.ts';
-import { checkKnownKeys, checkPerChannel, checkProblemObject, checkRange } from './check.ts';
+import { checkDtypeKey, checkKnownKeys, checkPerChannel, checkProblemObject, checkRange, RESULT_KEYS } from './check.ts';
 import { brief } from './echo.ts';
 import { stageDefinition, type StageShape } from './stages/pipeline.ts';
 
@@ -53,7 +53,7 @@ export function checkCpuOperand(field: string, op: Operand): OperandType {
 
 /** The keys of a GemmProblem and of an Operand (src/types.ts): another is a misspelling. */
 const PROBLEM_KEYS = ['lhs', 'rhs', 'lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'];
-const OPERAND_KEYS = ['data', 'rows', 'cols', 'order'];
+const OPERAND_KEYS = ['data', 'rows', 'cols', 'order', ...RESULT_KEYS];
 
 function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandType {
   if (!op || typeof op !== 'object') throw new InputError(field, 'missing operand');
@@ -62,6 +62,7 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
   }
   const type = operandType(field, op.data);
   checkKnownKeys(field, op, OPERAND_KEYS);
+  checkDtypeKey(field, (op as { dtype?: unknown }).dtype, type);
   checkRange(`${field}.rows`, op.rows, 1, INT32_MAX);
   checkRange(`${field}.cols`, op.cols, 1, INT32_MAX);
   if (op.order !== undefined && op.order !== 'row-major' && op.order !== 'col-major') {

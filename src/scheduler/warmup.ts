@@ -6,6 +6,7 @@
 // and output program pays none.
 
 import { InputError } from '../errors.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { allocationLimit } from '../problem/dst.ts';
 import type { GemmProblem, OutputStage } from '../types.ts';
@@ -42,6 +43,7 @@ export function checkWarmupItems(items: unknown): asserts items is WarmupItem[] 
  */
 export function warmupProblem(item: WarmupItem, field = 'item'): GpuGemmProblem {
   if (!isShape(item)) return item;
+  checkKnownKeys(field, item, ['m', 'n', 'k', 'lhsType', 'rhsType', 'pipeline', 'dstOrder', 'bitDepth']);
   for (const key of ['m', 'n', 'k'] as const) {
     const v = item[key];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {

@@ -65,7 +65,7 @@ describe.skipIf(!gpu)('context boundaries', () => {
     expect(typed.message).toMatch(/^lhs: expected uint8 or int8 data/);
     const extraKey = { ...problem(1), lhs: { ...problem(1).lhs, buffer: null } } as never;
     const extra = await inputErrorOf(gemm(extraKey, { backend: 'cpu' }));
-    expect(extra.message).toBe('lhs.buffer: unknown key; known: data, rows, cols, order');
+    expect(extra.message).toBe('lhs.buffer: unknown key; known: data, rows, cols, order, dtype, backend');
     // A GpuMatrix lhs with an rhs prepacked for the CPU is refused as a GpuMatrix
     const cpuRhs = await prepackCpu(problem(1).rhs as never);
     const both = await inputErrorOf(gemm({ ...problem(1), lhs: m, rhs: cpuRhs } as never, { backend: 'cpu' }));

@@ -8,7 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { elementwise, gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { conv2d, fullyConnected } from '../../src/layers/layers.ts';
-import { runLayers } from '../../src/layers/sequential.ts';
+import { checkLayers } from '../../src/layers/graph.ts';
+import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
+import { parseNpy, serializeNpy } from '../../src/io/npy.ts';
+import { referenceGemm } from '../../src/reference/gemm.ts';
+import { warmupProblem } from '../../src/scheduler/warmup.ts';
 import type { GemmProblem } from '../../src/types.ts';
 
 /** The field of the InputError `p` rejects with. */
@@ -63,6 +67,10 @@ describe('a GEMM problem', () => {
     const pending = gemm({ ...problem(), rhs: Promise.resolve(problem().rhs) as never }, cpu);
     await expect(pending).rejects.toThrow(/^rhs: a Promise, not an operand: await it/);
   });
+  it('a warmup shape names a misspelt key (the wrong pipeline would be compiled)', () => {
+    expect((warmupProblem({ m: 1, n: 2, k: 3 }, 'items[0]').lhs as { rows: number }).rows).toBe(1);
+    expect(() => warmupProblem({ m: 1, n: 2, k: 3, pipline: [] } as never, 'items[0]')).toThrow(/^items\[0\]\.pipline: unknown key/);
+  });
   it('an undefined value is an absent key', async () => {
     expect([...(await gemm(loose(problem(), { pipelin: undefined }), cpu)).data]).toEqual([0]);
   });
@@ -115,5 +123,48 @@ describe('a layer', () => {
     const zp = { ...fc(), weights: loose(fc().weights, { zeropoint: 3 }) };
     const field = await refused(() => runLayers([{ op: 'fullyConnected', params: zp }], input, cpu));
     expect(field).toBe('layers[0].params.weights.zeropoint');
+  });
+});
+
+// The library's results as the next call's inputs: their dtype (checked against the data) and backend
+// are keys of the result, not misspellings (a review found the first strict check refused them).
+describe('a result of the library given back as an input', () => {
+  const q = { scale: 0.5, zeroPoint: 0 };
+  it('a GEMM result as the next lhs, a reference result too; a dtype that is not the data is named', async () => {
+    const first = { ...problem(), pipeline: [{ type: 'saturatingCast' as const, to: 'uint8' as const }] };
+    const h = await gemm(first, cpu);
+    expect(h.dtype).toBe('uint8');
+    const next = { lhs: h as never, rhs: { data: Uint8Array.of(2), rows: 1, cols: 1 } };
+    expect([...(await gemm(next, cpu)).data]).toEqual([0]);
+    expect([...(await gemm({ ...next, lhs: referenceGemm(first) as never }, cpu)).data]).toEqual([0]);
+    const lying = { ...next, lhs: { ...problem().lhs, dtype: 'int8' } as never };
+    await expect(gemm(lying, cpu)).rejects.toThrow(/^lhs\.dtype: "int8" does not match the data \(uint8\)/);
+  });
+  it('an elementwise result as the next elementwise input and as a layer input; parseNpy spread into a tensor', async () => {
+    const a = { data: Int8Array.of(1, 2), shape: [2], ...q };
+    const sum = await elementwise({ op: 'add', a, b: a, output: q }, cpu);
+    expect(sum.dtype).toBe('int8');
+    const again = await elementwise({ op: 'add', a: { ...sum, ...q }, b: a, output: q }, cpu);
+    expect([...again.data]).toEqual([3, 6]); // (2, 4) + (1, 2)
+    const fc = { input: q, weights: { data: Int8Array.of(1, 1), shape: [1, 2], scale: 1 }, output: q };
+    expect((await fullyConnected({ ...sum, shape: [1, 2] }, fc, cpu)).shape).toEqual([1, 1]);
+    const npy = parseNpy(serializeNpy({ dtype: 'int8', shape: [2], fortranOrder: false, data: Int8Array.of(3, 4) }));
+    expect([...(await elementwise({ op: 'add', a: { ...npy, ...q } as never, b: a, output: q }, cpu)).data]).toEqual([4, 6]);
+  });
+  it('graph inputs are checked once, under their own field, by checkLayers and runLayers alike', async () => {
+    const fc = { input: q, weights: { data: Int8Array.of(1, 1), shape: [1, 2], scale: 1 }, output: q };
+    const layers = [{ op: 'fullyConnected', params: fc }] as SequentialLayer[];
+    const x = { data: Int8Array.of(1, 2), shape: [1, 2], dtype: 'int8', backend: 'cpu' };
+    expect((await runLayers(layers, x, cpu)).shape).toEqual([1, 1]);
+    const odd = { ...x, foo: 1 };
+    expect(() => checkLayers(layers, odd)).toThrow(/^input\.foo: unknown key/);
+    await expect(runLayers(layers, odd, cpu)).rejects.toThrow(/^input\.foo: unknown key/);
+    const named = [{ op: 'fullyConnected', input: 'x', params: fc }] as SequentialLayer[];
+    await expect(runLayers(named, { x: odd }, cpu)).rejects.toThrow(/^inputs\.x\.foo: unknown key/);
+  });
+  it("an elementwise layer's quantizations are checked as a GEMM layer's", async () => {
+    const layers = [{ op: 'add', inputs: ['input', 'input'], params: { output: { ...q, zeroPoin: 3 } } }] as unknown as SequentialLayer[];
+    const x = { data: Int8Array.of(1, 2), shape: [2] };
+    expect(await refused(() => runLayers(layers, x, cpu))).toBe('layers[0].params.output.zeroPoin');
   });
 });
