@@ -10,6 +10,7 @@
 // same Vulkan drivers as the qgemm rows), so that its toggles touch nothing else.
 
 import { createRequire } from 'node:module';
+import { loadForm, toLegacyForm } from '../src/kernels/sgmat/load-form.ts';
 
 export interface Ceilings {
   dot4Tops: number | null;
@@ -57,9 +58,18 @@ async function timed(device: GPUDevice, encode: (e: GPUCommandEncoder) => void):
   return performance.now() - t0;
 }
 
-function computeRunner(device: GPUDevice, code: string, groups: number, outBytes: number) {
+/**
+ * A runner of `code` over `groups` workgroups. A kernel that does not compile here is an error, not a
+ * ceiling: an invalid pipeline's dispatches do nothing, and timing them would give an absurd figure.
+ */
+async function computeRunner(device: GPUDevice, code: string, groups: number, outBytes: number) {
+  device.pushErrorScope('validation');
   const module = device.createShaderModule({ code });
   const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const invalid = device.popErrorScope();
+  const [error, info] = await Promise.all([invalid, module.getCompilationInfo()]);
+  const compile = info.messages.find((m) => m.type === 'error');
+  if (error || compile) throw new Error(`the kernel does not compile here: ${(compile?.message ?? error?.message ?? '').split('\n')[0]}`);
   const out = device.createBuffer({ size: outBytes, usage: GPUBufferUsage.STORAGE });
   const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const entries: GPUBindGroupEntry[] = [
@@ -98,7 +108,7 @@ function dot4Kernel(): string {
 
 /**
  * i8 x i8 -> i32 subgroup-matrix loop: one fragment pair loaded, CH accumulator chains. The builtins' current
- * form (src/kernels/sgmat/load-form.ts: offset and stride in words of C).
+ * form (src/kernels/sgmat/load-form.ts: offset and stride in words of C; rewritten where Dawn lacks it).
  */
 function subgroupMatrixKernel(M: number, N: number, K: number, CH: number, perGroup: number): string {
   const chains = Array.from({ length: CH }, (_, c) => c);
@@ -147,7 +157,7 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
   const targetMs = opts.software ? 150 : 30;
   try {
     const groups = opts.software ? 8 : 132 * 64;
-    const run = computeRunner(device, dot4Kernel(), groups, groups * 256 * 4);
+    const run = await computeRunner(device, dot4Kernel(), groups, groups * 256 * 4);
     const s = await secondsPerUnit(run, 4, targetMs, 1 << 22);
     out.dot4Tops = Number(((groups * 256 * CHAINS * 8) / s / 1e12).toPrecision(4));
     notes.push(`dot4Tops: ${groups} workgroups of 256 invocations, ${CHAINS} dot4I8Packed chains each (8 ops per dot4)`);
@@ -180,9 +190,13 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
       const perGroup = 128 / Math.max(1, (adapter.info as unknown as { subgroupMinSize?: number }).subgroupMinSize ?? 32);
       const CH = 8;
       const groups = 132 * 16;
-      const run = computeRunner(
+      // In the builtins' form this Dawn takes (the kernel's probe, src/kernels/sgmat/load-form.ts).
+      const subgroupSize = (adapter.info as unknown as { subgroupMinSize?: number }).subgroupMinSize ?? 32;
+      const form = await loadForm(device, { componentType: 'i8', M: c.M, N: c.N, K: c.K, subgroupSize });
+      const kernel = subgroupMatrixKernel(c.M, c.N, c.K, CH, perGroup);
+      const run = await computeRunner(
         device,
-        subgroupMatrixKernel(c.M, c.N, c.K, CH, perGroup),
+        form === 'current' ? kernel : toLegacyForm(kernel),
         groups,
         Math.max(4096, groups * perGroup * CH * c.M * c.N * 4),
       );

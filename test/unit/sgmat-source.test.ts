@@ -378,9 +378,26 @@ describe('sgmat load and store forms', () => {
     expect(legacy).toContain('subgroupMatrixLoad<LeftFragment>(&stage, (lhsBase + row * ROW_WORDS + kk / 4u) * 4u, false, ROW_WORDS * 4u)');
     expect(legacy).toContain('subgroupMatrixLoad<RightFragment>(&stage, (rhsBase + col * ROW_WORDS + kk / 4u) * 4u, true, ROW_WORDS * 4u)');
   });
+  it('finds each call by its brackets: calls and commas in an argument, inline types, 32-bit loads', () => {
+    const load = (t: string, args: string) => toLegacyForm(`let x = subgroupMatrixLoad<${t}>(${args});`);
+    expect(load('LeftFragment, row_major', '&C, min(a, b), S')).toBe(
+      'let x = subgroupMatrixLoad<LeftFragment>(&C, (min(a, b)) * 4u, false, S * 4u);',
+    );
+    expect(load('subgroup_matrix_right<i8, 32, 16>, col_major', '&C, 64u, 8u')).toBe(
+      'let x = subgroupMatrixLoad<subgroup_matrix_right<i8, 32, 16>>(&C, 64u * 4u, true, 8u * 4u);',
+    );
+    expect(load('ResultFragment, row_major', '&stage, o + 1u, OUT_STRIDE')).toBe(
+      'let x = subgroupMatrixLoad<ResultFragment>(&stage, o + 1u, false, OUT_STRIDE);',
+    );
+    expect(toLegacyForm('subgroupMatrixStore <col_major>(&C, f(a, b), acc, N);')).toBe('subgroupMatrixStore(&C, f(a, b), acc, true, N);');
+  });
   it('refuses a current-form call it has no rule for', () => {
-    const odd = `${sgmatSource(u8)}\nfn odd() -> ResultFragment { return subgroupMatrixLoad<ResultFragment, row_major>(&stage, 0u, 8u); }`;
-    expect(() => toLegacyForm(odd)).toThrow(/no rewrite for "subgroupMatrixLoad<ResultFragment, row_major>"/);
+    const f16 = `${sgmatSource(u8)}\nfn odd() -> L { return subgroupMatrixLoad<subgroup_matrix_left<f16, 8, 8>, row_major>(&h, 0u, 8u); }`;
+    expect(() => toLegacyForm(f16)).toThrow(/no rewrite for a load of subgroup_matrix_left<f16, 8, 8>/);
+    expect(() => toLegacyForm('let m = subgroupMatrixLoad<LeftFragment, row_major>(&C, 0u);')).toThrow(
+      /no rewrite for "subgroupMatrixLoad/,
+    );
+    expect(() => toLegacyForm('const major = row_major;')).toThrow(/no rewrite for "const major = row_major;"/);
   });
   it('the fragment K must be a multiple of 4 (whole words)', () => {
     expect(tilingProblem({ ...u8, K: 2 }, { ...DEFAULT_TILING, kStep: 32 })).toMatch(/multiple of 4/);

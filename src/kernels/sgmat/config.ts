@@ -148,7 +148,7 @@ const pow2 = (x: number) => x > 0 && (x & (x - 1)) === 0;
 function fragmentUsable(c: SubgroupMatrixConfig): boolean {
   const types =
     (c.componentType === 'u8' && c.resultComponentType === 'u32') || (c.componentType === 'i8' && c.resultComponentType === 'i32');
-  return types && 32 % c.M === 0 && 32 % c.N === 0 && 64 % c.K === 0 && c.K % 4 === 0 && c.M >= 1 && c.N >= 1;
+  return types && 32 % c.M === 0 && 32 % c.N === 0 && 64 % c.K === 0 && c.K % 4 === 0 && c.M >= 1 && c.N >= 1 && c.K >= 1;
 }
 
 /** The adapter's one subgroup size, or 0 where it has none the kernel can rely on. */

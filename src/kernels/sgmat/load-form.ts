@@ -22,26 +22,83 @@ import { configConstants, type SgmatConfig } from './config.ts';
 
 export type SgmatLoadForm = 'current' | 'legacy';
 
-/** A current-form load of an 8-bit fragment: type, majorness, array, offset (no comma), stride (a plain name). */
-const LOAD = /subgroupMatrixLoad<(LeftFragment|RightFragment), (row|col)_major>\(&(\w+), ([^,]+), ([\w.]+)\)/g;
-/** A current-form store of a result fragment: majorness, array, offset (no comma), value, stride. */
-const STORE = /subgroupMatrixStore<(row|col)_major>\(&(\w+), ([^,]+), (\w+), ([\w.]+)\)/g;
+/**
+ * Splits `text` at its top-level commas (not inside (), [] or <>), trimmed. `angles`: count <> as
+ * brackets (a template list); in an argument list they may be comparisons, so only () and [] count.
+ */
+function splitTopLevel(text: string, angles: boolean): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '(' || ch === '[' || (angles && ch === '<')) depth++;
+    else if (ch === ')' || ch === ']' || (angles && ch === '>')) depth--;
+    else if (ch === ',' && depth === 0) {
+      parts.push(text.slice(from, i).trim());
+      from = i + 1;
+    }
+  }
+  parts.push(text.slice(from).trim());
+  return parts;
+}
+
+/** Where the bracket opened at `open` closes (`(` with `)`, `<` with `>`, nesting counted), or -1. */
+function closing(text: string, open: number): number {
+  const [o, c] = text[open] === '<' ? ['<', '>'] : ['(', ')'];
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    if (text[i] === o) depth++;
+    else if (text[i] === c && --depth === 0) return i;
+  }
+  return -1;
+}
+
+/** The legacy units of a loaded fragment type per array element (u32 words): 4 for 8-bit components, 1 for 32-bit. */
+function componentsPerWord(type: string): number {
+  if (/^(LeftFragment|RightFragment)$|^subgroup_matrix_\w+<\s*(u8|i8)\b/.test(type)) return 4;
+  if (/^ResultFragment$|^subgroup_matrix_\w+<\s*(u32|i32|f32)\b/.test(type)) return 1;
+  throw new Error(`subgroup-matrix legacy form: no rewrite for a load of ${type}`);
+}
 
 /**
- * The kernel source in the legacy form: 8-bit fragment loads count bytes (offset and stride x 4), result
- * stores count words (the array's elements, as in the current form). Throws where a current-form call is
- * left that the two patterns do not know (the kernel changed in a way this rewrite must be taught).
+ * The source in the legacy form: each current-form call, found with its template and arguments by
+ * bracket matching (an argument may hold calls and commas), becomes the boolean form, loads counting
+ * their offset and stride in the fragment's components (x 4 for 8-bit fragments), stores (of 32-bit
+ * results, whose components are the array's words) unchanged in units. Throws where a majorness is left
+ * outside comments (a call this rewrite does not know).
  */
 export function toLegacyForm(source: string): string {
-  const out = source
-    .replace(LOAD, (_, type, major, array, offset, stride) => {
-      return `subgroupMatrixLoad<${type}>(&${array}, (${offset}) * 4u, ${major === 'col'}, ${stride} * 4u)`;
-    })
-    .replace(STORE, (_, major, array, offset, value, stride) => {
-      return `subgroupMatrixStore(&${array}, ${offset}, ${value}, ${major === 'col'}, ${stride})`;
-    });
-  const left = out.replace(/\/\/.*$/gm, '').match(/subgroupMatrix(Load|Store)<[^>]*_major>|subgroupMatrixStore<\w+>/);
-  if (left) throw new Error(`subgroup-matrix legacy form: no rewrite for "${left[0]}"`);
+  let out = '';
+  let at = 0;
+  const call = /\bsubgroupMatrix(Load|Store)\s*</g;
+  for (let m = call.exec(source); m; m = call.exec(source)) {
+    const lt = m.index + m[0].length - 1;
+    const gt = closing(source, lt);
+    const open = gt < 0 ? -1 : source.slice(gt + 1).search(/\S/) + gt + 1;
+    const close = open > gt && source[open] === '(' ? closing(source, open) : -1;
+    const template = splitTopLevel(source.slice(lt + 1, gt), true);
+    const major = template.at(-1);
+    if (close < 0 || (major !== 'row_major' && major !== 'col_major')) continue; // not a current-form call
+    const args = splitTopLevel(source.slice(open + 1, close), false);
+    const col = major === 'col_major';
+    let legacy: string;
+    if (m[1] === 'Load' && template.length === 2 && args.length === 3) {
+      const k = componentsPerWord(template[0]);
+      const scale = (x: string) => (k === 1 ? x : /^[\w.]+$/.test(x) ? `${x} * ${k}u` : `(${x}) * ${k}u`);
+      legacy = `subgroupMatrixLoad<${template[0]}>(${args[0]}, ${scale(args[1])}, ${col}, ${scale(args[2])})`;
+    } else if (m[1] === 'Store' && template.length === 1 && args.length === 4) {
+      legacy = `subgroupMatrixStore(${args[0]}, ${args[1]}, ${args[2]}, ${col}, ${args[3]})`;
+    } else {
+      throw new Error(`subgroup-matrix legacy form: no rewrite for "${source.slice(m.index, close + 1)}"`);
+    }
+    out += source.slice(at, m.index) + legacy;
+    at = close + 1;
+    call.lastIndex = at;
+  }
+  out += source.slice(at);
+  const left = out.replace(/\/\/.*$/gm, '').match(/.*\b(row|col)_major\b.*/);
+  if (left) throw new Error(`subgroup-matrix legacy form: no rewrite for "${left[0].trim()}"`);
   return out;
 }
 
@@ -64,17 +121,23 @@ export function loadForm(device: GPUDevice, c: SgmatConfig): Promise<SgmatLoadFo
 async function probeLoadForm(device: GPUDevice, c: SgmatConfig): Promise<SgmatLoadForm> {
   // Push, create and pop before any await: the probe's error is its own, never another call's.
   device.pushErrorScope('validation');
-  const module = device.createShaderModule({ code: loadProbeSource(c), label: 'qgemm sgmat load-form probe' });
-  const error = device.popErrorScope();
+  let module: GPUShaderModule;
+  let error: Promise<GPUError | null>;
+  try {
+    module = device.createShaderModule({ code: loadProbeSource(c), label: 'qgemm sgmat load-form probe' });
+  } finally {
+    error = device.popErrorScope();
+  }
   const [scoped, info] = await Promise.all([error, module.getCompilationInfo()]);
   return scoped || info.messages.some((m) => m.type === 'error') ? 'legacy' : 'current';
 }
 
 /**
  * A subgroup-matrix kernel's source as this device compiles it: as written where its compiler takes the
- * current form or where the source calls no builtin (the emulated kernel), else in the legacy form.
+ * current form or where the source enables no subgroup matrices (the emulated kernel), else in the legacy
+ * form. Where the probe fails, Dawn prints its compile error once (on stdout in Node, in a page's console).
  */
 export async function sourceForDevice(device: GPUDevice, c: SgmatConfig, source: string): Promise<string> {
-  if (!source.includes('subgroupMatrixLoad<')) return source;
+  if (!/^enable chromium_experimental_subgroup_matrix;/m.test(source)) return source;
   return (await loadForm(device, c)) === 'current' ? source : toLegacyForm(source);
 }
