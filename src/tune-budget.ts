@@ -129,8 +129,8 @@ export class TuneBudget {
 
   /**
    * Measures `candidates` at shape `index` of `shapes` (the first is the rules' kernel) while they fit:
-   * the first must fit the sweep's end less `reserve()` (where it is finite: a shape measured is then a
-   * shape verified within the sweep), the others this shape's share of the time left less `reserve()`,
+   * the first must fit the sweep's end less `reserve(its id)` (so a shape measured is a shape verified
+   * within the sweep), the others this shape's share of the time left less `reserve()`,
    * the predicted verification of the shape's winner that follows, which takes at most half the share
    * (all of it at the last shape: no shape comes after it to absorb an overrun). A whole reservation
    * starved the first shape of an H200's sweep: before any problem had run, its 11 square problems
@@ -144,7 +144,7 @@ export class TuneBudget {
     shapes: number,
     candidates: readonly Candidate[],
     measure: (c: Candidate, deadline: number, warmupMs: number) => Promise<M>,
-    reserve: () => number = () => 0,
+    reserve: (id?: string) => number = () => 0,
     pick: (left: readonly Candidate[], measured: SweepShapeResult<M>['measured']) => number = () => 0,
   ): Promise<SweepShapeResult<M>> {
     const now = this.clock.now();
@@ -156,10 +156,10 @@ export class TuneBudget {
     for (let i = 0; left.length; i++) {
       const at = i === 0 ? 0 : pick(left, out.measured);
       const [c] = left.splice(Number.isInteger(at) && at >= 0 && at < left.length ? at : 0, 1);
-      // The rules' kernel may take the rest of the sweep, less the verification it would commit to where
-      // that is known (none before any set-up: the first shape always gets its rules' kernel).
-      const r = reserve();
-      const end = i === 0 ? this.sweepEnd - (Number.isFinite(r) ? r : 0) : shapeEnd - Math.min(r, reserveCap);
+      // The rules' kernel may take the rest of the sweep, less the verification it would commit to as this
+      // shape's winner (0 before any set-up: the first shape always gets its rules' kernel; nothing for
+      // the problems it ran as an earlier shape's winner).
+      const end = i === 0 ? this.sweepEnd - reserve(c.id) : shapeEnd - Math.min(reserve(), reserveCap);
       const predicted = this.predictCandidate(c.family, callMs, i, c.id);
       const t = this.clock.now();
       if (t + predicted > end) {
@@ -264,16 +264,26 @@ export class WinnerVerifier<P> {
   }
 
   /**
-   * The predicted time of own(<a new winner>, cls): each of the suite's problems of that class at its
-   * predicted time, or, before any problem ran, at the smallest set-up the sweep has seen (a compilation).
+   * The predicted time of own(<a new winner>, cls), or of own(id, cls) for a kernel that already won a
+   * shape: each of the suite's problems of that class (that it has not run) at its predicted time, or,
+   * before any problem ran, at the smallest set-up the sweep has seen (a compilation).
    * TuneBudget.sweepShape reserves at most half a shape's share for it (but the last shape's).
    */
-  predictOwn(cls: ShapeClass): number {
+  predictOwn(cls: ShapeClass, id?: string): number {
+    // A kernel that already won a shape: the class's problems it has not run yet (own() runs no problem twice).
+    const st = id === undefined ? undefined : this.byId.get(id);
+    if (st) {
+      const left = st.mine.filter((p) => p.class === cls && !st.ran.has(p));
+      if (st.v.detail || !left.length) return 0;
+      return left.reduce((sum, p) => sum + this.predicted(p), 0);
+    }
     const own = this.problems.filter((p) => p.class === cls);
-    return (own.length ? own : this.problems.slice(0, 1)).reduce((sum, p) => {
-      const t = this.budget.predictProblem(p.macs);
-      return sum + (Number.isFinite(t) ? t : this.budget.smallestSetup());
-    }, 0);
+    return (own.length ? own : this.problems.slice(0, 1)).reduce((sum, p) => sum + this.predicted(p), 0);
+  }
+
+  private predicted(p: VerifyItem<P>): number {
+    const t = this.budget.predictProblem(p.macs);
+    return Number.isFinite(t) ? t : this.budget.smallestSetup();
   }
 
   /** The rest of the suite, round-robin over the winners, each problem where it fits the budget's end. */

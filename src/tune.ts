@@ -383,7 +383,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
           log(`${where}: ${c.id} ${m.ms.toFixed(4)} ms (cv ${(100 * m.cv).toFixed(1)}%, ${m.batches} batches, ${warm})`);
           return m;
         },
-        () => verifier.predictOwn(cls),
+        (id) => verifier.predictOwn(cls, id),
         searchPick(configOf, seedId),
       );
       for (const x of result.skipped) {

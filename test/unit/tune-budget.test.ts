@@ -154,7 +154,7 @@ describe('the sweep holds its share', () => {
     const b = new TuneBudget(clock, 10_000, 1, RULES);
     const costs = { r0: { setupMs: 100, callMs: 1 }, r1: { setupMs: 100, callMs: 1 } };
     const log: string[] = [];
-    await b.sweepShape(0, 2, [{ id: 'r0', family: 'registry' }], fakeMeasure(clock, costs, log), () => Infinity);
+    await b.sweepShape(0, 2, [{ id: 'r0', family: 'registry' }], fakeMeasure(clock, costs, log), () => 0);
     clock.t += 7000; // its verification
     const late = await b.sweepShape(1, 2, [{ id: 'r1', family: 'registry' }], fakeMeasure(clock, costs, log), () => 2500);
     expect(late.measured).toEqual([]);
@@ -378,6 +378,29 @@ describe('sweep and verification interleaved', () => {
       ['r0', 4, 4],
       ['r1', 4, 4],
     ]);
+  });
+});
+
+describe("the rules' kernel's reserve", () => {
+  it("is the class's problems a new winner would run, and nothing for a kernel that ran them as an earlier shape's winner", async () => {
+    const clock = new FakeClock();
+    const b = new TuneBudget(clock, 30_000, 0.8, RULES);
+    const problems = [0, 1, 2].map((i) => ({ problem: i, class: 'square' as const, macs: 1000 }));
+    const verifier = new WinnerVerifier(
+      b,
+      problems,
+      () => true,
+      async () => {
+        clock.t += 1500;
+        return '';
+      },
+    );
+    b.recordCandidate('registry', { setupMs: 700, callMs: 1 });
+    expect(verifier.predictOwn('square')).toBe(3 * 700); // no problem ran: a set-up each
+    expect(verifier.predictOwn('square', 'r')).toBe(3 * 700); // 'r' has won nothing yet
+    await verifier.own('r', 'square');
+    expect(verifier.predictOwn('square')).toBe(3 * 1500);
+    expect(verifier.predictOwn('square', 'r')).toBe(0); // own() would run none again
   });
 });
 
