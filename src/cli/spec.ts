@@ -111,7 +111,6 @@ export function int32(field: string, v: unknown): number {
   return v;
 }
 
-/** A JSON number (range checks come in normalizeProblem). */
 /**
  * A JSON number as the float32 it rounds to; one that rounds to 0 or to an infinity is refused (1e-50 as a
  * scale would have made every output the zero point, without a word).
@@ -125,6 +124,7 @@ function float32(field: string, v: unknown): number {
   return f;
 }
 
+/** A JSON number (range checks come in normalizeProblem). */
 function num(field: string, v: unknown): number {
   if (typeof v !== 'number') throw new InputError(field, `expected a number, got ${brief(v)}`);
   return v;
