@@ -34,6 +34,19 @@ import { expectResolvedOrDeviceLost, getGpu, releaseGpu, uncapturedErrors } from
 const gpu = await getGpu();
 afterAll(releaseGpu);
 
+// Every shader module this file's kernels compile on the test device, for the last test: none may draw a
+// compiler warning (the subgroup-matrix kernel drew one per call in Dawn's deprecated builtins, and the
+// logs filtered them out instead; lavapipe checks that kernel, test/lavapipe/sgmat.test.ts).
+const modules: GPUShaderModule[] = [];
+if (gpu) {
+  const create = gpu.device.createShaderModule.bind(gpu.device);
+  gpu.device.createShaderModule = (d: GPUShaderModuleDescriptor) => {
+    const m = create(d);
+    modules.push(m);
+    return m;
+  };
+}
+
 async function expectGpuMatches(ctx: GpuContext, p: GemmProblem, context = '') {
   expectExact(await ctx.gemm(p), p, context);
 }
@@ -667,5 +680,18 @@ describe.skipIf(!gpu)('device loss', () => {
     const p = sample(arbProblemOfShape(9, 10, 11), 3);
     expect(diffResults(await forced.gemm(p), referenceGemm(p))).toBeNull();
     expect(forced.lastRun.kernel).toBe('dot4-32x32-emulated');
+  });
+});
+
+describe.skipIf(!gpu)("the kernels' shaders", () => {
+  it('compiled in this file without a compiler warning', async () => {
+    expect(modules.length).toBeGreaterThan(10);
+    const warnings: string[] = [];
+    for (const m of modules) {
+      for (const x of (await m.getCompilationInfo()).messages) {
+        if (x.type === 'warning') warnings.push(`${m.label} ${x.lineNum}: ${x.message.split('\n')[0]}`);
+      }
+    }
+    expect(warnings).toEqual([]);
   });
 });
