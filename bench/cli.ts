@@ -4,7 +4,7 @@
 // bench/out/<date>-<adapter>[-quick].{json,html} (`--results bench/results` to keep them in the repo).
 // Exit code 0 when every qgemm row is verified, 1 when one failed verification or could not run, 2 on bad flags.
 
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError } from '../src/errors.ts';
@@ -29,6 +29,7 @@ import { screenshotHtml } from './screenshot.ts';
 import { terminalReport } from './report-terminal.ts';
 import { FULL_SHAPES, NAMED_SHAPES, QUICK_SHAPES, parseShapes } from './shapes.ts';
 import { FULL_POLICY, QUICK_POLICY } from './timing.ts';
+import { writeWhole } from './write-whole.ts';
 
 const DEFAULT_BUDGET_S = 1200;
 
@@ -203,19 +204,12 @@ function savedReport(path: string): BenchReport {
 }
 
 /**
- * Writes `file` whole or not at all (a temporary file beside it, then a rename): a run stopped mid-write
- * leaves no half a report. `makeFolder`: the results folder (--results, bench/out/), made where missing;
- * a file the user named (--json, --html) was checked to have its folder before the run (outFile).
+ * Writes `file` whole (./write-whole.ts). `makeFolder`: the results folder (--results, bench/out/), made
+ * where missing; a file the user named (--json, --html) was checked to have its folder before the run (outFile).
  */
 function write(file: string, text: string, makeFolder = false): void {
   if (makeFolder) mkdirSync(dirname(file), { recursive: true });
-  const tmp = `${file}.tmp-${process.pid}`;
-  try {
-    writeFileSync(tmp, text);
-    renameSync(tmp, file);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  writeWhole(file, text);
 }
 
 export function resultName(report: BenchReport): string {

@@ -15,7 +15,7 @@
 // usage: node dist/node/token.js [--layers 4] [--width 4096] [--runs 50] [--paused 5] [--json FILE]
 // (QGEMM_DAWN_NODE names a dawn.node to load instead of the `webgpu` package.)
 
-import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type FullyConnectedParams, layerGemm } from '../src/layers/layers.ts';
@@ -23,6 +23,7 @@ import { runLayers, Sequential, type SequentialLayer } from '../src/layers/seque
 import { GpuContext } from '../src/scheduler/context.ts';
 import { InputError } from '../src/errors.ts';
 import { FULL_POLICY, stats, warmUp } from './timing.ts';
+import { writeWhole } from './write-whole.ts';
 
 const median = (xs: number[]) => stats(xs).medianMs;
 
@@ -183,11 +184,7 @@ async function token(): Promise<number> {
     wallOverSumGpu: sums.length ? median(walls) / median(sums) : null,
     node: process.version,
   };
-  if (jsonPath) {
-    const tmp = `${jsonPath}.tmp-${process.pid}`;
-    writeFileSync(tmp, `${JSON.stringify(report, null, 1)}\n`);
-    renameSync(tmp, jsonPath);
-  }
+  if (jsonPath) writeWhole(jsonPath, `${JSON.stringify(report, null, 1)}\n`);
   const f = (v: number | null) => (v === null ? '-' : v.toFixed(3));
   console.log('token: layers x width | wall ms | after pause | sum of GPU ms | run GPU ms | wall / GPU | verified');
   console.log(
