@@ -10,6 +10,7 @@
 // same Vulkan drivers as the qgemm rows), so that its toggles touch nothing else.
 
 import { createRequire } from 'node:module';
+import { openErrorScope } from '../src/gpu/scopes.ts';
 import { loadForm, toLegacyForm } from '../src/kernels/sgmat/load-form.ts';
 
 export interface Ceilings {
@@ -63,13 +64,10 @@ async function timed(device: GPUDevice, encode: (e: GPUCommandEncoder) => void):
  * ceiling: an invalid pipeline's dispatches do nothing, and timing them would give an absurd figure.
  */
 async function computeRunner(device: GPUDevice, code: string, groups: number, outBytes: number) {
-  device.pushErrorScope('validation');
+  const close = openErrorScope(device, 'the kernel does not compile here');
   const module = device.createShaderModule({ code });
   const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
-  const invalid = device.popErrorScope();
-  const [error, info] = await Promise.all([invalid, module.getCompilationInfo()]);
-  const compile = info.messages.find((m) => m.type === 'error');
-  if (error || compile) throw new Error(`the kernel does not compile here: ${(compile?.message ?? error?.message ?? '').split('\n')[0]}`);
+  await close();
   const out = device.createBuffer({ size: outBytes, usage: GPUBufferUsage.STORAGE });
   const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const entries: GPUBindGroupEntry[] = [

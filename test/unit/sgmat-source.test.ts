@@ -404,12 +404,13 @@ describe('sgmat load and store forms', () => {
     expect(bestConfig(h100Caps({ subgroupMatrix: [{ componentType: 'u8', resultComponentType: 'u32', M: 16, N: 16, K: 2 }] }))).toBeNull();
   });
 
-  /** A device that compiles modules with the given errors, and counts them. */
+  /** A device that compiles modules with the given errors (`scoped`: caught by the validation scope), and counts them. */
   const fakeDevice = (opts: { messages?: string[]; scoped?: string; fail?: boolean }) => {
     const made: string[] = [];
+    const scopes: string[] = [];
     const device = {
-      pushErrorScope: () => {},
-      popErrorScope: () => Promise.resolve(opts.scoped ? { message: opts.scoped } : null),
+      pushErrorScope: (filter: string) => scopes.push(filter),
+      popErrorScope: () => Promise.resolve(scopes.pop() === 'validation' && opts.scoped ? { message: opts.scoped } : null),
       createShaderModule: ({ code }: { code: string }) => {
         made.push(code);
         return {

@@ -18,6 +18,8 @@
 
 import enable from './sgmat-enable.wgsl?raw';
 import probe from './load-probe.wgsl?raw';
+import { GpuValidationError } from '../../errors.ts';
+import { openErrorScope } from '../../gpu/scopes.ts';
 import { configConstants, type SgmatConfig } from './config.ts';
 
 export type SgmatLoadForm = 'current' | 'legacy';
@@ -119,17 +121,25 @@ export function loadForm(device: GPUDevice, c: SgmatConfig): Promise<SgmatLoadFo
 }
 
 async function probeLoadForm(device: GPUDevice, c: SgmatConfig): Promise<SgmatLoadForm> {
-  // Push, create and pop before any await: the probe's error is its own, never another call's.
-  device.pushErrorScope('validation');
+  // Scopes opened and closed before any await: the probe's error is its own, never another call's.
+  const close = openErrorScope(device, 'the subgroup-matrix load-form probe');
   let module: GPUShaderModule;
-  let error: Promise<GPUError | null>;
+  let closed: Promise<void>;
   try {
     module = device.createShaderModule({ code: loadProbeSource(c), label: 'qgemm sgmat load-form probe' });
   } finally {
-    error = device.popErrorScope();
+    closed = close();
   }
-  const [scoped, info] = await Promise.all([error, module.getCompilationInfo()]);
-  return scoped || info.messages.some((m) => m.type === 'error') ? 'legacy' : 'current';
+  // A validation error is the answer (the form does not compile); running out of memory is not.
+  const valid = closed.then(
+    () => true,
+    (e: unknown) => {
+      if (e instanceof GpuValidationError) return false;
+      throw e;
+    },
+  );
+  const [compiled, info] = await Promise.all([valid, module.getCompilationInfo()]);
+  return compiled && !info.messages.some((m) => m.type === 'error') ? 'current' : 'legacy';
 }
 
 /**
