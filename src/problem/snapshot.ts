@@ -1,9 +1,10 @@
 // The problem a repeated GEMM must equal to reuse its plan (kernel.ts runPrepacked, the CPU's plan of a
-// prepacked rhs): every field normalizeProblem reads, per-channel vectors element for element (one edited
-// in place is a different problem), but the operands' data, the lhs by its shape and type only. A
-// snapshot is a deep copy taken when the plan is made; the comparison is one walk, with Node's native
-// Buffer.compare for typed arrays. A plan that keeps the problem to run again keeps its own copy
-// (ownedProblem), never the caller's vectors.
+// prepacked rhs; the GPU's call plans, ../scheduler/plans.ts): every field, per-channel vectors element
+// for element (one edited in place is a different problem), but the operands' data, the lhs by its shape
+// and type only. Every key the caller gave counts, not only those normalizeProblem reads, so that a call
+// with a misspelt one misses the plan and meets validation's InputError. A snapshot is a deep copy taken
+// when the plan is made; the comparison is one walk, with Node's native Buffer.compare for typed arrays.
+// A plan that keeps the problem to run again keeps its own copy (ownedProblem), never the caller's vectors.
 
 import type { GemmProblem } from '../types.ts';
 
@@ -47,16 +48,53 @@ function same(v: unknown, s: ProblemSnapshot): boolean {
   return Object.is(v, s);
 }
 
-/** The fields besides the lhs that normalizeProblem reads: compared element for element, and owned by a plan. */
+/** The fields besides the lhs that normalizeProblem reads: owned by a plan (ownedProblem). */
 const FIELDS = ['lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'] as const;
 
-/** The fields of `problem` that normalizeProblem reads, but the operands' data: the lhs by its shape and type. */
+/**
+ * A value that validation has not yet seen, as a key holds it without walking it (the key is taken
+ * before validation, and a caller's value may be anything: a cycle, a DataView): a primitive as is; a
+ * plain object (a convolution's geometry) by its own primitive entries; anything deeper by a mark.
+ */
+function shallow(v: unknown, depth = 1): unknown {
+  if (!v || typeof v !== 'object') return v;
+  if (depth === 0 || ArrayBuffer.isView(v) || Array.isArray(v)) return '[object]';
+  const k: Record<string, unknown> = {};
+  for (const [f, x] of Object.entries(v)) if (x !== undefined) k[f] = shallow(x, depth - 1);
+  return k;
+}
+
+/**
+ * An operand as a plan keys it: every key it has (a misspelt one too, which validation refuses, so that
+ * such a call never meets a plan made without it), its data by type and length, and for a convolution's
+ * patches the `input` they are gathered from keyed the same way; a GpuMatrix's `buffer` is left out
+ * (where a plan reads one in place, it compares the buffer itself: ../scheduler/plans.ts). A key whose
+ * value is undefined is absent, as validation takes it.
+ */
+function operandKey(x: unknown, nested = false): unknown {
+  if (ArrayBuffer.isView(x)) return { type: x.constructor, length: (x as Uint8Array).length };
+  if (!x || typeof x !== 'object') return x;
+  const k: Record<string, unknown> = {};
+  for (const [f, v] of Object.entries(x)) {
+    if (v === undefined || f === 'buffer') continue;
+    if (f === 'data') k[f] = ArrayBuffer.isView(v) ? operandKey(v) : shallow(v, 0);
+    else k[f] = f === 'input' && !nested ? operandKey(v, true) : shallow(v);
+  }
+  return k;
+}
+
+/**
+ * The problem as a plan keys it: the fields normalizeProblem reads (deeply: per-channel vectors element
+ * for element), the lhs by operandKey, and any other key by its name only, so that a call with a
+ * misspelt field (`lhsZeropoint`) misses the plan and is refused by validation. The rhs is not in it:
+ * plans are kept per rhs.
+ */
 function key(problem: Omit<GemmProblem, 'rhs'>): Record<string, unknown> {
-  const { lhs } = problem;
-  const k: Record<string, unknown> = {
-    lhs: lhs && { rows: lhs.rows, cols: lhs.cols, order: lhs.order, type: lhs.data?.constructor, length: lhs.data?.length },
-  };
-  for (const f of FIELDS) k[f] = problem[f];
+  const k: Record<string, unknown> = {};
+  for (const [f, v] of Object.entries(problem)) {
+    if (v === undefined || f === 'rhs') continue;
+    k[f] = f === 'lhs' ? operandKey(v) : (FIELDS as readonly string[]).includes(f) ? v : true;
+  }
   return k;
 }
 

@@ -41,9 +41,11 @@ export interface GemmChain {
  * chain's own `lhs`, and a later GEMM's lhs the previous GEMM's dst.
  */
 function inLayer(e: unknown, i: number): unknown {
-  if (!(e instanceof InputError) || (i === 0 && e.field.startsWith('lhs'))) return e;
+  if (!(e instanceof InputError)) return e;
+  const ofLhs = e.field === 'lhs' || e.field.startsWith('lhs.'); // the operand, not lhsZeroPoint (a layer's field)
+  if (i === 0 && ofLhs) return e;
   const message = e.message.slice(e.field.length + 2);
-  const lhs = e.field.startsWith('lhs') ? ` (GEMM ${i}'s lhs is GEMM ${i - 1}'s dst: its output stages must end in uint8 or int8)` : '';
+  const lhs = ofLhs ? ` (GEMM ${i}'s lhs is GEMM ${i - 1}'s dst: its output stages must end in uint8 or int8)` : '';
   return new InputError(`layers[${i}].${e.field}`, message + lhs);
 }
 

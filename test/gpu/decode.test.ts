@@ -3,7 +3,8 @@
 // none negative; a repeated call with a prepacked rhs runs its plan bit-exact against the CPU reference,
 // and a changed shape, per-channel vector (edited in place), pipeline or lhs type makes a new plan,
 // never a stale one; a prepacked operand destroyed while a call uses it lets that call finish (the
-// buffers go after it) and refuses later calls with the "destroyed" InputError.
+// buffers go after it) and refuses later calls with the "destroyed" InputError; a misspelt key beside a
+// problem that has a plan misses it and meets validation's InputError.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { InputError } from '../../src/errors.ts';
@@ -187,6 +188,42 @@ describe.skipIf(!gpu)('the decode call', () => {
     expect(plans.splice(0)).toEqual(['new', 'hit', 'new', 'hit', 'new']);
     packed.destroy();
     await expect(ctx.gemm({ ...base, rhs: packed })).rejects.toThrow(/destroyed/);
+  });
+
+  it('refuses a misspelt key beside a problem that has a plan, in gemm, gemmOnGpu and gemmChain', async () => {
+    const ctx = await context();
+    const p = problemOf(2, 24, 16, 8);
+    const packed = await ctx.prepack('rhs', p.rhs);
+    const field = (call: Promise<unknown>) =>
+      call.then(
+        () => 'no error',
+        (e: unknown) => (e instanceof InputError ? e.field : String(e)),
+      );
+    const good = { ...p, rhs: packed };
+    const typo = { ...good, lhsZeropoint: 3 } as typeof good;
+    const lhsTypo = { ...good, lhs: { ...p.lhs, ordr: 'col-major' } as typeof p.lhs };
+    const lhsDtype = { ...good, lhs: { ...p.lhs, dtype: 'int8' } as typeof p.lhs };
+    for (let i = 0; i < 2; i++) expectExact(await ctx.gemm(good), p, `plan ${i}`);
+    expect(await field(ctx.gemm(typo))).toBe('lhsZeropoint');
+    expect(await field(ctx.gemm(lhsTypo))).toBe('lhs.ordr');
+    expect(await field(ctx.gemm(lhsDtype))).toBe('lhs.dtype');
+    for (let i = 0; i < 2; i++) ctx.releaseMatrix(await ctx.gemmOnGpu(good));
+    expect(await field(ctx.gemmOnGpu(typo))).toBe('lhsZeropoint');
+    expect(await field(ctx.gemmOnGpu(lhsTypo))).toBe('lhs.ordr');
+    const { lhs, ...layer } = good;
+    for (let i = 0; i < 2; i++) expectExact(await ctx.gemmChain({ lhs, layers: [layer] }), p, `chain ${i}`);
+    expect(await field(ctx.gemmChain({ lhs, layers: [{ ...layer, lhsZeropoint: 3 } as typeof layer] }))).toBe('layers[0].lhsZeropoint');
+    expect(await field(ctx.gemmChain({ lhs: lhsTypo.lhs, layers: [layer] }))).toBe('lhs.ordr');
+    // A later GEMM's lhsZeroPoint is its own field, not its lhs (the previous GEMM's dst).
+    const second = await ctx.prepack('rhs', { data: bytes(24 * 8, 9), rows: 24, cols: 8, order: 'row-major' });
+    const next = { rhs: second, lhsZeroPoint: 1.5 };
+    const e = await ctx.gemmChain({ lhs, layers: [layer, next] }).catch((x: unknown) => x);
+    second.destroy();
+    expect(e).toBeInstanceOf(InputError);
+    expect((e as InputError).field).toBe('layers[1].lhsZeroPoint');
+    expect((e as InputError).message).not.toMatch(/dst/);
+    expectExact(await ctx.gemm(good), p, 'the plan still serves the good problem');
+    packed.destroy();
   });
 
   it('lets a call that uses a prepacked operand finish when it is destroyed meanwhile, and refuses later calls', async () => {

@@ -3,14 +3,15 @@
 // threads' calls), writing only the new lhs. Every call bit for bit against the normative
 // referenceGemm: new lhs data each call, a per-channel vector edited in place (a new problem, never the
 // stale plan), other GEMMs and prepacks in between (which overwrite the kernels' memory), a change of
-// thread count, a destroyed operand, and bad input after a good call (still an InputError).
+// thread count, a destroyed operand, and bad input after a good call (still an InputError, a misspelt key
+// included).
 
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { configureWasm, prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import type { GemmProblem, OutputStage } from '../../src/types.ts';
+import type { GemmProblem, Operand, OutputStage } from '../../src/types.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 
 const caps = await wasmCpuCaps();
@@ -149,6 +150,12 @@ describe.skipIf(!caps.wasmSimd)('a prepacked rhs: the plan of a repeated problem
       'lhs',
     );
     await fails(() => gemm({ lhs, rhs: packed, lhsZeroPoint: 1.5 }, { backend: 'cpu' }), 'lhsZeroPoint');
+    // A misspelt key, or a dtype that the data contradicts, beside a problem that has a plan: the plan
+    // does not serve it, validation refuses it.
+    const typo = { lhs, rhs: packed, lhsZeropoint: 3 } as unknown as GemmProblem;
+    await fails(() => gemm(typo, { backend: 'cpu' }), 'lhsZeropoint');
+    await fails(() => gemm({ lhs: { ...lhs, ordr: 'col-major' } as Operand, rhs: packed }, { backend: 'cpu' }), 'lhs.ordr');
+    await fails(() => gemm({ lhs: { ...lhs, dtype: 'int8' } as Operand, rhs: packed }, { backend: 'cpu' }), 'lhs.dtype');
     await check({ lhs, rhs }, packed, 'good again');
     packed.destroy();
     await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu' }), 'rhs');
