@@ -1,14 +1,16 @@
-// Call plans: the decode call (a repeated GEMM whose rhs is prepacked and whose lhs comes from the CPU)
-// made once and replayed (pack -> gemm -> output, with its readback). The first such call runs through
-// ./gemm.ts runGemm as any other, but into buffers that the plan owns (the lhs upload, the packed lhs
-// and its sums, the stage values, dst, the uniform slab, a workspace, the readback buffer) and through a
-// compute pass that records its commands, pipelines and bind groups included (./record.ts); ./plans.ts
-// keeps the plan. A later call whose problem equals it in everything but the lhs data
-// (src/problem/snapshot.ts, as the CPU path's plan cache) writes its lhs into the plan's upload buffer,
-// replays the commands into a new pass, and submits and maps once. Anything that differs (a shape, a
-// zero point, a per-channel vector edited in place, the stages, the order, the bit depth) misses and
-// makes a new plan. gemmOnGpu's plans (./plans.ts GpuCallPlan) replay the same way without the readback,
-// into the dst the plan owns and hands out; with a GpuMatrix lhs they read it where it is (no write).
+// Call plans: the decode call (a repeated GEMM whose rhs is prepacked and whose lhs comes from the CPU),
+// and a convolution layer's call (its patches gathered from an input that comes from the CPU), made once
+// and replayed (pack -> gemm -> output, with its readback). The first such call runs through ./gemm.ts
+// runGemm as any other, but into buffers that the plan owns (the lhs upload or the convolution's input,
+// the packed lhs and its sums, the stage values, dst, the uniform slab, a workspace, the readback
+// buffer) and through a compute pass that records its commands, pipelines and bind groups included
+// (./record.ts); ./plans.ts keeps the plan. A later call whose problem equals it in everything but the
+// lhs data (src/problem/snapshot.ts, as the CPU path's plan cache; patches by their geometry, zero point
+// and input's shape) writes its lhs into the plan's upload buffer, replays the commands into a new pass,
+// and submits and maps once. Anything that differs (a shape, a zero point, a per-channel vector edited
+// in place, the stages, the order, the bit depth) misses and makes a new plan. gemmOnGpu's plans
+// (./plans.ts GpuCallPlan) replay the same way without the readback, into the dst the plan owns and
+// hands out; with a GpuMatrix lhs, or patches of a GpuMatrix input, they read it where it is (no write).
 
 import { InputError } from '../errors.ts';
 import { openErrorScope } from '../gpu/scopes.ts';
@@ -16,7 +18,7 @@ import { writeOperandBytes } from '../gpu/write.ts';
 import type { GemmResult, Operand } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';
 import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
-import { isPatches } from './patches.ts';
+import { isPatches, type PatchOperand } from './patches.ts';
 import type { CallPlan } from './plans.ts';
 import type { GemmTiming } from './record.ts';
 import type { DeviceResources } from './resources.ts';
@@ -26,16 +28,50 @@ import type { Tracer } from './trace.ts';
 const ENCODER: GPUCommandEncoderDescriptor = { label: 'qgemm gemm' };
 const UNTIMED_PASS: GPUComputePassDescriptor = {};
 
-/** gemmOnGpu's calls a plan serves: a prepacked rhs, and a CPU lhs or a GpuMatrix one (not prepacked, not patches). */
-export function plannableOnGpu(problem: GpuGemmProblem): problem is GpuGemmProblem & { lhs: Operand | GpuMatrix; rhs: PackedOperand } {
-  const { lhs, rhs } = problem;
-  return !!lhs && !!rhs && typeof lhs === 'object' && isPacked(rhs) && !isPacked(lhs) && !isPatches(lhs);
+/**
+ * A convolution's patches whose input a plan can take: a CPU array (written into the plan's upload buffer
+ * on each replay) or a GpuMatrix (read where it is). Anything else runs without a plan, and runGemm's
+ * checks name it.
+ */
+function plannablePatches(lhs: PatchOperand): boolean {
+  const { input } = lhs;
+  return input instanceof Uint8Array || input instanceof Int8Array || (!!input && typeof input === 'object' && isGpuMatrix(input));
 }
 
-/** A CPU lhs (not a convolution's patches) with a prepacked rhs, read back: the calls a plan serves. */
-export function plannable(problem: GpuGemmProblem, readback: boolean): problem is GpuGemmProblem & { lhs: Operand; rhs: PackedOperand } {
+/**
+ * gemmOnGpu's calls a plan serves: a prepacked rhs, and a CPU lhs, a GpuMatrix one, or a convolution's
+ * patches of a CPU or GpuMatrix input (not a prepacked lhs).
+ */
+export function plannableOnGpu(
+  problem: GpuGemmProblem,
+): problem is GpuGemmProblem & { lhs: Operand | GpuMatrix | PatchOperand; rhs: PackedOperand } {
   const { lhs, rhs } = problem;
-  return readback && !!lhs && !!rhs && typeof lhs === 'object' && isPacked(rhs) && !isPacked(lhs) && !isGpuMatrix(lhs) && !isPatches(lhs);
+  if (!lhs || !rhs || typeof lhs !== 'object' || !isPacked(rhs) || isPacked(lhs)) return false;
+  return !isPatches(lhs) || plannablePatches(lhs);
+}
+
+/**
+ * The calls a plan serves read back: a prepacked rhs, and a CPU lhs or a convolution's patches of a CPU
+ * input (the bytes a replay writes).
+ */
+export function plannable(
+  problem: GpuGemmProblem,
+  readback: boolean,
+): problem is GpuGemmProblem & { lhs: Operand | PatchOperand; rhs: PackedOperand } {
+  const { lhs, rhs } = problem;
+  if (!readback || !lhs || !rhs || typeof lhs !== 'object' || !isPacked(rhs) || isPacked(lhs) || isGpuMatrix(lhs)) return false;
+  return !isPatches(lhs) || (plannablePatches(lhs) && ArrayBuffer.isView(lhs.input));
+}
+
+/** The GpuMatrix a plan reads in place for this lhs (a GpuMatrix lhs, or the GPU input of patches), or null. */
+export function lhsInPlace(lhs: Operand | GpuMatrix | PatchOperand): GpuMatrix | null {
+  if (isPatches(lhs)) return ArrayBuffer.isView(lhs.input) ? null : lhs.input;
+  return isGpuMatrix(lhs) ? lhs : null;
+}
+
+/** The bytes a replay writes into the plan's upload buffer: a CPU lhs's data, or the CPU input of patches. */
+function lhsBytes(lhs: Operand | PatchOperand): Uint8Array | Int8Array {
+  return isPatches(lhs) ? (lhs.input as Uint8Array | Int8Array) : lhs.data;
 }
 
 /**
@@ -47,7 +83,7 @@ export function plannable(problem: GpuGemmProblem, readback: boolean): problem i
 export async function replay(
   r: DeviceResources,
   plan: CallPlan,
-  lhs: Operand,
+  lhs: Operand | PatchOperand,
   timing: GemmTiming | undefined,
   tracer: Tracer | undefined,
 ): Promise<GemmResult> {
@@ -59,14 +95,19 @@ export async function replay(
  * any GPU time awaited); `lhs` null where the plan reads a GpuMatrix lhs where it is. The plan's dst holds
  * the result.
  */
-export async function replayOnGpu(r: DeviceResources, plan: CallPlan, lhs: Operand | null, timing: GemmTiming | undefined): Promise<void> {
+export async function replayOnGpu(
+  r: DeviceResources,
+  plan: CallPlan,
+  lhs: Operand | PatchOperand | null,
+  timing: GemmTiming | undefined,
+): Promise<void> {
   await replayPlan(r, plan, lhs, timing, undefined, false);
 }
 
 async function replayPlan(
   r: DeviceResources,
   plan: CallPlan,
-  lhs: Operand | null,
+  lhs: Operand | PatchOperand | null,
   timing: GemmTiming | undefined,
   tracer: Tracer | undefined,
   readback: boolean,
@@ -79,7 +120,7 @@ async function replayPlan(
   let finish: ((onMapped?: () => void) => Promise<GemmResult>) | null;
   let gpuMs: Promise<number> | null = null;
   try {
-    if (lhs) writeOperandBytes(device.queue, plan.lhsSource, lhs.data);
+    if (lhs) writeOperandBytes(device.queue, plan.lhsSource, lhsBytes(lhs));
     tracer?.mark('lhsWrite');
     const encoder = device.createCommandEncoder(ENCODER);
     const querySet = timing && r.timestamps ? r.staging.querySet() : null;

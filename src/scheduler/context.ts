@@ -19,7 +19,7 @@ import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
-import { plannable, plannableOnGpu, replay, replayOnGpu } from './call-plan.ts';
+import { lhsInPlace, plannable, plannableOnGpu, replay, replayOnGpu } from './call-plan.ts';
 import { type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
@@ -40,6 +40,7 @@ import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './
 export type { ChainLayer, GemmChain } from './chain-plan.ts';
 export type { GemmTiming, GemmTrace, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
 export type { PatchOperand } from './patches.ts';
+import { isPatches, type PatchOperand } from './patches.ts';
 
 /** Options of one ctx.gemm() call. */
 export interface GemmCallOptions {
@@ -209,8 +210,8 @@ export class GpuContext {
   /**
    * dst = pipeline(lhs * rhs) with data read back to the CPU (one submission: gemm and the copy, and one
    * map). `timing` asks for the GPU time (timestamp queries, where the context records them); a call
-   * without it resolves no query. A repeated call with a prepacked rhs and a CPU lhs runs a plan
-   * (./call-plan.ts) made by its first call.
+   * without it resolves no query. A repeated call with a prepacked rhs and a CPU lhs (or a convolution's
+   * patches of a CPU input) runs a plan (./call-plan.ts) made by its first call.
    */
   gemm(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
     return rejecting(() => {
@@ -233,7 +234,7 @@ export class GpuContext {
     const hit = planned ? r.plans.find(problem) : null;
     if (hit) {
       if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.ran.kernel });
-      const result = await replay(r, hit, problem.lhs as Operand, timing, trace);
+      const result = await replay(r, hit, problem.lhs as Operand | PatchOperand, timing, trace);
       this.ran = hit.ran;
       return result;
     }
@@ -264,7 +265,8 @@ export class GpuContext {
    * dst = pipeline(lhs * rhs), left on the GPU. dst.buffer stays the context's: the caller reads it, binds
    * it or copies from it until it gives the matrix back with releaseMatrix, and never destroys it (the
    * buffer goes on to later calls; ctx.destroy() frees it with the rest). A repeated
-   * call with a prepacked rhs and a CPU lhs, or the same GpuMatrix lhs, runs a plan made by its first call
+   * call with a prepacked rhs and a CPU lhs, or the same GpuMatrix lhs (either as a convolution's patch
+   * input too), runs a plan made by its first call
    * (./call-plan.ts replayOnGpu). Such a plan owns the dst it hands out: it is not replayed while the
    * caller holds that matrix (another plan, or a call without one, serves meanwhile), and runs again once
    * releaseMatrix gives the matrix back; so a held matrix is never written by a later call.
@@ -276,11 +278,13 @@ export class GpuContext {
       const r = this.resources;
       if (!plannableOnGpu(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);
       const { lhs } = problem;
-      if (isGpuMatrix(lhs)) checkMatrix(r, lhs, 'lhs'); // a released or another context's matrix: refused, as runGemm does
-      const lhsMatrix = isGpuMatrix(lhs) ? { buffer: lhs.buffer, dtype: lhs.dtype, stride: lhs.stride } : null;
+      // A GpuMatrix read in place (the lhs, or the input of patches): a released or another context's matrix is refused, as runGemm does.
+      const inPlace = lhsInPlace(lhs);
+      if (inPlace) checkMatrix(r, inPlace, isPatches(lhs) ? 'lhs.input' : 'lhs');
+      const lhsMatrix = inPlace ? { buffer: inPlace.buffer, dtype: inPlace.dtype, stride: inPlace.stride } : null;
       const hit = r.plans.findOnGpu(problem, lhsMatrix);
       if (hit) {
-        await replayOnGpu(r, hit, lhsMatrix ? null : (lhs as Operand), timing);
+        await replayOnGpu(r, hit, lhsMatrix ? null : (lhs as Operand | PatchOperand), timing);
         hit.busy = true;
         this.ran = hit.ran;
         return claimMatrix(r, { ...hit.dst });

@@ -59,7 +59,7 @@ interface GemmRun {
   dst: GpuMatrix;
   result?: Promise<GemmResult>;
   ran: LastRun;
-  /** Where the lhs was uploaded (a CPU lhs), for a plan. */
+  /** Where the lhs was uploaded (a CPU lhs, or the CPU input of patches), or the buffer it was read in place from: for a plan. */
   lhsSource?: GPUBuffer;
 }
 
@@ -305,7 +305,9 @@ export async function runGemm(
           const sums = pool.acquire(roundUp(outer, format.rowAlign) * 4, `${side} sums`);
           pooled.push(packed, sums);
           if (x === patches && checked && patchDispatches) {
-            patchJobs.push(patchJob(device.queue, patches, checked, format, patchDispatches, { packed, sums }, { pool, pooled }));
+            const job = patchJob(device.queue, patches, checked, format, patchDispatches, { packed, sums }, { pool, pooled });
+            patchJobs.push(job);
+            lhsSource = job.src; // the input, where a plan writes it on replay
             return { packed, sums };
           }
           jobs.push(

@@ -12,17 +12,20 @@ import { UniformArena } from '../gpu/uniforms.ts';
 import { type ProblemSnapshot, sameProblem, snapshotProblem } from '../problem/snapshot.ts';
 import type { GemmProblem, Operand } from '../types.ts';
 import type { GpuMatrix, PackedOperand } from './operands.ts';
+import type { PatchOperand } from './patches.ts';
 import type { LastRun, PlanBuilder } from './record.ts';
 
-/** A problem a plan serves: a CPU lhs and a prepacked rhs (./call-plan.ts plannable). */
-export type PlannedProblem = Omit<GemmProblem, 'rhs'> & { rhs: PackedOperand };
+/** A problem a plan serves: a prepacked rhs, and a CPU lhs or a convolution's patches of a CPU input (./call-plan.ts plannable). */
+export type PlannedProblem = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | PatchOperand };
 
 /**
- * A problem a gemmOnGpu plan serves: a prepacked rhs, a CPU lhs or a GpuMatrix one. The snapshot keys a
- * GpuMatrix lhs by its rows, cols and order (it has no data); the plan's lhsMatrix by the rest.
+ * A problem a gemmOnGpu plan serves: a prepacked rhs, a CPU lhs, a GpuMatrix one, or a convolution's
+ * patches of either. The snapshot keys a GpuMatrix (the lhs, or the patches' input) by its shape, dtype
+ * and stride (it has no data); the plan's lhsMatrix by its buffer.
  */
-export type PlannedOnGpu = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | GpuMatrix };
-const keyOf = (problem: PlannedOnGpu) => problem as Omit<GemmProblem, 'rhs'>;
+export type PlannedOnGpu = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | GpuMatrix | PatchOperand };
+/** A planned problem as src/problem/snapshot.ts keys it (the lhs by operandKey, whatever its kind). */
+const keyOf = (problem: PlannedProblem | PlannedOnGpu) => problem as Omit<GemmProblem, 'rhs'>;
 
 /** Plans kept per prepacked rhs (e.g. one M for decode, one for prefill); the one unused longest goes first. */
 const PLANS_PER_RHS = 2;
@@ -46,8 +49,9 @@ export interface CallPlan extends PlanBuilder {
 
 /**
  * A gemmOnGpu plan: a call plan without readback whose dst is handed to the caller. `lhsMatrix`: a
- * GpuMatrix lhs, read where it is by the recorded commands (so the plan serves that buffer, with that
- * dtype and stride, only); null: a CPU lhs, written into lhsSource on each replay.
+ * GpuMatrix lhs (or a convolution's GpuMatrix input), read where it is by the recorded commands (so the
+ * plan serves that buffer, with that dtype and stride, only); null: a CPU lhs (or input), written into
+ * lhsSource on each replay.
  */
 export interface GpuCallPlan extends CallPlan {
   readonly lhsMatrix: { buffer: GPUBuffer; dtype: string; stride: number } | null;
@@ -137,7 +141,7 @@ export class CallPlans {
   find(problem: PlannedProblem): CallPlan | null {
     const list = this.byRhs.get(problem.rhs);
     if (!list || problem.rhs.destroyed) return null;
-    return used(list, (plan) => sameProblem(problem, plan.input));
+    return used(list, (plan) => sameProblem(keyOf(problem), plan.input));
   }
 
   /** Empty owned resources for a plan of `problem`. */
@@ -157,7 +161,7 @@ export class CallPlans {
       return;
     }
     const list = this.byRhs.get(problem.rhs) ?? [];
-    list.push({ ...b, ...made, rhs: problem.rhs, input: snapshotProblem(problem) });
+    list.push({ ...b, ...made, rhs: problem.rhs, input: snapshotProblem(keyOf(problem)) });
     while (list.length > PLANS_PER_RHS) free(list.shift()!);
     this.byRhs.set(problem.rhs, list);
   }

@@ -11,7 +11,11 @@
 // seeded sample of the tuner's (QGEMM_DOT4_SAMPLE, QGEMM_DOT4_SEED as in ./dot4-family.test.ts), each
 // on layers that take both gather paths (whole words; bytes), several tiles, int8 and a strided GPU input;
 // so do the subgroup-matrix kernel (emulated) and dot4-wide, at sampled tilings (QGEMM_SGMAT_SAMPLE), and
-// under lowered limits with two bands.
+// under lowered limits with two bands. A repeated convolution call with a prepacked filter runs its plan
+// (src/scheduler/call-plan.ts) on each path (gathered, packed first, a 1x1 layer's input as a plain lhs),
+// in ctx.gemm and gemmOnGpu, with a CPU input written on each replay or a GPU input read where it is:
+// exact on new and in-place-edited input, and a new plan for another geometry, zero point, input type or
+// GPU input.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,7 +31,13 @@ import { DEFAULT_TILING, SPLITK_TILING } from '../../src/kernels/sgmat/config.ts
 import { verifyGpuKernel } from '../../src/verify.ts';
 import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { type PatchGeometry, patchShape } from '../../src/pack/patches.ts';
-import { createGpuContextAsHardware, createGpuContextWith, GpuContext, type GpuMatrix } from '../../src/scheduler/context.ts';
+import {
+  createGpuContextAsHardware,
+  createGpuContextWith,
+  type GemmTrace,
+  GpuContext,
+  type GpuMatrix,
+} from '../../src/scheduler/context.ts';
 import { Rng } from '../../tools/random.ts';
 import type { GemmProblem } from '../../src/types.ts';
 import { rejectedField } from '../support/errors.ts';
@@ -727,6 +737,106 @@ describe.skipIf(!gpu)('patches that are the input itself, on kernels that do not
       expect(ctx.lastRun).toMatchObject({ kernel: dd.id, patchesGathered: false });
       expectExact(got, { ...common, lhs: { data: input, rows: 128, cols: 20 } }, '1x1 on a -dd tiling');
     } finally {
+      ctx.destroy();
+    }
+  });
+});
+
+/** gemmOnGpu plans a context holds (src/scheduler/plans.ts sizeOnGpu). */
+const plansOnGpu = (ctx: GpuContext) => (ctx as unknown as { resources: { plans: { sizeOnGpu: number } } }).resources.plans.sizeOnGpu;
+
+describe.skipIf(!gpu)('a repeated convolution call with a prepacked filter runs its plan, never a stale one', () => {
+  // The paths of a patches lhs: gathered by the kernel (dot4-32x32), packed first in the pass (the '-dd'
+  // tiling), and a 1x1 layer's input taken as a plain lhs (the gemv on a hardware-rules context).
+  const dd = sgmatEmulatedKernel(EMULATED_CONFIGS[0], { tiling: { ...DEFAULT_TILING, rhsDirect: true, lhsDirect: true } });
+  const paths = [
+    ['gathered', () => GpuContext.create({ device: gpu!.device }), sameLayer(2, 5, 6, 3, 1, 1), true],
+    [
+      'packed first',
+      () => createGpuContextWith([dd, ...GPU_KERNELS], { device: gpu!.device, kernel: dd.id }),
+      sameLayer(1, 6, 5, 3, 2, 1),
+      false,
+    ],
+    [
+      'a 1x1 layer as a plain lhs',
+      () => createGpuContextAsHardware({ device: gpu!.device }),
+      { ...sameLayer(1, 2, 12, 1, 1, 1), padTop: 0, padLeft: 0 },
+      false,
+    ],
+  ] as const;
+
+  it.each(paths)('%s: ctx.gemm with a CPU input, gemmOnGpu with a CPU or a GPU input', async (_, create, g, gathered) => {
+    const ctx = await create();
+    const { rows, cols } = patchShape(g);
+    const n = g.batch * g.height * g.width * g.channels;
+    const O = 11;
+    const rhs = {
+      data: Uint8Array.from({ length: cols * O }, (_, j) => (j * 29 + 5) & 0xff),
+      rows: cols,
+      cols: O,
+      order: 'col-major' as const,
+    };
+    const weights = await ctx.prepack('rhs', rhs);
+    const inputOf = (seed: number, signed = false) => {
+      const bytes = Uint8Array.from({ length: n }, (_, j) => (Math.imul(j + seed, 2654435761) >>> 24) & 0xff);
+      return signed ? new Int8Array(bytes.buffer) : bytes;
+    };
+    const plans: string[] = [];
+    const onTrace = (t: GemmTrace) => plans.push(t.plan);
+    const run = async (input: Uint8Array | Int8Array, geometry: PatchGeometry, zeroPoint: number, what: string) => {
+      const got = await ctx.gemm(
+        { lhs: { input, geometry, zeroPoint }, rhs: weights, lhsZeroPoint: zeroPoint, rhsZeroPoint: 77 },
+        undefined,
+        {
+          onTrace,
+        },
+      );
+      const shape = patchShape(geometry);
+      const lhs = { data: naivePatches(input, geometry, zeroPoint), rows: shape.rows, cols: shape.cols };
+      expectExact(got, { lhs, rhs, lhsZeroPoint: zeroPoint, rhsZeroPoint: 77 }, `${what} on ${ctx.lastRun.kernel}`);
+    };
+    try {
+      const input = inputOf(1);
+      for (let i = 0; i < 3; i++) await run(i === 0 ? input : inputOf(10 + i), g, 9, `call ${i}`);
+      expect(ctx.lastRun.patchesGathered).toBe(gathered);
+      input.fill(250); // the same array, edited in place: a hit that reads the new bytes
+      await run(input, g, 9, 'input edited in place');
+      expect(plans.splice(0)).toEqual(['new', 'hit', 'hit', 'hit']);
+      // Another geometry of the same input (one output row fewer), zero point or input type: each a new plan.
+      await run(inputOf(4), { ...g, outHeight: g.outHeight - 1 }, 9, 'one output row fewer');
+      await run(inputOf(2), g, 200, 'zero point 200');
+      await run(inputOf(3, true), g, -5, 'int8 input');
+      expect(plans.splice(0)).toEqual(['new', 'new', 'new']);
+
+      // gemmOnGpu: a CPU input written on each replay; a GPU input read where it is, its new bytes included.
+      const onGpu = async (input: Uint8Array | GpuMatrix, data: Uint8Array, what: string) => {
+        const m = await ctx.gemmOnGpu({ lhs: { input, geometry: g, zeroPoint: 9 }, rhs: weights, lhsZeroPoint: 9, rhsZeroPoint: 77 });
+        const got = await ctx.read(m);
+        ctx.releaseMatrix(m);
+        expectExact(got, { lhs: { data: naivePatches(data, g, 9), rows, cols }, rhs, lhsZeroPoint: 9, rhsZeroPoint: 77 }, what);
+      };
+      for (let i = 0; i < 3; i++) {
+        const data = inputOf(20 + i) as Uint8Array;
+        await onGpu(data, data, `gemmOnGpu, CPU input ${i}`);
+      }
+      const gpuInput = uploadInput(ctx, inputOf(30), g, g.channels);
+      const other = uploadInput(ctx, inputOf(31), g, g.channels);
+      try {
+        await onGpu(gpuInput, inputOf(30) as Uint8Array, 'gemmOnGpu, GPU input');
+        const made = plansOnGpu(ctx);
+        for (let i = 0; i < 2; i++) {
+          const data = inputOf(40 + i) as Uint8Array;
+          ctx.device.queue.writeBuffer(gpuInput.buffer, 0, data.buffer as ArrayBuffer);
+          await onGpu(gpuInput, data, `gemmOnGpu, GPU input rewritten ${i}`);
+        }
+        expect(plansOnGpu(ctx)).toBe(made); // replayed: no plan made
+        await onGpu(other, inputOf(31) as Uint8Array, 'gemmOnGpu, another GPU input');
+      } finally {
+        gpuInput.buffer.destroy();
+        other.buffer.destroy();
+      }
+    } finally {
+      weights.destroy();
       ctx.destroy();
     }
   });
