@@ -1,16 +1,16 @@
 // Call plans: the decode call (a repeated GEMM whose rhs is prepacked and whose lhs comes from the CPU),
-// and a convolution layer's call (its patches gathered from an input that comes from the CPU), made once
-// and replayed (pack -> gemm -> output, with its readback). The first such call runs through ./gemm.ts
-// runGemm as any other, but into buffers that the plan owns (the lhs upload or the convolution's input,
-// the packed lhs and its sums, the stage values, dst, the uniform slab, a workspace, the readback
-// buffer) and through a compute pass that records its commands, pipelines and bind groups included
-// (./record.ts); ./plans.ts keeps the plan. A later call whose problem equals it in everything but the
-// lhs data (src/problem/snapshot.ts, as the CPU path's plan cache; patches by their geometry, zero point
-// and input's shape) writes its lhs into the plan's upload buffer, replays the commands into a new pass,
-// and submits and maps once. Anything that differs (a shape, a zero point, a per-channel vector edited
-// in place, the stages, the order, the bit depth) misses and makes a new plan. gemmOnGpu's plans
-// (./plans.ts GpuCallPlan) replay the same way without the readback, into the dst the plan owns and
-// hands out; with a GpuMatrix lhs, or patches of a GpuMatrix input, they read it where it is (no write).
+// and a convolution layer's call (its patches gathered from its input), made once and replayed (pack ->
+// gemm -> output, with its readback). The first such call runs through ./gemm.ts runGemm as any other,
+// but into buffers that the plan owns (the lhs upload or the convolution's input, the packed lhs and its
+// sums, the stage values, dst, the uniform slab, a workspace, the readback buffer) and through a compute
+// pass that records its commands, pipelines and bind groups included (./record.ts); ./plans.ts keeps the
+// plan. A later call whose problem equals it in everything but the lhs data (src/problem/snapshot.ts, as
+// the CPU path's plan cache; patches by their geometry, zero point and input's shape) writes its lhs into
+// the plan's upload buffer, replays the commands into a new pass, and submits and maps once; a GpuMatrix
+// lhs, or patches of a GpuMatrix input, is read where it is (no write: the plan serves that buffer only).
+// Anything that differs (a shape, a zero point, a per-channel vector edited in place, the stages, the
+// order, the bit depth) misses and makes a new plan. gemmOnGpu's plans (./plans.ts GpuCallPlan) replay
+// the same way without the readback, into the dst the plan owns and hands out.
 
 import { InputError } from '../errors.ts';
 import { openErrorScope } from '../gpu/scopes.ts';
@@ -39,28 +39,15 @@ function plannablePatches(lhs: PatchOperand): boolean {
 }
 
 /**
- * gemmOnGpu's calls a plan serves: a prepacked rhs, and a CPU lhs, a GpuMatrix one, or a convolution's
- * patches of a CPU or GpuMatrix input (not a prepacked lhs).
+ * The calls a plan serves (gemm's and gemmOnGpu's): a prepacked rhs, and a CPU lhs, a GpuMatrix one, or a
+ * convolution's patches of a CPU or GpuMatrix input (not a prepacked lhs).
  */
-export function plannableOnGpu(
+export function plannable(
   problem: GpuGemmProblem,
 ): problem is GpuGemmProblem & { lhs: Operand | GpuMatrix | PatchOperand; rhs: PackedOperand } {
   const { lhs, rhs } = problem;
   if (!lhs || !rhs || typeof lhs !== 'object' || !isPacked(rhs) || isPacked(lhs)) return false;
   return !isPatches(lhs) || plannablePatches(lhs);
-}
-
-/**
- * The calls a plan serves read back: a prepacked rhs, and a CPU lhs or a convolution's patches of a CPU
- * input (the bytes a replay writes).
- */
-export function plannable(
-  problem: GpuGemmProblem,
-  readback: boolean,
-): problem is GpuGemmProblem & { lhs: Operand | PatchOperand; rhs: PackedOperand } {
-  const { lhs, rhs } = problem;
-  if (!readback || !lhs || !rhs || typeof lhs !== 'object' || !isPacked(rhs) || isPacked(lhs) || isGpuMatrix(lhs)) return false;
-  return !isPatches(lhs) || (plannablePatches(lhs) && ArrayBuffer.isView(lhs.input));
 }
 
 /** The GpuMatrix a plan reads in place for this lhs (a GpuMatrix lhs, or the GPU input of patches), or null. */
@@ -75,7 +62,8 @@ function lhsBytes(lhs: Operand | PatchOperand): Uint8Array | Int8Array {
 }
 
 /**
- * One call through a plan: the lhs written into the plan's upload buffer, the recorded commands replayed
+ * One call through a plan: the lhs written into the plan's upload buffer (`lhs` null where the plan reads
+ * a GpuMatrix where it is), the recorded commands replayed
  * into a new pass (with timestamp queries only when `timing` asks and the context records them), the
  * readback copy, one submit and one map; the error scopes are closed while the map is pending. The
  * caller holds the device. Nothing is awaited between the check of the rhs and the submit.
@@ -83,7 +71,7 @@ function lhsBytes(lhs: Operand | PatchOperand): Uint8Array | Int8Array {
 export async function replay(
   r: DeviceResources,
   plan: CallPlan,
-  lhs: Operand | PatchOperand,
+  lhs: Operand | PatchOperand | null,
   timing: GemmTiming | undefined,
   tracer: Tracer | undefined,
 ): Promise<GemmResult> {

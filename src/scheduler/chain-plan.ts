@@ -135,6 +135,7 @@ export async function runChain(
           input: null,
           ran: run.ran,
           lhsSource,
+          lhsMatrix: null, // the chain uploads its CPU lhs
           dst: run.dst,
           label: `gemm chain of ${chain.layers.length}, ${run.dst.rows}x${run.dst.cols}`,
         };

@@ -19,7 +19,7 @@ import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
-import { lhsInPlace, plannable, plannableOnGpu, replay, replayOnGpu } from './call-plan.ts';
+import { lhsInPlace, plannable, replay, replayOnGpu } from './call-plan.ts';
 import { type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
@@ -34,6 +34,7 @@ import {
 } from './operands.ts';
 import { prepackOperand, prepackPatches } from './prepack.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
+import type { LhsMatrix } from './plans.ts';
 import { DeviceResources } from './resources.ts';
 import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './trace.ts';
 
@@ -118,6 +119,18 @@ function rejecting<T>(fn: () => Promise<T>): Promise<T> {
 
 /** Where createGpuContextWith hands its kernel list in (not a public option). */
 const KERNELS = Symbol('kernels');
+/**
+ * The GpuMatrix a plan would read where it is (the lhs, or the input of patches), checked as runGemm
+ * checks it (a released or another context's matrix is refused), as a plan compares it; null for a
+ * CPU lhs or input.
+ */
+function inPlaceMatrix(r: DeviceResources, lhs: Operand | GpuMatrix | PatchOperand): LhsMatrix {
+  const m = lhsInPlace(lhs);
+  if (!m) return null;
+  checkMatrix(r, m, isPatches(lhs) ? 'lhs.input' : 'lhs');
+  return { buffer: m.buffer, dtype: m.dtype, stride: m.stride };
+}
+
 /** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
 const AS_HARDWARE = Symbol('as hardware');
 type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[]; [AS_HARDWARE]?: boolean };
@@ -230,15 +243,16 @@ export class GpuContext {
   /** gemm() while this call holds the device: through a plan where one serves, else runGemm (making a plan where one applies). */
   private async gemmHeld(problem: GpuGemmProblem, timing: GemmTiming | undefined, trace: Tracer | undefined): Promise<GemmResult> {
     const r = this.resources;
-    const planned = plannable(problem, true);
-    const hit = planned ? r.plans.find(problem) : null;
+    const planned = plannable(problem);
+    const lhsMatrix = planned ? inPlaceMatrix(r, problem.lhs) : null;
+    const hit = planned ? r.plans.find(problem, lhsMatrix) : null;
     if (hit) {
       if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.ran.kernel });
-      const result = await replay(r, hit, problem.lhs as Operand | PatchOperand, timing, trace);
+      const result = await replay(r, hit, lhsMatrix ? null : (problem.lhs as Operand | PatchOperand), timing, trace);
       this.ran = hit.ran;
       return result;
     }
-    const plan = planned ? r.plans.builder() : undefined;
+    const plan = planned && r.plans.inPlaceWorthPlanning(lhsMatrix) ? r.plans.builder() : undefined;
     const call: CallOptions = { trace, plan };
     let run: Awaited<ReturnType<typeof runGemm>> | undefined;
     try {
@@ -248,9 +262,10 @@ export class GpuContext {
       });
       if (trace) Object.assign(trace, { plan: plan ? 'new' : 'none', kernel: run.ran.kernel });
       trace?.mark('copyOut');
-      if (plan && planned && run.lhsSource) {
+      const lhsSource = lhsMatrix?.buffer ?? run.lhsSource;
+      if (plan && planned && lhsSource) {
         const label = `gemm ${run.dst.rows}x${run.dst.cols}`;
-        r.plans.add(plan, problem, { ran: this.ran, lhsSource: run.lhsSource, dst: run.dst, label });
+        r.plans.add(plan, problem, { ran: this.ran, lhsSource, lhsMatrix, dst: run.dst, label });
       } else if (plan) r.plans.discard(plan);
       return result;
     } catch (e) {
@@ -276,12 +291,9 @@ export class GpuContext {
       checkProblemObject(problem);
       checkCallArguments(timing, undefined);
       const r = this.resources;
-      if (!plannableOnGpu(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);
+      if (!plannable(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);
       const { lhs } = problem;
-      // A GpuMatrix read in place (the lhs, or the input of patches): a released or another context's matrix is refused, as runGemm does.
-      const inPlace = lhsInPlace(lhs);
-      if (inPlace) checkMatrix(r, inPlace, isPatches(lhs) ? 'lhs.input' : 'lhs');
-      const lhsMatrix = inPlace ? { buffer: inPlace.buffer, dtype: inPlace.dtype, stride: inPlace.stride } : null;
+      const lhsMatrix = inPlaceMatrix(r, lhs);
       const hit = r.plans.findOnGpu(problem, lhsMatrix);
       if (hit) {
         await replayOnGpu(r, hit, lhsMatrix ? null : (lhs as Operand | PatchOperand), timing);
@@ -289,7 +301,7 @@ export class GpuContext {
         this.ran = hit.ran;
         return claimMatrix(r, { ...hit.dst });
       }
-      const plan = r.plans.roomOnGpu(problem.rhs) ? r.plans.builder() : undefined;
+      const plan = r.plans.roomOnGpu(problem.rhs) && r.plans.inPlaceWorthPlanning(lhsMatrix) ? r.plans.builder() : undefined;
       let run: Awaited<ReturnType<typeof runGemm>>;
       try {
         run = await this.run(problem, timing, false, { plan });

@@ -15,17 +15,20 @@ import type { GpuMatrix, PackedOperand } from './operands.ts';
 import type { PatchOperand } from './patches.ts';
 import type { LastRun, PlanBuilder } from './record.ts';
 
-/** A problem a plan serves: a prepacked rhs, and a CPU lhs or a convolution's patches of a CPU input (./call-plan.ts plannable). */
-export type PlannedProblem = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | PatchOperand };
-
 /**
- * A problem a gemmOnGpu plan serves: a prepacked rhs, a CPU lhs, a GpuMatrix one, or a convolution's
- * patches of either. The snapshot keys a GpuMatrix (the lhs, or the patches' input) by its shape, dtype
- * and stride (it has no data); the plan's lhsMatrix by its buffer.
+ * A problem a plan serves (./call-plan.ts plannable): a prepacked rhs, and a CPU lhs, a GpuMatrix one, or
+ * a convolution's patches of either. The snapshot keys a GpuMatrix (the lhs, or the patches' input) by
+ * its shape, dtype and stride (it has no data); the plan's lhsMatrix by its buffer.
  */
-export type PlannedOnGpu = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | GpuMatrix | PatchOperand };
+export type PlannedProblem = Omit<GemmProblem, 'rhs' | 'lhs'> & { rhs: PackedOperand; lhs: Operand | GpuMatrix | PatchOperand };
 /** A planned problem as src/problem/snapshot.ts keys it (the lhs by operandKey, whatever its kind). */
-const keyOf = (problem: PlannedProblem | PlannedOnGpu) => problem as Omit<GemmProblem, 'rhs'>;
+const keyOf = (problem: PlannedProblem) => problem as Omit<GemmProblem, 'rhs'>;
+
+/** The GpuMatrix a plan reads where it is, by what its recorded commands bind: null for a CPU lhs (or input). */
+export type LhsMatrix = { buffer: GPUBuffer; dtype: string; stride: number } | null;
+
+const sameMatrix = (a: LhsMatrix, b: LhsMatrix) =>
+  a === b || (!!a && !!b && a.buffer === b.buffer && a.dtype === b.dtype && a.stride === b.stride);
 
 /** Plans kept per prepacked rhs (e.g. one M for decode, one for prefill); the one unused longest goes first. */
 const PLANS_PER_RHS = 2;
@@ -37,24 +40,27 @@ const PLANS_PER_RHS = 2;
  */
 const GPU_PLANS_PER_RHS = 4;
 
-/** A made plan: what it serves (`input`, `rhs`) and what it replays. */
+/**
+ * A made plan: what it serves (`input`, `rhs`, `lhsMatrix`) and what it replays. `lhsMatrix`: a GpuMatrix
+ * lhs (or a convolution's GpuMatrix input), read where it is by the recorded commands (so the plan serves
+ * that buffer, with that dtype and stride, only); null: a CPU lhs (or input), written into lhsSource on
+ * each replay.
+ */
 export interface CallPlan extends PlanBuilder {
   readonly rhs: PackedOperand;
   readonly input: ProblemSnapshot;
   readonly ran: LastRun;
   readonly lhsSource: GPUBuffer;
+  readonly lhsMatrix: LhsMatrix;
   readonly dst: GpuMatrix;
   readonly label: string;
 }
 
-/**
- * A gemmOnGpu plan: a call plan without readback whose dst is handed to the caller. `lhsMatrix`: a
- * GpuMatrix lhs (or a convolution's GpuMatrix input), read where it is by the recorded commands (so the
- * plan serves that buffer, with that dtype and stride, only); null: a CPU lhs (or input), written into
- * lhsSource on each replay.
- */
+/** What a call that made a plan hands over besides its builder. */
+type Made = { ran: LastRun; lhsSource: GPUBuffer; lhsMatrix: LhsMatrix; dst: GpuMatrix; label: string };
+
+/** A gemmOnGpu plan: a call plan without readback whose dst is handed to the caller. */
 export interface GpuCallPlan extends CallPlan {
-  readonly lhsMatrix: { buffer: GPUBuffer; dtype: string; stride: number } | null;
   /** Its dst is handed out and not yet released: not replayed, not freed. */
   busy: boolean;
   /** Dropped (its rhs destroyed, or the context's plans freed) while busy: freed whole at release. */
@@ -69,15 +75,29 @@ export class CallPlans {
   /** gemmOnGpu's plans, by prepacked rhs, and every one whose dst may be handed out, by that dst. */
   private readonly onGpu = new Map<PackedOperand, GpuCallPlan[]>();
   private readonly byDst = new Map<GPUBuffer, GpuCallPlan>();
+  /** Buffers read in place that may key a plan: a plan's dst, or one an earlier call read (inPlaceWorthPlanning). */
+  private readonly seen = new WeakSet<GPUBuffer>();
   constructor(private readonly device: GPUDevice) {}
 
+  /**
+   * Whether a call that missed, reading `lhsMatrix` in place, should make a plan: yes for a CPU lhs; for a
+   * buffer, only where it is a plan's dst or an earlier call read it. A plan serves one buffer, so one made
+   * for a buffer that each call brings anew (a Sequential's elementwise output, made per run) would never
+   * be replayed and would push out one that is; such a buffer is remembered, and its second call plans.
+   */
+  inPlaceWorthPlanning(lhsMatrix: LhsMatrix): boolean {
+    if (!lhsMatrix || this.seen.has(lhsMatrix.buffer)) return true;
+    this.seen.add(lhsMatrix.buffer);
+    return false;
+  }
+
   /** A free gemmOnGpu plan that serves `problem` (and its GpuMatrix lhs, by buffer, dtype and stride) exactly, or null. */
-  findOnGpu(problem: PlannedOnGpu, lhsMatrix: GpuCallPlan['lhsMatrix']): GpuCallPlan | null {
+  findOnGpu(problem: PlannedProblem, lhsMatrix: LhsMatrix): GpuCallPlan | null {
     if (problem.rhs.destroyed) return null;
-    const same = (a: GpuCallPlan['lhsMatrix'], b: GpuCallPlan['lhsMatrix']) =>
-      a === b || (!!a && !!b && a.buffer === b.buffer && a.dtype === b.dtype && a.stride === b.stride);
     const list = this.onGpu.get(problem.rhs);
-    return list ? used(list, (plan) => !plan.busy && same(plan.lhsMatrix, lhsMatrix) && sameProblem(keyOf(problem), plan.input)) : null;
+    return list
+      ? used(list, (plan) => !plan.busy && sameMatrix(plan.lhsMatrix, lhsMatrix) && sameProblem(keyOf(problem), plan.input))
+      : null;
   }
 
   /** Whether a gemmOnGpu call of `rhs` may make a plan: room for one more, or a free one to push out. */
@@ -91,13 +111,10 @@ export class CallPlans {
    * plan of its rhs unused longest goes past GPU_PLANS_PER_RHS. A rhs destroyed meanwhile: the plan is dropped at once
    * (freed when its dst comes back).
    */
-  addOnGpu(
-    b: PlanBuilder,
-    problem: PlannedOnGpu,
-    made: { ran: LastRun; lhsSource: GPUBuffer; dst: GpuMatrix; label: string; lhsMatrix: GpuCallPlan['lhsMatrix'] },
-  ): GpuCallPlan {
+  addOnGpu(b: PlanBuilder, problem: PlannedProblem, made: Made): GpuCallPlan {
     const plan: GpuCallPlan = { ...b, ...made, rhs: problem.rhs, input: snapshotProblem(keyOf(problem)), busy: true, orphan: false };
     this.byDst.set(plan.dst.buffer, plan);
+    this.seen.add(plan.dst.buffer); // handed out again by every replay: a next layer reading it plans at once
     const list = this.onGpu.get(problem.rhs) ?? [];
     list.push(plan);
     this.onGpu.set(problem.rhs, list);
@@ -137,11 +154,11 @@ export class CallPlans {
     free(plan);
   }
 
-  /** The plan that serves `problem` exactly, or null. */
-  find(problem: PlannedProblem): CallPlan | null {
+  /** The plan that serves `problem` (and its GpuMatrix lhs, by buffer, dtype and stride) exactly, or null. */
+  find(problem: PlannedProblem, lhsMatrix: LhsMatrix): CallPlan | null {
     const list = this.byRhs.get(problem.rhs);
     if (!list || problem.rhs.destroyed) return null;
-    return used(list, (plan) => sameProblem(keyOf(problem), plan.input));
+    return used(list, (plan) => sameMatrix(plan.lhsMatrix, lhsMatrix) && sameProblem(keyOf(problem), plan.input));
   }
 
   /** Empty owned resources for a plan of `problem`. */
@@ -155,7 +172,7 @@ export class CallPlans {
   }
 
   /** Keeps the plan that `b` made for `problem` (the one of its rhs unused longest goes past PLANS_PER_RHS). */
-  add(b: PlanBuilder, problem: PlannedProblem, made: { ran: LastRun; lhsSource: GPUBuffer; dst: GpuMatrix; label: string }): void {
+  add(b: PlanBuilder, problem: PlannedProblem, made: Made): void {
     if (problem.rhs.destroyed) {
       free(b);
       return;

@@ -3,9 +3,11 @@
 // buffer once the matrix was released, no buffer or bind group created, one submit, bit-exact against
 // the CPU reference. A matrix the caller holds is never written by a later call (each held one has its
 // own plan, or a call without one). A changed shape, zero point, per-channel vector edited in place, or
-// another lhs buffer makes a new plan, never a stale one. A released matrix as lhs is refused. A plan
+// another lhs buffer makes a new plan, never a stale one; a buffer brought anew by every call makes none
+// (a plan for a buffer read in place is made at its second call). A released matrix as lhs is refused. A plan
 // whose rhs is destroyed while its dst is held keeps that dst readable until it is released. A decode
-// loop of two layers, each dst the next one's lhs, replays both plans.
+// loop of two layers, each dst the next one's lhs, replays both plans; so does one whose last layer
+// reads its GpuMatrix lhs back through ctx.gemm.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { InputError } from '../../src/errors.ts';
@@ -181,15 +183,20 @@ describe.skipIf(!gpu)('gemmOnGpu plans', () => {
     expect({ bindGroups, buffers }).toEqual({ bindGroups: 0, buffers: 0 });
     // The released matrix as lhs: refused, though its buffer keys a plan.
     await expect(ctx.gemmOnGpu({ ...l2, lhs: h, rhs: w2 })).rejects.toThrow(/released/);
-    // Another buffer with the same shape: a new plan, reading that buffer.
-    const other = withLhs(l2);
+    // Another buffer with the same shape: its first call runs without a plan (a buffer brought anew by
+    // every call would never be replayed), its second makes one, reading that buffer.
     const buffer = gpu!.device.createBuffer({ size: 32, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-    gpu!.device.queue.writeBuffer(buffer, 0, other.lhs.data as Uint8Array<ArrayBuffer>);
     const lhs: GpuMatrix = { buffer, rows: 1, cols: 32, order: 'row-major', dtype: 'uint8', stride: 32 };
-    const made = await counted(() => ctx.gemmOnGpu({ ...l2, lhs, rhs: w2 }));
-    expect(made.bindGroups).toBeGreaterThan(0);
-    expectExact(await ctx.read(made.value), other, 'a caller buffer');
-    ctx.releaseMatrix(made.value);
+    const held = plansHeld(ctx);
+    for (const what of ['a caller buffer', 'a caller buffer, again']) {
+      const other = withLhs(l2);
+      gpu!.device.queue.writeBuffer(buffer, 0, other.lhs.data as Uint8Array<ArrayBuffer>);
+      const made = await counted(() => ctx.gemmOnGpu({ ...l2, lhs, rhs: w2 }));
+      expect(made.bindGroups).toBeGreaterThan(0);
+      expectExact(await ctx.read(made.value), other, what);
+      ctx.releaseMatrix(made.value);
+    }
+    expect(plansHeld(ctx)).toBe(held + 1);
     // The same buffer, new contents: a replay that reads them.
     const again = withLhs(l2);
     gpu!.device.queue.writeBuffer(buffer, 0, again.lhs.data as Uint8Array<ArrayBuffer>);
@@ -198,6 +205,54 @@ describe.skipIf(!gpu)('gemmOnGpu plans', () => {
     expectExact(await ctx.read(replayed.value), again, 'a caller buffer rewritten');
     ctx.releaseMatrix(replayed.value);
     buffer.destroy();
+    w1.destroy();
+    w2.destroy();
+  });
+
+  it("plans ctx.gemm's read-back calls with a GpuMatrix lhs the same way (a decode loop's last layer)", async () => {
+    const ctx = await context();
+    const l1 = problemOf(2, 32, 40);
+    const l2 = problemOf(2, 24, 32);
+    const [w1, w2] = [await ctx.prepack('rhs', l1.rhs), await ctx.prepack('rhs', l2.rhs)];
+    const plans: string[] = [];
+    const onTrace = (t: { plan: string }) => plans.push(t.plan);
+    const token = async (what: string) => {
+      const x = withLhs(l1);
+      const h = await ctx.gemmOnGpu({ ...x, rhs: w1 });
+      const hHost = await ctx.read(h);
+      const y = await ctx.gemm({ ...l2, lhs: h, rhs: w2 }, undefined, { onTrace });
+      expectExact(y, { ...l2, lhs: { ...l2.lhs, rows: 2, data: hHost.data as Uint8Array } }, what);
+      ctx.releaseMatrix(h);
+      return h;
+    };
+    await token('token 0');
+    const { value: h, bindGroups, buffers } = await counted(() => token('token 1'));
+    expect({ bindGroups, buffers }).toEqual({ bindGroups: 0, buffers: 0 });
+    await token('token 2');
+    expect(plans.splice(0)).toEqual(['new', 'hit', 'hit']);
+    // The released matrix: refused, though its buffer keys a plan.
+    await expect(ctx.gemm({ ...l2, lhs: h, rhs: w2 })).rejects.toThrow(/released/);
+    // A buffer brought anew by each call (as a Sequential's elementwise outputs are): never a plan.
+    const fresh: GPUBuffer[] = [];
+    for (let i = 0; i < 3; i++) {
+      const x = withLhs(l2);
+      const buffer = gpu!.device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+      fresh.push(buffer);
+      gpu!.device.queue.writeBuffer(buffer, 0, x.lhs.data as Uint8Array<ArrayBuffer>);
+      const lhs: GpuMatrix = { buffer, rows: 2, cols: 32, order: 'row-major', dtype: 'uint8', stride: 32 };
+      expectExact(await ctx.gemm({ ...l2, lhs, rhs: w2 }, undefined, { onTrace }), x, `a fresh buffer ${i}`);
+    }
+    expect(plans.splice(0)).toEqual(['none', 'none', 'none']);
+    // One buffer, rewritten between calls: no plan at first sight, a plan at the second, then replays that read it.
+    const [buffer] = fresh;
+    const lhs: GpuMatrix = { buffer, rows: 2, cols: 32, order: 'row-major', dtype: 'uint8', stride: 32 };
+    for (const what of ['a caller buffer', 'a caller buffer rewritten', 'rewritten again']) {
+      const x = withLhs(l2);
+      gpu!.device.queue.writeBuffer(buffer, 0, x.lhs.data as Uint8Array<ArrayBuffer>);
+      expectExact(await ctx.gemm({ ...l2, lhs, rhs: w2 }, undefined, { onTrace }), x, what);
+    }
+    expect(plans.splice(0)).toEqual(['new', 'hit', 'hit']);
+    for (const b of fresh) b.destroy();
     w1.destroy();
     w2.destroy();
   });

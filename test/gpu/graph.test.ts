@@ -5,7 +5,7 @@
 // reading a GPU matrix whose rows are padded (5 channels, stride 8), a broadcast elementwise op with a
 // second graph input, a requantize, an elementwise op as the last layer, int8 and uint8, the xnnpack and
 // optimized paths, and add/sub/mul on both elementwise kernel paths. Read-backs are counted: one per run,
-// of the last layer. Bad graphs are InputErrors naming the field; an output above maxBufferSize is a
+// of the last layer; a later run, new input included, replays every GEMM's plan (src/scheduler/plans.ts). Bad graphs are InputErrors naming the field; an output above maxBufferSize is a
 // LimitExceededError.
 
 import { afterAll, describe, expect, test, vi } from 'vitest';
@@ -147,7 +147,18 @@ describe.skipIf(!gpu)('Sequential graphs on WebGPU == runLayers on the CPU', () 
       let got: Tensor | undefined;
       expect(await readBacks(ctx, async () => (got = await seq.run(input)))).toBe(1);
       expectSame(got!, want);
-      expectSame(await seq.run(input), want); // the prepacked weights again
+      // Later runs, new input included, replay every GEMM's plan (the conv's and the FC's): none is made.
+      const plans = (ctx as unknown as { resources: { plans: { add(...a: unknown[]): void; addOnGpu(...a: unknown[]): unknown } } })
+        .resources.plans;
+      const made = [vi.spyOn(plans, 'add'), vi.spyOn(plans, 'addOnGpu')];
+      try {
+        expectSame(await seq.run(input), want); // the prepacked weights again
+        const next = { ...input, data: input.data.map((v) => v ^ 0x55) as typeof input.data };
+        expectSame(await seq.run(next), await runLayers(layers, next, { inputs, backend: 'cpu' }));
+        expect(made.map((m) => m.mock.calls.length)).toEqual([0, 0]);
+      } finally {
+        for (const m of made) m.mockRestore();
+      }
       seq.destroy();
       ctx.destroy();
     });

@@ -822,8 +822,13 @@ describe.skipIf(!gpu)('a repeated convolution call with a prepacked filter runs 
       const gpuInput = uploadInput(ctx, inputOf(30), g, g.channels);
       const other = uploadInput(ctx, inputOf(31), g, g.channels);
       try {
+        // A GPU input: no plan at its first call, one at its second (a buffer read in place), then replays.
+        const before = plansOnGpu(ctx);
         await onGpu(gpuInput, inputOf(30) as Uint8Array, 'gemmOnGpu, GPU input');
+        expect(plansOnGpu(ctx)).toBe(before);
+        await onGpu(gpuInput, inputOf(30) as Uint8Array, 'gemmOnGpu, GPU input again');
         const made = plansOnGpu(ctx);
+        expect(made).toBe(before + 1);
         for (let i = 0; i < 2; i++) {
           const data = inputOf(40 + i) as Uint8Array;
           ctx.device.queue.writeBuffer(gpuInput.buffer, 0, data.buffer as ArrayBuffer);
@@ -831,6 +836,24 @@ describe.skipIf(!gpu)('a repeated convolution call with a prepacked filter runs 
         }
         expect(plansOnGpu(ctx)).toBe(made); // replayed: no plan made
         await onGpu(other, inputOf(31) as Uint8Array, 'gemmOnGpu, another GPU input');
+        // ctx.gemm reading a GPU input back (a Sequential's last conv layer): planned the same way.
+        for (let i = 0; i < 3; i++) {
+          const data = inputOf(50 + i) as Uint8Array;
+          ctx.device.queue.writeBuffer(gpuInput.buffer, 0, data.buffer as ArrayBuffer);
+          const got = await ctx.gemm(
+            { lhs: { input: gpuInput, geometry: g, zeroPoint: 9 }, rhs: weights, lhsZeroPoint: 9, rhsZeroPoint: 77 },
+            undefined,
+            {
+              onTrace,
+            },
+          );
+          expectExact(
+            got,
+            { lhs: { data: naivePatches(data, g, 9), rows, cols }, rhs, lhsZeroPoint: 9, rhsZeroPoint: 77 },
+            `gemm, GPU input ${i}`,
+          );
+        }
+        expect(plans.splice(0)).toEqual(['new', 'hit', 'hit']); // the buffer was seen: a plan at once
       } finally {
         gpuInput.buffer.destroy();
         other.buffer.destroy();
