@@ -32,6 +32,7 @@ import {
   isHandedOut,
   type PackedOperand,
 } from './operands.ts';
+import { isPatches, type PatchOperand } from './patches.ts';
 import { prepackOperand, prepackPatches } from './prepack.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import type { LhsMatrix } from './plans.ts';
@@ -41,7 +42,6 @@ import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './
 export type { ChainLayer, GemmChain } from './chain-plan.ts';
 export type { GemmTiming, GemmTrace, GpuGemmProblem, GpuMatrix, GpuOperandInput, LastRun, PackedOperand };
 export type { PatchOperand } from './patches.ts';
-import { isPatches, type PatchOperand } from './patches.ts';
 
 /** Options of one ctx.gemm() call. */
 export interface GemmCallOptions {
@@ -119,6 +119,10 @@ function rejecting<T>(fn: () => Promise<T>): Promise<T> {
 
 /** Where createGpuContextWith hands its kernel list in (not a public option). */
 const KERNELS = Symbol('kernels');
+/** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
+const AS_HARDWARE = Symbol('as hardware');
+type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[]; [AS_HARDWARE]?: boolean };
+
 /**
  * The GpuMatrix a plan would read where it is (the lhs, or the input of patches), checked as runGemm
  * checks it (a released or another context's matrix is refused), as a plan compares it; null for a
@@ -130,10 +134,6 @@ function inPlaceMatrix(r: DeviceResources, lhs: Operand | GpuMatrix | PatchOpera
   checkMatrix(r, m, isPatches(lhs) ? 'lhs.input' : 'lhs');
   return { buffer: m.buffer, dtype: m.dtype, stride: m.stride };
 }
-
-/** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
-const AS_HARDWARE = Symbol('as hardware');
-type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[]; [AS_HARDWARE]?: boolean };
 
 export class GpuContext {
   readonly device: GPUDevice;
@@ -223,8 +223,9 @@ export class GpuContext {
   /**
    * dst = pipeline(lhs * rhs) with data read back to the CPU (one submission: gemm and the copy, and one
    * map). `timing` asks for the GPU time (timestamp queries, where the context records them); a call
-   * without it resolves no query. A repeated call with a prepacked rhs and a CPU lhs (or a convolution's
-   * patches of a CPU input) runs a plan (./call-plan.ts) made by its first call.
+   * without it resolves no query. A repeated call with a prepacked rhs and a CPU or GpuMatrix lhs (or a
+   * convolution's patches) runs a plan (./call-plan.ts) made by its first call (a GpuMatrix: by its
+   * second, ./plans.ts inPlaceWorthPlanning).
    */
   gemm(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GemmResult> {
     return rejecting(() => {
