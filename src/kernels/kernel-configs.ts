@@ -7,6 +7,7 @@
 // the registry (./registry.ts), which never imports it: the registry only receives a tuned choice.
 
 import { InputError } from '../errors.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
 import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
@@ -70,6 +71,14 @@ export function defineKernelFamily(name: string, make: (config: Record<string, u
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
+/** The keys of each family's configuration (a misspelt one is refused: its default would serve unseen). */
+const CONFIG_KEYS: Record<(typeof KERNEL_FAMILIES)[number], readonly string[]> = {
+  registry: ['family', 'id'],
+  sgmat: ['family', 'tileM', 'tileN', 'sgRows', 'sgCols', 'kStep', 'buffers', 'splitK', 'rhsDirect', 'lhsDirect', 'rhsBits'],
+  'dot4-tiled': ['family', 'dot4', 'tileM', 'tileN', 'tileKW', 'threadM', 'threadN', 'vecWords'],
+  'dot4-wide': ['family', 'dot4', 'threadsX', 'threadsY', 'tileKW', 'threadM', 'threadN', 'vecWords'],
+};
+
 /** Checks a configuration read from JSON; an InputError names `field` and what is wrong. */
 export function parseKernelConfig(x: unknown, field: string): KernelConfig {
   if (!isObject(x)) throw new InputError(field, 'expected an object with a "family"');
@@ -79,6 +88,7 @@ export function parseKernelConfig(x: unknown, field: string): KernelConfig {
   };
   if (extraFamilies.has(x.family as string)) return x as unknown as KernelConfig;
   one('family', KERNEL_FAMILIES);
+  checkKnownKeys(field, x, CONFIG_KEYS[x.family as (typeof KERNEL_FAMILIES)[number]]);
   // The dot4 families' load width: optional, 4 words where absent (tables written before it existed).
   const vec = () => {
     if (x.vecWords === undefined) return {};

@@ -11,6 +11,7 @@
 // with a warning and the rules serve that shape.
 
 import { InputError } from '../errors.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import type { GemmShape } from '../gpu/plan.ts';
 import { type KernelConfig, kernelOf, parseKernelConfig } from './kernel-configs.ts';
@@ -74,13 +75,21 @@ const shown = (x: unknown) => {
   return s.length > 60 ? `${s.slice(0, 60)}...` : s;
 };
 
+/** The keys of a table, its adapter and an entry (TuningTable, TuningAdapter, TuningEntry). */
+const TABLE_KEYS = ['format', 'adapter', 'created', 'method', 'entries'];
+const ADAPTER_KEYS = ['vendor', 'architecture', 'device', 'description'];
+const ENTRY_KEYS = ['class', 'shape', 'rhsBits', 'kernel', 'id', 'gpuMs', 'cv', 'rulesId', 'rulesMs', 'tried', 'seedId', 'seedMs'];
+
 /** Checks a table read from JSON; an InputError names the field (`${field}.entries[2].kernel.tileM`). */
 export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
   if (!isObject(x)) throw new InputError(field, `expected a tuning table (a JSON object), got ${shown(x)}`);
   if (x.format !== TUNING_FORMAT) throw new InputError(`${field}.format`, `expected "${TUNING_FORMAT}", got ${shown(x.format)}`);
+  // A misspelt key (`entires`, `gpuMS`, a kernel's `vecwords`) is refused: its default would serve unseen.
+  checkKnownKeys(field, x, TABLE_KEYS);
   const a = x.adapter;
   if (!isObject(a)) throw new InputError(`${field}.adapter`, `expected an object, got ${shown(a)}`);
-  for (const key of ['vendor', 'architecture', 'device', 'description']) {
+  checkKnownKeys(`${field}.adapter`, a, ADAPTER_KEYS);
+  for (const key of ADAPTER_KEYS) {
     if (typeof a[key] !== 'string') throw new InputError(`${field}.adapter.${key}`, `expected a string, got ${shown(a[key])}`);
   }
   for (const key of ['created', 'method']) {
@@ -91,11 +100,13 @@ export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
   const entries = x.entries.map((e: unknown, i: number): TuningEntry => {
     const f = `${field}.entries[${i}]`;
     if (!isObject(e)) throw new InputError(f, `expected an object, got ${shown(e)}`);
+    checkKnownKeys(f, e, ENTRY_KEYS);
     if (!SHAPE_CLASSES.includes(e.class as ShapeClass)) {
       throw new InputError(`${f}.class`, `unknown shape class ${shown(e.class)}; known: ${SHAPE_CLASSES.join(', ')}`);
     }
     const s = e.shape;
     if (!isObject(s)) throw new InputError(`${f}.shape`, `expected { M, N, K }, got ${shown(s)}`);
+    checkKnownKeys(`${f}.shape`, s, ['M', 'N', 'K']);
     for (const d of ['M', 'N', 'K']) {
       if (!Number.isSafeInteger(s[d]) || (s[d] as number) < 1)
         throw new InputError(`${f}.shape.${d}`, `expected a positive integer, got ${shown(s[d])}`);
@@ -113,6 +124,10 @@ export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
       if (e[key] !== undefined && !(typeof e[key] === 'number' && Number.isFinite(e[key]) && (e[key] as number) >= 0)) {
         throw new InputError(`${f}.${key}`, `expected a non-negative number, got ${shown(e[key])}`);
       }
+    }
+    for (const key of ['id', 'rulesId', 'seedId']) {
+      if (e[key] !== undefined && typeof e[key] !== 'string')
+        throw new InputError(`${f}.${key}`, `expected a string, got ${shown(e[key])}`);
     }
     return { ...(e as unknown as TuningEntry), kernel: parseKernelConfig(e.kernel, `${f}.kernel`) };
   });

@@ -74,6 +74,20 @@ describe('tuning tables', () => {
     expect(fieldOf(bad(1, { kernel: { family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 4 } }))).toBe(
       'tuning.entries[1].kernel.tileKW',
     );
+    // A misspelt key anywhere is refused, not passed over for its default.
+    expect(fieldOf(() => parseTuningTable({ ...table(), entires: [] }))).toBe('tuning.entires');
+    expect(fieldOf(() => parseTuningTable({ ...table(), adapter: { ...adapter, driver: 'x' } }))).toBe('tuning.adapter.driver');
+    expect(fieldOf(bad(0, { gpuMS: 1 }))).toBe('tuning.entries[0].gpuMS');
+    expect(fieldOf(bad(0, { shape: { M: 1, N: 1, K: 1, B: 2 } }))).toBe('tuning.entries[0].shape.B');
+    expect(fieldOf(bad(0, { rulesId: 7 }))).toBe('tuning.entries[0].rulesId');
+    expect(fieldOf(bad(0, { kernel: { ...table().entries[0].kernel, bufers: 2 } }))).toBe('tuning.entries[0].kernel.bufers');
+    expect(fieldOf(bad(0, { kernel: { family: 'registry', id: 'gemv', tileM: 64 } }))).toBe('tuning.entries[0].kernel.tileM');
+    const tiled = { family: 'dot4-tiled', dot4: 'native', tileM: 32, tileN: 32, tileKW: 8 };
+    expect(fieldOf(bad(1, { kernel: { ...tiled, vecwords: 1 } }))).toBe('tuning.entries[1].kernel.vecwords');
+    expect(fieldOf(bad(1, { kernel: { ...tiled, threadm: 8 } }))).toBe('tuning.entries[1].kernel.threadm');
+    expect(fieldOf(bad(1, { kernel: { family: 'dot4-wide', dot4: 'native', threadsX: 16, threadsY: 16, tileKW: 8, tilekw: 4 } }))).toBe(
+      'tuning.entries[1].kernel.tilekw',
+    );
     expect(parseTuningTable(JSON.parse(JSON.stringify(table())))).toEqual(table());
   });
 
@@ -246,12 +260,11 @@ describe('kernel configurations', () => {
     expect(
       fieldOf(() => parseKernelConfig({ family: 'dot4-tiled', dot4: 'native', tileM: 64, tileN: 64, tileKW: 8, threadN: 16 }, 'k')),
     ).toBe('k.threadN');
-    for (const family of ['dot4-tiled', 'dot4-wide'])
-      expect(
-        fieldOf(() =>
-          parseKernelConfig({ family, dot4: 'native', tileM: 64, tileN: 64, threadsX: 16, threadsY: 16, tileKW: 8, vecWords: 3 }, 'k'),
-        ),
-      ).toBe('k.vecWords');
+    for (const tiling of [
+      { family: 'dot4-tiled', tileM: 64, tileN: 64 },
+      { family: 'dot4-wide', threadsX: 16, threadsY: 16 },
+    ])
+      expect(fieldOf(() => parseKernelConfig({ ...tiling, dot4: 'native', tileKW: 8, vecWords: 3 }, 'k'))).toBe('k.vecWords');
     expect(kernelOf({ family: 'registry', id: 'dot4-32x32' }).needsSelfTest).toBe(true);
     expect(
       fieldOf(() => parseKernelConfig({ family: 'sgmat', tileM: 128, tileN: 128, sgRows: 8, sgCols: 2, kStep: 64, buffers: 2 }, 'k')),
