@@ -272,9 +272,12 @@ const FLAG_OF: [string, string][] = [
 
 function flagError(e: unknown): unknown {
   if (!(e instanceof InputError)) return e;
+  // An output refused as the file of an input (src/cli/files.ts checkOut) names that input by its flag too.
+  const flagOf = (f: string) => FLAG_OF.find(([field]) => field === f)?.[1] ?? f;
+  const message = e.message.slice(e.field.length + 2).replace(/^(.* is the same file as )(\w+);/, (_, head, f) => `${head}${flagOf(f)};`);
   for (const [field, flag] of FLAG_OF) {
     if (e.field === field || e.field.startsWith(`${field}[`) || e.field.startsWith(`${field}.`)) {
-      return new InputError(flag + e.field.slice(field.length), e.message.slice(e.field.length + 2));
+      return new InputError(flag + e.field.slice(field.length), message);
     }
   }
   return e;

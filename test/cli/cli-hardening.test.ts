@@ -382,8 +382,13 @@ describe('the command line', () => {
   it('gemm --out that is the lhs names --out, and leaves the lhs untouched', async () => {
     const dir = freshDir();
     const r = await runMain(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy'), '--out', join(dir, 'A.npy')]);
-    expectOneLine(r, 2, '--out');
+    expect(expectOneLine(r, 2, '--out')).toMatch(/same file as --lhs;/);
     expect(readFileSync(join(dir, 'A.npy'))).toEqual(Buffer.from(A()));
     expect(readFileSync(join(dir, 'B.npy'))).toEqual(Buffer.from(B()));
+    // A zero-point vector's file is named by its flag too.
+    writeFileSync(join(dir, 'Z.npy'), npy('int32', [2], Int32Array.of(1, 2)));
+    const z = join(dir, 'Z.npy');
+    const zr = await runMain(['gemm', '--lhs', join(dir, 'A.npy'), '--rhs', join(dir, 'B.npy'), '--lhs-zero-point', z, '--out', z]);
+    expect(expectOneLine(zr, 2, '--out')).toMatch(/same file as --lhs-zero-point;/);
   });
 });
