@@ -164,8 +164,11 @@ export async function inSpecTerms<T>(fn: () => T | Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof InputError && specField(e.field) !== e.field)
-      throw new InputError(specField(e.field), e.message.slice(e.field.length + 2));
+    if (!(e instanceof InputError)) throw e;
+    // The field, and any field the message names in parentheses ("as the weights (params.weights.data)").
+    const message = e.message.slice(e.field.length + 2);
+    const spec = message.replace(/\(([\w.[\]]+)\)/g, (_, f: string) => `(${specField(f)})`);
+    if (specField(e.field) !== e.field || spec !== message) throw new InputError(specField(e.field), spec);
     throw e;
   }
 }

@@ -105,6 +105,8 @@ describe('qgemm run: bad layer input is exit 2 naming the spec field, nothing wr
       const { dir, r } = await run(spec);
       const line = expectOneLine(r, 2, field);
       if (field === 'stride') expect(line).toMatch(/2147483647/);
+      if (what.includes('uint8 weights')) expect(line).toMatch(/as the weights \(weights\.data\)$/); // the spec's name in the message too
+      expect(line).not.toMatch(/params\./);
       expectNothingWritten(dir, join(dir, 'y.npy'));
     });
 });
