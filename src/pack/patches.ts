@@ -4,6 +4,7 @@
 // (src/scheduler/prepack.ts prepackPatches).
 
 import { InputError, LimitExceededError } from '../errors.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import type { PlanLimits } from '../gpu/caps.ts';
 import { getPipeline } from '../gpu/pipelines.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
@@ -121,6 +122,7 @@ export const MAX_PATCH_POSITION = 2 ** 31 - 1;
  */
 export function checkPatchGeometry(g: PatchGeometry, inputLength: number): void {
   if (!g || typeof g !== 'object') throw new InputError('geometry', 'expected a PatchGeometry');
+  checkKnownKeys('geometry', g, FIELDS); // a misspelt `padBottom`, `strideH` would be passed over
   for (const f of FIELDS) {
     const v = g[f];
     const min = f === 'padTop' || f === 'padLeft' ? 0 : 1;

@@ -52,22 +52,41 @@ function same(v: unknown, s: ProblemSnapshot): boolean {
 const FIELDS = ['lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'] as const;
 
 /**
+ * The properties of x that a read by name finds, as validation reads them: its own (enumerable or not)
+ * and its prototypes' short of Object.prototype (a class's getters, an object made with Object.create),
+ * each read by name; those whose value is undefined are absent.
+ */
+function properties(x: object): [string, unknown][] {
+  const names = new Set(Object.getOwnPropertyNames(x));
+  for (let p = Object.getPrototypeOf(x); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    for (const n of Object.getOwnPropertyNames(p)) if (n !== 'constructor') names.add(n);
+  }
+  const out: [string, unknown][] = [];
+  for (const n of names) {
+    const v = (x as Record<string, unknown>)[n];
+    if (v !== undefined) out.push([n, v]);
+  }
+  return out;
+}
+
+/**
  * A value that validation has not yet seen, as a key holds it without walking it (the key is taken
- * before validation, and a caller's value may be anything: a cycle, a DataView): a primitive as is; a
- * plain object (a convolution's geometry) by its own primitive entries; anything deeper by a mark.
+ * before validation, and a caller's value may be anything: a cycle, a DataView): a primitive as is; an
+ * object (a convolution's geometry) by its primitive properties (properties(), above); anything deeper by a mark.
  */
 function shallow(v: unknown, depth = 1): unknown {
   if (!v || typeof v !== 'object') return v;
   if (depth === 0 || ArrayBuffer.isView(v) || Array.isArray(v)) return '[object]';
   const k: Record<string, unknown> = {};
-  for (const [f, x] of Object.entries(v)) if (x !== undefined) k[f] = shallow(x, depth - 1);
+  for (const [f, x] of properties(v)) k[f] = shallow(x, depth - 1);
   return k;
 }
 
 /**
- * An operand as a plan keys it: every key it has (a misspelt one too, which validation refuses, so that
- * such a call never meets a plan made without it), its data by type and length, and for a convolution's
- * patches the `input` they are gathered from keyed the same way; a GpuMatrix's `buffer` is left out
+ * An operand as a plan keys it: every property it has (properties(), above: a misspelt key too, which
+ * validation refuses, so that such a call never meets a plan made without it), its data by type and
+ * length, and for a convolution's patches the `input` they are gathered from keyed the same way (a
+ * geometry by its properties, however a class or a prototype provides them); a GpuMatrix's `buffer` is left out
  * (where a plan reads one in place, it compares the buffer itself: ../scheduler/plans.ts). A key whose
  * value is undefined is absent, as validation takes it.
  */
@@ -75,8 +94,8 @@ function operandKey(x: unknown, nested = false): unknown {
   if (ArrayBuffer.isView(x)) return { type: x.constructor, length: (x as Uint8Array).length };
   if (!x || typeof x !== 'object') return x;
   const k: Record<string, unknown> = {};
-  for (const [f, v] of Object.entries(x)) {
-    if (v === undefined || f === 'buffer') continue;
+  for (const [f, v] of properties(x)) {
+    if (f === 'buffer') continue;
     if (f === 'data') k[f] = ArrayBuffer.isView(v) ? operandKey(v) : shallow(v, 0);
     else k[f] = f === 'input' && !nested ? operandKey(v, true) : shallow(v);
   }

@@ -8,6 +8,7 @@ import { InputError } from '../errors.ts';
 import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/matrix.ts';
 import { isCpuPacked } from '../kernels/cpu-wasm/kernel.ts';
 import type { PackFormatId } from '../pack/formats.ts';
+import { checkKnownKeys } from '../problem/check.ts';
 import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
@@ -106,12 +107,16 @@ export function isHandedOut(r: OperandOwner, m: GpuMatrix): boolean {
   return owners.get(m.buffer) === r && lease !== undefined && (m as Leased)[LEASE] === lease;
 }
 
+/** The keys of a GpuMatrix (src/gpu/matrix.ts); a handed-out one's lease is symbol-keyed, not among them. */
+const MATRIX_KEYS = ['buffer', 'rows', 'cols', 'order', 'dtype', 'stride'];
+
 /**
- * Checks the fields of GpuMatrix m as a use of `dtypes` reads it, and that its buffer holds its span
- * (gpu/matrix.ts matrixSpan; in whole 4-byte words with `words`, as a readback copies it): an InputError
- * names the field.
+ * Checks the fields of GpuMatrix m as a use of `dtypes` reads it (no key besides them), and that its
+ * buffer holds its span (gpu/matrix.ts matrixSpan; in whole 4-byte words with `words`, as a readback
+ * copies it): an InputError names the field.
  */
 export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly GpuMatrix['dtype'][], words = false): void {
+  checkKnownKeys(field, m, MATRIX_KEYS); // a misspelt `strid` or an `offset` it does not take would be passed over
   for (const key of ['rows', 'cols'] as const) {
     if (!Number.isSafeInteger(m[key]) || m[key] < 1) throw new InputError(`${field}.${key}`, `expected a positive integer, got ${m[key]}`);
   }

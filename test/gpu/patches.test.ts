@@ -326,6 +326,16 @@ describe.skipIf(!gpu)("ctx.gemm with the patches as its lhs (packed in the GEMM'
     expect(await field(run({ input, geometry: { ...g, channels: 2.5 }, zeroPoint: 0 }))).toBe('lhs.geometry.channels');
     expect(await field(run({ input, geometry: g, zeroPoint: 256 }))).toBe('lhs.zeroPoint');
     expect(await field(run({ input: [1, 2], geometry: g, zeroPoint: 0 }))).toBe('lhs.input');
+    // A key a geometry or a GpuMatrix does not have (a misspelling would be passed over): named.
+    expect(await field(run({ input, geometry: { ...g, padBottom: 1 }, zeroPoint: 0 }))).toBe('lhs.geometry.padBottom');
+    const gpuInput = uploadInput(ctx, input, g, g.channels);
+    try {
+      expect(await field(run({ input: { ...gpuInput, offset: 4 }, geometry: g, zeroPoint: 0 }))).toBe('lhs.input.offset');
+      const lhs = { buffer: gpuInput.buffer, rows: 4, cols: 12, order: 'row-major', dtype: 'uint8', strid: 12 };
+      expect(await field(ctx.gemm({ lhs, rhs: { data: new Uint8Array(12), rows: 12, cols: 1 } } as never))).toBe('lhs.strid');
+    } finally {
+      gpuInput.buffer.destroy();
+    }
     expect(await field(run({ input, geometry: g, zeroPoint: 0 }, { bitDepth: { lhs: 4, rhs: 8 } }))).toBe('bitDepth.lhs');
     const asRhs = ctx.gemm({ lhs: { data: new Uint8Array(27), rows: 1, cols: 27 }, rhs: { input, geometry: g, zeroPoint: 0 } } as never);
     expect(await field(asRhs)).toBe('rhs');
@@ -764,6 +774,74 @@ describe.skipIf(!gpu)('a repeated convolution call with a prepacked filter runs 
       false,
     ],
   ] as const;
+
+  it("keys a geometry or a GpuMatrix by what a read by name finds: a class's getters, a prototype's fields", async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const plain = (s: number): PatchGeometry => ({ ...sameLayer(1, 6, 4, 3, s, 1) });
+    class Geometry {
+      readonly #s: number;
+      constructor(s: number) {
+        this.#s = s;
+      }
+      get stride() {
+        return this.#s;
+      }
+    }
+    for (const f of Object.keys(plain(1)) as (keyof PatchGeometry)[])
+      Object.defineProperty(Geometry.prototype, f, {
+        get(this: Geometry) {
+          return plain(this.stride)[f];
+        },
+      });
+    const { cols } = patchShape(plain(1));
+    const rhs = {
+      data: Uint8Array.from({ length: cols * 5 }, (_, j) => (j * 37 + 11) & 0xff),
+      rows: cols,
+      cols: 5,
+      order: 'col-major' as const,
+    };
+    const weights = await ctx.prepack('rhs', rhs);
+    const input = Uint8Array.from({ length: 6 * 6 * 4 }, (_, j) => (j * 91 + 7) & 0xff);
+    const plans: string[] = [];
+    try {
+      for (const [what, make] of [
+        ['a class with getters', (s: number) => new Geometry(s) as unknown as PatchGeometry],
+        ['a prototype', (s: number) => Object.create(plain(s)) as PatchGeometry],
+      ] as const) {
+        for (const s of [1, 2]) {
+          const got = await ctx.gemm({ lhs: { input, geometry: make(s), zeroPoint: 9 }, rhs: weights, rhsZeroPoint: 77 }, undefined, {
+            onTrace: (t) => plans.push(t.plan),
+          });
+          const shape = patchShape(plain(s));
+          const lhs = { data: naivePatches(input, plain(s), 9), rows: shape.rows, cols: shape.cols };
+          expectExact(got, { lhs, rhs, lhsZeroPoint: 0, rhsZeroPoint: 77 }, `${what}, stride ${s}`);
+        }
+      }
+      expect(plans.splice(0)).toEqual(['new', 'new', 'new', 'new']);
+      // A GpuMatrix lhs given by a view's getters: its rows keyed too (same buffer, dtype and stride).
+      const bytes = Uint8Array.from({ length: 4 * cols }, (_, j) => (j * 13 + 1) & 0xff);
+      const buffer = ctx.device.createBuffer({ size: bytes.length, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+      ctx.device.queue.writeBuffer(buffer, 0, bytes);
+      const view = (rows: number) => {
+        const m = { buffer, rows, cols, order: 'row-major', dtype: 'uint8', stride: cols };
+        return Object.create(m) as GpuMatrix; // every field inherited
+      };
+      try {
+        for (const rows of [4, 4, 4, 2]) {
+          const got = await ctx.gemm({ lhs: view(rows), rhs: weights, rhsZeroPoint: 77 }, undefined, {
+            onTrace: (t) => plans.push(t.plan),
+          });
+          expectExact(got, { lhs: { data: bytes.subarray(0, rows * cols), rows, cols }, rhs, rhsZeroPoint: 77 }, `a view of ${rows} rows`);
+        }
+        expect(plans.splice(0)).toEqual(['none', 'new', 'hit', 'new']);
+      } finally {
+        buffer.destroy();
+      }
+    } finally {
+      weights.destroy();
+      ctx.destroy();
+    }
+  });
 
   it.each(paths)('%s: ctx.gemm with a CPU input, gemmOnGpu with a CPU or a GPU input', async (_, create, g, gathered) => {
     const ctx = await create();
