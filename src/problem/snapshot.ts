@@ -14,10 +14,29 @@ import type { GemmProblem } from '../types.ts';
  */
 export type ProblemSnapshot = unknown;
 
+/**
+ * The properties of x that a read by name finds, as validation reads them: its own (enumerable or not)
+ * and its prototypes' short of Object.prototype (a class's getters, an object made with Object.create),
+ * each read by name; those whose value is undefined are absent.
+ */
+function properties(x: object): [string, unknown][] {
+  const own = new Set(Object.getOwnPropertyNames(x));
+  const names = new Set(own);
+  for (let p = Object.getPrototypeOf(x); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    for (const n of Object.getOwnPropertyNames(p)) if (n !== 'constructor') names.add(n);
+  }
+  const out: [string, unknown][] = [];
+  for (const n of names) {
+    const v = (x as Record<string, unknown>)[n];
+    if (v !== undefined && (own.has(n) || typeof v !== 'function')) out.push([n, v]); // not a class's methods
+  }
+  return out;
+}
+
 function snapshot(v: unknown): ProblemSnapshot {
   if (ArrayBuffer.isView(v)) return (v as Int32Array).slice();
   if (Array.isArray(v)) return v.map(snapshot);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, snapshot(x)]));
+  if (v && typeof v === 'object') return Object.fromEntries(properties(v).map(([k, x]) => [k, snapshot(x)]));
   return v;
 }
 
@@ -40,9 +59,9 @@ function same(v: unknown, s: ProblemSnapshot): boolean {
   if (Array.isArray(v)) return Array.isArray(s) && v.length === s.length && v.every((x, i) => same(x, s[i]));
   if (v && typeof v === 'object') {
     if (!s || typeof s !== 'object' || Array.isArray(s) || ArrayBuffer.isView(s)) return false;
-    const keys = Object.keys(v);
-    if (keys.length !== Object.keys(s).length) return false;
-    for (const k of keys) if (!(k in s) || !same((v as Record<string, unknown>)[k], (s as Record<string, unknown>)[k])) return false;
+    const props = properties(v);
+    if (props.length !== Object.keys(s).length) return false;
+    for (const [k, x] of props) if (!(k in s) || !same(x, (s as Record<string, unknown>)[k])) return false;
     return true;
   }
   return Object.is(v, s);
@@ -50,24 +69,6 @@ function same(v: unknown, s: ProblemSnapshot): boolean {
 
 /** The fields besides the lhs that normalizeProblem reads: owned by a plan (ownedProblem). */
 const FIELDS = ['lhsZeroPoint', 'rhsZeroPoint', 'pipeline', 'dstOrder', 'bitDepth'] as const;
-
-/**
- * The properties of x that a read by name finds, as validation reads them: its own (enumerable or not)
- * and its prototypes' short of Object.prototype (a class's getters, an object made with Object.create),
- * each read by name; those whose value is undefined are absent.
- */
-function properties(x: object): [string, unknown][] {
-  const names = new Set(Object.getOwnPropertyNames(x));
-  for (let p = Object.getPrototypeOf(x); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
-    for (const n of Object.getOwnPropertyNames(p)) if (n !== 'constructor') names.add(n);
-  }
-  const out: [string, unknown][] = [];
-  for (const n of names) {
-    const v = (x as Record<string, unknown>)[n];
-    if (v !== undefined) out.push([n, v]);
-  }
-  return out;
-}
 
 /**
  * A value that validation has not yet seen, as a key holds it without walking it (the key is taken

@@ -190,6 +190,37 @@ describe.skipIf(!gpu)('the decode call', () => {
     await expect(ctx.gemm({ ...base, rhs: packed })).rejects.toThrow(/destroyed/);
   });
 
+  it("keys a stage given by a class's getters by the values they read", async () => {
+    const ctx = await context();
+    const p = problemOf(2, 24, 16, 11, []);
+    const packed = await ctx.prepack('rhs', p.rhs);
+    class Scale {
+      readonly type = 'scaleInt32ByFixedPointAndExponent';
+      readonly #exponent: number;
+      constructor(exponent: number) {
+        this.#exponent = exponent;
+      }
+      get multiplier() {
+        return 1518500250;
+      }
+      get exponent() {
+        return this.#exponent;
+      }
+      get offsetAfterShift() {
+        return 128;
+      }
+    }
+    const plans: string[] = [];
+    for (const exponent of [-9, -9, -6]) {
+      const pipeline = [new Scale(exponent) as unknown as OutputStage, { type: 'saturatingCast', to: 'uint8' } as OutputStage];
+      const got = await ctx.gemm({ ...p, rhs: packed, pipeline }, undefined, { onTrace: (t) => plans.push(t.plan) });
+      const plain: OutputStage = { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent, offsetAfterShift: 128 };
+      expectExact(got, { ...p, pipeline: [plain, pipeline[1]] }, `exponent ${exponent}`);
+    }
+    expect(plans).toEqual(['new', 'hit', 'new']);
+    packed.destroy();
+  });
+
   it('refuses a misspelt key beside a problem that has a plan, in gemm, gemmOnGpu and gemmChain', async () => {
     const ctx = await context();
     const p = problemOf(2, 24, 16, 8);
