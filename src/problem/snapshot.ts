@@ -110,10 +110,12 @@ function operandKey(x: unknown, nested = false): unknown {
  * plans are kept per rhs.
  */
 function key(problem: Omit<GemmProblem, 'rhs'>): Record<string, unknown> {
-  const k: Record<string, unknown> = {};
+  // The lhs read by name, as every use of the problem reads it (a getter's, a prototype's too); the
+  // other fields as validation takes them, from a spread copy: own enumerable keys.
+  const k: Record<string, unknown> = problem.lhs === undefined ? {} : { lhs: operandKey(problem.lhs) };
   for (const [f, v] of Object.entries(problem)) {
-    if (v === undefined || f === 'rhs') continue;
-    k[f] = f === 'lhs' ? operandKey(v) : (FIELDS as readonly string[]).includes(f) ? v : true;
+    if (v === undefined || f === 'rhs' || f === 'lhs') continue;
+    k[f] = (FIELDS as readonly string[]).includes(f) ? v : true;
   }
   return k;
 }

@@ -190,7 +190,7 @@ describe.skipIf(!gpu)('the decode call', () => {
     await expect(ctx.gemm({ ...base, rhs: packed })).rejects.toThrow(/destroyed/);
   });
 
-  it("keys a stage given by a class's getters by the values they read", async () => {
+  it("keys a stage, or the lhs, given by a class's getters by the values they read", async () => {
     const ctx = await context();
     const p = problemOf(2, 24, 16, 11, []);
     const packed = await ctx.prepack('rhs', p.rhs);
@@ -216,6 +216,26 @@ describe.skipIf(!gpu)('the decode call', () => {
       const got = await ctx.gemm({ ...p, rhs: packed, pipeline }, undefined, { onTrace: (t) => plans.push(t.plan) });
       const plain: OutputStage = { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent, offsetAfterShift: 128 };
       expectExact(got, { ...p, pipeline: [plain, pipeline[1]] }, `exponent ${exponent}`);
+    }
+    expect(plans).toEqual(['new', 'hit', 'new']);
+    // A problem whose lhs comes from a getter: keyed by that lhs (its rows), as every use reads it.
+    class Call {
+      readonly #lhs: GemmProblem['lhs'];
+      readonly rhs = packed;
+      constructor(lhs: GemmProblem['lhs']) {
+        this.#lhs = lhs;
+      }
+      get lhs() {
+        return this.#lhs;
+      }
+    }
+    plans.length = 0;
+    for (const M of [4, 4, 1]) {
+      const q = problemOf(M, 24, 16, 12 + M, []);
+      const got = await ctx.gemm(new Call(q.lhs) as unknown as GemmProblem & { rhs: typeof packed }, undefined, {
+        onTrace: (t) => plans.push(t.plan),
+      });
+      expectExact(got, { ...q, lhsZeroPoint: 0, rhsZeroPoint: 0, rhs: p.rhs }, `an lhs of ${M} rows from a getter`);
     }
     expect(plans).toEqual(['new', 'hit', 'new']);
     packed.destroy();
