@@ -17,9 +17,9 @@ import { openErrorScope } from '../gpu/scopes.ts';
 import { writeOperandBytes } from '../gpu/write.ts';
 import type { GemmResult, Operand } from '../types.ts';
 import type { GpuGemmProblem } from './gemm.ts';
-import { type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
+import { checkMatrix, type GpuMatrix, isGpuMatrix, isPacked, type PackedOperand } from './operands.ts';
 import { isPatches, type PatchOperand } from './patches.ts';
-import type { CallPlan } from './plans.ts';
+import type { CallPlan, LhsMatrix } from './plans.ts';
 import type { GemmTiming } from './record.ts';
 import type { DeviceResources } from './resources.ts';
 import type { Tracer } from './trace.ts';
@@ -42,28 +42,35 @@ function plannablePatches(lhs: PatchOperand): boolean {
  * The calls a plan serves (gemm's and gemmOnGpu's): a prepacked rhs, and a CPU lhs, a GpuMatrix one, or a
  * convolution's patches of a CPU or GpuMatrix input (not a prepacked lhs).
  */
-export function plannable(
-  problem: GpuGemmProblem,
-): problem is GpuGemmProblem & { lhs: Operand | GpuMatrix | PatchOperand; rhs: PackedOperand } {
+export function plannable(problem: GpuGemmProblem): problem is GpuGemmProblem & { lhs: PlannedLhs; rhs: PackedOperand } {
   const { lhs, rhs } = problem;
   if (!lhs || !rhs || typeof lhs !== 'object' || !isPacked(rhs) || isPacked(lhs)) return false;
   return !isPatches(lhs) || plannablePatches(lhs);
 }
 
-/** The GpuMatrix a plan reads in place for this lhs (a GpuMatrix lhs, or the GPU input of patches), or null. */
-export function lhsInPlace(lhs: Operand | GpuMatrix | PatchOperand): GpuMatrix | null {
-  if (isPatches(lhs)) return ArrayBuffer.isView(lhs.input) ? null : lhs.input;
-  return isGpuMatrix(lhs) ? lhs : null;
+/** The lhs of a planned call: a CPU operand, a GpuMatrix, or a convolution's patches of either. */
+export type PlannedLhs = Operand | GpuMatrix | PatchOperand;
+
+/**
+ * The GpuMatrix a plan would read where it is (the lhs, or the input of patches), checked as runGemm
+ * checks it (a released or another context's matrix is refused), as a plan compares it; null for a CPU
+ * lhs or input.
+ */
+export function inPlaceMatrix(r: DeviceResources, lhs: PlannedLhs): LhsMatrix {
+  const m = isPatches(lhs) ? (ArrayBuffer.isView(lhs.input) ? null : lhs.input) : isGpuMatrix(lhs) ? lhs : null;
+  if (!m) return null;
+  checkMatrix(r, m, isPatches(lhs) ? 'lhs.input' : 'lhs');
+  return { buffer: m.buffer, dtype: m.dtype, stride: m.stride };
 }
 
 /** The bytes a replay writes into the plan's upload buffer: a CPU lhs's data, or the CPU input of patches. */
-function lhsBytes(lhs: Operand | PatchOperand): Uint8Array | Int8Array {
-  return isPatches(lhs) ? (lhs.input as Uint8Array | Int8Array) : lhs.data;
+function lhsBytes(lhs: PlannedLhs): Uint8Array | Int8Array {
+  return isPatches(lhs) ? (lhs.input as Uint8Array | Int8Array) : (lhs as Operand).data;
 }
 
 /**
- * One call through a plan: the lhs written into the plan's upload buffer (`lhs` null where the plan reads
- * a GpuMatrix where it is), the recorded commands replayed
+ * One call through a plan: the lhs written into the plan's upload buffer (none where the plan reads a
+ * GpuMatrix where it is: plan.lhsMatrix), the recorded commands replayed
  * into a new pass (with timestamp queries only when `timing` asks and the context records them), the
  * readback copy, one submit and one map; the error scopes are closed while the map is pending. The
  * caller holds the device. Nothing is awaited between the check of the rhs and the submit.
@@ -71,7 +78,7 @@ function lhsBytes(lhs: Operand | PatchOperand): Uint8Array | Int8Array {
 export async function replay(
   r: DeviceResources,
   plan: CallPlan,
-  lhs: Operand | PatchOperand | null,
+  lhs: PlannedLhs,
   timing: GemmTiming | undefined,
   tracer: Tracer | undefined,
 ): Promise<GemmResult> {
@@ -80,22 +87,16 @@ export async function replay(
 
 /**
  * One gemmOnGpu call through its plan: as replay() without the readback (one submit, the error scope and
- * any GPU time awaited); `lhs` null where the plan reads a GpuMatrix lhs where it is. The plan's dst holds
- * the result.
+ * any GPU time awaited); the lhs written as replay() writes it. The plan's dst holds the result.
  */
-export async function replayOnGpu(
-  r: DeviceResources,
-  plan: CallPlan,
-  lhs: Operand | PatchOperand | null,
-  timing: GemmTiming | undefined,
-): Promise<void> {
+export async function replayOnGpu(r: DeviceResources, plan: CallPlan, lhs: PlannedLhs, timing: GemmTiming | undefined): Promise<void> {
   await replayPlan(r, plan, lhs, timing, undefined, false);
 }
 
 async function replayPlan(
   r: DeviceResources,
   plan: CallPlan,
-  lhs: Operand | PatchOperand | null,
+  lhs: PlannedLhs,
   timing: GemmTiming | undefined,
   tracer: Tracer | undefined,
   readback: boolean,
@@ -108,7 +109,7 @@ async function replayPlan(
   let finish: ((onMapped?: () => void) => Promise<GemmResult>) | null;
   let gpuMs: Promise<number> | null = null;
   try {
-    if (lhs) writeOperandBytes(device.queue, plan.lhsSource, lhsBytes(lhs));
+    if (!plan.lhsMatrix) writeOperandBytes(device.queue, plan.lhsSource, lhsBytes(lhs));
     tracer?.mark('lhsWrite');
     const encoder = device.createCommandEncoder(ENCODER);
     const querySet = timing && r.timestamps ? r.staging.querySet() : null;

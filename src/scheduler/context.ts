@@ -19,7 +19,7 @@ import { type GpuGemmKernel, kernelFormats } from '../kernels/types.ts';
 import { PACK_FORMATS } from '../pack/formats.ts';
 import { parseTuningTable, resolveTuning, type TuningChoice, type TuningTable, tuningAdapter } from '../kernels/tuning.ts';
 import type { BitDepth, GemmResult, Operand } from '../types.ts';
-import { lhsInPlace, plannable, replay, replayOnGpu } from './call-plan.ts';
+import { inPlaceMatrix, type PlannedLhs, plannable, replay, replayOnGpu } from './call-plan.ts';
 import { type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
@@ -32,10 +32,8 @@ import {
   isHandedOut,
   type PackedOperand,
 } from './operands.ts';
-import { isPatches, type PatchOperand } from './patches.ts';
 import { prepackOperand, prepackPatches } from './prepack.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
-import type { LhsMatrix } from './plans.ts';
 import { DeviceResources } from './resources.ts';
 import { envTraceListener, type GemmTrace, type TraceListener, Tracer } from './trace.ts';
 
@@ -122,18 +120,6 @@ const KERNELS = Symbol('kernels');
 /** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
 const AS_HARDWARE = Symbol('as hardware');
 type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[]; [AS_HARDWARE]?: boolean };
-
-/**
- * The GpuMatrix a plan would read where it is (the lhs, or the input of patches), checked as runGemm
- * checks it (a released or another context's matrix is refused), as a plan compares it; null for a
- * CPU lhs or input.
- */
-function inPlaceMatrix(r: DeviceResources, lhs: Operand | GpuMatrix | PatchOperand): LhsMatrix {
-  const m = lhsInPlace(lhs);
-  if (!m) return null;
-  checkMatrix(r, m, isPatches(lhs) ? 'lhs.input' : 'lhs');
-  return { buffer: m.buffer, dtype: m.dtype, stride: m.stride };
-}
 
 export class GpuContext {
   readonly device: GPUDevice;
@@ -249,7 +235,7 @@ export class GpuContext {
     const hit = planned ? r.plans.find(problem, lhsMatrix) : null;
     if (hit) {
       if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.ran.kernel });
-      const result = await replay(r, hit, lhsMatrix ? null : (problem.lhs as Operand | PatchOperand), timing, trace);
+      const result = await replay(r, hit, problem.lhs as PlannedLhs, timing, trace);
       this.ran = hit.ran;
       return result;
     }
@@ -297,7 +283,7 @@ export class GpuContext {
       const lhsMatrix = inPlaceMatrix(r, lhs);
       const hit = r.plans.findOnGpu(problem, lhsMatrix);
       if (hit) {
-        await replayOnGpu(r, hit, lhsMatrix ? null : (lhs as Operand | PatchOperand), timing);
+        await replayOnGpu(r, hit, lhs, timing);
         hit.busy = true;
         this.ran = hit.ran;
         return claimMatrix(r, { ...hit.dst });
