@@ -67,9 +67,13 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
   --dawn PATH           load this dawn.node instead of the 'webgpu' package (carrying dist/ to a GPU machine)
   --tuning FILE         a tuning table from \`qgemm tune\` for qgemm's WebGPU context in Node
   --json FILE           also write the JSON results to FILE
+  --checkpoint          write --json's FILE after every cell too, the report so far with "incomplete" set,
+                        so that a run cut short by a time limit keeps its rows (the final report replaces it)
   --html FILE           write the HTML report to FILE (default: bench/out/<date>-<adapter>[-quick].html)
   --results DIR         folder of the default JSON and HTML files (default: bench/out, ignored by git;
                         bench/results to save them with the project)
+  --no-after-pause      no after-pause rows (each resident GPU row's single calls after 200 ms idle): a second
+                        pass of a time-limited run, whose first pass has them
   --no-save             do not write the default JSON and HTML files
   --screenshot PNG      also save a screenshot of the HTML report (headless Chromium)
   --report-from JSON    run nothing: re-render the reports of a saved JSON result (next to it, or --html)
@@ -94,6 +98,8 @@ function list<T extends string>(flag: string, value: string | undefined, allowed
 export interface CliPlan {
   options: BenchOptions;
   json?: string;
+  /** Write `json` after every cell too (the report so far). */
+  checkpoint: boolean;
   html?: string;
   resultsDir: string;
   save: boolean;
@@ -121,9 +127,11 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       dawn: { type: 'string' },
       tuning: { type: 'string' },
       json: { type: 'string' },
+      checkpoint: { type: 'boolean' },
       html: { type: 'string' },
       results: { type: 'string' },
       'no-save': { type: 'boolean' },
+      'no-after-pause': { type: 'boolean' },
       seed: { type: 'string' },
       screenshot: { type: 'string' },
       'report-from': { type: 'string' },
@@ -151,6 +159,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
   const shapes = values.shapes ? parseShapes(values.shapes) : quick ? QUICK_SHAPES : FULL_SHAPES;
   const suite: BenchOptions['suite'] = values.shapes ? 'custom' : quick ? 'quick' : 'full';
   if (budgetS === null && suite === 'full') budgetS = DEFAULT_BUDGET_S;
+  if (values.checkpoint && (!values.json || values['report-from'])) throw new Error('--checkpoint: needs --json FILE, of a run');
   return {
     options: {
       shapes,
@@ -159,7 +168,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       backends: list<BackendName>('--backends', values.backends, BACKENDS) ?? [...BACKENDS],
       modes,
       rhsBits: [...new Set(rhsBits)],
-      policy: quick ? QUICK_POLICY : FULL_POLICY,
+      policy: { ...(quick ? QUICK_POLICY : FULL_POLICY), ...(values['no-after-pause'] ? { afterPauseRows: false as const } : {}) },
       budgetS,
       pipeline,
       seed,
@@ -169,6 +178,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       command: `bench ${argv.join(' ')}`.trim(),
     },
     ...(values.json ? { json: outFile('--json', values.json) } : {}),
+    checkpoint: !!values.checkpoint,
     ...(values.html ? { html: outFile('--html', values.html) } : {}),
     resultsDir: values.results ? resolve(values.results) : join(repoRoot(), 'bench/out'),
     save: !values['no-save'],
@@ -240,7 +250,12 @@ export async function runCli(argv: string[]): Promise<number> {
     plan.html ??= plan.reportFrom.replace(/\.json$/, '') + '.html';
   } else {
     try {
-      report = await runBenchmark({ ...plan.options, log: (line) => process.stderr.write(line + '\n') });
+      const json = plan.json;
+      report = await runBenchmark({
+        ...plan.options,
+        log: (line) => process.stderr.write(line + '\n'),
+        ...(plan.checkpoint && json ? { onCheckpoint: (partial: BenchReport) => write(json, reportJson(partial)) } : {}),
+      });
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
       // The library names its options; here --tuning is a flag (QGEMM_DAWN_TOGGLES stays a variable).

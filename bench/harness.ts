@@ -54,6 +54,11 @@ export interface BenchOptions {
   suite: Suite;
   command?: string;
   log?: (line: string) => void;
+  /**
+   * Called after every cell with the report so far (`incomplete` says so), where a run may be cut short by
+   * a time limit (bench/device-run.sh): the CLI writes it to --json with --checkpoint.
+   */
+  onCheckpoint?: (report: BenchReport) => void;
 }
 
 /** The `conv` field of a convolution layer's rows (none on GEMM rows). */
@@ -262,6 +267,10 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         });
         progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} FAILED: ${message}`);
       }
+      if (opts.onCheckpoint) {
+        const cut = `a checkpoint written after ${rows.length} rows, at ${elapsed().toFixed(1)} s: the run had not finished`;
+        opts.onCheckpoint(assemble(rows, cut));
+      }
     }
   }
 
@@ -298,85 +307,90 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   for (const r of runners) await r.close().catch(() => undefined);
   await chrome?.close();
   choice.ctx?.destroy();
+  return assemble(rows);
 
-  const sortedRows = sortShapes(
-    rows.map((r) => ({ ...r, family: opts.shapes.find((s) => shapeKey(s) === shapeKey(r))?.family ?? 'custom' })),
-  ).map(({ family: _family, ...r }) => r as Row);
-  const finalRows: Row[] = [];
-  const seen = new Set<string>();
-  for (const r of sortedRows) {
-    const key = shapeKey(r);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const group = sortedRows.filter((x) => shapeKey(x) === key).sort((a, b) => rowRank(a) - rowRank(b));
-    finalRows.push(...group);
-  }
+  /** The report of `all` rows; `incomplete` (why) where the run has not finished (a checkpoint). */
+  function assemble(all: readonly Row[], incomplete?: string): BenchReport {
+    const sortedRows = sortShapes(
+      all.map((r) => ({ ...r, family: opts.shapes.find((s) => shapeKey(s) === shapeKey(r))?.family ?? 'custom' })),
+    ).map(({ family: _family, ...r }) => r as Row);
+    const finalRows: Row[] = [];
+    const seen = new Set<string>();
+    for (const r of sortedRows) {
+      const key = shapeKey(r);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const group = sortedRows.filter((x) => shapeKey(x) === key).sort((a, b) => rowRank(a) - rowRank(b));
+      finalRows.push(...group);
+    }
 
-  const summary = choice.summary;
-  return {
-    adapter: {
-      vendor: summary?.vendor ?? '',
-      architecture: summary?.architecture ?? (choice.kind === 'none' ? 'cpu-only' : ''),
-      description: summary ? describeAdapter(summary) : choice.note,
-      device: summary?.device ?? '',
-      name: slug,
-      kind: choice.kind,
-      isSoftware: summary?.isSoftware ?? null,
-      dot4: choice.ctx ? choice.ctx.dot4 : null,
-      toggles: choice.ctx ? (choice.ctx.caps.toggles ?? null) : null,
-      ceilings: ceilings ?? {
-        dot4Tops: null,
-        copyGBs: null,
-        subgroupMatrixTops: null,
-        notes: [choice.kind === 'none' ? 'no WebGPU adapter' : 'not measured (see notes)'],
+    const summary = choice.summary;
+    return {
+      adapter: {
+        vendor: summary?.vendor ?? '',
+        architecture: summary?.architecture ?? (choice.kind === 'none' ? 'cpu-only' : ''),
+        description: summary ? describeAdapter(summary) : choice.note,
+        device: summary?.device ?? '',
+        name: slug,
+        kind: choice.kind,
+        isSoftware: summary?.isSoftware ?? null,
+        dot4: choice.ctx ? choice.ctx.dot4 : null,
+        toggles: choice.ctx ? (choice.ctx.caps.toggles ?? null) : null,
+        ceilings: ceilings ?? {
+          dot4Tops: null,
+          copyGBs: null,
+          subgroupMatrixTops: null,
+          notes: [choice.kind === 'none' ? 'no WebGPU adapter' : 'not measured (see notes)'],
+        },
+        features: summary?.features ?? [],
+        wgslLanguageFeatures: summary?.wgslLanguageFeatures ?? [],
       },
-      features: summary?.features ?? [],
-      wgslLanguageFeatures: summary?.wgslLanguageFeatures ?? [],
-    },
-    runs: finalRows,
-    date: new Date().toISOString(),
-    suite: opts.suite,
-    command: opts.command ?? '',
-    machine,
-    adapterKind: choice.kind,
-    adapterNote: choice.note,
-    chrome: chrome
-      ? {
-          version: chrome.version,
-          adapter: chrome.adapter,
-          flags: chrome.flags,
-          profile: chrome.profile,
-          verify: chrome.verify,
-          crossOriginIsolated: chrome.crossOriginIsolated,
-        }
-      : null,
-    pipeline: {
-      kind: opts.pipeline,
-      description: describePipeline(
-        opts.pipeline,
-        opts.shapes.some((s) => s.conv),
-      ),
-      appliesTo: "this project's rows (qgemm); onnxruntime and naive-js return raw int32, tfjs f32",
-    },
-    timing: {
-      policy: opts.policy,
-      medianMs:
-        'wall time of one call (call: upload both + compute + readback; resident: upload lhs + compute + readback; device: compute + submission; CPU rows: the call itself)',
-      gpuMs:
-        'GPU time from timestamp queries (qgemm: the compute pass, pack + gemm + output; tfjs: its kernels; onnxruntime WebGPU: its kernels, from a profiled session)',
-    },
-    implementations: runners.map((r) => ({
-      impl: r.impl,
-      backend: r.backend,
-      runtime: r.runtime,
-      mode: r.mode,
-      rhsBits: rhsBitsOf(r),
-      computes: r.computes,
-      details: r.details,
-    })),
-    comparisons: compare(finalRows, choice.kind),
-    skipped,
-    notes,
-    elapsedS: round(elapsed(), 3),
-  };
+      runs: finalRows,
+      date: new Date().toISOString(),
+      suite: opts.suite,
+      command: opts.command ?? '',
+      machine,
+      adapterKind: choice.kind,
+      adapterNote: choice.note,
+      chrome: chrome
+        ? {
+            version: chrome.version,
+            adapter: chrome.adapter,
+            flags: chrome.flags,
+            profile: chrome.profile,
+            verify: chrome.verify,
+            crossOriginIsolated: chrome.crossOriginIsolated,
+          }
+        : null,
+      pipeline: {
+        kind: opts.pipeline,
+        description: describePipeline(
+          opts.pipeline,
+          opts.shapes.some((s) => s.conv),
+        ),
+        appliesTo: "this project's rows (qgemm); onnxruntime and naive-js return raw int32, tfjs f32",
+      },
+      timing: {
+        policy: opts.policy,
+        medianMs:
+          'wall time of one call (call: upload both + compute + readback; resident: upload lhs + compute + readback; device: compute + submission; CPU rows: the call itself)',
+        gpuMs:
+          'GPU time from timestamp queries (qgemm: the compute pass, pack + gemm + output; tfjs: its kernels; onnxruntime WebGPU: its kernels, from a profiled session)',
+      },
+      implementations: runners.map((r) => ({
+        impl: r.impl,
+        backend: r.backend,
+        runtime: r.runtime,
+        mode: r.mode,
+        rhsBits: rhsBitsOf(r),
+        computes: r.computes,
+        details: r.details,
+      })),
+      comparisons: compare(finalRows, choice.kind),
+      skipped: [...skipped],
+      notes: [...notes],
+      ...(incomplete ? { incomplete } : {}),
+      elapsedS: round(elapsed(), 3),
+    };
+  }
 }

@@ -116,6 +116,8 @@ export interface BenchReport {
   comparisons: Comparison[];
   skipped: Skipped[];
   notes: string[];
+  /** Present only in a checkpoint (`--checkpoint`): why the report is partial. The final report has none. */
+  incomplete?: string;
   elapsedS: number;
 }
 

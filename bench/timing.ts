@@ -25,6 +25,11 @@ export interface RepeatPolicy {
   maxReps: number;
   /** Keep repeating (up to maxReps) until the timed runs add up to this many ms. */
   targetMs: number;
+  /**
+   * false: no after-pause rows (`--no-after-pause`: a second pass of a time-limited run, bench/device-run.sh);
+   * absent: each `resident` GPU row has its after-pause row (the decode loop's other case, afterPause below).
+   */
+  afterPauseRows?: false;
 }
 
 export const QUICK_POLICY: RepeatPolicy = { warmup: 1, minReps: 3, maxReps: 15, targetMs: 600 };

@@ -274,7 +274,9 @@ export async function startChrome(opts: ChromeOptions): Promise<ChromeSession> {
             ...(model ? { model: `/${model}` } : {}),
             ...(impl === 'ort-webgpu' ? { profiledRuns: policy.minReps } : {}),
             // The decode loop's after-pause calls: every resident WebGPU GEMM row, qgemm's and the peers', as in Node.
-            ...(id.mode === 'resident' && id.backend === 'webgpu' && !data.shape.conv ? { pauseMs: PAUSE_MS } : {}),
+            ...(id.mode === 'resident' && id.backend === 'webgpu' && !data.shape.conv && policy.afterPauseRows !== false
+              ? { pauseMs: PAUSE_MS }
+              : {}),
             ...(id.rhsBits === 4 ? { rhsBits: 4 as const } : {}),
             ...(data.shape.conv ? { conv: { layer: data.shape.conv, geometry: { ...data.conv!.geometry } } } : {}),
           });

@@ -115,7 +115,7 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       const session = await ort.InferenceSession.create(model, sessionOptions());
       let wall: Stats;
       let warmed: Warmed | undefined;
-      let paused: Stats;
+      let paused: Stats | undefined;
       const once = async () => {
         const t0 = performance.now();
         const out = await session.run(feed());
@@ -125,7 +125,7 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       try {
         ({ wall, warm: warmed } = await measure(policy, async () => ({ timing: { wallMs: await once(), gpuMs: null }, output: null })));
         // The decode loop's other case, measured as qgemm's: single calls, each after a pause.
-        paused = await afterPause(policy, once);
+        if (policy.afterPauseRows !== false) paused = await afterPause(policy, once);
       } finally {
         await session.release?.();
       }
@@ -133,7 +133,7 @@ export async function onnxruntimeWebgpu(impl: OrtWebgpuImpl, adapter: string): P
       return {
         wall,
         gpu,
-        afterPause: paused,
+        ...(paused ? { afterPause: paused } : {}),
         warm: warmed,
         ...(gpu ? {} : { gpuNote: "onnxruntime's profile held no WebGPU kernel times" }),
       };

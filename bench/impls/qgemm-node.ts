@@ -215,7 +215,7 @@ export function qgemmWebgpuNode(ctx: GpuContext, adapter: string, computes: stri
         const outcome = await qgemmCell(policy, ({ timing, onTrace }) => qgemmCall(ctx, mode, input, timing, { onTrace }), {
           timestamps,
           traced: mode !== 'device',
-          paused: mode === 'resident',
+          paused: mode === 'resident' && policy.afterPauseRows !== false,
         });
         return {
           ...outcome,

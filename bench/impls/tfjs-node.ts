@@ -128,7 +128,10 @@ export async function tfjsWebgpuNode(opts: {
             const ms = (await once(true)).gpuMs;
             if (ms !== null) gpus.push(ms);
           }
-          const paused = mode === 'resident' ? await afterPause(policy, async () => (await once(false)).wallMs) : undefined;
+          const paused =
+            mode === 'resident' && policy.afterPauseRows !== false
+              ? await afterPause(policy, async () => (await once(false)).wallMs)
+              : undefined;
           return {
             wall: r.wall,
             warm: r.warm,

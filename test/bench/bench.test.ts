@@ -563,6 +563,69 @@ describe('benchmark harness', () => {
     expect(vs8?.shapes.map((s) => s.speedup)).toEqual([2]);
   });
 
+  it('hands a checkpoint to onCheckpoint after every cell: the rows so far, marked incomplete; the final report is not', async () => {
+    const partials: BenchReport[] = [];
+    const report = await runBenchmark({
+      shapes: TINY,
+      impls: ['qgemm', 'naive-js'],
+      runtimes: ['node'],
+      backends: ['cpu'],
+      modes: ['call'],
+      policy: POLICY,
+      budgetS: null,
+      pipeline: 'uint8',
+      seed: 7,
+      suite: 'custom',
+      onCheckpoint: (r) => partials.push(JSON.parse(reportJson(r))),
+    });
+    expect(report.incomplete).toBeUndefined();
+    expect(partials.map((r) => r.runs.length)).toEqual([1, 2, 3, 4]);
+    for (const r of partials) expect(r.incomplete).toMatch(/^a checkpoint written after \d+ rows, at [\d.]+ s: the run had not finished$/);
+    expect(
+      partials
+        .at(-1)
+        ?.runs.map((r) => rowKey(r))
+        .sort(),
+    ).toEqual(report.runs.map((r) => rowKey(r)).sort());
+    expect(
+      partials
+        .at(-1)
+        ?.runs.filter((r) => r.impl === 'qgemm')
+        .every((r) => r.verified === true),
+    ).toBe(true);
+  });
+
+  it('leaves the after-pause rows out with afterPauseRows: false (--no-after-pause), and only them', async () => {
+    const opts = {
+      shapes: parseShapes('1x64x72'),
+      impls: ['qgemm', 'tfjs-webgpu-f32'] as BenchOptions['impls'],
+      runtimes: ['node'] as BenchOptions['runtimes'],
+      backends: ['webgpu'] as BenchOptions['backends'],
+      modes: ['resident'] as BenchOptions['modes'],
+      budgetS: null,
+      pipeline: 'uint8' as const,
+      seed: 7,
+      suite: 'custom' as const,
+    };
+    const without = await runBenchmark({ ...opts, policy: { ...POLICY, afterPauseRows: false } });
+    if (without.adapterKind === 'none' && process.env.CI !== 'true') return; // no WebGPU here
+    const keys = (r: BenchReport) => r.runs.map((x) => rowKey(x)).sort();
+    expect(keys(without)).toEqual(['qgemm/webgpu/node/resident', 'tfjs-webgpu-f32/webgpu/node/resident']);
+    expect(without.runs.find((r) => r.impl === 'qgemm')?.verified).toBe(true);
+    expect(JSON.parse(reportJson(without)).timing.policy.afterPauseRows).toBe(false);
+    const withRows = await runBenchmark({ ...opts, policy: POLICY });
+    expect(keys(withRows)).toEqual([
+      'qgemm/webgpu/node/resident',
+      'qgemm/webgpu/node/resident/after-pause',
+      'tfjs-webgpu-f32/webgpu/node/resident',
+      'tfjs-webgpu-f32/webgpu/node/resident/after-pause',
+    ]);
+    const cli = parseCli(['--shapes', '1x64x72', '--no-after-pause']);
+    expect(cli !== 'help' && cli.options.policy.afterPauseRows).toBe(false);
+    const plain = parseCli(['--shapes', '1x64x72']);
+    expect(plain !== 'help' && 'afterPauseRows' in plain.options.policy).toBe(false);
+  });
+
   it('parses the CLI flags', () => {
     const quick = parseCli(['--quick', '--json', 'out.json']);
     if (quick === 'help') throw new Error('unexpected help');
@@ -598,6 +661,10 @@ describe('benchmark harness', () => {
     expect(custom.options.pipeline).toBe('int32');
     expect(custom.options.modes).toEqual(['call', 'resident', 'device']);
     expect(parseCli(['--help'])).toBe('help');
+    expect(quick.checkpoint).toBe(false);
+    const checkpoint = parseCli(['--quick', '--json', 'out.json', '--checkpoint']);
+    expect(checkpoint !== 'help' && checkpoint.checkpoint).toBe(true);
+    expect(() => parseCli(['--quick', '--checkpoint'])).toThrow(/--checkpoint: needs --json FILE/);
     expect(() => parseCli(['--impls', 'cublas'])).toThrow(/unknown "cublas"/);
     expect(() => parseCli(['--shapes', '12x0x3'])).toThrow(/MxNxK/);
     expect(() => parseCli(['--shapes', '1e3x2x2'])).toThrow(/MxNxK/); // digits only: was 1000x2x2
