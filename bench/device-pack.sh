@@ -1,11 +1,12 @@
 #!/bin/sh
 # `npm run bench:device-pack`: prepares, in one step, everything a benchmark run on a bare GPU machine
 # needs (the project's GPU machines take a copy of the repository plus at most 64 MiB per transfer), in
-# folders git ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node and a pruned
-# onnxruntime-node with its own WebGPU EP, xz-compressed) and .gl/ (the Vulkan loader and GL/EGL
+# folders git ignores: dist/ (the bundled bench, vite build), .device/ (Node itself, Dawn's dawn.node, a pruned
+# onnxruntime-node with its own WebGPU EP and dist/'s Node and browser bundles, xz-compressed) and .gl/ (the Vulkan loader and GL/EGL
 # libraries as Debian packages, `apt-get download`: the GPU machine has the NVIDIA driver but no
-# loader). bench/device-run.sh is the one command that uses them on the GPU machine (verify, tune, the bench
-# twice with clocks.csv, the 4-bit pass; bench/README.md "Tuning on a GPU"). Run it from the repo root.
+# loader). bench/device-run.sh is the one command that uses them on the GPU machine (core: verify, tune, the
+# bench twice with clocks.csv; extras: the token, robustness off, the 4-bit pass; bench/README.md "Tuning on
+# a GPU"). Run it from the repo root.
 set -eu
 cd "$(dirname "$0")/.."
 [ -d node_modules/webgpu ] || { echo "device-pack: run npm ci first" >&2; exit 1; }
@@ -18,6 +19,9 @@ mkdir -p .device .gl
 echo "device-pack: compressing node and dawn.node into .device/"
 xz -T2 -c "$(readlink -f "$(command -v node)")" > .device/node.xz
 xz -T2 -c node_modules/webgpu/dist/linux-x64/dawn.node > .device/dawn.node.xz
+# The bundles, compressed (7.7 MiB as files, about 1.2 as dist.tar.xz): device-run.sh and the Chrome bench
+# (tools/chrome-gpu-probe.sh) unpack it over dist/, so a call need not carry dist/ itself.
+tar -cJf .device/dist.tar.xz dist/node dist/browser
 echo "device-pack: pruned onnxruntime-node (linux-x64 binary only) into .device/ort.tar.xz"
 tar -cJf .device/ort.tar.xz node_modules/onnxruntime-common node_modules/onnxruntime-node/package.json \
   node_modules/onnxruntime-node/dist node_modules/onnxruntime-node/bin/napi-v6/linux/x64
@@ -33,8 +37,12 @@ if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
   (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 fi
 
-total=$(du -cb dist .device .gl | tail -1 | cut -f1)
-echo "device-pack: .gl/, .device/ and dist/ = $((total / 1048576)) MiB (at most 64 MiB per transfer to the GPU machine)"
-du -sh dist .device/* .gl | sed 's/^/  /'
-if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB a GPU machine takes per transfer" >&2; exit 1; fi
-echo "device-pack: on the GPU machine, with \$OUT set: sh bench/device-run.sh"
+# What travels with each call: the repository's files (tracked, and untracked ones git does not ignore)
+# beside the carried folders, 64 MiB in all.
+carried=$(du -cb .device .gl | tail -1 | cut -f1)
+repo=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {t += $1} END {print t + 0}')
+total=$((carried + repo))
+echo "device-pack: .gl/ and .device/ = $((carried / 1048576)) MiB, with the repository's $((repo / 1048576)) MiB = $((total / 1048576)) MiB (at most 64 MiB per call to the GPU machine)"
+du -sh .device/* .gl | sed 's/^/  /'
+if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB a GPU machine takes per call" >&2; exit 1; fi
+echo "device-pack: on the GPU machine (carry .gl and .device), with \$OUT set: sh bench/device-run.sh, then sh bench/device-run.sh extras"

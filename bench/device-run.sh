@@ -1,30 +1,36 @@
 #!/bin/sh
 # One command on a bare GPU machine (Linux, NVIDIA driver, no Node, no Vulkan loader), from the payload of
-# `npm run bench:device-pack` (dist/, .device/, .gl/; bench/README.md "On a GPU machine"): unpacks Node,
-# dawn.node, onnxruntime-node and the Vulkan loader; starts clocks.csv (nvidia-smi, every 250 ms); runs
-# `qgemm verify` (every kernel against the reference; a mismatch is reported first in the summary and the
-# run goes on, since the self-test disables a failing tensor-core kernel on the device, the tuner verifies
-# its winners and the bench every qgemm row, bit for bit), `qgemm tune` (180 s of budget, about 3.5 minutes
-# with the verification of its winners; it starts from the adapter's committed table, if any; the table it
-# writes serves the bench through --tuning where no committed table does), then the
-# bench twice (squares, decode, the suite's two conv layers and three deep ones: 14x14x256, 7x7x512 and
-# 2x2x512 inputs, 3x3 filters; `resident`; qgemm, tfjs f32, onnxruntime's MatMulNBits-8), so the spread
-# between passes is known; then, in the time left, one token through four 4096² fully connected layers
-# (dist/node/token.js, bench/token.ts: Sequential.run's wall against the sum of its GPU times), qgemm at
-# five shapes with Dawn's robustness off (the same kernels: what the index clamps cost; docs/gpu.md "Dawn
-# toggles"), and 1x11008² and 128x11008² with 8- and 4-bit weights; and prints short tables last
-# (bench/device-summary.mjs: verify, tune, the passes, robustness, the 4-bit pass, the token); it exits
-# non-zero where a stage failed, timed out or wrote no JSON (verify: a mismatch), naming them.
-# Everything it writes goes under $OUT (11 files: verify.json, tune.json, tuning.json, bench1.json,
-# bench2.json, token.json, bench-norobust.json, bench-u4.json, clocks.csv, gpu.csv, run.log). Each stage
-# has its own time limit, with a KILL 5 s after its TERM (60 + 220 + 2 x 110 s, about 15 s to unpack, the token 30 s where 60 are left,
-# robustness off 30 s where 90 are left, and the 4-bit pass whatever is left of 535 s; every bench cell
-# warms the GPU's clocks first, 0.5 to about 2 s until its calls are steady, bench/timing.ts, and the bench's
-# budget counts the last cell's warm-up), so the whole run ends within 9 minutes.
-#   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh
+# `npm run bench:device-pack` (.device/ and .gl/; bench/README.md "Tuning on a GPU"), in two
+# forms, each one call of the machine:
+#   core (the default, within 9 minutes): unpacks Node, dawn.node, onnxruntime-node and the Vulkan loader;
+#     starts clocks.csv (nvidia-smi, every 250 ms); runs `qgemm verify` (every kernel against the
+#     reference; a mismatch is reported first in the summary and the run goes on, since the self-test
+#     disables a failing tensor-core kernel on the device, the tuner verifies its winners and the bench
+#     every qgemm row, bit for bit), `qgemm tune` (150 s of budget; it starts from the adapter's committed
+#     table, if any; the table it writes serves the bench through --tuning where no committed table
+#     does), then the bench twice (squares, decode, the suite's two conv layers and three deep ones:
+#     14x14x256, 7x7x512 and 2x2x512 inputs, 3x3 filters; `resident`; qgemm, tfjs f32, onnxruntime's
+#     MatMulNBits-8; the second pass without the after-pause rows), so the spread between passes is known.
+#   extras (about 4 minutes, a second call): one token through four 4096² fully connected layers
+#     (dist/node/token.js, bench/token.ts: Sequential.run's wall against the sum of its GPU times), qgemm
+#     at five shapes with Dawn's robustness off (the same kernels: what the index clamps cost; docs/gpu.md
+#     "Dawn toggles"), and 1x11008² and 128x11008² with 8- and 4-bit weights; with the core run's table
+#     where it was copied to .device/tuning.json.
+# Each prints short tables last (bench/device-summary.mjs) and exits non-zero where a stage failed, timed
+# out or wrote no JSON (verify: a mismatch), naming them. Each stage has its own time limit, with a KILL 5 s
+# after its TERM (core: 75 + 190 + 120 + 115 s and about 15 s to unpack; extras: 35 + 45 + 125 s; every
+# bench cell warms the GPU's clocks first, 0.5 to about 2 s until its calls are steady, bench/timing.ts,
+# and the bench's budget counts the last cell's warm-up). The bench writes its JSON after every cell
+# (--checkpoint), so a pass cut short by its limit keeps the rows it measured, marked `incomplete`.
+# The machine gives back at most 8 files, so the JSON reports and gpu.csv go into one results.tar:
+# $OUT holds results.tar, clocks.csv and run.log (core: verify.json, tune.json, tuning.json, bench1.json,
+# bench2.json, gpu.csv in the tar; extras: token.json, bench-norobust.json, bench-u4.json, gpu.csv).
+#   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh [core|extras]
 set -u
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to a folder for the results}"
+MODE=${1:-core}
+case "$MODE" in core | extras) ;; *) echo "usage: OUT=folder sh bench/device-run.sh [core|extras]" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 LOG=$OUT/run.log
 : > "$LOG"
@@ -51,11 +57,15 @@ stage "unpack"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
-N=/tmp/node
+# Where the unpacked binaries and the stages' output go (DEVICE_TMP: a test's own folder).
+T=${DEVICE_TMP:-/tmp}
+N=$T/node
 xz -dc .device/node.xz > $N && chmod +x $N
-xz -dc .device/dawn.node.xz > /tmp/dawn.node
+xz -dc .device/dawn.node.xz > $T/dawn.node
 [ -f .device/ort.tar.xz ] && tar -xJf .device/ort.tar.xz
-export QGEMM_DAWN_NODE=/tmp/dawn.node
+# The bundles of this payload (npm run bench:device-pack), over any dist/ an earlier call left.
+if [ -f .device/dist.tar.xz ]; then rm -rf dist/node dist/browser && tar -xJf .device/dist.tar.xz; fi
+export QGEMM_DAWN_NODE=$T/dawn.node
 # Dawn's device toggles for every stage (docs/gpu.md "Dawn toggles"; the bench JSON records them as
 # adapter.toggles, the table's method names them): the audited default, or QGEMM_DAWN_TOGGLES as given.
 export QGEMM_DAWN_TOGGLES=${QGEMM_DAWN_TOGGLES:-disable_workgroup_init}
@@ -66,72 +76,82 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv -lms 250 > "$OUT/clocks.csv" 2>> "$LOG" &
 SMI=$!
 
+# The end of either form: the tables, then the JSON reports and gpu.csv into results.tar (the machine gives
+# back at most 8 files), and the exit status naming the stages that failed.
+finish() {
+  kill "$SMI" 2>/dev/null
+  stage "done"
+  $N bench/device-summary.mjs "$@" | tee -a "$LOG"
+  (
+    cd "$OUT" || exit
+    : > .packed
+    for f in *.json gpu.csv; do if [ -s "$f" ]; then echo "$f" >> .packed; fi; done
+    [ -s .packed ] && tar -cf results.tar -T .packed && xargs rm -f < .packed
+    rm -f .packed
+  )
+  say "results.tar: $(tar -tf "$OUT/results.tar" 2>/dev/null | paste -sd' ')"
+  [ -z "$FAILED" ] || say "failed or incomplete:$FAILED"
+  [ -z "$FAILED" ]
+}
+
+if [ "$MODE" = extras ]; then
+  # The core run's table, where it was copied to .device/tuning.json (a committed table still comes first).
+  TUNING=""
+  [ -s .device/tuning.json ] && TUNING="--tuning .device/tuning.json" && say "tuning: .device/tuning.json"
+  # One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
+  # and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
+  stage "token"
+  timeout -k 5 35 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > $T/token.out 2>&1
+  logged token $T/token.out "$OUT/token.json"
+  # What Dawn's robustness (the clamping of every buffer and array index) costs the kernels: qgemm alone at
+  # five shapes of the core passes, with `disable_robustness` added; every row still verified bit for bit.
+  # Measured only: the library's own devices keep robustness on.
+  stage "bench without robustness"
+  # shellcheck disable=SC2086
+  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout -k 5 45 $N dist/node/bench.js --dawn $T/dawn.node \
+    --runtimes node --backends webgpu --modes resident --impls qgemm \
+    --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 35 $TUNING \
+    --no-save --json "$OUT/bench-norobust.json" --checkpoint > $T/bench.out 2>&1
+  logged "bench without robustness" $T/bench.out "$OUT/bench-norobust.json"
+  # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
+  # onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008².
+  stage "bench 4-bit"
+  # shellcheck disable=SC2086
+  timeout -k 5 125 $N dist/node/bench.js --dawn $T/dawn.node --runtimes node --backends webgpu --modes resident \
+    --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
+    --shapes 1x11008x11008,128x11008x11008 --budget 110 $TUNING \
+    --no-save --json "$OUT/bench-u4.json" --checkpoint > $T/bench.out 2>&1
+  logged "bench 4-bit" $T/bench.out "$OUT/bench-u4.json"
+  finish --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"
+  exit $?
+fi
+
 stage "verify"
-timeout -k 5 60 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
+timeout -k 5 75 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
 V=$?
 ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
 [ "$V" -ne 0 ] && [ "$V" -ne 124 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
-timeout -k 5 220 $N bin/qgemm.mjs tune --backend webgpu --budget 180s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
+timeout -k 5 190 $N bin/qgemm.mjs tune --backend webgpu --budget 150s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
 ended tune $? "$OUT/tune.json"
 TUNING=""
 [ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
 
 SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64,conv14x14x256-k3x3-s1-o256,conv7x7x512-k3x3-s1-o512,conv2x2x512-k3x3-s1-o512
-for pass in 1 2; do
-  stage "bench pass $pass"
-  # shellcheck disable=SC2086
-  timeout -k 5 110 $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
-    --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 95 $TUNING \
-    --no-save --json "$OUT/bench$pass.json" > /tmp/bench.out 2>&1
-  logged "bench pass $pass" /tmp/bench.out "$OUT/bench$pass.json"
-done
-# One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
-# and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
-LEFT=$(( 535 - ($(date +%s) - T0) ))
-if [ "$LEFT" -ge 60 ]; then
-  stage "token"
-  timeout -k 5 30 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > /tmp/token.out 2>&1
-  logged token /tmp/token.out "$OUT/token.json"
-else
-  say "token skipped: $LEFT s left"
-fi
-# What Dawn's robustness (the clamping of every buffer and array index) costs the kernels: qgemm alone at
-# five shapes, the kernels of the passes above (the same table), with `disable_robustness` added; every
-# row still verified bit for bit. Measured only: the library's own devices keep robustness on.
-LEFT=$(( 535 - ($(date +%s) - T0) ))
-if [ "$LEFT" -ge 90 ]; then
-  stage "bench without robustness"
-  # shellcheck disable=SC2086
-  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout -k 5 30 $N dist/node/bench.js --dawn /tmp/dawn.node \
-    --runtimes node --backends webgpu --modes resident --impls qgemm \
-    --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 25 $TUNING \
-    --no-save --json "$OUT/bench-norobust.json" > /tmp/bench.out 2>&1
-  logged "bench without robustness" /tmp/bench.out "$OUT/bench-norobust.json"
-else
-  say "bench without robustness skipped: $LEFT s left"
-fi
-# The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
-# onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008², in what is left of the 9
-# minutes (the stages above rarely use their whole limits); skipped with a line in run.log when under 45
-# s are left.
-LEFT=$(( 535 - ($(date +%s) - T0) ))
-if [ "$LEFT" -ge 45 ]; then
-  stage "bench 4-bit ($LEFT s left)"
-  # shellcheck disable=SC2086
-  timeout -k 5 "$LEFT" $N dist/node/bench.js --dawn /tmp/dawn.node --runtimes node --backends webgpu --modes resident \
-    --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
-    --shapes 1x11008x11008,128x11008x11008 --budget $((LEFT - 10)) $TUNING \
-    --no-save --json "$OUT/bench-u4.json" > /tmp/bench.out 2>&1
-  logged "bench 4-bit" /tmp/bench.out "$OUT/bench-u4.json"
-else
-  say "bench 4-bit skipped: $LEFT s left"
-fi
-kill "$SMI" 2>/dev/null
-stage "done"
-$N bench/device-summary.mjs "$OUT/bench1.json" "$OUT/bench2.json" --u4 "$OUT/bench-u4.json" \
-  --verify "$OUT/verify.json" --tune "$OUT/tune.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json" | tee -a "$LOG"
-[ -z "$FAILED" ] || say "failed or incomplete:$FAILED"
-[ -z "$FAILED" ]
+# Pass 1 with the after-pause rows (the decode loop's other case), pass 2 without them: the GPU times of
+# both give the spread, and the second pass's budget reaches the largest squares.
+stage "bench pass 1"
+# shellcheck disable=SC2086
+timeout -k 5 120 $N dist/node/bench.js --dawn $T/dawn.node --runtimes node --backends webgpu --modes resident \
+  --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 105 $TUNING \
+  --no-save --json "$OUT/bench1.json" --checkpoint > $T/bench.out 2>&1
+logged "bench pass 1" $T/bench.out "$OUT/bench1.json"
+stage "bench pass 2"
+# shellcheck disable=SC2086
+timeout -k 5 115 $N dist/node/bench.js --dawn $T/dawn.node --runtimes node --backends webgpu --modes resident \
+  --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 100 $TUNING \
+  --no-after-pause --no-save --json "$OUT/bench2.json" --checkpoint > $T/bench.out 2>&1
+logged "bench pass 2" $T/bench.out "$OUT/bench2.json"
+finish "$OUT/bench1.json" "$OUT/bench2.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"

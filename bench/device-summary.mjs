@@ -6,7 +6,8 @@
 // MatMulNBits-8) from the same passes; then, from the 4-bit pass, qgemm with 8- and 4-bit weights beside
 // MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); qgemm's GPU time with Dawn's
 // robustness off beside the passes'; the passes' clock warm-ups (how long, how many never settled);
-// then the token through a Sequential (bench/token.ts). Plain Node, no dependencies (it runs on the
+// then the token through a Sequential (bench/token.ts). A report that is a checkpoint (a stage cut short by
+// its time limit: the bench's --checkpoint) is said to be one, with the rows it kept. Plain Node, no dependencies (it runs on the
 // bare GPU machine). A file missing, truncated or of another shape is "no report", never a crash.
 // Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
 //        [--norobust bench-norobust.json] [--token token.json]
@@ -31,7 +32,13 @@ const read = (f, empty = { runs: [] }) => {
 const objects = (xs) => (Array.isArray(xs) ? xs.filter((x) => x !== null && typeof x === 'object') : []);
 /** A bench report's rows (none where the file is missing, truncated or of another shape). */
 const runsOf = (file) => objects(read(file, null)?.runs);
-const passes = (firstOption >= 0 ? args.slice(0, firstOption) : args).map((file) => ({ runs: runsOf(file) }));
+const passFiles = firstOption >= 0 ? args.slice(0, firstOption) : args;
+const passes = passFiles.map((file) => ({ runs: runsOf(file) }));
+/** A line where a bench report is a checkpoint (--checkpoint: the stage was cut short), else none. */
+const cutShort = (file, label) => {
+  const why = read(file, null)?.incomplete;
+  if (typeof why === 'string') console.log(`${label} cut short: ${runsOf(file).length} rows kept (${why})`);
+};
 /** A time in ms as the tables print it, '-' where there is none (or it is not a number). */
 const f = (x) => (typeof x !== 'number' || !Number.isFinite(x) ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
 
@@ -101,7 +108,8 @@ for (const [k, r] of rows) {
   const kernel = r.unverified ? `${r.kernel} UNVERIFIED` : r.kernel;
   lines.push([k, f(a), f(b), spread, kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
-console.log(lines.join('\n'));
+if (passFiles.length) console.log(lines.join('\n'));
+for (const [i, file] of passFiles.entries()) cutShort(file, `pass ${i + 1}`);
 // The clock warm-ups of the passes' rows (bench/timing.ts RepeatPolicy.warmRule): how long, and how many never settled.
 const warms = passes.flatMap((p) => p.runs.filter((r) => typeof r.warm?.ms === 'number' && r.loop !== 'after-pause').map((r) => r.warm));
 if (warms.length) {
@@ -127,6 +135,7 @@ if (norobustFile) {
   }
   if (out.length === 2) out.push('(no run without robustness: see run.log)');
   console.log(out.join('\n'));
+  cutShort(norobustFile, 'robustness off');
 }
 
 // The 4-bit pass: one line per shape, GPU time (`resident`, the median) of each row.
@@ -156,6 +165,7 @@ if (u4File) {
   }
   if (u4.size === 0) out.push('(no 4-bit pass: see run.log)');
   console.log(out.join('\n'));
+  cutShort(u4File, 'the 4-bit pass');
 }
 
 // The token (dist/node/token.js): Sequential.run's wall against the sum of its layers' GPU times.

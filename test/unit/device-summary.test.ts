@@ -101,6 +101,23 @@ describe('bench/device-summary.mjs', () => {
     expect(out).toMatch(/token: one token: wall - ms back to back/);
   });
 
+  it('says which report is a checkpoint (a stage cut short), with the rows it kept', () => {
+    const cut = writeJson('cut.json', {
+      runs: pair('qgemm', 1, 4096, 0.02, { kernel: 'gemv', verified: true }),
+      incomplete: 'a checkpoint written after 2 rows, at 40.0 s: the run had not finished',
+    });
+    const out = summary(p1, cut, '--u4', cut);
+    expect(out).toContain('pass 2 cut short: 2 rows kept (a checkpoint written after 2 rows, at 40.0 s: the run had not finished)');
+    expect(out).toContain('the 4-bit pass cut short: 2 rows kept');
+    expect(out).not.toContain('pass 1 cut short');
+  });
+
+  it('prints no pass table where no pass is given (the extras run)', () => {
+    const out = summary('--u4', join(dir, 'absent.json'));
+    expect(out).not.toContain('qgemm ms pass1');
+    expect(out).toContain('(no 4-bit pass: see run.log)');
+  });
+
   it('marks a qgemm row whose result was not verified, in either pass', () => {
     const bad = write('bad.json', [...pair('qgemm', 4096, 4096, 1.5, { kernel: 'sgmat-64x64-dd', verified: false })]);
     const line = summary(p1, bad)
