@@ -96,6 +96,8 @@ web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorf
   node_modules/onnxruntime-web/package.json node_modules/onnxruntime-web/dist/ort.node.min.js node_modules/onnxruntime-web/dist/ort.min.js
   node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs
   node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm"
+# A pipe's status is its last command's: a file missing would leave an empty web.tar.xz behind an exit 0.
+for f in $web_files; do [ -f "$f" ] || { echo "chrome-pack: $f is missing: run npm ci first" >&2; exit 1; }; done
 # shellcheck disable=SC2086
 tar -cf - $web_files | xz "-$XZ_LEVEL" -T2 > .chrome-pack/web.tar.xz
 echo "chrome-pack: .chrome-pack/ (copy one part per transfer, with manifest.txt; web.tar.xz with the bench run):"

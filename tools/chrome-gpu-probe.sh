@@ -62,7 +62,12 @@ echo "chrome-gpu-probe: $(grep "^Chromium" "$root/VERSIONS" | head -1); librarie
 if [ -f "$parts/web.tar.xz" ] && [ ! -f "$root/.web" ]; then
   tar -xJf "$parts/web.tar.xz" -C "$root" && touch "$root/.web" && echo "chrome-gpu-probe: the bench page's files unpacked into $root/node_modules"
 fi
-if [ -d "$root/node_modules" ] && [ ! -e node_modules ]; then ln -s "$root/node_modules" node_modules; fi
+# Each package on its own: node_modules may be here already (a device-run.sh before this unpacked
+# onnxruntime-node into it), and a link of the whole folder would then be left unmade.
+for p in "$root"/node_modules/@tensorflow "$root"/node_modules/onnxruntime-web; do
+  name=node_modules/${p#"$root"/node_modules/}
+  if [ -d "$p" ] && [ ! -e "$name" ]; then mkdir -p node_modules && ln -s "$p" "$name"; fi
+done
 [ "$mode" = unpack ] && exit 0
 
 export QGEMM_CHROME_PREFIX="$root"
@@ -79,6 +84,8 @@ if [ -z "$attempt" ]; then
   echo "chrome-gpu-probe: no attempt gave a hardware adapter, so no bench in Chrome: the table above names each blocker ($out/chrome-gpu-probe.json)" >&2
   exit 1
 fi
+# The bundles of the payload (npm run bench:device-pack), over any dist/ an earlier call left.
+if [ -f .device/dist.tar.xz ]; then rm -rf dist/node dist/browser && tar -xJf .device/dist.tar.xz && echo "chrome-gpu-probe: dist/ unpacked from .device/dist.tar.xz"; fi
 if [ -f "$parts/ort.tar.xz" ]; then tar --keep-directory-symlink -xJf "$parts/ort.tar.xz" && echo "chrome-gpu-probe: onnxruntime-node unpacked"; fi
 export QGEMM_CHROME_ATTEMPT="$attempt" QGEMM_CHROMIUM_ADAPTER=hardware CHROMIUM_PATH="$root/chromium" VK_ICD_FILENAMES="$icd" VK_DRIVER_FILES="$icd"
 echo "chrome-gpu-probe: the bench, Chrome with attempt $attempt: dist/node/bench.js $*"
