@@ -39,7 +39,7 @@ class Parser {
       return c === '{' ? this.object(depth + 1, path) : this.array(depth + 1, path);
     }
     if (c === '"') return this.string();
-    if (c === '-' || (c >= '0' && c <= '9')) return this.number();
+    if (c === '-' || (c >= '0' && c <= '9')) return this.number(path);
     for (const [word, v] of [
       ['true', true],
       ['false', false],
@@ -117,12 +117,25 @@ class Parser {
     return JSON.parse(text.slice(start, i + 1)) as string;
   }
 
-  private number(): number {
+  /**
+   * A number token. One past what a double holds is refused, naming the value's path: Number() would read
+   * `1e-400` as 0 and `1e400` as Infinity, and the checks after it would see a 0 that nobody wrote.
+   */
+  private number(path: string): number {
     NUMBER.lastIndex = this.pos;
+    const at = this.pos;
     const m = NUMBER.exec(this.text);
     if (!m) this.fail('bad number');
     this.pos += m[0].length;
-    return Number(m[0]);
+    const v = Number(m[0]);
+    const nonzero = /[1-9]/.test(m[0].split(/[eE]/)[0]);
+    if (!Number.isFinite(v) || (v === 0 && nonzero)) {
+      const field = path ? brief(path).replace(/^"|"$/g, '') : this.field;
+      const what = v === 0 ? 'too small: it would read as 0' : 'too large: it would read as infinite';
+      const literal = m[0].length > 40 ? `${m[0].slice(0, 40)}...` : m[0];
+      throw new InputError(field, `${literal} is ${what} (${this.where(at)}); a number must lie within a double's range`);
+    }
+    return v;
   }
 
   private eat(c: string): boolean {

@@ -42,6 +42,19 @@ describe('parseStrictJson', () => {
     expect(fieldOf('{"p": [{"s": 1}, {"s": 1, "s": 2}]}')).toBe('p[1].s');
     expect(fieldOf('[{"min": 1, "min": 2}]', 'pipeline')).toBe('pipeline[0].min');
   });
+  it("refuses a number past a double's range by its path, where JSON.parse reads 0 or Infinity", () => {
+    expect(JSON.parse('1e-400')).toBe(0);
+    expect(fieldOf('{"pipeline": [{"scale": 1e-400}]}')).toBe('pipeline[0].scale');
+    expect(fieldOf('[1, -2.5e-999]', '--pipeline')).toBe('--pipeline[1]');
+    expect(fieldOf('{"shift": 1e400}')).toBe('shift');
+    expect(fieldOf('-1E+309')).toBe('SPEC');
+    expect(() => parseStrictJson('{"m": 0.0000e-400}', 'SPEC')).not.toThrow(); // a zero written as one
+    expect(() => parseStrictJson('{"scale": 1e-400}', 'SPEC')).toThrow(
+      /^scale: 1e-400 is too small: it would read as 0 \(line 1 column 11\); a number must lie within a double's range$/,
+    );
+    expect(() => parseStrictJson('[1e400]', 'SPEC')).toThrow(/\[0\]: 1e400 is too large: it would read as infinite/);
+    expect(parseStrictJson('[5e-324, 1.7976931348623157e308, -0]', 'SPEC')).toEqual([5e-324, 1.7976931348623157e308, -0]);
+  });
   it('limits nesting to 32 levels', () => {
     expect(parseStrictJson(`${'['.repeat(32)}${']'.repeat(32)}`, 'SPEC')).toBeDefined();
     expect(() => parseStrictJson(`${'['.repeat(33)}${']'.repeat(33)}`, 'SPEC')).toThrow(/nested deeper than 32 levels at line 1 column 33/);
