@@ -7,12 +7,11 @@
 // the flag: a budget below 1 s or one that does not parse, an unknown shape class, a file that is not a
 // tuning table, a table of another adapter.
 
-import { resolve } from 'node:path';
 import { InputError } from '../errors.ts';
 import { parseTuningTable, SHAPE_CLASSES, type TuningTable } from '../kernels/tuning.ts';
 import { checkBudget, tune } from '../tune.ts';
 import { MemoryBudget } from './budget.ts';
-import { checkOut, InputFiles, type ReadRecord, writeAtomic } from './files.ts';
+import { checkOut, InputFiles, type ReadRecord, resolveField, writeAtomic } from './files.ts';
 import { parseStrictJson } from './json.ts';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -51,9 +50,12 @@ export function parseClasses(field: string, text: string): string[] {
  */
 export function readTuningFile(field: string, path: string): { gpu: { tuning: TuningTable; tuningName: string }; inputs: ReadRecord[] } {
   const files = new InputFiles(new MemoryBudget(64 * 2 ** 20));
-  const text = files.readText(field, resolve(path), 16 * 2 ** 20);
+  const text = files.readText(field, resolveField(field, path, HERE()), 16 * 2 ** 20);
   return { gpu: { tuning: parseTuningTable(parseStrictJson(text, field, field), field), tuningName: path }, inputs: files.read };
 }
+
+/** A flag's path: relative to the working folder, anywhere. */
+const HERE = () => ({ baseDir: process.cwd(), confine: false });
 
 export interface TuneCliOptions {
   backend: string;
@@ -73,7 +75,7 @@ export async function cmdTune(o: TuneCliOptions, io: { out(t: string): void; err
   const files = new InputFiles(new MemoryBudget(1));
   const seed = o.seed === undefined ? undefined : o.seed === 'none' ? null : readTuningFile('--seed', o.seed);
   for (const r of seed?.inputs ?? []) files.read.push(r); // the table written never replaces its seed
-  const out = checkOut('--out', resolve(o.out), files); // before the sweep: a bad path fails in a second
+  const out = checkOut('--out', resolveField('--out', o.out, HERE()), files); // before the sweep: a bad path fails in a second
   const report = await tune({
     budgetMs,
     classes,

@@ -7,7 +7,7 @@
 // real binary are in cli-bin.test.ts.
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { A, B, K, N, cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain, writeSpecIn } from './support.ts';
@@ -184,6 +184,15 @@ describe('writes: what out may replace', () => {
     ],
     ['the lhs itself', () => 'A.npy', /same file as lhs/],
     ['a path with a NUL', () => 'C\0.npy', /NUL/],
+    [
+      'a name that is not valid UTF-8 (a lone surrogate: written, it would name C\uFFFD.npy)',
+      (dir) => {
+        writeFileSync(join(dir, 'target.npy'), OLD);
+        symlinkSync('target.npy', join(dir, 'C\uFFFD.npy'));
+        return 'C\uD800.npy';
+      },
+      /is not a valid UTF-8 file name/,
+    ],
     ['a 300-character name', () => `${'x'.repeat(300)}.npy`, /too long/],
     ['a missing folder', () => 'nowhere/C.npy', /no such file/],
     ['a path that leaves the spec folder', () => '../escaped.npy', /leaves the spec's folder.*--allow-outside/],
@@ -201,6 +210,13 @@ describe('writes: what out may replace', () => {
       expect(existsSync(join(dir, '..', 'escaped.npy'))).toBe(false);
     });
   }
+  it('an input whose name is not valid UTF-8 is refused, not read as the file its bytes decode to', async () => {
+    const dir = freshDir();
+    copyFileSync(join(dir, 'A.npy'), join(dir, 'A\uFFFD.npy'));
+    expect(expectOneLine(await run(dir, { lhs: 'A\uDC00.npy' }), 2, 'lhs')).toMatch(/not a valid UTF-8 file name/);
+    expect(expectOneLine(await run(dir, { lhs: 'A\uFFFD.npy' }), 2, 'lhs')).toMatch(/not a valid UTF-8 file name/);
+    expect(existsSync(join(dir, 'C.npy'))).toBe(false);
+  });
   it('an input path that leaves the spec folder is refused too', async () => {
     const dir = freshDir();
     expect(expectOneLine(await run(dir, { lhs: '../c0/A.npy' }), 2, 'lhs')).toMatch(/--allow-outside/);

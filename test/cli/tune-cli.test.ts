@@ -5,7 +5,7 @@
 // nothing written: a budget of 0, an unknown shape class, --backend cpu, a malformed table, a table of
 // another adapter (--tuning or --seed).
 
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { parseTuningTable, tuningAdapter } from '../../src/kernels/tuning.ts';
@@ -38,6 +38,15 @@ describe('qgemm tune: bad input is exit 2, one line naming the flag, nothing wri
     const r = runBin(['tune', ...args, '--out', 't.json'], dir);
     expectOneLine(r, 2, field);
     expect(existsSync(join(dir, 't.json'))).toBe(false);
+  });
+  it('a path flag that names no file is refused as the operands are: empty, a trailing slash, not UTF-8', () => {
+    ensureBuilt();
+    const dir = freshDir();
+    expect(expectOneLine(runBin(['tune', '--backend', 'webgpu', '--out', ''], dir), 2, '--out')).toMatch(/expected a file path/);
+    expect(expectOneLine(runBin(['tune', '--backend', 'webgpu', '--out', 'p/'], dir), 2, '--out')).toMatch(/ends with a slash/);
+    const seed = runBin(['tune', '--backend', 'webgpu', '--seed', 'T\uFFFD.json', '--out', 't.json'], dir);
+    expect(expectOneLine(seed, 2, '--seed')).toMatch(/not a valid UTF-8 file name/);
+    expect(readdirSync(dir).sort()).toEqual(['A.npy', 'B.npy']);
   });
   it('a budget below 1 s: exit 2 naming --budget in one line, before any sweep, the table already there intact', () => {
     ensureBuilt();
