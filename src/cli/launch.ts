@@ -14,10 +14,15 @@ export async function launch(
   loadCli: () => Promise<{ cli(argv: string[]): Promise<number> }>,
 ): Promise<number> {
   // A reader that closes stdout early (`qgemm verify --json | head`) ends the command as SIGPIPE would
-  // end a C program (128 + 13), where Node would throw an unhandled EPIPE with its stack.
+  // end a C program (128 + 13), where Node would throw an unhandled EPIPE with its stack. Any other write
+  // error (a full disk, `> /dev/full`) is one line and exit 1, as every other I/O failure is.
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code !== 'EPIPE') throw e;
-    process.exit(128 + constants.signals.SIGPIPE);
+    if (e.code === 'EPIPE') process.exit(128 + constants.signals.SIGPIPE);
+    try {
+      process.stderr.write(`qgemm: IOError: cannot write stdout: ${e.code ?? e.message}\n`);
+    } finally {
+      process.exit(1);
+    }
   });
   const child = messagesFd() !== null;
   if (!child && needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);

@@ -5,7 +5,7 @@
 // aside, as it is not ours).
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, REPO, cleanup, ensureBuilt, expectNothingWritten, expectOneLine, freshDir, npy, runBin, writeSpecIn } from './support.ts';
@@ -71,6 +71,21 @@ describe('npx qgemm', () => {
       expect({ code, err }, argv.join(' ')).toEqual({ code: 141, err: '' });
     }
   }, 300_000);
+  it.skipIf(!existsSync('/dev/full'))(
+    'a stdout that cannot be written (/dev/full) is one IOError line and exit 1, not a stack',
+    async () => {
+      for (const argv of [['--help'], ['help', 'gemm'], ['info', '--json']]) {
+        const full = openSync('/dev/full', 'w');
+        const p = spawn(process.execPath, [BIN, ...argv], { cwd: freshDir(), stdio: ['ignore', full, 'pipe'] });
+        closeSync(full);
+        let err = '';
+        p.stderr.on('data', (d: Buffer) => void (err += d.toString()));
+        const code = await new Promise((r) => p.on('close', r));
+        expect({ code, err }, argv.join(' ')).toEqual({ code: 1, err: 'qgemm: IOError: cannot write stdout: ENOSPC\n' });
+      }
+    },
+    300_000,
+  );
   it('prints no npm warning (no unknown keys in the project .npmrc)', () => {
     const dir = freshDir();
     const userconfig = join(dir, 'empty-npmrc');
