@@ -79,7 +79,7 @@ describe('npx qgemm', () => {
         const p = spawn(process.execPath, [BIN, ...argv], { cwd: freshDir(), stdio: ['ignore', full, 'pipe'] });
         closeSync(full);
         let err = '';
-        p.stderr.on('data', (d: Buffer) => void (err += d.toString()));
+        p.stderr?.on('data', (d: Buffer) => void (err += d.toString()));
         const code = await new Promise((r) => p.on('close', r));
         expect({ code, err }, argv.join(' ')).toEqual({ code: 1, err: 'qgemm: IOError: cannot write stdout: ENOSPC\n' });
       }
