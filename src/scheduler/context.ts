@@ -24,6 +24,7 @@ import { type GemmChain, runChain } from './chain-plan.ts';
 import { type CallOptions, type GemmTiming, type GpuGemmProblem, type KernelChoice, type LastRun, runGemm } from './gemm.ts';
 import {
   checkMatrix,
+  checkMatrixBuffer,
   checkMatrixShape,
   claimMatrix,
   type GpuMatrix,
@@ -333,6 +334,7 @@ export class GpuContext {
       checkMatrix(r, m, 'matrix');
       // Read back in whole 4-byte words (gpu/matrix.ts matrixBytes).
       checkMatrixShape(m, 'matrix', ['uint8', 'int8', 'int16', 'int32'], true);
+      checkMatrixBuffer(m, 'matrix', 'copy');
       try {
         return await readBack(this.device, m, r.staging);
       } catch (e) {

@@ -134,6 +134,26 @@ export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly G
   }
 }
 
+/** GPUBufferUsage's bits (fixed by the WebGPU spec), read where no global GPUBufferUsage need exist. */
+const USAGE = { COPY_SRC: 0x0004, STORAGE: 0x0080 } as const;
+
+/**
+ * Checks that GpuMatrix m's buffer can serve its use: bound to a kernel or a pack (`bind`: STORAGE usage
+ * and a whole number of 4-byte words, as WebGPU binds storage) or copied out by read() (`copy`:
+ * COPY_SRC). An InputError names `field.buffer`, where WebGPU would raise a validation error naming none.
+ */
+export function checkMatrixBuffer(m: GpuMatrix, field: string, use: 'bind' | 'copy'): void {
+  const { size, usage } = m.buffer;
+  const need = use === 'bind' ? USAGE.STORAGE : USAGE.COPY_SRC;
+  if ((usage & need) === 0) {
+    const name = use === 'bind' ? 'STORAGE' : 'COPY_SRC';
+    throw new InputError(`${field}.buffer`, `needs GPUBufferUsage.${name} (its usage is ${usage}): create it with that usage`);
+  }
+  if (use === 'bind' && size % 4 !== 0) {
+    throw new InputError(`${field}.buffer`, `holds ${size} bytes, not a whole number of 4-byte words: WebGPU binds storage in words`);
+  }
+}
+
 /**
  * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones; a GPU
  * operand must be r's own (checkMatrix, claimPacked) or the caller's.
@@ -155,7 +175,8 @@ export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner, chec
   }
   if (isGpuMatrix(x)) {
     checkMatrix(r, x, field);
-    checkMatrixShape(x, field, ['uint8', 'int8']);
+    checkMatrixShape(x, field, ['uint8', 'int8'], true); // bound in whole words
+    checkMatrixBuffer(x, field, 'bind');
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
   if (isCpuPacked(x)) throw new InputError(field, "prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })");

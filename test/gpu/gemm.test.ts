@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Sequential } from '../../src/layers/sequential.ts';
-import { DeviceLostError, GpuValidationError, InputError, LimitExceededError } from '../../src/errors.ts';
+import { DeviceLostError, InputError, LimitExceededError } from '../../src/errors.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { createGpuContextAsHardware, GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
@@ -478,19 +478,53 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     });
   });
 
-  it('a GPU operand that cannot hold its shape is an InputError; an unusable buffer a GpuValidationError', async () => {
+  it('a GPU operand that cannot hold its shape, or whose buffer cannot serve its use, is an InputError naming its buffer', async () => {
     const rhs = sample(arbOperand(64, 8), 1);
     const small = gpu!.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
     await expect(
       ctx.gemm({ lhs: { buffer: small, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }),
     ).rejects.toThrow(/lhs\.buffer: holds 16 bytes/);
-    // Large enough, but not usable as a storage binding: WebGPU validation must fail, loudly.
-    const notStorage = gpu!.device.createBuffer({ size: 64 * 64, usage: GPUBufferUsage.COPY_DST });
+    // Large enough, but not usable as a storage binding or a copy source: WebGPU's validation would fail
+    // naming no field (GpuValidationError), after work was encoded.
+    const notStorage = gpu!.device.createBuffer({ size: 64 * 64, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    const m = { buffer: notStorage, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 } as const;
+    for (const call of [ctx.gemm({ lhs: m, rhs }), ctx.gemmOnGpu({ lhs: m, rhs }), ctx.prepack('lhs', m)])
+      await expect(call).rejects.toThrow(/^lhs\.buffer: needs GPUBufferUsage\.STORAGE \(its usage is 12\)/);
+    await expect(ctx.gemm({ lhs: { ...rhs, rows: 8, cols: 64, data: new Uint8Array(512) }, rhs: m })).rejects.toThrow(
+      /^rhs\.buffer: needs/,
+    );
+    const noCopy = gpu!.device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE });
+    await expect(ctx.read({ ...m, buffer: noCopy, rows: 8, cols: 8, stride: 8 })).rejects.toThrow(
+      /^matrix\.buffer: needs GPUBufferUsage\.COPY_SRC/,
+    );
+    // A size that is not whole words (10 bytes for a [2,5] matrix): WebGPU binds storage in words.
+    const odd = gpu!.device.createBuffer({ size: 10, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const oddM = { buffer: odd, rows: 2, cols: 5, order: 'row-major', dtype: 'uint8', stride: 5 } as const;
+    await expect(ctx.gemm({ lhs: oddM, rhs: { data: new Uint8Array(5), rows: 5, cols: 1 } })).rejects.toThrow(
+      /^lhs\.buffer: holds 10 bytes/,
+    );
+    const odd14 = gpu!.device.createBuffer({ size: 14, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    await expect(ctx.gemm({ lhs: { ...oddM, buffer: odd14 }, rhs: { data: new Uint8Array(5), rows: 5, cols: 1 } })).rejects.toThrow(
+      /^lhs\.buffer: holds 14 bytes, not a whole number of 4-byte words/,
+    );
     await expect(
-      ctx.gemm({ lhs: { buffer: notStorage, rows: 64, cols: 64, order: 'row-major', dtype: 'uint8', stride: 64 }, rhs }),
-    ).rejects.toThrow(GpuValidationError);
-    small.destroy();
-    notStorage.destroy();
+      ctx.gemm({
+        lhs: {
+          input: { ...oddM, buffer: odd14, rows: 1 },
+          geometry: { height: 1, width: 1, channels: 5, filterHeight: 1, filterWidth: 1 },
+          zeroPoint: 0,
+        },
+        rhs: { data: new Uint8Array(5), rows: 5, cols: 1 },
+      } as never),
+    ).rejects.toThrow(/^lhs\.input\.buffer: holds 14 bytes/);
+    // The context is still usable after each refusal.
+    expect(
+      Array.from(
+        (await ctx.gemm({ lhs: { data: Uint8Array.of(1, 2), rows: 1, cols: 2 }, rhs: { data: Uint8Array.of(3, 4), rows: 2, cols: 1 } }))
+          .data,
+      ),
+    ).toEqual([11]);
+    for (const b of [small, notStorage, noCopy, odd, odd14]) b.destroy();
   });
 
   it("a GpuMatrix's every field is checked, as an operand (gemm, gemmOnGpu, prepack) and in read: an InputError naming it", async () => {
