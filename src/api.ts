@@ -149,7 +149,9 @@ async function runPackedOnCpu(
     selectCpuKernel(await readyCpuCaps(), p, { force: packed.kernel });
     return p;
   };
-  return { ...(await runPrepacked(problem, packed, validate)), backend: 'cpu' };
+  const result = await runPrepacked(problem, packed, validate);
+  opts.onKernel?.(packed.kernel); // as for every other GEMM: the kernel that ran
+  return { ...result, backend: 'cpu' };
 }
 
 /**

@@ -127,6 +127,19 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     expect(packed.every((p) => p.destroyed)).toBe(true);
   });
 
+  it('names the kernel that ran to onKernel, on the first call and on a replayed plan, as for an rhs not prepacked', async () => {
+    const rhs = { data: Int8Array.from({ length: 64 * 9 }, (_, i) => (i % 11) - 5), rows: 64, cols: 9 };
+    const lhs = { data: new Uint8Array(2 * 64).fill(3), rows: 2, cols: 64 };
+    const packed = await prepackCpu(rhs);
+    const kernels: string[] = [];
+    for (const backend of ['cpu', 'auto', 'cpu'] as const) await gemm({ lhs, rhs: packed }, { backend, onKernel: (k) => kernels.push(k) });
+    expect(kernels).toEqual([packed.kernel, packed.kernel, packed.kernel]);
+    const plain: string[] = [];
+    await gemm({ lhs, rhs }, { backend: 'cpu', onKernel: (k) => plain.push(k) });
+    expect(plain).toHaveLength(1);
+    packed.destroy();
+  });
+
   it("a replayed plan reads this call's vectors, not an earlier call's edited in place since", async () => {
     // Call 1's vectors are edited once it resolved (the caller's to reuse); call 2 gives fresh ones with
     // call 1's values, so it replays call 1's plan: with or without another CPU GEMM in between.
