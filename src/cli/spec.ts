@@ -172,7 +172,10 @@ function parseStage(field: string, s: unknown): OutputStage {
   if (!isObject(s)) throw new InputError(field, `expected a stage object, got ${brief(s)}`);
   const type = s.type;
   const def = stageDefinition(type);
-  if (!def) throw new InputError(`${field}.type`, `unknown stage type ${brief(type)} (expected one of: ${STAGE_TYPES.join(', ')})`);
+  if (!def) {
+    const what = type === undefined ? 'missing' : `unknown stage type ${brief(type)}`;
+    throw new InputError(`${field}.type`, `${what} (expected one of: ${STAGE_TYPES.join(', ')})`);
+  }
   const fields = Object.entries(def.fields as Record<string, FieldKind>);
   checkKeys(field, s, ['type', ...fields.map(([key]) => key)]);
   if ('axis' in s) oneOf(`${field}.axis`, s.axis, AXES);

@@ -2,7 +2,8 @@
 // (every stage of pack -> gemm -> output validates through src/problem/ first): short and on one line. A
 // string is cut at ECHO_CHARS characters, a container is named by its kind and length and never printed
 // whole (a Float64Array(1e6) zero point once made a 10.9 MB message), and a number or a BigInt prints as
-// itself (Infinity, NaN, 3n), where JSON.stringify would print "null" or throw.
+// itself (Infinity, NaN, 3n), where JSON.stringify would print "null" or throw; undefined, which a JSON
+// spec cannot hold, is a missing field.
 
 /** The most characters of a string echoed. */
 const ECHO_CHARS = 100;
@@ -15,6 +16,7 @@ export function brief(v: unknown): string {
   }
   if (Array.isArray(v)) return `an array of ${v.length}`;
   if (v === null) return 'null';
+  if (v === undefined) return 'nothing (missing)'; // a JSON spec's absent field, a library caller's undefined
   if (typeof v === 'object') {
     if (ArrayBuffer.isView(v)) {
       const length = (v as { length?: unknown }).length;

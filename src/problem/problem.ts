@@ -141,7 +141,10 @@ export function normalizeProblem(
     if (!stage || typeof stage !== 'object') throw new InputError(f, 'expected a stage object');
     if (dstType !== 'int32') throw new InputError(f, `no stage may follow a cast (pipeline[${i - 1}] is the last allowed)`);
     const def = stageDefinition(stage.type);
-    if (!def) throw new InputError(`${f}.type`, `unknown stage type ${brief((stage as { type: unknown }).type)}`);
+    if (!def) {
+      const type = (stage as { type: unknown }).type;
+      throw new InputError(`${f}.type`, type === undefined ? 'missing: every stage names its type' : `unknown stage type ${brief(type)}`);
+    }
     checkKnownKeys(f, stage, ['type', ...Object.keys(def.fields)]);
     derived[i] = def.validate(stage, f, shape);
     if (def.castTo) dstType = def.castTo(stage);

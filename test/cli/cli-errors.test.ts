@@ -309,6 +309,13 @@ describe('bad stages', () => {
   it('unknown stage type', async () => {
     await runSpec(stage({ type: 'relu' }), 'pipeline[0].type');
   });
+  it('a stage with no type, or a field missing, is said to be missing (not "undefined")', async () => {
+    await runSpec(stage({ min: 0, max: 9 }), 'pipeline[0].type');
+    expect(stderr.join('')).toMatch(/pipeline\[0\]\.type: missing \(expected one of: bias,/);
+    stderr.length = 0;
+    await runSpec(stage({ type: 'bias', values: [1, 2, 3, 4] }), 'pipeline[0].axis');
+    expect(stderr.join('')).not.toMatch(/undefined/);
+  });
   it('a stage that is not an object', async () => {
     await runSpec({ pipeline: [42] }, 'pipeline[0]');
   });

@@ -76,6 +76,6 @@ describe('brief', () => {
     expect(brief({ a: 1 })).toBe('an object');
     expect(brief(null)).toBe('null');
     expect(brief(3.5)).toBe('3.5');
-    expect(brief(undefined)).toBe('undefined');
+    expect(brief(undefined)).toBe('nothing (missing)');
   });
 });
