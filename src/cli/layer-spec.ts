@@ -165,9 +165,15 @@ export async function inSpecTerms<T>(fn: () => T | Promise<T>): Promise<T> {
     return await fn();
   } catch (e) {
     if (!(e instanceof InputError)) throw e;
-    // The field, and any field the message names in parentheses ("as the weights (params.weights.data)").
+    // The field, and any field the message names in parentheses ("as the weights (params.weights.data)");
+    // the library's typed arrays as the spec's JSON arrays ("an Int32Array of 2": a bias given in JSON).
     const message = e.message.slice(e.field.length + 2);
-    const spec = message.replace(/\(([\w.[\]]+)\)/g, (_, f: string) => `(${specField(f)})`);
+    const spec = message
+      .replace(/\(([\w.[\]]+)\)/g, (_, f: string) => `(${specField(f)})`)
+      .replace(
+        /\ban? (Int32|Float32)Array of (\d+)/g,
+        (_, t: string, n: string) => `an array of ${n} ${t === 'Int32' ? 'integers' : 'numbers'}`,
+      );
     if (specField(e.field) !== e.field || spec !== message) throw new InputError(specField(e.field), spec);
     throw e;
   }
