@@ -88,7 +88,9 @@ export function parseSequentialSpec(
     if (l.op === 'fullyConnected' || l.op === 'conv2d') {
       const input = l.input === undefined ? {} : { input: nameOf(`${f}.input`, l.input) };
       const { name: _n, input: _i, ...body } = l;
-      const params = prefixed(f, () => layerParams(body, io, l.op as 'fullyConnected' | 'conv2d', false));
+      // Its files are read under the layer's field too, so that an `out` naming one of them says which.
+      const layerIo: SpecIo = { resolve: (k, p) => io.resolve(`${f}.${k}`, p), readNpy: (k, full) => io.readNpy(`${f}.${k}`, full) };
+      const params = prefixed(f, () => layerParams(body, layerIo, l.op as 'fullyConnected' | 'conv2d', false));
       return { op: l.op, ...name, ...input, params } as SequentialLayer;
     }
     if (l.op === 'requantize') {
@@ -132,7 +134,8 @@ function prefixed<T>(field: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof InputError) throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
+    if (e instanceof InputError && !e.field.startsWith(`${field}.`))
+      throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
     throw e;
   }
 }

@@ -231,6 +231,22 @@ describe('qgemm run with a sequential spec (fullyConnected layers)', () => {
       expect(Array.from(got.data as Int8Array)).toEqual(Array.from(want.data));
     });
 
+  it("an out that is a layer's weights file names that layer's field, the file left as it was", async () => {
+    const dir = freshDir(layerFiles());
+    const path = join(dir, 'spec.json');
+    writeFileSync(path, JSON.stringify({ ...spec, out: 'w2.npy' }));
+    const before = readFileSync(join(dir, 'w2.npy'));
+    const line = expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, 'out');
+    expect(line).toMatch(/is the same file as layers\[1\]\.weights\.data;/);
+    expect(readFileSync(join(dir, 'w2.npy'))).toEqual(before);
+    // A bad file of a layer is named once by its layer (not layers[1].layers[1]).
+    writeFileSync(
+      path,
+      JSON.stringify({ ...spec, layers: [spec.layers[0], { ...spec.layers[1], weights: { data: 'none.npy', scale: 0.1 } }] }),
+    );
+    expectOneLine(await runMain(['run', path, '--backend', 'cpu']), 2, 'layers[1].weights.data');
+  });
+
   it('a bad field of a later layer names the layer', async () => {
     const dir = freshDir(layerFiles());
     const path = join(dir, 'spec.json');
