@@ -14,6 +14,9 @@ const UNITS: Record<string, number> = { '': 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 3
 export function parseSize(field: string, text: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?$/i.exec(text.trim());
   const bytes = m ? Math.floor(Number(m[1]) * UNITS[m[2].toUpperCase()]) : NaN;
+  if (m && bytes > Number.MAX_SAFE_INTEGER) {
+    throw new InputError(field, `${JSON.stringify(text.slice(0, 100))} is too large: at most ${formatBytes(Number.MAX_SAFE_INTEGER)}`);
+  }
   if (!Number.isSafeInteger(bytes) || bytes <= 0) {
     throw new InputError(field, `expected a size such as 512M, 8G or a number of bytes, got ${JSON.stringify(text.slice(0, 100))}`);
   }

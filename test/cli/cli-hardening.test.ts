@@ -377,6 +377,7 @@ describe('the command line', () => {
     ['--bit-depth 4,x', ['--bit-depth', '4,x'], '--bit-depth', /expected L,R/],
     ['--bit-depth 9,4', ['--bit-depth', '9,4'], '--bit-depth.lhs', /1\.\.8/],
     ['--max-memory lots', ['--max-memory', 'lots'], '--max-memory', /expected a size/],
+    ['--max-memory 99999T (a size, too large)', ['--max-memory', '99999T'], '--max-memory', /"99999T" is too large: at most 8192\.0 TiB/],
     ['--backend gpu', ['--backend', 'gpu'], '--backend', /cpu, webgpu, auto/],
     ['an unknown option', ['--frobnicate'], '--frobnicate', /unknown option/],
     [
