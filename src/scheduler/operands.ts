@@ -138,15 +138,17 @@ export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly G
 const USAGE = { COPY_SRC: 0x0004, STORAGE: 0x0080 } as const;
 
 /**
- * Checks that GpuMatrix m's buffer can serve its use: bound to a kernel or a pack (`bind`: STORAGE usage
- * and a whole number of 4-byte words, as WebGPU binds storage) or copied out by read() (`copy`:
- * COPY_SRC). An InputError names `field.buffer`, where WebGPU would raise a validation error naming none.
+ * Checks that GpuMatrix m's buffer can serve its use: bound whole to a kernel or a pack (`bind`: STORAGE
+ * usage and a whole number of 4-byte words, as WebGPU binds storage), bound by the word-rounded range it
+ * spans (`bind-range`: a convolution's input, ./patches.ts patchInput; STORAGE only), or copied out by
+ * read() (`copy`: COPY_SRC). An InputError names `field.buffer`, where WebGPU would raise a validation
+ * error naming none.
  */
-export function checkMatrixBuffer(m: GpuMatrix, field: string, use: 'bind' | 'copy'): void {
+export function checkMatrixBuffer(m: GpuMatrix, field: string, use: 'bind' | 'bind-range' | 'copy'): void {
   const { size, usage } = m.buffer;
-  const need = use === 'bind' ? USAGE.STORAGE : USAGE.COPY_SRC;
+  const need = use === 'copy' ? USAGE.COPY_SRC : USAGE.STORAGE;
   if ((usage & need) === 0) {
-    const name = use === 'bind' ? 'STORAGE' : 'COPY_SRC';
+    const name = use === 'copy' ? 'COPY_SRC' : 'STORAGE';
     throw new InputError(`${field}.buffer`, `needs GPUBufferUsage.${name} (its usage is ${usage}): create it with that usage`);
   }
   if (use === 'bind' && size % 4 !== 0) {
@@ -158,7 +160,13 @@ export function checkMatrixBuffer(m: GpuMatrix, field: string, use: 'bind' | 'co
  * Shape-only stand-in so that normalizeProblem validates GPU-resident operands like CPU ones; a GPU
  * operand must be r's own (checkMatrix, claimPacked) or the caller's.
  */
-export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner, checkedAlive = false): Operand {
+export function shapeOf(
+  x: GpuOperandInput,
+  field: string,
+  r: OperandOwner,
+  checkedAlive = false,
+  binding: 'bind' | 'bind-range' = 'bind',
+): Operand {
   if (!x || typeof x !== 'object') throw new InputError(field, 'missing operand');
   if (isPacked(x)) {
     const owner = owners.get(x);
@@ -176,7 +184,7 @@ export function shapeOf(x: GpuOperandInput, field: string, r: OperandOwner, chec
   if (isGpuMatrix(x)) {
     checkMatrix(r, x, field);
     checkMatrixShape(x, field, ['uint8', 'int8'], true); // bound in whole words
-    checkMatrixBuffer(x, field, 'bind');
+    checkMatrixBuffer(x, field, binding);
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
   if (isCpuPacked(x)) throw new InputError(field, "prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })");

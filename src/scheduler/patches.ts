@@ -67,7 +67,8 @@ export function checkPatches(r: OperandOwner, x: PatchOperand, field = ''): Chec
     }
   };
   if (onGpu) {
-    shapeOf(input, at('input'), r); // this context's live uint8/int8 matrix, its stride within its buffer
+    // This context's live uint8/int8 matrix, its stride within its buffer; bound by the range it spans.
+    shapeOf(input, at('input'), r, false, 'bind-range');
     if (input.order !== 'row-major') throw new InputError(at('input.order'), 'expected a row-major [pixels, channels] matrix');
     const pixels = geometry?.batch * geometry?.height * geometry?.width;
     if (input.rows !== pixels || input.cols !== geometry?.channels) {

@@ -507,16 +507,23 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     await expect(ctx.gemm({ lhs: { ...oddM, buffer: odd14 }, rhs: { data: new Uint8Array(5), rows: 5, cols: 1 } })).rejects.toThrow(
       /^lhs\.buffer: holds 14 bytes, not a whole number of 4-byte words/,
     );
+    // A convolution's input is bound by the word-rounded range it spans, not whole: a 14-byte buffer
+    // holding a 3x3 image serves a 3x3 filter with padding 1, exactly (the sums of each pixel's neighbours).
+    const image = gpu!.device.createBuffer({ size: 14, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    gpu!.device.queue.writeBuffer(image, 0, Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0));
+    const one = { strideHeight: 1, strideWidth: 1, dilationHeight: 1, dilationWidth: 1, padTop: 1, padLeft: 1, outHeight: 3, outWidth: 3 };
+    const geometry = { batch: 1, height: 3, width: 3, channels: 1, filterHeight: 3, filterWidth: 3, ...one };
+    const input = { buffer: image, rows: 9, cols: 1, order: 'row-major', dtype: 'uint8', stride: 1 } as const;
+    const conv = await ctx.gemm({ lhs: { input, geometry, zeroPoint: 0 }, rhs: { data: new Uint8Array(9).fill(1), rows: 9, cols: 1 } });
+    expect(Array.from(conv.data)).toEqual([12, 21, 16, 27, 45, 33, 24, 39, 28]);
+    // ... but it must be a storage buffer.
+    const imageNoStorage = gpu!.device.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_DST });
     await expect(
       ctx.gemm({
-        lhs: {
-          input: { ...oddM, buffer: odd14, rows: 1 },
-          geometry: { height: 1, width: 1, channels: 5, filterHeight: 1, filterWidth: 1 },
-          zeroPoint: 0,
-        },
-        rhs: { data: new Uint8Array(5), rows: 5, cols: 1 },
-      } as never),
-    ).rejects.toThrow(/^lhs\.input\.buffer: holds 14 bytes/);
+        lhs: { input: { ...input, buffer: imageNoStorage }, geometry, zeroPoint: 0 },
+        rhs: { data: new Uint8Array(9), rows: 9, cols: 1 },
+      }),
+    ).rejects.toThrow(/^lhs\.input\.buffer: needs GPUBufferUsage\.STORAGE/);
     // The context is still usable after each refusal.
     expect(
       Array.from(
@@ -524,7 +531,7 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
           .data,
       ),
     ).toEqual([11]);
-    for (const b of [small, notStorage, noCopy, odd, odd14]) b.destroy();
+    for (const b of [small, notStorage, noCopy, odd, odd14, image, imageNoStorage]) b.destroy();
   });
 
   it("a GpuMatrix's every field is checked, as an operand (gemm, gemmOnGpu, prepack) and in read: an InputError naming it", async () => {
