@@ -107,13 +107,10 @@ export interface PathRules {
 export function resolveField(field: string, p: unknown, rules: PathRules): string {
   if (typeof p !== 'string' || p === '') throw new InputError(field, `expected a file path, got ${brief(p)}`);
   if (p.includes('\0')) throw new InputError(field, 'a path may not contain a NUL character');
-  // A name that is not valid UTF-8 reaches Node with U+FFFD in place of its bytes (a spec's lone surrogate
-  // becomes one when the name is encoded): the file opened or written would be another one.
-  if (/\p{Cs}/u.test(p) || p.includes('\uFFFD')) {
-    throw new InputError(
-      field,
-      `${brief(p)} is not a valid UTF-8 file name (it holds U+FFFD or a lone surrogate): it would name another file; rename the file`,
-    );
+  // A spec's lone surrogate becomes U+FFFD when the name is encoded: the file opened or written would be
+  // another one. (A command line's bytes that are not UTF-8 are refused where it is read, src/cli/main.ts.)
+  if (/\p{Cs}/u.test(p)) {
+    throw new InputError(field, `${brief(p)} holds a lone surrogate, which no UTF-8 file name can: it would name another file`);
   }
   if (p.length > MAX_PATH) throw new InputError(field, `path of ${p.length} characters is too long (at most ${MAX_PATH})`);
   if (p.endsWith('/') || p.endsWith('\\')) throw new InputError(field, `${brief(p)} ends with a slash: expected a file, not a folder`);

@@ -19,6 +19,7 @@ import { describeDevice } from '../api.ts';
 import { formatInfo } from './info.ts';
 import { cmdVerify } from './verify.ts';
 import { cmdTune, readTuningFile } from './tune.ts';
+import { brief } from './json.ts';
 import { consoleFd, consoleToStderr, messagesFd, outputFd, writeFd } from './quiet.ts';
 import { signalsReleased } from './files.ts';
 
@@ -169,6 +170,19 @@ function checkHelpTopic(prog: Command, argv: string[]): void {
  * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated, and a command line
  * that asks for help gets it. Before any parsing.
  */
+/**
+ * An argument whose bytes are not valid UTF-8 reaches Node with U+FFFD in their place: as a file name it
+ * would open or write another file (the one the replaced bytes spell). Refused, naming its flag.
+ */
+function checkArgumentsDecoded(argv: string[]): void {
+  argv.forEach((arg, i) => {
+    if (!arg.includes('\uFFFD')) return;
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.split('=')[0], true] : [argv[i - 1] ?? '', false];
+    const field = inline || flag.startsWith('-') ? flag : `argument ${i + 1}`;
+    throw new InputError(field, `${brief(arg)} is not valid UTF-8 (Node reads U+FFFD in place of its bytes): it would name another file`);
+  });
+}
+
 function checkRepeatedFlags(prog: Command, argv: string[]): void {
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
   if (!cmd || argv.includes('--help') || argv.includes('-h')) return;
@@ -210,6 +224,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   try {
     const prog = program(io, (p) => (work = p));
     checkHelpTopic(prog, argv);
+    checkArgumentsDecoded(argv);
     checkRepeatedFlags(prog, argv);
     await prog.parseAsync(argv, { from: 'user' });
     if (work) await work;

@@ -4,7 +4,7 @@
 // in the clone must print no npm warning of the project's making (the user's own npm config is set
 // aside, as it is not ours).
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -86,6 +86,17 @@ describe('npx qgemm', () => {
     },
     300_000,
   );
+  it('a command-line file name whose bytes are not UTF-8 is refused naming its flag, nothing read or written', () => {
+    const dir = freshDir();
+    writeFileSync(join(dir, 'Z\uFFFD.npy'), readFileSync(join(dir, 'A.npy'))); // what the bytes would decode to
+    const r = spawnSync('sh', ['-c', `"${process.execPath}" "${BIN}" gemm --lhs "$(printf 'Z\\377.npy')" --rhs B.npy --out C.npy`], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^qgemm: error: --lhs: "Z\uFFFD\.npy" is not valid UTF-8/);
+    expect(existsSync(join(dir, 'C.npy'))).toBe(false);
+  });
   it('prints no npm warning (no unknown keys in the project .npmrc)', () => {
     const dir = freshDir();
     const userconfig = join(dir, 'empty-npmrc');

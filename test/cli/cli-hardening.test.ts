@@ -185,13 +185,13 @@ describe('writes: what out may replace', () => {
     ['the lhs itself', () => 'A.npy', /same file as lhs/],
     ['a path with a NUL', () => 'C\0.npy', /NUL/],
     [
-      'a name that is not valid UTF-8 (a lone surrogate: written, it would name C\uFFFD.npy)',
+      'a name with a lone surrogate, which no UTF-8 name holds (written, it would name C\uFFFD.npy)',
       (dir) => {
         writeFileSync(join(dir, 'target.npy'), OLD);
         symlinkSync('target.npy', join(dir, 'C\uFFFD.npy'));
         return 'C\uD800.npy';
       },
-      /is not a valid UTF-8 file name/,
+      /holds a lone surrogate/,
     ],
     ['a 300-character name', () => `${'x'.repeat(300)}.npy`, /too long/],
     ['a missing folder', () => 'nowhere/C.npy', /no such file/],
@@ -210,12 +210,14 @@ describe('writes: what out may replace', () => {
       expect(existsSync(join(dir, '..', 'escaped.npy'))).toBe(false);
     });
   }
-  it('an input whose name is not valid UTF-8 is refused, not read as the file its bytes decode to', async () => {
+  it('an input named with a lone surrogate is refused, not read as the file it would encode to; U+FFFD itself is a name', async () => {
     const dir = freshDir();
     copyFileSync(join(dir, 'A.npy'), join(dir, 'A\uFFFD.npy'));
-    expect(expectOneLine(await run(dir, { lhs: 'A\uDC00.npy' }), 2, 'lhs')).toMatch(/not a valid UTF-8 file name/);
-    expect(expectOneLine(await run(dir, { lhs: 'A\uFFFD.npy' }), 2, 'lhs')).toMatch(/not a valid UTF-8 file name/);
+    expect(expectOneLine(await run(dir, { lhs: 'A\uDC00.npy' }), 2, 'lhs')).toMatch(/holds a lone surrogate/);
     expect(existsSync(join(dir, 'C.npy'))).toBe(false);
+    // In a spec (strict UTF-8), U+FFFD is a character like any other: the file of that name is read.
+    expect((await run(dir, { lhs: 'A\uFFFD.npy' })).code).toBe(0);
+    expect(existsSync(join(dir, 'C.npy'))).toBe(true);
   });
   it('an input path that leaves the spec folder is refused too', async () => {
     const dir = freshDir();
@@ -377,6 +379,9 @@ describe('the command line', () => {
     ['--bit-depth 4,x', ['--bit-depth', '4,x'], '--bit-depth', /expected L,R/],
     ['--bit-depth 9,4', ['--bit-depth', '9,4'], '--bit-depth.lhs', /1\.\.8/],
     ['--max-memory lots', ['--max-memory', 'lots'], '--max-memory', /expected a size/],
+    // bytes that are not UTF-8 reach Node as U+FFFD: as a file name it would name another file
+    ['a flag value that is not UTF-8', ['--lhs-zero-point', 'Z\uFFFD.npy'], '--lhs-zero-point', /is not valid UTF-8/],
+    ['an inline flag value that is not UTF-8', ['--lhs-zero-point=Z\uFFFD.npy'], '--lhs-zero-point', /is not valid UTF-8/],
     ['--max-memory 99999T (a size, too large)', ['--max-memory', '99999T'], '--max-memory', /"99999T" is too large: at most 8192\.0 TiB/],
     ['--backend gpu', ['--backend', 'gpu'], '--backend', /cpu, webgpu, auto/],
     ['an unknown option', ['--frobnicate'], '--frobnicate', /unknown option/],
