@@ -137,6 +137,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const warmRule = opts.policy.warmRule;
   const warmMs = new Map<string, number>();
   const rows: Row[] = [];
+  let checkpoint = opts.onCheckpoint;
   for (const shape of order) {
     let data: ShapeData | null = null;
     const expected = new Map<RhsBits, Expected>(); // per weight bit width: the GEMM each row series ran
@@ -267,9 +268,17 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         });
         progress(`${shapeKey(shape).padEnd(15)} ${id.padEnd(44)} FAILED: ${message}`);
       }
-      if (opts.onCheckpoint) {
+      if (checkpoint) {
         const cut = `a checkpoint written after ${rows.length} rows, at ${elapsed().toFixed(1)} s: the run had not finished`;
-        opts.onCheckpoint(assemble(rows, cut));
+        try {
+          checkpoint(assemble(rows, cut));
+        } catch (e) {
+          // A checkpoint that cannot be written (a full disk) costs the checkpoints, never the run or its report.
+          checkpoint = undefined;
+          const line = `checkpoints stopped: ${(e as Error).message.split('\n')[0]}`;
+          notes.push(line);
+          progress(line);
+        }
       }
     }
   }

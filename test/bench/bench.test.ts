@@ -10,8 +10,8 @@
 // Without a WebGPU adapter the harness runs the CPU rows only; in CI (CI=true) that fails. The bundled
 // CLI's bad input (a misspelt QGEMM_DAWN_TOGGLES, a --tuning table of another adapter) is exit 2 in one line.
 
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -593,7 +593,64 @@ describe('benchmark harness', () => {
         ?.runs.filter((r) => r.impl === 'qgemm')
         .every((r) => r.verified === true),
     ).toBe(true);
+    // A checkpoint that cannot be written stops the checkpoints, not the run: its report is whole, with a note.
+    let calls = 0;
+    const failing = await runBenchmark({
+      shapes: TINY,
+      impls: ['naive-js'],
+      runtimes: ['node'],
+      backends: ['cpu'],
+      modes: ['call'],
+      policy: POLICY,
+      budgetS: null,
+      pipeline: 'uint8',
+      seed: 7,
+      suite: 'custom',
+      onCheckpoint: () => {
+        calls++;
+        throw new Error('ENOSPC: no space left on device');
+      },
+    });
+    expect(calls).toBe(1);
+    expect(failing.runs).toHaveLength(2);
+    expect(failing.notes).toContain('checkpoints stopped: ENOSPC: no space left on device');
   });
+
+  it('--checkpoint: the JSON file holds the report so far while the CLI runs (a run killed mid-way keeps its rows)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-checkpoint-'));
+    const file = join(dir, 'r.json');
+    const args = [
+      '--runtimes',
+      'node',
+      '--backends',
+      'cpu',
+      '--impls',
+      'naive-js',
+      '--modes',
+      'call',
+      '--no-save',
+      '--json',
+      file,
+      '--checkpoint',
+    ];
+    const child = spawn(process.execPath, ['dist/node/bench.js', ...args, '--shapes', '16x16x16,160x160x160,170x170x170,180x180x180'], {
+      stdio: 'ignore',
+    });
+    try {
+      let text = '';
+      for (let i = 0; i < 600 && !text; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (existsSync(file)) text = readFileSync(file, 'utf8');
+      }
+      child.kill('SIGKILL');
+      const partial = JSON.parse(text) as BenchReport;
+      expect(partial.incomplete).toMatch(/^a checkpoint written after \d+ rows/);
+      expect(partial.runs.length).toBeGreaterThan(0);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('leaves the after-pause rows out with afterPauseRows: false (--no-after-pause), and only them', async () => {
     const opts = {
