@@ -37,11 +37,13 @@ LOG=$OUT/run.log
 say() { echo "device-run: $*" | tee -a "$LOG"; }
 T0=$(date +%s)
 stage() { say "$1 at $(( $(date +%s) - T0 )) s"; }
-# How a stage ended (name, exit status, the JSON it writes): a timeout (124) or a missing JSON is said, and
-# counted in FAILED, which the exit status at the end reports.
+# How a stage ended (name, exit status, the JSON it writes): a timeout (124, or 137 where the TERM went
+# unheeded and KILL followed) or a missing JSON is said, and counted in FAILED, which the exit status at
+# the end reports.
 FAILED=""
+timed_out() { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; }
 ended() {
-  if [ "$2" -eq 124 ]; then say "$1 TIMED OUT"; else say "$1 exit $2"; fi
+  if timed_out "$2"; then say "$1 TIMED OUT"; else say "$1 exit $2"; fi
   [ -s "$3" ] || say "$1 wrote no $(basename "$3")"
   [ "$2" -eq 0 ] && [ -s "$3" ] || FAILED="$FAILED $1"
 }
@@ -131,7 +133,7 @@ timeout -k 5 75 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.j
 V=$?
 ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
-[ "$V" -ne 0 ] && [ "$V" -ne 124 ] && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
+[ "$V" -ne 0 ] && ! timed_out "$V" && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
 timeout -k 5 190 $N bin/qgemm.mjs tune --backend webgpu --budget 150s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"

@@ -119,7 +119,7 @@ describe('bench/device-run.sh', () => {
     const extras = limits(code('extras'));
     expect(extras).toEqual([35, 45, 125]); // the token, robustness off, the 4-bit pass
     expect(15 + extras.reduce((a, b) => a + b) + 5 * extras.length).toBeLessThanOrEqual(240);
-    // Each bench stage's budget leaves its last cell 15 s before the limit's TERM.
+    // Each bench stage's budget leaves its last cell at least 10 s before the limit's TERM.
     for (const l of benchLines) {
       const limit = Number(/timeout -k 5 (\d+) /.exec(l)?.[1]);
       const budget = Number(/--budget (\d+)/.exec(l)?.[1]);
@@ -141,9 +141,11 @@ describe('bench/device-run.sh', () => {
       stub,
       `import { writeFileSync } from 'node:fs';
 const [program, ...args] = process.argv.slice(2);
-const opt = (name) => args[args.indexOf(name) + 1];
+const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const json = opt('--json') ?? opt('--out');
-if (process.env.STUB_FAIL && json && json.endsWith(process.env.STUB_FAIL)) process.exit(1);
+const [failing, code] = (process.env.STUB_FAIL ?? '').split(':');
+const jsonOut = json ?? (program === 'bin/qgemm.mjs' && args[0] === 'verify' ? 'verify.json' : undefined);
+if (failing && jsonOut && jsonOut.endsWith(failing)) process.exit(Number(code ?? 1));
 const row = { impl: 'qgemm', backend: 'webgpu', runtime: 'node', mode: 'resident', m: 1, n: 4096, k: 4096, gpuMedianMs: 0.02, loop: 'back-to-back', kernel: 'gemv', verified: true };
 if (program === 'bin/qgemm.mjs' && args[0] === 'verify') console.log(JSON.stringify({ ok: true, rows: [{ kernel: 'gemv', problems: 4, mismatches: 0 }] }));
 else if (program === 'bin/qgemm.mjs' && args[0] === 'tune') {
@@ -210,6 +212,15 @@ else process.exit(3);
       expect(r.stdout).toContain('device-run: bench pass 1 wrote no bench1.json');
       expect(r.stdout).toContain('device-run: failed or incomplete: bench pass 1');
       expect(r.tar).toEqual(['bench2.json', 'gpu.csv', 'tune.json', 'tuning.json', 'verify.json']);
+    });
+
+    it('a stage killed after its TERM went unheeded (137) is said to have timed out, not to have failed verify', () => {
+      const r = runForm('core', 'verify.json:137');
+      expect(r.status).toBe(1);
+      expect(r.stdout).toContain('device-run: verify TIMED OUT');
+      expect(r.stdout).not.toContain('verify FAILED');
+      const mismatch = runForm('core', 'verify.json:1');
+      expect(mismatch.stdout).toContain('verify FAILED: see verify.json');
     });
 
     it('refuses a form it does not know, writing nothing', () => {
