@@ -4,6 +4,7 @@
 // chrome://gpu text in the shape Chromium 156 gives it, and stderr lines of the failures the issue names.
 // No browser is started here; bench/README.md "Chrome on a GPU server" says how the probe runs for real.
 
+import { spawnSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ATTEMPTS,
@@ -240,5 +241,17 @@ describe('the probe attempts (tools/chrome-probe/attempts.mjs)', () => {
       '| A | none | requestAdapter() = null; stderr: vkCreateInstance() failed: -7 |',
       '| B | nvidia / hopper (NVIDIA H100 80GB HBM3) | hardware adapter; subgroup matrices: yes |',
     ]);
+  });
+});
+
+describe("the probe's command line (tools/chrome-gpu-probe.mjs)", () => {
+  it('refuses an --icd-dir the Vulkan loader would never read, and an unknown attempt, with exit 2 before any Chrome starts', () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, ['tools/chrome-gpu-probe.mjs', ...args], { encoding: 'utf8' });
+    const dir = run('--icd-dir', '/tmp/icds');
+    expect(dir.status).toBe(2);
+    expect(dir.stderr).toContain('--icd-dir: /tmp/icds must end in vulkan/icd.d');
+    const attempt = run('--icd-dir', '/tmp/x/vulkan/icd.d/', '--attempts', 'Z');
+    expect(attempt.status).toBe(2);
+    expect(attempt.stderr).toContain('--attempts: unknown attempt Z'); // the folder passed: the next check spoke
   });
 });
