@@ -79,7 +79,8 @@ function parseArgs(argv) {
   for (const id of o.attempts) if (!ATTEMPTS.some((a) => a.id === id)) throw new Error(`--attempts: unknown attempt ${id} (known: A to F)`);
   if (!(o.timeout > 0) || !(o.budget > 0)) throw new Error('--timeout and --budget take a positive number of seconds');
   // Attempt C points the Vulkan loader at <dir>/vulkan/icd.d through XDG_DATA_DIRS: any other folder is never read.
-  if (!/(^|\/)vulkan\/icd\.d\/*$/.test(o.icdDir)) throw new Error(`--icd-dir: ${o.icdDir} must end in vulkan/icd.d (the loader reads <dir>/vulkan/icd.d)`);
+  if (!/(^|\/)vulkan\/icd\.d\/*$/.test(o.icdDir))
+    throw new Error(`--icd-dir: ${o.icdDir} must end in vulkan/icd.d (the loader reads <dir>/vulkan/icd.d)`);
   if (o.prefix) o.prefix = resolve(o.prefix);
   // The payload's wrapper (bench/chrome-pack.sh) sets LD_LIBRARY_PATH for every process Chromium starts.
   if (!o.chrome) o.chrome = o.prefix ? join(o.prefix, 'chromium') : process.env.CHROMIUM_PATH || '/usr/bin/chromium';

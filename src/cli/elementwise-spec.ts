@@ -114,6 +114,14 @@ export function parseElementwiseSpec(spec: Record<string, unknown>, baseDir: str
     output,
     ...(spec.kernelPath === undefined ? {} : { kernelPath: spec.kernelPath as ElementwiseProblem['kernelPath'] }),
   };
-  prepareElementwise(problem); // every value check (kernelPath's too), before any backend
+  try {
+    prepareElementwise(problem); // every value check (kernelPath's too), before any backend
+  } catch (e) {
+    // An input's shape is its .npy file's: `b.shape` is the spec's `b.data`.
+    if (!(e instanceof InputError)) throw e;
+    const m = /^([ab])\.shape$/.exec(e.field);
+    if (m) throw new InputError(`${m[1]}.data`, e.message.slice(e.field.length + 2));
+    throw e;
+  }
   return { op, problem, out };
 }

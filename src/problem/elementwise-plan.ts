@@ -60,7 +60,7 @@ function checkInRange(field: string, v: unknown, [lo, hi]: readonly [number, num
 }
 
 /** numpy's broadcast shape of a and b (at most 4-D), or an InputError naming `field`. */
-export function broadcastShapes(aShape: readonly number[], bShape: readonly number[], field = 'b.data'): number[] {
+export function broadcastShapes(aShape: readonly number[], bShape: readonly number[], field = 'b.shape'): number[] {
   const rank = Math.max(aShape.length, bShape.length);
   const out: number[] = [];
   for (let k = 0; k < rank; k++) {

@@ -183,4 +183,12 @@ describe('qgemm run (elementwise ops) with "kernelPath"', () => {
       expect(existsSync(join(dir, 'c.npy'))).toBe(false);
     }
   });
+  it("shapes that do not broadcast exit 2 naming the input's file (b.data), as the library names b.shape", async () => {
+    const dir = writeSpec('nobroadcast', undefined);
+    writeFileSync(join(dir, 'b.npy'), serializeNpy({ dtype: 'int8', shape: [4, 2], fortranOrder: false, data: new Int8Array(8) }));
+    const r = await captureStderr(() => main(['run', join(dir, 'spec.json'), '--backend', 'cpu']));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^qgemm: error: b\.data: shape \(4, 2\) does not broadcast with a's shape \(16, 1\)/);
+    expect(existsSync(join(dir, 'c.npy'))).toBe(false);
+  });
 });

@@ -503,8 +503,8 @@ describe('numpy broadcasting', () => {
     expect(broadcastShapes([], [])).toEqual([]);
     expect(broadcastShapes([0, 3], [1, 3])).toEqual([0, 3]);
     expect(broadcastShapes([1], [0])).toEqual([0]);
-    expect(fieldOf(() => broadcastShapes([2, 3], [4, 3]))).toBe('b.data');
-    expect(fieldOf(() => broadcastShapes([0], [2]))).toBe('b.data');
+    expect(fieldOf(() => broadcastShapes([2, 3], [4, 3]))).toBe('b.shape');
+    expect(fieldOf(() => broadcastShapes([0], [2]))).toBe('b.shape');
   });
 
   it('a (2,1,3) + (4,1) add equals the explicit loop', () => {
@@ -642,7 +642,7 @@ describe('InputErrors of the API, each naming its field', () => {
         p.b.data = u8(1, 2);
         p.b.shape = [2];
       },
-      'b.data',
+      'b.shape',
     ],
     [
       'zero scale',
