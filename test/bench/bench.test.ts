@@ -565,7 +565,7 @@ describe('benchmark harness', () => {
 
   it('hands a checkpoint to onCheckpoint after every cell: the rows so far, marked incomplete; the final report is not', async () => {
     const partials: BenchReport[] = [];
-    const report = await runBenchmark({
+    const cpuOnly: BenchOptions = {
       shapes: TINY,
       impls: ['qgemm', 'naive-js'],
       runtimes: ['node'],
@@ -576,8 +576,8 @@ describe('benchmark harness', () => {
       pipeline: 'uint8',
       seed: 7,
       suite: 'custom',
-      onCheckpoint: (r) => partials.push(JSON.parse(reportJson(r))),
-    });
+    };
+    const report = await runBenchmark({ ...cpuOnly, onCheckpoint: (r) => partials.push(JSON.parse(reportJson(r))) });
     expect(report.incomplete).toBeUndefined();
     expect(partials.map((r) => r.runs.length)).toEqual([1, 2, 3, 4]);
     for (const r of partials) expect(r.incomplete).toMatch(/^a checkpoint written after \d+ rows, at [\d.]+ s: the run had not finished$/);
@@ -596,16 +596,8 @@ describe('benchmark harness', () => {
     // A checkpoint that cannot be written stops the checkpoints, not the run: its report is whole, with a note.
     let calls = 0;
     const failing = await runBenchmark({
-      shapes: TINY,
+      ...cpuOnly,
       impls: ['naive-js'],
-      runtimes: ['node'],
-      backends: ['cpu'],
-      modes: ['call'],
-      policy: POLICY,
-      budgetS: null,
-      pipeline: 'uint8',
-      seed: 7,
-      suite: 'custom',
       onCheckpoint: () => {
         calls++;
         throw new Error('ENOSPC: no space left on device');
