@@ -24,6 +24,9 @@ export async function launch(
       process.exit(1);
     }
   });
+  // A stderr that cannot be written (`2> /dev/full`) leaves nowhere to say anything: the exit code still
+  // says how the command ended, where Node would end it with 1 on the unhandled write error.
+  process.stderr.on('error', () => undefined);
   const child = messagesFd() !== null;
   if (!child && needsDevice(argv) && !process.env.QGEMM_DEBUG) return runQuietChild(binPath, argv);
   if (child) exitWithParent();

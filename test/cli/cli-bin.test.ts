@@ -86,6 +86,18 @@ describe('npx qgemm', () => {
     },
     300_000,
   );
+  it.skipIf(!existsSync('/dev/full'))(
+    'a stderr that cannot be written leaves the exit code as the command ended: 2 for bad input',
+    async () => {
+      for (const argv of [GEMM.map((a) => (a === 'A.npy' ? 'missing.npy' : a)), [...GEMM, '--backend', 'cpu', '--bit-depth', '9,4']]) {
+        const full = openSync('/dev/full', 'w');
+        const p = spawn(process.execPath, [BIN, ...argv], { cwd: freshDir(), stdio: ['ignore', 'ignore', full] });
+        closeSync(full);
+        expect(await new Promise((r) => p.on('close', r)), argv.join(' ')).toBe(2);
+      }
+    },
+    300_000,
+  );
   it('a command-line file name whose bytes are not UTF-8 is refused naming its flag, nothing read or written', () => {
     const dir = freshDir();
     writeFileSync(join(dir, 'Z\uFFFD.npy'), readFileSync(join(dir, 'A.npy'))); // what the bytes would decode to
