@@ -166,11 +166,6 @@ function checkHelpTopic(prog: Command, argv: string[]): void {
 }
 
 /**
- * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
- * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated, and a command line
- * that asks for help gets it. Before any parsing.
- */
-/**
  * An argument whose bytes are not valid UTF-8 reaches Node with U+FFFD in their place: as a file name it
  * would open or write another file (the one the replaced bytes spell). Refused, naming its flag.
  */
@@ -183,6 +178,11 @@ function checkArgumentsDecoded(argv: string[]): void {
   });
 }
 
+/**
+ * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
+ * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated, and a command line
+ * that asks for help gets it. Before any parsing.
+ */
 function checkRepeatedFlags(prog: Command, argv: string[]): void {
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
   if (!cmd || argv.includes('--help') || argv.includes('-h')) return;
