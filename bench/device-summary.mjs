@@ -7,8 +7,9 @@
 // MatMulNBits-8 and -4 (and the walls of qgemm's and MatMulNBits-8's rows); qgemm's GPU time with Dawn's
 // robustness off beside the passes'; the passes' clock warm-ups (how long, how many never settled);
 // then the token through a Sequential (bench/token.ts). A report that is a checkpoint (a stage cut short by
-// its time limit: the bench's --checkpoint) is said to be one, with the rows it kept. Plain Node, no dependencies (it runs on the
-// bare GPU machine). A file missing, truncated or of another shape is "no report", never a crash.
+// its time limit: the bench's --checkpoint) is said to be one, with the rows it kept. Plain Node, no
+// dependencies (it runs on the bare GPU machine). A file missing, truncated or of another shape is "no
+// report", never a crash.
 // Usage: node device-summary.mjs pass1.json pass2.json [--u4 bench-u4.json] [--verify verify.json] [--tune tune.json]
 //        [--norobust bench-norobust.json] [--token token.json]
 import { readFileSync } from 'node:fs';
@@ -36,8 +37,9 @@ const passFiles = firstOption >= 0 ? args.slice(0, firstOption) : args;
 const passes = passFiles.map((file) => ({ runs: runsOf(file) }));
 /** A line where a bench report is a checkpoint (--checkpoint: the stage was cut short), else none. */
 const cutShort = (file, label) => {
-  const why = read(file, null)?.incomplete;
-  if (typeof why === 'string') console.log(`${label} cut short: ${runsOf(file).length} rows kept (${why})`);
+  const report = read(file, null);
+  if (typeof report?.incomplete === 'string')
+    console.log(`${label} cut short: ${objects(report.runs).length} rows kept (${report.incomplete})`);
 };
 /** A time in ms as the tables print it, '-' where there is none (or it is not a number). */
 const f = (x) => (typeof x !== 'number' || !Number.isFinite(x) ? '-' : x < 1 ? x.toFixed(4) : x.toFixed(3));
