@@ -207,10 +207,10 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     };
     await fails(() => gemm({ lhs, rhs: packed }, { backend: 'webgpu' }), 'rhs');
     await fails(() => gemm({ lhs: { data: new Uint8Array(8), rows: 2, cols: 4 }, rhs: packed }, { backend: 'cpu' }), 'rhs');
-    await fails(() => gemm({ lhs, rhs: packed, bitDepth: { lhs: 7, rhs: 7, rounding: 'nearest' } }, { backend: 'cpu' }), 'bitDepth');
+    await fails(() => gemm({ lhs, rhs: packed, bitDepth: { lhs: 7, rhs: 7, rounding: 'nearest' } }, { backend: 'cpu' }), 'rhs');
     // A GEMM that keeps the rhs at 8 bits but not its lhs takes the plain rhs; the message offers no prepack that would fail.
     const e8 = await gemm({ lhs, rhs: packed, bitDepth: { lhs: 5, rhs: 8, rounding: 'nearest' } }, { backend: 'cpu' }).catch((x) => x);
-    expect((e8 as InputError).field).toBe('bitDepth');
+    expect((e8 as InputError).field).toBe('rhs');
     expect((e8 as Error).message).toMatch(/serves GEMMs without a bitDepth: give the plain rhs$/);
     await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu', kernel: 'cpu-js' }), 'kernel');
     await fails(() => prepackCpu({ data: new Uint8Array(5), rows: 3, cols: 4 }), 'rhs');

@@ -298,7 +298,7 @@ async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
 
 /**
  * The bitDepth of a GEMM against its prepacked rhs's: none for an 8-bit one; for a 4-bit one the same
- * rhs bits and (resolved) rounding. Else an InputError naming bitDepth.
+ * rhs bits and (resolved) rounding. Else an InputError naming the rhs, as the GPU path's prepacked check does.
  */
 export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): void {
   const stored = blocks.get(x)?.nibble ?? null;
@@ -307,17 +307,16 @@ export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): 
     // The 8-bit kernels over a prepacked rhs do not requantize their lhs: a GEMM with a bitDepth takes the plain rhs.
     if (b)
       throw new InputError(
-        'bitDepth',
-        `an rhs prepacked at 8 bits serves GEMMs without a bitDepth: give the plain rhs${b.rhs <= 4 ? ', or prepack it with this bitDepth' : ''}`,
+        'rhs',
+        `prepacked at 8 bits, it serves GEMMs without a bitDepth: give the plain rhs${b.rhs <= 4 ? ', or prepack it with this bitDepth' : ''}`,
       );
     return;
   }
-  if (!b)
-    throw new InputError('bitDepth', `the rhs was prepacked at ${stored.bits} bits: the GEMM needs the bitDepth it was prepacked with`);
+  if (!b) throw new InputError('rhs', `prepacked at ${stored.bits} bits: the GEMM needs the bitDepth it was prepacked with`);
   if (b.rhs !== stored.bits || resolveRounding(b.rounding, p.K) !== stored.rounding)
     throw new InputError(
-      'bitDepth',
-      `the rhs was prepacked at ${stored.bits} bits with rounding ${stored.rounding}, the GEMM asks rhs ${b.rhs} bits, rounding ${resolveRounding(b.rounding, p.K)}`,
+      'rhs',
+      `prepacked at ${stored.bits} bits with rounding ${stored.rounding}, the GEMM asks rhs ${b.rhs} bits, rounding ${resolveRounding(b.rounding, p.K)}`,
     );
 }
 
