@@ -238,11 +238,11 @@ function checkOptions(opts: VerifyOptions, known: ReadonlySet<string>): 'webgpu'
   if (opts.kernels !== undefined) {
     if (!Array.isArray(opts.kernels)) throw new InputError('kernels', `expected an array of kernel ids, got ${brief(opts.kernels)}`);
     if (opts.kernels.length === 0) throw new InputError('kernels', 'expected at least one kernel id (leave it out to check them all)');
-    opts.kernels.forEach((id: unknown, i) => {
+    for (const [i, id] of (opts.kernels as unknown[]).entries()) {
       if (!known.has(id as string)) {
         throw new InputError(`kernels[${i}]`, `unknown kernel ${brief(id)}; known kernels: ${[...known].join(', ')}`);
       }
-    });
+    }
   }
   return backend;
 }

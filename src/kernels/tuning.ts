@@ -97,7 +97,7 @@ export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
       throw new InputError(`${field}.${key}`, `expected a string, got ${shown(x[key])}`);
   }
   if (!Array.isArray(x.entries)) throw new InputError(`${field}.entries`, `expected an array, got ${shown(x.entries)}`);
-  const entries = x.entries.map((e: unknown, i: number): TuningEntry => {
+  const entries = Array.from(x.entries, (e: unknown, i: number): TuningEntry => {
     const f = `${field}.entries[${i}]`;
     if (!isObject(e)) throw new InputError(f, `expected an object, got ${shown(e)}`);
     checkKnownKeys(f, e, ENTRY_KEYS);

@@ -9,7 +9,7 @@ import { InputError } from '../errors.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
 import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem, MAX_RANK } from '../problem/elementwise.ts';
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
-import { checkKnownKeys } from '../problem/check.ts';
+import { checkKnownKeys, everyItem } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
@@ -165,7 +165,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     const q = inputQuant.get(ref);
     if (q && dtype) checkQuant(q.field, q.quant, dtype);
   };
-  layers.forEach((layer, i) => {
+  for (const [i, layer] of layers.entries()) {
     const field = `layers[${i}]`;
     if (!layer || typeof layer !== 'object') throw new InputError(field, `expected a layer object, got ${brief(layer)}`);
     const { op } = layer;
@@ -216,7 +216,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       given = [p.a, p.b];
       refFields = [`${field}.inputs[0]`, `${field}.inputs[1]`];
     }
-    const quant = refs.map((ref, j) => {
+    const quant = Array.from(refs, (ref, j) => {
       const qField = single ? `${field}.params.input` : `${field}.params.${'ab'[j]}`;
       if (typeof ref !== 'string' || ref === '') throw new InputError(refFields[j], `expected a name, got ${brief(ref)}`);
       if (layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
@@ -257,7 +257,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       if (!shape || !Array.isArray(shape) || shape.length !== (op === 'conv2d' ? 4 : 2)) {
         throw new InputError(`${field}.params.${wKey}.shape`, op === 'conv2d' ? 'expected OHWI [O, KH, KW, C]' : 'expected [N, K]');
       }
-      if (!shape.every((d) => Number.isInteger(d) && d >= 1))
+      if (!everyItem(shape, (d) => Number.isInteger(d) && (d as number) >= 1))
         throw new InputError(`${field}.params.${wKey}.shape`, `expected integers >= 1, got ${shown(shape)}`);
       const N = shape[0];
       const K = op === 'conv2d' ? shape[1] * shape[2] * shape[3] : shape[1];
@@ -270,7 +270,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     } else if (dtype) checkElementwiseNode(node, dtype);
     produced.set(name, params.output);
     nodes.push(node);
-  });
+  }
   return { nodes, inputNames: [...used], dtype, lastUse, inputQuant };
 }
 
@@ -305,7 +305,7 @@ export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {
     }
     dtype ??= own;
     first ||= name;
-    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    if (!Array.isArray(t.shape) || !everyItem(t.shape, (d) => Number.isInteger(d) && (d as number) >= 0)) {
       throw new InputError(`${field}.shape`, `expected a list of sizes, got ${brief(t.shape)}`);
     }
     if (t.shape.reduce((a, b) => a * b, 1) !== t.data.length)

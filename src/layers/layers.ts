@@ -22,7 +22,7 @@ import {
   type KernelPath,
   type QuantParams,
 } from './derive.ts';
-import { checkDtypeKey, checkKnownKeys, RESULT_KEYS } from '../problem/check.ts';
+import { checkDtypeKey, checkKnownKeys, everyItem, RESULT_KEYS } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { allocationLimit } from '../problem/dst.ts';
 import { fcOutShape, type WeightZeroPoint, weightZeroPoint } from './tflite-params.ts';
@@ -232,7 +232,7 @@ async function runLayer(
 
 /** M of a FULLY_CONNECTED over an input of `shape` holding `length` values: TFLite flattens it to [size / K, K]. */
 export function fcRows(shape: readonly number[], length: number, K: number): number {
-  if (!Array.isArray(shape) || shape.length < 1 || !shape.every((d) => Number.isInteger(d) && d >= 0))
+  if (!Array.isArray(shape) || shape.length < 1 || !everyItem(shape, (d) => Number.isInteger(d) && (d as number) >= 0))
     throw new InputError('input.shape', 'expected [..., K]: a list of sizes');
   const size = shape.reduce((a, b) => a * b, 1);
   if (size < K) throw new InputError('input.shape', `expected at least one row of K = ${K} values, got [${shape}]`);
@@ -298,7 +298,11 @@ export function convShape(
   const limit = `${MAX_PATCH_POSITION} (2^31 - 1: patch positions are 32-bit integers on the GPU, and every backend takes the same limit)`;
   const pairOf = (name: 'stride' | 'dilation'): [number, number] => {
     const v = params[name] === undefined ? [1, 1] : params[name]; // null is not absent
-    if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isInteger(x) && x >= 1 && x <= MAX_PATCH_POSITION))
+    if (
+      !Array.isArray(v) ||
+      v.length !== 2 ||
+      !everyItem(v, (x) => Number.isInteger(x) && (x as number) >= 1 && (x as number) <= MAX_PATCH_POSITION)
+    )
       throw new InputError(`params.${name}`, `expected [h, w] of integers in 1..${limit}, got ${shown(v)}`);
     return [v[0], v[1]];
   };

@@ -6,6 +6,7 @@
 
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
+import { everyItem } from '../problem/check.ts';
 import { TYPE_RANGE, type OutputStage } from '../types.ts';
 
 /** scale as TFLite stores it (float32), zeroPoint an integer: what every check below takes. */
@@ -58,7 +59,11 @@ export function shown(v: unknown): string {
 
 /** A shape of `rank` integers, each at least `min`. */
 export function checkDims(field: string, shape: unknown, rank: number, what: string, min = 1): number[] {
-  if (!Array.isArray(shape) || shape.length !== rank || !shape.every((d) => Number.isInteger(d) && d >= min && d <= 2 ** 53))
+  if (
+    !Array.isArray(shape) ||
+    shape.length !== rank ||
+    !everyItem(shape, (d) => Number.isInteger(d) && (d as number) >= min && (d as number) <= 2 ** 53)
+  )
     throw new InputError(field, `expected ${what} of integers >= ${min}, got ${shown(shape)}`);
   return shape;
 }

@@ -14,6 +14,16 @@ export function checkInt32(field: string, v: unknown): number {
   return v;
 }
 
+/**
+ * Whether ok(x) holds for every index of v. Array.prototype.every (like some, map and forEach) skips a
+ * sparse array's holes (`[1, , 3]`: JSON cannot write one, a caller's code can); here a hole reads as
+ * undefined, so a check fails on it and its InputError names the field.
+ */
+export function everyItem(v: readonly unknown[], ok: (x: unknown) => boolean): boolean {
+  for (let i = 0; i < v.length; i++) if (!ok(v[i])) return false;
+  return true;
+}
+
 /** A call's problem that is not an object (null, a number, an array): an InputError naming `problem`. */
 export function checkProblemObject(problem: unknown, what = 'a GemmProblem'): void {
   if (!problem || typeof problem !== 'object' || Array.isArray(problem))

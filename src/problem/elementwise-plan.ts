@@ -27,7 +27,7 @@ import {
   type QuantizedTensor,
   type XnnpackElementwiseParams,
 } from './elementwise.ts';
-import { checkDtypeKey, checkKnownKeys, RESULT_KEYS } from './check.ts';
+import { checkDtypeKey, checkKnownKeys, everyItem, RESULT_KEYS } from './check.ts';
 import { operandType } from './problem.ts';
 
 /** The largest alignment shift F − frac of alignedAdd/alignedSub. */
@@ -36,7 +36,7 @@ const MAX_ALIGNMENT_SHIFT = 15;
 const ADD_LEFT_SHIFT = 20;
 
 function checkShape(field: string, shape: unknown, length: number): number[] {
-  if (!Array.isArray(shape) || shape.some((d) => !Number.isSafeInteger(d) || d < 0)) {
+  if (!Array.isArray(shape) || !everyItem(shape, (d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
     throw new InputError(field, `expected a shape of non-negative integers, got ${brief(shape)}`);
   }
   if (shape.length > MAX_RANK) throw new InputError(field, `at most ${MAX_RANK} dimensions, got shape (${shape.join(', ')})`);

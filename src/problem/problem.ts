@@ -136,7 +136,8 @@ export function normalizeProblem(
     length: (axis) => (axis === 'row' ? M : N),
     what: (axis) => (axis === 'row' ? 'axis "row": one per dst row, M' : 'axis "col": one per dst column, N'),
   };
-  pipeline.forEach((stage, i) => {
+  for (const [i, stage] of pipeline.entries()) {
+    // entries(), not forEach: a sparse array's hole is a stage that is not an object, not one skipped
     const f = `pipeline[${i}]`;
     if (!stage || typeof stage !== 'object') throw new InputError(f, 'expected a stage object');
     if (dstType !== 'int32') throw new InputError(f, `no stage may follow a cast (pipeline[${i - 1}] is the last allowed)`);
@@ -148,7 +149,7 @@ export function normalizeProblem(
     checkKnownKeys(f, stage, ['type', ...Object.keys(def.fields)]);
     derived[i] = def.validate(stage, f, shape);
     if (def.castTo) dstType = def.castTo(stage);
-  });
+  }
 
   const bitDepth = problem.bitDepth === undefined ? undefined : checkBitDepth(problem.bitDepth);
 
