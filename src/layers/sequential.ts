@@ -95,7 +95,11 @@ interface Value {
   own?: boolean;
 }
 
-/** Options of one Sequential.run. */
+/**
+ * Options of one Sequential.run. `onTrace` receives one trace per GPU call of GEMMs: the chain's one call
+ * where the run is a chain of GEMMs, else one for each fullyConnected or conv2d layer (an elementwise
+ * layer's call is not traced).
+ */
 export interface SequentialRunOptions extends GemmCallOptions {
   /** Receives the GPU time of the run's GEMMs, where the run is a chain of GEMMs (else null). */
   timing?: GemmTiming;
@@ -208,7 +212,7 @@ export class Sequential {
         const last = i === g.nodes.length - 1;
         const ins = n.inputs.map((r) => values.get(r)!);
         const out = n.gemm
-          ? await this.gemmLayer(n, steps[i], ins[0], this.packed[packedIndex++], last)
+          ? await this.gemmLayer(n, steps[i], ins[0], this.packed[packedIndex++], last, { onTrace: opts.onTrace })
           : await this.elementwiseLayer(n, steps[i], ins, last);
         if (last) return { data: out.host!, shape: steps[i].outShape };
         values.set(n.name, out);
@@ -237,13 +241,13 @@ export class Sequential {
     return { ...m, rows: sizeOf(v.shape) / cols, cols, stride: cols };
   }
 
-  private async gemmLayer(n: Node, step: Step, input: Value, rhs: PackedOperand, last: boolean): Promise<Value> {
+  private async gemmLayer(n: Node, step: Step, input: Value, rhs: PackedOperand, last: boolean, call: GemmCallOptions): Promise<Value> {
     const { rhsZeroPoint, lhsZeroPoint, pipeline } = n.gemm!;
     const common = { rhs, lhsZeroPoint, rhsZeroPoint, pipeline };
     const gemm = async (lhs: GpuGemmProblem['lhs']): Promise<Value> => {
       const problem: GpuGemmProblem = { ...common, lhs };
-      if (last) return { shape: step.outShape, host: (await this.ctx.gemm(problem)).data as Uint8Array | Int8Array };
-      return { shape: step.outShape, gpu: await this.ctx.gemmOnGpu(problem) };
+      if (last) return { shape: step.outShape, host: (await this.ctx.gemm(problem, undefined, call)).data as Uint8Array | Int8Array };
+      return { shape: step.outShape, gpu: await this.ctx.gemmOnGpu(problem, undefined, call) };
     };
     if (!step.conv) {
       const K = (n.params as FullyConnectedParams).weights.shape[1];

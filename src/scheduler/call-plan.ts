@@ -89,8 +89,14 @@ export async function replay(
  * One gemmOnGpu call through its plan: as replay() without the readback (one submit, the error scope and
  * any GPU time awaited); the lhs written as replay() writes it. The plan's dst holds the result.
  */
-export async function replayOnGpu(r: DeviceResources, plan: CallPlan, lhs: PlannedLhs, timing: GemmTiming | undefined): Promise<void> {
-  await replayPlan(r, plan, lhs, timing, undefined, false);
+export async function replayOnGpu(
+  r: DeviceResources,
+  plan: CallPlan,
+  lhs: PlannedLhs,
+  timing: GemmTiming | undefined,
+  tracer: Tracer | undefined,
+): Promise<void> {
+  await replayPlan(r, plan, lhs, timing, tracer, false);
 }
 
 async function replayPlan(
@@ -144,6 +150,6 @@ async function replayPlan(
   if (data.status === 'rejected') throw r.lostOr(data.reason);
   if (timing) timing.gpuMs = ms.status === 'fulfilled' && ms.value !== null ? ms.value : null;
   r.checkAlive();
-  tracer?.mark('copyOut');
+  if (readback) tracer?.mark('copyOut'); // gemmOnGpu's caller marks the rest as its wait
   return data.value;
 }

@@ -272,39 +272,60 @@ export class GpuContext {
    * input too), runs a plan made by its first call
    * (./call-plan.ts replayOnGpu). Such a plan owns the dst it hands out: it is not replayed while the
    * caller holds that matrix (another plan, or a call without one, serves meanwhile), and runs again once
-   * releaseMatrix gives the matrix back; so a held matrix is never written by a later call.
+   * releaseMatrix gives the matrix back; so a held matrix is never written by a later call. `onTrace` (or
+   * QGEMM_TRACE=1) times its steps as gemm()'s, the wait being for the GPU's work (awaited only while
+   * tracing); map and copyOut are 0.
    */
-  gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming): Promise<GpuMatrix> {
+  gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GpuMatrix> {
     return this.exclusive(async () => {
       checkProblemObject(problem);
-      checkCallArguments(timing, undefined);
-      const r = this.resources;
-      if (!plannable(problem)) return claimMatrix(r, (await this.run(problem, timing, false)).dst);
-      const { lhs } = problem;
-      const lhsMatrix = inPlaceMatrix(r, lhs);
-      const hit = r.plans.findOnGpu(problem, lhsMatrix);
-      if (hit) {
-        await replayOnGpu(r, hit, lhs, timing);
-        hit.busy = true;
-        this.ran = hit.ran;
-        return claimMatrix(r, { ...hit.dst });
+      checkCallArguments(timing, opts);
+      const listener = opts?.onTrace ?? envTraceListener();
+      const trace = listener ? new Tracer() : undefined;
+      const matrix = await this.gemmOnGpuHeld(problem, timing, trace);
+      if (trace && listener) {
+        await this.device.queue.onSubmittedWorkDone();
+        trace.mark('wait');
+        listener(trace.finish());
       }
-      const plan = r.plans.roomOnGpu(problem.rhs) && r.plans.inPlaceWorthPlanning(lhsMatrix) ? r.plans.builder() : undefined;
-      let run: Awaited<ReturnType<typeof runGemm>>;
-      try {
-        run = await this.run(problem, timing, false, { plan });
-      } catch (e) {
-        if (plan) r.plans.discard(plan);
-        throw e;
-      }
-      if (plan) {
-        // The upload buffer a CPU lhs is written into on replay (runGemm always makes one); a GpuMatrix lhs is read where it is.
-        const lhsSource = lhsMatrix ? lhsMatrix.buffer : run.lhsSource!;
-        const label = `gemm ${run.dst.rows}x${run.dst.cols}`;
-        r.plans.addOnGpu(plan, problem, { ran: this.ran, lhsSource, dst: run.dst, label, lhsMatrix });
-      }
-      return claimMatrix(r, { ...run.dst }); // the caller's own object: the plan keeps run.dst, as a replay hands out copies
+      return matrix;
     });
+  }
+
+  /** gemmOnGpu() while this call holds the device: through a plan where one serves, else runGemm (making a plan where one applies). */
+  private async gemmOnGpuHeld(problem: GpuGemmProblem, timing: GemmTiming | undefined, trace: Tracer | undefined): Promise<GpuMatrix> {
+    const r = this.resources;
+    if (!plannable(problem)) {
+      const run = await this.run(problem, timing, false, { trace });
+      if (trace) trace.kernel = run.ran.kernel;
+      return claimMatrix(r, run.dst);
+    }
+    const { lhs } = problem;
+    const lhsMatrix = inPlaceMatrix(r, lhs);
+    const hit = r.plans.findOnGpu(problem, lhsMatrix);
+    if (hit) {
+      if (trace) Object.assign(trace, { plan: 'hit', kernel: hit.ran.kernel });
+      await replayOnGpu(r, hit, lhs, timing, trace);
+      hit.busy = true;
+      this.ran = hit.ran;
+      return claimMatrix(r, { ...hit.dst });
+    }
+    const plan = r.plans.roomOnGpu(problem.rhs) && r.plans.inPlaceWorthPlanning(lhsMatrix) ? r.plans.builder() : undefined;
+    let run: Awaited<ReturnType<typeof runGemm>>;
+    try {
+      run = await this.run(problem, timing, false, { plan, trace });
+    } catch (e) {
+      if (plan) r.plans.discard(plan);
+      throw e;
+    }
+    if (trace) Object.assign(trace, { plan: plan ? 'new' : 'none', kernel: run.ran.kernel });
+    if (plan) {
+      // The upload buffer a CPU lhs is written into on replay (runGemm always makes one); a GpuMatrix lhs is read where it is.
+      const lhsSource = lhsMatrix ? lhsMatrix.buffer : run.lhsSource!;
+      const label = `gemm ${run.dst.rows}x${run.dst.cols}`;
+      r.plans.addOnGpu(plan, problem, { ran: this.ran, lhsSource, dst: run.dst, label, lhsMatrix });
+    }
+    return claimMatrix(r, { ...run.dst }); // the caller's own object: the plan keeps run.dst, as a replay hands out copies
   }
 
   /**

@@ -1,8 +1,8 @@
 // Where the wall time of one GPU GEMM goes (pack -> gemm -> output, seen from the caller): a trace of
-// the steps of a ctx.gemm() call, each timed with performance.now() as the call passes from one to the
-// next. ./gemm.ts and ./call-plan.ts mark the steps; `onTrace` (RunOptions, or ctx.gemm's options) or
-// QGEMM_TRACE=1 (one line per call on stderr) receive it. Steps follow each other without gaps, so
-// their sum is the call's wall time.
+// the steps of a ctx.gemm() call (gemmOnGpu's and gemmChain's too), each timed with performance.now() as
+// the call passes from one to the next. ./gemm.ts and ./call-plan.ts mark the steps; `onTrace` (RunOptions,
+// or the context's call options) or QGEMM_TRACE=1 (one line per call on stderr) receive it. Steps follow
+// each other without gaps, so their sum is the call's wall time.
 
 import { nodeProcess } from '../gpu/dawn.ts';
 

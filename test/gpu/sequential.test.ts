@@ -13,9 +13,10 @@
 import { afterAll, describe, expect, it, test, vi } from 'vitest';
 import { DeviceLostError, InputError } from '../../src/errors.ts';
 import { fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
-import { Sequential } from '../../src/layers/sequential.ts';
+import { runLayers, Sequential, type SequentialLayer } from '../../src/layers/sequential.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
 import { type ChainLayer, type GemmTrace, GpuContext, type PackedOperand } from '../../src/scheduler/context.ts';
+import { TRACE_STEPS } from '../../src/scheduler/trace.ts';
 import type { GemmProblem, GemmResult, Operand, OutputStage } from '../../src/types.ts';
 import { Rng } from '../../tools/random.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
@@ -348,6 +349,78 @@ describe.skipIf(!gpu)('a Sequential destroyed while its runs wait', () => {
     expect(rejected.length).toBeGreaterThan(0);
     for (const r of rejected) expect(r.reason).toMatchObject({ name: 'InputError', field: 'sequential' });
     await expect(seq.run({ data: u8(100, 1), shape: [1, 5, 5, 4] })).rejects.toMatchObject({ field: 'sequential' });
+    ctx.destroy();
+  });
+});
+
+// A graph that is not a chain of FC layers runs layer by layer: `onTrace` receives one trace per GEMM
+// layer (gemmOnGpu for an intermediate one, whose map and copyOut are 0; gemm for the last), as
+// QGEMM_TRACE=1 prints them; it had received none.
+describe.skipIf(!gpu)("a graph's run traces each GEMM layer", () => {
+  it('two traces per run of conv -> add -> FC, each whole, and the result as on the CPU', async () => {
+    const u8 = (n: number, s: number) => Uint8Array.from({ length: n }, (_, i) => (i * s + 7) & 255);
+    const q = (s: number, z: number) => ({ scale: Math.fround(s), zeroPoint: z });
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const layers: SequentialLayer[] = [
+      {
+        op: 'conv2d',
+        name: 'conv',
+        params: {
+          filter: { data: u8(4 * 9 * 4, 3), shape: [4, 3, 3, 4], scale: Math.fround(0.002), zeroPoint: 120 },
+          bias: new Int32Array(4),
+          padding: 'SAME',
+          output: q(0.05, 100),
+        },
+      },
+      { op: 'add', name: 'sum', inputs: ['conv', 'input'], params: { output: q(0.06, 90) } },
+      {
+        op: 'fullyConnected',
+        params: {
+          weights: { data: u8(7 * 100, 5), shape: [7, 100], scale: Math.fround(0.002), zeroPoint: 110 },
+          bias: new Int32Array(7),
+          output: q(0.1, 128),
+        },
+      },
+    ];
+    const opts = { inputs: { input: q(0.02, 128) } };
+    const seq = await Sequential.create(ctx, layers, opts);
+    const traces: GemmTrace[] = [];
+    for (let run = 0; run < 2; run++) {
+      const x = { data: u8(100, run + 1), shape: [1, 5, 5, 4] };
+      const got = await seq.run(x, { onTrace: (t) => traces.push(t) });
+      const want = await runLayers(layers, x, { ...opts, backend: 'cpu' });
+      expect(Array.from(got.data), `run ${run}`).toEqual(Array.from(want.data));
+    }
+    expect(traces).toHaveLength(4);
+    for (const [i, t] of traces.entries()) {
+      expect(t.steps.map((s) => s.step)).toEqual([...TRACE_STEPS]);
+      expect(t.kernel, `trace ${i}`).toBeTypeOf('string');
+      for (const s of t.steps) expect(s.ms).toBeGreaterThanOrEqual(0);
+      expect(t.totalMs).toBeCloseTo(
+        t.steps.reduce((a, s) => a + s.ms, 0),
+        9,
+      );
+    }
+    const onGpu = [traces[0], traces[2]]; // the conv's calls, left on the GPU
+    for (const t of onGpu) expect(t.steps.filter((s) => s.step === 'map' || s.step === 'copyOut').map((s) => s.ms)).toEqual([0, 0]);
+    seq.destroy();
+    ctx.destroy();
+  });
+
+  it('ctx.gemmOnGpu traces a call that makes a plan, then one that replays it', async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const r = new Rng(5);
+    const plain = { data: bytes(r, 64 * 24), rows: 64, cols: 24 };
+    const rhs = await ctx.prepack('rhs', plain);
+    const lhs = { data: bytes(r, 64), rows: 1, cols: 64 };
+    const traces: GemmTrace[] = [];
+    for (let i = 0; i < 2; i++) {
+      const m = await ctx.gemmOnGpu({ lhs, rhs }, undefined, { onTrace: (t) => traces.push(t) });
+      expect(Array.from((await ctx.read(m)).data)).toEqual(Array.from(referenceGemm({ lhs, rhs: plain }).data));
+      ctx.releaseMatrix(m);
+    }
+    expect(traces.map((t) => t.plan)).toEqual(['new', 'hit']);
+    await expect(ctx.gemmOnGpu({ lhs, rhs }, undefined, { onTrace: 3 as never })).rejects.toMatchObject({ field: 'onTrace' });
     ctx.destroy();
   });
 });
