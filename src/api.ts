@@ -58,7 +58,8 @@ const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>(
 function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
   const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '', tuning = null, toggles = null } = opts;
   const sortedLimits = Object.entries(limits).sort(([a], [b]) => a.localeCompare(b));
-  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference, tuning, toggles]);
+  const tuningName = opts.tuningName ?? ''; // what ctx.tuning (describeDevice, qgemm info) calls the table
+  return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference, tuning, tuningName, toggles]);
 }
 
 /**

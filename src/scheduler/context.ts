@@ -62,7 +62,7 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
    * with the library matches the adapter. A malformed table, or one of another adapter, is an InputError.
    */
   tuning?: TuningTable | unknown;
-  /** What to call the table in messages and lastRun (the CLI passes the file's path). */
+  /** What to call the table in messages and in `tuning.name` (describeDevice, `qgemm info`; the CLI passes the file's path). */
   tuningName?: string;
 }
 

@@ -6,6 +6,7 @@
 // a malformed one are InputErrors before any GEMM.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describeDevice } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { bandedKernel, dot4TileLoop, tileBindings } from '../../src/kernels/banded.ts';
 import { defineKernelFamily } from '../../src/kernels/kernel-configs.ts';
@@ -81,6 +82,13 @@ describe.skipIf(!gpu)('tune() and tuning tables on this adapter', () => {
     expect(ctx.lastRun.kernel).toBe(rules.lastRun.kernel);
     ctx.destroy();
     rules.destroy();
+  });
+
+  it("describeDevice names the table as asked: the shared context's key holds tuningName", async () => {
+    const a = await describeDevice({ tuning: table, tuningName: 'A' });
+    const b = await describeDevice({ tuning: table, tuningName: 'B' });
+    expect([a.tuning?.name, b.tuning?.name]).toEqual(['A', 'B']);
+    expect(a.tuning?.description).toMatch(/^table A, /);
   });
 
   it('a table whose kernel fails its self-test is refused with a warning, and the rules serve', async () => {
