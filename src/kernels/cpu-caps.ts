@@ -8,7 +8,8 @@
 import { wasmCpuCaps } from './cpu-wasm/kernel.ts';
 import type { CpuCaps } from './types.ts';
 
-export type CpuCapsReport = CpuCaps & { relaxedNote: string };
+/** relaxedNote: why relaxed SIMD is off, or how it was proven; threadsNote: why a page runs one thread over a shared memory (its workers cannot start). */
+export type CpuCapsReport = CpuCaps & { relaxedNote: string; threadsNote?: string };
 
 const BEFORE: CpuCapsReport = { wasmSimd: false, relaxedSimd: false, threads: 1, sharedMemory: false, relaxedNote: 'not probed yet' };
 let caps: CpuCapsReport | null = null;

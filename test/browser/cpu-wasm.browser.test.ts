@@ -10,7 +10,7 @@
 // Chromium fails; locally it skips with a notice.
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,6 +139,47 @@ describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => 
       ).toBe(true);
       expect(stats.drivers.some((d) => d.startsWith(dot7 ? 'gemm_nibble_' : 'gemm_nibble7_'))).toBe(false);
       expect(log.errors).toEqual([]);
+      await page.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  // A cross-origin isolated page whose Content-Security-Policy forbids blob: workers (worker-src 'self'):
+  // its first worker cannot start, so GEMMs run on one thread and the caps say why. Each multi-threaded
+  // GEMM had failed with "WorkerLostError: qgemm wasm worker 1: undefined".
+  it('a page whose CSP forbids blob: workers runs on one thread, exact, and says why', async () => {
+    const csp = `<meta http-equiv="Content-Security-Policy" content="worker-src 'self'">`;
+    const html = readFileSync(join(site, 'test/browser/page/cpu-wasm.html'), 'utf8').replace(
+      '<meta charset="utf-8">',
+      `<meta charset="utf-8">${csp}`,
+    );
+    expect(html).toContain(csp);
+    writeFileSync(join(site, 'test/browser/page/cpu-wasm-csp.html'), html);
+    const server = await serveStatic(site, { isolated: true });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${server.url}test/browser/page/cpu-wasm-csp.html`, { waitUntil: 'load' });
+      await page.waitForFunction(() => !!(window as unknown as { qgemmPage?: { ready: boolean } }).qgemmPage?.ready, { timeout: 30_000 });
+      const stats = (await page.evaluate(
+        (seed, count) =>
+          (window as unknown as { runCpuBatch(o: object): Promise<unknown> }).runCpuBatch({ seed, count, kernel: 'cpu-wasm-simd' }),
+        SEED + 2,
+        COUNT,
+      )) as {
+        problems: number;
+        mismatches: number;
+        error: string | null;
+        crossOriginIsolated: boolean;
+        caps: { threads: number; sharedMemory: boolean; threadsNote?: string };
+        runs: { singleThreaded: number; multiThreaded: number };
+      };
+      expect(stats.error).toBeNull();
+      expect(stats.crossOriginIsolated).toBe(true);
+      expect(stats.caps.sharedMemory).toBe(true);
+      expect(stats.caps.threads).toBe(1);
+      expect(stats.caps.threadsNote).toMatch(/^worker threads cannot start in this page \(.*worker-src blob:$/);
+      expect([stats.problems, stats.mismatches, stats.runs.multiThreaded]).toEqual([COUNT, 0, 0]);
       await page.close();
     } finally {
       await server.close();

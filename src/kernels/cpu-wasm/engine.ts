@@ -1,6 +1,7 @@
 // The WebAssembly engine of the CPU kernels, made once per process or page: it picks the module variant
 // (binary.gen.ts) that this runtime validates (SIMD; relaxed SIMD; a shared memory for threads), makes
-// the memory, and decides whether relaxed SIMD may be used. Relaxed `i32x4.relaxed_dot_i8x16_i7x16_add_s`
+// the memory, starts a page's first worker (whether threads can run there: firstWorker), and decides
+// whether relaxed SIMD may be used. Relaxed `i32x4.relaxed_dot_i8x16_i7x16_add_s`
 // is implementation-defined when the 7-bit operand has its top bit set, so it is used only when
 //   - the runtime validates it (Node 20: only behind a flag),
 //   - a probe run many times (optimized code included: Node 20's baseline tier doubled the result)
@@ -18,7 +19,7 @@ import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
 import { CONTROL } from './job.ts';
 import { DATA_START } from './layout.ts';
-import { coreCount, isNode, type WorkerPool } from './pool.ts';
+import { coreCount, isNode, WorkerPool } from './pool.ts';
 
 export type RelaxedMode = 'usdot' | 'sdot';
 type WasmExports = Record<string, (...args: number[]) => number>;
@@ -27,8 +28,13 @@ export interface WasmEngine {
   module: WebAssembly.Module;
   memory: WebAssembly.Memory;
   exports: WasmExports;
-  /** A shared memory: worker threads can run. */
+  /** A shared memory: worker threads can run (unless threadsNote says they cannot start). */
   shared: boolean;
+  /**
+   * Why GEMMs run on one thread over a shared memory, or null: a page's first worker did not start (a
+   * Content-Security-Policy whose worker-src forbids blob: URLs; firstWorker).
+   */
+  threadsNote: string | null;
   /** How relaxed dot products behave here, or null when the relaxed kernel must not run. */
   relaxed: RelaxedMode | null;
   /** Why relaxed SIMD is off, or how it was proven. */
@@ -102,12 +108,43 @@ export function configureWasm(o: WasmOptions): void {
 
 let envThreads: number | undefined | null = null;
 
+/** Whether a GEMM may run on worker threads here: a shared memory, and workers that start. */
+export const threadsRun = (e: WasmEngine): boolean => e.shared && e.threadsNote === null;
+
+/** How long a page's first worker may take to start before GEMMs run on one thread. */
+const WORKER_START_MS = 10_000;
+
+/**
+ * Starts the pool's first worker in a page (from a Blob URL, which a Content-Security-Policy may forbid):
+ * null once it is ready (the engine keeps the pool), else why not (threadsNote: GEMMs then run on one
+ * thread, where each would have failed with a WorkerLostError). Node's worker_threads need no such check.
+ */
+async function firstWorker(e: WasmEngine): Promise<string | null> {
+  const pool = new WorkerPool(e.module, e.memory, e.exports);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`no worker started within ${WORKER_START_MS / 1000} s`), WORKER_START_MS);
+  });
+  const started = pool.ensure(1).then(
+    () => null,
+    (err: unknown) => (err instanceof Error ? err.message : String(err)),
+  );
+  const why = await Promise.race([started, late]);
+  clearTimeout(timer);
+  if (why === null) {
+    e.pool = pool;
+    return null;
+  }
+  pool.close();
+  return `worker threads cannot start in this page (${why}): GEMMs run on one thread; a Content-Security-Policy must allow worker-src blob:`;
+}
+
 /**
  * Threads per GEMM: configureWasm({ threads }), else env QGEMM_THREADS (Node; read once, process.env
  * costs microseconds a call), else the cores; 1 without a shared memory.
  */
 export function wasmThreads(e: WasmEngine): number {
-  if (!e.shared) return 1;
+  if (!threadsRun(e)) return 1;
   if (options.threads !== undefined) return options.threads;
   if (envThreads === null) {
     envThreads = parseThreadsEnv((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
@@ -209,8 +246,10 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
     relaxedNote: !relaxedValid ? 'relaxed SIMD not validated by this runtime' : 'opted out',
     cores: await coreCount(),
     pool: null,
+    threadsNote: null,
     blocks: [],
   };
+  if (shared && !isNode()) e.threadsNote = await firstWorker(e);
   if (relaxedValid && wantRelaxed) {
     const { mode, dot7 } = await probeRelaxed(e.exports);
     e.dot7 = dot7;

@@ -52,10 +52,17 @@ function serialized<T>(job: () => Promise<T>): Promise<T> {
 }
 
 /** What this runtime offers the WebAssembly kernels (and how relaxed SIMD was decided). */
-export async function wasmCpuCaps(): Promise<CpuCaps & { relaxedNote: string }> {
+export async function wasmCpuCaps(): Promise<CpuCaps & { relaxedNote: string; threadsNote?: string }> {
   const e = await engine();
   if (!e) return { wasmSimd: false, relaxedSimd: false, threads: 1, sharedMemory: false, relaxedNote: 'no WebAssembly SIMD' };
-  return { wasmSimd: true, relaxedSimd: e.relaxed !== null, threads: wasmThreads(e), sharedMemory: e.shared, relaxedNote: e.relaxedNote };
+  const caps = {
+    wasmSimd: true,
+    relaxedSimd: e.relaxed !== null,
+    threads: wasmThreads(e),
+    sharedMemory: e.shared,
+    relaxedNote: e.relaxedNote,
+  };
+  return e.threadsNote ? { ...caps, threadsNote: e.threadsNote } : caps;
 }
 
 function wasmKernel(id: string, kind: WasmKernelKind, available: (c: CpuCaps) => boolean): CpuGemmKernel {

@@ -11,7 +11,7 @@ import { applyOutputPipeline } from '../../reference/pipeline.ts';
 import { allocateDst } from '../../problem/dst.ts';
 import { dstIndex, normalizeProblem, type NormalizedProblem } from '../../problem/problem.ts';
 import type { GemmResult } from '../../types.ts';
-import { heapEnd, type RelaxedMode, wasmSpinUs, type WasmEngine } from './engine.ts';
+import { heapEnd, type RelaxedMode, threadsRun, wasmSpinUs, type WasmEngine } from './engine.ts';
 import { CHUNK_COUNTERS, DIRECT, KERNELS, NR, WIDE, type WasmKernelKind } from './layout.ts';
 import { BARRIER_CALL, CONTROL, type Call } from './job.ts';
 import { WorkerPool } from './pool.ts';
@@ -151,7 +151,7 @@ export function makePlan(
   const { M, N, K } = p;
   const t = prepare(e, p, kind, mode, rhsBlock);
   const wanted = threads ?? Math.min(defaultThreads, Math.floor((M * N * K) / MIN_MACS_PER_THREAD));
-  const T = e.shared ? Math.max(1, Math.min(wanted, CONTROL.maxThreads)) : 1;
+  const T = threadsRun(e) ? Math.max(1, Math.min(wanted, CONTROL.maxThreads)) : 1;
   const calls = (n: number) => {
     const { pre, pack, gemm, ranges } = plan(kind, t, n);
     // Threads meet once between the pack and gemm phases; not where nothing is packed (the few-row kernels).
@@ -194,7 +194,7 @@ const SINGLE_TRIAL_CALLS = 16;
  * once they are ready; a worker that fails to start is reported by the next GEMM that needs it.
  */
 export async function startWorkers(e: WasmEngine, threads: number): Promise<void> {
-  if (!e.shared || threads < 2) return;
+  if (!threadsRun(e) || threads < 2) return;
   await poolOf(e)
     .ensure(threads - 1)
     .catch(() => undefined);
