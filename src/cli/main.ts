@@ -161,8 +161,10 @@ function commanderField(e: CommanderError): string {
 
 /** `qgemm help frob`: one error line, as for `qgemm frob` (commander would print the whole usage, then fail). */
 function checkHelpTopic(prog: Command, argv: string[]): void {
-  if (argv[0] === 'help' && argv.length > 1 && !prog.commands.some((c) => c.name() === argv[1]))
-    throw new InputError('command', `unknown command ${JSON.stringify(argv[1].slice(0, 40))}`);
+  const topic = argv[1];
+  if (argv[0] !== 'help' || topic === undefined || topic.startsWith('-')) return; // `help --help`: commander answers it
+  if (!prog.commands.some((c) => c.name() === topic))
+    throw new InputError('command', `unknown command ${JSON.stringify(topic.slice(0, 40))}`);
 }
 
 /**
@@ -179,18 +181,36 @@ function checkArgumentsDecoded(argv: string[]): void {
 }
 
 /**
+ * Boolean short flags given together (`-vh`, `-vv`) as one argument each (`-v -h`, `-v -v`), so that the
+ * checks below see a request for help, or a flag given twice, as they do when the flags are apart.
+ */
+function splitShortFlags(prog: Command, argv: string[]): string[] {
+  const cmd = prog.commands.find((c) => c.name() === argv[0]);
+  const booleans = new Set(['h', ...(cmd?.options ?? []).filter((o) => !o.required && !o.optional).map((o) => o.short?.slice(1))]);
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
+  return argv.flatMap((a, i) =>
+    i < end && /^-[A-Za-z]{2,}$/.test(a) && [...a.slice(1)].every((c) => booleans.has(c)) ? [...a.slice(1)].map((c) => `-${c}`) : [a],
+  );
+}
+
+/**
  * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
- * the last one silently; a variadic flag (verify's `--kernel a b`) may be repeated, and a command line
- * that asks for help gets it. Before any parsing.
+ * the last one silently; so is a flag whose value is missing, followed by another flag (`--out --lhs`:
+ * commander would take `--lhs` as the path). A variadic flag (verify's `--kernel a b`) may be repeated,
+ * and a command line that asks for help gets it. Before any parsing.
  */
 function checkRepeatedFlags(prog: Command, argv: string[]): void {
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
   if (!cmd || argv.includes('--help') || argv.includes('-h')) return;
+  const known = (a: string | undefined) => a !== undefined && cmd.options.some((x) => x.long === a.split('=')[0] || x.short === a);
   const seen = new Set<string>();
   for (let i = 1; i < argv.length && argv[i] !== '--'; i++) {
     const [flag, inline] = argv[i].startsWith('--') ? [argv[i].split('=')[0], argv[i].includes('=')] : [argv[i], false];
     const o = cmd.options.find((x) => x.long === flag || x.short === flag);
     if (!o?.long) continue;
+    if (!inline && o.required && known(argv[i + 1])) {
+      throw new InputError(o.long, `expected a value, got the flag ${argv[i + 1]}: give ${o.long} its value`);
+    }
     if (!inline && (o.required || (o.optional && !argv[i + 1]?.startsWith('-')))) i++; // its value, whatever it looks like
     if (o.variadic) continue;
     if (seen.has(o.long)) throw new InputError(o.long, 'given twice: give each flag once');
@@ -223,6 +243,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   let work: Promise<void> | null = null;
   try {
     const prog = program(io, (p) => (work = p));
+    argv = splitShortFlags(prog, argv);
+    if (argv[0] === 'help' && argv[1] === 'help') argv = ['help']; // help's own help: the commands (commander fails on it)
     checkHelpTopic(prog, argv);
     checkArgumentsDecoded(argv);
     checkRepeatedFlags(prog, argv);

@@ -314,22 +314,32 @@ describe('the command line', () => {
     expect(r).toEqual({ code: 0, out: '', err: '' });
     expect(existsSync(join(dir, 'C.npy'))).toBe(true);
   });
-  it('a flag given twice is exit 2 naming it, with nothing written; a value that looks like a flag is a value', async () => {
+  it('a flag given twice is exit 2 naming it, with nothing written; a value that looks like a flag is a value, unless it is one of the flags', async () => {
     const dir = freshDir();
     const [a, b, c] = ['A.npy', 'B.npy', 'C.npy'].map((f) => join(dir, f));
     for (const [argv, flag] of [
       [['gemm', '--lhs', a, '--rhs', b, '--out', c, '--lhs', b], '--lhs'],
       [['gemm', '--lhs', a, '--rhs', b, '--out', c, '--out=D.npy'], '--out'],
       [['gemm', '--lhs', a, '--rhs', b, '--out', c, '-v', '--verbose'], '--verbose'],
+      [['gemm', '--lhs', a, '--rhs', b, '--out', c, '-vv'], '--verbose'], // -vv is -v -v, as commander reads it
       [['run', writeSpecIn(dir), '--backend', 'cpu', '--backend', 'cpu'], '--backend'],
       [['tune', '--budget', '1s', '--budget', '2s'], '--budget'],
     ] as const) {
       expectOneLine(await runMain([...argv]), 2, flag);
       expectNothingWritten(dir);
     }
-    // --pipeline's value '--lhs' is a value (a JSON error), not a second --lhs; verify's --kernel is variadic.
-    const r = await runMain(['gemm', '--lhs', a, '--rhs', b, '--out', c, '--pipeline', '--lhs']);
-    expectOneLine(r, 2, '--pipeline');
+    // A flag of the command where a value belongs names the flag that lacks it: commander would take
+    // `--lhs` as --out's path (writing a file named --lhs) or as --pipeline's JSON; verify's --kernel is variadic.
+    for (const [argv, flag] of [
+      [['gemm', '--lhs', a, '--rhs', b, '--out', c, '--pipeline', '--lhs'], '--pipeline'],
+      [['gemm', '--lhs', a, '--rhs', b, '--out', '--lhs'], '--out'],
+      [['gemm', '--lhs', '--rhs', b, '--out', c], '--lhs'],
+      [['gemm', '--lhs', a, '--rhs', b, '--out', c, '--backend', '-v'], '--backend'],
+    ] as const) {
+      expect(expectOneLine(await runMain([...argv]), 2, flag)).toMatch(/expected a value, got the flag /);
+      expectNothingWritten(dir);
+      expect(existsSync('--lhs')).toBe(false);
+    }
     expectOneLine(await runMain(['verify', '--backend', 'cpu', '--kernel', 'nope', '--kernel', 'nope2']), 2, '--kernel');
   });
   it('a control character in a name the error line quotes (a graph input "a\\rb") does not break the line', async () => {
@@ -350,6 +360,17 @@ describe('the command line', () => {
     expect(expectOneLine(await runMain(['help', 'frob']), 2, 'command')).toMatch(/unknown command "frob"/);
     expectOneLine(await runMain(['frob']), 2, 'command');
     expect((await runMain(['help', 'gemm'])).code).toBe(0);
+    // help's own help, as `qgemm --help` lists `help [command]`; a request for help among short flags
+    for (const argv of [
+      ['help', 'help'],
+      ['help', '--help'],
+      ['gemm', '-hv'],
+      ['gemm', '-vh'],
+    ]) {
+      const r = await runMain(argv);
+      expect(r.code, argv.join(' ')).toBe(0);
+      expect(r.out, argv.join(' ')).toMatch(/^Usage: qgemm/);
+    }
   });
   it('bare qgemm prints usage on stderr with exit 2', async () => {
     const r = await runMain([]);

@@ -83,8 +83,10 @@ describe('qgemm run with layer ops', () => {
     };
     const path = join(dir, 'spec.json');
     writeFileSync(path, JSON.stringify(spec));
-    const r = await runMain(['run', path, '--backend', 'cpu']);
+    const r = await runMain(['run', path, '--backend', 'cpu', '-v']);
     expect(r.code, r.err).toBe(0);
+    // -v names the backend that ran (not the flag's value) and the kernel
+    expect(r.err).toMatch(/^qgemm: fullyConnected ran on cpu, kernel cpu-[\w-]+, [\d.]+ m?s\n$/);
     const got = parseNpy(readFileSync(join(dir, 'y.npy')));
     const want = await fullyConnected(
       { data: x, shape: [2, 75] },

@@ -247,7 +247,7 @@ describe.skipIf(!gpu)('qgemm tune --budget 30s on this adapter', () => {
     writeFileSync(join(dir, 't.json'), JSON.stringify(table));
     const tuned = runBin(['run', 'spec.json', '--backend', 'webgpu', '--tuning', 't.json', '-v'], dir);
     expect(tuned.code, tuned.err).toBe(0);
-    expect(tuned.err).toMatch(/conv2d ran with --backend webgpu, kernel dot4-32x64-kw8/);
+    expect(tuned.err).toMatch(/conv2d ran on webgpu, kernel dot4-32x64-kw8, /);
     const want = readFileSync(join(dir, 'y.npy'));
     const cpu = runBin(['run', 'cpu.json', '--backend', 'cpu'], dir);
     expect(cpu.code, cpu.err).toBe(0);
