@@ -9,7 +9,7 @@
 // (src/problem/elementwise.ts) take the same route: the reference evaluation on the CPU, elementwise/gpu.ts
 // on a device.
 
-import { DeviceLostError, InputError, NoAdapterError } from './errors.ts';
+import { DeviceLostError, GpuOutOfMemoryError, InputError, LimitExceededError, NoAdapterError } from './errors.ts';
 import { isHardwareAdapterAvailable } from './gpu/acquire.ts';
 import { runElementwisePlan } from './reference/elementwise.ts';
 import type { ElementwiseProblem, ElementwiseResult } from './problem/elementwise.ts';
@@ -211,7 +211,10 @@ export async function onBackend<R>(
     } catch (e) {
       const lost = e instanceof DeviceLostError;
       if (lost && attempt === 0) continue; // re-acquire a device and run again
-      if (backend === 'auto' && (lost || e instanceof NoAdapterError)) {
+      // 'auto' takes the CPU where the GPU cannot serve: no adapter, a device lost twice, a problem past its
+      // limits (a storage binding, a buffer: the CPU path has none of them) or its memory.
+      const cannot = lost || e instanceof NoAdapterError || e instanceof LimitExceededError || e instanceof GpuOutOfMemoryError;
+      if (backend === 'auto' && cannot) {
         (opts.warn ?? console.warn)(`qgemm: ${(e as Error).message}; falling back to the CPU`);
         return onCpu();
       }

@@ -23,7 +23,7 @@ import { withDevice } from '../../src/gpu/scopes.ts';
 import { runGemm } from '../../src/scheduler/gemm.ts';
 import { type PatchProblem, patchReference, selfTestConvProblems, selfTestProblems } from '../../src/scheduler/self-test.ts';
 import { DeviceResources } from '../../src/scheduler/resources.ts';
-import { runOp, sharedContext } from '../../src/api.ts';
+import { gemm, runOp, sharedContext } from '../../src/api.ts';
 import type { GemmProblem, Operand } from '../../src/types.ts';
 import { arbOperand, arbProblem, arbProblemOfShape, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
@@ -475,6 +475,17 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
       await expect(small.gemm(p)).rejects.toThrow(LimitExceededError);
       const tiny = await GpuContext.create({ device: gpu!.device, limits: { maxBufferSize: 1000 } });
       await expect(tiny.gemm(sample(arbProblemOfShape(40, 40, 40), 4))).rejects.toThrow(LimitExceededError);
+    });
+    it("under 'auto' such a problem runs on the CPU, with a warning naming the limit; under 'webgpu' it fails", async () => {
+      const p = sample(arbProblemOfShape(70, 70, 2000), 3);
+      const limits = { maxStorageBufferBindingSize: 32768 };
+      const warnings: string[] = [];
+      const got = await gemm(p, { backend: 'auto', device: gpu!.device, limits, warn: (m) => warnings.push(m) });
+      expect(got.backend).toBe('cpu');
+      expect(Array.from(got.data)).toEqual(Array.from(referenceGemm(p).data));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/storage binding.*; falling back to the CPU$/);
+      await expect(gemm(p, { backend: 'webgpu', device: gpu!.device, limits })).rejects.toThrow(LimitExceededError);
     });
   });
 
