@@ -162,7 +162,7 @@ function commanderField(e: CommanderError): string {
 /** `qgemm help frob`: one error line, as for `qgemm frob` (commander would print the whole usage, then fail). */
 function checkHelpTopic(prog: Command, argv: string[]): void {
   const topic = argv[1];
-  if (argv[0] !== 'help' || topic === undefined || topic.startsWith('-')) return; // `help --help`: commander answers it
+  if (argv[0] !== 'help' || topic === undefined || topic === '--help' || topic === '-h') return; // help's help: commander's
   if (!prog.commands.some((c) => c.name() === topic))
     throw new InputError('command', `unknown command ${JSON.stringify(topic.slice(0, 40))}`);
 }
@@ -182,15 +182,23 @@ function checkArgumentsDecoded(argv: string[]): void {
 
 /**
  * Boolean short flags given together (`-vh`, `-vv`) as one argument each (`-v -h`, `-v -v`), so that the
- * checks below see a request for help, or a flag given twice, as they do when the flags are apart.
+ * checks below see a request for help, or a flag given twice, as they do when the flags are apart. A
+ * value-taking flag's value (`--lhs -vh`: a file) is left as it is.
  */
 function splitShortFlags(prog: Command, argv: string[]): string[] {
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
-  const booleans = new Set(['h', ...(cmd?.options ?? []).filter((o) => !o.required && !o.optional).map((o) => o.short?.slice(1))]);
-  const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
-  return argv.flatMap((a, i) =>
-    i < end && /^-[A-Za-z]{2,}$/.test(a) && [...a.slice(1)].every((c) => booleans.has(c)) ? [...a.slice(1)].map((c) => `-${c}`) : [a],
-  );
+  const options = cmd?.options ?? [];
+  const booleans = new Set(['h', ...options.filter((o) => !o.required && !o.optional).map((o) => o.short?.slice(1))]);
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') return [...out, ...argv.slice(i)];
+    const takesValue = options.some((o) => o.required && (o.long === a || o.short === a));
+    if (/^-[A-Za-z]{2,}$/.test(a) && [...a.slice(1)].every((c) => booleans.has(c))) out.push(...[...a.slice(1)].map((c) => `-${c}`));
+    else out.push(a);
+    if (takesValue && i + 1 < argv.length) out.push(argv[++i]);
+  }
+  return out;
 }
 
 /**
@@ -244,7 +252,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   try {
     const prog = program(io, (p) => (work = p));
     argv = splitShortFlags(prog, argv);
-    if (argv[0] === 'help' && argv[1] === 'help') argv = ['help']; // help's own help: the commands (commander fails on it)
+    if (argv[0] === 'help' && argv[1] === 'help') argv = argv.slice(1); // help on help: as plain help (commander fails on it)
     checkHelpTopic(prog, argv);
     checkArgumentsDecoded(argv);
     checkRepeatedFlags(prog, argv);

@@ -45,6 +45,7 @@ import {
 } from './graph.ts';
 import { conv2d, dtypeOf, fullyConnected, type Conv2dParams, type FullyConnectedParams, type Tensor } from './layers.ts';
 import { im2col } from '../pack/patches.ts';
+import { envTraceListener } from '../scheduler/trace.ts';
 
 export {
   checkLayers,
@@ -212,7 +213,9 @@ export class Sequential {
         const last = i === g.nodes.length - 1;
         const ins = n.inputs.map((r) => values.get(r)!);
         const out = n.gemm
-          ? await this.gemmLayer(n, steps[i], ins[0], this.packed[packedIndex++], last, { onTrace: opts.onTrace })
+          ? await this.gemmLayer(n, steps[i], ins[0], this.packed[packedIndex++], last, {
+              onTrace: opts.onTrace ?? envTraceListener() ?? undefined,
+            })
           : await this.elementwiseLayer(n, steps[i], ins, last);
         if (last) return { data: out.host!, shape: steps[i].outShape };
         values.set(n.name, out);

@@ -272,21 +272,27 @@ export class GpuContext {
    * input too), runs a plan made by its first call
    * (./call-plan.ts replayOnGpu). Such a plan owns the dst it hands out: it is not replayed while the
    * caller holds that matrix (another plan, or a call without one, serves meanwhile), and runs again once
-   * releaseMatrix gives the matrix back; so a held matrix is never written by a later call. `onTrace` (or
-   * QGEMM_TRACE=1) times its steps as gemm()'s, the wait being for the GPU's work (awaited only while
-   * tracing); map and copyOut are 0.
+   * releaseMatrix gives the matrix back; so a held matrix is never written by a later call. `onTrace`
+   * times its steps as gemm()'s, the wait being for the GPU's work (awaited only while tracing); map and
+   * copyOut are 0. Not QGEMM_TRACE: the tuner and the bench measure through this call (Sequential.run
+   * passes the variable's listener on for its layers).
    */
   gemmOnGpu(problem: GpuGemmProblem, timing?: GemmTiming, opts: GemmCallOptions = {}): Promise<GpuMatrix> {
     return this.exclusive(async () => {
       checkProblemObject(problem);
       checkCallArguments(timing, opts);
-      const listener = opts?.onTrace ?? envTraceListener();
+      const listener = opts?.onTrace;
       const trace = listener ? new Tracer() : undefined;
       const matrix = await this.gemmOnGpuHeld(problem, timing, trace);
       if (trace && listener) {
-        await this.device.queue.onSubmittedWorkDone();
-        trace.mark('wait');
-        listener(trace.finish());
+        try {
+          await this.device.queue.onSubmittedWorkDone();
+          trace.mark('wait');
+          listener(trace.finish());
+        } catch (e) {
+          this.releaseMatrix(matrix); // the caller never gets it: the context takes it back
+          throw e;
+        }
       }
       return matrix;
     });

@@ -358,6 +358,8 @@ describe('the command line', () => {
   });
   it('help for an unknown command is one error line naming command, as the unknown command itself', async () => {
     expect(expectOneLine(await runMain(['help', 'frob']), 2, 'command')).toMatch(/unknown command "frob"/);
+    expect(expectOneLine(await runMain(['help', '-x']), 2, 'command')).toMatch(/unknown command "-x"/);
+    expect(expectOneLine(await runMain(['help', 'help', 'frob']), 2, 'command')).toMatch(/unknown command "frob"/);
     expectOneLine(await runMain(['frob']), 2, 'command');
     expect((await runMain(['help', 'gemm'])).code).toBe(0);
     // help's own help, as `qgemm --help` lists `help [command]`; a request for help among short flags

@@ -421,6 +421,14 @@ describe.skipIf(!gpu)("a graph's run traces each GEMM layer", () => {
     }
     expect(traces.map((t) => t.plan)).toEqual(['new', 'hit']);
     await expect(ctx.gemmOnGpu({ lhs, rhs }, undefined, { onTrace: 3 as never })).rejects.toMatchObject({ field: 'onTrace' });
+    // A listener that throws fails the call, and the context takes its matrix back: the plan is free again.
+    const throwing = () => {
+      throw new Error('listener');
+    };
+    await expect(ctx.gemmOnGpu({ lhs, rhs }, undefined, { onTrace: throwing })).rejects.toThrow(/^listener$/);
+    const m = await ctx.gemmOnGpu({ lhs, rhs }, undefined, { onTrace: (t) => traces.push(t) });
+    ctx.releaseMatrix(m);
+    expect(traces.map((t) => t.plan)).toEqual(['new', 'hit', 'hit']);
     ctx.destroy();
   });
 });

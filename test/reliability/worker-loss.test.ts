@@ -2,7 +2,7 @@
 // died as a job starts, or while idle, fails the call at once with a WorkerLostError (the calling thread
 // waits for the workers to take the job, or with no barrier in the job to be done, without blocking the
 // event loop, so the worker's `exit` is heard), and the next GEMM recovers on a new pool, exact against
-// the reference.
+// the reference. A pool closed while its workers start ends each as it comes.
 
 import { describe, expect, it } from 'vitest';
 import { WorkerLostError } from '../../src/errors.ts';
@@ -50,6 +50,14 @@ describe.skipIf(!e?.shared)('a lost worker', () => {
     } finally {
       pool.close();
     }
+  });
+
+  it('a pool closed while its workers start ends them as they come: none is left running', async () => {
+    const pool = new WorkerPool(e!.module, e!.memory, e!.exports);
+    const growth = pool.ensure(2);
+    pool.close(); // as a page's first worker that took too long (engine.ts firstWorker)
+    await expect(growth).rejects.toBeInstanceOf(WorkerLostError);
+    expect(pool.size).toBe(0);
   });
 
   it('the next GEMM after a loss runs on a new pool and is exact', async () => {

@@ -42,7 +42,7 @@ export interface WasmEngine {
   /** Relaxed dot products with the 7-bit operand in 0..127 are exact here (the 4-bit kernels: gen-dot7.ts). */
   dot7: boolean;
   cores: number;
-  /** Worker threads; made by the first prepackCpu or the first multi-threaded run (run.ts poolOf). */
+  /** Worker threads; made by the first prepackCpu or the first multi-threaded run (run.ts poolOf), in a page with the engine (firstWorker). */
   pool: WorkerPool | null;
   /**
    * Blocks of linear memory that outlive a GEMM (prepacked operands: kernel.ts prepackCpu), from DATA_START up,
@@ -136,7 +136,8 @@ async function firstWorker(e: WasmEngine): Promise<string | null> {
     return null;
   }
   pool.close();
-  return `worker threads cannot start in this page (${why}): GEMMs run on one thread; a Content-Security-Policy must allow worker-src blob:`;
+  const csp = typeof Worker === 'function' ? '; a Content-Security-Policy must allow worker-src blob:' : '';
+  return `worker threads cannot start in this page (${why}): GEMMs run on one thread${csp}`;
 }
 
 /**

@@ -80,6 +80,8 @@ export class WorkerPool {
   private readonly fns: ((...args: number[]) => unknown)[];
   /** Why a worker stopped (it then can no longer take jobs), or null. */
   private lost: string | null = null;
+  /** close() ran: a worker that starts after it is ended. */
+  private closed = false;
   private readonly canBlock = isNode();
 
   constructor(
@@ -123,7 +125,10 @@ export class WorkerPool {
             new Promise<Port>((resolve, reject) => {
               port.onMessage((m) => {
                 port.unref();
-                if (m.type === 'ready') resolve(port);
+                if (m.type === 'ready' && this.closed) {
+                  port.terminate(); // ready after close(): ended, never a port of the pool
+                  reject(new WorkerLostError('qgemm wasm: the pool was closed while its workers started'));
+                } else if (m.type === 'ready') resolve(port);
                 else {
                   this.lost ??= `qgemm wasm worker ${slot}: ${m.message}`;
                   reject(new WorkerLostError(this.lost));
@@ -136,7 +141,12 @@ export class WorkerPool {
         ),
       );
     }
-    this.ports.push(...(await Promise.all(started)));
+    const ports = await Promise.all(started);
+    if (this.closed) {
+      for (const p of ports) p.terminate();
+      throw new WorkerLostError('qgemm wasm: the pool was closed while its workers started');
+    }
+    this.ports.push(...ports);
   }
 
   /**
@@ -235,7 +245,9 @@ export class WorkerPool {
     return i;
   }
 
+  /** Ends the workers, those still starting too (grow ends them as they come). */
   close(): void {
+    this.closed = true;
     for (const p of this.ports.splice(0)) p.terminate();
   }
 }
