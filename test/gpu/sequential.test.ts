@@ -309,39 +309,42 @@ describe.skipIf(!gpu)('Sequential.run of one token through a chain plan', () => 
   });
 });
 
+const u8 = (n: number, s: number) => Uint8Array.from({ length: n }, (_, i) => (i * s + 7) & 255);
+
+/** A conv, an add and an FC: a graph, not a chain of FC layers, so each run goes layer by layer. */
+function convAddFc(): { layers: SequentialLayer[]; opts: { inputs: { input: { scale: number; zeroPoint: number } } } } {
+  const q = (s: number, z: number) => ({ scale: Math.fround(s), zeroPoint: z });
+  const layers: SequentialLayer[] = [
+    {
+      op: 'conv2d',
+      name: 'conv',
+      params: {
+        filter: { data: u8(4 * 9 * 4, 3), shape: [4, 3, 3, 4], scale: Math.fround(0.002), zeroPoint: 120 },
+        bias: new Int32Array(4),
+        padding: 'SAME',
+        output: q(0.05, 100),
+        kernelPath: 'optimized',
+      },
+    },
+    { op: 'add', name: 'sum', inputs: ['conv', 'input'], params: { output: q(0.06, 90) } },
+    {
+      op: 'fullyConnected',
+      params: {
+        weights: { data: u8(7 * 100, 5), shape: [7, 100], scale: Math.fround(0.002), zeroPoint: 110 },
+        bias: new Int32Array(7),
+        output: q(0.1, 128),
+        kernelPath: 'optimized',
+      },
+    },
+  ];
+  return { layers, opts: { inputs: { input: q(0.02, 128) } } };
+}
+
 describe.skipIf(!gpu)('a Sequential destroyed while its runs wait', () => {
   it('fails those runs naming sequential, as a later run, never a field the caller did not pass', async () => {
-    const u8 = (n: number, s: number) => Uint8Array.from({ length: n }, (_, i) => (i * s + 7) & 255);
-    const q = (s: number, z: number) => ({ scale: Math.fround(s), zeroPoint: z });
     const ctx = await GpuContext.create({ device: gpu!.device });
-    // A conv, an add and an FC: a graph, not a chain of FC layers, so each run goes layer by layer.
-    const seq = await Sequential.create(
-      ctx,
-      [
-        {
-          op: 'conv2d',
-          name: 'conv',
-          params: {
-            filter: { data: u8(4 * 9 * 4, 3), shape: [4, 3, 3, 4], scale: Math.fround(0.002), zeroPoint: 120 },
-            bias: new Int32Array(4),
-            padding: 'SAME',
-            output: q(0.05, 100),
-            kernelPath: 'optimized',
-          },
-        },
-        { op: 'add', name: 'sum', inputs: ['conv', 'input'], params: { output: q(0.06, 90) } },
-        {
-          op: 'fullyConnected',
-          params: {
-            weights: { data: u8(7 * 100, 5), shape: [7, 100], scale: Math.fround(0.002), zeroPoint: 110 },
-            bias: new Int32Array(7),
-            output: q(0.1, 128),
-            kernelPath: 'optimized',
-          },
-        },
-      ],
-      { inputs: { input: q(0.02, 128) } },
-    );
+    const { layers, opts } = convAddFc();
+    const seq = await Sequential.create(ctx, layers, opts);
     const runs = Array.from({ length: 4 }, (_, i) => seq.run({ data: u8(100, i + 1), shape: [1, 5, 5, 4] }));
     seq.destroy(); // the runs have begun (each checked the Sequential live), none has its weights yet
     const settled = await Promise.allSettled(runs);
@@ -358,31 +361,8 @@ describe.skipIf(!gpu)('a Sequential destroyed while its runs wait', () => {
 // QGEMM_TRACE=1 prints them; it had received none.
 describe.skipIf(!gpu)("a graph's run traces each GEMM layer", () => {
   it('two traces per run of conv -> add -> FC, each whole, and the result as on the CPU', async () => {
-    const u8 = (n: number, s: number) => Uint8Array.from({ length: n }, (_, i) => (i * s + 7) & 255);
-    const q = (s: number, z: number) => ({ scale: Math.fround(s), zeroPoint: z });
     const ctx = await GpuContext.create({ device: gpu!.device });
-    const layers: SequentialLayer[] = [
-      {
-        op: 'conv2d',
-        name: 'conv',
-        params: {
-          filter: { data: u8(4 * 9 * 4, 3), shape: [4, 3, 3, 4], scale: Math.fround(0.002), zeroPoint: 120 },
-          bias: new Int32Array(4),
-          padding: 'SAME',
-          output: q(0.05, 100),
-        },
-      },
-      { op: 'add', name: 'sum', inputs: ['conv', 'input'], params: { output: q(0.06, 90) } },
-      {
-        op: 'fullyConnected',
-        params: {
-          weights: { data: u8(7 * 100, 5), shape: [7, 100], scale: Math.fround(0.002), zeroPoint: 110 },
-          bias: new Int32Array(7),
-          output: q(0.1, 128),
-        },
-      },
-    ];
-    const opts = { inputs: { input: q(0.02, 128) } };
+    const { layers, opts } = convAddFc();
     const seq = await Sequential.create(ctx, layers, opts);
     const traces: GemmTrace[] = [];
     for (let run = 0; run < 2; run++) {

@@ -7,12 +7,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { elementwise, gemm } from '../../src/api.ts';
-import { InputError } from '../../src/errors.ts';
 import { parseTuningTable, TUNING_FORMAT } from '../../src/kernels/tuning.ts';
 import { checkLayers } from '../../src/layers/graph.ts';
 import { conv2d, fullyConnected } from '../../src/layers/layers.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
 import { verifyDevice } from '../../src/verify.ts';
+import { rejectedField } from '../support/errors.ts';
 
 /** `[, ...rest]`: an array whose index 0 is a hole, the rest as given. */
 function holeFirst<T>(...rest: T[]): T[] {
@@ -23,16 +23,8 @@ function holeFirst<T>(...rest: T[]): T[] {
   return a;
 }
 
-async function fieldOf(p: () => unknown): Promise<string> {
-  let e: unknown;
-  try {
-    await p();
-  } catch (caught) {
-    e = caught;
-  }
-  expect(e, 'expected an InputError').toBeInstanceOf(InputError);
-  return (e as InputError).field;
-}
+/** The field of the InputError that p's call rejects (or throws) with; undefined for anything else. */
+const fieldOf = (p: () => unknown) => rejectedField(Promise.resolve().then(p));
 
 const cpu = { backend: 'cpu' } as const;
 const q = { scale: 0.5, zeroPoint: 0 };
