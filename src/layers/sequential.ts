@@ -207,15 +207,15 @@ export class Sequential {
       else this.ctx.releaseMatrix(v.gpu);
       v.gpu = undefined;
     };
+    // Each GEMM layer's trace: the caller's listener, else QGEMM_TRACE's (gemmOnGpu reads only the option).
+    const call: GemmCallOptions = { onTrace: opts.onTrace ?? envTraceListener() ?? undefined };
     try {
       let packedIndex = 0;
       for (const [i, n] of g.nodes.entries()) {
         const last = i === g.nodes.length - 1;
         const ins = n.inputs.map((r) => values.get(r)!);
         const out = n.gemm
-          ? await this.gemmLayer(n, steps[i], ins[0], this.packed[packedIndex++], last, {
-              onTrace: opts.onTrace ?? envTraceListener() ?? undefined,
-            })
+          ? await this.gemmLayer(n, steps[i], ins[0], this.packed[packedIndex++], last, call)
           : await this.elementwiseLayer(n, steps[i], ins, last);
         if (last) return { data: out.host!, shape: steps[i].outShape };
         values.set(n.name, out);
