@@ -53,6 +53,7 @@ export {
   conv2d,
   convGeometry,
   type Tensor,
+  type LayerResult,
   type TensorInput,
   type WeightZeroPoint,
   type FullyConnectedParams,

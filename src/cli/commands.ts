@@ -10,7 +10,6 @@ import { serializeNpy } from '../io/npy.ts';
 import { ELEMENTWISE_OPS } from '../problem/elementwise.ts';
 import { normalizeProblem } from '../problem/problem.ts';
 import { runOp, type Backend } from '../api.ts';
-import { kernelIds } from '../kernels/registry.ts';
 import type { GpuContextOptions } from '../scheduler/context.ts';
 import type { GemmProblem } from '../types.ts';
 import { MemoryBudget, elementwiseWorkingBytes, formatBytes, gemmWorkingBytes } from './budget.ts';
@@ -155,7 +154,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     const r = await inSpecTerms(() =>
       spec.op === 'fullyConnected' ? fullyConnected(spec.input, spec.params, layerOpts) : conv2d(spec.input, spec.params, layerOpts),
     );
-    opts.verbose?.(`qgemm: ${spec.op} ran on ${kernelIds().cpu.includes(kernel) ? 'cpu' : 'webgpu'}, kernel ${kernel}, ${ms(t0)}`);
+    opts.verbose?.(`qgemm: ${spec.op} ran on ${r.backend}, kernel ${kernel}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
     writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else {

@@ -37,6 +37,11 @@ export interface Tensor {
   shape: number[];
 }
 
+/** A layer's result: its tensor and the backend that ran its GEMM (as a GEMM's result says). */
+export interface LayerResult extends Tensor {
+  backend: 'cpu' | 'webgpu';
+}
+
 /** A layer's input: a tensor whose shape may be any array of sizes, a tuple, `number[]` or a readonly one. */
 export interface TensorInput {
   data: Uint8Array | Int8Array;
@@ -217,7 +222,7 @@ async function runLayer(
   N: number,
   p: LayerCommon,
   opts: LayerOptions,
-): Promise<Uint8Array | Int8Array> {
+): Promise<{ data: Uint8Array | Int8Array; backend: 'cpu' | 'webgpu' }> {
   const g = layerGemm(op, dtypeOf(lhs, 'input.data'), K, weights, weightsField, N, p);
   const problem: GemmProblem = {
     lhs: { data: lhs, rows: M, cols: K },
@@ -226,8 +231,8 @@ async function runLayer(
     rhsZeroPoint: g.rhsZeroPoint,
     pipeline: g.pipeline,
   };
-  const result = await gemm(problem, opts);
-  return g.post ? g.post(result.data, M) : (result.data as Uint8Array | Int8Array);
+  const { data, backend } = await gemm(problem, opts);
+  return { data: g.post ? g.post(data, M) : (data as Uint8Array | Int8Array), backend };
 }
 
 /** M of a FULLY_CONNECTED over an input of `shape` holding `length` values: TFLite flattens it to [size / K, K]. */
@@ -249,7 +254,7 @@ export function fcRows(shape: readonly number[], length: number, K: number): num
  * TFLite FULLY_CONNECTED: input of any shape whose size is a multiple of K, flattened to [M, K] (usually
  * [..., K]); weights [N, K]; output [M, N], the input's dtype.
  */
-export async function fullyConnected(input: TensorInput, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<Tensor> {
+export async function fullyConnected(input: TensorInput, params: FullyConnectedParams, opts: LayerOptions = {}): Promise<LayerResult> {
   checkOptions(opts);
   checkLayerKeys('fullyConnected', input, params);
   const w = params?.weights;
@@ -259,8 +264,8 @@ export async function fullyConnected(input: TensorInput, params: FullyConnectedP
   dtypeOf(input.data, 'input.data');
   const M = fcRows(input.shape, input.data.length, K);
   const shape = fcOutShape(input.shape, M, K, N, params.keepNumDims);
-  const data = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
-  return { data, shape };
+  const { data, backend } = await runLayer('FULLY_CONNECTED', input.data, M, K, w, 'params.weights', N, params, opts);
+  return { data, shape, backend };
 }
 
 /** TFLite's output size and leading padding for one spatial dimension (ComputePaddingHeightWidth). */
@@ -354,7 +359,7 @@ export function convShape(
 }
 
 /** TFLite CONV_2D: input NHWC [B, H, W, C], filter OHWI [O, KH, KW, C]; output NHWC [B, OH, OW, O], the input's dtype. */
-export async function conv2d(input: TensorInput, params: Conv2dParams, opts: LayerOptions = {}): Promise<Tensor> {
+export async function conv2d(input: TensorInput, params: Conv2dParams, opts: LayerOptions = {}): Promise<LayerResult> {
   checkOptions(opts);
   checkLayerKeys('conv2d', input, params);
   if (!input || typeof input !== 'object') throw new InputError('input', 'expected a Tensor { data, shape }');
@@ -389,5 +394,5 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   const onCpu = () => gemm({ ...common, lhs: hostPatches() }, { ...opts, backend: 'cpu' });
   const result = await onBackend(onCpu, onGpu, opts.backend === undefined ? 'auto' : opts.backend, opts);
   const data = post ? post(result.data, M) : (result.data as Uint8Array | Int8Array);
-  return { data, shape: outShape };
+  return { data, shape: outShape, backend: result.backend };
 }

@@ -82,6 +82,7 @@ describe.skipIf(!gpu)('WebGPU takes the layers validation of every backend (issu
     expect(Array.from(got.data)).toEqual(Array.from(want.data));
     expect(kernels).toHaveLength(2);
     expect(kernels[0]).toMatch(/^gemv/); // 4 output pixels
+    expect([got.backend, want.backend]).toEqual(['webgpu', 'cpu']); // the result says where it ran
   });
   test('a stride of 1e9 runs as on the CPU; 2^31 is refused, naming the limit', async () => {
     const p = { ...conv, stride: [1e9, 1e9] as [number, number] };

@@ -63,6 +63,7 @@ describe("FULLY_CONNECTED's keepNumDims", () => {
   test("returns TFLite's shape, the input's with its last dimension N, and the same values", async () => {
     const flat = await fullyConnected(input, fc(131), { backend: 'cpu' });
     expect(flat.shape).toEqual([2, N]);
+    expect(flat.backend).toBe('cpu');
     const x = { data: input.data, shape: [1, 2, K] };
     const kept = await fullyConnected(x, fc(131, { keepNumDims: true }), { backend: 'cpu' });
     expect(kept.shape).toEqual([1, 2, N]);
