@@ -231,6 +231,7 @@ export class GpuContext {
   /** gemm() while this call holds the device: through a plan where one serves, else runGemm (making a plan where one applies). */
   private async gemmHeld(problem: GpuGemmProblem, timing: GemmTiming | undefined, trace: Tracer | undefined): Promise<GemmResult> {
     const r = this.resources;
+    r.checkAlive(); // a destroyed context's matrices look released: the context's state is the error
     const planned = plannable(problem);
     const lhsMatrix = planned ? inPlaceMatrix(r, problem.lhs) : null;
     const hit = planned ? r.plans.find(problem, lhsMatrix) : null;
@@ -301,6 +302,7 @@ export class GpuContext {
   /** gemmOnGpu() while this call holds the device: through a plan where one serves, else runGemm (making a plan where one applies). */
   private async gemmOnGpuHeld(problem: GpuGemmProblem, timing: GemmTiming | undefined, trace: Tracer | undefined): Promise<GpuMatrix> {
     const r = this.resources;
+    r.checkAlive(); // as in gemmHeld
     if (!plannable(problem)) {
       const run = await this.run(problem, timing, false, { trace });
       if (trace) trace.kernel = run.ran.kernel;

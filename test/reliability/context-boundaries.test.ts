@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { prepackCpu } from '../../src/kernels/cpu-wasm/kernel.ts';
-import { InputError } from '../../src/errors.ts';
+import { DeviceLostError, InputError } from '../../src/errors.ts';
 import { GpuContext, type GpuGemmProblem } from '../../src/scheduler/context.ts';
 import { expectResolvedOrDeviceLost, getGpu, releaseGpu } from '../gpu/gpu-env.ts';
 
@@ -118,6 +118,28 @@ describe.skipIf(!gpu)('context boundaries', () => {
       expect((await inputErrorOf(() => A.releaseMatrix(bad as never))).field).toBe('matrix');
     }
     A.destroy();
+  });
+
+  it("a call on a destroyed context with a GpuMatrix lhs is a DeviceLostError, not a complaint about the caller's matrix", async () => {
+    const A = await GpuContext.create({ device: gpu!.device });
+    const m = await A.gemmOnGpu(problem(1)); // 3 x 2
+    const packed = await A.prepack('rhs', { data: new Uint8Array(8).fill(1), rows: 2, cols: 4 });
+    A.destroy();
+    const geometry = { batch: 1, height: 3, width: 1, channels: 2, filterHeight: 1, filterWidth: 1 };
+    const calls = [
+      A.gemm({ lhs: m, rhs: packed }),
+      A.gemmOnGpu({ lhs: m, rhs: packed }),
+      A.gemm({ lhs: { input: m, geometry, zeroPoint: 0 }, rhs: packed } as never),
+      A.gemm({ lhs: m, rhs: { data: new Uint8Array(8), rows: 2, cols: 4 } }),
+    ];
+    for (const call of calls) {
+      const e = await call.then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(DeviceLostError);
+      expect((e as DeviceLostError).reason).toBe('destroyed');
+    }
   });
 
   it('destroy() during prepack rejects with DeviceLostError (item 8)', async () => {
