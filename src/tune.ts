@@ -157,12 +157,12 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   const classes = [...(o.classes ?? SHAPE_CLASSES)];
   for (const c of classes) {
     if (!SHAPE_CLASSES.includes(c as ShapeClass)) {
-      throw new InputError('classes', `unknown shape class ${JSON.stringify(c)}; known: ${SHAPE_CLASSES.join(', ')}`);
+      throw new InputError('classes', `unknown shape class ${brief(c)}; known: ${SHAPE_CLASSES.join(', ')}`);
     }
   }
   if (!classes.length) throw new InputError('classes', 'expected at least one shape class');
   const twice = classes.find((c, i) => classes.indexOf(c) !== i);
-  if (twice !== undefined) throw new InputError('classes', `${JSON.stringify(twice)} given twice: its shapes would be measured twice`);
+  if (twice !== undefined) throw new InputError('classes', `${brief(twice)} given twice: its shapes would be measured twice`);
   if (o.clock !== undefined) {
     const now = (o.clock as { now?: unknown } | null)?.now;
     let t: unknown;

@@ -4,6 +4,7 @@
 // with its limits. Limits may be lowered below the device's (tests use that to exercise splitting).
 
 import { InputError, LimitExceededError } from '../errors.ts';
+import { brief } from '../problem/echo.ts';
 import type { AdapterSummary } from './adapter.ts';
 import type { DawnToggle } from './toggles.ts';
 
@@ -134,7 +135,7 @@ export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < least || (alignment && (v & (v - 1)) !== 0)) {
       const expected = alignment ? 'a power of two' : `an integer of at least ${least}`;
       const why = least > 1 ? ' (what the packs, the gemv and split-K need of every device)' : '';
-      throw new InputError(`limits.${key}`, `expected ${expected}, got ${String(v)}${why}`);
+      throw new InputError(`limits.${key}`, `expected ${expected}, got ${brief(v)}${why}`);
     }
   }
   return lowered as Partial<PlanLimits>;

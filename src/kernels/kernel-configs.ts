@@ -8,6 +8,7 @@
 
 import { InputError } from '../errors.ts';
 import { checkKnownKeys } from '../problem/check.ts';
+import { brief } from '../problem/echo.ts';
 import type { AdapterCaps } from '../gpu/caps.ts';
 import { THREAD_SIDES, type ThreadSide, VEC_WORDS, type VecWords } from './banded.ts';
 import { type Dot4TiledConfig, dot4TiledKernel } from './dot4-tiled/kernel.ts';
@@ -83,8 +84,7 @@ const CONFIG_KEYS: Record<(typeof KERNEL_FAMILIES)[number], readonly string[]> =
 export function parseKernelConfig(x: unknown, field: string): KernelConfig {
   if (!isObject(x)) throw new InputError(field, 'expected an object with a "family"');
   const one = (key: string, allowed: readonly unknown[]) => {
-    if (!allowed.includes(x[key]))
-      throw new InputError(`${field}.${key}`, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(x[key])}`);
+    if (!allowed.includes(x[key])) throw new InputError(`${field}.${key}`, `expected one of ${allowed.join(', ')}, got ${brief(x[key])}`);
   };
   if (extraFamilies.has(x.family as string)) return x as unknown as KernelConfig;
   one('family', KERNEL_FAMILIES);

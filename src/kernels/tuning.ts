@@ -12,6 +12,7 @@
 
 import { InputError } from '../errors.ts';
 import { checkKnownKeys } from '../problem/check.ts';
+import { brief } from '../problem/echo.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import type { GemmShape } from '../gpu/plan.ts';
 import { type KernelConfig, kernelOf, parseKernelConfig } from './kernel-configs.ts';
@@ -70,10 +71,6 @@ export interface TuningTable {
 }
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
-const shown = (x: unknown) => {
-  const s = JSON.stringify(x) ?? String(x);
-  return s.length > 60 ? `${s.slice(0, 60)}...` : s;
-};
 
 /** The keys of a table, its adapter and an entry (TuningTable, TuningAdapter, TuningEntry). */
 const TABLE_KEYS = ['format', 'adapter', 'created', 'method', 'entries'];
@@ -82,52 +79,52 @@ const ENTRY_KEYS = ['class', 'shape', 'rhsBits', 'kernel', 'id', 'gpuMs', 'cv', 
 
 /** Checks a table read from JSON; an InputError names the field (`${field}.entries[2].kernel.tileM`). */
 export function parseTuningTable(x: unknown, field = 'tuning'): TuningTable {
-  if (!isObject(x)) throw new InputError(field, `expected a tuning table (a JSON object), got ${shown(x)}`);
-  if (x.format !== TUNING_FORMAT) throw new InputError(`${field}.format`, `expected "${TUNING_FORMAT}", got ${shown(x.format)}`);
+  if (!isObject(x)) throw new InputError(field, `expected a tuning table (a JSON object), got ${brief(x)}`);
+  if (x.format !== TUNING_FORMAT) throw new InputError(`${field}.format`, `expected "${TUNING_FORMAT}", got ${brief(x.format)}`);
   // A misspelt key (`entires`, `gpuMS`, a kernel's `vecwords`) is refused: its default would serve unseen.
   checkKnownKeys(field, x, TABLE_KEYS);
   const a = x.adapter;
-  if (!isObject(a)) throw new InputError(`${field}.adapter`, `expected an object, got ${shown(a)}`);
+  if (!isObject(a)) throw new InputError(`${field}.adapter`, `expected an object, got ${brief(a)}`);
   checkKnownKeys(`${field}.adapter`, a, ADAPTER_KEYS);
   for (const key of ADAPTER_KEYS) {
-    if (typeof a[key] !== 'string') throw new InputError(`${field}.adapter.${key}`, `expected a string, got ${shown(a[key])}`);
+    if (typeof a[key] !== 'string') throw new InputError(`${field}.adapter.${key}`, `expected a string, got ${brief(a[key])}`);
   }
   for (const key of ['created', 'method']) {
     if (x[key] !== undefined && typeof x[key] !== 'string')
-      throw new InputError(`${field}.${key}`, `expected a string, got ${shown(x[key])}`);
+      throw new InputError(`${field}.${key}`, `expected a string, got ${brief(x[key])}`);
   }
-  if (!Array.isArray(x.entries)) throw new InputError(`${field}.entries`, `expected an array, got ${shown(x.entries)}`);
+  if (!Array.isArray(x.entries)) throw new InputError(`${field}.entries`, `expected an array, got ${brief(x.entries)}`);
   const entries = Array.from(x.entries, (e: unknown, i: number): TuningEntry => {
     const f = `${field}.entries[${i}]`;
-    if (!isObject(e)) throw new InputError(f, `expected an object, got ${shown(e)}`);
+    if (!isObject(e)) throw new InputError(f, `expected an object, got ${brief(e)}`);
     checkKnownKeys(f, e, ENTRY_KEYS);
     if (!SHAPE_CLASSES.includes(e.class as ShapeClass)) {
-      throw new InputError(`${f}.class`, `unknown shape class ${shown(e.class)}; known: ${SHAPE_CLASSES.join(', ')}`);
+      throw new InputError(`${f}.class`, `unknown shape class ${brief(e.class)}; known: ${SHAPE_CLASSES.join(', ')}`);
     }
     const s = e.shape;
-    if (!isObject(s)) throw new InputError(`${f}.shape`, `expected { M, N, K }, got ${shown(s)}`);
+    if (!isObject(s)) throw new InputError(`${f}.shape`, `expected { M, N, K }, got ${brief(s)}`);
     checkKnownKeys(`${f}.shape`, s, ['M', 'N', 'K']);
     for (const d of ['M', 'N', 'K']) {
       if (!Number.isSafeInteger(s[d]) || (s[d] as number) < 1)
-        throw new InputError(`${f}.shape.${d}`, `expected a positive integer, got ${shown(s[d])}`);
+        throw new InputError(`${f}.shape.${d}`, `expected a positive integer, got ${brief(s[d])}`);
     }
     if (e.rhsBits !== undefined && e.rhsBits !== 4 && e.rhsBits !== 8) {
-      throw new InputError(`${f}.rhsBits`, `expected 4 or 8, got ${shown(e.rhsBits)}`);
+      throw new InputError(`${f}.rhsBits`, `expected 4 or 8, got ${brief(e.rhsBits)}`);
     }
     if ((e.rhsBits ?? 8) !== classRhsBits(e.class as ShapeClass)) {
       throw new InputError(
         `${f}.rhsBits`,
-        `class ${e.class} is measured with ${classRhsBits(e.class as ShapeClass)}-bit rhs, got ${shown(e.rhsBits)}`,
+        `class ${e.class} is measured with ${classRhsBits(e.class as ShapeClass)}-bit rhs, got ${brief(e.rhsBits)}`,
       );
     }
     for (const key of ['gpuMs', 'cv', 'rulesMs', 'seedMs', 'tried']) {
       if (e[key] !== undefined && !(typeof e[key] === 'number' && Number.isFinite(e[key]) && (e[key] as number) >= 0)) {
-        throw new InputError(`${f}.${key}`, `expected a non-negative number, got ${shown(e[key])}`);
+        throw new InputError(`${f}.${key}`, `expected a non-negative number, got ${brief(e[key])}`);
       }
     }
     for (const key of ['id', 'rulesId', 'seedId']) {
       if (e[key] !== undefined && typeof e[key] !== 'string')
-        throw new InputError(`${f}.${key}`, `expected a string, got ${shown(e[key])}`);
+        throw new InputError(`${f}.${key}`, `expected a string, got ${brief(e[key])}`);
     }
     return { ...(e as unknown as TuningEntry), kernel: parseKernelConfig(e.kernel, `${f}.kernel`) };
   });

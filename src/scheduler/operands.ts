@@ -5,6 +5,7 @@
 // refused saying so); src/pack/pack.ts packOperand says where the bytes of the first two are.
 
 import { InputError } from '../errors.ts';
+import { brief } from '../problem/echo.ts';
 import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/matrix.ts';
 import { isCpuPacked } from '../kernels/cpu-wasm/kernel.ts';
 import type { PackFormatId } from '../pack/formats.ts';
@@ -121,8 +122,8 @@ export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly G
     if (!Number.isSafeInteger(m[key]) || m[key] < 1) throw new InputError(`${field}.${key}`, `expected a positive integer, got ${m[key]}`);
   }
   if (m.order !== 'row-major' && m.order !== 'col-major')
-    throw new InputError(`${field}.order`, `expected "row-major" or "col-major", got ${JSON.stringify(m.order)}`);
-  if (!dtypes.includes(m.dtype)) throw new InputError(`${field}.dtype`, `expected ${dtypes.join(' or ')}, got ${JSON.stringify(m.dtype)}`);
+    throw new InputError(`${field}.order`, `expected "row-major" or "col-major", got ${brief(m.order)}`);
+  if (!dtypes.includes(m.dtype)) throw new InputError(`${field}.dtype`, `expected ${dtypes.join(' or ')}, got ${brief(m.dtype)}`);
   const inner = m.order === 'row-major' ? m.cols : m.rows;
   if (!Number.isSafeInteger(m.stride) || m.stride < inner) throw new InputError(`${field}.stride`, `must be an integer >= ${inner}`);
   const needed = words ? matrixBytes(m) : matrixSpan(m);

@@ -43,6 +43,9 @@ describe.skipIf(!gpu)('context boundaries', () => {
     expect((await inputErrorOf(S.read({ ...m }))).field).toBe('matrix');
     expect((await inputErrorOf(A.read(m))).field).toBe('matrix');
     expect(Array.from((await A.read(m2)).data)).toEqual(Array(6).fill(8));
+    // a field JSON cannot print is echoed, not a TypeError of the message
+    expect((await inputErrorOf(A.read({ ...m2, order: 1n as never }))).field).toBe('matrix.order');
+    expect((await inputErrorOf(A.read({ ...m2, dtype: 8n as never }))).field).toBe('matrix.dtype');
     A.destroy();
     S.destroy();
   });
