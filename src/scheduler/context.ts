@@ -439,7 +439,11 @@ export class GpuContext {
     checkWarmupItems(items);
     const kernels: string[] = [];
     for (const [i, item] of items.entries()) {
-      await this.gemm(warmupProblem(item, `items[${i}]`));
+      const field = `items[${i}]`;
+      await this.gemm(warmupProblem(item, field)).catch((e: unknown) => {
+        if (!(e instanceof InputError) || e.field.startsWith(field)) throw e;
+        throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2)); // the problem's fields are the item's
+      });
       kernels.push(this.lastRun.kernel ?? 'unknown');
     }
     return kernels;

@@ -39,7 +39,8 @@ export function checkWarmupItems(items: unknown): asserts items is WarmupItem[] 
 
 /**
  * The problem a warmup item runs: a given problem as it is (checked as any GEMM's), a shape with
- * zero-filled operands; m, n and k positive integers, else an InputError naming `${field}.m` (...).
+ * zero-filled operands; m, n and k positive integers and the types 'uint8' or 'int8', else an InputError
+ * naming `${field}.m` (...).
  */
 export function warmupProblem(item: WarmupItem, field = 'item'): GpuGemmProblem {
   if (!isShape(item)) return item;
@@ -49,6 +50,11 @@ export function warmupProblem(item: WarmupItem, field = 'item'): GpuGemmProblem 
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
       throw new InputError(`${field}.${key}`, `expected a positive integer, got ${brief(v)}`);
     }
+  }
+  for (const key of ['lhsType', 'rhsType'] as const) {
+    const v = item[key];
+    if (v !== undefined && v !== 'uint8' && v !== 'int8')
+      throw new InputError(`${field}.${key}`, `expected "uint8" or "int8", got ${brief(v)}`);
   }
   const operand = (type: 'uint8' | 'int8' | undefined, rows: number, cols: number) => {
     try {

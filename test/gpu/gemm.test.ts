@@ -629,6 +629,18 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
       ),
     ).toBe('items[1].m');
     expect(await field(ctx.warmup([null as never]))).toBe('items[0]');
+    // a type that is not a dtype, was compiled for uint8; the problem's fields are the item's
+    expect(await field(ctx.warmup([{ m: 2, n: 2, k: 2, lhsType: 'Int8' as never }]))).toBe('items[0].lhsType');
+    expect(
+      await field(
+        ctx.warmup([
+          { m: 1, n: 1, k: 1 },
+          { m: 1, n: 1, k: 1, pipeline: 'x' as never },
+        ]),
+      ),
+    ).toBe('items[1].pipeline');
+    expect(await field(ctx.warmup([{ m: 2, n: 2, k: 2, dstOrder: 'diagonal' as never }]))).toBe('items[0].dstOrder');
+    expect(await field(ctx.warmup([{ ...p, lhsZeroPoint: 1.5 }]))).toBe('items[0].lhsZeroPoint');
     // A shape whose stand-in operands cannot be allocated: a LimitExceededError, not a RangeError.
     await expect(ctx.warmup([{ m: 1e6, n: 8, k: 1e6 }])).rejects.toMatchObject({ name: 'LimitExceededError', limit: 'memory' });
     expect(await field(Sequential.create({} as never, []))).toBe('ctx');
