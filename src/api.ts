@@ -50,9 +50,15 @@ export interface RunOptions extends GpuContextOptions {
   onTrace?: (trace: GemmTrace) => void;
 }
 
-/** Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context. */
+/**
+ * Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context, the
+ * most recently used last: at most MAX_SHARED_CONTEXTS of each (every option set owns a buffer pool, and
+ * without a caller's device its own device), the least recently used destroyed once its calls are done.
+ */
 const contexts = new Map<string, Promise<GpuContext>>();
 const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>();
+
+const MAX_SHARED_CONTEXTS = 4;
 
 /** The one place the options that make two contexts differ are turned into a cache key. */
 function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
@@ -76,15 +82,37 @@ export async function sharedContext(allowSoftware: boolean, opts: GpuContextOpti
   const existing = cache.get(key);
   if (existing) {
     const ctx = await existing.catch(() => null);
-    if (ctx && !ctx.lost) return ctx;
+    if (ctx && !ctx.lost && cache.get(key) === existing) {
+      cache.delete(key); // now the most recently used
+      cache.set(key, existing);
+      return ctx;
+    }
   }
   const created = GpuContext.create({ ...opts, allowSoftware });
   cache.set(key, created);
-  created.catch(() => cache.delete(key));
+  created.catch(() => cache.get(key) === created && cache.delete(key));
+  for (const [oldKey, old] of cache) {
+    if (cache.size <= MAX_SHARED_CONTEXTS) break;
+    cache.delete(oldKey);
+    // after the calls queued on its device; a caller that got it meanwhile finds it lost and retries (onBackend)
+    old.then((ctx) => ctx.exclusive(async () => ctx.destroy())).catch(() => {});
+  }
   return created;
 }
 
-let hardware: Promise<boolean> | null = null;
+/** Whether a hardware adapter exists, by the options that choose one (dawnPath, powerPreference, toggles). */
+const hardware = new Map<string, Promise<boolean>>();
+
+function hasHardware(opts: RunOptions): Promise<boolean> {
+  const key = JSON.stringify([opts.dawnPath ?? '', opts.powerPreference ?? '', opts.toggles ?? null]);
+  let found = hardware.get(key);
+  if (!found) {
+    found = isHardwareAdapterAvailable(opts);
+    hardware.set(key, found);
+    found.catch(() => hardware.delete(key)); // a failure is not remembered
+  }
+  return found;
+}
 
 export function runOp(op: GemmOp, backend: Backend, opts?: RunOptions): Promise<Ran<GemmResult>>;
 export function runOp(op: ElementwiseRunOp, backend: Backend, opts?: RunOptions): Promise<Ran<ElementwiseResult>>;
@@ -203,7 +231,7 @@ export async function onBackend<R>(
   if (backend === 'cpu') return onCpu();
   const allowSoftware = backend === 'webgpu';
   // 'auto' with a caller's device uses that device; without one, only a hardware adapter.
-  if (!allowSoftware && !opts.device && !(await (hardware ??= isHardwareAdapterAvailable(opts)))) return onCpu();
+  if (!allowSoftware && !opts.device && !(await hasHardware(opts))) return onCpu();
   for (let attempt = 0; ; attempt++) {
     try {
       const ctx = await sharedContext(allowSoftware || !!opts.device, opts);

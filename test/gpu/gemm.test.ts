@@ -745,6 +745,22 @@ describe.skipIf(!gpu)('device loss', () => {
     expect(diffResults(await forced.gemm(p), referenceGemm(p))).toBeNull();
     expect(forced.lastRun.kernel).toBe('dot4-32x32-emulated');
   });
+  it('at most 4 shared contexts per device: the least recently used is destroyed, and its options make a new one', async () => {
+    const device = gpu!.device;
+    const named = (i: number) => sharedContext(true, { device, tuningName: `t${i}` });
+    const made: GpuContext[] = [];
+    for (let i = 0; i < 4; i++) made.push(await named(i));
+    expect(await named(0)).toBe(made[0]); // used again: t1 is now the least recent
+    await named(4);
+    await new Promise((r) => setTimeout(r, 0));
+    await made[1].exclusive(async () => {}); // its destroy waited for the calls queued on the device
+    expect([made[0].lostReason, made[1].lostReason, made[2].lostReason]).toEqual([null, 'destroyed', null]);
+    expect(await named(1)).not.toBe(made[1]);
+    const p = sample(arbProblemOfShape(5, 6, 7), 4);
+    const got = await gemm(p, { backend: 'webgpu', device, tuningName: 't1' });
+    expect(got.backend).toBe('webgpu');
+    expect(diffResults(got, referenceGemm(p))).toBeNull();
+  });
 });
 
 describe.skipIf(!gpu)("the kernels' shaders", () => {
