@@ -275,7 +275,8 @@ export function checkOut(field: string, path: string, inputs: InputFiles): strin
   } catch (e) {
     throw fsError(field, dir, 'write into', e);
   }
-  if (basename(path).length > 255) throw new InputError(field, `file name of ${basename(path).length} characters is too long`);
+  const nameBytes = Buffer.byteLength(basename(path));
+  if (nameBytes > 255) throw new InputError(field, `file name of ${nameBytes} bytes is too long (at most 255)`);
   return path;
 }
 
@@ -319,6 +320,18 @@ export function signalsReleased(): Promise<void> {
   return released;
 }
 
+/** The longest start of `name` of at most `max` bytes in UTF-8, whole characters only (file names count bytes). */
+function headBytes(name: string, max: number): string {
+  let bytes = 0;
+  let end = 0;
+  for (const c of name) {
+    bytes += Buffer.byteLength(c);
+    if (bytes > max) break;
+    end += c.length;
+  }
+  return name.slice(0, end);
+}
+
 /**
  * Writes `bytes` to a new temporary file beside `path` (O_EXCL: never through an existing file or
  * link), then renames it over `path`, after checking `path` once more. A failure removes the temporary;
@@ -332,11 +345,13 @@ export function writeAtomic(field: string, path: string, bytes: Uint8Array, inpu
   } catch {
     // a new file: the umask decides its mode
   }
-  const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.tmp-${process.pid}-${Date.now()}`);
+  const tmp = join(dirname(path), `.${headBytes(basename(path), 200)}.tmp-${process.pid}-${Date.now()}`);
   let fd: number | null = null;
+  let made = false;
   const release = holdSignals();
   try {
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    made = true;
     if (oldMode !== null) fchmodSync(fd, oldMode);
     for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, Math.min(bytes.length - done, ioChunk));
     closeSync(fd);
@@ -344,7 +359,7 @@ export function writeAtomic(field: string, path: string, bytes: Uint8Array, inpu
     renameSync(tmp, path);
   } catch (e) {
     if (fd !== null) closeSync(fd);
-    rmSync(tmp, { force: true });
+    if (made) rmSync(tmp, { force: true }); // a temporary that was never made is not looked for
     throw fsError(field, path, 'write', e);
   } finally {
     release();

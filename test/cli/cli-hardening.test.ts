@@ -7,7 +7,17 @@
 // real binary are in cli-bin.test.ts.
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { A, B, K, N, cleanup, expectNothingWritten, expectOneLine, freshDir, npy, runMain, writeSpecIn } from './support.ts';
@@ -194,6 +204,7 @@ describe('writes: what out may replace', () => {
       /holds a lone surrogate/,
     ],
     ['a 300-character name', () => `${'x'.repeat(300)}.npy`, /too long/],
+    ['a name of 132 characters and 260 bytes', () => `${'\u00e9'.repeat(128)}.npy`, /too long/],
     ['a missing folder', () => 'nowhere/C.npy', /no such file/],
     ['a path that leaves the spec folder', () => '../escaped.npy', /leaves the spec's folder.*--allow-outside/],
   ];
@@ -231,6 +242,12 @@ describe('writes: what out may replace', () => {
     expectOneLine(await runMain(['run', spec]), 2, 'out');
     expect(await runMain(['run', spec, '--allow-outside'])).toEqual({ code: 0, out: '', err: '' });
     expect(existsSync(join(dir, 'C.npy'))).toBe(true);
+  });
+  it('a name of 244 bytes in 124 characters is written (the temporary beside it is cut at a character, in bytes)', async () => {
+    const dir = freshDir();
+    const name = `${'\u00e9'.repeat(120)}.npy`;
+    expect(await run(dir, { out: name })).toEqual({ code: 0, out: '', err: '' });
+    expect(readdirSync(dir).filter((f) => f.includes('\u00e9'))).toEqual([name]);
   });
   it('an ordinary writable old file is replaced', async () => {
     const dir = freshDir({ 'C.npy': OLD });
