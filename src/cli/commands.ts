@@ -6,7 +6,7 @@
 
 import { dirname, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
-import { serializeNpy } from '../io/npy.ts';
+import { npyParts } from '../io/npy.ts';
 import { ELEMENTWISE_OPS } from '../problem/elementwise.ts';
 import { normalizeProblem } from '../problem/problem.ts';
 import { runOp, type Backend } from '../api.ts';
@@ -70,7 +70,7 @@ async function runGemm(problem: GemmProblem, out: string, files: InputFiles, bud
   const r = await runOp({ op: 'gemm', problem }, opts.backend, { ...opts.gpu, warn: opts.warn, onKernel: (k) => (kernel = k) });
   opts.verbose?.(`qgemm: gemm ${p.M}x${p.N}x${p.K} ran on ${r.backend}, kernel ${kernel}, ${ms(t0)}`);
   if (r.order !== 'row-major') throw new Error('internal: CLI results are row-major');
-  writeAtomic('out', out, serializeNpy({ dtype: r.dtype, shape: [r.rows, r.cols], fortranOrder: false, data: r.data }), files);
+  writeAtomic('out', out, npyParts({ dtype: r.dtype, shape: [r.rows, r.cols], fortranOrder: false, data: r.data }), files);
 }
 
 /** Wall time since t0, for -v. */
@@ -108,7 +108,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     const t0 = performance.now();
     const r = await runOp({ op: 'elementwise', problem: spec.problem }, opts.backend, { ...opts.gpu, warn: opts.warn });
     opts.verbose?.(`qgemm: ${String(op)} of ${count} elements ran on ${r.backend}, ${ms(t0)}`);
-    writeAtomic('out', spec.out, serializeNpy({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
+    writeAtomic('out', spec.out, npyParts({ dtype: r.dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (op === 'sequential') {
     const spec = parseSequentialSpec(json, baseDir, io); // every layer read and checked here
     const graph = { inputs: spec.quant };
@@ -142,7 +142,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     const ops = spec.layers.map((l) => l.op).join(' -> ');
     opts.verbose?.(`qgemm: sequential of ${spec.layers.length} layers (${ops}) ran on ${r.backend}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
-    writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
+    writeAtomic('out', spec.out, npyParts({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else if (isLayerOp(op)) {
     const spec = parseLayerSpec(json, baseDir, io);
     const bytes = await inSpecTerms(() => layerWorkingBytes(spec)); // its shapes checked, named as in the spec
@@ -156,7 +156,7 @@ export async function cmdRun(specArg: string, allowOutside: boolean, opts: Commo
     );
     opts.verbose?.(`qgemm: ${spec.op} ran on ${r.backend}, kernel ${kernel}, ${ms(t0)}`);
     const dtype = r.data instanceof Uint8Array ? 'uint8' : 'int8';
-    writeAtomic('out', spec.out, serializeNpy({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
+    writeAtomic('out', spec.out, npyParts({ dtype, shape: r.shape, fortranOrder: false, data: r.data }), files);
   } else {
     const expected = `expected one of: gemm, ${ELEMENTWISE_OPS.join(', ')}, ${LAYER_OPS.join(', ')}`;
     throw new InputError('op', op === undefined ? `missing (${expected})` : `unknown op ${brief(op)} (${expected})`);

@@ -333,11 +333,11 @@ function headBytes(name: string, max: number): string {
 }
 
 /**
- * Writes `bytes` to a new temporary file beside `path` (O_EXCL: never through an existing file or
+ * Writes `bytes` (or its parts, one after the other) to a new temporary file beside `path` (O_EXCL: never through an existing file or
  * link), then renames it over `path`, after checking `path` once more. A failure removes the temporary;
  * a signal waits for the rename (holdSignals).
  */
-export function writeAtomic(field: string, path: string, bytes: Uint8Array, inputs: InputFiles): void {
+export function writeAtomic(field: string, path: string, bytes: ArrayBufferView | readonly ArrayBufferView[], inputs: InputFiles): void {
   checkOut(field, path, inputs);
   let oldMode: number | null = null;
   try {
@@ -353,7 +353,13 @@ export function writeAtomic(field: string, path: string, bytes: Uint8Array, inpu
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
     made = true;
     if (oldMode !== null) fchmodSync(fd, oldMode);
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, Math.min(bytes.length - done, ioChunk));
+    for (const part of ArrayBuffer.isView(bytes) ? [bytes] : bytes) {
+      // a byte view per chunk: one of the whole part may be longer than the longest array (2^32 bytes of int32)
+      for (let done = 0; done < part.byteLength; ) {
+        const chunk = new Uint8Array(part.buffer, part.byteOffset + done, Math.min(part.byteLength - done, ioChunk));
+        done += writeSync(fd, chunk);
+      }
+    }
     closeSync(fd);
     fd = null;
     renameSync(tmp, path);

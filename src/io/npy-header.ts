@@ -250,11 +250,13 @@ class HeaderParser {
   }
 }
 
+/** An .npy descr: a byte order ('<', '>', '=' native, '|' none) and a code; numpy reads a code alone ('i4') as native. */
 function dtypeFromDescr(descr: string): { dtype: NpyDtype; littleEndian: boolean } {
-  const order = descr.charAt(0);
-  const code = descr.slice(1);
+  const ordered = ['<', '>', '=', '|'].includes(descr.charAt(0));
+  const order = ordered ? descr.charAt(0) : '=';
+  const code = ordered ? descr.slice(1) : descr;
   const dtype = (Object.keys(DTYPES) as NpyDtype[]).find((d) => DTYPES[d].code === code);
-  if (dtype === undefined || !['<', '>', '=', '|'].includes(order)) {
+  if (dtype === undefined) {
     return fail(`unsupported descr '${descr}' (supported: u1 i1 b1 i2 u2 i4 u4 i8 u8 f4 f8)`);
   }
   if (order === '|' && DTYPES[dtype].size > 1) {

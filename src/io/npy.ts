@@ -105,7 +105,21 @@ export function npyFromData(layout: NpyLayout, data: Uint8Array): NpyArray {
 
 // ---------------------------------------------------------------- serialize
 
+/** An .npy file's bytes: its header, then its data (little-endian, as numpy writes it). */
 export function serializeNpy(arr: NpyArray): Uint8Array {
+  const [preamble, data] = npyParts(arr);
+  const out = new Uint8Array(preamble.length + data.byteLength);
+  out.set(preamble);
+  out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), preamble.length);
+  return out;
+}
+
+/**
+ * An .npy file as its two parts, the header and the data, for a writer that writes them one after the
+ * other: the data is arr.data itself on a little-endian host (no copy, and no byte array of the whole
+ * data, which can be longer than the longest array a runtime makes), a swapped copy on a big-endian one.
+ */
+export function npyParts(arr: NpyArray): [Uint8Array, ArrayBufferView] {
   if (!arr || typeof arr !== 'object')
     fail(`expected an array {dtype, shape, fortranOrder, data}, got ${arr === null ? 'null' : typeof arr}`);
   if (!Array.isArray(arr.shape)) {
@@ -124,13 +138,10 @@ export function serializeNpy(arr: NpyArray): Uint8Array {
     fail(`data has ${arr.data.length} elements but shape (${arr.shape.join(', ')}) needs ${count}`);
   }
 
-  const preamble = headerBytes(arr, info);
-  const out = new Uint8Array(preamble.length + count * info.size);
-  out.set(preamble);
-  const data = out.subarray(preamble.length);
-  data.set(new Uint8Array(arr.data.buffer, arr.data.byteOffset, count * info.size));
-  if (info.size > 1 && !HOST_LITTLE_ENDIAN) byteSwap(data, info.size);
-  return out;
+  if (info.size === 1 || HOST_LITTLE_ENDIAN) return [headerBytes(arr, info), arr.data];
+  const swapped = new Uint8Array(arr.data.buffer, arr.data.byteOffset, arr.data.byteLength).slice();
+  byteSwap(swapped, info.size);
+  return [headerBytes(arr, info), swapped];
 }
 
 // Magic, version, header length and header, exactly as numpy writes them.

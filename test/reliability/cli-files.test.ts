@@ -85,6 +85,9 @@ describe('reads and writes in chunks (item 4)', () => {
     const bytes = Uint8Array.from({ length: 1000 }, (_, i) => i % 251);
     writeAtomic('out', join(dir, 'W.bin'), bytes, files);
     expect(new Uint8Array(readFileSync(join(dir, 'W.bin')))).toEqual(bytes);
+    const words = new Uint16Array(bytes.buffer, 334, 333); // in parts, a part of any typed array
+    writeAtomic('out', join(dir, 'P.bin'), [bytes.subarray(0, 334), words], files);
+    expect(new Uint8Array(readFileSync(join(dir, 'P.bin')))).toEqual(bytes);
   });
   it('data over the largest typed array is refused up front with its size', () => {
     expect(() => checkNpyDataSize('lhs', 'A.npy', MAX_NPY_DATA_BYTES)).not.toThrow();

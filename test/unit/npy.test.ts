@@ -8,6 +8,7 @@ import {
   NpyFormatError,
   elementIndex,
   npyDtypeOf,
+  npyParts,
   parseNpy,
   serializeNpy,
   type NpyArray,
@@ -274,6 +275,16 @@ describe('serializeNpy matches numpy byte for byte', () => {
   });
 });
 
+describe('npyParts', () => {
+  it("is serializeNpy's bytes in two parts, the data the array itself (no copy of a large result)", () => {
+    const data = Int32Array.from({ length: 1000 }, (_, i) => i * 65537 - 2 ** 30);
+    const arr: NpyArray = { dtype: 'int32', shape: [10, 100], fortranOrder: false, data };
+    const [header, body] = npyParts(arr);
+    expect(body).toBe(data);
+    expect(Uint8Array.from([...header, ...new Uint8Array(data.buffer)])).toEqual(serializeNpy(arr));
+  });
+});
+
 describe('parseNpy', () => {
   // np.lib.format.write_array(f, np.array([[1, 2, 3], [4, 5, 6]], '>i2'), version=(2, 0)), and (3, 0).
   const bigEndianV2 =
@@ -294,6 +305,11 @@ describe('parseNpy', () => {
   it('reads a version 3.0 header as UTF-8', () => {
     const header = new TextEncoder().encode(`${dict('<i4', '(1,)')}\n`);
     expect(parseNpy(npyFile(header, [5, 0, 0, 0], 3)).data).toEqual(new Int32Array([5]));
+  });
+
+  it("reads a descr without a byte order ('i4', 'u1') as numpy does: native order", () => {
+    expect(parseNpy(npyFile(dict('i4', '(2,)'), [5, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff])).data).toEqual(new Int32Array([5, -2]));
+    expect(parseNpy(npyFile(dict('u1', '(2,)'), [7, 200])).data).toEqual(new Uint8Array([7, 200]));
   });
 
   it('byte-swaps big-endian data of every multi-byte dtype', () => {
@@ -424,7 +440,7 @@ describe('parseNpy rejects malformed files with NpyFormatError', () => {
     ['descr |O', npyFile(dict('|O', '(2,)'), data8), /unsupported descr '\|O'/],
     ['descr <c8', npyFile(dict('<c8', '(1,)'), data8), /unsupported descr '<c8'/],
     ['descr <f2', npyFile(dict('<f2', '(4,)'), data8), /unsupported descr '<f2'/],
-    ['descr without byte order', npyFile(dict('i4', '(2,)'), data8), /unsupported descr 'i4'/],
+    ['descr of a code numpy does not know', npyFile(dict('i3', '(2,)'), data8), /unsupported descr 'i3'/],
     ['descr empty', npyFile(dict('', '(2,)'), data8), /unsupported descr ''/],
     ['descr |i4', npyFile(dict('|i4', '(2,)'), data8), /'\|i4' has no byte order/],
     ['structured descr', npyFile("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (2,)}", data8), /'descr' must be a string/],
