@@ -1,8 +1,8 @@
 // The WebGPU side of the elementwise ops (TFLite add/sub/mul, builtin or XNNPACK's arithmetic,
-// alignedAdd/alignedSub): runs a plan made
-// by prepareElementwise (./plan.ts, where the math is specified) through ./elementwise.wgsl, bit-exact
-// with the CPU reference (src/reference/elementwise.ts), in bands and dispatches planned by
-// src/gpu/plan.ts (outputs larger than a binding and grids larger than the workgroup limit split).
+// alignedAdd/alignedSub): runs a plan made by prepareElementwise (src/problem/elementwise-plan.ts; the
+// math is specified in src/problem/elementwise.ts) through ./elementwise.wgsl, bit-exact with the CPU
+// reference (src/reference/elementwise.ts), in bands and dispatches planned by src/gpu/plan.ts (outputs
+// larger than a binding and grids larger than the workgroup limit split).
 // The inputs go up packed 4 bytes per u32 as they are stored (C or Fortran order; broadcasting is by
 // strides in the kernel), the per-call parameters through a uniform struct laid out by reflection
 // (src/gpu/reflect.ts), the per-channel alignment data through a storage buffer; the output comes back

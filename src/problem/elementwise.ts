@@ -4,8 +4,8 @@
 // inputs whose scales differ (alignedAdd, alignedSub), for uint8 and int8 tensors of up to 4 dimensions
 // with numpy broadcasting. The math is specified once, here, beside the types that carry it, and
 // prepareElementwise (elementwise-plan.ts) turns a problem into a plan of integer parameters; src/reference/elementwise.ts
-// evaluates a plan naively (the normative reference, and the CPU backend), and elementwise.wgsl (run by
-// ./gpu.ts) computes the same bits on WebGPU. Doubles are used only while the parameters are prepared
+// evaluates a plan naively (the normative reference, and the CPU backend), and
+// src/elementwise/elementwise.wgsl (run by src/elementwise/gpu.ts) computes the same bits on WebGPU. Doubles are used only while the parameters are prepared
 // (elementwise-plan.ts), never per element; XNNPACK's mul rounds to float32 per element, exactly
 // (Math.fround on the CPU, integers in WGSL).
 //

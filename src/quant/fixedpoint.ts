@@ -1,7 +1,7 @@
 // Exact int32 fixed-point arithmetic of the output stage (pack -> gemm -> OUTPUT): gemmlowp's
 // fixedpoint.h and TFLite's MultiplyByQuantizedMultiplier. Every function is exact over the whole
 // int32 range. JS numbers cannot hold a 62-bit product, and WGSL has no 64-bit integers, so 32x32->64
-// products are built from 16-bit halves here exactly as in shaders/fixedpoint.wgsl (same names).
+// products are built from 16-bit halves here exactly as in src/wgsl/fixedpoint.wgsl (same names).
 // A 64-bit value is a pair [lo, hi] (the order of WGSL's vec2<u32>(lo, hi)): lo is the unsigned low
 // word, hi the signed high word.
 

@@ -1,7 +1,7 @@
 // The normative CPU GEMM: referenceGemm computes the math of src/types.ts (and, for less-than-8-bit
 // operands, src/quant/lowbit.ts) as a naive triple loop you can check by eye (ruy's reference_mul
 // shape), then the output pipeline (./pipeline.ts). Every other implementation (the fast CPU path in
-// src/cpu/gemm.ts, the WebGPU kernels) is tested against it, bit for bit. Each operand element is read
+// src/kernels/cpu-js/ and src/kernels/cpu-wasm/, the WebGPU kernels) is tested against it, bit for bit. Each operand element is read
 // (and, below 8 bits, requantized) once, into a row of K int32 values per lhs row and per rhs column,
 // so the loop runs on plain numbers: the built-in self-test checks a 64 x 64 x 40000 problem against
 // it on the device's first use of a tensor-core kernel.

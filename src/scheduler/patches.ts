@@ -106,7 +106,7 @@ export function patchesAsMatrix(x: PatchOperand, checked: CheckedPatches): Opera
   return form === 'pixels' ? (x.input as GpuMatrix) : null;
 }
 
-/** The patch pack's dispatches (./pack/patches.ts planPatches): a LimitExceededError where the input does not fit one binding. */
+/** The patch pack's dispatches (../pack/patches.ts planPatches): a LimitExceededError where the input does not fit one binding. */
 export function patchPlan(x: PatchOperand, checked: CheckedPatches, format: PackFormat, limits: PlanLimits): PackDispatch[] {
   const bytes = checked.onGpu ? Math.min(roundUp(checked.inputBytes, 4), (x.input as GpuMatrix).buffer.size) : checked.inputBytes;
   return planPatches(x.geometry, bytes, format, limits);

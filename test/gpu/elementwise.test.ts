@@ -1,5 +1,5 @@
 // GPU tier of the elementwise ops: src/elementwise/elementwise.wgsl through
-// src/scheduler/elementwise-gpu.ts against the CPU reference (src/reference/elementwise.ts), bit for
+// src/elementwise/gpu.ts against the CPU reference (src/reference/elementwise.ts), bit for
 // bit, every submission inside validation/out-of-memory error scopes: every pair of 8-bit input values
 // (a (256,1) tensor against a (1,256) one) under parameter sets that reach each path — TFLite add/sub with
 // equal, distant and flushed scales, sub's GreaterThanOne multiplier, mul multipliers far below and above
