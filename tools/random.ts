@@ -1,4 +1,5 @@
-// The one seeded random generator of the repository (tests, benchmark data, accuracy studies, demo):
+// The seeded random generator of the tests, benchmark data, accuracy studies and demo (the library's
+// self-tests and verify suite draw their operands from an LCG of their own, src/verify-problems.ts):
 // splitmix32, a small, well-mixed 32-bit PRNG whose whole state is one uint32. Same seed, same draws,
 // on every machine. Not part of the library.
 
