@@ -23,7 +23,7 @@ import {
 } from '../problem/elementwise.ts';
 import { prepareElementwise } from '../problem/elementwise-plan.ts';
 import { brief } from './json.ts';
-import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
+import { asSpecIo, checkKeys, isObject, readNpyField, type ReadFile, required, type SpecIo } from './spec.ts';
 
 interface ElementwiseSpec {
   op: ElementwiseOp;
@@ -38,11 +38,6 @@ const OUTPUT_KEYS = ['scale', 'zeroPoint', 'min', 'max'] as const;
 
 export function isElementwiseOp(op: unknown): op is ElementwiseOp {
   return typeof op === 'string' && (ELEMENTWISE_OPS as readonly string[]).includes(op);
-}
-
-function required(field: string, obj: Record<string, unknown>, key: string): unknown {
-  if (!(key in obj) || obj[key] === undefined) throw new InputError(`${field}.${key}`, 'missing');
-  return obj[key];
 }
 
 function number(field: string, v: unknown): number {

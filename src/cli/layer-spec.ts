@@ -19,7 +19,7 @@ import type { Conv2dParams, FullyConnectedParams, FusedActivation, QuantParams, 
 import type { SequentialLayer } from '../layers/sequential.ts';
 import { checkScale32, shown } from '../layers/validate.ts';
 import { brief } from './json.ts';
-import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, type SpecIo } from './spec.ts';
+import { asSpecIo, checkKeys, int32, int32Vector, isObject, oneOf, readNpyField, type ReadFile, required, type SpecIo } from './spec.ts';
 
 export const LAYER_OPS = ['fullyConnected', 'conv2d', 'sequential'] as const;
 type LayerOp = (typeof LAYER_OPS)[number];
@@ -138,11 +138,6 @@ function prefixed<T>(field: string, fn: () => T): T {
       throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2));
     throw e;
   }
-}
-
-function required(field: string, obj: Record<string, unknown>, key: string): unknown {
-  if (!(key in obj) || obj[key] === undefined) throw new InputError(field ? `${field}.${key}` : key, 'missing');
-  return obj[key];
 }
 
 const scale32 = checkScale32;

@@ -157,8 +157,9 @@ function scalarOrVector(field: string, v: unknown): PerChannel {
   return num(field, v);
 }
 
-function required(field: string, obj: Json, key: string): unknown {
-  if (!(key in obj)) throw new InputError(`${field}.${key}`, 'missing');
+/** obj[key] of a spec object at `field` ('' at the top), else an InputError naming it 'missing'. */
+export function required(field: string, obj: Record<string, unknown>, key: string): unknown {
+  if (!(key in obj) || obj[key] === undefined) throw new InputError(field ? `${field}.${key}` : key, 'missing');
   return obj[key];
 }
 

@@ -70,7 +70,7 @@ export function defineKernelFamily(name: string, make: (config: Record<string, u
   extraFamilies.set(name, make);
 }
 
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+export const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** The keys of each family's configuration (a misspelt one is refused: its default would serve unseen). */
 const CONFIG_KEYS: Record<(typeof KERNEL_FAMILIES)[number], readonly string[]> = {

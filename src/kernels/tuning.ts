@@ -15,7 +15,7 @@ import { checkKnownKeys } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import type { GemmShape } from '../gpu/plan.ts';
-import { type KernelConfig, kernelOf, parseKernelConfig } from './kernel-configs.ts';
+import { isObject, type KernelConfig, kernelOf, parseKernelConfig } from './kernel-configs.ts';
 import type { GpuGemmKernel } from './types.ts';
 
 export const TUNING_FORMAT = 'qgemm-tuning-1';
@@ -69,8 +69,6 @@ export interface TuningTable {
   method?: string;
   entries: TuningEntry[];
 }
-
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** The keys of a table, its adapter and an entry (TuningTable, TuningAdapter, TuningEntry). */
 const TABLE_KEYS = ['format', 'adapter', 'created', 'method', 'entries'];

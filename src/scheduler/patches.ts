@@ -18,7 +18,7 @@ import type { PackFormat } from '../pack/formats.ts';
 import { checkPatchGeometry, type PatchGeometry, type PatchJob, patchesAreInput, patchShape, planPatches } from '../pack/patches.ts';
 import type { PackDispatch } from '../pack/plan.ts';
 import { checkKnownKeys } from '../problem/check.ts';
-import type { Operand } from '../types.ts';
+import { type Operand, TYPE_RANGE } from '../types.ts';
 import { type GpuMatrix, isGpuMatrix, type OperandOwner, shapeOf } from './operands.ts';
 
 /**
@@ -85,7 +85,7 @@ export function checkPatches(r: OperandOwner, x: PatchOperand, field = ''): Chec
     type = input instanceof Int8Array ? 'int8' : 'uint8';
     inputBytes = (input as Uint8Array | Int8Array).byteLength;
   }
-  const [lo, hi] = type === 'int8' ? [-128, 127] : [0, 255];
+  const [lo, hi] = TYPE_RANGE[type];
   if (!Number.isInteger(zeroPoint) || zeroPoint < lo || zeroPoint > hi) {
     throw new InputError(at('zeroPoint'), `expected an integer in ${lo}..${hi} (${type}), got ${zeroPoint}`);
   }

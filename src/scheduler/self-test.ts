@@ -11,7 +11,7 @@
 import { DeviceLostError, GpuOutOfMemoryError, LimitExceededError } from '../errors.ts';
 import { im2col, type PatchGeometry, patchShape } from '../pack/patches.ts';
 import { referenceGemm } from '../reference/gemm.ts';
-import type { BitDepthRounding, GemmProblem, GemmResult, Operand, Order } from '../types.ts';
+import { type BitDepthRounding, type GemmProblem, type GemmResult, type Operand, type Order, TYPE_RANGE } from '../types.ts';
 import type { PatchOperand } from './patches.ts';
 
 /** Deterministic bytes: 0, 255 (or -128, 127) edges at the ends, a mixed sequence between. */
@@ -23,7 +23,7 @@ function operand(rows: number, cols: number, signed: boolean, order: Order, seed
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
     data[i] = signed ? (s >>> 24) - 128 : s >>> 24;
   }
-  const [lo, hi] = signed ? [-128, 127] : [0, 255];
+  const [lo, hi] = TYPE_RANGE[signed ? 'int8' : 'uint8'];
   for (let i = 0; i < Math.min(n, 8); i++) data[i] = i % 2 ? hi : lo;
   for (let i = Math.max(0, n - 8); i < n; i++) data[i] = i % 2 ? lo : hi;
   return { data, rows, cols, order };
