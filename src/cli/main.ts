@@ -116,6 +116,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .description('show the WebGPU adapter and CPU that qgemm would use, and the kernels it would pick')
     .option('--json', 'print the full data (adapter, features, limits, capabilities) as JSON')
     .addOption(tuning())
+    .addHelpText('after', EPILOG)
     .action((o: { json?: boolean; tuning?: string }) =>
       run(
         (async () => {
@@ -132,7 +133,7 @@ function program(io: CliIo, run: (p: Promise<void>) => void): Command {
     .option('--out <file>', 'where the table goes', 'qgemm-tuning.json')
     .option('--seed <file>', 'a table of this adapter to search around (default: its committed table, if any; none: no seed)')
     .option('--json', 'print the full report as JSON')
-    .addHelpText('after', '\nUse the table with --tuning FILE (gemm, run, info) or GpuContext.create({ tuning }).')
+    .addHelpText('after', `\nUse the table with --tuning FILE (gemm, run, info) or GpuContext.create({ tuning }).${EPILOG}`)
     .action((o) => run(cmdTune(o, { out: io.out, err: note })));
   setup(prog.command('verify'))
     .description('check every kernel this adapter (or CPU) runs, each forced, bit for bit against the reference')
@@ -159,12 +160,16 @@ function commanderField(e: CommanderError): string {
   return /'(--?[\w-]+)/.exec(e.message)?.[1] ?? 'command';
 }
 
-/** `qgemm help frob`: one error line, as for `qgemm frob` (commander would print the whole usage, then fail). */
+/**
+ * `qgemm help frob`: one error line, as for `qgemm frob` (commander would print the whole usage, then
+ * fail); `qgemm help gemm extra` too (commander would ignore the extra argument).
+ */
 function checkHelpTopic(prog: Command, argv: string[]): void {
   const topic = argv[1];
   if (argv[0] !== 'help' || topic === undefined || topic === '--help' || topic === '-h') return; // help's help: commander's
   if (!prog.commands.some((c) => c.name() === topic))
     throw new InputError('command', `unknown command ${JSON.stringify(topic.slice(0, 40))}`);
+  if (argv.length > 2) throw new InputError('help', `takes one command, got ${argv.length - 1} arguments`);
 }
 
 /**

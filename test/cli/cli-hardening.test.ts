@@ -379,6 +379,7 @@ describe('the command line', () => {
     expect(expectOneLine(await runMain(['help', 'help', 'frob']), 2, 'command')).toMatch(/unknown command "frob"/);
     expectOneLine(await runMain(['frob']), 2, 'command');
     expect((await runMain(['help', 'gemm'])).code).toBe(0);
+    expect(expectOneLine(await runMain(['help', 'gemm', 'extra']), 2, 'help')).toMatch(/takes one command/);
     // help's own help, as `qgemm --help` lists `help [command]`; a request for help among short flags
     for (const argv of [
       ['help', 'help'],
@@ -405,6 +406,7 @@ describe('the command line', () => {
     expect(gemm).toMatchObject({ code: 0, err: '' });
     expect(gemm.out).toMatch(/--rhs-zero-point <int\|path>/);
     expect((await runMain(['run', '--help'])).out).toMatch(/--allow-outside/);
+    for (const cmd of ['run', 'gemm', 'info', 'tune']) expect((await runMain([cmd, '--help'])).out, cmd).toMatch(/Exit codes: 0 ok/);
   });
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8'));
