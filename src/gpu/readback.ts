@@ -27,10 +27,31 @@ function unstride(m: GpuMatrix, mapped: ArrayBuffer): GemmResult {
   return { data, rows: m.rows, cols: m.cols, order: m.order, dtype };
 }
 
+/** The descriptor of an untimed pass: made once, not per call. */
+const UNTIMED_PASS: GPUComputePassDescriptor = {};
+
 export class Staging {
   private buffer: GPUBuffer | null = null;
   private query: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer } | null = null;
+  /** Whether the pass of the last beginPass writes timestamps (calls on a device are serialized). */
+  private timed = false;
   constructor(private readonly device: GPUDevice) {}
+
+  /**
+   * Begins a call's one compute pass: with timestamp writes when `timed` (a call that asks for its GPU
+   * time, on a context that records it), else none, so that an untimed call creates and resolves no query.
+   */
+  beginPass(encoder: GPUCommandEncoder, timed: boolean): GPUComputePassEncoder {
+    this.timed = timed;
+    const timestampWrites = timed ? { querySet: this.querySet(), beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } : null;
+    return encoder.beginComputePass(timestampWrites ? { timestampWrites } : UNTIMED_PASS);
+  }
+
+  /** Ends the pass of beginPass: the function that reads its GPU time in ms once submitted (timestamps()), null when untimed. */
+  endPass(encoder: GPUCommandEncoder, pass: GPUComputePassEncoder): (() => Promise<number>) | null {
+    pass.end();
+    return this.timed ? this.timestamps(encoder) : null;
+  }
 
   private acquire(bytes: number): GPUBuffer {
     if (!this.buffer || this.buffer.size < bytes) {

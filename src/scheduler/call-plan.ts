@@ -24,9 +24,8 @@ import type { GemmTiming } from './record.ts';
 import type { DeviceResources } from './resources.ts';
 import type { Tracer } from './trace.ts';
 
-/** The descriptors of every replay: made once, not per call. */
+/** The descriptor of every replay: made once, not per call. */
 const ENCODER: GPUCommandEncoderDescriptor = { label: 'qgemm gemm' };
-const UNTIMED_PASS: GPUComputePassDescriptor = {};
 
 /**
  * A convolution's patches whose input a plan can take: a CPU array (written into the plan's upload buffer
@@ -118,13 +117,10 @@ async function replayPlan(
     if (!plan.lhsMatrix) writeOperandBytes(device.queue, plan.lhsSource, lhsBytes(lhs));
     tracer?.mark('lhsWrite');
     const encoder = device.createCommandEncoder(ENCODER);
-    const querySet = timing && r.timestamps ? r.staging.querySet() : null;
-    const pass = encoder.beginComputePass(
-      querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : UNTIMED_PASS,
-    ) as unknown as Record<string, (...args: unknown[]) => unknown>;
-    for (const [name, args] of plan.commands) pass[name](...args);
-    (pass as unknown as GPUComputePassEncoder).end();
-    const times = querySet ? r.staging.timestamps(encoder) : null;
+    const pass = r.staging.beginPass(encoder, !!timing && r.timestamps);
+    const calls = pass as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const [name, args] of plan.commands) calls[name](...args);
+    const times = r.staging.endPass(encoder, pass);
     finish = readback ? plan.staging.copy(encoder, plan.dst) : null;
     const commands = encoder.finish();
     tracer?.mark('encode');

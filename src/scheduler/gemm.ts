@@ -240,6 +240,7 @@ export async function runGemm(
   let lhsSource: GPUBuffer | undefined;
   const ran: LastRun = { kernel: kernel.id, packDispatches: 0, gemmDispatches: dispatches.length, patchesGathered: false };
   let dst: GPUBuffer | null = null;
+  const dstMatrix = (): GpuMatrix => ({ buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride });
   let result: Promise<GemmResult> | undefined;
   try {
     // Only the pipelines this call runs: the kernel for its stage kinds, the pack entry of each unpacked operand.
@@ -325,11 +326,7 @@ export async function runGemm(
         ran.packDispatches = [...jobs, ...patchJobs].reduce((n, j) => n + j.plan.length, 0);
         const slab = (plan?.uniforms ?? r.uniforms).slab();
         const encoder = device.createCommandEncoder({ label: 'qgemm gemm' });
-        // Timestamp queries only in a call that asks for its GPU time: an untimed call creates and resolves none.
-        const querySet = timing && r.timestamps ? r.staging.querySet() : null;
-        const realPass = encoder.beginComputePass(
-          querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
-        );
+        const realPass = r.staging.beginPass(encoder, !!timing && r.timestamps);
         const pass = plan ? recordingPass(realPass, plan.commands) : realPass;
         for (const job of patchJobs) encodePatches(device, pass, patchPipe!, job, slab);
         for (const job of jobs) encodePack(device, pass, pipelinesForPack, job, r.xorshiftBuffer(), slab);
@@ -357,10 +354,8 @@ export async function runGemm(
           uniforms: slab,
           workspace,
         });
-        realPass.end();
-        const times = querySet ? r.staging.timestamps(encoder) : null;
-        const matrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
-        const copied = readback ? staging.copy(encoder, matrix) : null;
+        const times = r.staging.endPass(encoder, realPass);
+        const copied = readback ? staging.copy(encoder, dstMatrix()) : null;
         slab.upload(device.queue);
         const commands = encoder.finish();
         trace?.mark('encode');
@@ -392,6 +387,5 @@ export async function runGemm(
     if (!plan) for (const b of pooled) r.release(b); // a plan's buffers stay with the plan
   }
   r.checkAlive();
-  const dstMatrix: GpuMatrix = { buffer: dst!, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType, stride: layout.stride };
-  return { dst: dstMatrix, result, ran, lhsSource };
+  return { dst: dstMatrix(), result, ran, lhsSource };
 }

@@ -123,13 +123,9 @@ async function prepacked(
         const encode = await pack(make(packedBytes, what.side), make(sumsBytes, `${what.side} sums`), pooled);
         const slab = r.uniforms.slab();
         const encoder = device.createCommandEncoder({ label: `qgemm ${label}` });
-        const querySet = timing && r.timestamps ? r.staging.querySet() : null;
-        const pass = encoder.beginComputePass(
-          querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {},
-        );
+        const pass = r.staging.beginPass(encoder, !!timing && r.timestamps);
         encode(pass, slab);
-        pass.end();
-        const times = querySet ? r.staging.timestamps(encoder) : null;
+        const times = r.staging.endPass(encoder, pass);
         slab.upload(device.queue);
         device.queue.submit([encoder.finish()]);
         if (timing) timing.gpuMs = times ? await times() : null;
