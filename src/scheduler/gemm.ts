@@ -6,7 +6,7 @@
 // ./context.ts calls it while it holds the device.
 
 import { InputError, LimitExceededError } from '../errors.ts';
-import type { AdapterCaps } from '../gpu/caps.ts';
+import type { PlanLimits } from '../gpu/caps.ts';
 import { ALL_STAGE_KINDS, epilogueValues } from '../epilogue/epilogue.ts';
 import { encodeStages } from '../epilogue/stages.ts';
 import { dstLayout, roundUp } from '../gpu/plan.ts';
@@ -161,18 +161,13 @@ async function kernelFor(
 
 /**
  * Whether a kernel that can read an unpacked lhs (PreparedGemmKernel.rawLhs) may read this one: an 8-bit
- * CPU array or GpuMatrix (not prepacked, not a convolution's patches, not requantized), for a kernel
- * whose lhs format is 'u8k4-r64', whose bytes fit one storage binding. Never where compiling is slow
- * (AdapterCaps.slowCompiler: a software adapter), as packEntry's transposing pack: there it costs a
- * pipeline more per output program, and the CPU emulation runs every workgroup's rebuild of the lhs
- * words at CPU speed, slower than the one pack dispatch it saves
- * (bench/results/2026-11-27-swiftshader-decode-overhead-3.txt).
+ * CPU array or GpuMatrix (not prepacked, not a convolution's patches, not requantized) whose bytes fit
+ * one storage binding. (Where compiling is slow the kernel offers no rawLhs form: src/kernels/gemv/kernel.ts.)
  */
-function rawLhsReadable(lhs: GpuGemmProblem['lhs'], p: NormalizedProblem, format: PackFormat, caps: AdapterCaps): boolean {
-  if (caps.slowCompiler) return false;
-  if (isPacked(lhs) || isPatches(lhs) || format.id !== 'u8k4-r64' || requantizationOf(p.bitDepth, 'lhs', p.K).bits !== 8) return false;
+function rawLhsReadable(lhs: GpuGemmProblem['lhs'], p: NormalizedProblem, limits: PlanLimits): boolean {
+  if (isPacked(lhs) || isPatches(lhs) || requantizationOf(p.bitDepth, 'lhs', p.K).bits !== 8) return false;
   const bytes = isGpuMatrix(lhs) ? lhs.buffer.size : roundUp(lhs.data.byteLength, 4);
-  return bytes <= caps.limits.maxStorageBufferBindingSize;
+  return bytes <= limits.maxStorageBufferBindingSize;
 }
 
 /**
@@ -253,7 +248,7 @@ export async function runGemm(
     // for a kernel that reads that matrix unpacked (the gemv: no pack dispatch, and no gather to compute)
     // or that does not gather patches (it packs the matrix as any lhs): a plain lhs.
     const asMatrix = patches && checked ? patchesAsMatrix(patches, checked) : null;
-    const plain = asMatrix && (!base.patchLhs || (base.rawLhs && rawLhsReadable(asMatrix, p, formats.lhs, r.caps))) ? asMatrix : null;
+    const plain = asMatrix && (!base.patchLhs || (base.rawLhs && rawLhsReadable(asMatrix, p, r.limits))) ? asMatrix : null;
     if (plain) return runGemm(r, choice, { ...problem, lhs: plain }, timing, readback, call);
     // A kernel that gathers a convolution's lhs from its input itself (the gemv, tiled and split-K kernels) skips the patch pack.
     const gather = patches && base.patchLhs && (base.gathers?.(dispatches, r.limits) ?? true) ? await base.patchLhs() : null;
@@ -261,7 +256,7 @@ export async function runGemm(
     const patchPipe = patches && !gather ? await patchPipeline(device) : null;
     // A kernel that reads an unpacked 8-bit lhs itself (the gemv) skips the lhs pack pass.
     const raw =
-      base.rawLhs && rawLhsReadable(problem.lhs, p, formats.lhs, r.caps)
+      base.rawLhs && rawLhsReadable(problem.lhs, p, r.limits)
         ? await base.rawLhs(strides(problem.lhs as Operand | GpuMatrix, 'lhs').depthStride === 1)
         : null;
     const prepared = raw ?? gather ?? base;

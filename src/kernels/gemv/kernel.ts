@@ -9,9 +9,8 @@
 // computes its row sums itself from an lhs nobody packed: the caller's unpacked 8-bit lhs in its rawLhs
 // variant (./gemv-lhs-raw.wgsl), a convolution's patches gathered from its input in its patchLhs variant
 // (./gemv-lhs-patches.wgsl with src/pack/patch-gather.wgsl); src/scheduler/gemm.ts then skips the lhs
-// pack pass. Where compiling is slow (a software adapter) the patchLhs variant is not offered and the
-// scheduler does not use the rawLhs one (src/scheduler/gemm.ts rawLhsReadable): there every workgroup's
-// rebuild of the lhs words runs at CPU speed, slower than the one pack dispatch it saves.
+// pack pass. Where compiling is slow (a software adapter) neither variant is offered: there every
+// workgroup's rebuild of the lhs words runs at CPU speed, slower than the one pack dispatch it saves.
 
 import type { AdapterCaps } from '../../gpu/caps.ts';
 import { getPipeline } from '../../gpu/pipelines.ts';
@@ -166,10 +165,12 @@ export function gemvKernel(v: GemvVariant): GpuGemmKernel {
         });
         return { encode: (e) => encodeBanded(e, { pipeline: p, source: patchSource, lhsFormat, rhsFormat, bandRows }) };
       };
+      // Where compiling is slow (a software adapter), neither: each costs a pipeline more per output
+      // program, and the CPU emulation runs every workgroup's rebuild of the lhs words at CPU speed, slower
+      // than the one pack dispatch it saves (bench/results/2026-11-27-swiftshader-decode-overhead-3.txt).
       return {
         encode: (e) => encodeBanded(e, { pipeline, source, lhsFormat, rhsFormat, bandRows }),
-        rawLhs,
-        ...(caps.slowCompiler ? {} : { patchLhs }),
+        ...(caps.slowCompiler ? {} : { rawLhs, patchLhs }),
       };
     },
   };
