@@ -14,7 +14,8 @@ import { float32Bits } from '../quant/float32.ts';
 import { checkBufferSize, type PlanLimits } from '../gpu/caps.ts';
 import { getPipeline } from '../gpu/pipelines.ts';
 import { planElementwise, roundUp } from '../gpu/plan.ts';
-import { namedEntries, packUniforms, uniformLayout } from '../gpu/reflect.ts';
+import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
+import { SLOT, UniformSlab } from '../gpu/uniforms.ts';
 import { runInErrorScope } from '../gpu/scopes.ts';
 import { ELEMENTWISE_KIND_CODE, wgslCodes } from '../gpu/codes.ts';
 import { float32Library } from '../wgsl/source.ts';
@@ -133,33 +134,25 @@ async function encodeElementwise(
   const plan = planElementwise(Math.ceil(p.count / 4), [a.size, b.size, channels.byteLength], WORKGROUP_SIZE, limits);
   const layout = uniformLayout(source, 'ElementwiseParams');
   const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
-  const slotSize = Math.ceil(layout.size / 256) * 256;
-  const uniforms = buffer(plan.length * slotSize, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params');
+  // one slot per dispatch, in one buffer of this call's
+  const slab = new UniformSlab(() => buffer(plan.length * SLOT, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params'));
   const ch = storage(channels, 'channels');
   const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
   const pass = encoder.beginComputePass();
   pass.setPipeline(pipeline);
   const base = elementwiseUniforms(p);
-  const slab = new ArrayBuffer(plan.length * slotSize);
-  plan.forEach((d, i) => {
-    const values = { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base };
-    packUniforms(layout, values, new DataView(slab, i * slotSize, layout.size));
-    pass.setBindGroup(
-      0,
-      device.createBindGroup({
-        layout: pipeline.getBindGroupLayout(0),
-        entries: namedEntries(source, {
-          params: { buffer: uniforms, offset: i * slotSize, size: layout.size },
-          aData: { buffer: a },
-          bData: { buffer: b },
-          channels: { buffer: ch },
-          outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
-        }),
-      }),
-    );
+  for (const d of plan) {
+    const entries = namedEntries(source, {
+      params: slab.alloc(layout, { ...base, wordBegin: d.wordBegin, bandWords: d.words, workgroupBase: d.base }),
+      aData: { buffer: a },
+      bData: { buffer: b },
+      channels: { buffer: ch },
+      outData: { buffer: out, offset: d.wordBegin * 4, size: d.words * 4 },
+    });
+    pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
     pass.dispatchWorkgroups(d.x, d.y);
-  });
-  device.queue.writeBuffer(uniforms, 0, slab);
+  }
+  slab.upload(device.queue);
   pass.end();
   return encoder;
 }

@@ -6,7 +6,8 @@
 
 import { packUniforms, type UniformLayout } from './reflect.ts';
 
-const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment (WebGPU caps it at 256)
+/** The bytes of one uniform slot: >= every adapter's minUniformBufferOffsetAlignment (WebGPU caps it at 256). */
+export const SLOT = 256;
 const FIRST_CHUNK = 4096;
 
 interface Chunk {
