@@ -48,11 +48,8 @@ type PackPipelines = Partial<Record<PackEntry, GPUComputePipeline>>;
 export async function packPipelines(device: GPUDevice, entries: readonly PackEntry[]): Promise<PackPipelines> {
   const compiled = await Promise.all(
     [...new Set(entries)].map(async (entry) => {
-      const id = entry === 'pack' ? 'pack' : 'pack-transpose';
-      return [
-        entry,
-        await getPipeline(device, { id, source, entryPoint: entry, overrides: { WORKGROUP_SIZE }, reflect: [source] }),
-      ] as const;
+      const [id, overrides] = entry === 'pack' ? ['pack', { WORKGROUP_SIZE }] : ['pack-transpose', { TRANSPOSE_ROWS, TRANSPOSE_THREADS }];
+      return [entry, await getPipeline(device, { id, source, entryPoint: entry, overrides, reflect: [source] })] as const;
     }),
   );
   return Object.fromEntries(compiled);
@@ -66,7 +63,7 @@ export function strides(x: Operand | GpuMatrix, side: 'lhs' | 'rhs'): { outerStr
   return { outerStride: kContiguous ? stride : 1, depthStride: kContiguous ? 1 : stride };
 }
 
-/** Rows one packTranspose workgroup packs, and its invocations (TRANSPOSE_ROWS, TRANSPOSE_THREADS in pack.wgsl). */
+/** Rows one packTranspose workgroup packs, and its invocations (pack.wgsl's overrides of those names). */
 const TRANSPOSE_ROWS = 64;
 const TRANSPOSE_THREADS = 256;
 

@@ -124,9 +124,9 @@ fn pack(
 // workgroup memory and are written packed row by packed row (coalesced too). Same requantization, sums
 // and k bands as `pack`.
 
-const TRANSPOSE_ROWS: u32 = 64u;
-const TRANSPOSE_WORDS: u32 = 16u;
-const TRANSPOSE_THREADS: u32 = 256u;
+override TRANSPOSE_ROWS: u32 = 64u;     // packed rows per workgroup (the pack plan's rows per workgroup: pack.ts)
+override TRANSPOSE_WORDS: u32 = 16u;    // packed words per step
+override TRANSPOSE_THREADS: u32 = 256u; // invocations, a multiple of TRANSPOSE_ROWS
 
 var<workgroup> transposed: array<u32, TRANSPOSE_ROWS * TRANSPOSE_WORDS>; // [row][word]
 var<workgroup> rowPartial: array<u32, TRANSPOSE_THREADS>;
