@@ -145,44 +145,61 @@ describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => 
     }
   });
 
-  // A cross-origin isolated page whose Content-Security-Policy forbids blob: workers (worker-src 'self'):
-  // its first worker cannot start, so GEMMs run on one thread and the caps say why. Each multi-threaded
-  // GEMM had failed with "WorkerLostError: qgemm wasm worker 1: undefined".
-  it('a page whose CSP forbids blob: workers runs on one thread, exact, and says why', async () => {
-    const csp = `<meta http-equiv="Content-Security-Policy" content="worker-src 'self'">`;
+  /** The test page with a Content-Security-Policy `policy` (a meta tag), served cross-origin isolated, runs a batch. */
+  async function batchUnderCsp(name: string, policy: string, seed: number, kernel?: string): Promise<CspBatch> {
+    const csp = `<meta http-equiv="Content-Security-Policy" content="${policy}">`;
     const html = readFileSync(join(site, 'test/browser/page/cpu-wasm.html'), 'utf8').replace(
       '<meta charset="utf-8">',
       `<meta charset="utf-8">${csp}`,
     );
     expect(html).toContain(csp);
-    writeFileSync(join(site, 'test/browser/page/cpu-wasm-csp.html'), html);
+    writeFileSync(join(site, `test/browser/page/${name}.html`), html);
     const server = await serveStatic(site, { isolated: true });
     try {
       const page = await browser.newPage();
-      await page.goto(`${server.url}test/browser/page/cpu-wasm-csp.html`, { waitUntil: 'load' });
+      await page.goto(`${server.url}test/browser/page/${name}.html`, { waitUntil: 'load' });
       await page.waitForFunction(() => !!(window as unknown as { qgemmPage?: { ready: boolean } }).qgemmPage?.ready, { timeout: 30_000 });
-      const stats = (await page.evaluate(
-        (seed, count) =>
-          (window as unknown as { runCpuBatch(o: object): Promise<unknown> }).runCpuBatch({ seed, count, kernel: 'cpu-wasm-simd' }),
-        SEED + 2,
-        COUNT,
-      )) as {
-        problems: number;
-        mismatches: number;
-        error: string | null;
-        crossOriginIsolated: boolean;
-        caps: { threads: number; sharedMemory: boolean; threadsNote?: string };
-        runs: { singleThreaded: number; multiThreaded: number };
-      };
-      expect(stats.error).toBeNull();
-      expect(stats.crossOriginIsolated).toBe(true);
-      expect(stats.caps.sharedMemory).toBe(true);
-      expect(stats.caps.threads).toBe(1);
-      expect(stats.caps.threadsNote).toMatch(/^worker threads cannot start in this page \(.*worker-src blob:$/);
-      expect([stats.problems, stats.mismatches, stats.runs.multiThreaded]).toEqual([COUNT, 0, 0]);
+      const stats = (await page.evaluate((o) => (window as unknown as { runCpuBatch(o: object): Promise<unknown> }).runCpuBatch(o), {
+        seed,
+        count: COUNT,
+        kernel,
+      })) as CspBatch;
       await page.close();
+      return stats;
     } finally {
       await server.close();
     }
+  }
+
+  // A cross-origin isolated page whose Content-Security-Policy forbids blob: workers (worker-src 'self'):
+  // its first worker cannot start, so GEMMs run on one thread and the caps say why. Each multi-threaded
+  // GEMM had failed with "WorkerLostError: qgemm wasm worker 1: undefined".
+  it('a page whose CSP forbids blob: workers runs on one thread, exact, and says why', async () => {
+    const stats = await batchUnderCsp('cpu-wasm-csp', "worker-src 'self'", SEED + 2, 'cpu-wasm-simd');
+    expect(stats.error).toBeNull();
+    expect(stats.crossOriginIsolated).toBe(true);
+    expect(stats.caps.sharedMemory).toBe(true);
+    expect(stats.caps.threads).toBe(1);
+    expect(stats.caps.threadsNote).toMatch(/^worker threads cannot start in this page \(.*worker-src blob:$/);
+    expect([stats.problems, stats.mismatches, stats.runs.multiThreaded]).toEqual([COUNT, 0, 0]);
+  });
+
+  // A page whose CSP allows no 'wasm-unsafe-eval': WebAssembly validates but cannot be compiled, so the CPU
+  // path runs its JavaScript kernel and the caps say why. Every CPU call had failed with a CompileError.
+  it('a page whose CSP forbids compiling WebAssembly runs the CPU path in JavaScript, exact, and says why', async () => {
+    const stats = await batchUnderCsp('cpu-wasm-nowasm', "script-src 'self' 'unsafe-inline'", SEED + 3);
+    expect(stats.error).toBeNull();
+    expect(stats.caps.wasmSimd).toBe(false);
+    expect(stats.caps.relaxedNote).toMatch(/^WebAssembly cannot be compiled here \(.*'wasm-unsafe-eval'$/);
+    expect([stats.problems, stats.mismatches, stats.runs.singleThreaded + stats.runs.multiThreaded]).toEqual([COUNT, 0, 0]);
   });
 });
+
+interface CspBatch {
+  problems: number;
+  mismatches: number;
+  error: string | null;
+  crossOriginIsolated: boolean;
+  caps: { threads: number; sharedMemory: boolean; threadsNote?: string; wasmSimd: boolean; relaxedNote: string };
+  runs: { singleThreaded: number; multiThreaded: number };
+}

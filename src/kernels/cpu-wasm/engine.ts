@@ -227,6 +227,9 @@ type SelfCheck = (e: WasmEngine, mode: RelaxedMode) => Promise<boolean>;
 /** Runs the fastest kernel of this engine until the engine has optimized it (run.ts). */
 type WarmUp = (e: WasmEngine) => Promise<void>;
 
+/** Why there is no engine (wasmEngine resolved null): the CPU path then runs its JavaScript kernel. */
+export let noEngineNote = 'no WebAssembly SIMD';
+
 async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine | null> {
   const plain: Variant = { relaxed: false, shared: false };
   if (!WebAssembly.validate(bytesOf(plain))) return null; // no WebAssembly SIMD
@@ -234,9 +237,18 @@ async function create(selfCheck: SelfCheck, warmUp: WarmUp): Promise<WasmEngine 
   const wantRelaxed = !relaxedOptOut();
   const relaxedValid = WebAssembly.validate(bytesOf({ relaxed: true, shared: false }));
   const variant: Variant = { relaxed: relaxedValid, shared };
-  const module = await WebAssembly.compile(bytesOf(variant));
+  let module: WebAssembly.Module;
+  let instance: WebAssembly.Instance;
   const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
-  const instance = await WebAssembly.instantiate(module, { env: { memory } });
+  try {
+    module = await WebAssembly.compile(bytesOf(variant));
+    instance = await WebAssembly.instantiate(module, { env: { memory } });
+  } catch (err) {
+    // Validated, yet not compiled: a page whose Content-Security-Policy forbids compiling WebAssembly.
+    const why = err instanceof Error ? err.message.split('\n')[0].slice(0, 200) : String(err);
+    noEngineNote = `WebAssembly cannot be compiled here (${why}): a Content-Security-Policy must allow 'wasm-unsafe-eval'`;
+    return null;
+  }
   const e: WasmEngine = {
     module,
     memory,

@@ -13,7 +13,16 @@ import { ownedProblem, type ProblemSnapshot, sameProblem, snapshotProblem } from
 import { resolveRounding } from '../../quant/lowbit.ts';
 import type { BitDepth, GemmProblem, GemmResult, Operand } from '../../types.ts';
 import type { CpuCaps, CpuGemmKernel, CpuPackedOperand } from '../types.ts';
-import { allocateBlock, configureWasm, freeBlock, wasmEngine, wasmThreads, type WasmEngine, type WasmOptions } from './engine.ts';
+import {
+  allocateBlock,
+  configureWasm,
+  freeBlock,
+  noEngineNote,
+  wasmEngine,
+  wasmThreads,
+  type WasmEngine,
+  type WasmOptions,
+} from './engine.ts';
 import { QUAD_NP_ALIGN, QUAD_SHAPES, STRIP_PANELS, WIDE, type WasmKernelKind } from './layout.ts';
 import { forgetPlan, type RhsBlock, wasmBytesNeeded } from './prepare.ts';
 import { requantized } from './requantize.ts';
@@ -54,7 +63,7 @@ function serialized<T>(job: () => Promise<T>): Promise<T> {
 /** What this runtime offers the WebAssembly kernels (and how relaxed SIMD was decided). */
 export async function wasmCpuCaps(): Promise<CpuCaps & { relaxedNote: string; threadsNote?: string }> {
   const e = await engine();
-  if (!e) return { wasmSimd: false, relaxedSimd: false, threads: 1, sharedMemory: false, relaxedNote: 'no WebAssembly SIMD' };
+  if (!e) return { wasmSimd: false, relaxedSimd: false, threads: 1, sharedMemory: false, relaxedNote: noEngineNote };
   const caps = {
     wasmSimd: true,
     relaxedSimd: e.relaxed !== null,
@@ -193,7 +202,7 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
   if (p.bitDepth) return serialized(() => prepackNibbles(p));
   return serialized(async () => {
     const e = await engine();
-    if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
+    if (!e) throw new InputError('rhs', `prepackCpu needs the WebAssembly engine, which this runtime lacks (${noEngineNote})`);
     const kind: WasmKernelKind = e.relaxed ? 'relaxed' : 'i16';
     const size = rhsBlockBytes(K, N, kind);
     if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
