@@ -131,9 +131,9 @@ async function replayPlan(
     try {
       await close();
     } catch (gpuError) {
-      throw r.lostOr(gpuError); // a GPU error explains the failure best
+      throw await r.lostOr(gpuError); // a GPU error explains the failure best
     }
-    throw r.lostOr(e);
+    throw await r.lostOr(e);
   }
   const closed = close();
   closed.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
@@ -142,8 +142,8 @@ async function replayPlan(
     tracer.mark('wait');
   }
   const [scope, data, ms] = await Promise.allSettled([closed, finish?.(() => tracer?.mark('map')) ?? null, gpuMs]);
-  if (scope.status === 'rejected') throw r.lostOr(scope.reason);
-  if (data.status === 'rejected') throw r.lostOr(data.reason);
+  if (scope.status === 'rejected') throw await r.lostOr(scope.reason);
+  if (data.status === 'rejected') throw await r.lostOr(data.reason);
   if (timing) timing.gpuMs = ms.status === 'fulfilled' && ms.value !== null ? ms.value : null;
   r.checkAlive();
   if (readback) tracer?.mark('copyOut'); // gemmOnGpu's caller marks the rest as its wait

@@ -118,7 +118,7 @@ export async function runChain(
         throw inLayer(e, i);
       }
       if (i === 0) lhsSource = run.lhsSource;
-      const result = last ? await run.result!.catch((e) => Promise.reject(r.lostOr(e))) : null;
+      const result = last ? await run.result!.catch(async (e) => Promise.reject(await r.lostOr(e))) : null;
       gpuMs = gpuMs !== null && t?.gpuMs != null ? gpuMs + t.gpuMs : null;
       if (!result) {
         lhs = run.dst;

@@ -246,8 +246,8 @@ export class GpuContext {
     let run: Awaited<ReturnType<typeof runGemm>> | undefined;
     try {
       run = await this.run(problem, timing, true, call);
-      const result = await run.result!.catch((e) => {
-        throw r.lostOr(e);
+      const result = await run.result!.catch(async (e) => {
+        throw await r.lostOr(e);
       });
       if (trace) Object.assign(trace, { plan: plan ? 'new' : 'none', kernel: run.ran.kernel });
       trace?.mark('copyOut');
@@ -367,7 +367,7 @@ export class GpuContext {
       try {
         return await readBack(this.device, m, r.staging);
       } catch (e) {
-        throw r.lostOr(e);
+        throw await r.lostOr(e);
       }
     });
   }

@@ -377,7 +377,7 @@ export async function runGemm(
     );
   } catch (e) {
     if (dst && !plan) r.release(dst);
-    throw r.lostOr(e);
+    throw await r.lostOr(e);
   } finally {
     if (!plan) for (const b of pooled) r.release(b); // a plan's buffers stay with the plan
   }

@@ -134,7 +134,7 @@ async function prepacked(
     );
   } catch (e) {
     for (const b of created) b.destroy();
-    throw r.lostOr(e);
+    throw await r.lostOr(e);
   } finally {
     for (const b of pooled) r.release(b); // not back to a pool that destroy() emptied
   }

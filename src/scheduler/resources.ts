@@ -18,6 +18,9 @@ import { CallPlans } from './plans.ts';
 /** Sets of stage kinds a kernel is compiled for, each on its own, before it is compiled for all of them. */
 const SPECIALISED_PER_KERNEL = 2;
 
+/** How long an aborted map waits for device.lost before it is taken for what it says (lostOr). */
+const LOSS_WAIT_MS = 1000;
+
 export class DeviceResources {
   readonly pool: BufferPool;
   readonly uniforms: UniformArena;
@@ -46,10 +49,13 @@ export class DeviceResources {
     this.uniforms = new UniformArena(device);
     this.staging = new Staging(device);
     this.plans = new CallPlans(device);
-    device.lost.then((info) => {
+    this.lostSeen = device.lost.then((info) => {
       this.lostReason = `${info.reason}: ${info.message}`;
     });
   }
+
+  /** Resolves once device.lost has resolved and lostReason is set. */
+  private readonly lostSeen: Promise<void>;
 
   get limits(): PlanLimits {
     return this.caps.limits;
@@ -73,8 +79,17 @@ export class DeviceResources {
     if (reason !== null) throw DeviceLostError.of(reason);
   }
 
-  /** A failure while the device went away is a DeviceLostError, whatever the failing call said. */
-  lostOr(e: unknown): unknown {
+  /**
+   * A failure while the device went away is a DeviceLostError, whatever the failing call said. Chrome
+   * rejects a pending mapAsync (an AbortError, "unmapped before mapping was resolved") as the device is
+   * destroyed, before device.lost resolves: such an error waits for device.lost, LOSS_WAIT_MS at most.
+   */
+  async lostOr(e: unknown): Promise<unknown> {
+    if (this.goneReason === null && (e as { name?: unknown } | null)?.name === 'AbortError') {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([this.lostSeen, new Promise((resolve) => (timer = setTimeout(resolve, LOSS_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
     const reason = this.goneReason;
     return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, 'the call', e) : e;
   }

@@ -174,4 +174,17 @@ describe.skipIf(!chromium)('browser bundle in headless Chromium (WebGPU)', () =>
     expect(log.errors).toEqual([]);
     await page.close();
   });
+
+  it('a device destroyed under running GEMMs: each resolves or rejects with DeviceLostError', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}test/browser/page/index.html`, { waitUntil: 'load' });
+    await page.waitForFunction(() => !!(window as unknown as { qgemmPage?: { ready: boolean } }).qgemmPage?.ready, { timeout: 30_000 });
+    const outcomes = (await page.evaluate(() =>
+      (window as unknown as { runLostDevice(o: { tries: number }): Promise<string[]> }).runLostDevice({ tries: 3 }),
+    )) as string[];
+    // Chrome's aborted maps (AbortError) had reached the caller as they were
+    expect(outcomes.filter((o) => o !== 'resolved' && o !== 'DeviceLostError')).toEqual([]);
+    console.log(`[browser test] lost device: ${outcomes.filter((o) => o === 'DeviceLostError').length} of ${outcomes.length} calls lost`);
+    await page.close();
+  });
 });
