@@ -227,3 +227,19 @@ describe('relaxed SIMD gate', () => {
     else expect(caps.relaxedSimd).toBe(false);
   });
 });
+
+describe('configureCpu while a GEMM waits', () => {
+  it('a relaxed GEMM queued before the engine is replaced without relaxed SIMD runs the 16-bit kernel, exact', async () => {
+    const { configureWasm } = await import('../../src/kernels/cpu-wasm/engine.ts');
+    const relaxed = CPU_WASM_KERNELS.find((k) => k.id === 'cpu-wasm-relaxed')!;
+    const p: GemmProblem = { lhs: u8(5, 40, 7), rhs: { ...u8(40, 9, 250), order: 'col-major' }, lhsZeroPoint: 3, rhsZeroPoint: 128 };
+    if (!relaxed.supports(caps, normalizeProblem(p))) return; // this runtime has no relaxed kernel (Node 20/22)
+    const calls = [relaxed.run(normalizeProblem(p), {}), relaxed.run(normalizeProblem(p), {})];
+    configureWasm({ relaxedSimd: false });
+    try {
+      for (const got of await Promise.all(calls)) expect(diffResults(got, referenceGemm(p))).toBeNull();
+    } finally {
+      configureWasm({ relaxedSimd: true });
+    }
+  });
+});

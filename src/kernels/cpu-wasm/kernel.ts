@@ -82,11 +82,13 @@ function wasmKernel(id: string, kind: WasmKernelKind, available: (c: CpuCaps) =>
     run: (p: NormalizedProblem, opts: { threads?: number; rhsPacked?: CpuPackedOperand }): Promise<GemmResult> =>
       serialized(async () => {
         const e: WasmEngine | null = await engine();
-        if (!e || (kind === 'relaxed' && !e.relaxed)) throw new Error(`qgemm: kernel ${id} is not available in this runtime`);
+        if (!e) throw new Error(`qgemm: kernel ${id} is not available in this runtime`);
+        // configureCpu({ relaxedSimd: false }) may have replaced the engine since this kernel was chosen:
+        // the call then runs the 16-bit kernel, which computes the same bits.
         return runOnEngine(
           e,
           p,
-          kind,
+          kind === 'relaxed' && !e.relaxed ? 'i16' : kind,
           opts.threads,
           wasmThreads(e),
           e.relaxed,
