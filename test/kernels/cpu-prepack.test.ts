@@ -217,4 +217,21 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     packed.destroy();
     await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu' }), 'rhs');
   });
+  it('an operand of an engine that configureCpu replaced is refused naming rhs, not the kernel it was packed for', async () => {
+    const rhs = { data: new Uint8Array(64 * 32).fill(9), rows: 64, cols: 32 };
+    const lhs = { data: new Uint8Array(2 * 64).fill(4), rows: 2, cols: 64 };
+    configureWasm({ relaxedSimd: true });
+    const packed = await prepackCpu(rhs);
+    configureWasm({ relaxedSimd: false }); // a new engine: the operand's memory is gone with the old one
+    try {
+      const e = await gemm({ lhs, rhs: packed }, { backend: 'cpu' }).catch((x) => x);
+      expect(e).toBeInstanceOf(InputError);
+      expect([(e as InputError).field, (e as Error).message]).toEqual([
+        'rhs',
+        'rhs: this prepacked operand belongs to a CPU engine that was replaced (configureCpu); prepack it again',
+      ]);
+    } finally {
+      configureWasm({ relaxedSimd: true });
+    }
+  });
 });

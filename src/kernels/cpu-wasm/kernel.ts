@@ -114,12 +114,18 @@ const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine; pl
 
 export const isCpuPacked = (x: unknown): x is CpuPackedOperand => typeof x === 'object' && x !== null && blocks.has(x as CpuPackedOperand);
 
-/** The block of `x` for a GEMM on engine e with kernel `id`, or an InputError naming why it cannot serve. */
-function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine, p: NormalizedProblem, id: string): RhsBlock & { plan: Remembered | null } {
+/** The block of `x` on engine e, or an InputError: destroyed, or of an engine that configureCpu replaced. */
+function liveBlock(x: CpuPackedOperand, e: WasmEngine | null): RhsBlock & { plan: Remembered | null } {
   const b = blocks.get(x);
   if (!b || x.destroyed) throw new InputError('rhs', 'this prepacked operand was destroyed');
   if (b.engine !== e)
     throw new InputError('rhs', 'this prepacked operand belongs to a CPU engine that was replaced (configureCpu); prepack it again');
+  return b;
+}
+
+/** The block of `x` for a GEMM on engine e with kernel `id`, or an InputError naming why it cannot serve. */
+function rhsBlockFor(x: CpuPackedOperand, e: WasmEngine | null, p: NormalizedProblem, id: string): RhsBlock & { plan: Remembered | null } {
+  const b = liveBlock(x, e);
   if (x.kernel !== id) throw new InputError('kernel', `the rhs was prepacked for ${x.kernel}, not ${id}`);
   if (p.K !== x.rows || p.N !== x.cols)
     throw new InputError('rhs', `prepacked as [${x.rows},${x.cols}], the problem needs [${p.K},${p.N}]`);
@@ -361,6 +367,7 @@ export async function runPrepacked(
   const input = hit ? null : snapshotProblem(problem);
   // The plan keeps a problem of its own: a replay must not read a vector the caller edited since.
   const own = () => validate(ownedProblem(problem));
+  if (!hit) liveBlock(x, await engine()); // before validate, whose kernel check would blame the kernel
   const p = hit ? null : await own();
   return serialized(async () => {
     const e = await engine();
