@@ -60,7 +60,8 @@ async function spawn(): Promise<Port> {
   return {
     onMessage: (h) => {
       w.onmessage = (e) => h(e.data);
-      w.onerror = (e) => h({ type: 'error', message: String(e.message) });
+      // a worker that cannot load (a CSP that forbids blob: workers) fires a plain Event, without a message
+      w.onerror = (e) => h({ type: 'error', message: (e as Partial<ErrorEvent>).message ?? 'the worker could not be loaded' });
     },
     post: (m) => w.postMessage(m),
     ref: () => undefined,
