@@ -2,8 +2,8 @@
 // `vite build` makes the Node bundle (dist/node: the library's two entries index.js and cpu.js, and the
 // CLI, with every dependency inlined except Dawn's `webgpu`, so dist/ runs without node_modules);
 // `--mode bench` adds the benchmark (dist/node/bench.js and dist/node/bench-chunks/, never published);
-// `--mode browser` makes the browser bundle (dist/browser/qgemm.js, self-contained: pages load it alone);
-// `--mode browser-cpu` makes dist/browser/cpu.js, the CPU-only entry without the GPU code;
+// `--mode browser` makes the browser bundle (dist/browser/qgemm.js, and cpu.js, the CPU-only entry without
+// the GPU code; the code both use in dist/browser/chunks, which they import by relative URL);
 // `--mode studies` builds the accuracy studies (studies/*.ts, importing the library from src/) into dist/studies.
 // Shaders are imported as text (`?raw`), so they stay real .wgsl files in the tree.
 import { readdirSync } from 'node:fs';
@@ -34,15 +34,16 @@ export default defineConfig(({ mode }) => {
       build: { outDir: '../dist/demo', emptyOutDir: true, target: 'es2022' },
     };
   }
-  if (mode === 'browser' || mode === 'browser-cpu') {
-    const cpu = mode === 'browser-cpu';
+  if (mode === 'browser') {
+    // Both entries in one build: the code they share (the CPU path, the errors) is one chunk, so an error
+    // thrown through one entry is an instance of the other's classes, and a page that loads both loads it once.
     return {
       build: {
         outDir: 'dist/browser',
-        emptyOutDir: !cpu, // browser-cpu runs second and adds cpu.js
+        emptyOutDir: true,
         target: 'es2022',
-        lib: { entry: cpu ? 'src/cpu.ts' : 'src/index.ts', formats: ['es' as const], fileName: () => (cpu ? 'cpu.js' : 'qgemm.js') },
-        rollupOptions: { external: ['webgpu'] },
+        lib: { entry: { qgemm: 'src/index.ts', cpu: 'src/cpu.ts' }, formats: ['es' as const], fileName: (_, name) => `${name}.js` },
+        rollupOptions: { external: ['webgpu'], output: { chunkFileNames: 'chunks/[name]-[hash].js' } },
       },
       test,
     };

@@ -145,6 +145,20 @@ describe.skipIf(!chromium)('WebAssembly CPU kernel in headless Chromium', () => 
     }
   });
 
+  it("an error from the CPU-only entry is an instance of the full entry's classes (one copy of their shared code)", async () => {
+    const server = await serveStatic(site);
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${server.url}test/browser/page/cpu-wasm.html`, { waitUntil: 'load' });
+      await page.waitForFunction(() => !!(window as unknown as { qgemmPage?: { ready: boolean } }).qgemmPage?.ready, { timeout: 30_000 });
+      const got = await page.evaluate(() => (window as unknown as { errorIdentity(): Promise<unknown> }).errorIdentity());
+      expect(got).toEqual({ name: 'InputError', input: true, qgemm: true, same: true });
+      await page.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   /** The test page with a Content-Security-Policy `policy` (a meta tag), served cross-origin isolated, runs a batch. */
   async function batchUnderCsp(name: string, policy: string, seed: number, kernel?: string): Promise<CspBatch> {
     const csp = `<meta http-equiv="Content-Security-Policy" content="${policy}">`;

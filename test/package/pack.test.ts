@@ -72,6 +72,7 @@ describe('the packed file list', () => {
       /^dist\/node\/(index|cpu|cli|launch)\.js$/,
       /^dist\/node\/chunks\/[\w-]+\.js$/,
       /^dist\/browser\/(qgemm|cpu)\.js$/,
+      /^dist\/browser\/chunks\/[\w-]+\.js$/,
       /^dist\/types\/[\w/.-]+\.d\.ts$/,
       /^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/,
       /^docs\/[\w-]+\.(md|svg)$/, // what README.md and the CLI's help link to, and a figure of one
@@ -114,12 +115,24 @@ describe('the packed file list', () => {
       expect(code, p).not.toMatch(/reference types=|declare global|@webgpu\/types/);
     }
   });
-  it('the CPU-only browser entry is a tenth of the full one, without GPU code', () => {
-    const cpu = readFileSync(join(REPO, 'dist/browser/cpu.js'), 'utf8');
-    expect(cpu.length).toBeLessThan(readFileSync(join(REPO, 'dist/browser/qgemm.js'), 'utf8').length / 5);
-    expect(cpu).not.toMatch(/requestAdapter|WgslReflect|createComputePipeline/);
+  it('the CPU-only browser entry, with the chunk it shares, is a tenth of the full one, without GPU code', () => {
+    const cpu = browserEntry('cpu.js');
+    const full = browserEntry('qgemm.js');
+    expect(cpu.text.length).toBeLessThan(full.text.length / 5);
+    expect(cpu.text).not.toMatch(/requestAdapter|WgslReflect|createComputePipeline/);
+    // the code they share is a chunk both import (one InputError class for both), and it is packed
+    expect(cpu.chunks.length).toBeGreaterThan(0);
+    expect(full.chunks).toEqual(expect.arrayContaining(cpu.chunks));
+    for (const c of cpu.chunks) expect(packed.files.map((f) => f.path)).toContain(`dist/browser/${c}`);
   });
 });
+
+/** A browser entry of dist/browser: the chunks it imports, and its text with theirs. */
+function browserEntry(file: string): { chunks: string[]; text: string } {
+  const entry = readFileSync(join(REPO, 'dist/browser', file), 'utf8');
+  const chunks = [...new Set([...entry.matchAll(/from "\.\/(chunks\/[\w.-]+\.js)"/g)].map((m) => m[1]))];
+  return { chunks, text: [entry, ...chunks.map((c) => readFileSync(join(REPO, 'dist/browser', c), 'utf8'))].join('\n') };
+}
 
 const CONSUMER = `
 import { cpuGemm, gemm, referenceGemm, InputError, quantizeMultiplier, type GemmProblem, type GemmResult } from 'qgemm-webgpu';
