@@ -217,6 +217,20 @@ describe.skipIf(!caps.wasmSimd)('prepackCpu', () => {
     packed.destroy();
     await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu' }), 'rhs');
   });
+  it('a rhs whose padding rows would lie past the memory it fills packs (the panel loads read them)', async () => {
+    configureWasm({ relaxedSimd: true });
+    configureWasm({ relaxedSimd: false }); // a fresh engine, whose memory ends about where this operand does
+    try {
+      const [K, N] = [3, 65536]; // one padding row (Kp 4) of a whole 64 KiB page: it trapped, out of bounds
+      const rhs = { data: Uint8Array.from({ length: K * N }, (_, i) => i % 251), rows: K, cols: N };
+      const packed = await prepackCpu(rhs);
+      const lhs = { data: Uint8Array.of(1, 2, 3), rows: 1, cols: K };
+      expect(diffResults(await gemm({ lhs, rhs: packed }, { backend: 'cpu' }), referenceGemm({ lhs, rhs }))).toBeNull();
+      packed.destroy();
+    } finally {
+      configureWasm({ relaxedSimd: true });
+    }
+  });
   it('an operand of an engine that configureCpu replaced is refused naming rhs, not the kernel it was packed for', async () => {
     const rhs = { data: new Uint8Array(64 * 32).fill(9), rows: 64, cols: 32 };
     const lhs = { data: new Uint8Array(2 * 64).fill(4), rows: 2, cols: 64 };

@@ -39,8 +39,10 @@ export function packRhsBlock(e: WasmEngine, p: NormalizedProblem, kind: WasmKern
   const at = allocateBlock(e, size);
   try {
     // The operand's bytes go past the heap, then pack_rhs writes the block (layout.ts CTX, gen-pack.ts).
+    // Its panel loads read padding rows and columns too (a select evaluates both of its operands, then
+    // drops those values): the memory spans Kp x Np source bytes, as prepare.ts reserves for a call's rhs.
     const src = heapEnd(e);
-    ensureMemory(e, src + K * N);
+    ensureMemory(e, src + Kp * Np);
     const buf = e.memory.buffer;
     const data = bytes(op.data);
     new Uint8Array(buf, src, K * N).set(data);
