@@ -27,7 +27,7 @@ import {
   type QuantizedTensor,
   type XnnpackElementwiseParams,
 } from './elementwise.ts';
-import { checkDtypeKey, checkKnownKeys, everyItem, RESULT_KEYS } from './check.ts';
+import { checkDtypeKey, checkKnownKeys, checkProblemObject, everyItem, RESULT_KEYS } from './check.ts';
 import { operandType } from './problem.ts';
 
 /** The largest alignment shift F − frac of alignedAdd/alignedSub. */
@@ -182,6 +182,7 @@ const TENSOR_KEYS = ['data', 'shape', 'fortranOrder', 'scale', 'axis', 'zeroPoin
  * its integer parameters as specified at the top of this file.
  */
 export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan {
+  checkProblemObject(problem, 'an ElementwiseProblem');
   checkKnownKeys('', problem, ['op', 'a', 'b', 'output', 'kernelPath']);
   const { op, a, b, output } = problem;
   if (!ELEMENTWISE_OPS.includes(op)) throw new InputError('op', `expected one of ${ELEMENTWISE_OPS.join(', ')}, got ${brief(op)}`);

@@ -46,6 +46,7 @@ function evalElement(p: ElementwisePlan, qa: number, qb: number, channelA: numbe
 /** Runs a prepared plan on the CPU: the normative reference for every backend. */
 export function runElementwisePlan(p: ElementwisePlan): ElementwiseResult {
   const out = p.dtype === 'uint8' ? new Uint8Array(p.count) : new Int8Array(p.count);
+  if (p.count === 0) return { data: out, shape: [...p.shape], dtype: p.dtype }; // a [2^40, 0] output is no loop of 2^40
   const [d0, d1, d2, d3] = p.dims4;
   const [a0, a1, a2, a3] = p.aStrides4;
   const [b0, b1, b2, b3] = p.bStrides4;

@@ -550,6 +550,24 @@ describe('numpy broadcasting', () => {
     expect(r.data.length).toBe(0);
   });
 
+  it('an empty result with a huge dimension is made at once, not looped over (a [2^40, 0] output)', () => {
+    const r = elementwiseReference({
+      op: 'add',
+      a: tensor(u8(), [2 ** 40, 0], 1, 0),
+      b: tensor(u8(1), [1, 1], 1, 0),
+      output: { scale: 1, zeroPoint: 0 },
+    });
+    expect([r.shape, r.data.length]).toEqual([[2 ** 40, 0], 0]);
+  });
+
+  it('a problem that is not an object is an InputError naming problem', () => {
+    for (const bad of [null, undefined, 'add', 42]) {
+      expect(() => elementwiseReference(bad as never), String(bad)).toThrow(
+        expect.objectContaining({ name: 'InputError', field: 'problem' }),
+      );
+    }
+  });
+
   it('per-axis channels follow the input under broadcasting', () => {
     // a: shape (3, 1), per-axis along 0 (one scale per row); b: shape (1, 4). Output (3, 4).
     const p: ElementwiseProblem = {
