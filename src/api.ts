@@ -25,7 +25,7 @@ import { allocationLimit } from './problem/dst.ts';
 import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
-import { checkContextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
+import { checkContextOptions, contextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
 import { isGpuMatrix } from './gpu/matrix.ts';
 import { isPacked } from './scheduler/operands.ts';
@@ -88,7 +88,7 @@ export async function sharedContext(allowSoftware: boolean, opts: GpuContextOpti
       return ctx;
     }
   }
-  const created = GpuContext.create({ ...opts, allowSoftware });
+  const created = GpuContext.create({ ...contextOptions(opts), allowSoftware });
   cache.set(key, created);
   created.catch(() => cache.get(key) === created && cache.delete(key));
   for (const [oldKey, old] of cache) {
@@ -188,7 +188,7 @@ async function runPackedOnCpu(
  * wrong type, naming the option (GpuContext.create's, and the callbacks): before any work.
  */
 export function checkOptions(opts: unknown): asserts opts is RunOptions {
-  checkContextOptions(opts);
+  checkContextOptions(opts, ['backend', 'onKernel', 'onTrace']);
   checkFunction('onKernel', (opts as RunOptions).onKernel);
   checkFunction('onTrace', (opts as RunOptions).onTrace);
 }

@@ -8,7 +8,7 @@
 import { checkWarmupItems, warmupProblem, type WarmupItem } from './warmup.ts';
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
-import { checkFunction, checkProblemObject } from '../problem/check.ts';
+import { checkFunction, checkKnownKeys, checkProblemObject } from '../problem/check.ts';
 import { acquireDevice, type AcquireOptions, checkAdapterOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
 import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
@@ -81,9 +81,35 @@ function isGpuDevice(x: unknown): x is GPUDevice {
 
 const wrongType = (field: string, expected: string, got: unknown) => new InputError(field, `expected ${expected}, got ${brief(got)}`);
 
-/** Options of GpuContext.create (and of the library's calls) of the wrong type: an InputError naming the option, before any device. */
-export function checkContextOptions(opts: unknown): asserts opts is GpuContextOptions {
+/** The keys of GpuContextOptions (with AcquireOptions'). */
+const CONTEXT_OPTION_KEYS = [
+  'device',
+  'allowSoftware',
+  'dawnPath',
+  'powerPreference',
+  'toggles',
+  'limits',
+  'kernel',
+  'timestamps',
+  'warn',
+  'tuning',
+  'tuningName',
+];
+
+/** The GpuContextOptions among a library call's options (a gemm's `backend`, `onKernel`... left out). */
+export function contextOptions(opts: GpuContextOptions): GpuContextOptions {
+  const o = opts as Record<string, unknown>;
+  return Object.fromEntries(CONTEXT_OPTION_KEYS.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+}
+
+/**
+ * Options of GpuContext.create (and of the library's calls, which take `more` keys) of the wrong type, or
+ * a key they do not have (a misspelt `backnd` would run the default): an InputError naming the option,
+ * before any device.
+ */
+export function checkContextOptions(opts: unknown, more: readonly string[] = []): asserts opts is GpuContextOptions {
   if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw wrongType('options', 'an object', opts);
+  checkKnownKeys('', opts, [...CONTEXT_OPTION_KEYS, ...more]);
   const o = opts as Record<string, unknown>;
   if (o.device !== undefined && !isGpuDevice(o.device)) throw wrongType('device', 'a GPUDevice', o.device);
   checkFunction('warn', o.warn);

@@ -8,6 +8,8 @@ import { describeDevice, elementwise, gemm } from '../../src/api.ts';
 import { isHardwareAdapterAvailable } from '../../src/gpu/acquire.ts';
 import { InputError } from '../../src/errors.ts';
 import { brief } from '../../src/problem/echo.ts';
+import { GpuContext } from '../../src/scheduler/context.ts';
+import { configureWasm as configureCpu } from '../../src/kernels/cpu-wasm/engine.ts';
 
 const lhs = { data: new Uint8Array([1, 2]), rows: 1, cols: 2 };
 const rhs = { data: new Uint8Array([3, 4]), rows: 2, cols: 1 };
@@ -81,12 +83,18 @@ describe('library misuse: InputError naming the field, always a rejection', () =
       [{ limits: 'small' }, 'limits'],
       [{ tuning: { format: 'x' } }, 'tuning.format'],
       [{ toggles: ['disable_everything'] }, 'toggles'],
+      [{ backnd: 'webgpu' }, 'backnd'], // a misspelt option: it ran with the default
+      [{ onkernel: () => {} }, 'onkernel'],
     ] as const) {
       let ran = false;
       const withSpy = { backend: 'cpu', ...opts, ...(field === 'onKernel' ? {} : { onKernel: () => (ran = true) }) };
       await rejectsOn(field, () => gemm({ lhs, rhs }, withSpy as never));
       expect(ran, JSON.stringify(opts)).toBe(false);
     }
+  });
+  it('a misspelt option of GpuContext.create or configureCpu is an InputError naming it, not ignored', async () => {
+    await rejectsOn('timestamp', () => GpuContext.create({ timestamp: true } as never));
+    await rejectsOn('thread', async () => configureCpu({ thread: 1 } as never));
   });
   it('a kernel of the other backend, where the backend is named: an InputError naming kernel', async () => {
     const e = await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'cpu', kernel: 'gemv' }));

@@ -15,6 +15,7 @@
 // opted out, even where the 8-bit relaxed kernel is refused.
 
 import { InputError } from '../../errors.ts';
+import { checkKnownKeys } from '../../problem/check.ts';
 import { WASM_BINARIES } from './binary.gen.ts';
 import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
 import { CONTROL } from './job.ts';
@@ -86,6 +87,7 @@ let engine: Promise<WasmEngine | null> | null = null;
 /** Sets the thread count, the workers' spin and the relaxed-SIMD opt-out; a change of the latter re-makes the engine. */
 export function configureWasm(o: WasmOptions): void {
   if (!o || typeof o !== 'object') throw new InputError('options', 'expected an object such as { threads: 2 }');
+  checkKnownKeys('', o, ['threads', 'relaxedSimd', 'spinMs']); // a misspelt `thread` would be ignored
   const t: unknown = o.threads;
   if (t !== undefined && !(typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= MAX_CPU_THREADS)) {
     throw threadsError('threads', typeof t === 'string' ? JSON.stringify(t.slice(0, 100)) : String(t));
