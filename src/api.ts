@@ -53,10 +53,17 @@ export interface RunOptions extends GpuContextOptions {
 /**
  * Shared contexts, by device (a caller's, or 'acquired') and by the options that shape a context, the
  * most recently used last: at most MAX_SHARED_CONTEXTS of each (every option set owns a buffer pool, and
- * without a caller's device its own device), the least recently used destroyed once its calls are done.
+ * without a caller's device its own device). The least recently used one leaves its cache and is
+ * destroyed once no call runs on it (`users`).
  */
-const contexts = new Map<string, Promise<GpuContext>>();
-const deviceContexts = new WeakMap<GPUDevice, Map<string, Promise<GpuContext>>>();
+interface Shared {
+  ctx: Promise<GpuContext>;
+  /** Calls running on it (onBackend): an evicted context is destroyed when the last one ends. */
+  users: number;
+  evicted: boolean;
+}
+const contexts = new Map<string, Shared>();
+const deviceContexts = new WeakMap<GPUDevice, Map<string, Shared>>();
 
 const MAX_SHARED_CONTEXTS = 4;
 
@@ -73,31 +80,52 @@ function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
  * re-made once lost; with `opts.device`, a context on that device.
  */
 export async function sharedContext(allowSoftware: boolean, opts: GpuContextOptions = {}): Promise<GpuContext> {
+  return (await sharedEntry(allowSoftware, opts, false)).ctx;
+}
+
+/** Runs fn on the shared context (sharedContext), which an eviction meanwhile destroys only once fn is done. */
+async function onSharedContext<R>(allowSoftware: boolean, opts: GpuContextOptions, fn: (ctx: GpuContext) => Promise<R>): Promise<R> {
+  const entry = await sharedEntry(allowSoftware, opts, true);
+  try {
+    return await fn(await entry.ctx);
+  } finally {
+    if (--entry.users === 0 && entry.evicted) destroyWhenIdle(entry);
+  }
+}
+
+/** The cache entry sharedContext serves, most recently used now; `use` counts a user from the moment it is chosen. */
+async function sharedEntry(allowSoftware: boolean, opts: GpuContextOptions, use: boolean): Promise<Shared> {
   let cache = contexts;
   if (opts.device) {
     cache = deviceContexts.get(opts.device) ?? new Map();
     deviceContexts.set(opts.device, cache);
   }
   const key = contextKey(allowSoftware, opts);
-  const existing = cache.get(key);
-  if (existing) {
-    const ctx = await existing.catch(() => null);
-    if (ctx && !ctx.lost && cache.get(key) === existing) {
-      cache.delete(key); // now the most recently used
+  for (let existing = cache.get(key); existing; existing = cache.get(key)) {
+    const ctx = await existing.ctx.catch(() => null);
+    if (cache.get(key) !== existing) continue; // evicted or re-made meanwhile: look again
+    cache.delete(key); // re-inserted last, the most recently used; or made anew below, lost
+    if (ctx && !ctx.lost) {
       cache.set(key, existing);
-      return ctx;
+      if (use) existing.users++;
+      return existing;
     }
   }
-  const created = GpuContext.create({ ...contextOptions(opts), allowSoftware });
-  cache.set(key, created);
-  created.catch(() => cache.get(key) === created && cache.delete(key));
+  const entry: Shared = { ctx: GpuContext.create({ ...contextOptions(opts), allowSoftware }), users: use ? 1 : 0, evicted: false };
+  cache.set(key, entry);
+  entry.ctx.catch(() => cache.get(key) === entry && cache.delete(key));
   for (const [oldKey, old] of cache) {
     if (cache.size <= MAX_SHARED_CONTEXTS) break;
     cache.delete(oldKey);
-    // after the calls queued on its device; a caller that got it meanwhile finds it lost and retries (onBackend)
-    old.then((ctx) => ctx.exclusive(async () => ctx.destroy())).catch(() => {});
+    old.evicted = true;
+    if (old.users === 0) destroyWhenIdle(old);
   }
-  return created;
+  return entry;
+}
+
+/** Destroys an evicted context after the calls queued on its device. */
+function destroyWhenIdle(entry: Shared): void {
+  entry.ctx.then((ctx) => ctx.exclusive(async () => ctx.destroy())).catch(() => {});
 }
 
 /** Whether a hardware adapter exists, by the options that choose one (dawnPath, powerPreference, toggles). */
@@ -234,8 +262,7 @@ export async function onBackend<R>(
   if (!allowSoftware && !opts.device && !(await hasHardware(opts))) return onCpu();
   for (let attempt = 0; ; attempt++) {
     try {
-      const ctx = await sharedContext(allowSoftware || !!opts.device, opts);
-      return { ...(await gpu(ctx)), backend: 'webgpu' };
+      return { ...(await onSharedContext(allowSoftware || !!opts.device, opts, gpu)), backend: 'webgpu' };
     } catch (e) {
       const lost = e instanceof DeviceLostError;
       if (lost && attempt === 0) continue; // re-acquire a device and run again

@@ -761,6 +761,28 @@ describe.skipIf(!gpu)('device loss', () => {
     expect(got.backend).toBe('webgpu');
     expect(diffResults(got, referenceGemm(p))).toBeNull();
   });
+  it('shared contexts under concurrent calls: an evicted one is destroyed only once its calls are done', async () => {
+    const device = gpu!.device;
+    const p = sample(arbProblemOfShape(4, 5, 8), 5);
+    // 6 option sets, 3 rounds at once: each call finds its context evicted by the others meanwhile
+    const calls = Array.from({ length: 18 }, (_, i) => gemm(p, { backend: 'webgpu', device, tuningName: `r${i % 6}` }));
+    for (const got of await Promise.all(calls)) expect(diffResults(got, referenceGemm(p))).toBeNull();
+    // two waiters on an entry evicted while they wait share the one context made again; it is cached
+    const named = (i: number) => sharedContext(true, { device, tuningName: `w${i}` });
+    const w: GpuContext[] = [];
+    for (let i = 0; i < 4; i++) w.push(await named(i));
+    const [a, b] = await Promise.all([named(0), named(0), named(4)]);
+    expect(a).toBe(b);
+    expect(await named(0)).toBe(a);
+    // a context made again for a lost one is the most recently used, not the next evicted: the cache
+    // holds w2 (least recent), w3, w4, w0; w2 is lost and made again, then w5 evicts w3
+    w[2].destroy();
+    const remade = await named(2);
+    await named(5);
+    await new Promise((r) => setTimeout(r, 0));
+    await remade.exclusive(async () => {});
+    expect([remade.lost, w[3].lost]).toEqual([false, true]);
+  });
 });
 
 describe.skipIf(!gpu)("the kernels' shaders", () => {
