@@ -16,7 +16,7 @@ import { getPipeline } from '../gpu/pipelines.ts';
 import { planElementwise, roundUp } from '../gpu/plan.ts';
 import { namedEntries, uniformLayout } from '../gpu/reflect.ts';
 import { SLOT, UniformSlab } from '../gpu/uniforms.ts';
-import { runInErrorScope } from '../gpu/scopes.ts';
+import { lossSettled, runInErrorScope } from '../gpu/scopes.ts';
 import { ELEMENTWISE_KIND_CODE, wgslCodes } from '../gpu/codes.ts';
 import { float32Library } from '../wgsl/source.ts';
 import type { ElementwisePlan, ElementwiseResult } from '../problem/elementwise.ts';
@@ -157,8 +157,9 @@ async function encodeElementwise(
   return encoder;
 }
 
-/** The lost-device error of an elementwise op, whatever the failure looked like. */
-function lostOr(target: ElementwiseGpuTarget, p: ElementwisePlan, e: unknown): unknown {
+/** The lost-device error of an elementwise op, whatever the failure looked like (an aborted map: lossSettled). */
+async function lostOr(target: ElementwiseGpuTarget, p: ElementwisePlan, e: unknown): Promise<unknown> {
+  if (target.lostReason === null) await lossSettled(target.device, e);
   const reason = target.lostReason;
   return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, `elementwise ${p.op}`, e) : e;
 }
@@ -196,7 +197,7 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
     dataOut.set(p.dtype === 'uint8' ? result : new Int8Array(result.buffer, result.byteOffset, result.byteLength));
     return { data: dataOut, shape: [...p.shape], dtype: p.dtype };
   } catch (e) {
-    throw lostOr(target, p, e);
+    throw await lostOr(target, p, e);
   } finally {
     for (const t of temps) t.destroy();
   }
@@ -225,7 +226,7 @@ export async function elementwiseBetweenBuffers(
     );
     if (target.lostReason !== null) throw DeviceLostError.of(target.lostReason);
   } catch (e) {
-    throw lostOr(target, p, e);
+    throw await lostOr(target, p, e);
   } finally {
     for (const t of temps) t.destroy();
   }

@@ -59,3 +59,18 @@ export function openErrorScope(device: GPUDevice, what: string): () => Promise<v
     if (validation) throw new GpuValidationError(`${what}: WebGPU validation error: ${validation.message}`);
   };
 }
+
+/** How long an aborted map waits for device.lost before it is taken for what it says (lossSettled). */
+const LOSS_WAIT_MS = 1000;
+
+/**
+ * Resolves once a failure `e` on `device` can be told apart from a loss: Chrome rejects a pending mapAsync
+ * (an AbortError, "unmapped before mapping was resolved") as the device is destroyed, before device.lost
+ * resolves; such an error waits for device.lost, LOSS_WAIT_MS at most. Any other resolves at once.
+ */
+export async function lossSettled(device: GPUDevice, e: unknown): Promise<void> {
+  if ((e as { name?: unknown } | null)?.name !== 'AbortError') return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([device.lost, new Promise((resolve) => (timer = setTimeout(resolve, LOSS_WAIT_MS)))]);
+  clearTimeout(timer);
+}

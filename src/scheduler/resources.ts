@@ -10,6 +10,7 @@ import type { AdapterSummary } from '../gpu/adapter.ts';
 import { type AdapterCaps, checkBufferSize, type PlanLimits } from '../gpu/caps.ts';
 import { BufferPool } from '../gpu/pool.ts';
 import { Staging } from '../gpu/readback.ts';
+import { lossSettled } from '../gpu/scopes.ts';
 import { UniformArena } from '../gpu/uniforms.ts';
 import type { GpuGemmKernel, PreparedGemmKernel } from '../kernels/types.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
@@ -17,9 +18,6 @@ import { CallPlans } from './plans.ts';
 
 /** Sets of stage kinds a kernel is compiled for, each on its own, before it is compiled for all of them. */
 const SPECIALISED_PER_KERNEL = 2;
-
-/** How long an aborted map waits for device.lost before it is taken for what it says (lostOr). */
-const LOSS_WAIT_MS = 1000;
 
 export class DeviceResources {
   readonly pool: BufferPool;
@@ -49,13 +47,10 @@ export class DeviceResources {
     this.uniforms = new UniformArena(device);
     this.staging = new Staging(device);
     this.plans = new CallPlans(device);
-    this.lostSeen = device.lost.then((info) => {
+    device.lost.then((info) => {
       this.lostReason = `${info.reason}: ${info.message}`;
     });
   }
-
-  /** Resolves once device.lost has resolved and lostReason is set. */
-  private readonly lostSeen: Promise<void>;
 
   get limits(): PlanLimits {
     return this.caps.limits;
@@ -80,16 +75,11 @@ export class DeviceResources {
   }
 
   /**
-   * A failure while the device went away is a DeviceLostError, whatever the failing call said. Chrome
-   * rejects a pending mapAsync (an AbortError, "unmapped before mapping was resolved") as the device is
-   * destroyed, before device.lost resolves: such an error waits for device.lost, LOSS_WAIT_MS at most.
+   * A failure while the device went away is a DeviceLostError, whatever the failing call said (an aborted
+   * map first waits for the loss to show: ../gpu/scopes.ts lossSettled).
    */
   async lostOr(e: unknown): Promise<unknown> {
-    if (this.goneReason === null && (e as { name?: unknown } | null)?.name === 'AbortError') {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([this.lostSeen, new Promise((resolve) => (timer = setTimeout(resolve, LOSS_WAIT_MS)))]);
-      clearTimeout(timer);
-    }
+    if (this.goneReason === null) await lossSettled(this.device, e);
     const reason = this.goneReason;
     return reason !== null && !(e instanceof DeviceLostError) ? DeviceLostError.of(reason, 'the call', e) : e;
   }
