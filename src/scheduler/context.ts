@@ -466,9 +466,13 @@ export class GpuContext {
     const kernels: string[] = [];
     for (const [i, item] of items.entries()) {
       const field = `items[${i}]`;
-      await this.gemm(warmupProblem(item, field)).catch((e: unknown) => {
-        if (!(e instanceof InputError) || e.field.startsWith(field)) throw e;
-        throw new InputError(`${field}.${e.field}`, e.message.slice(e.field.length + 2)); // the problem's fields are the item's
+      const problem = warmupProblem(item, field);
+      await this.gemm(problem).catch((e: unknown) => {
+        // the problem's fields are the item's; the context's own (its forced kernel) are not
+        const head = e instanceof InputError ? e.field.split(/[.[]/)[0] : '';
+        if (!(e instanceof InputError) || !(Object.hasOwn(problem, head) || head === 'problem')) throw e;
+        const at = head === 'problem' ? field + e.field.slice('problem'.length) : `${field}.${e.field}`;
+        throw new InputError(at, e.message.slice(e.field.length + 2));
       });
       kernels.push(this.lastRun.kernel ?? 'unknown');
     }

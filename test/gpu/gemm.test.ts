@@ -641,6 +641,10 @@ describe.skipIf(!gpu)('WebGPU gemm == CPU reference', () => {
     ).toBe('items[1].pipeline');
     expect(await field(ctx.warmup([{ m: 2, n: 2, k: 2, dstOrder: 'diagonal' as never }]))).toBe('items[0].dstOrder');
     expect(await field(ctx.warmup([{ ...p, lhsZeroPoint: 1.5 }]))).toBe('items[0].lhsZeroPoint');
+    expect(await field(ctx.warmup([{ ...p, lhsZeropoint: 1 } as never]))).toBe('items[0].lhsZeropoint');
+    const forced = await GpuContext.create({ device: gpu!.device, kernel: 'gemv-u4-workgroup' }); // the context's own field stays its own
+    expect(await field(forced.warmup([{ m: 2, n: 8, k: 8 }]))).toBe('kernel');
+    forced.destroy();
     // A shape whose stand-in operands cannot be allocated: a LimitExceededError, not a RangeError.
     await expect(ctx.warmup([{ m: 1e6, n: 8, k: 1e6 }])).rejects.toMatchObject({ name: 'LimitExceededError', limit: 'memory' });
     expect(await field(Sequential.create({} as never, []))).toBe('ctx');
