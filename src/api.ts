@@ -165,8 +165,10 @@ export async function runOp(op: Op, backend: Backend, opts: RunOptions = {}): Pr
   const p = normalizeProblem(problem); // bad input fails here, before any device is asked for
   const cpu = async () => {
     const kernel = selectCpuKernel(await readyCpuCaps(), p, { force: opts.kernel });
-    opts.onKernel?.(kernel.id);
-    return kernel.run(p, {});
+    let ran = kernel.id;
+    const result = await kernel.run(p, { ranAs: (id) => (ran = id) });
+    opts.onKernel?.(ran);
+    return result;
   };
   const gpu = async (ctx: GpuContext) => {
     const r = await ctx.gemm(problem, undefined, { onTrace: opts.onTrace });

@@ -131,8 +131,12 @@ export interface CpuGemmKernel {
   readonly id: string;
   readonly backend: 'cpu';
   supports(caps: CpuCaps, p: NormalizedProblem): boolean;
-  /** `rhsPacked`: the rhs, prepacked for this kernel (p.rhs then only gives its shape and type). */
-  run(p: NormalizedProblem, opts: { threads?: number; rhsPacked?: CpuPackedOperand }): Promise<GemmResult>;
+  /**
+   * `rhsPacked`: the rhs, prepacked for this kernel (p.rhs then only gives its shape and type). `ranAs`
+   * is called with another kernel's id where that one ran instead (an engine that configureCpu replaced
+   * since this kernel was chosen).
+   */
+  run(p: NormalizedProblem, opts: { threads?: number; rhsPacked?: CpuPackedOperand; ranAs?: (id: string) => void }): Promise<GemmResult>;
 }
 
 /**

@@ -234,10 +234,13 @@ describe('configureCpu while a GEMM waits', () => {
     const relaxed = CPU_WASM_KERNELS.find((k) => k.id === 'cpu-wasm-relaxed')!;
     const p: GemmProblem = { lhs: u8(5, 40, 7), rhs: { ...u8(40, 9, 250), order: 'col-major' }, lhsZeroPoint: 3, rhsZeroPoint: 128 };
     if (!relaxed.supports(caps, normalizeProblem(p))) return; // this runtime has no relaxed kernel (Node 20/22)
-    const calls = [relaxed.run(normalizeProblem(p), {}), relaxed.run(normalizeProblem(p), {})];
+    const ran: string[] = [];
+    const ranAs = (id: string) => ran.push(id);
+    const calls = [relaxed.run(normalizeProblem(p), { ranAs }), relaxed.run(normalizeProblem(p), { ranAs })];
     configureWasm({ relaxedSimd: false });
     try {
       for (const got of await Promise.all(calls)) expect(diffResults(got, referenceGemm(p))).toBeNull();
+      expect(ran).toEqual(['cpu-wasm-simd', 'cpu-wasm-simd']); // what onKernel is told
     } finally {
       configureWasm({ relaxedSimd: true });
     }

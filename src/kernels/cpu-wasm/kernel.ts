@@ -79,16 +79,18 @@ function wasmKernel(id: string, kind: WasmKernelKind, available: (c: CpuCaps) =>
     id,
     backend: 'cpu',
     supports: (caps, p) => available(caps) && wasmBytesNeeded(p.M, p.N, p.K) < MAX_BYTES,
-    run: (p: NormalizedProblem, opts: { threads?: number; rhsPacked?: CpuPackedOperand }): Promise<GemmResult> =>
+    run: (p, opts) =>
       serialized(async () => {
         const e: WasmEngine | null = await engine();
         if (!e) throw new Error(`qgemm: kernel ${id} is not available in this runtime`);
         // configureCpu({ relaxedSimd: false }) may have replaced the engine since this kernel was chosen:
         // the call then runs the 16-bit kernel, which computes the same bits.
+        const swapped = kind === 'relaxed' && !e.relaxed;
+        if (swapped) opts.ranAs?.(I16_ID);
         return runOnEngine(
           e,
           p,
-          kind === 'relaxed' && !e.relaxed ? 'i16' : kind,
+          swapped ? 'i16' : kind,
           opts.threads,
           wasmThreads(e),
           e.relaxed,
@@ -344,8 +346,10 @@ export function checkPackedBitDepth(x: CpuPackedOperand, p: NormalizedProblem): 
     );
 }
 
+/** The 16-bit kernel's id: what runs a relaxed kernel's call on an engine without relaxed SIMD. */
+const I16_ID = 'cpu-wasm-simd';
 export const CPU_WASM_RELAXED = wasmKernel('cpu-wasm-relaxed', 'relaxed', (c) => c.relaxedSimd);
-export const CPU_WASM_SIMD = wasmKernel('cpu-wasm-simd', 'i16', (c) => c.wasmSimd);
+export const CPU_WASM_SIMD = wasmKernel(I16_ID, 'i16', (c) => c.wasmSimd);
 /** Fastest first. */
 export const CPU_WASM_KERNELS: CpuGemmKernel[] = [CPU_WASM_RELAXED, CPU_WASM_SIMD];
 
