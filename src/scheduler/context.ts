@@ -81,25 +81,25 @@ function isGpuDevice(x: unknown): x is GPUDevice {
 
 const wrongType = (field: string, expected: string, got: unknown) => new InputError(field, `expected ${expected}, got ${brief(got)}`);
 
-/** The keys of GpuContextOptions (with AcquireOptions'). */
-const CONTEXT_OPTION_KEYS = [
-  'device',
-  'allowSoftware',
-  'dawnPath',
-  'powerPreference',
-  'toggles',
-  'limits',
-  'kernel',
-  'timestamps',
-  'warn',
-  'tuning',
-  'tuningName',
-];
+/** The keys of GpuContextOptions (with AcquireOptions'), every one of them: the compiler checks the list. */
+const CONTEXT_OPTIONS: Record<keyof GpuContextOptions, true> = {
+  device: true,
+  allowSoftware: true,
+  dawnPath: true,
+  powerPreference: true,
+  toggles: true,
+  limits: true,
+  kernel: true,
+  timestamps: true,
+  warn: true,
+  tuning: true,
+  tuningName: true,
+};
+const CONTEXT_OPTION_KEYS = Object.keys(CONTEXT_OPTIONS) as (keyof GpuContextOptions)[];
 
 /** The GpuContextOptions among a library call's options (a gemm's `backend`, `onKernel`... left out). */
 export function contextOptions(opts: GpuContextOptions): GpuContextOptions {
-  const o = opts as Record<string, unknown>;
-  return Object.fromEntries(CONTEXT_OPTION_KEYS.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+  return Object.fromEntries(CONTEXT_OPTION_KEYS.filter((k) => opts[k] !== undefined).map((k) => [k, opts[k]]));
 }
 
 /**

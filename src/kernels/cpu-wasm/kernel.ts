@@ -116,6 +116,9 @@ const blocks = new WeakMap<CpuPackedOperand, RhsBlock & { engine: WasmEngine; pl
 
 export const isCpuPacked = (x: unknown): x is CpuPackedOperand => typeof x === 'object' && x !== null && blocks.has(x as CpuPackedOperand);
 
+/** prepackCpu where no engine can be made (noEngineNote says why). */
+const noEngine = () => new InputError('rhs', `prepackCpu needs the WebAssembly engine, which this runtime lacks (${noEngineNote})`);
+
 /** The block of `x` on engine e, or an InputError: destroyed, or of an engine that configureCpu replaced. */
 function liveBlock(x: CpuPackedOperand, e: WasmEngine | null): RhsBlock & { plan: Remembered | null } {
   const b = blocks.get(x);
@@ -212,7 +215,7 @@ async function prepackOnce(rhs: Operand, bitDepth?: BitDepth): Promise<CpuPacked
   if (p.bitDepth) return serialized(() => prepackNibbles(p));
   return serialized(async () => {
     const e = await engine();
-    if (!e) throw new InputError('rhs', `prepackCpu needs the WebAssembly engine, which this runtime lacks (${noEngineNote})`);
+    if (!e) throw noEngine();
     const kind: WasmKernelKind = e.relaxed ? 'relaxed' : 'i16';
     const size = rhsBlockBytes(K, N, kind);
     if (size + K * N > MAX_BYTES) throw new InputError('rhs', `too large for the WebAssembly kernels (${size} bytes packed)`);
@@ -264,7 +267,7 @@ function packedOperand(
  */
 async function prepackNibbles(p: NormalizedProblem): Promise<CpuPackedOperand> {
   const e = await engine();
-  if (!e) throw new InputError('rhs', 'prepackCpu needs WebAssembly SIMD, which this runtime lacks');
+  if (!e) throw noEngine();
   const { K, N, rhs: op } = p;
   const bitDepth = p.bitDepth!;
   const Kp = Math.ceil(K / 4) * 4;
