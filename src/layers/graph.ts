@@ -7,7 +7,13 @@
 
 import { InputError } from '../errors.ts';
 import type { PatchGeometry } from '../pack/patches.ts';
-import { ELEMENTWISE_KERNEL_PATHS, type ElementwiseKernelPath, type ElementwiseProblem, MAX_RANK } from '../problem/elementwise.ts';
+import {
+  ELEMENTWISE_KERNEL_PATHS,
+  type ElementwiseKernelPath,
+  type ElementwiseProblem,
+  MAX_RANK,
+  REQUANTIZE,
+} from '../problem/elementwise.ts';
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
 import { checkKnownKeys, everyItem } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
@@ -415,7 +421,8 @@ export function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor
     // TFLite's builtin QUANTIZE: no fused activation, the type's whole range
     const [min, max] = activationRange('NONE', p.output, dtype);
     const one = { data: dtype === 'int8' ? Int8Array.of(1) : Uint8Array.of(1), shape: [], scale: 1, zeroPoint: 0 };
-    return { op: 'mul', a: tensor(0), b: one, output: { ...p.output, min, max }, kernelPath: 'builtin' };
+    const mul: ElementwiseProblem = { op: 'mul', a: tensor(0), b: one, output: { ...p.output, min, max }, kernelPath: 'builtin' };
+    return Object.assign(mul, { [REQUANTIZE]: true as const });
   }
   const op = n.layer.op as 'add' | 'sub' | 'mul';
   const asked = p.kernelPath === undefined ? 'xnnpack' : p.kernelPath; // null is not absent

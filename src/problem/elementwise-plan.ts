@@ -26,6 +26,7 @@ import {
   MAX_RANK,
   type QuantizedTensor,
   type XnnpackElementwiseParams,
+  REQUANTIZE,
 } from './elementwise.ts';
 import { checkDtypeKey, checkKnownKeys, checkProblemObject, everyItem, RESULT_KEYS } from './check.ts';
 import { operandType } from './problem.ts';
@@ -248,7 +249,9 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
         ? quantizeFor('output.scale', what, quantizeMultiplierGreaterThanOne, realOut)
         : quantizeFor('output.scale', what, quantizeMultiplierSmallerThanOneExp, realOut);
   } else if (op === 'mul') {
-    out = quantizeFor('output.scale', 'a.scale·b.scale / output.scale', quantizeMultiplier, (sa.scales[0] * sb.scales[0]) / so);
+    const f = Math.fround;
+    const real = (problem as { [REQUANTIZE]?: true })[REQUANTIZE] ? sa.scales[0] / so : f(f(f(sa.scales[0]) * f(sb.scales[0])) / f(so));
+    out = quantizeFor('output.scale', 'a.scale·b.scale / output.scale', quantizeMultiplier, real);
   } else {
     const fa = sa.scales.map(scaleToFixedPoint);
     const fb = sb.scales.map(scaleToFixedPoint);

@@ -49,12 +49,12 @@
 //   where TFLite's `x * (1 << shift)` would overflow. So must be <= 31 (rejected otherwise).
 //
 // ---- mul: TFLite kernels/mul.cc (Prepare) and reference mul.h / integer_ops/mul.h MulElementwise -----
-//   (M, S) = QuantizeMultiplier(sa · sb / so)        computed in double (S must be <= 31)
+//   (M, S) = QuantizeMultiplier(f32(f32(sa · sb) / so))   (S must be <= 31)
 //   out = clamp(zo + MBQM((qa − za) · (qb − zb), M, S))
-//   TFLite's mul.cc computes `input1->params.scale * input2->params.scale / output->params.scale` with
-//   float32 scales in float32 arithmetic, and only then widens it to double; for some scales that gives a
-//   different (M, S) than the double computation specified here (see test/unit/elementwise.test.ts).
-//   TFLite's tensors store float32 scales: pass Math.fround(scale) to reproduce TFLite bit for bit.
+//   mul.cc computes `input1->params.scale * input2->params.scale / output->params.scale` on float32
+//   scales in float32 arithmetic and only then widens it to double: so does this, the scales taken as
+//   float32 (f32 = Math.fround). A mul marked REQUANTIZE (a Sequential's requantize layer: TFLite's
+//   QUANTIZE, a mul by the scalar 1 of scale 1) takes quantize.cc's double quotient, sa / so.
 //
 // ---- kernelPath 'xnnpack' (add, sub, mul): XNNPACK's qs8/qu8 vadd and vmul, TFLite's default delegate -----
 //   TFLite's default interpreter hands quantized ADD, SUB and MUL to XNNPACK, whose arithmetic differs
@@ -137,6 +137,12 @@ export interface ElementwiseOutput {
 }
 
 /** One elementwise op: output = op(a, b), as specified at the top of this file. */
+/**
+ * Marks an internal 'mul' by the scalar 1 (scale 1, zero point 0) as TFLite's QUANTIZE (requantize):
+ * its multiplier is quantize.cc's double sa / so, not mul.cc's float32 quotient.
+ */
+export const REQUANTIZE = Symbol('requantize');
+
 export interface ElementwiseProblem {
   op: ElementwiseOp;
   a: QuantizedTensor;

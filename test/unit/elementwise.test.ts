@@ -16,7 +16,7 @@ import { InputError } from '../../src/errors.ts';
 import { serializeNpy, type NpyArray } from '../../src/io/npy.ts';
 import { quantizeMultiplier } from '../../src/quant/quantize.ts';
 import { elementwiseReference } from '../../src/reference/elementwise.ts';
-import type { ElementwiseOp, ElementwiseProblem, QuantizedTensor } from '../../src/problem/elementwise.ts';
+import { type ElementwiseOp, type ElementwiseProblem, type QuantizedTensor, REQUANTIZE } from '../../src/problem/elementwise.ts';
 import { broadcastShapes, prepareElementwise, scaleToFixedPoint } from '../../src/problem/elementwise-plan.ts';
 import { elementwise } from '../../src/api.ts';
 import { alignedFixedPoint } from '../oracle/elementwise-oracle.ts';
@@ -176,17 +176,28 @@ describe("TFLite's Prepare", () => {
     expect(plan.output).toEqual({ multiplier: 2 ** 30, shift: -18 });
   });
 
-  it("mul's multiplier in double, not in TFLite's float32 (mul.cc multiplies float scales as float)", () => {
+  it("mul's multiplier in float32, as TFLite's mul.cc multiplies float scales; a requantize's in double, as quantize.cc", () => {
     const [sa, sb, so] = [0.1, 0.2, 0.3].map(Math.fround);
-    const plan = prepareElementwise({
+    const mul = (a: number, b: number, o: number) =>
+      prepareElementwise({ op: 'mul', a: tensor(u8(0), [1], a, 0), b: tensor(u8(0), [1], b, 0), output: { scale: o, zeroPoint: 0 } });
+    expect(mul(sa, sb, so).output).toEqual({ multiplier: 1145324672, shift: -3 }); // f32(f32(sa·sb)/so); in double 1145324601
+    // an output TFLite's builtin MUL gives: 19 · (-128 - 9) at these scales is -72 (the double quotient gave -73)
+    const [a, b, o] = [0.01927752047777176, 0.03432757779955864, 0.023764248937368393];
+    const r = elementwiseReference({
       op: 'mul',
-      a: tensor(u8(0), [1], sa, 0),
-      b: tensor(u8(0), [1], sb, 0),
-      output: { scale: so, zeroPoint: 0 },
+      a: { data: Int8Array.of(19), shape: [1], scale: a, zeroPoint: 0 },
+      b: { data: Int8Array.of(-128), shape: [1], scale: b, zeroPoint: 9 },
+      output: { scale: o, zeroPoint: 0 },
+      kernelPath: 'builtin',
     });
-    expect(plan.output).toEqual({ multiplier: 1145324601, shift: -3 }); // round(0.5333…·2^31) from the double quotient
-    const tfliteFloat32 = Math.fround(Math.fround(sa * sb) / so); // float * float / float, then widened to double
-    expect(quantizeMultiplier(tfliteFloat32)).toEqual({ multiplier: 1145324672, shift: -3 });
+    expect(Array.from(r.data)).toEqual([-72]);
+    // a Sequential's requantize (TFLite's QUANTIZE) derives sa / so in double
+    const requantize = Object.assign(
+      { op: 'mul' as const, a: tensor(u8(0), [1], sa, 0), b: tensor(u8(1), [], 1, 0), output: { scale: so, zeroPoint: 0 } },
+      { [REQUANTIZE]: true as const },
+    );
+    expect(prepareElementwise(requantize).output).toEqual(quantizeMultiplier(sa / so));
+    expect(quantizeMultiplier(sa / so)).not.toEqual(quantizeMultiplier(Math.fround(sa / so)));
   });
 });
 
