@@ -111,7 +111,8 @@ export function deriveStages(o: DeriveOptions): OutputStage[] {
     throw new Error('the FC reference path requantizes in float64 (float64Requantize)');
   const float32Product = o.op === 'FULLY_CONNECTED' ? perTensor : o.weightType === 'uint8';
   const reals = Array.from(o.weightScales, (w) => (float32Product ? Math.fround(inS * w) : inS * w) / outS);
-  const q = reals.map((r) => quantizeMultiplier(r));
+  // 2^31 or more (or not finite): a shift past 31, which checkEffectiveScales refuses naming the scale
+  const q = reals.map((r) => (r < 2 ** 31 ? quantizeMultiplier(r) : { multiplier: 0, shift: 32 }));
   const multiplier = pick(q.map((x) => x.multiplier));
   const exponent = pick(q.map((x) => x.shift));
   const vec = (v: number | number[]) => (typeof v === 'number' ? v : Int32Array.from(v));
@@ -126,6 +127,17 @@ export function deriveStages(o: DeriveOptions): OutputStage[] {
     },
     ...tail,
   ];
+}
+
+/**
+ * Whether XNNPACK makes a layer's operator: its requantization scale f32(f32(in * w) / out) is below 256
+ * on every channel. XNNPACK refuses the FULLY_CONNECTED or CONV_2D operator otherwise ("requantization
+ * scale ... is greater or equal to 256.0"), the delegate fails and the interpreter restores its original
+ * execution plan: TFLite's builtin kernels run the model.
+ */
+export function xnnpackTakesGemm(input: QuantParams, weightScales: Float32Array, output: QuantParams): boolean {
+  const f = Math.fround;
+  return weightScales.every((w) => f(f(f(input.scale) * w) / f(output.scale)) < 256);
 }
 
 /** The FC reference kernel's double-precision scales: double(in) * double(w) / double(out). */

@@ -17,7 +17,7 @@ import {
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
 import { checkKnownKeys, everyItem } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
-import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
+import { activationRange, type FusedActivation, type QuantParams, xnnpackTakesGemm } from './derive.ts';
 import {
   convShape,
   dtypeOf,
@@ -30,7 +30,7 @@ import {
   checkTensorKeys,
   type Tensor,
 } from './layers.ts';
-import { checkQuant, shown } from './validate.ts';
+import { checkQuant, shown, weightScales } from './validate.ts';
 import { fcOutShape } from './tflite-params.ts';
 
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
@@ -94,6 +94,8 @@ export interface Node {
   gemm?: LayerGemm;
   /** The layer's parameters with every quantization filled in (what fullyConnected/conv2d take). */
   params?: FullyConnectedParams | Conv2dParams;
+  /** The graph runs on TFLite's builtin kernels (XNNPACK refused one of its layers): no node on the delegate. */
+  builtin?: boolean;
 }
 
 /** A graph checked once: its nodes, the graph inputs it reads, its activations' dtype (from the weights). */
@@ -166,6 +168,9 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
   const nodes: Node[] = [];
   const lastUse = new Map<string, number>();
   const dtype = weightsDtype(layers);
+  // the GEMM layers on the delegate, and whether XNNPACK refuses one of them (then none runs on it)
+  const onXnnpack: { node: Node; derive: (p: FullyConnectedParams & Conv2dParams) => LayerGemm }[] = [];
+  let declined = false;
   // a graph input's quantization is checked where it was given, before a layer that reads it
   const checkInput = (ref: string) => {
     const q = inputQuant.get(ref);
@@ -268,14 +273,30 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       const N = shape[0];
       const K = op === 'conv2d' ? shape[1] * shape[2] * shape[3] : shape[1];
       const weights = w;
-      node.gemm = prefixed(field, () =>
-        layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, full),
-      );
+      const derive = (q: typeof full) =>
+        prefixed(field, () => layerGemm(op === 'conv2d' ? 'CONV_2D' : 'FULLY_CONNECTED', wDtype, K, weights, `params.${wKey}`, N, q));
+      node.gemm = derive(full);
+      if ((full.kernelPath ?? 'xnnpack') === 'xnnpack') {
+        onXnnpack.push({ node, derive });
+        declined ||= !xnnpackTakesGemm(full.input, weightScales(`${field}.params.${wKey}`, w.scale, N), full.output);
+      }
     } else if (!params.output || typeof params.output !== 'object') {
       throw new InputError(`${field}.params.output`, 'expected {scale, zeroPoint}');
     } else if (dtype) checkElementwiseNode(node, dtype);
     produced.set(name, params.output);
     nodes.push(node);
+  }
+  if (declined) {
+    // XNNPACK refuses a GEMM layer's operator: the delegate fails and TFLite restores its original
+    // execution plan, so the builtin kernels run every layer of the graph (./derive.ts xnnpackTakesGemm).
+    for (const { node, derive } of onXnnpack) {
+      node.params = { ...node.params!, kernelPath: 'optimized' };
+      node.gemm = derive(node.params as FullyConnectedParams & Conv2dParams);
+    }
+    for (const n of nodes) {
+      n.builtin = true;
+      if (!n.gemm && dtype) checkElementwiseNode(n, dtype);
+    }
   }
   return { nodes, inputNames: [...used], dtype, lastUse, inputQuant };
 }
@@ -429,7 +450,7 @@ export function elementwiseProblem(n: Node, dtype: 'uint8' | 'int8', ins: Tensor
   if (!ELEMENTWISE_KERNEL_PATHS.includes(asked))
     throw new InputError(`${n.field}.params.kernelPath`, `expected one of ${ELEMENTWISE_KERNEL_PATHS.join(', ')}, got ${brief(asked)}`);
   // The delegate leaves a node whose scales XNNPACK cannot take to the builtin kernel, clamp included.
-  const xnnpack = asked === 'xnnpack' && xnnpackTakesElementwise(op, n.quant[0].scale, n.quant[1].scale, p.output?.scale);
+  const xnnpack = asked === 'xnnpack' && !n.builtin && xnnpackTakesElementwise(op, n.quant[0].scale, n.quant[1].scale, p.output?.scale);
   const path = xnnpack ? 'xnnpack' : 'optimized';
   const [min, max] = prefixed(`${n.field}.params`, () =>
     activationRange(p.activation === undefined ? 'NONE' : p.activation, p.output, dtype, path),

@@ -21,6 +21,7 @@ import {
   type FusedActivation,
   type KernelPath,
   type QuantParams,
+  xnnpackTakesGemm,
 } from './derive.ts';
 import { checkDtypeKey, checkKnownKeys, everyItem, RESULT_KEYS } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
@@ -177,10 +178,12 @@ export function layerGemm(
   if (p.bias !== undefined && (!(p.bias instanceof Int32Array) || p.bias.length !== N)) {
     throw new InputError('params.bias', `expected an Int32Array of ${N} (one per output channel)`);
   }
-  const path = p.kernelPath === undefined ? 'xnnpack' : p.kernelPath; // null is not absent
-  if (path !== 'xnnpack' && path !== 'optimized' && path !== 'reference') {
-    throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${brief(path)}`);
+  const asked = p.kernelPath === undefined ? 'xnnpack' : p.kernelPath; // null is not absent
+  if (asked !== 'xnnpack' && asked !== 'optimized' && asked !== 'reference') {
+    throw new InputError('params.kernelPath', `expected 'xnnpack', 'optimized' or 'reference', got ${brief(asked)}`);
   }
+  // where XNNPACK refuses the layer's operator, TFLite's builtin optimized kernel runs it (xnnpackTakesGemm)
+  const path = asked === 'xnnpack' && !xnnpackTakesGemm(p.input, scales, p.output) ? 'optimized' : asked;
   const activation = p.activation === undefined ? 'NONE' : p.activation;
   if (!ACTIVATIONS.includes(activation))
     throw new InputError('params.activation', `expected ${ACTIVATIONS.join(', ')}, got ${brief(activation)}`);

@@ -70,8 +70,9 @@ export function checkDims(field: string, shape: unknown, rank: number, what: str
 
 /**
  * The derived requantization stage holds the effective scale input.scale × weights.scale / output.scale:
- * below 2^31 for the fixed-point stages (a shift of at most 31), finite in float32 for XNNPACK's. Out of
- * range, the field is the output scale (per-tensor weights) or the weight scale of that channel.
+ * below 2^31 for the fixed-point stages (a shift of at most 31; XNNPACK's takes below 256 only, else the
+ * layer runs on the builtin kernels: ./derive.ts xnnpackTakesGemm). Out of range, the field is the output
+ * scale (per-tensor weights) or the weight scale of that channel.
  */
 export function checkEffectiveScales(pipeline: OutputStage[], weightsField: string, perChannel: boolean): void {
   const name = (i: number) => (perChannel ? `${weightsField}.scale[${i}]` : 'params.output.scale');
@@ -82,10 +83,6 @@ export function checkEffectiveScales(pipeline: OutputStage[], weightsField: stri
       const bad = e.findIndex((x) => x > 31);
       if (bad >= 0)
         throw new InputError(name(bad), `${what} is at least 2^31, above what a fixed-point multiplier holds (a shift of at most 31)`);
-    } else if (s.type === 'requantizeFloat32') {
-      const v = typeof s.scale === 'number' ? [s.scale] : Array.from(s.scale);
-      const bad = v.findIndex((x) => !Number.isFinite(x));
-      if (bad >= 0) throw new InputError(name(bad), `${what} overflows float32 (XNNPACK's requantization scale)`);
     }
   }
 }

@@ -105,3 +105,49 @@ describe('a requantize layer is TFLite QUANTIZE (8-bit to 8-bit): MultiplyByQuan
       }
     });
 });
+
+describe('a layer whose XNNPACK scale is 256 or more: XNNPACK refuses it, TFLite runs its builtin kernels', () => {
+  // f32(f32(in * w) / out) = 1024 / 4 = 256: "requantization scale ... is greater or equal to 256.0"
+  const input = { scale: 1, zeroPoint: 0 };
+  const output = { scale: 4, zeroPoint: 1 };
+  const fc = (kernelPath: KernelPath, scale = 1024): FullyConnectedParams => ({
+    input,
+    weights: { data: Int8Array.of(1), shape: [1, 1], scale },
+    output,
+    activation: 'RELU6',
+    kernelPath,
+  });
+  const x = { data: Int8Array.of(1), shape: [1, 1] };
+  test("a single layer on 'xnnpack' computes what 'optimized' does (RELU6's bound 3, not XNNPACK's 2)", async () => {
+    for (const [kernelPath, want] of [
+      ['xnnpack', [3]],
+      ['optimized', [3]],
+    ] as const) {
+      expect(Array.from((await fullyConnected(x, fc(kernelPath), { backend: 'cpu' })).data), kernelPath).toEqual(want);
+      const { weights, ...common } = fc(kernelPath);
+      const conv: Conv2dParams = { ...common, filter: { ...weights, shape: [1, 1, 1, 1] }, padding: 'VALID' };
+      const image = { data: Int8Array.of(1), shape: [1, 1, 1, 1] };
+      expect(Array.from((await conv2d(image, conv, { backend: 'cpu' })).data), kernelPath).toEqual(want);
+    }
+    expect(Array.from((await fullyConnected(x, fc('xnnpack', 1000), { backend: 'cpu' })).data)).toEqual([2]); // 250: XNNPACK's clamp
+  });
+  test('in a graph, every layer runs on the builtin kernels then, the elementwise ones too', async () => {
+    const graph = (scale: number, path?: { fc: KernelPath; add: 'builtin' | 'xnnpack' }) => [
+      { op: 'fullyConnected' as const, name: 'a', params: { ...fc(path?.fc ?? 'xnnpack', 0.015625), kernelPath: path?.fc } },
+      {
+        op: 'fullyConnected' as const,
+        name: 'b',
+        params: { ...fc(path?.fc ?? 'xnnpack', scale), kernelPath: path?.fc },
+        input: 'input',
+      },
+      { op: 'add' as const, inputs: ['a', 'b'], params: { output: { scale: 0.75, zeroPoint: 0 }, kernelPath: path?.add } },
+    ];
+    const inputs = { data: Int8Array.from({ length: 16 }, (_, i) => i * 9 - 64), shape: [16, 1] };
+    const run = async (layers: ReturnType<typeof graph>) =>
+      Array.from((await runLayers(layers as never, inputs, { inputs: { input }, backend: 'cpu' })).data);
+    expect(await run(graph(1024))).toEqual(await run(graph(1024, { fc: 'optimized', add: 'builtin' })));
+    // the control: below 256 the add stays on XNNPACK's arithmetic, which differs here
+    expect(await run(graph(1000))).toEqual(await run(graph(1000, { fc: 'xnnpack', add: 'xnnpack' })));
+    expect(await run(graph(1000))).not.toEqual(await run(graph(1000, { fc: 'optimized', add: 'builtin' })));
+  });
+});
