@@ -190,6 +190,9 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       // A default name taken by an earlier layer's own name: that name is the one to change.
       const k = layer.name === undefined ? layers.slice(0, i).findIndex((l) => l?.name === name) : -1;
       if (k >= 0) throw new InputError(`layers[${k}].name`, `"${name}" is the default name of layers[${i}]`);
+      // the same for a graph input's name
+      const input = layer.name === undefined ? inputQuant.get(name) : undefined;
+      if (input) throw new InputError(input.field, `"${name}" is the default name of layers[${i}]`);
       throw new InputError(`${field}.name`, `"${name}" names an earlier layer or a graph input already`);
     }
     checkKnownKeys(field, layer, LAYER_KEYS[op]);
@@ -230,7 +233,8 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     const quant = Array.from(refs, (ref, j) => {
       const qField = single ? `${field}.params.input` : `${field}.params.${'ab'[j]}`;
       if (typeof ref !== 'string' || ref === '') throw new InputError(refFields[j], `expected a name, got ${brief(ref)}`);
-      if (layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
+      // (a name that an earlier layer or a graph input has is theirs: a later layer of that name is the duplicate)
+      if (!produced.has(ref) && !declared.has(ref) && layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
         throw new InputError(refFields[j], `"${ref}" is this or a later layer: a layer reads earlier layers only`);
       }
       lastUse.set(ref, i);

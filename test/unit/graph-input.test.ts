@@ -142,6 +142,24 @@ describe('the field a refusal names is the one to change', () => {
     // a given name that clashes is still its own layer's
     expect(await fieldOf([fc({}, { name: 'a' }), fc({}, { name: 'a' })])).toEqual(['layers[1].name', 'layers[1].name']);
   });
+  it('a duplicate name is the later layer\'s, not a "later layer" read by a layer in between', async () => {
+    const rq = (name: string, input: string) => ({ op: 'requantize', name, input, params: { output: q(0.3, 0) } }) as SequentialLayer;
+    expect(await fieldOf([fc({}, { name: 'a' }), rq('b', 'a'), rq('a', 'b')])).toEqual(['layers[2].name', 'layers[2].name']);
+    // a graph input's name taken again by a layer
+    const g = { ...inputs, g: q(0.3, 0) };
+    const sum = { op: 'add', inputs: ['layers[0]', 'g'], params: { output: q(0.6, 0) } } as SequentialLayer;
+    expect(await fieldOf([fc(), sum, rq('g', 'layers[1]')], { inputs: g }, { input: x, g: x })).toEqual([
+      'layers[2].name',
+      'layers[2].name',
+    ]);
+    // a graph input named as an unnamed layer's default name: the input is what to rename
+    const byDefault = { ...inputs, 'layers[1]': q(0.3, 0) };
+    const reads = { op: 'add', inputs: ['layers[0]', 'layers[1]'], params: { output: q(0.6, 0) } } as SequentialLayer;
+    expect(await fieldOf([fc(), reads], { inputs: byDefault }, { input: x, 'layers[1]': x })).toEqual([
+      'inputs.layers[1]',
+      'inputs.layers[1]',
+    ]);
+  });
   it('weights or a filter given as null name the weights, not their data', async () => {
     expect(await fieldOf([fc(), fc({ weights: null })])).toEqual(['layers[1].params.weights', 'layers[1].params.weights']);
     const conv = { op: 'conv2d', params: { filter: null, padding: 'SAME', output: q(0.3, 0) } } as unknown as SequentialLayer;
