@@ -54,7 +54,8 @@
 //   mul.cc computes `input1->params.scale * input2->params.scale / output->params.scale` on float32
 //   scales in float32 arithmetic and only then widens it to double: so does this, the scales taken as
 //   float32 (f32 = Math.fround). A mul marked REQUANTIZE (a Sequential's requantize layer: TFLite's
-//   QUANTIZE, a mul by the scalar 1 of scale 1) takes quantize.cc's double quotient, sa / so.
+//   QUANTIZE, a mul by the scalar 1 of scale 1) takes quantize.cc's double quotient of the float32
+//   scales, f32(sa) / f32(so).
 //
 // ---- kernelPath 'xnnpack' (add, sub, mul): XNNPACK's qs8/qu8 vadd and vmul, TFLite's default delegate -----
 //   TFLite's default interpreter hands quantized ADD, SUB and MUL to XNNPACK, whose arithmetic differs
@@ -139,7 +140,7 @@ export interface ElementwiseOutput {
 /** One elementwise op: output = op(a, b), as specified at the top of this file. */
 /**
  * Marks an internal 'mul' by the scalar 1 (scale 1, zero point 0) as TFLite's QUANTIZE (requantize):
- * its multiplier is quantize.cc's double sa / so, not mul.cc's float32 quotient.
+ * its multiplier is quantize.cc's double quotient f32(sa) / f32(so), not mul.cc's float32 one.
  */
 export const REQUANTIZE = Symbol('requantize');
 

@@ -412,3 +412,27 @@ describe.skipIf(!gpu)("a graph's run traces each GEMM layer", () => {
     ctx.destroy();
   });
 });
+
+describe.skipIf(!gpu)('a graph with a layer XNNPACK refuses (requantization scale 256 or more)', () => {
+  it('runs every layer on the builtin kernels on the GPU as on the CPU: FC -> FC (a chain) and FC, FC -> add', async () => {
+    const input = { scale: 1, zeroPoint: 0 };
+    const fc = (scale: number, name?: string, from?: string): SequentialLayer => ({
+      op: 'fullyConnected',
+      ...(name ? { name } : {}),
+      ...(from ? { input: from } : {}),
+      params: { weights: { data: Int8Array.of(1), shape: [1, 1], scale }, output: { scale: 4, zeroPoint: 1 }, activation: 'RELU6' },
+    });
+    const x = { data: Int8Array.from({ length: 16 }, (_, i) => i * 9 - 64), shape: [16, 1] };
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    for (const layers of [
+      [fc(1000), fc(1024)],
+      [fc(1000, 'a'), fc(1024, 'b', 'input'), { op: 'add', inputs: ['a', 'b'], params: { output: { scale: 0.75, zeroPoint: 0 } } }],
+    ] as SequentialLayer[][]) {
+      const want = await runLayers(layers, x, { inputs: { input }, backend: 'cpu' });
+      const seq = await Sequential.create(ctx, layers, { inputs: { input } });
+      expect(Array.from((await seq.run(x)).data)).toEqual(Array.from(want.data));
+      seq.destroy();
+    }
+    ctx.destroy();
+  });
+});

@@ -106,6 +106,21 @@ describe('a requantize layer is TFLite QUANTIZE (8-bit to 8-bit): MultiplyByQuan
     });
 });
 
+test('a requantize layer takes its scales as the float32 a .tflite file stores, divided in double (quantize.cc)', async () => {
+  const [input, output] = [
+    { scale: 1.073, zeroPoint: 0 },
+    { scale: 0.37, zeroPoint: 0 },
+  ];
+  const y = await runLayers(
+    [{ op: 'requantize', params: { output } }],
+    { data: Int8Array.of(-35), shape: [1] },
+    { inputs: { input }, backend: 'cpu' },
+  );
+  const { multiplier, shift } = quantizeMultiplier(Math.fround(1.073) / Math.fround(0.37));
+  expect(Array.from(y.data)).toEqual([multiplyByQuantizedMultiplier(-35, multiplier, shift)]); // -101; the unrounded scales give -102
+  expect(Array.from(y.data)).toEqual([-101]);
+});
+
 describe('a layer whose XNNPACK scale is 256 or more: XNNPACK refuses it, TFLite runs its builtin kernels', () => {
   // f32(f32(in * w) / out) = 1024 / 4 = 256: "requantization scale ... is greater or equal to 256.0"
   const input = { scale: 1, zeroPoint: 0 };
@@ -133,7 +148,7 @@ describe('a layer whose XNNPACK scale is 256 or more: XNNPACK refuses it, TFLite
   });
   test('in a graph, every layer runs on the builtin kernels then, the elementwise ones too', async () => {
     const graph = (scale: number, path?: { fc: KernelPath; add: 'builtin' | 'xnnpack' }) => [
-      { op: 'fullyConnected' as const, name: 'a', params: { ...fc(path?.fc ?? 'xnnpack', 0.015625), kernelPath: path?.fc } },
+      { op: 'fullyConnected' as const, name: 'a', params: { ...fc(path?.fc ?? 'xnnpack', 1000), kernelPath: path?.fc } },
       {
         op: 'fullyConnected' as const,
         name: 'b',
