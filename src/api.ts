@@ -44,7 +44,7 @@ type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 export interface RunOptions extends GpuContextOptions {
   /** Called with a warning (CPU fallback after a device loss). Default: console.warn. */
   warn?: (message: string) => void;
-  /** Called with the id of the GEMM kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the registry's choice). */
+  /** Called, once the GEMM is done, with the id of the kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the kernel's report). */
   onKernel?: (kernel: string) => void;
   /** WebGPU: called with the trace of the GEMM call, the time of each of its steps (src/scheduler/trace.ts). */
   onTrace?: (trace: GemmTrace) => void;

@@ -233,8 +233,10 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     const quant = Array.from(refs, (ref, j) => {
       const qField = single ? `${field}.params.input` : `${field}.params.${'ab'[j]}`;
       if (typeof ref !== 'string' || ref === '') throw new InputError(refFields[j], `expected a name, got ${brief(ref)}`);
-      // (a name that an earlier layer or a graph input has is theirs: a later layer of that name is the duplicate)
-      if (!produced.has(ref) && !declared.has(ref) && layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
+      // A name an earlier layer has, or a graph input (declared, read before, or given its quantization
+      // here), is theirs: a later layer of that name is the duplicate, named there.
+      const input = declared.has(ref) || used.has(ref) || given[j] !== undefined;
+      if (!produced.has(ref) && !input && layers.slice(i).some((l, k) => (l?.name ?? `layers[${i + k}]`) === ref)) {
         throw new InputError(refFields[j], `"${ref}" is this or a later layer: a layer reads earlier layers only`);
       }
       lastUse.set(ref, i);

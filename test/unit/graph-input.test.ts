@@ -152,6 +152,12 @@ describe('the field a refusal names is the one to change', () => {
       'layers[2].name',
       'layers[2].name',
     ]);
+    // a graph input given its quantization on the layer that reads it, then a layer of that name
+    const reader = fc({ input: q(0.5, 0) }, { input: 'g' });
+    expect(await fieldOf([reader, rq('b', 'layers[0]'), rq('g', 'b')], { inputs }, { input: x, g: x })).toEqual([
+      'layers[2].name',
+      'layers[2].name',
+    ]);
     // a graph input named as an unnamed layer's default name: the input is what to rename
     const byDefault = { ...inputs, 'layers[1]': q(0.3, 0) };
     const reads = { op: 'add', inputs: ['layers[0]', 'layers[1]'], params: { output: q(0.6, 0) } } as SequentialLayer;
