@@ -66,7 +66,8 @@ const LOSS_WAIT_MS = 1000;
 /**
  * Resolves once a failure `e` on `device` can be told apart from a loss: Chrome rejects a pending mapAsync
  * (an AbortError, "unmapped before mapping was resolved") as the device is destroyed, before device.lost
- * resolves; such an error waits for device.lost, LOSS_WAIT_MS at most. Any other resolves at once.
+ * resolves; such an error waits for device.lost, LOSS_WAIT_MS at most. Any other resolves at once. A
+ * caller's own device.lost handler (DeviceResources' lostReason), registered earlier, has run by then.
  */
 export async function lossSettled(device: GPUDevice, e: unknown): Promise<void> {
   if ((e as { name?: unknown } | null)?.name !== 'AbortError') return;
