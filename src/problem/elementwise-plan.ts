@@ -251,7 +251,9 @@ export function prepareElementwise(problem: ElementwiseProblem): ElementwisePlan
   } else if (op === 'mul') {
     const f = Math.fround;
     // quantize.cc divides the float32 scales in double; mul.cc multiplies and divides them in float32
-    const real = (problem as { [REQUANTIZE]?: true })[REQUANTIZE] ? f(sa.scales[0]) / f(so) : f(f(f(sa.scales[0]) * f(sb.scales[0])) / f(so));
+    const real = (problem as { [REQUANTIZE]?: true })[REQUANTIZE]
+      ? f(sa.scales[0]) / f(so)
+      : f(f(f(sa.scales[0]) * f(sb.scales[0])) / f(so));
     out = quantizeFor('output.scale', 'a.scale·b.scale / output.scale', quantizeMultiplier, real);
   } else {
     const fa = sa.scales.map(scaleToFixedPoint);
