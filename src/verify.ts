@@ -30,6 +30,7 @@ import { referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult } from './types.ts';
 import { brief } from './problem/echo.ts';
+import { checkKnownKeys } from './problem/check.ts';
 import { type ConvVerifyProblem, verifyConvProblems, verifyPrepackedProblems, verifyProblems } from './verify-problems.ts';
 
 export { verifyConvProblems, verifyPrepackedProblems, verifyProblems };
@@ -231,6 +232,16 @@ export async function verifyGpuKernel(
   }
 }
 
+/** The keys of VerifyOptions, every one of them: the compiler checks the list. */
+const VERIFY_OPTIONS: Record<keyof VerifyOptions, true> = {
+  backend: true,
+  device: true,
+  kernels: true,
+  onStart: true,
+  onRow: true,
+  extraKernels: true,
+};
+
 /** The options of verifyDevice checked as the caller wrote them: the backend and the kernel ids. */
 function checkOptions(opts: VerifyOptions, known: ReadonlySet<string>): 'webgpu' | 'cpu' {
   const backend: unknown = opts.backend ?? 'webgpu';
@@ -277,6 +288,8 @@ function finish(
 
 /** Checks every kernel on this adapter (or CPU) over the fixed suite; the same data `qgemm verify` prints. */
 export async function verifyDevice(opts: VerifyOptions = {}): Promise<VerifyReport> {
+  if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw new InputError('options', `expected an object, got ${brief(opts)}`);
+  checkKnownKeys('', opts, Object.keys(VERIFY_OPTIONS)); // a misspelt `kernel` would check every kernel
   const gpuIds = new Set(
     [...GPU_KERNELS, ...(opts.extraKernels ?? [])].map((k) => k.id).concat('sgmat-64x64-emulated', 'sgmat-64x64-u4-emulated'),
   );

@@ -154,6 +154,7 @@ function weightsDtype(layers: SequentialLayer[]): 'uint8' | 'int8' | null {
 
 export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {}): Graph {
   if (!opts || typeof opts !== 'object' || Array.isArray(opts)) throw new InputError('options', `expected an object, got ${brief(opts)}`);
+  checkKnownKeys('', opts, ['inputs']); // a misspelt `input` would be ignored
   if (!Array.isArray(layers) || layers.length === 0) throw new InputError('layers', 'expected at least one layer');
   // A hole ([a, , b]) is a missing layer, named as any other (forEach would skip it).
   layers = Array.from(layers);

@@ -65,7 +65,8 @@ export async function runLayers(
   inputs: SequentialInputs,
   opts: SequentialOptions & { backend?: Backend } = {},
 ): Promise<Tensor> {
-  const g = planGraph(layers, opts);
+  // planGraph checks the graph's options (a key undefined is absent); `backend` is this function's own
+  const g = planGraph(layers, opts && typeof opts === 'object' ? ({ ...opts, backend: undefined } as SequentialOptions) : opts);
   const named = namedInputs(g, inputs);
   const steps = inferShapes(g, named);
   const values = new Map(named.tensors);

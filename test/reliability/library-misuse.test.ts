@@ -5,6 +5,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { describeDevice, elementwise, gemm } from '../../src/api.ts';
+import { checkLayers, runLayers } from '../../src/layers/sequential.ts';
+import { verifyDevice } from '../../src/verify.ts';
 import { isHardwareAdapterAvailable } from '../../src/gpu/acquire.ts';
 import { InputError } from '../../src/errors.ts';
 import { brief } from '../../src/problem/echo.ts';
@@ -95,6 +97,13 @@ describe('library misuse: InputError naming the field, always a rejection', () =
   it('a misspelt option of GpuContext.create or configureCpu is an InputError naming it, not ignored', async () => {
     await rejectsOn('timestamp', () => GpuContext.create({ timestamp: true } as never));
     await rejectsOn('thread', async () => configureCpu({ thread: 1 } as never));
+    const layers = [{ op: 'requantize', params: { output: { scale: 1, zeroPoint: 0 } } }] as never;
+    const x = { data: new Int8Array(2), shape: [2] };
+    await rejectsOn('input', async () => checkLayers(layers, x as never, { input: { scale: 1, zeroPoint: 0 } } as never));
+    await rejectsOn('backnd', () =>
+      runLayers(layers, x as never, { inputs: { input: { scale: 1, zeroPoint: 0 } }, backnd: 'cpu' } as never),
+    );
+    await rejectsOn('kernel', () => verifyDevice({ backend: 'cpu', kernel: ['cpu-js'] } as never)); // it checked every kernel
   });
   it('a kernel of the other backend, where the backend is named: an InputError naming kernel', async () => {
     const e = await rejectsOn('kernel', () => gemm({ lhs, rhs }, { backend: 'cpu', kernel: 'gemv' }));
