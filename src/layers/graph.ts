@@ -64,8 +64,9 @@ export type SequentialLayer =
 
 /**
  * TFLite's QUANTIZE of an 8-bit tensor to a new scale and zero point (same dtype): zeroPoint' +
- * MultiplyByQuantizedMultiplier(q - zeroPoint, QuantizeMultiplier(scale / scale')), clamped to the type.
- * That is MUL's arithmetic with a second operand of real value 1 (scale 1, zero point 0), which runs it.
+ * MultiplyByQuantizedMultiplier(q - zeroPoint, QuantizeMultiplier(scale / scale')), clamped to the type,
+ * the float32 scales divided in double (quantize.cc). MUL's builtin arithmetic with a second operand of
+ * real value 1 (scale 1, zero point 0) runs it, with that multiplier (REQUANTIZE).
  */
 export interface RequantizeLayerParams {
   input?: QuantParams;
