@@ -151,7 +151,7 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
   }
   const budgetMs = o.budgetMs ?? DEFAULT_BUDGET_MS;
   if (typeof budgetMs !== 'number' || !Number.isFinite(budgetMs) || budgetMs <= 0) {
-    throw new InputError('budgetMs', `expected a time in milliseconds above 0, got ${String(budgetMs)}`);
+    throw new InputError('budgetMs', `expected a time in milliseconds above 0, got ${brief(budgetMs)}`);
   }
   checkBudget(budgetMs, 'budgetMs');
   const classes = [...(o.classes ?? SHAPE_CLASSES)];
@@ -179,7 +179,7 @@ function checkOptions(o: TuneOptions): { budgetMs: number; classes: ShapeClass[]
     throw new InputError('heater', `expected true or false, got ${brief(o.heater)}`);
   const m = o.maxCandidates;
   if (m !== undefined && (typeof m !== 'number' || !Number.isInteger(m) || m < 1)) {
-    throw new InputError('maxCandidates', `expected an integer of at least 1 (the rules' kernel is one), got ${String(m)}`);
+    throw new InputError('maxCandidates', `expected an integer of at least 1 (the rules' kernel is one), got ${brief(m)}`);
   }
   const seed = o.seed === undefined || o.seed === null ? o.seed : parseTuningTable(o.seed, 'seed');
   return { budgetMs, classes: classes as ShapeClass[], seed };

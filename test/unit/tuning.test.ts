@@ -216,6 +216,9 @@ describe("tune()'s options", () => {
     ] as const) {
       await expect(tune(opts as never), field).rejects.toMatchObject({ name: 'InputError', field });
     }
+    // a value of the wrong type is echoed as what it is: "5000" read as the valid budget 5000 contradicted itself
+    await expect(tune({ budgetMs: '5000' } as never)).rejects.toThrow('got "5000"');
+    await expect(tune({ maxCandidates: '3' } as never)).rejects.toThrow('got "3"');
   });
 });
 
