@@ -4,7 +4,7 @@
 // bench/out/<date>-<adapter>[-quick].{json,html} (`--results bench/results` to keep them in the repo).
 // Exit code 0 when every qgemm row is verified, 1 when one failed verification or could not run, 2 on bad flags.
 
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError } from '../src/errors.ts';
@@ -92,6 +92,7 @@ function list<T extends string>(flag: string, value: string | undefined, allowed
     .map((s) => s.trim())
     .filter(Boolean);
   for (const item of items) if (!allowed.includes(item as T)) throw new Error(`${flag}: unknown "${item}" (one of ${allowed.join(', ')})`);
+  if (items.length === 0) throw new Error(`${flag}: expected at least one of ${allowed.join(', ')}`);
   return items as T[];
 }
 
@@ -111,9 +112,10 @@ export interface CliPlan {
 }
 
 export function parseCli(argv: string[]): CliPlan | 'help' {
-  const { values } = parseArgs({
+  const { values, tokens } = parseArgs({
     args: argv,
     strict: true,
+    tokens: true,
     options: {
       quick: { type: 'boolean' },
       shapes: { type: 'string' },
@@ -139,6 +141,21 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
     },
   });
   if (values.help) return 'help';
+  // A flag given twice would keep its last value without a word; an empty value would read as not given.
+  const seen = new Set<string>();
+  for (const t of tokens) {
+    if (t.kind !== 'option') continue;
+    if (seen.has(t.name)) throw new Error(`--${t.name}: given twice; give each flag once`);
+    seen.add(t.name);
+    if (t.value === '') throw new Error(`--${t.name}: expected a value, got an empty one`);
+  }
+  if (values['report-from']) {
+    const runFlags = [...seen].filter((f) => !['report-from', 'html', 'screenshot'].includes(f));
+    if (runFlags.length)
+      throw new Error(
+        `--report-from: re-renders a saved result, with --html and --screenshot only; it runs nothing (got --${runFlags.join(', --')})`,
+      );
+  }
   const pipeline = (values.pipeline ?? 'uint8') as PipelineKind;
   if (pipeline !== 'uint8' && pipeline !== 'int32') throw new Error(`--pipeline: expected uint8 or int32, got "${values.pipeline}"`);
   let budgetS: number | null = null;
@@ -157,9 +174,16 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
   if (rhsBits.some((b) => b !== 8) && !modes.includes('resident'))
     throw new Error('--rhs-bits: 4-bit weights run in resident mode only; add resident to --modes');
   const shapes = values.shapes ? parseShapes(values.shapes) : quick ? QUICK_SHAPES : FULL_SHAPES;
+  if (shapes.length === 0) throw new Error(`--shapes: expected at least one shape, got "${values.shapes}"`);
   const suite: BenchOptions['suite'] = values.shapes ? 'custom' : quick ? 'quick' : 'full';
   if (budgetS === null && suite === 'full') budgetS = DEFAULT_BUDGET_S;
   if (values.checkpoint && (!values.json || values['report-from'])) throw new Error('--checkpoint: needs --json FILE, of a run');
+  // two outputs (or an output and the saved result) in one file: the last written would replace the other
+  const files = (['json', 'html', 'screenshot', 'report-from'] as const).filter((f) => values[f]).map((f) => [f, resolve(values[f]!)]);
+  for (const [i, [flag, path]] of files.entries()) {
+    const twin = files.slice(0, i).find(([, p]) => p === path);
+    if (twin) throw new Error(`--${flag}: the same file as --${twin[0]} (${path}); name another`);
+  }
   return {
     options: {
       shapes,
@@ -173,21 +197,24 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       pipeline,
       seed,
       ...(values.dawn ? { dawnPath: resolve(values.dawn) } : {}),
-      ...(values.tuning ? { tuning: JSON.parse(readFileSync(resolve(values.tuning), 'utf8')) as unknown } : {}),
+      ...(values.tuning ? { tuning: readJson('--tuning', resolve(values.tuning)) } : {}),
       suite,
       command: `bench ${argv.join(' ')}`.trim(),
     },
     ...(values.json ? { json: outFile('--json', values.json) } : {}),
     checkpoint: !!values.checkpoint,
     ...(values.html ? { html: outFile('--html', values.html) } : {}),
-    resultsDir: values.results ? resolve(values.results) : join(repoRoot(), 'bench/out'),
+    resultsDir: resultsFolder(
+      values.results ? resolve(values.results) : join(repoRoot(), 'bench/out'),
+      !values['no-save'] && !values['report-from'],
+    ),
     save: !values['no-save'],
     ...(values.screenshot ? { screenshot: outFile('--screenshot', values.screenshot) } : {}),
     ...(values['report-from'] ? { reportFrom: resolve(values['report-from']), saved: savedReport(resolve(values['report-from'])) } : {}),
   };
 }
 
-/** An output file's path, refused before any run where a file cannot be written there (a folder). */
+/** An output file's path, refused before any run where a file cannot be written there (a folder, a read-only place). */
 function outFile(flag: string, path: string): string {
   const full = resolve(path);
   if (existsSync(full) && !statSync(full).isFile()) throw new Error(`${flag}: ${path} is not a file (a folder?); name a file to write`);
@@ -195,18 +222,43 @@ function outFile(flag: string, path: string): string {
   if (!existsSync(folder) || !statSync(folder).isDirectory()) {
     throw new Error(`${flag}: the folder ${dirname(path)} does not exist; make it first (only --results makes its folder)`);
   }
+  canWriteIn(flag, folder);
   return full;
+}
+
+/** The results folder, where it is written to: a folder (made if missing) in which a file can be made. */
+function resultsFolder(folder: string, used: boolean): string {
+  if (!used) return folder;
+  if (existsSync(folder) && !statSync(folder).isDirectory()) throw new Error(`--results: ${folder} is not a folder`);
+  let parent = folder;
+  while (!existsSync(parent)) parent = dirname(parent);
+  canWriteIn('--results', parent);
+  return folder;
+}
+
+/** Makes and removes a file in `folder`: a place that takes no file is refused before the run, not after it. */
+function canWriteIn(flag: string, folder: string): void {
+  const probe = join(folder, `.bench-write-probe-${process.pid}`);
+  try {
+    writeFileSync(probe, '');
+  } catch (e) {
+    throw new Error(`${flag}: cannot write in ${folder} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  rmSync(probe, { force: true });
+}
+
+/** A JSON file a flag names, its reading and parsing errors named by the flag. */
+function readJson(flag: string, path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`${flag}: cannot read ${path} as JSON: ${(e as Error).message.split('\n')[0]}`);
+  }
 }
 
 /** A saved result of this harness (--report-from), read and checked before anything is rendered. */
 function savedReport(path: string): BenchReport {
-  let report: unknown;
-  try {
-    report = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new Error(`--report-from: cannot read ${path} as JSON: ${(e as Error).message.split('\n')[0]}`);
-  }
-  const r = report as Partial<BenchReport> | null;
+  const r = readJson('--report-from', path) as Partial<BenchReport> | null;
   if (!r || typeof r !== 'object' || !Array.isArray(r.runs) || !r.adapter || typeof r.date !== 'string') {
     throw new Error(`--report-from: ${path} is not a saved benchmark result (a JSON of this harness, with date, adapter and runs)`);
   }
@@ -264,9 +316,18 @@ export async function runCli(argv: string[]): Promise<number> {
       return 2;
     }
   }
-  process.stdout.write(terminalReport(report));
-  const json = reportJson(report);
-  const html = htmlReport(report);
+  let json: string;
+  let html: string;
+  try {
+    process.stdout.write(terminalReport(report));
+    json = reportJson(report);
+    html = htmlReport(report);
+  } catch (e) {
+    if (!plan.reportFrom) throw e;
+    // a JSON with the top-level fields, not the rest of a report of this harness
+    process.stderr.write(`bench: --report-from: ${plan.reportFrom} is not a whole saved result (${(e as Error).message.split('\n')[0]})\n`);
+    return 2;
+  }
   if (plan.save) {
     const base = join(plan.resultsDir, resultName(report));
     write(`${base}.json`, json, true);

@@ -8,6 +8,7 @@
 //    verification) and what was skipped.
 
 import type { BenchReport, Row } from './report.ts';
+import { describeMachine } from './environment.ts';
 import { baseKey, rowKey, type Mode } from './impls/types.ts';
 import { columns, fmtGops, fmtMs, headline as ordered, idOf, label, roofText, SHORT, shapesOf } from './report-terminal.ts';
 import { shapeKey } from './shapes.ts';
@@ -288,11 +289,9 @@ export function htmlReport(report: BenchReport): string {
   const failed = report.runs.filter((r) => r.impl === 'qgemm' && r.verified !== true).length;
   const qgemmRows = report.runs.filter((r) => r.impl === 'qgemm').length;
   const facts: [string, string][] = [
+    ...(report.incomplete ? [['INCOMPLETE', report.incomplete] as [string, string]] : []),
     ['date', report.date.slice(0, 19).replace('T', ' ') + ' UTC'],
-    [
-      'machine',
-      `${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB; ${report.machine.os}; Node ${report.machine.node}`,
-    ],
+    ['machine', `${describeMachine(report.machine)}; ${report.machine.os}; Node ${report.machine.node}`],
     ['adapter', report.adapterNote],
     ...(a.ceilings?.dot4Tops != null
       ? [
@@ -330,7 +329,7 @@ export function htmlReport(report: BenchReport): string {
       'verification',
       `${qgemmRows - failed} of ${qgemmRows} qgemm rows verified bit-exact against the CPU reference (every timed run's output hashed; the last checked in full for M·N·K ≤ 2^24, else 2048 random entries plus the last row and column)`,
     ],
-    ['suite', `${report.suite}; ${report.elapsedS.toFixed(0)} s; ${esc(report.command)}`],
+    ['suite', `${report.suite}; ${report.elapsedS.toFixed(0)} s; ${report.command}`],
   ];
   const impls = report.implementations.map((i) => `<li><b>${esc(label(i))}</b> — ${esc(i.computes)}; ${esc(i.details)}</li>`).join('');
   const skipped = report.skipped.length

@@ -5,6 +5,7 @@
 
 import type { Comparison } from './compare.ts';
 import type { BenchReport, Row } from './report.ts';
+import { describeMachine } from './environment.ts';
 import { baseKey, rowKey, rowRank, type RowId } from './impls/types.ts';
 import { shapeKey, type ConvLayer } from './shapes.ts';
 import { PAUSE_MS } from './timing.ts';
@@ -98,7 +99,8 @@ export function terminalReport(report: BenchReport): string {
   const lines: string[] = [];
   lines.push('');
   lines.push(`qgemm-webgpu benchmark (${report.suite}), ${report.date.slice(0, 19).replace('T', ' ')} UTC`);
-  lines.push(`machine: ${report.machine.cpu}, ${report.machine.cores} cores; adapter: ${report.adapterNote}`);
+  if (report.incomplete) lines.push(`INCOMPLETE: ${report.incomplete}`);
+  lines.push(`machine: ${describeMachine(report.machine)}; adapter: ${report.adapterNote}`);
   lines.push(`qgemm output: ${report.pipeline.description}`);
   const c = report.adapter.ceilings;
   if (c && c.dot4Tops !== null)

@@ -264,6 +264,9 @@ export function watchPage(page: Page, onConsole?: (entry: ConsoleEntry) => void)
   return log;
 }
 
+/** The signals that end a process with a browser open: Chromium is killed and its profile removed first. */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser> {
   const executablePath = opts.executablePath ?? chromiumPath();
   if (!executablePath || !existsSync(executablePath)) {
@@ -304,6 +307,11 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser>
       ...(env ? { env } : {}),
       args: chromiumArgs({ swiftshader, userDataDir, attempt: opts.attempt }),
       timeout: opts.timeoutMs ?? 60_000,
+      // puppeteer's own handlers close Chromium and leave the process running (SIGTERM: a bench then went
+      // on with a dead page) or exit before the profile is removed (SIGINT): ours below do both
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
     });
   } catch (e) {
     removeProfile();
@@ -324,16 +332,40 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser>
       if (target.type() === 'page') void target.page().then(attach, () => undefined);
     });
   }
+  // A signal ends the process as it would have, Chromium and its profile gone first.
+  // Synchronously, so that nothing else of this process runs meanwhile (a bench would take Chromium's end
+  // for a failed row): its process group killed, the profile removed as its last writers go.
+  const onSignal = (signal: NodeJS.Signals) => {
+    stopHandling();
+    const pid = browser.process()?.pid;
+    try {
+      if (pid) process.kill(-pid, 'SIGKILL'); // puppeteer starts Chromium in a process group of its own
+    } catch {
+      browser.process()?.kill('SIGKILL');
+    }
+    try {
+      rmSync(userDataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+      removeProfile();
+    } finally {
+      process.kill(process.pid, signal);
+    }
+  };
+  const stopHandling = () => {
+    for (const signal of SIGNALS) process.off(signal, onSignal);
+  };
+  for (const signal of SIGNALS) process.on(signal, onSignal);
   // Remove the profile once Chromium has exited: after close(), and as a backstop when it disconnects.
   const close = browser.close.bind(browser);
   browser.close = async () => {
     try {
       await close();
     } finally {
+      stopHandling();
       removeProfile();
     }
   };
   browser.once('disconnected', () => {
+    stopHandling();
     const proc = browser.process();
     if (proc && proc.exitCode === null) proc.once('exit', removeProfile);
     else removeProfile();

@@ -11,9 +11,9 @@
 // CLI's bad input (a misspelt QGEMM_DAWN_TOGGLES, a --tuning table of another adapter) is exit 2 in one line.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions } from '../../bench/harness.ts';
@@ -734,6 +734,19 @@ describe('benchmark harness', () => {
     expect(() => parseCli(['--report-from', notReport])).toThrow(/--report-from: cannot read .* as JSON/);
     expect(() => parseCli(['--report-from', `${notReport}.missing`])).toThrow(/--report-from: cannot read/);
     expect(() => parseCli(['--frobnicate'])).toThrow();
+    // A flag twice kept its last value, an empty one read as not given (the full suite), and --report-from
+    // ignored the run's flags; two outputs in one file replaced each other; a read-only place was found after the run.
+    expect(() => parseCli(['--impls', 'qgemm', '--impls', 'naive-js'])).toThrow(/--impls: given twice/);
+    expect(() => parseCli(['--shapes='])).toThrow(/--shapes: expected a value/);
+    expect(() => parseCli(['--shapes', ','])).toThrow(/--shapes: expected at least one shape/);
+    expect(() => parseCli(['--impls', ','])).toThrow(/--impls: expected at least one of/);
+    expect(() => parseCli(['--tuning', `${notReport}.missing`])).toThrow(/--tuning: cannot read/);
+    const same = join(dirname(notReport), 'same.json');
+    expect(() => parseCli(['--json', same, '--html', same])).toThrow(/--html: the same file as --json/);
+    expect(() => parseCli(['--report-from', notReport, '--shapes', '1x1x1'])).toThrow(/--report-from: .*runs nothing \(got --shapes\)/);
+    expect(() => parseCli(['--json', '/proc/nope.json'])).toThrow(/--json: cannot write in \/proc/);
+    expect(() => parseCli(['--results', notReport])).toThrow(/--results: .* is not a folder/);
+    expect(readdirSync(dirname(notReport)).filter((f) => f.startsWith('.bench-write-probe'))).toEqual([]);
     expect(custom.options.rhsBits).toEqual([8]);
     const bits = parseCli(['--shapes', 'skinny', '--modes', 'resident', '--rhs-bits', '8,4']);
     if (bits === 'help') throw new Error('unexpected help');

@@ -30,6 +30,23 @@ describe(`the reports of ${file}`, () => {
     );
     if (noted.length) expect(html).toContain('<span class="na">no GPU time</span><div class="why">');
   });
+  it("both say a checkpoint is incomplete, name the machine's vector extensions, and print the command once escaped", () => {
+    const partial = {
+      ...report,
+      incomplete: 'a checkpoint written after 2 rows',
+      machine: { ...report.machine, isa: 'AVX2 AVX-512 VNNI' },
+      command: 'bench --json a&b.json',
+    };
+    const html = htmlReport(partial);
+    expect(html).toContain('<dt>INCOMPLETE</dt><dd>a checkpoint written after 2 rows</dd>');
+    expect(html).toContain('(AVX2 AVX-512 VNNI)');
+    expect(html).toContain('bench --json a&amp;b.json');
+    expect(html).not.toContain('&amp;amp;');
+    const text = terminalReport(partial);
+    expect(text).toContain('INCOMPLETE: a checkpoint written after 2 rows');
+    expect(text).toContain('(AVX2 AVX-512 VNNI)');
+    expect(terminalReport(report)).not.toContain('INCOMPLETE');
+  });
   it('the terminal says "not offered" for a missing subgroup-matrix ceiling', () => {
     const text = terminalReport(report);
     expect(text).not.toMatch(/none TOPS/);

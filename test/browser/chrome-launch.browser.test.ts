@@ -7,10 +7,10 @@
 // C (uid 65534, the ICD copied) and D (Xvfb) are rehearsed by hand (bench/README.md, "Chrome on a GPU
 // server"). In CI a missing Chromium fails; locally it skips with a notice.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chromiumPath, INSTALL_HINT, launchChromium, launchNotes, openPage, serveStatic, type StaticServer } from '../../tools/chromium.ts';
 
 const CI = process.env.CI === 'true';
@@ -71,4 +71,31 @@ describe.skipIf(!chromium)('the hardware profile with attempt F, on SwiftShader'
     const a = await pageDevice('A');
     expect(a.device).toMatchObject({ architecture: 'swiftshader', core: true });
   }, 60_000);
+});
+
+describe.skipIf(!chromium)('a signal while Chromium is open', () => {
+  it('kills Chromium, removes its profile and ends the process with the signal (puppeteer handles none)', async () => {
+    const before = process.listenerCount('SIGTERM');
+    const browser = await launchChromium({ swiftshader: true });
+    const proc = browser.process()!;
+    const profile = proc.spawnargs.find((a) => a.startsWith('--user-data-dir='))!.slice('--user-data-dir='.length);
+    expect(existsSync(profile)).toBe(true);
+    // one handler of ours: puppeteer's would close Chromium and leave the process running (a bench went on)
+    expect(process.listenerCount('SIGTERM')).toBe(before + 1);
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    // the re-raise would end this test's process: only it is held back
+    const realKill = process.kill.bind(process);
+    const kill = vi.spyOn(process, 'kill').mockImplementation((pid, signal) => (pid === process.pid ? true : realKill(pid, signal)));
+    try {
+      (process.listeners('SIGTERM').at(-1) as (s: NodeJS.Signals) => void)('SIGTERM');
+      // done before the handler returned: Chromium killed, its profile gone, the signal raised again
+      expect(existsSync(profile)).toBe(false);
+      expect(kill).toHaveBeenCalledWith(process.pid, 'SIGTERM');
+    } finally {
+      kill.mockRestore();
+    }
+    await exited;
+    expect(existsSync(profile)).toBe(false);
+    expect(process.listenerCount('SIGTERM')).toBe(before);
+  });
 });
