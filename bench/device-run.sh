@@ -61,13 +61,18 @@ ldconfig
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 # Where the unpacked binaries and the stages' output go (DEVICE_TMP: a test's own folder).
 T=${DEVICE_TMP:-/tmp}
-N=$T/node
-xz -dc .device/node.xz > $N && chmod +x $N
-xz -dc .device/dawn.node.xz > $T/dawn.node
+N="$T/node"
+xz -dc .device/node.xz > "$N" && chmod +x "$N" && xz -dc .device/dawn.node.xz > "$T/dawn.node"
+U=$?
+# Without Node or dawn.node no stage can run: said as the unpack's failure, not as each stage's.
+if [ "$U" -ne 0 ] || ! [ -x "$N" ] || ! [ -s "$T/dawn.node" ]; then
+  say "unpack FAILED (exit $U): no Node or dawn.node from .device/ (npm run bench:device-pack makes them)"
+  exit 1
+fi
 [ -f .device/ort.tar.xz ] && tar -xJf .device/ort.tar.xz
 # The bundles of this payload (npm run bench:device-pack), over any dist/ an earlier call left.
 if [ -f .device/dist.tar.xz ]; then rm -rf dist/node dist/browser && tar -xJf .device/dist.tar.xz; fi
-export QGEMM_DAWN_NODE=$T/dawn.node
+export QGEMM_DAWN_NODE="$T/dawn.node"
 # Dawn's device toggles for every stage (docs/gpu.md "Dawn toggles"; the bench JSON records them as
 # adapter.toggles, the table's method names them): the audited default, or QGEMM_DAWN_TOGGLES as given.
 export QGEMM_DAWN_TOGGLES=${QGEMM_DAWN_TOGGLES:-disable_workgroup_init}
@@ -83,7 +88,7 @@ SMI=$!
 finish() {
   kill "$SMI" 2>/dev/null
   stage "done"
-  $N bench/device-summary.mjs "$@" | tee -a "$LOG"
+  "$N" bench/device-summary.mjs "$@" | tee -a "$LOG"
   (
     cd "$OUT" || exit
     : > .packed
@@ -99,61 +104,57 @@ finish() {
 if [ "$MODE" = extras ]; then
   # The core run's table, where it was copied to .device/tuning.json (a committed table still comes first).
   TUNING=""
-  [ -s .device/tuning.json ] && TUNING="--tuning .device/tuning.json" && say "tuning: .device/tuning.json"
+  [ -s .device/tuning.json ] && TUNING=.device/tuning.json && say "tuning: .device/tuning.json"
   # One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
   # and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
   stage "token"
-  timeout -k 5 35 $N dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > $T/token.out 2>&1
-  logged token $T/token.out "$OUT/token.json"
+  timeout -k 5 35 "$N" dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > "$T/token.out" 2>&1
+  logged token "$T/token.out" "$OUT/token.json"
   # What Dawn's robustness (the clamping of every buffer and array index) costs the kernels: qgemm alone at
   # five shapes of the core passes, with `disable_robustness` added; every row still verified bit for bit.
   # Measured only: the library's own devices keep robustness on.
   stage "bench without robustness"
-  # shellcheck disable=SC2086
-  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout -k 5 45 $N dist/node/bench.js --dawn $T/dawn.node \
+  QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout -k 5 45 "$N" dist/node/bench.js --dawn "$T/dawn.node" \
     --runtimes node --backends webgpu --modes resident --impls qgemm \
-    --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 35 $TUNING \
-    --no-save --json "$OUT/bench-norobust.json" --checkpoint > $T/bench.out 2>&1
-  logged "bench without robustness" $T/bench.out "$OUT/bench-norobust.json"
+    --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 35 ${TUNING:+--tuning "$TUNING"} \
+    --no-save --json "$OUT/bench-norobust.json" --checkpoint > "$T/bench.out" 2>&1
+  logged "bench without robustness" "$T/bench.out" "$OUT/bench-norobust.json"
   # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
   # onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008².
   stage "bench 4-bit"
-  # shellcheck disable=SC2086
-  timeout -k 5 125 $N dist/node/bench.js --dawn $T/dawn.node --runtimes node --backends webgpu --modes resident \
+  timeout -k 5 125 "$N" dist/node/bench.js --dawn "$T/dawn.node" --runtimes node --backends webgpu --modes resident \
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
-    --shapes 1x11008x11008,128x11008x11008 --budget 110 $TUNING \
-    --no-save --json "$OUT/bench-u4.json" --checkpoint > $T/bench.out 2>&1
-  logged "bench 4-bit" $T/bench.out "$OUT/bench-u4.json"
+    --shapes 1x11008x11008,128x11008x11008 --budget 110 ${TUNING:+--tuning "$TUNING"} \
+    --no-save --json "$OUT/bench-u4.json" --checkpoint > "$T/bench.out" 2>&1
+  logged "bench 4-bit" "$T/bench.out" "$OUT/bench-u4.json"
   finish --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"
   exit $?
 fi
 
 stage "verify"
-timeout -k 5 75 $N bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
+timeout -k 5 75 "$N" bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify.json" 2>> "$LOG"
 V=$?
 ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
 [ "$V" -ne 0 ] && ! timed_out "$V" && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
 
 stage "tune"
-timeout -k 5 190 $N bin/qgemm.mjs tune --backend webgpu --budget 150s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
+timeout -k 5 190 "$N" bin/qgemm.mjs tune --backend webgpu --budget 150s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"
 ended tune $? "$OUT/tune.json"
 TUNING=""
-[ -s "$OUT/tuning.json" ] && TUNING="--tuning $OUT/tuning.json"
+[ -s "$OUT/tuning.json" ] && TUNING="$OUT/tuning.json"
 
 SHAPES=256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,1x4096x4096,16x1024x1024,128x1024x1024,128x4096x4096,conv56x56x64-k3x3-s1-o64,conv112x112x32-k3x3-s2-o64,conv14x14x256-k3x3-s1-o256,conv7x7x512-k3x3-s1-o512,conv2x2x512-k3x3-s1-o512
 # Pass 1 with the after-pause rows (the decode loop's other case), pass 2 without them: the GPU times of
 # both give the spread, and the second pass's budget reaches the largest squares.
 stage "bench pass 1"
-# shellcheck disable=SC2086
-timeout -k 5 120 $N dist/node/bench.js --dawn $T/dawn.node --runtimes node --backends webgpu --modes resident \
-  --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 105 $TUNING \
-  --no-save --json "$OUT/bench1.json" --checkpoint > $T/bench.out 2>&1
-logged "bench pass 1" $T/bench.out "$OUT/bench1.json"
+timeout -k 5 120 "$N" dist/node/bench.js --dawn "$T/dawn.node" --runtimes node --backends webgpu --modes resident \
+  --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 105 ${TUNING:+--tuning "$TUNING"} \
+  --no-save --json "$OUT/bench1.json" --checkpoint > "$T/bench.out" 2>&1
+logged "bench pass 1" "$T/bench.out" "$OUT/bench1.json"
 stage "bench pass 2"
-# shellcheck disable=SC2086
-timeout -k 5 115 $N dist/node/bench.js --dawn $T/dawn.node --runtimes node --backends webgpu --modes resident \
-  --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 100 $TUNING \
-  --no-after-pause --no-save --json "$OUT/bench2.json" --checkpoint > $T/bench.out 2>&1
-logged "bench pass 2" $T/bench.out "$OUT/bench2.json"
+timeout -k 5 115 "$N" dist/node/bench.js --dawn "$T/dawn.node" --runtimes node --backends webgpu --modes resident \
+  --impls qgemm,tfjs-webgpu-f32,onnxruntime-webgpu-matmulnbits8 --shapes "$SHAPES" --budget 100 ${TUNING:+--tuning "$TUNING"} \
+  --no-after-pause --no-save --json "$OUT/bench2.json" --checkpoint > "$T/bench.out" 2>&1
+logged "bench pass 2" "$T/bench.out" "$OUT/bench2.json"
 finish "$OUT/bench1.json" "$OUT/bench2.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"

@@ -27,8 +27,8 @@ function argsOf(line: string): string[] {
     .slice(line.indexOf('dist/node/bench.js') + 'dist/node/bench.js'.length)
     .split(/ >| 2>&1| \|/)[0]
     .replaceAll('"$SHAPES"', shapes)
-    .replaceAll('$TUNING', `--tuning ${tuning}`)
-    .replaceAll('$T/', `${dir}/`)
+    .replaceAll('${TUNING:+--tuning "$TUNING"}', `--tuning ${tuning}`)
+    .replace(/"\$T\/([^"]+)"/g, (_, f) => join(dir, f))
     .replace(/"\$OUT\/([^"]+)"/g, (_, f) => join(dir, f));
   return cmd.trim().split(/\s+/);
 }
@@ -82,7 +82,7 @@ describe('bench/device-run.sh', () => {
     expect(written).toEqual(['bench-norobust.json', 'bench-u4.json', 'bench1.json', 'bench2.json']);
     expect(code('core')).toContain('finish "$OUT/bench1.json" "$OUT/bench2.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"');
     expect(code('extras')).toContain('finish --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"');
-    expect(script).toContain('$N bench/device-summary.mjs "$@"');
+    expect(script).toContain('"$N" bench/device-summary.mjs "$@"');
     expect(script).toContain('dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json"');
     expect(script).toContain('verify --backend webgpu --json > "$OUT/verify.json"');
     expect(script).toMatch(/tune --backend webgpu .*--json > "\$OUT\/tune\.json"/);
@@ -94,11 +94,11 @@ describe('bench/device-run.sh', () => {
     expect(script).toContain('logged() {\n  B=$?\n');
     expect(script).toContain('ended "$1" "$B" "$3"');
     for (const stage of [
-      '"bench pass 1" $T/bench.out "$OUT/bench1.json"',
-      '"bench pass 2" $T/bench.out "$OUT/bench2.json"',
-      '"bench 4-bit" $T/bench.out "$OUT/bench-u4.json"',
-      'token $T/token.out "$OUT/token.json"',
-      '"bench without robustness" $T/bench.out "$OUT/bench-norobust.json"',
+      '"bench pass 1" "$T/bench.out" "$OUT/bench1.json"',
+      '"bench pass 2" "$T/bench.out" "$OUT/bench2.json"',
+      '"bench 4-bit" "$T/bench.out" "$OUT/bench-u4.json"',
+      'token "$T/token.out" "$OUT/token.json"',
+      '"bench without robustness" "$T/bench.out" "$OUT/bench-norobust.json"',
     ]) {
       const at = script.indexOf(`logged ${stage}`);
       expect(at, stage).toBeGreaterThan(0);
@@ -139,9 +139,10 @@ describe('bench/device-run.sh', () => {
     const stub = join(dir, 'stub.mjs');
     writeFileSync(
       stub,
-      `import { writeFileSync } from 'node:fs';
+      `import { existsSync, writeFileSync } from 'node:fs';
 const [program, ...args] = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+if (opt('--tuning') !== undefined && !existsSync(opt('--tuning'))) process.exit(2); // a path split at a space
 const json = opt('--json') ?? opt('--out');
 const [failing, code] = (process.env.STUB_FAIL ?? '').split(':');
 const jsonOut = json ?? (program === 'bin/qgemm.mjs' && args[0] === 'verify' ? 'verify.json' : undefined);
@@ -171,9 +172,9 @@ else process.exit(3);
       chmodSync(join(bin, name), 0o755);
     }
 
-    const runForm = (form: 'core' | 'extras', fail?: string) => {
-      const out = join(dir, `out-${form}-${fail ?? 'ok'}`);
-      const tmp = join(dir, `tmp-${form}-${fail ?? 'ok'}`);
+    const runForm = (form: 'core' | 'extras', fail?: string, suffix = '') => {
+      const out = join(dir, `out-${form}-${fail ?? 'ok'}${suffix}`);
+      const tmp = join(dir, `tmp-${form}-${fail ?? 'ok'}${suffix}`);
       mkdirSync(tmp);
       const r = spawnSync('sh', ['bench/device-run.sh', form], {
         cwd: root,
@@ -221,6 +222,25 @@ else process.exit(3);
       expect(r.stdout).not.toContain('verify FAILED');
       const mismatch = runForm('core', 'verify.json:1');
       expect(mismatch.stdout).toContain('verify FAILED: see verify.json');
+    });
+
+    it('folders with a space in their names: the table reaches both passes as one argument', () => {
+      const r = runForm('core', undefined, ' B');
+      expect(r.status, r.stdout).toBe(0);
+      expect(r.tar).toEqual(['bench1.json', 'bench2.json', 'gpu.csv', 'tune.json', 'tuning.json', 'verify.json']);
+    });
+
+    it('a payload without Node is an unpack failure, said as such, before any stage', () => {
+      const saved = readFileSync(join(root, '.device/node.xz'));
+      rmSync(join(root, '.device/node.xz'));
+      try {
+        const r = runForm('core', 'unpack');
+        expect(r.status).toBe(1);
+        expect(r.stdout).toContain('device-run: unpack FAILED');
+        expect(r.stdout).not.toContain('verify');
+      } finally {
+        writeFileSync(join(root, '.device/node.xz'), saved);
+      }
     });
 
     it('refuses a form it does not know, writing nothing', () => {
