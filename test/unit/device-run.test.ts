@@ -27,7 +27,7 @@ function argsOf(line: string): string[] {
     .slice(line.indexOf('dist/node/bench.js') + 'dist/node/bench.js'.length)
     .split(/ >| 2>&1| \|/)[0]
     .replaceAll('"$SHAPES"', shapes)
-    .replaceAll('${TUNING:+--tuning "$TUNING"}', `--tuning ${tuning}`)
+    .replace(/\$\{TUNING:\+--tuning "\$TUNING"\}/g, `--tuning ${tuning}`)
     .replace(/"\$T\/([^"]+)"/g, (_, f) => join(dir, f))
     .replace(/"\$OUT\/([^"]+)"/g, (_, f) => join(dir, f));
   return cmd.trim().split(/\s+/);
