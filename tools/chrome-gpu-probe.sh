@@ -76,12 +76,19 @@ if [ "$mode" = run ]; then exec "$root/bin/node" tools/chrome-gpu-probe.mjs --pr
 
 # bench: the probe first, its log kept; then the bench with the attempt it found, or nothing.
 mkdir -p "$out"
+# An earlier probe's report would name an attempt this one did not find.
+rm -f "$out/chrome-gpu-probe.json"
 # shellcheck disable=SC2086
 "$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" --budget "${QGEMM_PROBE_BUDGET:-200}" ${QGEMM_PROBE_ARGS:-} > "$out/probe.log" 2>&1
+P=$?
 tail -12 "$out/probe.log"
 attempt=$(sed -n 's/^  "hardware": "\([A-F]\)",$/\1/p' "$out/chrome-gpu-probe.json" 2>/dev/null)
 if [ -z "$attempt" ]; then
-  echo "chrome-gpu-probe: no attempt gave a hardware adapter, so no bench in Chrome: the table above names each blocker ($out/chrome-gpu-probe.json)" >&2
+  if [ -s "$out/chrome-gpu-probe.json" ]; then
+    echo "chrome-gpu-probe: no attempt gave a hardware adapter, so no bench in Chrome: the table above names each blocker ($out/chrome-gpu-probe.json)" >&2
+  else
+    echo "chrome-gpu-probe: the probe exited $P and wrote no report, so no bench in Chrome: see $out/probe.log" >&2
+  fi
   exit 1
 fi
 # The bundles of the payload (npm run bench:device-pack), over any dist/ an earlier call left.
