@@ -116,8 +116,8 @@ export interface ChooseOptions {
   dawnPath?: string;
   /** A tuning table (`qgemm tune`, --tuning FILE) for the context: qgemm's rows run its choices. */
   tuning?: unknown;
-  /** Skip WebGPU entirely (no --backends webgpu). */
-  cpuOnly?: boolean;
+  /** Skip WebGPU entirely, and why (no --backends webgpu, or no implementation selected runs on it). */
+  cpuOnly?: false | string;
   log?: (line: string) => void;
 }
 
@@ -127,7 +127,7 @@ export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice>
     if (opts.dawnPath) throw new InputError('--dawn', `${opts.dawnPath} gave no WebGPU adapter: ${note.replace(/: CPU path only$/, '')}`);
     return { kind: 'none', summary: null, ctx: null, note };
   };
-  if (opts.cpuOnly) return { kind: 'none', summary: null, ctx: null, note: 'WebGPU not requested (--backends cpu): CPU path only' };
+  if (opts.cpuOnly) return { kind: 'none', summary: null, ctx: null, note: `WebGPU not requested (${opts.cpuOnly}): CPU path only` };
   let hardware = false;
   try {
     hardware = await isHardwareAdapterAvailable({ dawnPath: opts.dawnPath });

@@ -89,8 +89,13 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   const machine = machineInfo();
   progress(`machine: ${describeMachine(machine)}; ${machine.os}; Node ${machine.node}`);
 
-  const wantWebgpu = opts.backends.includes('webgpu') && (opts.impls.includes('qgemm') || opts.impls.includes('tfjs-webgpu-f32'));
-  const choice = await chooseAdapter({ dawnPath: opts.dawnPath, tuning: opts.tuning, cpuOnly: !wantWebgpu, log: progress });
+  // Every WebGPU row needs the adapter, and so does Chrome, whose flags follow it (its CPU rows included).
+  const gpuImpls = opts.impls.filter(
+    (i) => i === 'qgemm' || i === 'tfjs-webgpu-f32' || (ORT_WEBGPU_IMPLS as readonly string[]).includes(i),
+  );
+  const wantWebgpu = (opts.backends.includes('webgpu') && gpuImpls.length > 0) || opts.runtimes.includes('chrome');
+  const why = opts.backends.includes('webgpu') ? 'no selected implementation runs on it' : '--backends cpu';
+  const choice = await chooseAdapter({ dawnPath: opts.dawnPath, tuning: opts.tuning, cpuOnly: wantWebgpu ? false : why, log: progress });
   progress(`adapter: ${choice.note}`);
   if (choice.kind === 'none' && wantWebgpu) notes.push(choice.note);
   const slug = adapterSlug(choice.summary);

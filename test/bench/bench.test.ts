@@ -579,6 +579,10 @@ describe('benchmark harness', () => {
     };
     const report = await runBenchmark({ ...cpuOnly, onCheckpoint: (r) => partials.push(JSON.parse(reportJson(r))) });
     expect(report.incomplete).toBeUndefined();
+    expect(report.adapterNote).toBe('WebGPU not requested (--backends cpu): CPU path only');
+    // with the webgpu backend asked for but no implementation that runs on it, the note says so (it blamed --backends cpu)
+    const naive = await runBenchmark({ ...cpuOnly, impls: ['naive-js'], backends: ['webgpu', 'cpu'] });
+    expect(naive.adapterNote).toBe('WebGPU not requested (no selected implementation runs on it): CPU path only');
     expect(partials.map((r) => r.runs.length)).toEqual([1, 2, 3, 4]);
     for (const r of partials) expect(r.incomplete).toMatch(/^a checkpoint written after \d+ rows, at [\d.]+ s: the run had not finished$/);
     expect(
