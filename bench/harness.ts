@@ -10,6 +10,7 @@
 // (gpuMedianMs, gpuGops) where the adapter offers them, and `gpuNote` says why where it is missing; a
 // back-to-back row of a policy with a warmRule records its clock warm-up (`warm`: ms, steady).
 
+import { InputError } from '../src/errors.ts';
 import { describeAdapter } from '../src/gpu/adapter.ts';
 import { PACK_FORMATS, packedRowBytes } from '../src/pack/formats.ts';
 import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
@@ -119,7 +120,17 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
       .map((s) => ({ ...id, rhsBits: rhsBitsOf(id), m: s.m, n: s.n, k: s.k, ...convOf(s), reason })),
   );
   if (chrome) progress(`Chromium ${chrome.version}, page adapter: ${chrome.adapter ? adapterSlug(chrome.adapter as never) : 'none'}`);
-  if (runners.length === 0) throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
+  if (runners.length === 0) {
+    // Nothing selected at all (an implementation on a runtime, backend or mode it has no row for) is the
+    // command line's to fix; selected rows that cannot run here are the machine's.
+    if (started.unavailable.length === 0) {
+      throw new InputError(
+        '--impls',
+        'nothing to run: no selected implementation has a row on the selected runtimes, backends and modes (bench/README.md lists them)',
+      );
+    }
+    throw new Error(`nothing to run: ${notes.join('; ') || 'no implementation selected'}`);
+  }
   // A convolution layer that no selected implementation runs (qgemm's CPU path and onnxruntime run GEMMs
   // only) would otherwise leave its rows out without a word.
   const convRunners = [...runners, ...started.unavailable].filter((r) => r.convolution !== undefined);

@@ -583,6 +583,11 @@ describe('benchmark harness', () => {
     // with the webgpu backend asked for but no implementation that runs on it, the note says so (it blamed --backends cpu)
     const naive = await runBenchmark({ ...cpuOnly, impls: ['naive-js'], backends: ['webgpu', 'cpu'] });
     expect(naive.adapterNote).toBe('WebGPU not requested (no selected implementation runs on it): CPU path only');
+    // a selection with no row at all is the command line's to fix (exit 2), naming --impls
+    await expect(runBenchmark({ ...cpuOnly, impls: ['naive-js'], runtimes: ['chrome'] })).rejects.toMatchObject({
+      name: 'InputError',
+      field: '--impls',
+    });
     expect(partials.map((r) => r.runs.length)).toEqual([1, 2, 3, 4]);
     for (const r of partials) expect(r.incomplete).toMatch(/^a checkpoint written after \d+ rows, at [\d.]+ s: the run had not finished$/);
     expect(
