@@ -383,12 +383,16 @@ export function formatVerifyReport(r: VerifyReport): string {
 
 /** The report's last line: every kernel exact, or how many differ and how many did not run. */
 export function verifyVerdict(r: VerifyReport): string {
-  if (r.ok) return `all ${r.rows.length} kernels exact`;
+  // A kernel checked in two ways (the CPU kernel's prepacked rhs) is two rows: counted as rows, named with their configuration.
+  const kernels = new Set(r.rows.map((x) => x.kernel)).size;
+  const what = kernels === r.rows.length ? 'kernels' : 'rows';
+  const name = (x: VerifyRow) => (x.configuration ? `${x.kernel} (${x.configuration})` : x.kernel);
+  if (r.ok) return what === 'kernels' ? `all ${kernels} kernels exact` : `all ${r.rows.length} rows of ${kernels} kernels exact`;
   const differ = r.rows.filter((x) => x.mismatches > 0);
   const notRun = r.rows.filter((x) => !x.ran);
   const parts = [
-    differ.length && `${differ.length} of ${r.rows.length} kernels differ from the reference: ${differ.map((x) => x.kernel).join(', ')}`,
-    notRun.length && `${notRun.length} of ${r.rows.length} kernels asked for did not run here: ${notRun.map((x) => x.kernel).join(', ')}`,
+    differ.length && `${differ.length} of ${r.rows.length} ${what} differ from the reference: ${differ.map(name).join(', ')}`,
+    notRun.length && `${notRun.length} of ${r.rows.length} ${what} asked for did not run here: ${notRun.map(name).join(', ')}`,
   ].filter(Boolean);
   return `${differ.length ? 'MISMATCH' : 'NOT VERIFIED'}: ${parts.join('; ') || 'no kernel was checked'}`;
 }

@@ -16,6 +16,7 @@ import {
   verifyPrepackedProblems,
   verifyProblems,
   type VerifyReport,
+  verifyVerdict,
 } from '../../src/verify.ts';
 import { getGpu, releaseGpu } from '../gpu/gpu-env.ts';
 import { verifyPrepackedDrivers } from '../support/cpu-drivers.ts';
@@ -64,6 +65,14 @@ describe('qgemm verify --backend cpu', () => {
     expect(text).toMatch(/^kernel +\| configuration \| problems \| mismatches \| time$/m);
     expect(text).toMatch(new RegExp(`^cpu-js +\\| - +\\| ${verifyProblems().length} +\\| 0 +\\| \\d+\\.\\d\\d s$`, 'm'));
     expect(text).toMatch(/all 1 kernels exact/);
+  });
+  it('counts a kernel checked twice (its prepacked rhs) as rows, and names each row with its configuration', () => {
+    const row = (kernel: string, configuration: string, mismatches = 0) =>
+      ({ kernel, configuration, problems: 4, mismatches, ms: 1, ran: true }) as never;
+    const ok = { ok: true, rows: [row('cpu-wasm-simd', ''), row('cpu-wasm-simd', 'prepacked rhs: gemm_quad_4x4')] } as never;
+    expect(verifyVerdict(ok)).toBe('all 2 rows of 1 kernels exact'); // it said "all 2 kernels exact"
+    const bad = { ok: false, rows: [row('cpu-wasm-simd', ''), row('cpu-wasm-simd', 'prepacked rhs: gemm_quad_4x4', 1)] } as never;
+    expect(verifyVerdict(bad)).toBe('MISMATCH: 1 of 2 rows differ from the reference: cpu-wasm-simd (prepacked rhs: gemm_quad_4x4)');
   });
   it("runs in the quiet child (which drops Dawn's stderr) unless it stays on the CPU", () => {
     expect(needsDevice(['verify'])).toBe(true);
