@@ -17,7 +17,7 @@ import {
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
 import { checkKnownKeys, everyItem } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
-import { activationRange, type FusedActivation, type QuantParams, xnnpackTakesGemm } from './derive.ts';
+import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
   convShape,
   dtypeOf,
@@ -30,7 +30,7 @@ import {
   checkTensorKeys,
   type Tensor,
 } from './layers.ts';
-import { checkQuant, shown, weightScales } from './validate.ts';
+import { checkQuant, shown } from './validate.ts';
 import { fcOutShape } from './tflite-params.ts';
 
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
@@ -286,7 +286,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
       node.gemm = derive(full);
       if ((full.kernelPath ?? 'xnnpack') === 'xnnpack') {
         onXnnpack.push({ node, derive });
-        declined ||= !xnnpackTakesGemm(full.input, weightScales(`${field}.params.${wKey}`, w.scale, N), full.output);
+        declined ||= node.gemm.path !== 'xnnpack';
       }
     } else if (!params.output || typeof params.output !== 'object') {
       throw new InputError(`${field}.params.output`, 'expected {scale, zeroPoint}');
@@ -296,7 +296,7 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
   }
   if (declined) {
     // XNNPACK refuses a GEMM layer's operator: the delegate fails and TFLite restores its original
-    // execution plan, so the builtin kernels run every layer of the graph (./derive.ts xnnpackTakesGemm).
+    // execution plan, so the builtin kernels run every layer of the graph (LayerGemm.path, ./derive.ts xnnpackTakesGemm).
     for (const { node, derive } of onXnnpack) {
       node.params = { ...node.params!, kernelPath: 'optimized' };
       node.gemm = derive(node.params as FullyConnectedParams & Conv2dParams);

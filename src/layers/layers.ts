@@ -150,6 +150,8 @@ export interface LayerGemm {
   pipeline: OutputStage[];
   /** FC reference path: the float64 requantization of the int32 result, on the host. */
   post?: (acc: ArrayLike<number>, M: number) => Uint8Array | Int8Array;
+  /** The kernel path derived: the one asked for, or 'optimized' where XNNPACK refuses the layer (xnnpackTakesGemm). */
+  path: KernelPath;
 }
 
 const ACTIVATIONS: readonly unknown[] = ['NONE', 'RELU', 'RELU6', 'RELU_N1_TO_1'];
@@ -193,6 +195,7 @@ export function layerGemm(
     lhsZeroPoint: p.input.zeroPoint,
     rhsZeroPoint: wz,
     pipeline: bias,
+    path,
   };
   if (path === 'reference' && op === 'FULLY_CONNECTED') {
     const [lo, hi] = activationRange(activation, p.output, dtype);
@@ -373,7 +376,7 @@ export async function conv2d(input: TensorInput, params: Conv2dParams, opts: Lay
   if (input.data.length !== size) throw new InputError('input.data', `expected ${size} values, got ${input.data.length}`);
   const f = params.filter;
   const g = layerGemm('CONV_2D', dtypeOf(input.data, 'input.data'), K, f, 'params.filter', O, params);
-  const { post, ...common } = g;
+  const { post, path: _, ...common } = g;
   const gemmOf = (lhs: GpuGemmProblem['lhs']): GpuGemmProblem => ({ ...common, lhs });
   const hostPatches = (): Operand => {
     try {
