@@ -24,6 +24,14 @@ PART_MIB=${PART_MIB:-50}
 XZ_LEVEL=${XZ_LEVEL:-9}
 work=${TMPDIR:-/tmp}/qgemm-chrome-pack
 stage=$work/root
+web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorflow/tfjs-core/dist/tf-core.es2017.min.js
+  node_modules/@tensorflow/tfjs-backend-webgpu/package.json node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.es2017.min.js
+  node_modules/onnxruntime-web/package.json node_modules/onnxruntime-web/dist/ort.node.min.js node_modules/onnxruntime-web/dist/ort.min.js
+  node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs
+  node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm"
+# Checked first, not after minutes of xz: a pipe's status is its last command's, so a file missing would
+# leave an empty web.tar.xz behind an exit 0.
+for f in $web_files; do [ -f "$f" ] || { echo "chrome-pack: $f is missing: run npm ci first" >&2; exit 1; }; done
 rm -rf "$work" && mkdir -p "$work/debs" "$stage/lib" "$stage/bin"
 
 lists=${TMPDIR:-/tmp}/qgemm-apt-amd64
@@ -34,7 +42,13 @@ o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lis
 pkgs="chromium chromium-common libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 xvfb x11-xkb-utils xkb-data libxfont2"
 echo "chrome-pack: apt-get download $pkgs"
 # shellcheck disable=SC2086
-(cd "$work/debs" && apt-get $o download $pkgs 2>&1 | grep -v '^W: Download is performed unsandboxed' | grep -v '^Get:' || true)
+(cd "$work/debs" && apt-get $o download $pkgs > "$work/download.log" 2>&1) || true
+grep -v -e '^W: Download is performed unsandboxed' -e '^Get:' "$work/download.log" || true
+# Its exit status is not enough (a stale list gives a 404 for one package and the others still come): every
+# package must have its .deb.
+for p in $pkgs; do
+  ls "$work/debs/${p}_"*.deb >/dev/null 2>&1 || { echo "chrome-pack: apt-get download got no $p (log above)" >&2; exit 1; }
+done
 for f in "$work"/debs/*.deb; do dpkg -x "$f" "$stage"; done
 for f in "$work"/debs/*.deb; do dpkg-deb -f "$f" Package Version | paste -sd' '; done > "$stage/VERSIONS"
 
@@ -91,13 +105,6 @@ rm -rf "$work"
 # The bench page's libraries from node_modules (tfjs's UMD bundles, onnxruntime-web's WebGPU build and its
 # WASM files): the Chrome rows of `npm run bench` on the server read them from node_modules, which
 # tools/chrome-gpu-probe.sh links to the unpacked copy. A separate, small tar: only the bench run needs it.
-web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorflow/tfjs-core/dist/tf-core.es2017.min.js
-  node_modules/@tensorflow/tfjs-backend-webgpu/package.json node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.es2017.min.js
-  node_modules/onnxruntime-web/package.json node_modules/onnxruntime-web/dist/ort.node.min.js node_modules/onnxruntime-web/dist/ort.min.js
-  node_modules/onnxruntime-web/dist/ort.webgpu.min.mjs node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs
-  node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm"
-# A pipe's status is its last command's: a file missing would leave an empty web.tar.xz behind an exit 0.
-for f in $web_files; do [ -f "$f" ] || { echo "chrome-pack: $f is missing: run npm ci first" >&2; exit 1; }; done
 # shellcheck disable=SC2086
 tar -cf - $web_files | xz "-$XZ_LEVEL" -T2 > .chrome-pack/web.tar.xz
 echo "chrome-pack: .chrome-pack/ (copy one part per transfer, with manifest.txt; web.tar.xz with the bench run):"

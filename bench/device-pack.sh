@@ -30,11 +30,18 @@ echo "device-pack: Vulkan loader and GL debs into .gl/ (apt-get download)"
 lists=${TMPDIR:-/tmp}/qgemm-apt-amd64
 mkdir -p "$lists/partial"
 o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
-if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+gl_pkgs="libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
+# Only the packages .gl/ lacks (a run cut short leaves some), and each one checked after: a stale list
+# gives a 404 for one package while the others still come.
+need=$(for p in $gl_pkgs; do ls .gl/"${p}"_*.deb >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$need" ]; then
   # shellcheck disable=SC2086
   apt-get $o update >/dev/null
   # shellcheck disable=SC2086
-  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+  (cd .gl && apt-get $o download $need) || true
+  for p in $need; do
+    ls .gl/"${p}"_*.deb >/dev/null 2>&1 || { echo "device-pack: apt-get download got no $p" >&2; exit 1; }
+  done
 fi
 
 # What travels with each call: the repository's files (tracked, and untracked ones git does not ignore)
