@@ -33,6 +33,7 @@ import { describePipeline, makeShapeData, problemFor, type PipelineKind, type Sh
 import { ops, shapeKey, sortShapes, type ConvLayer, type Shape } from './shapes.ts';
 import type { RepeatPolicy } from './timing.ts';
 import { checkResult, computeExpected, type Expected, type Verification } from './verify.ts';
+import { fmtGops, fmtMs } from './report-terminal.ts';
 import { afterPauseRow, round, statsFields, type BenchReport, type Row, type Skipped, type Suite } from './report.ts';
 
 export interface BenchOptions {
@@ -72,9 +73,6 @@ const rowIdOf = (r: RowId): RowId & { rhsBits: RhsBits | null } => ({
   mode: r.mode,
   rhsBits: rhsBitsOf(r),
 });
-
-const fmtMs = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : ms >= 10 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`);
-const fmtGops = (g: number) => (g >= 100 ? g.toFixed(0) : g >= 1 ? g.toFixed(2) : g.toPrecision(2));
 
 /** The pause before each cell (see the run loop). */
 const SETTLE_MS = 100;

@@ -50,7 +50,9 @@ export const fmtMs = (ms: number | null): string =>
         ? `${ms.toFixed(0)} ms`
         : ms >= 1
           ? `${ms.toFixed(2)} ms`
-          : `${ms.toFixed(3)} ms`;
+          : ms >= 0.01
+            ? `${ms.toFixed(3)} ms`
+            : `${ms.toPrecision(2)} ms`;
 
 export const fmtX = (x: number | null): string => (x === null ? '—' : `${x}x`);
 

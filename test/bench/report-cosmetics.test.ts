@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { htmlReport, PALETTE } from '../../bench/report-html.ts';
-import { terminalReport } from '../../bench/report-terminal.ts';
+import { fmtMs, terminalReport } from '../../bench/report-terminal.ts';
 
 const RESULTS = join(import.meta.dirname, '../../bench/results');
 const file = readdirSync(RESULTS)
@@ -86,5 +86,11 @@ describe('the throughput chart legend', () => {
     expect(new Set(swatches).size).toBe(swatches.length);
     expect(swatches.length).toBeLessThan(widest.kinds);
     expect(legend).toContain('mode (opacity):');
+  });
+  it('a floor or a time under 0.01 ms keeps two significant digits, not "0.000 ms"', () => {
+    expect(fmtMs(0.00042)).toBe('0.00042 ms');
+    expect(fmtMs(0.0123)).toBe('0.012 ms');
+    expect(fmtMs(3.456)).toBe('3.46 ms');
+    expect(fmtMs(null)).toBe('—');
   });
 });
