@@ -210,16 +210,19 @@ function splitShortFlags(prog: Command, argv: string[]): string[] {
  * A flag given twice (`--lhs A.npy --lhs B.npy`) is an InputError naming it, where commander would keep
  * the last one silently; so is a flag whose value is missing, followed by another flag (`--out --lhs`:
  * commander would take `--lhs` as the path). A variadic flag (verify's `--kernel a b`) may be repeated,
- * and a command line that asks for help gets it. Before any parsing.
+ * and a command line that asks for help gets it. So is `-V` with anything else. Before any parsing.
  */
 function checkRepeatedFlags(prog: Command, argv: string[]): void {
+  if (argv.length > 1 && (argv[0] === '-V' || argv[0] === '--version')) throw versionNotAlone(argv);
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
   if (!cmd || argv.includes('--help') || argv.includes('-h')) return;
-  const known = (a: string | undefined) => a !== undefined && cmd.options.some((x) => x.long === a.split('=')[0] || x.short === a);
+  const known = (a: string | undefined) =>
+    a !== undefined && (a === '-V' || a === '--version' || cmd.options.some((x) => x.long === a.split('=')[0] || x.short === a));
   const seen = new Set<string>();
   for (let i = 1; i < argv.length && argv[i] !== '--'; i++) {
     const [flag, inline] = argv[i].startsWith('--') ? [argv[i].split('=')[0], argv[i].includes('=')] : [argv[i], false];
     const o = cmd.options.find((x) => x.long === flag || x.short === flag);
+    if (flag === '-V' || flag === '--version') throw versionNotAlone(argv);
     if (!o?.long) continue;
     if (!inline && o.required && known(argv[i + 1])) {
       throw new InputError(o.long, `expected a value, got the flag ${argv[i + 1]}: give ${o.long} its value`);
@@ -230,6 +233,13 @@ function checkRepeatedFlags(prog: Command, argv: string[]): void {
     seen.add(o.long);
   }
 }
+
+/** `-V` prints the version and nothing else: beside a command or an argument it would skip them unsaid. */
+const versionNotAlone = (argv: string[]) =>
+  new InputError(
+    '--version',
+    `prints the version only: give it alone, not with ${brief(argv.filter((a) => a !== '-V' && a !== '--version').join(' '))}`,
+  );
 
 /**
  * The Vulkan loader and SwiftShader print an error per instance when XDG_RUNTIME_DIR is unset (as in

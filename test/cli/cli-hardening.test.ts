@@ -411,6 +411,20 @@ describe('the command line', () => {
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8'));
     expect(await runMain(['--version'])).toEqual({ code: 0, out: `${version}\n`, err: '' });
+    expect(await runMain(['-V'])).toEqual({ code: 0, out: `${version}\n`, err: '' });
+  });
+  it('-V beside anything else is refused (it would print the version and skip the rest), and is no flag value', async () => {
+    for (const argv of [
+      ['-V', 'extra'],
+      ['--version', 'run', 'spec.json'],
+      ['run', 'spec.json', '-V'],
+      ['gemm', '--out', 'x', '--version'],
+    ]) {
+      const r = await runMain(argv);
+      expect(r, argv.join(' ')).toMatchObject({ code: 2, out: '' });
+      expect(r.err, argv.join(' ')).toMatch(/^qgemm: error: --version: prints the version only/);
+    }
+    expect((await runMain(['gemm', '--out', '-V'])).err).toMatch(/^qgemm: error: --out: expected a value, got the flag -V/);
   });
   const flags: [string, string[], string, RegExp][] = [
     ['--lhs-zero-point 3.5', ['--lhs-zero-point', '3.5'], '--lhs-zero-point', /expected an int32 or a path/],
