@@ -16,6 +16,7 @@
 
 import { InputError } from '../errors.ts';
 import type { Conv2dParams, FullyConnectedParams, FusedActivation, QuantParams, Tensor } from '../layers/layers.ts';
+import { inputField } from '../layers/graph.ts';
 import type { SequentialLayer } from '../layers/sequential.ts';
 import { checkScale32, shown } from '../layers/validate.ts';
 import { brief } from './json.ts';
@@ -66,7 +67,7 @@ export function parseSequentialSpec(
       throw new InputError('inputs', `expected {"name": {"data": ..., "scale": ..., "zeroPoint": ...}}, got ${brief(spec.inputs)}`);
     for (const [name, v] of Object.entries(spec.inputs)) {
       if (name === 'input') throw new InputError('inputs.input', 'the graph input "input" is the spec\'s "input"');
-      graphInputs.push([name, `inputs.${brief(name).slice(1, -1)}`, v]);
+      graphInputs.push([name, inputField(name), v]);
     }
   }
   // names are data: no key (not even "__proto__") reaches a prototype
@@ -154,7 +155,7 @@ export function specField(field: string): string {
     .replace(/^inputs\.input(?=\.|$)/, 'input')
     .replace(/^(layers\[\d+\]\.)a(?=\.|$)/, '$1inputs[0]')
     .replace(/^(layers\[\d+\]\.)b(?=\.|$)/, '$1inputs[1]')
-    .replace(/^((?:layers\[\d+\]\.)?(?:weights|filter)|input|inputs\..+)\.shape$/, '$1.data');
+    .replace(/^((?:layers\[\d+\]\.)?(?:weights|filter)|input|inputs\.[\w$]+|inputs\[".*"\])\.shape$/, '$1.data');
 }
 
 /** Runs fn (the library on a parsed spec), naming its InputErrors' fields in the spec's terms. */

@@ -163,7 +163,10 @@ export function planGraph(layers: SequentialLayer[], opts: SequentialOptions = {
     throw new InputError('inputs', `expected {name: {scale, zeroPoint}} or a Map, got ${brief(opts.inputs)}`);
   const produced = new Map<string, QuantParams>(); // layer name -> output quantization
   const inputQuant = new Map(
-    entriesOf(opts.inputs ?? {}).map(([k, q]) => [k, { quant: checkQuantShape(`inputs.${k}`, q), field: `inputs.${k}` }]),
+    entriesOf(opts.inputs ?? {}).map(([k, q]) => {
+      const field = inputField(k);
+      return [k, { quant: checkQuantShape(field, q), field }];
+    }),
   );
   const declared = new Set(inputQuant.keys());
   const used = new Set<string>();
@@ -320,6 +323,12 @@ export function prefixed<T>(field: string, fn: () => T): T {
   }
 }
 
+/**
+ * A graph input's field: `inputs.x`, or `inputs["x.shape"]` where the name is not an identifier, so that
+ * no name reads as another field (an input "x.shape" is not input x's shape).
+ */
+export const inputField = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? `inputs.${name}` : `inputs[${brief(name)}]`);
+
 /** The graph's input tensors by name, checked against what the graph reads; the activations' dtype. */
 export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {
   if (!inputs || typeof inputs !== 'object') throw new InputError('input', 'expected a Tensor or tensors by name');
@@ -330,7 +339,7 @@ export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {
   let first = '';
   for (const name of g.inputNames) {
     const t = map.get(name);
-    const field = name === 'input' && one ? 'input' : `inputs.${name}`;
+    const field = name === 'input' && one ? 'input' : inputField(name);
     if (!t || typeof t !== 'object') throw new InputError(field, `missing: the graph reads "${name}"`);
     checkTensorKeys(field, t);
     const own = dtypeOf(t.data, `${field}.data`);
@@ -346,8 +355,8 @@ export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {
     if (t.shape.reduce((a, b) => a * b, 1) !== t.data.length)
       throw new InputError(`${field}.shape`, `[${t.shape}] does not hold ${t.data.length} values`);
   }
-  for (const name of map.keys()) if (!g.inputNames.includes(name)) throw new InputError(`inputs.${name}`, 'no layer reads this input');
-  return { tensors: map, dtype: dtype!, fieldOf: (name) => (name === 'input' && one ? 'input' : `inputs.${name}`) };
+  for (const name of map.keys()) if (!g.inputNames.includes(name)) throw new InputError(inputField(name), 'no layer reads this input');
+  return { tensors: map, dtype: dtype!, fieldOf: (name) => (name === 'input' && one ? 'input' : inputField(name)) };
 }
 
 /** The graph inputs by name, the activations' dtype, and the field each input's tensor was given as. */
@@ -410,7 +419,7 @@ export function inferShapes(g: Graph, { tensors: inputs, dtype, fieldOf }: Named
  * its input's shape as the graph input's (`input.shape`, `inputs.x.shape`) where it reads one, else (an
  * earlier layer's output, whose shape is valid) as the weights' or filter's that do not fit it.
  */
-function shapeFields<T>(n: Node, inputField: string | null, fn: () => T): T {
+function shapeFields<T>(n: Node, readsField: string | null, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
@@ -420,7 +429,7 @@ function shapeFields<T>(n: Node, inputField: string | null, fn: () => T): T {
         throw e;
       });
     const message = e.message.slice(e.field.length + 2);
-    if (inputField) throw new InputError(`${inputField}${e.field.slice('input'.length)}`, message);
+    if (readsField) throw new InputError(`${readsField}${e.field.slice('input'.length)}`, message);
     throw new InputError(
       `${n.field}.params.${n.layer.op === 'conv2d' ? 'filter' : 'weights'}.shape`,
       `${message} (the output of the layer it reads)`,

@@ -97,6 +97,11 @@ const bad: [string, Record<string, unknown>, string][] = [
     { ...graph({}), layers: [{ ...graph({}).layers[0], out: 'z.npy' }] },
     'layers[0].out',
   ],
+  [
+    'an input named "x.shape" that no layer reads: named in brackets, not as an input x\'s data',
+    { ...graph({}), inputs: { 'x.shape': { data: 'x.npy', scale: 0.02, zeroPoint: 1 } } },
+    'inputs["x.shape"]',
+  ],
 ];
 
 describe('qgemm run: bad layer input is exit 2 naming the spec field, nothing written', () => {

@@ -4,7 +4,8 @@
 // the layer list and a BigInt in a weights shape are InputErrors naming the field, not TypeErrors; so
 // are unknown keys, an elementwise operand of more than 4 dimensions, and convGeometry's bad arguments. A
 // refusal names the field to change: the layer whose name took a later layer's default, the weights
-// (not their data) given as null, the dilation (not the input) that puts a filter tap past 2^31 - 1.
+// (not their data) given as null, the dilation (not the input) that puts a filter tap past 2^31 - 1, an
+// input whose name is not an identifier in brackets (`inputs["x.shape"]`).
 
 import { describe, expect, it } from 'vitest';
 import { deriveStages } from '../../src/layers/derive.ts';
@@ -162,8 +163,8 @@ describe('the field a refusal names is the one to change', () => {
     const byDefault = { ...inputs, 'layers[1]': q(0.3, 0) };
     const reads = { op: 'add', inputs: ['layers[0]', 'layers[1]'], params: { output: q(0.6, 0) } } as SequentialLayer;
     expect(await fieldOf([fc(), reads], { inputs: byDefault }, { input: x, 'layers[1]': x })).toEqual([
-      'inputs.layers[1]',
-      'inputs.layers[1]',
+      'inputs["layers[1]"]',
+      'inputs["layers[1]"]',
     ]);
   });
   it('weights or a filter given as null name the weights, not their data', async () => {
@@ -171,6 +172,16 @@ describe('the field a refusal names is the one to change', () => {
     const conv = { op: 'conv2d', params: { filter: null, padding: 'SAME', output: q(0.3, 0) } } as unknown as SequentialLayer;
     const img = { data: new Int8Array(4), shape: [1, 2, 2, 1] };
     expect(await fieldOf([conv], { inputs }, img)).toEqual(['layers[0].params.filter', 'layers[0].params.filter']);
+  });
+  it('an input named like a field ("x.shape") is named in brackets, never as input x\'s shape', async () => {
+    const named = { ...inputs, 'x.shape': q(0.3, 0) };
+    const sum = { op: 'add', inputs: ['layers[0]', 'x.shape'], params: { output: q(0.6, 0) } } as SequentialLayer;
+    const short = { data: new Int8Array(6), shape: [2, 2] };
+    expect(await fieldOf([fc(), sum], { inputs: named }, { input: x, 'x.shape': short })).toEqual([
+      'inputs["x.shape"].shape',
+      'inputs["x.shape"].shape',
+    ]);
+    expect(await fieldOf([fc(), sum], { inputs: named }, { input: x, 'x.shape': x, extra: x })).toEqual(['inputs.extra', 'inputs.extra']);
   });
   it("a dilation that puts the last tap past 2^31 - 1 is blamed on the dilation, a long input's on the input's shape", async () => {
     const filter = { data: new Int8Array(3), shape: [1, 3, 1, 1], scale: 0.02 };
