@@ -26,7 +26,7 @@ import { CPU_KERNELS, GPU_KERNELS } from './kernels/registry.ts';
 import { bestConfig, configLabel, type SgmatConfig } from './kernels/sgmat/config.ts';
 import { EMULATED_CONFIGS, sgmatEmulatedKernel } from './kernels/sgmat/emulation.ts';
 import type { GpuGemmKernel } from './kernels/types.ts';
-import { referenceGemm } from './reference/gemm.ts';
+import { differences, referenceGemm } from './reference/gemm.ts';
 import { normalizeProblem } from './problem/problem.ts';
 import type { GemmProblem, GemmResult } from './types.ts';
 import { brief } from './problem/echo.ts';
@@ -100,7 +100,7 @@ async function verifyPrepacked(kernel: string, suite: readonly GemmProblem[]): P
         const first = await gemm({ ...p, rhs: packed }, { backend: 'cpu' });
         drivers.add(cpuRunStats().lastDriver);
         const again = await gemm({ ...p, rhs: packed }, { backend: 'cpu' });
-        const differs = compare(again, first);
+        const differs = differences(again, first);
         if (differs) throw new Error(`the plan run again differs from its first call: ${differs}`);
         return { result: first };
       } finally {
@@ -118,22 +118,6 @@ function reference(p: GemmProblem): GemmResult {
   let r = references.get(p);
   if (!r) references.set(p, (r = referenceGemm(p)));
   return r;
-}
-
-/** Element-wise comparison with the reference: '' when equal, else one line. */
-function compare(got: GemmResult, want: GemmResult): string {
-  if (got.dtype !== want.dtype || got.data.length !== want.data.length) {
-    return `got ${got.dtype}[${got.data.length}], want ${want.dtype}[${want.data.length}]`;
-  }
-  let bad = 0;
-  let first = -1;
-  for (let j = 0; j < want.data.length; j++) {
-    if (got.data[j] !== want.data[j]) {
-      bad++;
-      if (first < 0) first = j;
-    }
-  }
-  return bad ? `${bad} of ${want.data.length} elements differ (first at ${first}: ${got.data[first]} instead of ${want.data[first]})` : '';
 }
 
 const shapeOf = (p: GemmProblem) => `${p.lhs.rows}x${p.rhs.cols}x${p.lhs.cols}`;
@@ -162,7 +146,7 @@ async function verifyProblemsWith(
       why =
         expectKernel && ranWith !== expectKernel
           ? `ran ${ranWith} instead (${expectKernel} disabled: failed its self-test)`
-          : compare(result, reference(p));
+          : differences(result, reference(p));
     } catch (e) {
       why = `threw ${(e as Error).message.split('\n')[0]}`;
     }

@@ -51,6 +51,25 @@ export function referenceGemm(problem: GemmProblem): GemmResult {
   return { data: dst, rows: M, cols: N, order: p.dstOrder, dtype: p.dstType };
 }
 
+/**
+ * How `got` differs from `want` (the reference's result), element by element: '' where they are equal,
+ * else one line with the count and the first difference. verify() and the tensor-core self-test say it.
+ */
+export function differences(got: GemmResult, want: GemmResult): string {
+  if (got.dtype !== want.dtype || got.data.length !== want.data.length) {
+    return `got ${got.dtype}[${got.data.length}], want ${want.dtype}[${want.data.length}]`;
+  }
+  let bad = 0;
+  let first = -1;
+  for (let j = 0; j < want.data.length; j++) {
+    if (got.data[j] !== want.data[j]) {
+      bad++;
+      if (first < 0) first = j;
+    }
+  }
+  return bad ? `${bad} of ${want.data.length} elements differ (first at ${first}: ${got.data[first]} instead of ${want.data[first]})` : '';
+}
+
 /** `rows` rows of K int32 values, value(r, k) at r * K + k. */
 function rowsOf(rows: number, K: number, value: (r: number, k: number) => number, what: string): Int32Array {
   let a: Int32Array;

@@ -10,7 +10,7 @@
 
 import { DeviceLostError, GpuOutOfMemoryError, LimitExceededError } from '../errors.ts';
 import { im2col, type PatchGeometry, patchShape } from '../pack/patches.ts';
-import { referenceGemm } from '../reference/gemm.ts';
+import { differences, referenceGemm } from '../reference/gemm.ts';
 import { type BitDepthRounding, type GemmProblem, type GemmResult, type Operand, type Order, TYPE_RANGE } from '../types.ts';
 import type { PatchOperand } from './patches.ts';
 
@@ -220,21 +220,8 @@ export async function runSelfTest(run: (p: GemmProblem | PatchProblem) => Promis
       return { ok: false, ...(untested ? { untested } : {}), detail: `problem ${i} (${shape}) threw ${(e as Error).message}` };
     }
     c.want ??= referenceGemm(reference);
-    const want = c.want;
-    let bad = 0;
-    let first = -1;
-    for (let j = 0; j < want.data.length; j++) {
-      if (got.data[j] !== want.data[j]) {
-        bad++;
-        if (first < 0) first = j;
-      }
-    }
-    if (bad > 0 || got.dtype !== want.dtype || got.data.length !== want.data.length) {
-      return {
-        ok: false,
-        detail: `problem ${i} (${shape}): ${bad} of ${want.data.length} elements differ (first at ${first}: ${got.data[first]} instead of ${want.data[first]})`,
-      };
-    }
+    const differs = differences(got, c.want);
+    if (differs) return { ok: false, detail: `problem ${i} (${shape}): ${differs}` };
   }
   return { ok: true, detail: '' };
 }
