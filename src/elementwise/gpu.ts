@@ -22,6 +22,7 @@ import { float32Library } from '../wgsl/source.ts';
 import type { ElementwisePlan, ElementwiseResult } from '../problem/elementwise.ts';
 import elementwiseWgsl from './elementwise.wgsl?raw';
 import { writeHostBytes } from '../gpu/write.ts';
+import { BufferUsage, MapMode } from '../gpu/usage.ts';
 
 /** What the elementwise kernel needs of a GpuContext (a GpuContext is one). */
 export interface ElementwiseGpuTarget {
@@ -125,7 +126,7 @@ async function encodeElementwise(
   const buffer = (size: number, usage: number, label: string) => tempBuffer(target, temps, size, usage, label);
   const storage = (data: ArrayBufferView, label: string) => {
     const bytes = padded(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
-    const b = buffer(bytes.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label);
+    const b = buffer(bytes.byteLength, BufferUsage.STORAGE | BufferUsage.COPY_DST, label);
     writeHostBytes(device.queue, b, 0, bytes.buffer, bytes.byteOffset, bytes.byteLength);
     return b;
   };
@@ -135,7 +136,7 @@ async function encodeElementwise(
   const layout = uniformLayout(source, 'ElementwiseParams');
   const pipeline = await getPipeline(device, { id: 'elementwise', source, entryPoint: 'elementwise', overrides: { WORKGROUP_SIZE } });
   // one slot per dispatch, in one buffer of this call's
-  const slab = new UniformSlab(() => buffer(plan.length * SLOT, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, 'params'));
+  const slab = new UniformSlab(() => buffer(plan.length * SLOT, BufferUsage.UNIFORM | BufferUsage.COPY_DST, 'params'));
   const ch = storage(channels, 'channels');
   const encoder = device.createCommandEncoder({ label: `qgemm elementwise ${p.op}` });
   const pass = encoder.beginComputePass();
@@ -181,12 +182,12 @@ export async function elementwiseOnGpu(target: ElementwiseGpuTarget, p: Elementw
     const result = await runInErrorScope(
       device,
       async () => {
-        const out = buffer(outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, 'out');
-        const staging = buffer(outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback');
+        const out = buffer(outBytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC, 'out');
+        const staging = buffer(outBytes, BufferUsage.MAP_READ | BufferUsage.COPY_DST, 'readback');
         const encoder = await encodeElementwise(target, p, [p.a, p.b], out, temps);
         encoder.copyBufferToBuffer(out, 0, staging, 0, outBytes);
         device.queue.submit([encoder.finish()]);
-        await staging.mapAsync(GPUMapMode.READ);
+        await staging.mapAsync(MapMode.READ);
         const bytes = new Uint8Array(staging.getMappedRange().slice(0, p.count));
         staging.unmap();
         return bytes;

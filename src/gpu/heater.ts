@@ -17,6 +17,7 @@ import { DeviceLostError } from '../errors.ts';
 import heaterWgsl from './heater.wgsl?raw';
 import { getPipeline } from './pipelines.ts';
 import { openErrorScope } from './scopes.ts';
+import { BufferUsage } from './usage.ts';
 
 const WORKGROUP_SIZE = 64;
 /** Workgroups a dispatch: 262,144 invocations, enough to occupy every SM of a large GPU. */
@@ -56,7 +57,7 @@ export class Heater {
     const close = openErrorScope(device, 'the heater');
     let made: { sink: GPUBuffer; bindGroup: GPUBindGroup } | undefined;
     try {
-      const sink = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE, label: 'qgemm heater sink' });
+      const sink = device.createBuffer({ size: 4, usage: BufferUsage.STORAGE, label: 'qgemm heater sink' });
       const bindGroup = device.createBindGroup({
         layout: pipeline.getBindGroupLayout(0),
         entries: [{ binding: 0, resource: { buffer: sink } }],

@@ -3,6 +3,7 @@
 // Only buffers the pool handed out can come back, once each; destroy() frees all of them.
 
 import { InputError } from '../errors.ts';
+import { BufferUsage } from './usage.ts';
 
 /**
  * Storage buffers by size class (steps of 1/8 of a power of two, never past `maxBufferSize`), kept for
@@ -28,7 +29,7 @@ export class BufferPool {
     const size = BufferPool.sizeClass(bytes, this.device.limits.maxBufferSize);
     const reused = this.free.get(size)?.pop();
     if (reused) this.pooledBytes -= size;
-    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    const usage = BufferUsage.STORAGE | BufferUsage.COPY_DST | BufferUsage.COPY_SRC;
     const buffer = reused ?? this.device.createBuffer({ size, usage, label: `qgemm ${label}` });
     this.out.add(buffer);
     return buffer;

@@ -8,6 +8,7 @@ import { allocateDst, DTYPE_BYTES } from '../problem/dst.ts';
 import type { DstType, GemmResult } from '../types.ts';
 import { type GpuMatrix, matrixBytes } from './matrix.ts';
 import { runInErrorScope } from './scopes.ts';
+import { BufferUsage, MapMode } from './usage.ts';
 
 /**
  * A dense result in m's storage order, copied once from the mapped bytes of its strided lines into a new
@@ -58,7 +59,7 @@ export class Staging {
       this.buffer?.destroy();
       this.buffer = this.device.createBuffer({
         size: Math.max(bytes, 256),
-        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+        usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST,
         label: 'qgemm readback',
       });
     }
@@ -74,7 +75,7 @@ export class Staging {
     const staging = this.acquire(bytes);
     encoder.copyBufferToBuffer(m.buffer, 0, staging, 0, bytes);
     return async (onMapped) => {
-      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+      await staging.mapAsync(MapMode.READ, 0, bytes);
       onMapped?.();
       try {
         return unstride(m, staging.getMappedRange(0, bytes));
@@ -88,8 +89,8 @@ export class Staging {
   querySet(): GPUQuerySet {
     this.query ??= {
       set: this.device.createQuerySet({ type: 'timestamp', count: 2, label: 'qgemm timestamps' }),
-      resolve: this.device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }),
-      read: this.device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }),
+      resolve: this.device.createBuffer({ size: 16, usage: BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC }),
+      read: this.device.createBuffer({ size: 16, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST }),
     };
     return this.query.set;
   }
@@ -101,7 +102,7 @@ export class Staging {
     encoder.resolveQuerySet(set, 0, 2, resolve, 0);
     encoder.copyBufferToBuffer(resolve, 0, read, 0, 16);
     return async () => {
-      await read.mapAsync(GPUMapMode.READ);
+      await read.mapAsync(MapMode.READ);
       try {
         const [begin, end] = new BigUint64Array(read.getMappedRange());
         return Number(end - begin) / 1e6;

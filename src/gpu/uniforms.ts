@@ -5,6 +5,7 @@
 // queue writes and submissions run in queue order, and calls on one device are serialized (./scopes.ts).
 
 import { packUniforms, type UniformLayout } from './reflect.ts';
+import { BufferUsage } from './usage.ts';
 
 /** The bytes of one uniform slot: >= every adapter's minUniformBufferOffsetAlignment (WebGPU caps it at 256). */
 export const SLOT = 256;
@@ -52,7 +53,7 @@ export class UniformArena {
     return new UniformSlab((i) => {
       this.buffers[i] ??= this.device.createBuffer({
         size: FIRST_CHUNK * 2 ** i,
-        usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST,
         label: `qgemm uniforms ${i}`,
       });
       return this.buffers[i];

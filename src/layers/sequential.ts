@@ -56,6 +56,7 @@ export {
   type SequentialLayer,
   type SequentialOptions,
 } from './graph.ts';
+import { BufferUsage } from '../gpu/usage.ts';
 /**
  * Runs the layers one by one through fullyConnected(), conv2d() and elementwise() on `backend` (every
  * intermediate on the host): the CLI's CPU path, and what Sequential is checked against.
@@ -290,7 +291,7 @@ export class Sequential {
     checkBufferSize(this.ctx.limits, size, `${n.field}'s output`);
     const buffer = this.ctx.device.createBuffer({
       size,
-      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+      usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC,
       label: `qgemm ${n.layer.op} ${n.name}`,
     });
     const out: Value = {

@@ -137,13 +137,13 @@ export interface ElementwiseOutput {
   max?: number;
 }
 
-/** One elementwise op: output = op(a, b), as specified at the top of this file. */
 /**
  * Marks an internal 'mul' by the scalar 1 (scale 1, zero point 0) as TFLite's QUANTIZE (requantize):
  * its multiplier is quantize.cc's double quotient f32(sa) / f32(so), not mul.cc's float32 one.
  */
 export const REQUANTIZE = Symbol('requantize');
 
+/** One elementwise op: output = op(a, b), as specified at the top of this file. */
 export interface ElementwiseProblem {
   op: ElementwiseOp;
   a: QuantizedTensor;

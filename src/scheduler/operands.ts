@@ -13,6 +13,7 @@ import { checkKnownKeys } from '../problem/check.ts';
 import { checkCpuOperand } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
+import { BufferUsage } from '../gpu/usage.ts';
 
 export { type GpuMatrix, isGpuMatrix };
 
@@ -135,9 +136,6 @@ export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly G
   }
 }
 
-/** GPUBufferUsage's bits (fixed by the WebGPU spec), read where no global GPUBufferUsage need exist. */
-const USAGE = { COPY_SRC: 0x0004, STORAGE: 0x0080 } as const;
-
 /**
  * Checks that GpuMatrix m's buffer can serve its use: bound whole to a kernel or a pack (`bind`: STORAGE
  * usage and a whole number of 4-byte words, as WebGPU binds storage), bound by the word-rounded range it
@@ -147,7 +145,7 @@ const USAGE = { COPY_SRC: 0x0004, STORAGE: 0x0080 } as const;
  */
 export function checkMatrixBuffer(m: GpuMatrix, field: string, use: 'bind' | 'bind-range' | 'copy'): void {
   const { size, usage } = m.buffer;
-  const need = use === 'copy' ? USAGE.COPY_SRC : USAGE.STORAGE;
+  const need = use === 'copy' ? BufferUsage.COPY_SRC : BufferUsage.STORAGE;
   if ((usage & need) === 0) {
     const name = use === 'copy' ? 'COPY_SRC' : 'STORAGE';
     throw new InputError(`${field}.buffer`, `needs GPUBufferUsage.${name} (its usage is ${usage}): create it with that usage`);

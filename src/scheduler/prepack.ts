@@ -17,6 +17,7 @@ import { claimPacked, type GpuMatrix, type PackedOperand, shapeOf } from './oper
 import type { GemmTiming } from './gemm.ts';
 import { checkPatches, type PatchOperand, patchJob, patchPlan } from './patches.ts';
 import type { DeviceResources } from './resources.ts';
+import { BufferUsage } from '../gpu/usage.ts';
 
 /**
  * Packs a constant operand once, with its sums, for reuse across calls. With `bitDepth`, the operand is
@@ -116,7 +117,7 @@ async function prepacked(
       device,
       async () => {
         const make = (size: number, name: string) => {
-          const b = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE, label: `qgemm prepacked ${name}` });
+          const b = device.createBuffer({ size, usage: BufferUsage.STORAGE, label: `qgemm prepacked ${name}` });
           created.push(b);
           return b;
         };

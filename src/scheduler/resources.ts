@@ -15,6 +15,7 @@ import { UniformArena } from '../gpu/uniforms.ts';
 import type { GpuGemmKernel, PreparedGemmKernel } from '../kernels/types.ts';
 import { XORSHIFT_OFFSETS } from '../quant/lowbit.ts';
 import { CallPlans } from './plans.ts';
+import { BufferUsage } from '../gpu/usage.ts';
 
 /** Sets of stage kinds a kernel is compiled for, each on its own, before it is compiled for all of them. */
 const SPECIALISED_PER_KERNEL = 2;
@@ -117,7 +118,7 @@ export class DeviceResources {
     if (!this.xorshift) {
       this.xorshift = this.device.createBuffer({
         size: 255 * 4,
-        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+        usage: BufferUsage.STORAGE | BufferUsage.COPY_DST,
         label: 'qgemm xorshift offsets',
       });
       this.device.queue.writeBuffer(this.xorshift, 0, Uint32Array.from(XORSHIFT_OFFSETS));
@@ -131,7 +132,7 @@ export class DeviceResources {
    * there could be larger than a storage binding). Made once per device.
    */
   unreadBuffer(): GPUBuffer {
-    this.unread ??= this.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE, label: 'qgemm unread binding' });
+    this.unread ??= this.device.createBuffer({ size: 16, usage: BufferUsage.STORAGE, label: 'qgemm unread binding' });
     return this.unread;
   }
 

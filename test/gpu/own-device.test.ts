@@ -1,0 +1,101 @@
+// GPU tier: a GPUDevice the caller brings, in a Node process that never installed WebGPU's globals
+// (GPUBufferUsage, GPUMapMode...: the `webgpu` package exports them, and only a process that loads Dawn
+// through the library gets them as globals). Every entry point that creates, maps or checks a buffer on
+// that device (a GpuContext's gemm, prepack and gemmOnGpu, the one-shot gemm and elementwise with
+// `device`, a Sequential) runs, bit for bit equal to the CPU reference, where each failed with a raw
+// ReferenceError.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  elementwise,
+  elementwiseReference,
+  gemm,
+  GpuContext,
+  referenceGemm,
+  runLayers,
+  Sequential,
+  type ElementwiseProblem,
+  type GemmProblem,
+  type SequentialLayer,
+} from '../../src/index.ts';
+import { getGpu, releaseGpu } from './gpu-env.ts';
+
+const gpu = await getGpu();
+afterAll(releaseGpu);
+
+const GLOBALS = ['GPUBufferUsage', 'GPUMapMode', 'GPUShaderStage', 'GPUTextureUsage', 'GPUColorWrite'];
+
+/** Runs fn with WebGPU's globals removed from globalThis, as in a process that brought its own device. */
+async function withoutGlobals<T>(fn: () => Promise<T>): Promise<T> {
+  const g = globalThis as Record<string, unknown>;
+  const saved = GLOBALS.filter((n) => n in g).map((n) => [n, g[n]] as const);
+  for (const [n] of saved) delete g[n];
+  try {
+    return await fn();
+  } finally {
+    for (const [n, v] of saved) g[n] = v;
+  }
+}
+
+const M = 5, K = 40, N = 9; // biome-ignore format: one line
+const problem: GemmProblem = {
+  lhs: { data: Uint8Array.from({ length: M * K }, (_, i) => (i * 37) % 256), rows: M, cols: K, order: 'row-major' },
+  rhs: { data: Int8Array.from({ length: K * N }, (_, i) => ((i * 53) % 256) - 128), rows: K, cols: N, order: 'col-major' },
+  lhsZeroPoint: 7,
+  rhsZeroPoint: 0,
+  pipeline: [
+    { type: 'scaleInt32ByFixedPointAndExponent', multiplier: 1518500250, exponent: -6, offsetAfterShift: 10 },
+    { type: 'saturatingCast', to: 'int8' },
+  ],
+};
+
+describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
+  it('GpuContext (gemm, prepack, gemmOnGpu) and the one-shot gemm and elementwise run, bit-exact', async () => {
+    const want = referenceGemm(problem).data;
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    try {
+      await withoutGlobals(async () => {
+        expect((await ctx.gemm(problem)).data).toEqual(want);
+        const rhs = await ctx.prepack('rhs', problem.rhs);
+        expect((await ctx.gemm({ ...problem, rhs })).data).toEqual(want);
+        const onGpu = await ctx.gemmOnGpu({ ...problem, rhs });
+        expect((await ctx.read(onGpu)).data).toEqual(want);
+        rhs.destroy();
+        expect((await gemm(problem, { backend: 'webgpu', device: gpu!.device })).data).toEqual(want);
+        const add: ElementwiseProblem = {
+          op: 'add',
+          a: { data: Uint8Array.of(10, 200, 3), shape: [3], scale: 0.5, zeroPoint: 1 },
+          b: { data: Uint8Array.of(6), shape: [1], scale: 0.25, zeroPoint: 0 },
+          output: { scale: 1, zeroPoint: 2 },
+        };
+        expect((await elementwise(add, { backend: 'webgpu', device: gpu!.device })).data).toEqual(elementwiseReference(add).data);
+      });
+    } finally {
+      ctx.destroy();
+    }
+  });
+  it('a Sequential of two FC layers runs, equal to runLayers on the CPU', async () => {
+    const fc = (n: number, k: number, seed: number): SequentialLayer => ({
+      op: 'fullyConnected',
+      params: {
+        weights: { data: Int8Array.from({ length: n * k }, (_, i) => ((i * seed) % 255) - 127), shape: [n, k], scale: 0.02 },
+        bias: Int32Array.from({ length: n }, (_, i) => i * 100 - 300),
+        output: { scale: 0.4, zeroPoint: -3 },
+      },
+    });
+    const layers = [fc(12, 8, 31), fc(6, 12, 17)];
+    const input = { data: Int8Array.from({ length: 24 }, (_, i) => i * 5 - 60), shape: [3, 8] };
+    const opts = { inputs: { input: { scale: 0.1, zeroPoint: 2 } } };
+    const want = (await runLayers(layers, input, { ...opts, backend: 'cpu' })).data;
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    try {
+      await withoutGlobals(async () => {
+        const seq = await Sequential.create(ctx, layers, opts);
+        expect((await seq.run(input)).data).toEqual(want);
+        seq.destroy();
+      });
+    } finally {
+      ctx.destroy();
+    }
+  });
+});
