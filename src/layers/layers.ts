@@ -189,7 +189,8 @@ export function layerGemm(
   const activation = p.activation === undefined ? 'NONE' : p.activation;
   if (!ACTIVATIONS.includes(activation))
     throw new InputError('params.activation', `expected ${ACTIVATIONS.join(', ')}, got ${brief(activation)}`);
-  const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: p.bias }] : [];
+  // a copy, as the weights are packed and the scales derived: a Sequential reads its parameters once
+  const bias: OutputStage[] = p.bias ? [{ type: 'bias', axis: 'col', values: Int32Array.from(p.bias) }] : [];
   const gemm: LayerGemm = {
     rhs: { data: weights.data, rows: K, cols: N, order: 'col-major' },
     lhsZeroPoint: p.input.zeroPoint,

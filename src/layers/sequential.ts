@@ -137,7 +137,11 @@ export class Sequential {
     this.chain = isGemmChain(graph);
   }
 
-  /** Checks the graph, derives each layer's stages and prepacks every layer's weights on `ctx`. */
+  /**
+   * Checks the graph, derives each layer's stages and prepacks every layer's weights on `ctx`. The
+   * parameters are read here, once: a later edit of a layer's weights, bias, scales, zero points or
+   * activation is not seen by run(); create another Sequential for it.
+   */
   static async create(ctx: GpuContext, layers: SequentialLayer[], opts: SequentialOptions = {}): Promise<Sequential> {
     if (!(ctx instanceof GpuContext)) throw new InputError('ctx', `expected a GpuContext, got ${brief(ctx)}`);
     const graph = planGraph(layers, opts);
