@@ -17,7 +17,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newest } from '../browser/freshness.ts';
 
@@ -335,6 +335,26 @@ describe('the docs', () => {
       }
     }
   }, 600_000);
+  // A link to a file the package does not ship would be dead in node_modules: such a link is the
+  // repository's address (package.json's), and the file it names must exist there.
+  it("every link of a packaged page reaches a packaged file, or a file of the repository at package.json's address", () => {
+    const paths = new Set(packed.files.map((f) => f.path));
+    const { url } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).repository;
+    const blob = `${url.replace(/^git\+/, '').replace(/\.git$/, '')}/blob/main/`;
+    const tracked = new Set(execFileSync('git', ['ls-files'], { cwd: REPO, encoding: 'utf8' }).split('\n'));
+    const dead: string[] = [];
+    for (const page of [...paths].filter((p) => p.endsWith('.md'))) {
+      for (const [, target] of readFileSync(join(REPO, page), 'utf8').matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (target.startsWith(blob)) {
+          if (!tracked.has(target.slice(blob.length))) dead.push(`${page}: ${target} (not in the repository)`);
+        } else if (!/^[a-z]+:/.test(target)) {
+          const file = posix.normalize(posix.join(posix.dirname(page), target)).replace(/\/$/, '');
+          if (!paths.has(file)) dead.push(`${page}: ${target} (not in the package)`);
+        }
+      }
+    }
+    expect(dead).toEqual([]);
+  });
   it('every json block is strict JSON', () => {
     for (const file of [...DOCS, 'bench/README.md']) {
       for (const b of fenced(file, 'json')) {
