@@ -57,7 +57,7 @@ export function nodeProcess(): NodeProcessLike | undefined {
 
 /** Imports a module by a specifier the bundler must not resolve (Node-only modules in a browser bundle). */
 export function runtimeImport<T>(specifier: string): Promise<T> {
-  return import(/* @vite-ignore */ specifier) as Promise<T>;
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier) as Promise<T>;
 }
 
 const dawnModules = new Map<string, Promise<DawnModule>>();

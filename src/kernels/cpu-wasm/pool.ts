@@ -22,7 +22,7 @@ interface Port {
 }
 
 function runtimeImport<T>(specifier: string): Promise<T> {
-  return import(/* @vite-ignore */ specifier) as Promise<T>;
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier) as Promise<T>;
 }
 
 export const isNode = (): boolean =>
