@@ -60,6 +60,13 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
   if (typeof (op as { then?: unknown }).then === 'function') {
     throw new InputError(field, 'a Promise, not an operand: await it (prepackCpu and ctx.prepack are async)');
   }
+  if (op.data === undefined && 'side' in op && typeof (op as { destroy?: unknown }).destroy === 'function') {
+    // prepackCpu's or ctx.prepack's operand, given to cpuGemm or a reference, which read plain data
+    throw new InputError(
+      field,
+      'a prepacked operand, which only gemm(problem, { backend }) or its GpuContext runs: give the plain operand here',
+    );
+  }
   const type = operandType(field, op.data);
   checkKnownKeys(field, op, OPERAND_KEYS);
   checkDtypeKey(field, (op as { dtype?: unknown }).dtype, type);

@@ -12,6 +12,8 @@ import { checkLayers } from '../../src/layers/graph.ts';
 import { runLayers, type SequentialLayer } from '../../src/layers/sequential.ts';
 import { parseNpy, serializeNpy } from '../../src/io/npy.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
+import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
+import { prepackCpu } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { warmupProblem } from '../../src/scheduler/warmup.ts';
 import type { GemmProblem } from '../../src/types.ts';
 
@@ -66,6 +68,15 @@ describe('a GEMM problem', () => {
     await expect(typed).rejects.toThrow(/^lhs: expected uint8 or int8 data/);
     const pending = gemm({ ...problem(), rhs: Promise.resolve(problem().rhs) as never }, cpu);
     await expect(pending).rejects.toThrow(/^rhs: a Promise, not an operand: await it/);
+  });
+  it('a prepacked operand given to cpuGemm or a reference is said to be one, with what runs it', async () => {
+    const p = problem();
+    const packed = await prepackCpu(p.rhs);
+    for (const run of [cpuGemm, referenceGemm]) {
+      expect(() => run({ ...p, rhs: packed as never })).toThrow(/^rhs: a prepacked operand, which only gemm\(problem, \{ backend \}\)/);
+    }
+    expect([...(await gemm({ ...p, rhs: packed as never }, cpu)).data]).toEqual([...referenceGemm(p).data]);
+    packed.destroy();
   });
   it('a warmup shape names a misspelt key (the wrong pipeline would be compiled)', () => {
     expect((warmupProblem({ m: 1, n: 2, k: 3 }, 'items[0]').lhs as { rows: number }).rows).toBe(1);
