@@ -479,7 +479,10 @@ export class GpuContext {
     return kernels;
   }
 
-  /** Frees every buffer of this context (GpuMatrix results included) and a device it acquired itself. */
+  /**
+   * Frees every buffer of this context (GpuMatrix results, prepacked operands and patches included: they
+   * read `destroyed`) and a device it acquired itself; a device the caller gave is left alive.
+   */
   destroy(): void {
     this.resources.destroy(this.ownsDevice);
   }

@@ -156,6 +156,7 @@ async function prepacked(
     destroy: () => {
       if (destroyed) return;
       destroyed = true;
+      leave();
       void withDevice(device, async () => {
         r.plans.drop(operand);
         packed.destroy();
@@ -163,5 +164,6 @@ async function prepacked(
       });
     },
   });
+  const leave = r.own(operand);
   return operand;
 }

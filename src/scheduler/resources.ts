@@ -32,6 +32,12 @@ export class DeviceResources {
   private readonly prepared = new Map<GpuGemmKernel, { kinds: number; ready: Promise<PreparedGemmKernel> }[]>();
   /** The buffers of the live matrices gemmOnGpu handed out, with their leases (./operands.ts claimMatrix). */
   readonly handedOut = new Map<GPUBuffer, number>();
+  /**
+   * The prepacked operands made here (./prepack.ts), held weakly, so that one the caller drops can still
+   * be collected: destroy() destroys those that are left, as on a device the caller keeps.
+   */
+  private readonly owned = new Set<WeakRef<{ destroy(): void }>>();
+  private pruneAt = 64;
   private xorshift: GPUBuffer | null = null;
   private unread: GPUBuffer | null = null;
   private lostReason: string | null = null;
@@ -136,9 +142,25 @@ export class DeviceResources {
     return this.unread;
   }
 
-  /** Frees every buffer (GpuMatrix results included); the device itself only when `device` is set. */
+  /** Registers x to be destroyed with this context; returns what x's own destroy() calls to leave. */
+  own(x: { destroy(): void }): () => void {
+    if (this.owned.size >= this.pruneAt) {
+      for (const w of this.owned) if (!w.deref()) this.owned.delete(w); // dropped by the caller and collected
+      this.pruneAt = Math.max(64, 2 * this.owned.size);
+    }
+    const ref = new WeakRef(x);
+    this.owned.add(ref);
+    return () => this.owned.delete(ref);
+  }
+
+  /**
+   * Frees every buffer (GpuMatrix results and prepacked operands included); the device itself only when
+   * `device` is set.
+   */
   destroy(device: boolean): void {
     this.destroyed = true;
+    for (const w of [...this.owned]) w.deref()?.destroy();
+    this.owned.clear();
     this.handedOut.clear();
     this.pool.destroy();
     this.uniforms.destroy();

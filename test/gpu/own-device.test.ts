@@ -3,9 +3,11 @@
 // through the library gets them as globals). Every entry point that creates, maps or checks a buffer on
 // that device (a GpuContext's gemm, prepack and gemmOnGpu, the one-shot gemm and elementwise with
 // `device`, a Sequential) runs, bit for bit equal to the CPU reference, where each failed with a raw
-// ReferenceError.
+// ReferenceError. A context destroyed on the caller's device (which it leaves alive) destroys what it
+// made there: the prepacked operands, patches and a Sequential's weights, which held their buffers.
 
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { DeviceLostError } from '../../src/errors.ts';
 import {
   elementwise,
   elementwiseReference,
@@ -48,6 +50,24 @@ const problem: GemmProblem = {
     { type: 'saturatingCast', to: 'int8' },
   ],
 };
+
+/** Every buffer created on `device` from now on, with whether it was destroyed (spy.mockRestore() ends it). */
+function watchBuffers(device: GPUDevice) {
+  const made: { label: string; destroyed: boolean }[] = [];
+  const create = device.createBuffer.bind(device);
+  const spy = vi.spyOn(device, 'createBuffer').mockImplementation((d) => {
+    const b = create(d);
+    const entry = { label: d.label ?? '', destroyed: false };
+    made.push(entry);
+    const destroy = b.destroy.bind(b);
+    b.destroy = () => {
+      entry.destroyed = true;
+      destroy();
+    };
+    return b;
+  });
+  return { made, spy };
+}
 
 describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
   it('GpuContext (gemm, prepack, gemmOnGpu) and the one-shot gemm and elementwise run, bit-exact', async () => {
@@ -96,6 +116,34 @@ describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
       });
     } finally {
       ctx.destroy();
+    }
+  });
+  it("ctx.destroy() on the caller's device destroys the prepacked operands, patches and a Sequential's weights made on it", async () => {
+    const device = gpu!.device;
+    const { made: all, spy } = watchBuffers(device);
+    const prepacked = () => all.filter((b) => b.label.startsWith('qgemm prepacked'));
+    try {
+      const ctx = await GpuContext.create({ device });
+      const rhs = await ctx.prepack('rhs', problem.rhs);
+      const g = { batch: 1, height: 4, width: 4, channels: 2, filterHeight: 3, filterWidth: 3, strideHeight: 1, strideWidth: 1 };
+      const geometry = { ...g, dilationHeight: 1, dilationWidth: 1, padTop: 0, padLeft: 0, outHeight: 2, outWidth: 2 };
+      const patches = await ctx.packPatches(new Uint8Array(32), geometry, 0);
+      const weights = { data: new Int8Array(24), shape: [4, 6], scale: 0.02 };
+      const seq = await Sequential.create(ctx, [{ op: 'fullyConnected', params: { weights, output: { scale: 0.1, zeroPoint: 0 } } }], {
+        inputs: { input: { scale: 0.1, zeroPoint: 0 } },
+      });
+      const dropped = await ctx.prepack('rhs', problem.rhs);
+      dropped.destroy(); // destroyed by the caller first: destroyed once
+      expect(prepacked()).toHaveLength(8); // packed rows and sums, four times
+      ctx.destroy();
+      expect([rhs.destroyed, patches.destroyed]).toEqual([true, true]);
+      await new Promise((r) => setTimeout(r, 50)); // each operand frees its buffers once the calls before it end
+      expect(prepacked().filter((b) => !b.destroyed)).toEqual([]);
+      await expect(seq.run({ data: new Int8Array(6), shape: [1, 6] })).rejects.toBeInstanceOf(DeviceLostError);
+      expect(device.lost).toBeInstanceOf(Promise); // the caller's device is left as it was
+      expect((await gemm(problem, { backend: 'webgpu', device })).data).toEqual(referenceGemm(problem).data);
+    } finally {
+      spy.mockRestore();
     }
   });
 });
