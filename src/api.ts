@@ -124,8 +124,28 @@ async function sharedEntry(allowSoftware: boolean, opts: GpuContextOptions, use:
 }
 
 /** Destroys an evicted context after the calls queued on its device. */
-function destroyWhenIdle(entry: Shared): void {
-  entry.ctx.then((ctx) => ctx.exclusive(async () => ctx.destroy())).catch(() => {});
+function destroyWhenIdle(entry: Shared): Promise<void> {
+  return entry.ctx.then((ctx) => ctx.exclusive(async () => ctx.destroy())).catch(() => {});
+}
+
+/**
+ * Destroys the contexts that gemm(), elementwise() and the layers share, and the GPU memory they hold
+ * (buffer pools, plans): those on `device`, a caller's GPUDevice, which stays alive; without it, those
+ * on the devices the library acquired itself, with the devices. A call running on one ends first (the
+ * promise resolves when those without a call are destroyed); a later call makes a new context.
+ */
+export async function releaseSharedContexts(device?: GPUDevice): Promise<void> {
+  if (device !== undefined && (!device || typeof device !== 'object' || typeof (device as { queue?: unknown }).queue !== 'object'))
+    throw new InputError('device', `expected a GPUDevice, got ${brief(device)}`);
+  const cache = device ? deviceContexts.get(device) : contexts;
+  if (!cache) return;
+  const idle: Promise<void>[] = [];
+  for (const entry of cache.values()) {
+    entry.evicted = true;
+    if (entry.users === 0) idle.push(destroyWhenIdle(entry));
+  }
+  cache.clear();
+  await Promise.all(idle);
 }
 
 /** Whether a hardware adapter exists, by the options that choose one (dawnPath, powerPreference, toggles). */

@@ -20,6 +20,7 @@ export {
   gemm,
   elementwise,
   describeDevice,
+  releaseSharedContexts,
   type DeviceDescription,
   type Backend,
   type GemmInput,

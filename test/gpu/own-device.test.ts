@@ -14,6 +14,7 @@ import {
   gemm,
   GpuContext,
   referenceGemm,
+  releaseSharedContexts,
   runLayers,
   Sequential,
   type ElementwiseProblem,
@@ -142,6 +143,24 @@ describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
       await expect(seq.run({ data: new Int8Array(6), shape: [1, 6] })).rejects.toBeInstanceOf(DeviceLostError);
       expect(device.lost).toBeInstanceOf(Promise); // the caller's device is left as it was
       expect((await gemm(problem, { backend: 'webgpu', device })).data).toEqual(referenceGemm(problem).data);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+  it('releaseSharedContexts(device) frees what the one-shot calls on that device keep; a later call makes a new context', async () => {
+    const device = gpu!.device;
+    const { made, spy } = watchBuffers(device);
+    try {
+      const want = referenceGemm(problem).data;
+      for (const kernel of [undefined, 'dot4-32x32']) {
+        expect((await gemm(problem, { backend: 'webgpu', device, ...(kernel ? { kernel } : {}) })).data).toEqual(want);
+      }
+      expect(made.filter((b) => !b.destroyed).length).toBeGreaterThan(0); // two contexts' pools, slabs, staging
+      await releaseSharedContexts(device);
+      expect(made.filter((b) => !b.destroyed)).toEqual([]);
+      expect((await gemm(problem, { backend: 'webgpu', device })).data).toEqual(want);
+      await releaseSharedContexts(device);
+      await expect(releaseSharedContexts({} as GPUDevice)).rejects.toMatchObject({ name: 'InputError', field: 'device' });
     } finally {
       spy.mockRestore();
     }
