@@ -52,4 +52,9 @@ total=$((carried + repo))
 echo "device-pack: .gl/ and .device/ = $((carried / 1048576)) MiB, with the repository's $((repo / 1048576)) MiB = $((total / 1048576)) MiB (at most 64 MiB per call to the GPU machine)"
 du -sh .device/* .gl | sed 's/^/  /'
 if [ "$total" -gt $((64 * 1048576)) ]; then echo "device-pack: over the 64 MiB a GPU machine takes per call" >&2; exit 1; fi
+# The core results a run copied in for its extras call (bench/README.md "Tuning on a GPU"): an older run's
+# would serve the next extras call unsaid.
+if [ -f .device/core.tar ]; then
+  echo "device-pack: .device/core.tar ($(date -r .device/core.tar '+%Y-%m-%d %H:%M')) will serve the extras call: remove it unless it is this run's core results"
+fi
 echo "device-pack: on the GPU machine (carry .gl and .device), with \$OUT set: sh bench/device-run.sh, then sh bench/device-run.sh extras"

@@ -15,7 +15,7 @@
 #     (dist/node/token.js, bench/token.ts: Sequential.run's wall against the sum of its GPU times), qgemm
 #     at five shapes with Dawn's robustness off (the same kernels: what the index clamps cost; docs/gpu.md
 #     "Dawn toggles"), and 1x11008² and 128x11008² with 8- and 4-bit weights; with the core run's table
-#     where it was copied to .device/tuning.json.
+#     and passes where its results.tar was copied to .device/core.tar (the table checked first).
 # Each prints short tables last (bench/device-summary.mjs) and exits non-zero where a stage failed, timed
 # out or wrote no JSON (verify: a mismatch), naming them. Each stage has its own time limit, with a KILL 5 s
 # after its TERM (core: 75 + 190 + 120 + 115 s and about 15 s to unpack; extras: 35 + 45 + 125 s; every
@@ -25,7 +25,9 @@
 # The machine gives back at most 8 files, so the JSON reports and gpu.csv go into one results.tar:
 # $OUT holds results.tar, clocks.csv and run.log (core: verify.json, tune.json, tuning.json, bench1.json,
 # bench2.json, gpu.csv in the tar; extras: token.json, bench-norobust.json, bench-u4.json, gpu.csv).
+# The NVIDIA driver's Vulkan manifest is found where the GPU machines have it (VK_DRIVER_FILES overrides).
 #   usage, in the payload's root:  OUT=/some/folder sh bench/device-run.sh [core|extras]
+#   between the two calls, here:   cp <the core call's results.tar> .device/core.tar
 set -u
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to a folder for the results}"
@@ -58,11 +60,30 @@ logged() {
 stage "unpack"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
-export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+# The NVIDIA driver's Vulkan manifest: where the project's GPU machines have it, else where Debian's and
+# NVIDIA's installers put it. Without one no stage could find the GPU: said once, here.
+if [ -z "${VK_DRIVER_FILES:-}" ]; then
+  for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json; do
+    if [ -f "$f" ]; then VK_DRIVER_FILES=$f && break; fi
+  done
+fi
+if [ -z "${VK_DRIVER_FILES:-}" ] || ! [ -f "${VK_DRIVER_FILES%%:*}" ]; then
+  say "no Vulkan driver manifest (nvidia_icd.json) found${VK_DRIVER_FILES:+ at $VK_DRIVER_FILES}: set VK_DRIVER_FILES to it"
+  exit 1
+fi
+export VK_DRIVER_FILES
+say "Vulkan driver: $VK_DRIVER_FILES"
 # Where the unpacked binaries and the stages' output go (DEVICE_TMP: a test's own folder).
 T=${DEVICE_TMP:-/tmp}
 N="$T/node"
-xz -dc .device/node.xz > "$N" && chmod +x "$N" && xz -dc .device/dawn.node.xz > "$T/dawn.node"
+# A stage of an earlier call that outlived it (its call was cut off) still holds the GPU, and its Node
+# binary, which cannot be written over while it runs: it is killed, and the binaries are unpacked beside
+# and moved into place.
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/exe" 2>/dev/null)" = "$N" ] && kill -KILL "${p#/proc/}" 2>/dev/null && say "killed a stage left running: pid ${p#/proc/}"
+done
+xz -dc .device/node.xz > "$N.new" && chmod +x "$N.new" && mv -f "$N.new" "$N" && xz -dc .device/dawn.node.xz > "$T/dawn.node.new" &&
+  mv -f "$T/dawn.node.new" "$T/dawn.node"
 U=$?
 # Without Node or dawn.node no stage can run: said as the unpack's failure, not as each stage's.
 if [ "$U" -ne 0 ] || ! [ -x "$N" ] || ! [ -s "$T/dawn.node" ]; then
@@ -92,7 +113,7 @@ finish() {
   (
     cd "$OUT" || exit
     : > .packed
-    for f in *.json gpu.csv; do if [ -s "$f" ]; then echo "$f" >> .packed; fi; done
+    for f in *.json gpu.csv; do if [ -s "$f" ]; then echo "$f" >> .packed; else rm -f "$f"; fi; done
     [ -s .packed ] && tar -cf results.tar -T .packed && xargs rm -f < .packed
     rm -f .packed
   )
@@ -102,9 +123,22 @@ finish() {
 }
 
 if [ "$MODE" = extras ]; then
-  # The core run's table, where it was copied to .device/tuning.json (a committed table still comes first).
+  # The core run's results.tar, where it was copied to .device/core.tar: its table serves the benches (a
+  # committed table still comes first) once `qgemm info` takes it on this adapter, and its two passes stand
+  # beside robustness off in the summary.
   TUNING=""
-  [ -s .device/tuning.json ] && TUNING=.device/tuning.json && say "tuning: .device/tuning.json"
+  CORE=""
+  if [ -s .device/core.tar ]; then
+    rm -rf "$T/core" && mkdir -p "$T/core" && tar -xf .device/core.tar -C "$T/core" && CORE="$T/core"
+    [ -n "$CORE" ] || say "core.tar: not a tar of the core run's results; the benches run without its table"
+  fi
+  if [ -n "$CORE" ] && [ -s "$CORE/tuning.json" ]; then
+    if "$N" bin/qgemm.mjs info --tuning "$CORE/tuning.json" > "$T/info.out" 2>&1; then
+      TUNING="$CORE/tuning.json" && say "tuning: the core run's tuning.json"
+    else
+      say "tuning: the core run's tuning.json refused, the benches run without it: $(tail -1 "$T/info.out")"
+    fi
+  fi
   # One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
   # and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
   stage "token"
@@ -117,7 +151,7 @@ if [ "$MODE" = extras ]; then
   QGEMM_DAWN_TOGGLES=disable_workgroup_init,disable_robustness timeout -k 5 45 "$N" dist/node/bench.js --dawn "$T/dawn.node" \
     --runtimes node --backends webgpu --modes resident --impls qgemm \
     --shapes 1x4096x4096,128x4096x4096,2048x2048x2048,4096x4096x4096,conv56x56x64-k3x3-s1-o64 --budget 35 ${TUNING:+--tuning "$TUNING"} \
-    --no-save --json "$OUT/bench-norobust.json" --checkpoint > "$T/bench.out" 2>&1
+    --no-after-pause --no-save --json "$OUT/bench-norobust.json" --checkpoint > "$T/bench.out" 2>&1
   logged "bench without robustness" "$T/bench.out" "$OUT/bench-norobust.json"
   # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
   # onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008².
@@ -125,9 +159,9 @@ if [ "$MODE" = extras ]; then
   timeout -k 5 125 "$N" dist/node/bench.js --dawn "$T/dawn.node" --runtimes node --backends webgpu --modes resident \
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
     --shapes 1x11008x11008,128x11008x11008 --budget 110 ${TUNING:+--tuning "$TUNING"} \
-    --no-save --json "$OUT/bench-u4.json" --checkpoint > "$T/bench.out" 2>&1
+    --no-after-pause --no-save --json "$OUT/bench-u4.json" --checkpoint > "$T/bench.out" 2>&1
   logged "bench 4-bit" "$T/bench.out" "$OUT/bench-u4.json"
-  finish --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"
+  finish ${CORE:+"$CORE/bench1.json" "$CORE/bench2.json"} --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"
   exit $?
 fi
 
@@ -136,7 +170,10 @@ timeout -k 5 75 "$N" bin/qgemm.mjs verify --backend webgpu --json > "$OUT/verify
 V=$?
 ended verify "$V" "$OUT/verify.json"
 # A mismatch stops nothing that could report a wrong result as right: the rest runs, each result verified.
-[ "$V" -ne 0 ] && ! timed_out "$V" && say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
+if [ "$V" -ne 0 ] && ! timed_out "$V"; then
+  if [ -s "$OUT/verify.json" ]; then say "verify FAILED: see verify.json; tune and bench go on (each verifies its own results)"
+  else say "verify FAILED without a report (no adapter? see its error above); tune and bench go on"; fi
+fi
 
 stage "tune"
 timeout -k 5 190 "$N" bin/qgemm.mjs tune --backend webgpu --budget 150s --out "$OUT/tuning.json" --json > "$OUT/tune.json" 2>> "$LOG"

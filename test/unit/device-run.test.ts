@@ -81,7 +81,10 @@ describe('bench/device-run.sh', () => {
     const written = benchLines.flatMap((l) => [...l.matchAll(/--json "\$OUT\/([^"]+)"/g)].map((m) => m[1]));
     expect(written).toEqual(['bench-norobust.json', 'bench-u4.json', 'bench1.json', 'bench2.json']);
     expect(code('core')).toContain('finish "$OUT/bench1.json" "$OUT/bench2.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"');
-    expect(code('extras')).toContain('finish --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"');
+    expect(code('extras')).toContain(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${CORE:+...}, not a template
+      'finish ${CORE:+"$CORE/bench1.json" "$CORE/bench2.json"} --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"',
+    );
     expect(script).toContain('"$N" bench/device-summary.mjs "$@"');
     expect(script).toContain('dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json"');
     expect(script).toContain('verify --backend webgpu --json > "$OUT/verify.json"');
@@ -139,18 +142,27 @@ describe('bench/device-run.sh', () => {
     const stub = join(dir, 'stub.mjs');
     writeFileSync(
       stub,
-      `import { existsSync, writeFileSync } from 'node:fs';
+      `import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 const [program, ...args] = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 if (opt('--tuning') !== undefined && !existsSync(opt('--tuning'))) process.exit(2); // a path split at a space
 const json = opt('--json') ?? opt('--out');
-const [failing, code] = (process.env.STUB_FAIL ?? '').split(':');
+const [failing, code, report] = (process.env.STUB_FAIL ?? '').split(':');
 const jsonOut = json ?? (program === 'bin/qgemm.mjs' && args[0] === 'verify' ? 'verify.json' : undefined);
-if (failing && jsonOut && jsonOut.endsWith(failing)) process.exit(Number(code ?? 1));
+if (failing && jsonOut && jsonOut.endsWith(failing)) {
+  if (report) console.log(JSON.stringify({ ok: false, rows: [{ kernel: 'gemv', problems: 4, mismatches: 1 }] })); // a mismatch
+  process.exit(Number(code ?? 1));
+}
+if (program === 'bin/qgemm.mjs' && args[0] === 'info') {
+  const table = readFileSync(opt('--tuning'), 'utf8');
+  if (table.includes('other')) { console.error('qgemm: error: --tuning.adapter: the table was measured on another adapter'); process.exit(2); }
+  process.exit(0);
+}
+if (opt('--tuning') !== undefined && readFileSync(opt('--tuning'), 'utf8').includes('other')) process.exit(2); // a refused table reached a bench
 const row = { impl: 'qgemm', backend: 'webgpu', runtime: 'node', mode: 'resident', m: 1, n: 4096, k: 4096, gpuMedianMs: 0.02, loop: 'back-to-back', kernel: 'gemv', verified: true };
 if (program === 'bin/qgemm.mjs' && args[0] === 'verify') console.log(JSON.stringify({ ok: true, rows: [{ kernel: 'gemv', problems: 4, mismatches: 0 }] }));
 else if (program === 'bin/qgemm.mjs' && args[0] === 'tune') {
-  writeFileSync(json, JSON.stringify({ entries: [] }));
+  writeFileSync(json, JSON.stringify({ entries: [] }) + (process.env.STUB_TABLE ?? ''));
   console.log(JSON.stringify({ table: { entries: [] }, refused: [] }));
 } else if (program === 'dist/node/bench.js') writeFileSync(json, JSON.stringify({ runs: [row] }));
 else if (program === 'dist/node/token.js') writeFileSync(json, JSON.stringify({ what: 'one token', verified: true, wallMs: 0.5 }));
@@ -172,14 +184,23 @@ else process.exit(3);
       chmodSync(join(bin, name), 0o755);
     }
 
-    const runForm = (form: 'core' | 'extras', fail?: string, suffix = '') => {
+    const icd = join(dir, 'nvidia_icd.json');
+    writeFileSync(icd, '{}');
+    const runForm = (form: 'core' | 'extras', fail?: string, suffix = '', env: Record<string, string> = {}) => {
       const out = join(dir, `out-${form}-${fail ?? 'ok'}${suffix}`);
       const tmp = join(dir, `tmp-${form}-${fail ?? 'ok'}${suffix}`);
       mkdirSync(tmp);
       const r = spawnSync('sh', ['bench/device-run.sh', form], {
         cwd: root,
         encoding: 'utf8',
-        env: { PATH: `${bin}:${process.env.PATH}`, OUT: out, DEVICE_TMP: tmp, ...(fail ? { STUB_FAIL: fail } : {}) },
+        env: {
+          PATH: `${bin}:${process.env.PATH}`,
+          OUT: out,
+          DEVICE_TMP: tmp,
+          VK_DRIVER_FILES: icd,
+          ...env,
+          ...(fail ? { STUB_FAIL: fail } : {}),
+        },
       });
       const tar = readdirSync(out).includes('results.tar')
         ? execFileSync('tar', ['-tf', join(out, 'results.tar')], { encoding: 'utf8' })
@@ -187,7 +208,7 @@ else process.exit(3);
             .split('\n')
             .sort()
         : [];
-      return { status: r.status, stdout: r.stdout, files: readdirSync(out).sort(), tar };
+      return { status: r.status, stdout: r.stdout, files: readdirSync(out).sort(), tar, out };
     };
 
     it('core: verify, tune, both passes; results.tar, clocks.csv and run.log left, exit 0', () => {
@@ -220,8 +241,41 @@ else process.exit(3);
       expect(r.status).toBe(1);
       expect(r.stdout).toContain('device-run: verify TIMED OUT');
       expect(r.stdout).not.toContain('verify FAILED');
-      const mismatch = runForm('core', 'verify.json:1');
+      const mismatch = runForm('core', 'verify.json:1:report');
       expect(mismatch.stdout).toContain('verify FAILED: see verify.json');
+      expect(mismatch.tar).toContain('verify.json');
+      // exit 1 without a report is the machine's failure (no adapter), not a mismatch; the empty file is not left
+      const machine = runForm('core', 'verify.json:1');
+      expect(machine.stdout).toContain('verify FAILED without a report');
+      expect(machine.files).toEqual(['clocks.csv', 'results.tar', 'run.log']);
+    });
+
+    it('without the NVIDIA Vulkan manifest, says so and runs no stage', () => {
+      const r = runForm('core', undefined, ' no icd', { VK_DRIVER_FILES: join(dir, 'absent_icd.json') });
+      expect(r.status).toBe(1);
+      expect(r.stdout).toContain(`no Vulkan driver manifest (nvidia_icd.json) found at ${join(dir, 'absent_icd.json')}`);
+      expect(r.stdout).not.toContain('verify');
+    });
+
+    it("extras with the core run's results.tar in .device/core.tar: its table checked and used, its passes beside robustness off", () => {
+      const core = runForm('core', undefined, ' for extras');
+      copyFileSync(join(core.out, 'results.tar'), join(root, '.device/core.tar'));
+      try {
+        const r = runForm('extras', undefined, ' with core');
+        expect(r.status, r.stdout).toBe(0);
+        expect(r.stdout).toContain("device-run: tuning: the core run's tuning.json");
+        expect(r.stdout).toMatch(/^1x4096x4096 \| 0\.0200 \| 0\.0200 \| 0% \| gemv \|/m);
+        // a table this adapter refuses (another GPU's) is said, and the benches run without it
+        const other = runForm('core', undefined, ' other table', { STUB_TABLE: ' other' });
+        copyFileSync(join(other.out, 'results.tar'), join(root, '.device/core.tar'));
+        const refused = runForm('extras', undefined, ' refused table');
+        expect(refused.status, refused.stdout).toBe(0);
+        expect(refused.stdout).toContain(
+          "tuning: the core run's tuning.json refused, the benches run without it: qgemm: error: --tuning.adapter",
+        );
+      } finally {
+        rmSync(join(root, '.device/core.tar'));
+      }
     });
 
     it('folders with a space in their names: the table reaches both passes as one argument', () => {

@@ -7,7 +7,7 @@
 // read as no report, never a crash.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -110,6 +110,32 @@ describe('bench/device-summary.mjs', () => {
     expect(out).toContain('pass 2 cut short: 2 rows kept (a checkpoint written after 2 rows, at 40.0 s: the run had not finished)');
     expect(out).toContain('the 4-bit pass cut short: 2 rows kept');
     expect(out).not.toContain('pass 1 cut short');
+  });
+
+  it('verify cut short (no JSON): its lines per kernel in run.log beside it give the verdict so far', () => {
+    const cut = join(dir, 'verify-cut');
+    mkdirSync(cut);
+    writeFileSync(join(cut, 'verify.json'), '');
+    writeFileSync(
+      join(cut, 'run.log'),
+      [
+        'device-run: verify at 3 s',
+        'qgemm verify: webgpu on nvidia (NVIDIA: 580.159.04)',
+        '  sgmat-64x64 (u8->u32 16x16x32 sg32): 20 problems, 0 mismatches, 6.20 s',
+        '  dot4-64x64: 20 problems, 3 mismatches, 1.07 s',
+        '  gemv: 20 problems, 0 mismatches, 2.50 s',
+        'device-run: verify TIMED OUT',
+      ].join('\n'),
+    );
+    const out = summary(p1, p2, '--verify', join(cut, 'verify.json'));
+    expect(out).toContain('verify: no report (cut short?); run.log shows 2 of the 3 kernels it reached exact');
+    expect(out).toContain('  dot4-64x64: 3 mismatches of 20');
+  });
+
+  it('says so where the passes given have no rows (both stages failed)', () => {
+    const out = summary(join(dir, 'absent1.json'), join(dir, 'absent2.json'));
+    expect(out).toContain('bench passes: no report (see run.log)');
+    expect(out).not.toContain('qgemm ms pass1');
   });
 
   it('prints no pass table where no pass is given (the extras run)', () => {
