@@ -106,6 +106,9 @@ describe('the packed file list', () => {
     expect(Object.keys(pkg.dependencies ?? {})).toEqual([]);
     expect(existsSync(join(consumer, 'node_modules/wgsl_reflect'))).toBe(false);
     expect(existsSync(join(consumer, 'node_modules/@webgpu/types'))).toBe(false);
+    // No module acts on import (Dawn's globals are installed when a device is acquired): a page that imports
+    // referenceGemm alone is bundled without the GPU path (vite: 16 kB against 399 kB without the field).
+    expect(pkg.sideEffects).toBe(false);
   });
   it('declares no WebGPU global and references no types package', () => {
     const dts = packed.files.map((f) => f.path).filter((p) => p.endsWith('.d.ts'));
