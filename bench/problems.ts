@@ -102,7 +102,7 @@ export function makePipeline(kind: PipelineKind, shape: Pick<Shape, 'n' | 'k'>):
   ];
 }
 
-export function pipelineToJson(stages: OutputStage[]): StageJson[] {
+export function pipelineToJson(stages: readonly OutputStage[]): StageJson[] {
   return stages.map((s) => {
     const out: StageJson = {};
     for (const [key, value] of Object.entries(s))

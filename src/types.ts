@@ -121,7 +121,7 @@ export interface GemmProblem {
   /** Scalar, or Int32Array of length N. Default 0. */
   rhsZeroPoint?: PerChannel;
   /** Default []: int32 output. */
-  pipeline?: OutputStage[];
+  pipeline?: readonly OutputStage[];
   /** Default 'row-major'. */
   dstOrder?: Order;
   /** Default: none, 8-bit operands used as they are. */
