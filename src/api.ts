@@ -43,11 +43,11 @@ type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 
 export interface RunOptions extends GpuContextOptions {
   /** Called with a warning (CPU fallback after a device loss). Default: console.warn. */
-  warn?: (message: string) => void;
+  warn?: ((message: string) => void) | undefined;
   /** Called, once the GEMM is done, with the id of the kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the kernel's report). */
-  onKernel?: (kernel: string) => void;
+  onKernel?: ((kernel: string) => void) | undefined;
   /** WebGPU: called with the trace of the GEMM call, the time of each of its steps (src/scheduler/trace.ts). */
-  onTrace?: (trace: GemmTrace) => void;
+  onTrace?: ((trace: GemmTrace) => void) | undefined;
 }
 
 /**
@@ -302,7 +302,7 @@ export async function onBackend<R>(
 
 export interface GemmOptions extends RunOptions {
   /** Default 'auto': a hardware GPU if there is one, else the CPU. */
-  backend?: Backend;
+  backend?: Backend | undefined;
 }
 
 /** One GEMM (src/types.ts) on the chosen backend; the result says which backend ran it. */
@@ -326,10 +326,10 @@ export async function elementwise(problem: ElementwiseProblem, options: GemmOpti
 export interface DeviceDescription {
   /** null when no WebGPU adapter was found (then `note` says why). */
   adapter: AdapterSummary | null;
-  caps?: AdapterCaps;
-  dot4?: 'native' | 'emulated';
-  limits?: PlanLimits;
-  note?: string;
+  caps?: AdapterCaps | undefined;
+  dot4?: 'native' | 'emulated' | undefined;
+  limits?: PlanLimits | undefined;
+  note?: string | undefined;
   /** The CPU kernel the registry picks, and the CPU's WebAssembly capabilities and thread count. */
   cpu: CpuCapsReport & { kernel: string };
   /** The tuning table that serves the adapter (src/kernels/tuning.ts), or none: the registry's rules. */

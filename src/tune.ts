@@ -79,29 +79,29 @@ const SWEEP_SHARE = 0.8;
 
 export interface TuneOptions {
   /** Time budget in milliseconds (default 5 minutes); more than 0. */
-  budgetMs?: number;
+  budgetMs?: number | undefined;
   /** Shape classes to sweep (default all: square, decode, conv, decode-u4). */
-  classes?: readonly string[];
+  classes?: readonly string[] | undefined;
   /** Run on this device instead of acquiring one. */
-  device?: GPUDevice;
+  device?: GPUDevice | undefined;
   /** Progress lines (one per measured configuration, one per verified winner). */
-  onProgress?: (line: string) => void;
+  onProgress?: ((line: string) => void) | undefined;
   /** At most this many configurations per shape, the rules' kernel included (default: as the budget allows). */
-  maxCandidates?: number;
+  maxCandidates?: number | undefined;
   /** The clock the budget is kept by (default: performance.now). */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /**
    * A table of this adapter to search around: at each shape its entry's kernel is measured right after
    * the rules' kernel, then the configurations nearest the fastest so far. Default: the table that serves
    * the adapter (a committed one, src/kernels/tuned/), so a re-tune starts from the last one; null: none.
    */
-  seed?: TuningTable | null;
+  seed?: TuningTable | null | undefined;
   /**
    * Keep the GPU busy through each configuration's set-up (src/gpu/heater.ts), so that its clocks have
    * not fallen when the warm-up starts. Default: on a hardware adapter; on a CPU emulation it only
    * takes cores from the set-up.
    */
-  heater?: boolean;
+  heater?: boolean | undefined;
 }
 
 export interface TuneReport {

@@ -40,7 +40,7 @@ export interface Operand {
   rows: number;
   cols: number;
   /** Default 'row-major'. */
-  order?: Order;
+  order?: Order | undefined;
 }
 
 /** A scalar (applies everywhere) or a per-channel vector along `axis`. */
@@ -78,8 +78,8 @@ export type OutputStage =
       multiplier: PerChannel;
       exponent: PerChannel;
       offsetAfterShift: number;
-      rounding?: Rounding;
-      axis?: Axis;
+      rounding?: Rounding | undefined;
+      axis?: Axis | undefined;
     }
   /**
    * XNNPACK's fp32 requantization (qs8/qu8, and TFLite's default delegate), in float32 throughout:
@@ -117,15 +117,15 @@ export interface GemmProblem {
   lhs: Operand;
   rhs: Operand;
   /** Scalar, or Int32Array of length M. Default 0. */
-  lhsZeroPoint?: PerChannel;
+  lhsZeroPoint?: PerChannel | undefined;
   /** Scalar, or Int32Array of length N. Default 0. */
-  rhsZeroPoint?: PerChannel;
+  rhsZeroPoint?: PerChannel | undefined;
   /** Default []: int32 output. */
-  pipeline?: readonly OutputStage[];
+  pipeline?: readonly OutputStage[] | undefined;
   /** Default 'row-major'. */
-  dstOrder?: Order;
+  dstOrder?: Order | undefined;
   /** Default: none, 8-bit operands used as they are. */
-  bitDepth?: BitDepth;
+  bitDepth?: BitDepth | undefined;
 }
 
 /** The dst matrix, [M,N], of the dtype the last cast stage chose (int32 when none). */

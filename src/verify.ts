@@ -68,20 +68,20 @@ export interface VerifyReport {
 
 export interface VerifyOptions {
   /** Default 'webgpu' (software adapters included). */
-  backend?: 'webgpu' | 'cpu';
+  backend?: 'webgpu' | 'cpu' | undefined;
   /** Run on this device instead of acquiring one. */
-  device?: GPUDevice;
+  device?: GPUDevice | undefined;
   /**
    * Only these kernel ids, at least one (default: every kernel the adapter or CPU supports). One that
    * cannot run here is a row that did not run, with the reason, and the report is not ok.
    */
-  kernels?: readonly string[];
+  kernels?: readonly string[] | undefined;
   /** Called once the device is known, before the first kernel (progress): the report's backend and device. */
   onStart?: (start: { backend: 'webgpu' | 'cpu'; device: string }) => void;
   /** Called after each kernel (progress). */
-  onRow?: (row: VerifyRow) => void;
+  onRow?: ((row: VerifyRow) => void) | undefined;
   /** Test hook: extra GPU kernels to verify, beside the registry's. */
-  extraKernels?: readonly GpuGemmKernel[];
+  extraKernels?: readonly GpuGemmKernel[] | undefined;
 }
 
 /**

@@ -40,11 +40,11 @@ export interface AcquireOptions {
   /** Accept a software adapter (SwiftShader...). false: hardware only ('auto' backend). */
   allowSoftware: boolean;
   /** Use this device as it is (source 'user'); no adapter is requested. */
-  device?: GPUDevice;
+  device?: GPUDevice | undefined;
   /** Node: load this dawn.node binary (a path ending in .node) instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
-  dawnPath?: string;
+  dawnPath?: string | undefined;
   /** Default 'high-performance' (the discrete GPU on a laptop with two). */
-  powerPreference?: GPUPowerPreference;
+  powerPreference?: GPUPowerPreference | undefined;
   /**
    * Node (Dawn): the device toggles, from 'disable_workgroup_init' and 'disable_robustness'; [] for
    * Dawn's defaults. Default: env QGEMM_DAWN_TOGGLES ('none' or a comma-separated list), else
@@ -52,7 +52,7 @@ export interface AcquireOptions {
    * 'disable_robustness' is not in the audited set: with it an out-of-bounds access is undefined.
    * Ignored for navigator.gpu and for a caller's device. An unknown name is an InputError.
    */
-  toggles?: readonly DawnToggle[];
+  toggles?: readonly DawnToggle[] | undefined;
 }
 
 /** The WGSL language feature behind dot4U8Packed / dot4I8Packed. */

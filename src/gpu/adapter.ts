@@ -100,7 +100,7 @@ export type Tried = string[] & { fix?: string };
 
 export interface RequestOptions {
   allowSoftware: boolean;
-  powerPreference?: GPUPowerPreference;
+  powerPreference?: GPUPowerPreference | undefined;
 }
 
 export async function requestFrom(

@@ -58,7 +58,7 @@ export interface AdapterCaps {
   timestamps: boolean;
   limits: PlanLimits;
   /** The Dawn toggles the device runs with (./toggles.ts); null or absent where the library did not set them. */
-  toggles?: readonly DawnToggle[] | null;
+  toggles?: readonly DawnToggle[] | null | undefined;
 }
 
 const LIMIT_KEYS: (keyof PlanLimits)[] = [

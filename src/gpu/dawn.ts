@@ -43,8 +43,8 @@ interface DawnModule {
 }
 
 interface NodeProcessLike {
-  versions?: { node?: string };
-  platform?: string;
+  versions?: { node?: string } | undefined;
+  platform?: string | undefined;
   env: Record<string, string | undefined>;
   cwd(): string;
 }
@@ -178,7 +178,7 @@ const NO_VULKAN_DRIVER = "Vulkan: no driver manifest (ICD) in the loader's folde
 
 interface DawnOptions extends RequestOptions {
   /** Node: load this dawn.node binary instead of the `webgpu` package. Default: env QGEMM_DAWN_NODE. */
-  dawnPath?: string;
+  dawnPath?: string | undefined;
   /** The device toggles, checked (./toggles.ts). */
   toggles: readonly DawnToggle[];
 }

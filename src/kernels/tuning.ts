@@ -43,30 +43,30 @@ export interface TuningEntry {
   class: ShapeClass;
   shape: { M: number; N: number; K: number };
   /** The rhs bits it was measured with and serves: 4 (the '-u4' classes), or 8 (absent: 8). */
-  rhsBits?: 4 | 8;
+  rhsBits?: 4 | 8 | undefined;
   kernel: KernelConfig;
   /** The winner's kernel id (informative: `kernel` is what is read). */
-  id?: string;
+  id?: string | undefined;
   /** Median GPU time per call (ms) and its coefficient of variation over the batches. */
-  gpuMs?: number;
-  cv?: number;
+  gpuMs?: number | undefined;
+  cv?: number | undefined;
   /** The kernel the rules choose for this shape and its median GPU time, measured in the same sweep. */
-  rulesId?: string;
-  rulesMs?: number;
+  rulesId?: string | undefined;
+  rulesMs?: number | undefined;
   /** Configurations measured for this shape. */
-  tried?: number;
+  tried?: number | undefined;
   /** The seed table's kernel for this shape (a re-tune, src/tune.ts) and its median GPU time in this sweep. */
-  seedId?: string;
-  seedMs?: number;
+  seedId?: string | undefined;
+  seedMs?: number | undefined;
 }
 
 export interface TuningTable {
   format: typeof TUNING_FORMAT;
   adapter: TuningAdapter;
   /** ISO date of the sweep. */
-  created?: string;
+  created?: string | undefined;
   /** How it was measured (free text: warm-up, batches, operand sets, timer). */
-  method?: string;
+  method?: string | undefined;
   entries: TuningEntry[];
 }
 

@@ -23,12 +23,12 @@ export interface PackedPair {
    * Set when the kernel reads an unpacked 8-bit lhs itself (PreparedGemmKernel.rawLhs): where its bytes
    * are, read as [m][k]; `lhs` and `rowSums` then hold no packed data.
    */
-  rawLhs?: RawLhs;
+  rawLhs?: RawLhs | undefined;
   /**
    * Set when the kernel gathers a convolution's lhs from its input (PreparedGemmKernel.patchLhs): `lhs`
    * and `rowSums` then hold no packed data.
    */
-  patchLhs?: PatchLhs;
+  patchLhs?: PatchLhs | undefined;
 }
 
 /**
@@ -101,7 +101,7 @@ export interface GpuGemmKernel {
   /** The format it reads lhs in, and rhs unless rhsPackFormat says otherwise. */
   readonly packFormat: PackFormatId;
   /** The format it reads rhs in, where it differs (4-bit weights stored two per byte: 'u4k8-r64'). */
-  readonly rhsPackFormat?: PackFormatId;
+  readonly rhsPackFormat?: PackFormatId | undefined;
   /** Whether this kernel can run `shape` on an adapter with `caps` (not whether it is the best choice). */
   supports(caps: AdapterCaps, shape: GemmShape): boolean;
   /** The bands and dispatches of `shape` (pure; see src/gpu/plan.ts); caps where the plan follows the GPU's size. */
@@ -116,7 +116,7 @@ export interface GpuGemmKernel {
    * A kernel that CI cannot run (it needs hardware SwiftShader lacks) declares this: a device runs the
    * exactness self-test (src/scheduler/self-test.ts) before its first use, and disables the kernel if it fails.
    */
-  readonly needsSelfTest?: boolean;
+  readonly needsSelfTest?: boolean | undefined;
 }
 
 /** What the CPU offers the CPU kernels. */

@@ -44,11 +44,11 @@ type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
  * or 'builtin', TFLite's builtin kernels' (src/problem/elementwise.ts).
  */
 export interface ElementwiseLayerParams {
-  a?: QuantParams;
-  b?: QuantParams;
+  a?: QuantParams | undefined;
+  b?: QuantParams | undefined;
   output: QuantParams;
-  activation?: FusedActivation;
-  kernelPath?: ElementwiseKernelPath;
+  activation?: FusedActivation | undefined;
+  kernelPath?: ElementwiseKernelPath | undefined;
 }
 
 /**
@@ -69,7 +69,7 @@ export type SequentialLayer =
  * real value 1 (scale 1, zero point 0) runs it, with that multiplier (REQUANTIZE).
  */
 export interface RequantizeLayerParams {
-  input?: QuantParams;
+  input?: QuantParams | undefined;
   output: QuantParams;
 }
 
@@ -78,7 +78,7 @@ export type SequentialFullyConnected = Extract<SequentialLayer, { op: 'fullyConn
 
 export interface SequentialOptions {
   /** The quantization of each graph input, by name (else taken from the layers that read it). */
-  inputs?: Record<string, QuantParams> | Map<string, QuantParams>;
+  inputs?: Record<string, QuantParams> | Map<string, QuantParams> | undefined;
 }
 
 /** The graph's inputs: one tensor (the graph input 'input'), or tensors by name (an object's own keys, or a Map). */
@@ -92,11 +92,11 @@ export interface Node {
   inputs: string[];
   quant: QuantParams[];
   output: QuantParams;
-  gemm?: LayerGemm;
+  gemm?: LayerGemm | undefined;
   /** The layer's parameters with every quantization filled in (what fullyConnected/conv2d take). */
-  params?: FullyConnectedParams | Conv2dParams;
+  params?: FullyConnectedParams | Conv2dParams | undefined;
   /** The graph runs on TFLite's builtin kernels (XNNPACK refused one of its layers): no node on the delegate. */
-  builtin?: boolean;
+  builtin?: boolean | undefined;
 }
 
 /** A graph checked once: its nodes, the graph inputs it reads, its activations' dtype (from the weights). */

@@ -59,7 +59,7 @@ interface LayerWeights {
    * 0 for int8 (the default); legacy uint8 weights carry one. As a number, or as TFLite stores it: an
    * array of 1 or N equal values (per-channel int8 weights: all 0).
    */
-  zeroPoint?: WeightZeroPoint;
+  zeroPoint?: WeightZeroPoint | undefined;
 }
 
 /** The keys of each layer's params (the two interfaces below): another is a misspelling. */
@@ -106,12 +106,12 @@ export interface FullyConnectedParams {
   /** [N, K], TFLite's layout. */
   weights: LayerWeights;
   /** Length N. */
-  bias?: Int32Array;
+  bias?: Int32Array | undefined;
   output: QuantParams;
-  activation?: FusedActivation;
-  kernelPath?: KernelPath;
+  activation?: FusedActivation | undefined;
+  kernelPath?: KernelPath | undefined;
   /** TFLite's keep_num_dims: the output keeps the input's shape, its last dimension (K) set to N. Default [M, N]. */
-  keepNumDims?: boolean;
+  keepNumDims?: boolean | undefined;
 }
 
 export interface Conv2dParams {
@@ -119,15 +119,15 @@ export interface Conv2dParams {
   /** OHWI. */
   filter: LayerWeights;
   /** Length O. */
-  bias?: Int32Array;
+  bias?: Int32Array | undefined;
   /** [h, w], default [1, 1]. */
-  stride?: readonly number[];
+  stride?: readonly number[] | undefined;
   /** [h, w], default [1, 1]. */
-  dilation?: readonly number[];
+  dilation?: readonly number[] | undefined;
   padding: 'SAME' | 'VALID';
   output: QuantParams;
-  activation?: FusedActivation;
-  kernelPath?: KernelPath;
+  activation?: FusedActivation | undefined;
+  kernelPath?: KernelPath | undefined;
 }
 
 /**
@@ -149,7 +149,7 @@ export interface LayerGemm {
   rhsZeroPoint: number;
   pipeline: OutputStage[];
   /** FC reference path: the float64 requantization of the int32 result, on the host. */
-  post?: (acc: ArrayLike<number>, M: number) => Uint8Array | Int8Array;
+  post?: ((acc: ArrayLike<number>, M: number) => Uint8Array | Int8Array) | undefined;
   /** The kernel path derived: the one asked for, or 'optimized' where XNNPACK refuses the layer (xnnpackTakesGemm). */
   path: KernelPath;
 }

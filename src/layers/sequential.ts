@@ -92,10 +92,10 @@ export async function runLayers(
 /** A tensor during a GPU run: on the host (a graph input), or a GPU matrix [size / last, last]. */
 interface Value {
   shape: number[];
-  host?: Uint8Array | Int8Array;
-  gpu?: GpuMatrix;
+  host?: Uint8Array | Int8Array | undefined;
+  gpu?: GpuMatrix | undefined;
   /** The run made this buffer itself (an elementwise output): destroyed, not released to the context. */
-  own?: boolean;
+  own?: boolean | undefined;
 }
 
 /**
@@ -105,7 +105,7 @@ interface Value {
  */
 export interface SequentialRunOptions extends GemmCallOptions {
   /** Receives the GPU time of the run's GEMMs, where the run is a chain of GEMMs (else null). */
-  timing?: GemmTiming;
+  timing?: GemmTiming | undefined;
 }
 
 /**

@@ -120,11 +120,11 @@ export interface QuantizedTensor {
   /** 0..4 dimensions; the product of the sizes is data.length. */
   shape: readonly number[];
   /** Storage order of `data`: false (default) C order (last index fastest), true Fortran order. */
-  fortranOrder?: boolean;
+  fortranOrder?: boolean | undefined;
   /** A positive finite scale, or (alignedAdd/alignedSub only) one per index along `axis`. */
   scale: number | ArrayLike<number>;
   /** With an array `scale`: the dimension of this tensor it runs along, 0..rank−1. */
-  axis?: number;
+  axis?: number | undefined;
   /** In the dtype's range. */
   zeroPoint: number;
 }
@@ -133,8 +133,8 @@ export interface QuantizedTensor {
 export interface ElementwiseOutput {
   scale: number;
   zeroPoint: number;
-  min?: number;
-  max?: number;
+  min?: number | undefined;
+  max?: number | undefined;
 }
 
 /**
@@ -150,7 +150,7 @@ export interface ElementwiseProblem {
   b: QuantizedTensor;
   output: ElementwiseOutput;
   /** add, sub, mul: whose arithmetic, TFLite's builtin kernels' (default) or XNNPACK's. */
-  kernelPath?: ElementwiseKernelPath;
+  kernelPath?: ElementwiseKernelPath | undefined;
 }
 
 /** XNNPACK's parameters (kernelPath 'xnnpack', see the header): add/sub multipliers and shift, mul scale. */

@@ -45,25 +45,25 @@ export type { PatchOperand } from './patches.ts';
 /** Options of one ctx.gemm() call. */
 export interface GemmCallOptions {
   /** Receives the trace of the call: the time of each of its steps (./trace.ts). QGEMM_TRACE=1 prints it. */
-  onTrace?: TraceListener;
+  onTrace?: TraceListener | undefined;
 }
 
 export interface GpuContextOptions extends Partial<AcquireOptions> {
   /** Lower the limits the scheduler plans with (never above the device's). */
-  limits?: Partial<PlanLimits>;
+  limits?: Partial<PlanLimits> | undefined;
   /** Run this kernel (an id of src/kernels/registry.ts GPU_KERNELS) instead of the registry's choice. */
-  kernel?: string;
+  kernel?: string | undefined;
   /** Record GPU time with timestamp queries where the device offers them. */
-  timestamps?: boolean;
+  timestamps?: boolean | undefined;
   /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
-  warn?: (message: string) => void;
+  warn?: ((message: string) => void) | undefined;
   /**
    * A tuning table for this adapter (`qgemm tune`, src/kernels/tuning.ts), used where no table committed
    * with the library matches the adapter. A malformed table, or one of another adapter, is an InputError.
    */
-  tuning?: TuningTable | unknown;
+  tuning?: TuningTable | unknown | undefined;
   /** What to call the table in messages and in `tuning.name` (describeDevice, `qgemm info`; the CLI passes the file's path). */
-  tuningName?: string;
+  tuningName?: string | undefined;
 }
 
 /** Whether x looks like a GPUDevice (what the library calls on one). */

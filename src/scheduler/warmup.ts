@@ -18,11 +18,11 @@ export interface WarmupShape {
   n: number;
   k: number;
   /** Default 'uint8'. */
-  lhsType?: 'uint8' | 'int8';
-  rhsType?: 'uint8' | 'int8';
-  pipeline?: OutputStage[];
-  dstOrder?: GemmProblem['dstOrder'];
-  bitDepth?: GemmProblem['bitDepth'];
+  lhsType?: 'uint8' | 'int8' | undefined;
+  rhsType?: 'uint8' | 'int8' | undefined;
+  pipeline?: OutputStage[] | undefined;
+  dstOrder?: GemmProblem['dstOrder'] | undefined;
+  bitDepth?: GemmProblem['bitDepth'] | undefined;
 }
 
 export type WarmupItem = WarmupShape | GpuGemmProblem;

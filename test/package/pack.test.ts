@@ -3,9 +3,10 @@
 // whatever else is in dist/) and its size, then the tarball installed into a fresh temp project
 // together with the current TypeScript 7 from the npm registry (one install; the package has no
 // runtime dependency). A consumer file is type-checked under strict `nodenext` and `bundler` settings
-// (skipLibCheck off) by TypeScript 5.9 (the repository's) and by TypeScript 7, each with and without
-// the DOM library (TypeScript 7's DOM library declares WebGPU itself; the package's declarations take
-// the GPU types from the program, see tools/env-types.d.ts), then compiled and run in Node against both
+// (skipLibCheck off, exactOptionalPropertyTypes on: an option given as undefined is absent) by
+// TypeScript 5.9 (the repository's) and by TypeScript 7, each with and without the DOM library
+// (TypeScript 7's DOM library declares WebGPU itself; the package's declarations take the GPU types
+// from the program, see tools/env-types.d.ts), then compiled and run in Node against both
 // entries ('qgemm-webgpu' and 'qgemm-webgpu/cpu') and the `qgemm` bin.
 // The docs are code too: every ```ts snippet of README.md and docs/*.md is type-checked the same way
 // (strict, nodenext and bundler; TypeScript 5.9 and 7) against the installed package and run in Node
@@ -148,7 +149,15 @@ const problem: GemmProblem = {
   rhsZeroPoint: -7,
   pipeline: [{ type: 'saturatingCast', to: 'int16' }],
 };
-const results: GemmResult[] = [cpuGemm(problem), referenceGemm(problem), cpuOnly(problem), await gemm(problem, { backend: 'cpu' })];
+// An option or field given as undefined is absent, at run time and under exactOptionalPropertyTypes.
+const unset = { bitDepth: undefined, dstOrder: undefined };
+const results: GemmResult[] = [
+  cpuGemm(problem),
+  referenceGemm(problem),
+  cpuOnly(problem),
+  await gemm(problem, { backend: 'cpu' }),
+  await gemm({ ...problem, ...unset }, { backend: 'cpu', kernel: undefined, onKernel: undefined, device: undefined }),
+];
 const npy = parseNpy(serializeNpy({ dtype: 'int16', shape: [2, 2], fortranOrder: false, data: results[0].data as Int16Array }));
 let field = '';
 try {
@@ -160,7 +169,7 @@ const { multiplier } = quantizeMultiplier(0.5);
 console.log(JSON.stringify({ results: results.map((r) => Array.from(r.data)), npy: Array.from(npy.data as Int16Array), field, multiplier }));
 `;
 
-const STRICT = { strict: true, skipLibCheck: false, noEmitOnError: true, target: 'es2022' };
+const STRICT = { strict: true, exactOptionalPropertyTypes: true, skipLibCheck: false, noEmitOnError: true, target: 'es2022' };
 /** With the DOM library (a browser program), or without it (a Node program, Node's types instead). */
 const LIBS = [
   { name: 'lib dom', lib: ['es2022', 'dom'], types: [] as string[] },
@@ -237,7 +246,12 @@ describe('a consumer project', () => {
       [(1 - 3) * (-1 + 7) + (2 - 3) * (2 + 7) + (3 - 3) * (-3 + 7), (1 - 3) * (4 + 7) + (2 - 3) * (-5 + 7) + (3 - 3) * (6 + 7)],
       [(4 - 3) * (-1 + 7) + (5 - 3) * (2 + 7) + (6 - 3) * (-3 + 7), (4 - 3) * (4 + 7) + (5 - 3) * (-5 + 7) + (6 - 3) * (6 + 7)],
     ].flat();
-    expect(out).toEqual({ results: [expected, expected, expected, expected], npy: expected, field: 'lhsZeroPoint', multiplier: 2 ** 30 });
+    expect(out).toEqual({
+      results: [expected, expected, expected, expected, expected],
+      npy: expected,
+      field: 'lhsZeroPoint',
+      multiplier: 2 ** 30,
+    });
   });
   it('runs the installed qgemm bin', () => {
     expect(sh(join(consumer, 'node_modules/.bin/qgemm'), ['--version'], consumer).trim()).toBe(

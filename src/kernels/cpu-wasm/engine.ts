@@ -69,16 +69,16 @@ export function parseThreadsEnv(text: string | undefined): number | undefined {
 
 export interface WasmOptions {
   /** Threads per GEMM (the caller's included), an integer in 1..MAX_CPU_THREADS (256). Default: the number of cores. */
-  threads?: number;
+  threads?: number | undefined;
   /** false: never use relaxed SIMD. Default: use it where it is proven exact. */
-  relaxedSimd?: boolean;
+  relaxedSimd?: boolean | undefined;
   /**
    * How long a worker that finished a job waits spinning for the next one before it sleeps, in ms
    * (0..100; 0: it sleeps at once). A sleeping worker takes 60-200 µs to wake on a virtual machine, a
    * spinning one answers at once; it spins with `Atomics.pause` where that exists (Node 22+, Chrome
    * 133+), which leaves the core to its other hardware thread. Default: 1.
    */
-  spinMs?: number;
+  spinMs?: number | undefined;
 }
 
 const options: WasmOptions = {};
