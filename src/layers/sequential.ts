@@ -46,6 +46,7 @@ import {
 import { conv2d, dtypeOf, fullyConnected, type Conv2dParams, type FullyConnectedParams, type Tensor } from './layers.ts';
 import { im2col } from '../pack/patches.ts';
 import { envTraceListener } from '../scheduler/trace.ts';
+import { BufferUsage } from '../gpu/usage.ts';
 
 export {
   checkLayers,
@@ -56,7 +57,7 @@ export {
   type SequentialLayer,
   type SequentialOptions,
 } from './graph.ts';
-import { BufferUsage } from '../gpu/usage.ts';
+
 /**
  * Runs the layers one by one through fullyConnected(), conv2d() and elementwise() on `backend` (every
  * intermediate on the host): the CLI's CPU path, and what Sequential is checked against.
