@@ -5,6 +5,8 @@
 // `device`, a Sequential) runs, bit for bit equal to the CPU reference, where each failed with a raw
 // ReferenceError. A context destroyed on the caller's device (which it leaves alive) destroys what it
 // made there: the prepacked operands, patches and a Sequential's weights, which held their buffers.
+// releaseSharedContexts(device) frees what one-shot calls keep on it; releaseSharedContexts() the
+// contexts on the devices the library acquired, with the devices.
 
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { DeviceLostError } from '../../src/errors.ts';
@@ -21,6 +23,7 @@ import {
   type GemmProblem,
   type SequentialLayer,
 } from '../../src/index.ts';
+import { sharedContext } from '../../src/api.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
 const gpu = await getGpu();
@@ -164,5 +167,15 @@ describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
     } finally {
       spy.mockRestore();
     }
+  });
+  it('releaseSharedContexts() destroys the shared contexts on the devices the library acquired, with the devices', async () => {
+    const want = referenceGemm(problem).data;
+    expect((await gemm(problem, { backend: 'webgpu' })).data).toEqual(want);
+    const ctx = await sharedContext(true, {});
+    await releaseSharedContexts();
+    expect(ctx.lost).toBe(true);
+    expect((await gemm(problem, { backend: 'webgpu' })).data).toEqual(want); // a new one
+    expect(await sharedContext(true, {})).not.toBe(ctx);
+    await releaseSharedContexts();
   });
 });
