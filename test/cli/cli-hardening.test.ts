@@ -370,7 +370,7 @@ describe('the command line', () => {
     };
     const r = await runMain(['run', writeSpecIn(dir, {}, JSON.stringify(spec))]);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/^qgemm: error: inputs\.a b\.zeroPoint: /);
+    expect(r.err).toMatch(/^qgemm: error: inputs\["a\\rb"\]\.zeroPoint: /); // the name as a JSON string
     expect(r.err.split('\n')).toHaveLength(2);
   });
   it('help for an unknown command is one error line naming command, as the unknown command itself', async () => {
