@@ -112,12 +112,23 @@ function adapterQuery(options) {
   })()`;
 }
 
-/** chrome://gpu's text: it lives in shadow roots, so walk them (innerText keeps the table rows apart). */
+/**
+ * chrome://gpu's text, from the DOM alone and through its shadow roots: a line per block element, a tab
+ * between table cells. Not innerText, which needs a layout: on a server without fonts it is blank.
+ */
 const GPU_PAGE_TEXT = `(() => {
-  const walk = (root) => { let s = ''; for (const el of root.querySelectorAll('*')) if (el.shadowRoot) {
-    for (const c of el.shadowRoot.children) if (c.tagName !== 'STYLE') s += (c.innerText || c.textContent || '') + '\\n';
-    s += walk(el.shadowRoot); } return s; };
-  return (document.body ? document.body.innerText + '\\n' : '') + walk(document);
+  const BLOCK = new Set(['DIV', 'P', 'LI', 'TR', 'H1', 'H2', 'H3', 'H4', 'TABLE', 'UL', 'OL', 'BR', 'SECTION', 'PRE', 'DT', 'DD']);
+  const text = (node) => {
+    if (node.nodeType === 3) return node.data;
+    if (node.nodeType !== 1 && node.nodeType !== 9 && node.nodeType !== 11) return '';
+    if (node.tagName === 'STYLE' || node.tagName === 'SCRIPT' || node.tagName === 'TEMPLATE') return '';
+    let s = node.shadowRoot ? text(node.shadowRoot) : '';
+    for (const c of node.childNodes) s += text(c);
+    if (node.tagName === 'TD' || node.tagName === 'TH') s += '\\t';
+    else if (BLOCK.has(node.tagName)) s += '\\n';
+    return s;
+  };
+  return text(document);
 })()`;
 
 async function runAttempt(attempt, o, pageUrl, deadline) {

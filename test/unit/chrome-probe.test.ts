@@ -172,6 +172,31 @@ describe('the probe attempts (tools/chrome-probe/attempts.mjs)', () => {
     expect(gpuPageLines('')).toEqual([]);
   });
 
+  it("reads the same rows from the page's text report (its DOM text, which needs no fonts), once each", () => {
+    const report = [
+      'Graphics Feature Status',
+      '=======================',
+      '*   Vulkan: Disabled',
+      '*   WebGPU: Software only, hardware acceleration unavailable',
+      'Driver Information',
+      '==================',
+      'Skia Backend                    :\tGaneshGL\t',
+      'Sandboxed                       :\tfalse\t',
+      'Problems Detected',
+      '=================',
+      '*   WebGPU has been disabled via blocklist or the command line.',
+    ].join('\n');
+    const lines = [
+      'Vulkan: Disabled',
+      'WebGPU: Software only, hardware acceleration unavailable',
+      'Skia Backend: GaneshGL',
+      'Sandboxed: false',
+    ];
+    const problem = 'problem: WebGPU has been disabled via blocklist or the command line.';
+    expect(gpuPageLines(report)).toEqual([...lines, problem]);
+    expect(gpuPageLines(`${GPU_PAGE}\n${report}`).filter((l) => lines.includes(l) || l === problem)).toEqual([...lines, problem]);
+  });
+
   it('keeps the stderr lines of vkCreateInstance, VK_ERROR, the loader and the GPU process exiting, once each', () => {
     expect(stderrLines(STDERR_SURFACE)).toEqual([
       '[41:41:1123/101010.100:ERROR:gpu/vulkan/vulkan_instance.cc:110] vkCreateInstance() failed: -7',

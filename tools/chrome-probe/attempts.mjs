@@ -190,7 +190,10 @@ export function runAsCommand(uid, command) {
   return ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', command];
 }
 
-/** chrome://gpu's rows the probe prints, by their label (the page's innerText gives "label<TAB>value" rows). */
+/**
+ * chrome://gpu's rows the probe prints, by their label: "label<TAB>value" in the page's tables, "*   label:
+ * value" and "label   :<TAB>value" in the text report the page also holds (its DOM text has both).
+ */
 const GPU_PAGE_ROWS = /^(WebGPU|WebGPU interop|Vulkan|Skia Backend|GL_RENDERER|GL implementation parts|Display type|Sandboxed)\s*(:|\t)/;
 /** Lines of the "Problems Detected" and "Log Messages" sections that concern WebGPU's way to the GPU. */
 const GPU_PAGE_PROBLEM = /ANGLE|WebGPU|Dawn|Vulkan|GPU process|GpuProcessHost|EGL|swiftshader/i;
@@ -199,21 +202,22 @@ const GPU_PAGE_PROBLEM = /ANGLE|WebGPU|Dawn|Vulkan|GPU process|GpuProcessHost|EG
  * The lines of chrome://gpu's text that say what WebGPU got: the feature status of WebGPU and Vulkan,
  * the driver rows Skia Backend, GL_RENDERER, GL implementation parts, Display type and Sandboxed, then
  * the lines of "Problems Detected" and "Log Messages" that name ANGLE, WebGPU, Dawn, Vulkan, EGL or the
- * GPU process (ANGLE's own warnings reach the log). Tabs become ": "; each line at most 300 characters,
- * at most 40 lines.
+ * GPU process (ANGLE's own warnings reach the log). Cells become "label: value", a line once (the tables
+ * and the text report say the same); each line at most 300 characters, at most 40 lines.
  */
 export function gpuPageLines(text) {
   const out = [];
   const seen = new Set();
   let section = '';
   const push = (line) => {
-    const clean = line.replace(/\t+/g, ': ').replace(/\s+/g, ' ').trim();
+    const cells = line.replace(/\s*:?\s*\t+/g, '\t').replace(/^\t+|\t+$/g, '');
+    const clean = cells.replace(/\t+/g, ': ').replace(/\s+/g, ' ').trim();
     if (!clean || seen.has(clean) || out.length >= 40) return;
     seen.add(clean);
     out.push(clean.length > 300 ? `${clean.slice(0, 297)}...` : clean);
   };
   for (const raw of String(text ?? '').split('\n')) {
-    const line = raw.trim();
+    const line = raw.trim().replace(/^\*\s+/, ''); // the text report's list items
     if (
       /^(Graphics Feature Status|Version Information|Driver Information|Driver Bug Workarounds|Problems Detected|ANGLE Features|Compositor Information|Video Acceleration Information|Vulkan Information|Dawn Info|Device Performance Information|Log Messages)$/.test(
         line,
