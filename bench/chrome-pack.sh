@@ -5,8 +5,9 @@
 # PART_MIB, default 50 MiB, so that one part and this repository fit the 64 MiB that the project's GPU
 # servers take per transfer) and manifest.txt (each part's sha256). The tar holds one folder tree,
 # unpacked on the server by tools/chrome-gpu-probe.sh into /tmp/qgemm-chrome/root:
-#   usr/lib/chromium/      Debian's chromium + chromium-common (apt-get download), pruned: no validation
-#                          layer, no mock ICD, en-US locale only
+#   usr/lib/chromium/      Debian's chromium + chromium-common + chromium-sandbox (apt-get download; the
+#                          setuid sandbox attempt C needs where user namespaces are off), pruned: no
+#                          validation layer, no mock ICD, en-US locale only
 #   chromium               a wrapper that puts lib/ first on LD_LIBRARY_PATH and runs usr/lib/chromium/chromium
 #   lib/                   every shared library that ldd finds for chromium, Xvfb and xkbcomp, except glibc's
 #                          own (the server has a glibc; Chromium 156 from bookworm asks for GLIBC_2.35 at most)
@@ -39,7 +40,7 @@ mkdir -p "$lists/partial"
 o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
 # shellcheck disable=SC2086
 [ -n "$(ls "$lists" 2>/dev/null | grep -v partial)" ] || apt-get $o update >/dev/null
-pkgs="chromium chromium-common libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 xvfb x11-xkb-utils xkb-data libxfont2"
+pkgs="chromium chromium-common chromium-sandbox libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 xvfb x11-xkb-utils xkb-data libxfont2"
 echo "chrome-pack: apt-get download $pkgs"
 # shellcheck disable=SC2086
 (cd "$work/debs" && apt-get $o download $pkgs > "$work/download.log" 2>&1) || true
@@ -109,3 +110,14 @@ rm -rf "$work"
 tar -cf - $web_files | xz "-$XZ_LEVEL" -T2 > .chrome-pack/web.tar.xz
 echo "chrome-pack: .chrome-pack/ (copy one part per transfer, with manifest.txt; web.tar.xz with the bench run):"
 ls -l .chrome-pack | tail -n +2 | awk '{printf "  %s %.1f MiB\n", $9, $5 / 1048576}'
+# Each transfer carries the repository's files (tracked, and untracked ones git does not ignore) beside
+# its part and the manifest: 64 MiB in all.
+repo=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {t += $1} END {print t + 0}')
+for f in .chrome-pack/chrome.tar.xz.part*; do
+  total=$(($(stat -c %s "$f") + $(stat -c %s .chrome-pack/manifest.txt) + repo))
+  if [ "$total" -gt $((64 * 1048576)) ]; then
+    echo "chrome-pack: $(basename "$f") with the repository's $((repo / 1048576)) MiB is $((total / 1048576)) MiB, over the 64 MiB of a transfer: pack again with a smaller PART_MIB" >&2
+    exit 1
+  fi
+done
+echo "chrome-pack: each part with the repository's $((repo / 1048576)) MiB fits a transfer (64 MiB)"

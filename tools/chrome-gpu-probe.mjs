@@ -105,7 +105,7 @@ function adapterQuery(options) {
     return { adapter: {
       vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description,
       isFallbackAdapter: !!(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
-      featureLevel: info.featureLevel ?? ${JSON.stringify(options.featureLevel ?? 'core')},
+      featureLevel: info.featureLevel ?? (adapter.features.has('core-features-and-limits') ? 'core' : 'compatibility'),
       subgroupMinSize: info.subgroupMinSize, subgroupMaxSize: info.subgroupMaxSize,
       features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs: configs,
       wgslLanguageFeatures: [...gpu.wgslLanguageFeatures].map(String).sort(), limits } };

@@ -5,15 +5,18 @@
 # tools/chrome-gpu-probe.mjs with the payload's Node (attempts A to F; the table last). Modes:
 #   sh tools/chrome-gpu-probe.sh stage            keep the part(s) now in .chrome-pack/; say which are still missing
 #   sh tools/chrome-gpu-probe.sh unpack           stage, then unpack (for the bench: CHROMIUM_PATH=/tmp/qgemm-chrome/root/chromium)
-#   sh tools/chrome-gpu-probe.sh run [OPTIONS]    stage, unpack, then the probe (OPTIONS go to it; results under $OUT)
+#   sh tools/chrome-gpu-probe.sh run [OPTIONS]    stage, unpack, then the probe (OPTIONS go to it; results under $OUT,
+#                                                 its log in $OUT/probe.log, printed at the end)
 #   sh tools/chrome-gpu-probe.sh bench [BENCH]    stage, unpack, the probe (QGEMM_PROBE_BUDGET s, default 200; extra
 #                                                 options in QGEMM_PROBE_ARGS; log in $OUT/probe.log), then with the
 #                                                 attempt that gave a hardware adapter (A-F, tools/chromium.ts does
-#                                                 its setup) dist/node/bench.js BENCH on the payload's Node
+#                                                 its setup) dist/node/bench.js BENCH on the payload's Node (log in
+#                                                 $OUT/bench.log, its last 40 lines printed); the Vulkan loader from
+#                                                 .gl/ and Dawn from .device/dawn.node.xz where they came along
 # QGEMM_CHROME_ICD: the Vulkan ICD for the probe, Chrome and Dawn (default NVIDIA's). A .device/ort.tar.xz, where
 # present (onnxruntime-node), is staged like a part and unpacked before the bench.
 # Exit: 0 a hardware adapter (run) or done (stage, unpack, bench: the bench's own); 1 no attempt gave one; 2 bad
-# use; 3 parts missing.
+# use; 3 parts missing or corrupt.
 set -u
 cd "$(dirname "$0")/.."
 base=${QGEMM_CHROME_BASE:-/tmp/qgemm-chrome}
@@ -25,11 +28,19 @@ icd=${QGEMM_CHROME_ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 case "$mode" in stage | unpack | run | bench) ;; *) echo "usage: sh tools/chrome-gpu-probe.sh stage|unpack|run|bench [probe or bench options]" >&2; exit 2 ;; esac
 
 mkdir -p "$parts"
-for f in .chrome-pack/manifest.txt .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz .device/ort.tar.xz; do [ -f "$f" ] && cp "$f" "$parts/"; done
+[ -f .chrome-pack/manifest.txt ] && cp .chrome-pack/manifest.txt "$parts/"
 if [ ! -f "$parts/manifest.txt" ]; then
   echo "chrome-gpu-probe: no manifest: copy .chrome-pack/manifest.txt over with each part (npm run bench:chrome-pack makes them)" >&2
   exit 3
 fi
+# A part is kept only where its sha256 is the manifest's: a corrupt copy is named, and a good one staged
+# before stays.
+corrupt=''
+for f in .chrome-pack/chrome.tar.xz.part* .chrome-pack/web.tar.xz .device/ort.tar.xz; do
+  [ -f "$f" ] || continue
+  want=$(awk -v n="$(basename "$f")" '$2 == n {print $1}' "$parts/manifest.txt")
+  if [ -n "$want" ] && [ "$(sha256sum < "$f" | cut -d' ' -f1)" != "$want" ]; then corrupt="$corrupt $(basename "$f")"; else cp "$f" "$parts/"; fi
+done
 have=''
 missing=''
 while read -r sum name; do
@@ -37,6 +48,10 @@ while read -r sum name; do
   if [ -f "$parts/$name" ] && [ "$(sha256sum < "$parts/$name" | cut -d' ' -f1)" = "$sum" ]; then have="$have $name"; else missing="$missing $name"; fi
 done < "$parts/manifest.txt"
 echo "chrome-gpu-probe: parts here:${have:- none}; missing:${missing:- none}"
+if [ -n "$corrupt" ]; then
+  echo "chrome-gpu-probe: corrupt (sha256 not the manifest's), not kept:$corrupt: copy it over again" >&2
+  exit 3
+fi
 [ "$mode" = stage ] && exit 0
 if [ -n "$missing" ]; then
   echo "chrome-gpu-probe: parts missing:$missing (copy each to .chrome-pack/ and run this again, the commands back to back: /tmp lasts about 30 s between them)" >&2
@@ -72,14 +87,23 @@ done
 
 export QGEMM_CHROME_PREFIX="$root"
 out=${OUT:-chrome-probe-out}
-if [ "$mode" = run ]; then exec "$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" "$@"; fi
-
-# bench: the probe first, its log kept; then the bench with the attempt it found, or nothing.
 mkdir -p "$out"
+# The payload's Node with the system's C++ runtime where it has one, else the payload's (lib/ holds it).
+nodeenv=''
+"$root/bin/node" -e 0 > /dev/null 2>&1 || nodeenv="LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+node() { env ${nodeenv:+"$nodeenv"} "$root/bin/node" "$@"; }
 # An earlier probe's report would name an attempt this one did not find.
 rm -f "$out/chrome-gpu-probe.json"
+if [ "$mode" = run ]; then
+  node tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" "$@" > "$out/probe.log" 2>&1
+  P=$?
+  cat "$out/probe.log"
+  exit $P
+fi
+
+# bench: the probe first, its log kept; then the bench with the attempt it found, or nothing.
 # shellcheck disable=SC2086
-"$root/bin/node" tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" --budget "${QGEMM_PROBE_BUDGET:-200}" ${QGEMM_PROBE_ARGS:-} > "$out/probe.log" 2>&1
+node tools/chrome-gpu-probe.mjs --prefix "$root" --out "$out" --icd "$icd" --budget "${QGEMM_PROBE_BUDGET:-200}" ${QGEMM_PROBE_ARGS:-} > "$out/probe.log" 2>&1
 P=$?
 tail -12 "$out/probe.log"
 attempt=$(sed -n 's/^  "hardware": "\([A-F]\)",$/\1/p' "$out/chrome-gpu-probe.json" 2>/dev/null)
@@ -94,6 +118,18 @@ fi
 # The bundles of the payload (npm run bench:device-pack), over any dist/ an earlier call left.
 if [ -f .device/dist.tar.xz ]; then rm -rf dist/node dist/browser && tar -xJf .device/dist.tar.xz && echo "chrome-gpu-probe: dist/ unpacked from .device/dist.tar.xz"; fi
 if [ -f "$parts/ort.tar.xz" ]; then tar --keep-directory-symlink -xJf "$parts/ort.tar.xz" && echo "chrome-gpu-probe: onnxruntime-node unpacked"; fi
+# The Vulkan loader (.gl/, bench/device-pack.sh) for Dawn in Node, and Dawn itself, where they came along.
+if ls .gl/*.deb > /dev/null 2>&1; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+if [ -f .device/dawn.node.xz ]; then
+  xz -dc .device/dawn.node.xz > "$base/dawn.node" && export QGEMM_DAWN_NODE="$base/dawn.node"
+  case " $* " in *" --dawn "*) ;; *) set -- --dawn "$base/dawn.node" "$@" ;; esac
+fi
 export QGEMM_CHROME_ATTEMPT="$attempt" QGEMM_CHROMIUM_ADAPTER=hardware CHROMIUM_PATH="$root/chromium" VK_ICD_FILENAMES="$icd" VK_DRIVER_FILES="$icd"
 echo "chrome-gpu-probe: the bench, Chrome with attempt $attempt: dist/node/bench.js $*"
-exec "$root/bin/node" dist/node/bench.js "$@"
+node dist/node/bench.js "$@" > "$out/bench.log" 2>&1
+B=$?
+tail -40 "$out/bench.log"
+exit $B

@@ -19,7 +19,7 @@ const EGL = '/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json';
 const SERVER: LaunchMachine = { uid: 0, icd: ICD, eglVendor: EGL, icdDir: '/usr/share/vulkan/icd.d', home: '/tmp/profile' };
 const plan = (id: string, machine: LaunchMachine = SERVER) => launchPlan(attemptById(id)!, machine);
 const UNSET = ['VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'DISPLAY'];
-const HOME = { HOME: '/tmp/profile', XDG_RUNTIME_DIR: '/tmp/profile' };
+const HOME = { HOME: '/tmp/profile', XDG_RUNTIME_DIR: '/tmp/profile', TMPDIR: '/tmp/profile' };
 
 describe('the launch plan of each attempt, on a GPU server as root', () => {
   it('A, B: headless, no sandbox, the ICD named in VK_ICD_FILENAMES, a core adapter', () => {
@@ -105,7 +105,7 @@ describe('carrying out a plan (tools/chrome-probe/setup.mjs)', () => {
     const icdDir = join(t, 'share/vulkan/icd.d');
     const p = launchPlan(attemptById('C')!, { uid: 1000, icd, icdDir, home: t });
     const setup = await prepareLaunch(p, { env: { PATH: '/bin', VK_ICD_FILENAMES: '/elsewhere.json', DISPLAY: ':0' }, profile: t });
-    expect(setup.env).toEqual({ PATH: '/bin', HOME: t, XDG_RUNTIME_DIR: t, XDG_DATA_DIRS: join(t, 'share') });
+    expect(setup.env).toEqual({ PATH: '/bin', HOME: t, XDG_RUNTIME_DIR: t, TMPDIR: t, XDG_DATA_DIRS: join(t, 'share') });
     const copied = JSON.parse(readFileSync(join(icdDir, 'qgemm-probe-icd.json'), 'utf8'));
     expect(copied.ICD.library_path).toBe(join(driver, 'libvk.so'));
     expect(setup.notes).toEqual([`ICD copied to ${icdDir}/qgemm-probe-icd.json`]);
@@ -152,6 +152,7 @@ describe("the launcher's machine (tools/chromium.ts hardwarePlan)", () => {
       __EGL_VENDOR_LIBRARY_FILENAMES: '/x/egl.json',
       HOME: '/tmp/p',
       XDG_RUNTIME_DIR: '/tmp/p',
+      TMPDIR: '/tmp/p',
     });
     process.env.QGEMM_CHROME_ICD_DIR = '/tmp/r/vulkan/icd.d';
     expect(hardwarePlan('C', '/tmp/p').copyIcd).toEqual({ from: '/x/icd.json', dir: '/tmp/r/vulkan/icd.d' });

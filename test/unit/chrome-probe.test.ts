@@ -205,6 +205,20 @@ describe('the probe attempts (tools/chrome-probe/attempts.mjs)', () => {
     ]);
   });
 
+  it('names the specific cause where a line gives it: a driver library that does not load, or no usable sandbox', () => {
+    const driver = [
+      '[Vulkan Loader] ERROR: loader_icd_scan: libGLX_nvidia.so.0: cannot open shared object file: No such file or directory',
+      '[41:41:1123/101010.100:ERROR:gpu/vulkan/vulkan_instance.cc:110] vkCreateInstance: Found no drivers!',
+    ].join('\n');
+    expect(attemptReason({ id: 'A', adapter: null, stderrLines: stderrLines(driver) })).toBe(
+      'requestAdapter() = null; stderr: ERROR: loader_icd_scan: libGLX_nvidia.so.0: cannot open shared object file: No such file or directory',
+    );
+    const sandbox =
+      '[9:9:1123/101010.1:FATAL:zygote_host_impl_linux.cc(128)] No usable sandbox! You are running as a user without user namespaces';
+    expect(stderrLines(sandbox)).toHaveLength(1);
+    expect(attemptReason({ id: 'C', adapter: null, stderrLines: stderrLines(sandbox) })).toMatch(/stderr: No usable sandbox!/);
+  });
+
   it('judges each attempt: hardware (with or without subgroup matrices), fallback, null with its cause, failures', () => {
     expect(isHardwareAdapter(H100)).toBe(true);
     expect(isHardwareAdapter(SWIFTSHADER)).toBe(false);

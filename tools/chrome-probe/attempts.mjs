@@ -155,7 +155,7 @@ export const COPIED_ICD_NAME = 'qgemm-probe-icd.json';
  *   args          attemptArgs(attempt): --no-sandbox unless the sandbox is on, --headless=new when headless;
  *   headless      false: Chrome needs a display (startXvfb in ./setup.mjs);
  *   unsetEnv      taken out of the inherited environment first (an ICD or display from outside must not leak in);
- *   env           then set: VK_ICD_FILENAMES where the attempt names the ICD, the EGL vendor file, HOME, and
+ *   env           then set: VK_ICD_FILENAMES where the attempt names the ICD, the EGL vendor file, HOME, TMPDIR, and
  *                 XDG_DATA_DIRS (icdDir's grandparent: the loader reads <dir>/vulkan/icd.d) where the ICD is copied
  *                 to a folder other than the standard one (a rehearsal);
  *   copyIcd       { from, dir } where the ICD is copied into the loader's standard folder first, else null;
@@ -173,6 +173,7 @@ export function launchPlan(attempt, machine) {
   if (machine.home) {
     env.HOME = machine.home;
     env.XDG_RUNTIME_DIR = machine.home;
+    env.TMPDIR = machine.home; // Chrome's /tmp/org.chromium.* files go with the profile, even from an attempt cut short
   }
   return {
     args: attemptArgs(attempt),
@@ -234,7 +235,7 @@ export function gpuPageLines(text) {
 }
 
 /** stderr lines that explain a failed GPU process (the issue's list), deduplicated, at most `max`. */
-export const STDERR_PATTERN = /vkCreateInstance|VK_ERROR|loader|Exiting GPU/i;
+export const STDERR_PATTERN = /vkCreateInstance|VK_ERROR|loader|Exiting GPU|cannot open shared object|No usable sandbox/i;
 export function stderrLines(text, max = 30) {
   const seen = new Set();
   const out = [];
@@ -294,6 +295,7 @@ export function attemptReason(record, accept = []) {
   }
   const stderr = record.stderrLines ?? [];
   const pick =
+    stderr.find((l) => /cannot open shared object|No usable sandbox/i.test(l)) ?? // the cause, where a line names it
     stderr.find((l) => /vkCreateInstance|VK_ERROR/i.test(l)) ??
     stderr.find((l) => /Exiting GPU/i.test(l)) ??
     stderr.find((l) => /loader/i.test(l) && /error/i.test(l));
