@@ -22,7 +22,7 @@ import { kernelIds, selectCpuKernel } from './kernels/registry.ts';
 import { describeTuning, type TuningTable } from './kernels/tuning.ts';
 import type { CpuPackedOperand } from './kernels/types.ts';
 import { allocationLimit } from './problem/dst.ts';
-import { normalizeProblem } from './problem/problem.ts';
+import { normalizeProblem, PREPACKED_ON_GPU } from './problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
 import { checkContextOptions, contextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
@@ -206,7 +206,7 @@ function checkNotGpuOperands(problem: GemmProblem): void {
   for (const side of ['lhs', 'rhs'] as const) {
     const x = problem[side] as unknown;
     if (!x || typeof x !== 'object' || ArrayBuffer.isView(x) || 'data' in x) continue; // not theirs: checked as data later
-    if (isPacked(x)) throw new InputError(side, "prepacked on a GpuContext (ctx.prepack): run it with that context's gemm");
+    if (isPacked(x)) throw new InputError(side, PREPACKED_ON_GPU);
     if (isGpuMatrix(x)) throw new InputError(side, "a GpuMatrix (a GPU buffer): run it with its GpuContext's gemm");
   }
 }
@@ -333,7 +333,7 @@ export interface DeviceDescription {
   /** The CPU kernel the registry picks, and the CPU's WebAssembly capabilities and thread count. */
   cpu: CpuCapsReport & { kernel: string };
   /** The tuning table that serves the adapter (src/kernels/tuning.ts), or none: the registry's rules. */
-  tuning?: { source: 'committed' | 'user' | 'rules'; name: string; description: string; table: TuningTable | null };
+  tuning?: { source: 'committed' | 'user' | 'rules'; name: string; description: string; table: TuningTable | null } | undefined;
 }
 
 /**

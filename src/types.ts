@@ -54,7 +54,7 @@ export type OutputStage =
    *   roundingDivideByPOT((x + offset) * multiplier, shift)   with int32 wrap on + and *, shift in 0..31.
    * Per channel: offset and multiplier are vectors along `axis`; shift stays scalar.
    */
-  | { type: 'quantizeDownInt32ToUint8Scale'; offset: PerChannel; multiplier: PerChannel; shift: number; axis?: Axis }
+  | { type: 'quantizeDownInt32ToUint8Scale'; offset: PerChannel; multiplier: PerChannel; shift: number; axis?: Axis | undefined }
   /**
    * gemmlowp OutputStageQuantizeDownInt32ByFixedPoint:
    *   roundingDivideByPOT(saturatingRoundingDoublingHighMul(x, multiplier), shift) + offsetAfterShift
@@ -90,7 +90,7 @@ export type OutputStage =
    * Float32Array along `axis`. XNNPACK clamps in float before rint; with the integer clamp that follows
    * (a clamp stage) the result is the same, since rint is monotonic and the bounds are integers.
    */
-  | { type: 'requantizeFloat32'; scale: number | Float32Array; zeroPoint: number; axis?: Axis }
+  | { type: 'requantizeFloat32'; scale: number | Float32Array; zeroPoint: number; axis?: Axis | undefined }
   /** gemmlowp OutputStageClamp: min(max(x, min), max), min <= max. */
   | { type: 'clamp'; min: number; max: number }
   /**

@@ -77,7 +77,7 @@ export interface VerifyOptions {
    */
   kernels?: readonly string[] | undefined;
   /** Called once the device is known, before the first kernel (progress): the report's backend and device. */
-  onStart?: (start: { backend: 'webgpu' | 'cpu'; device: string }) => void;
+  onStart?: ((start: { backend: 'webgpu' | 'cpu'; device: string }) => void) | undefined;
   /** Called after each kernel (progress). */
   onRow?: ((row: VerifyRow) => void) | undefined;
   /** Test hook: extra GPU kernels to verify, beside the registry's. */

@@ -213,9 +213,14 @@ function splitShortFlags(prog: Command, argv: string[]): string[] {
  * and a command line that asks for help gets it. So is `-V` with anything else. Before any parsing.
  */
 function checkRepeatedFlags(prog: Command, argv: string[]): void {
-  if (argv.length > 1 && (argv[0] === '-V' || argv[0] === '--version')) throw versionNotAlone(argv);
   const cmd = prog.commands.find((c) => c.name() === argv[0]);
-  if (!cmd || argv.includes('--help') || argv.includes('-h')) return;
+  const help = argv.includes('--help') || argv.includes('-h');
+  if (!cmd || help) {
+    // no flag values to tell apart here: any -V before `--` is the flag
+    const end = argv.includes('--') ? argv.indexOf('--') : argv.length;
+    if (argv.length > 1 && argv.slice(0, end).some((a) => a === '-V' || a === '--version')) throw versionNotAlone(argv);
+    return;
+  }
   const known = (a: string | undefined) =>
     a !== undefined && (a === '-V' || a === '--version' || cmd.options.some((x) => x.long === a.split('=')[0] || x.short === a));
   const seen = new Set<string>();

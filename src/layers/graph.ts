@@ -34,7 +34,7 @@ import { checkQuant, shown } from './validate.ts';
 import { fcOutShape } from './tflite-params.ts';
 
 /** A layer's parameters with its input quantization optional: taken from the producer when left out. */
-type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams };
+type InputOptional<P> = Omit<P, 'input'> & { input?: QuantParams | undefined };
 
 /**
  * An elementwise layer's quantization: a and b (optional, as the producers' outputs), the output, the
@@ -57,10 +57,10 @@ export interface ElementwiseLayerParams {
  * graph input 'input').
  */
 export type SequentialLayer =
-  | { op: 'fullyConnected'; name?: string; input?: string; params: InputOptional<FullyConnectedParams> }
-  | { op: 'conv2d'; name?: string; input?: string; params: InputOptional<Conv2dParams> }
-  | { op: 'add' | 'sub' | 'mul'; name?: string; inputs: [string, string]; params: ElementwiseLayerParams }
-  | { op: 'requantize'; name?: string; input?: string; params: RequantizeLayerParams };
+  | { op: 'fullyConnected'; name?: string | undefined; input?: string | undefined; params: InputOptional<FullyConnectedParams> }
+  | { op: 'conv2d'; name?: string | undefined; input?: string | undefined; params: InputOptional<Conv2dParams> }
+  | { op: 'add' | 'sub' | 'mul'; name?: string | undefined; inputs: [string, string]; params: ElementwiseLayerParams }
+  | { op: 'requantize'; name?: string | undefined; input?: string | undefined; params: RequantizeLayerParams };
 
 /**
  * TFLite's QUANTIZE of an 8-bit tensor to a new scale and zero point (same dtype): zeroPoint' +
@@ -325,9 +325,11 @@ export function prefixed<T>(field: string, fn: () => T): T {
 
 /**
  * A graph input's field: `inputs.x`, or `inputs["x.shape"]` where the name is not an identifier, so that
- * no name reads as another field (an input "x.shape" is not input x's shape).
+ * no name reads as another field (an input "x.shape" is not input x's shape); the name whole, so that
+ * two names are two fields.
  */
-export const inputField = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? `inputs.${name}` : `inputs[${brief(name)}]`);
+export const inputField = (name: string): string =>
+  /^[A-Za-z_$][\w$]*$/.test(name) ? `inputs.${name}` : `inputs[${JSON.stringify(name)}]`;
 
 /** The graph's input tensors by name, checked against what the graph reads; the activations' dtype. */
 export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {

@@ -65,7 +65,7 @@ export {
 export async function runLayers(
   layers: SequentialLayer[],
   inputs: SequentialInputs,
-  opts: SequentialOptions & { backend?: Backend } = {},
+  opts: SequentialOptions & { backend?: Backend | undefined } = {},
 ): Promise<Tensor> {
   // planGraph checks the graph's options (a key undefined is absent); `backend` is this function's own
   const g = planGraph(layers, opts && typeof opts === 'object' ? ({ ...opts, backend: undefined } as SequentialOptions) : opts);

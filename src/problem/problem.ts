@@ -40,6 +40,10 @@ export interface NormalizedProblem {
   bitDepth?: BitDepth;
 }
 
+/** What a call told a prepacked operand it cannot take says: which call runs it (here, ../api.ts, the scheduler). */
+export const PREPACKED_ON_GPU = "prepacked on a GpuContext (ctx.prepack): run it with that context's gemm";
+export const PREPACKED_FOR_CPU = "prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })";
+
 export function operandType(field: string, data: unknown): OperandType {
   if (data instanceof Uint8Array) return 'uint8';
   if (data instanceof Int8Array) return 'int8';
@@ -61,11 +65,8 @@ function checkOperand(field: string, op: Operand, shapesOnly: boolean): OperandT
     throw new InputError(field, 'a Promise, not an operand: await it (prepackCpu and ctx.prepack are async)');
   }
   if (op.data === undefined && 'side' in op && typeof (op as { destroy?: unknown }).destroy === 'function') {
-    // prepackCpu's or ctx.prepack's operand, given to cpuGemm or a reference, which read plain data
-    throw new InputError(
-      field,
-      'a prepacked operand, which only gemm(problem, { backend }) or its GpuContext runs: give the plain operand here',
-    );
+    // prepackCpu's or ctx.prepack's operand (a GPU one has its packFormat), given to cpuGemm or a reference
+    throw new InputError(field, 'packFormat' in op ? PREPACKED_ON_GPU : PREPACKED_FOR_CPU);
   }
   const type = operandType(field, op.data);
   checkKnownKeys(field, op, OPERAND_KEYS);

@@ -10,7 +10,7 @@ import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/mat
 import { isCpuPacked } from '../kernels/cpu-wasm/kernel.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import { checkKnownKeys } from '../problem/check.ts';
-import { checkCpuOperand } from '../problem/problem.ts';
+import { checkCpuOperand, PREPACKED_FOR_CPU } from '../problem/problem.ts';
 import type { ConcreteRounding } from '../quant/lowbit.ts';
 import type { Operand, OperandType } from '../types.ts';
 import { BufferUsage } from '../gpu/usage.ts';
@@ -186,7 +186,7 @@ export function shapeOf(
     checkMatrixBuffer(x, field, binding);
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }
-  if (isCpuPacked(x)) throw new InputError(field, "prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })");
+  if (isCpuPacked(x)) throw new InputError(field, PREPACKED_FOR_CPU);
   checkCpuOperand(field, x); // its data is uploaded as given: its length must be the shape's
   return x;
 }

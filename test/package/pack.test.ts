@@ -139,7 +139,7 @@ function browserEntry(file: string): { chunks: string[]; text: string } {
 }
 
 const CONSUMER = `
-import { cpuGemm, gemm, referenceGemm, InputError, quantizeMultiplier, type GemmProblem, type GemmResult } from 'qgemm-webgpu';
+import { cpuGemm, gemm, referenceGemm, InputError, quantizeMultiplier, runLayers, verifyDevice, type GemmProblem, type GemmResult, type SequentialLayer } from 'qgemm-webgpu';
 import { cpuGemm as cpuOnly, parseNpy, serializeNpy } from 'qgemm-webgpu/cpu';
 
 const problem: GemmProblem = {
@@ -166,6 +166,14 @@ try {
   if (e instanceof InputError) field = e.field;
 }
 const { multiplier } = quantizeMultiplier(0.5);
+// Type-checked, not run: more optional fields given as undefined (a layer's, a stage's axis, verify's).
+export async function undefinedIsAbsent(): Promise<void> {
+  const weights = { data: new Int8Array(4), shape: [2, 2], scale: 0.5 };
+  const layer: SequentialLayer = { op: 'fullyConnected', name: undefined, input: undefined, params: { weights, output: { scale: 1, zeroPoint: 0 }, input: undefined } };
+  await runLayers([layer], { data: new Int8Array(2), shape: [1, 2] }, { backend: undefined, inputs: { input: { scale: 1, zeroPoint: 0 } } });
+  cpuGemm({ ...problem, pipeline: [{ type: 'requantizeFloat32', scale: 0.5, zeroPoint: 0, axis: undefined }] });
+  await verifyDevice({ backend: 'cpu', onStart: undefined });
+}
 console.log(JSON.stringify({ results: results.map((r) => Array.from(r.data)), npy: Array.from(npy.data as Int16Array), field, multiplier }));
 `;
 

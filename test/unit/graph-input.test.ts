@@ -182,6 +182,12 @@ describe('the field a refusal names is the one to change', () => {
       'inputs["x.shape"].shape',
     ]);
     expect(await fieldOf([fc(), sum], { inputs: named }, { input: x, 'x.shape': x, extra: x })).toEqual(['inputs.extra', 'inputs.extra']);
+    // a long name whole: two names that begin alike are two fields
+    const long = `${'x.'.repeat(60)}a`;
+    expect(await fieldOf([fc(), sum], { inputs: named }, { input: x, 'x.shape': x, [long]: x })).toEqual([
+      `inputs["${long}"]`,
+      `inputs["${long}"]`,
+    ]);
   });
   it("a dilation that puts the last tap past 2^31 - 1 is blamed on the dilation, a long input's on the input's shape", async () => {
     const filter = { data: new Int8Array(3), shape: [1, 3, 1, 1], scale: 0.02 };

@@ -72,8 +72,15 @@ describe('a GEMM problem', () => {
   it('a prepacked operand given to cpuGemm or a reference is said to be one, with what runs it', async () => {
     const p = problem();
     const packed = await prepackCpu(p.rhs);
+    // a GPU one (ctx.prepack's shape: its packFormat and buffers) is told to go to its context
+    const onGpu = { side: 'rhs', rows: 1, cols: 1, type: 'uint8', packFormat: 'dot4', bits: 8, destroy: () => {} };
     for (const run of [cpuGemm, referenceGemm]) {
-      expect(() => run({ ...p, rhs: packed as never })).toThrow(/^rhs: a prepacked operand, which only gemm\(problem, \{ backend \}\)/);
+      expect(() => run({ ...p, rhs: packed as never })).toThrow(
+        "rhs: prepacked for the CPU path (prepackCpu): run it with gemm(problem, { backend: 'cpu' })",
+      );
+      expect(() => run({ ...p, rhs: onGpu as never })).toThrow(
+        "rhs: prepacked on a GpuContext (ctx.prepack): run it with that context's gemm",
+      );
     }
     expect([...(await gemm({ ...p, rhs: packed as never }, cpu)).data]).toEqual([...referenceGemm(p).data]);
     packed.destroy();
