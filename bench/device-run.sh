@@ -18,7 +18,7 @@
 #     and passes where its results.tar was copied to .device/core.tar (the table checked first).
 # Each prints short tables last (bench/device-summary.mjs) and exits non-zero where a stage failed, timed
 # out or wrote no JSON (verify: a mismatch), naming them. Each stage has its own time limit, with a KILL 5 s
-# after its TERM (core: 75 + 190 + 120 + 115 s and about 15 s to unpack; extras: 35 + 45 + 125 s; every
+# after its TERM (core: 75 + 190 + 120 + 115 s and about 15 s to unpack; extras: 15 + 30 + 45 + 115 s; every
 # bench cell warms the GPU's clocks first, 0.5 to about 2 s until its calls are steady, bench/timing.ts,
 # and the bench's budget counts the last cell's warm-up). The bench writes its JSON after every cell
 # (--checkpoint), so a pass cut short by its limit keeps the rows it measured, marked `incomplete`.
@@ -79,8 +79,14 @@ N="$T/node"
 # A stage of an earlier call that outlived it (its call was cut off) still holds the GPU, and its Node
 # binary, which cannot be written over while it runs: it is killed, and the binaries are unpacked beside
 # and moved into place.
+# Its clock logger (nvidia-smi -lms) too. -ef: the same file, however the path was written.
+SMI_BIN=$(command -v nvidia-smi)
 for p in /proc/[0-9]*; do
-  [ "$(readlink "$p/exe" 2>/dev/null)" = "$N" ] && kill -KILL "${p#/proc/}" 2>/dev/null && say "killed a stage left running: pid ${p#/proc/}"
+  if [ "$p/exe" -ef "$N" ] || { [ -n "$SMI_BIN" ] && [ "$p/exe" -ef "$SMI_BIN" ]; }; then
+    kill -KILL "${p#/proc/}" 2>/dev/null && say "killed a process left running by an earlier call: pid ${p#/proc/} ($(readlink "$p/exe"))"
+    # until it is gone, and the GPU with it (5 s at most)
+    for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e "$p" ] || break; sleep 0.5; done
+  fi
 done
 xz -dc .device/node.xz > "$N.new" && chmod +x "$N.new" && mv -f "$N.new" "$N" && xz -dc .device/dawn.node.xz > "$T/dawn.node.new" &&
   mv -f "$T/dawn.node.new" "$T/dawn.node"
@@ -133,16 +139,19 @@ if [ "$MODE" = extras ]; then
     [ -n "$CORE" ] || say "core.tar: not a tar of the core run's results; the benches run without its table"
   fi
   if [ -n "$CORE" ] && [ -s "$CORE/tuning.json" ]; then
-    if "$N" bin/qgemm.mjs info --tuning "$CORE/tuning.json" > "$T/info.out" 2>&1; then
+    # exit 2 where the table is refused; exit 0 with "adapter": null where no adapter could check it
+    timeout -k 5 15 "$N" bin/qgemm.mjs info --json --tuning "$CORE/tuning.json" > "$T/info.json" 2> "$T/info.out"
+    I=$?
+    if [ "$I" -eq 0 ] && ! grep -q '^  "adapter": null' "$T/info.json"; then
       TUNING="$CORE/tuning.json" && say "tuning: the core run's tuning.json"
     else
-      say "tuning: the core run's tuning.json refused, the benches run without it: $(tail -1 "$T/info.out")"
+      say "tuning: the core run's tuning.json not taken (qgemm info exit $I$(grep -q '^  "adapter": null' "$T/info.json" && echo ', no adapter')), the benches run without it: $(tail -1 "$T/info.out")"
     fi
   fi
   # One token through a Sequential of four 4096² layers (bench/README.md item 10): its wall, back to back
   # and after a pause, against the sum of its layers' GPU times; verified against the CPU path.
   stage "token"
-  timeout -k 5 35 "$N" dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > "$T/token.out" 2>&1
+  timeout -k 5 30 "$N" dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json" > "$T/token.out" 2>&1
   logged token "$T/token.out" "$OUT/token.json"
   # What Dawn's robustness (the clamping of every buffer and array index) costs the kernels: qgemm alone at
   # five shapes of the core passes, with `disable_robustness` added; every row still verified bit for bit.
@@ -156,12 +165,15 @@ if [ "$MODE" = extras ]; then
   # The 4-bit weights target (bench/README.md item 22): 128x11008² with 8- and 4-bit weights beside
   # onnxruntime's MatMulNBits-8 and -4, and the widest decode shape, 1x11008².
   stage "bench 4-bit"
-  timeout -k 5 125 "$N" dist/node/bench.js --dawn "$T/dawn.node" --runtimes node --backends webgpu --modes resident \
+  timeout -k 5 115 "$N" dist/node/bench.js --dawn "$T/dawn.node" --runtimes node --backends webgpu --modes resident \
     --impls qgemm,onnxruntime-webgpu-matmulnbits8,onnxruntime-webgpu-matmulnbits4 --rhs-bits 8,4 \
-    --shapes 1x11008x11008,128x11008x11008 --budget 110 ${TUNING:+--tuning "$TUNING"} \
+    --shapes 1x11008x11008,128x11008x11008 --budget 105 ${TUNING:+--tuning "$TUNING"} \
     --no-after-pause --no-save --json "$OUT/bench-u4.json" --checkpoint > "$T/bench.out" 2>&1
   logged "bench 4-bit" "$T/bench.out" "$OUT/bench-u4.json"
-  finish ${CORE:+"$CORE/bench1.json" "$CORE/bench2.json"} --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"
+  # the core run's passes, those it has, before the options
+  set --
+  for f in bench1.json bench2.json; do if [ -n "$CORE" ] && [ -s "$CORE/$f" ]; then set -- "$@" "$CORE/$f"; fi; done
+  finish "$@" --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"
   exit $?
 fi
 

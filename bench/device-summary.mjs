@@ -59,17 +59,22 @@ if (verifyFile) {
   const v = read(verifyFile, null);
   const vrows = objects(v?.rows);
   if (!Array.isArray(v?.rows)) {
-    // verify writes its JSON at the end: cut short, it wrote none, but its line per kernel is in run.log
-    const kernels = [
-      ...readText(join(dirname(verifyFile), 'run.log')).matchAll(/^ {2}(\S+)(?: \([^)\n]*\))?: (\d+) problems, (\d+) mismatches/gm),
-    ];
+    // verify writes its JSON at the end: cut short, it wrote none, but its line per kernel is in run.log,
+    // after its header and before the script's next line
+    const log = readText(join(dirname(verifyFile), 'run.log')).split('\n');
+    const from = log.findIndex((l) => l.startsWith('qgemm verify:'));
+    const to = log.findIndex((l, i) => i > from && l.startsWith('device-run:'));
+    const kernels = from < 0 ? [] : log.slice(from + 1, to < 0 ? undefined : to).filter((l) => /^ {2}\S/.test(l));
     if (!kernels.length) console.log('verify: no report (see run.log)');
     else {
-      const bad = kernels.filter((k) => k[3] !== '0');
-      console.log(
-        `verify: no report (cut short?); run.log shows ${kernels.length - bad.length} of the ${kernels.length} kernels it reached exact`,
-      );
-      for (const k of bad) console.log(`  ${k[1]}: ${k[3]} mismatches of ${k[2]}`);
+      const ran = kernels.map((l) => /^ {2}(\S+)(?: \([^)]*\))?: (\d+) problems, (\d+) mismatches/.exec(l));
+      const exact = ran.filter((k) => k && k[3] === '0').length;
+      console.log(`verify: no report (cut short?); run.log shows ${exact} of the ${kernels.length} kernels it reached exact`);
+      ran.forEach((k, i) => {
+        if (!k)
+          console.log(kernels[i]); // one that did not run, with its reason
+        else if (k[3] !== '0') console.log(`  ${k[1]}: ${k[3]} mismatches of ${k[2]}`);
+      });
     }
   } else {
     const bad = vrows.filter((r) => r.mismatches !== 0 || r.detail);

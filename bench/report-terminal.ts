@@ -50,7 +50,7 @@ export const fmtMs = (ms: number | null): string =>
         ? `${ms.toFixed(0)} ms`
         : ms >= 1
           ? `${ms.toFixed(2)} ms`
-          : ms >= 0.01
+          : ms >= 0.01 || ms === 0
             ? `${ms.toFixed(3)} ms`
             : `${ms.toPrecision(2)} ms`;
 

@@ -63,11 +63,6 @@ export class BufferPool {
     this.pooledBytes += buffer.size;
   }
 
-  /** Bytes kept for reuse. */
-  get pooled(): number {
-    return this.pooledBytes;
-  }
-
   destroy(): void {
     for (const list of this.free.values()) for (const b of list) b.destroy();
     for (const b of this.out) b.destroy();

@@ -92,5 +92,6 @@ describe('the throughput chart legend', () => {
     expect(fmtMs(0.0123)).toBe('0.012 ms');
     expect(fmtMs(3.456)).toBe('3.46 ms');
     expect(fmtMs(null)).toBe('—');
+    expect(fmtMs(0)).toBe('0.000 ms');
   });
 });

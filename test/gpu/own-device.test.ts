@@ -24,6 +24,7 @@ import {
   type SequentialLayer,
 } from '../../src/index.ts';
 import { sharedContext } from '../../src/api.ts';
+import { withDevice } from '../../src/gpu/scopes.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
 const gpu = await getGpu();
@@ -141,7 +142,7 @@ describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
       expect(prepacked()).toHaveLength(8); // packed rows and sums, four times
       ctx.destroy();
       expect([rhs.destroyed, patches.destroyed]).toEqual([true, true]);
-      await new Promise((r) => setTimeout(r, 50)); // each operand frees its buffers once the calls before it end
+      await withDevice(device, async () => {}); // each operand frees its buffers once the calls queued before it end
       expect(prepacked().filter((b) => !b.destroyed)).toEqual([]);
       await expect(seq.run({ data: new Int8Array(6), shape: [1, 6] })).rejects.toBeInstanceOf(DeviceLostError);
       expect(device.lost).toBeInstanceOf(Promise); // the caller's device is left as it was

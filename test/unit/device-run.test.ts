@@ -82,8 +82,10 @@ describe('bench/device-run.sh', () => {
     expect(written).toEqual(['bench-norobust.json', 'bench-u4.json', 'bench1.json', 'bench2.json']);
     expect(code('core')).toContain('finish "$OUT/bench1.json" "$OUT/bench2.json" --verify "$OUT/verify.json" --tune "$OUT/tune.json"');
     expect(code('extras')).toContain(
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${CORE:+...}, not a template
-      'finish ${CORE:+"$CORE/bench1.json" "$CORE/bench2.json"} --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"',
+      'finish "$@" --u4 "$OUT/bench-u4.json" --norobust "$OUT/bench-norobust.json" --token "$OUT/token.json"',
+    );
+    expect(code('extras')).toContain(
+      'for f in bench1.json bench2.json; do if [ -n "$CORE" ] && [ -s "$CORE/$f" ]; then set -- "$@" "$CORE/$f"; fi; done',
     );
     expect(script).toContain('"$N" bench/device-summary.mjs "$@"');
     expect(script).toContain('dist/node/token.js --layers 4 --width 4096 --runs 50 --json "$OUT/token.json"');
@@ -120,7 +122,7 @@ describe('bench/device-run.sh', () => {
     // about 15 s to unpack, and 5 s of kill grace for each stage that may time out
     expect(15 + core.reduce((a, b) => a + b) + 5 * core.length).toBeLessThanOrEqual(540);
     const extras = limits(code('extras'));
-    expect(extras).toEqual([35, 45, 125]); // the token, robustness off, the 4-bit pass
+    expect(extras).toEqual([15, 30, 45, 115]); // the core table's check, the token, robustness off, the 4-bit pass
     expect(15 + extras.reduce((a, b) => a + b) + 5 * extras.length).toBeLessThanOrEqual(240);
     // Each bench stage's budget leaves its last cell at least 10 s before the limit's TERM.
     for (const l of benchLines) {
@@ -156,6 +158,7 @@ if (failing && jsonOut && jsonOut.endsWith(failing)) {
 if (program === 'bin/qgemm.mjs' && args[0] === 'info') {
   const table = readFileSync(opt('--tuning'), 'utf8');
   if (table.includes('other')) { console.error('qgemm: error: --tuning.adapter: the table was measured on another adapter'); process.exit(2); }
+  console.log(JSON.stringify({ adapter: process.env.STUB_NO_ADAPTER ? null : { vendor: 'nvidia' } }, null, 2));
   process.exit(0);
 }
 if (opt('--tuning') !== undefined && readFileSync(opt('--tuning'), 'utf8').includes('other')) process.exit(2); // a refused table reached a bench
@@ -271,8 +274,12 @@ else process.exit(3);
         const refused = runForm('extras', undefined, ' refused table');
         expect(refused.status, refused.stdout).toBe(0);
         expect(refused.stdout).toContain(
-          "tuning: the core run's tuning.json refused, the benches run without it: qgemm: error: --tuning.adapter",
+          "tuning: the core run's tuning.json not taken (qgemm info exit 2), the benches run without it: qgemm: error: --tuning.adapter",
         );
+        // no adapter to check it on: not taken either (qgemm info exits 0 there, its adapter null)
+        copyFileSync(join(core.out, 'results.tar'), join(root, '.device/core.tar'));
+        const unchecked = runForm('extras', undefined, ' no adapter', { STUB_NO_ADAPTER: '1' });
+        expect(unchecked.stdout).toContain("tuning: the core run's tuning.json not taken (qgemm info exit 0, no adapter)");
       } finally {
         rmSync(join(root, '.device/core.tar'));
       }

@@ -124,12 +124,16 @@ describe('bench/device-summary.mjs', () => {
         '  sgmat-64x64 (u8->u32 16x16x32 sg32): 20 problems, 0 mismatches, 6.20 s',
         '  dot4-64x64: 20 problems, 3 mismatches, 1.07 s',
         '  gemv: 20 problems, 0 mismatches, 2.50 s',
+        '  sgmat-64x64-u4: not run: the adapter has no subgroup matrices',
         'device-run: verify TIMED OUT',
+        '  bench row: 20 problems, 1 mismatches', // another stage's, after verify's lines
       ].join('\n'),
     );
     const out = summary(p1, p2, '--verify', join(cut, 'verify.json'));
-    expect(out).toContain('verify: no report (cut short?); run.log shows 2 of the 3 kernels it reached exact');
+    expect(out).toContain('verify: no report (cut short?); run.log shows 2 of the 4 kernels it reached exact');
     expect(out).toContain('  dot4-64x64: 3 mismatches of 20');
+    expect(out).toContain('  sgmat-64x64-u4: not run: the adapter has no subgroup matrices');
+    expect(out).not.toContain('bench row');
   });
 
   it('says so where the passes given have no rows (both stages failed)', () => {
