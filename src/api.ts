@@ -70,7 +70,9 @@ const MAX_SHARED_CONTEXTS = 4;
 /** The one place the options that make two contexts differ are turned into a cache key. */
 function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
   const { kernel = '', limits = {}, timestamps = false, dawnPath = '', powerPreference = '', tuning = null, toggles = null } = opts;
-  const sortedLimits = Object.entries(limits).sort(([a], [b]) => a.localeCompare(b));
+  const sortedLimits = Object.entries(limits)
+    .filter(([, v]) => v !== undefined) // a limit given as undefined is absent: the same context
+    .sort(([a], [b]) => a.localeCompare(b));
   const tuningName = opts.tuningName ?? ''; // what ctx.tuning (describeDevice, qgemm info) calls the table
   return JSON.stringify([allowSoftware, kernel, sortedLimits, timestamps, dawnPath, powerPreference, tuning, tuningName, toggles]);
 }

@@ -29,6 +29,9 @@ export interface PlanLimits {
   minUniformBufferOffsetAlignment: number;
 }
 
+/** Limits a caller lowers (GpuContext.create({ limits })): any of PlanLimits; one given as undefined is absent. */
+export type LoweredLimits = { [K in keyof PlanLimits]?: PlanLimits[K] | undefined };
+
 /** A buffer of `bytes` for `what` above the limits' maxBufferSize: a LimitExceededError naming it. */
 export function checkBufferSize(limits: Pick<PlanLimits, 'maxBufferSize'>, bytes: number, what: string): void {
   if (bytes > limits.maxBufferSize)
@@ -122,7 +125,7 @@ export function fitsWorkgroup(limits: PlanLimits, x: number, y = 1): boolean {
  * the fixed workgroups need, LEAST_LIMIT), else an InputError naming `limits.<key>`. A NaN, 0 or
  * negative value would plan no dispatch or never finish planning.
  */
-export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
+export function checkPlanLimits(lowered: unknown): LoweredLimits {
   if (lowered === undefined) return {};
   if (!lowered || typeof lowered !== 'object' || Array.isArray(lowered)) throw new InputError('limits', 'expected an object of limits');
   for (const [key, v] of Object.entries(lowered)) {
@@ -138,7 +141,7 @@ export function checkPlanLimits(lowered: unknown): Partial<PlanLimits> {
       throw new InputError(`limits.${key}`, `expected ${expected}, got ${brief(v)}${why}`);
     }
   }
-  return lowered as Partial<PlanLimits>;
+  return lowered as LoweredLimits;
 }
 
 /**
@@ -150,7 +153,7 @@ export function adapterCaps(
   summary: AdapterSummary,
   hasDot4: boolean,
   adapterInfo: unknown,
-  lowered: Partial<PlanLimits> = {},
+  lowered: LoweredLimits = {},
 ): AdapterCaps {
   const info = (adapterInfo ?? {}) as { subgroupMinSize?: number; subgroupMaxSize?: number };
   const features = device.features;

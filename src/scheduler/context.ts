@@ -11,7 +11,7 @@ import { brief } from '../problem/echo.ts';
 import { checkFunction, checkKnownKeys, checkProblemObject } from '../problem/check.ts';
 import { acquireDevice, type AcquireOptions, checkAdapterOptions } from '../gpu/acquire.ts';
 import type { AdapterSummary } from '../gpu/adapter.ts';
-import { adapterCaps, type AdapterCaps, checkPlanLimits, type PlanLimits } from '../gpu/caps.ts';
+import { adapterCaps, type AdapterCaps, checkPlanLimits, type LoweredLimits, type PlanLimits } from '../gpu/caps.ts';
 import { readBack } from '../gpu/readback.ts';
 import { withDevice } from '../gpu/scopes.ts';
 import { forcedKernelFromEnv, GPU_KERNELS } from '../kernels/registry.ts';
@@ -50,7 +50,7 @@ export interface GemmCallOptions {
 
 export interface GpuContextOptions extends Partial<AcquireOptions> {
   /** Lower the limits the scheduler plans with (never above the device's). */
-  limits?: Partial<PlanLimits> | undefined;
+  limits?: LoweredLimits | undefined;
   /** Run this kernel (an id of src/kernels/registry.ts GPU_KERNELS) instead of the registry's choice. */
   kernel?: string | undefined;
   /** Record GPU time with timestamp queries where the device offers them. */

@@ -177,6 +177,8 @@ describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
     expect(ctx.lost).toBe(true);
     expect((await gemm(problem, { backend: 'webgpu' })).data).toEqual(want); // a new one
     expect(await sharedContext(true, {})).not.toBe(ctx);
+    // a limit given as undefined is absent: the same shared context, not a second one
+    expect(await sharedContext(true, { limits: { maxBufferSize: undefined } })).toBe(await sharedContext(true, {}));
     await releaseSharedContexts();
   });
 });

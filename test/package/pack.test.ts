@@ -139,7 +139,7 @@ function browserEntry(file: string): { chunks: string[]; text: string } {
 }
 
 const CONSUMER = `
-import { cpuGemm, gemm, referenceGemm, InputError, quantizeMultiplier, runLayers, verifyDevice, type GemmProblem, type GemmResult, type SequentialLayer } from 'qgemm-webgpu';
+import { cpuGemm, gemm, GpuContext, referenceGemm, InputError, quantizeMultiplier, runLayers, verifyDevice, type GemmProblem, type GemmResult, type SequentialLayer } from 'qgemm-webgpu';
 import { cpuGemm as cpuOnly, parseNpy, serializeNpy } from 'qgemm-webgpu/cpu';
 
 const problem: GemmProblem = {
@@ -173,6 +173,7 @@ export async function undefinedIsAbsent(): Promise<void> {
   await runLayers([layer], { data: new Int8Array(2), shape: [1, 2] }, { backend: undefined, inputs: { input: { scale: 1, zeroPoint: 0 } } });
   cpuGemm({ ...problem, pipeline: [{ type: 'requantizeFloat32', scale: 0.5, zeroPoint: 0, axis: undefined }] });
   await verifyDevice({ backend: 'cpu', onStart: undefined });
+  (await GpuContext.create({ limits: { maxBufferSize: undefined, maxComputeWorkgroupsPerDimension: 65535 } })).destroy();
 }
 console.log(JSON.stringify({ results: results.map((r) => Array.from(r.data)), npy: Array.from(npy.data as Int16Array), field, multiplier }));
 `;
