@@ -7,6 +7,7 @@
 import { SWIFTSHADER_ICD } from '../src/gpu/dawn.ts';
 import type { AdapterChoice } from './environment.ts';
 import { startChrome, type ChromeSession } from './impls/chrome.ts';
+import { chromeProfile } from '../tools/chromium.ts';
 import { naiveJs } from './impls/naive.ts';
 import { onnxruntimeNode, onnxruntimeNodeNBits4 } from './impls/onnxruntime.ts';
 import { onnxruntimeWebgpu } from './impls/onnxruntime-webgpu.ts';
@@ -140,10 +141,14 @@ export async function startRunners(
     if (wants('onnxruntime-web-matmulinteger', 'cpu', 'chrome')) chromeRows.push(chromeId('onnxruntime-web-matmulinteger', 'cpu', mode));
   }
   if (chromeRows.length) {
-    if (choice.kind === 'none') {
+    // QGEMM_CHROMIUM_ADAPTER names Chrome's profile whatever Node's adapter is (tools/chromium.ts chromeProfile):
+    // a hardware attempt the probe found runs where Dawn in Node found none.
+    if (choice.kind === 'none' && !process.env.QGEMM_CHROMIUM_ADAPTER) {
       for (const id of chromeRows) missing(id, 'no WebGPU adapter (hardware or SwiftShader) for Chromium');
     } else {
-      progress(`starting headless Chromium (${choice.kind === 'swiftshader' ? 'SwiftShader' : 'hardware adapter'})`);
+      progress(
+        `starting headless Chromium (${chromeProfile(choice.kind === 'swiftshader') === 'swiftshader' ? 'SwiftShader' : 'hardware adapter'})`,
+      );
       try {
         chrome = await startChrome({
           swiftshader: choice.kind === 'swiftshader',
