@@ -33,7 +33,7 @@ const readText = (f) => {
 };
 const read = (f, empty = { runs: [] }) => {
   try {
-    return JSON.parse(readFileSync(f, 'utf8'));
+    return JSON.parse(readText(f));
   } catch {
     return empty;
   }

@@ -25,7 +25,14 @@ import { allocationLimit } from './problem/dst.ts';
 import { normalizeProblem, PREPACKED_ON_GPU } from './problem/problem.ts';
 import type { GemmProblem, GemmResult, Operand } from './types.ts';
 import { elementwiseOnGpu } from './elementwise/gpu.ts';
-import { checkContextOptions, contextOptions, type GemmTrace, GpuContext, type GpuContextOptions } from './scheduler/context.ts';
+import {
+  checkContextOptions,
+  contextOptions,
+  type GemmTrace,
+  GpuContext,
+  type GpuContextOptions,
+  isGpuDevice,
+} from './scheduler/context.ts';
 import { brief } from './problem/echo.ts';
 import { isGpuMatrix } from './gpu/matrix.ts';
 import { isPacked } from './scheduler/operands.ts';
@@ -137,8 +144,7 @@ function destroyWhenIdle(entry: Shared): Promise<void> {
  * promise resolves when those without a call are destroyed); a later call makes a new context.
  */
 export async function releaseSharedContexts(device?: GPUDevice): Promise<void> {
-  if (device !== undefined && (!device || typeof device !== 'object' || typeof (device as { queue?: unknown }).queue !== 'object'))
-    throw new InputError('device', `expected a GPUDevice, got ${brief(device)}`);
+  if (device !== undefined && !isGpuDevice(device)) throw new InputError('device', `expected a GPUDevice, got ${brief(device)}`);
   const cache = device ? deviceContexts.get(device) : contexts;
   if (!cache) return;
   const idle: Promise<void>[] = [];

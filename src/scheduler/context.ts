@@ -67,7 +67,7 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
 }
 
 /** Whether x looks like a GPUDevice (what the library calls on one). */
-function isGpuDevice(x: unknown): x is GPUDevice {
+export function isGpuDevice(x: unknown): x is GPUDevice {
   const d = x as GPUDevice | null;
   return (
     typeof d === 'object' &&
