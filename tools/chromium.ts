@@ -275,7 +275,8 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser>
     );
   }
   const userDataDir = mkdtempSync(join(tmpdir(), 'qgemm-chromium-'));
-  const cleanups = [() => rmSync(userDataDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 })];
+  // retried for about a second: after a signal, Chromium's killed processes may still be writing there
+  const cleanups = [() => rmSync(userDataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 })];
   const removeProfile = () => {
     for (const c of cleanups.splice(0).reverse()) c();
   };
@@ -344,7 +345,6 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Browser>
       browser.process()?.kill('SIGKILL');
     }
     try {
-      rmSync(userDataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
       removeProfile();
     } finally {
       process.kill(process.pid, signal);
