@@ -21,6 +21,7 @@
 # what ldd resolves), with apt able to download. bench/README.md, "Chrome on a GPU server", gives the steps.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/pack-common.sh
 PART_MIB=${PART_MIB:-50}
 XZ_LEVEL=${XZ_LEVEL:-9}
 work=${TMPDIR:-/tmp}/qgemm-chrome-pack
@@ -35,21 +36,10 @@ web_files="node_modules/@tensorflow/tfjs-core/package.json node_modules/@tensorf
 for f in $web_files; do [ -f "$f" ] || { echo "chrome-pack: $f is missing: run npm ci first" >&2; exit 1; }; done
 rm -rf "$work" && mkdir -p "$work/debs" "$stage/lib" "$stage/bin"
 
-lists=${TMPDIR:-/tmp}/qgemm-apt-amd64
-mkdir -p "$lists/partial"
-o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
-# shellcheck disable=SC2086
-[ -n "$(ls "$lists" 2>/dev/null | grep -v partial)" ] || apt-get $o update >/dev/null
 pkgs="chromium chromium-common chromium-sandbox libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 xvfb x11-xkb-utils xkb-data libxfont2"
 echo "chrome-pack: apt-get download $pkgs"
 # shellcheck disable=SC2086
-(cd "$work/debs" && apt-get $o download $pkgs > "$work/download.log" 2>&1) || true
-grep -v -e '^W: Download is performed unsandboxed' -e '^Get:' "$work/download.log" || true
-# Its exit status is not enough (a stale list gives a 404 for one package and the others still come): every
-# package must have its .deb.
-for p in $pkgs; do
-  ls "$work/debs/${p}_"*.deb >/dev/null 2>&1 || { echo "chrome-pack: apt-get download got no $p (log above)" >&2; exit 1; }
-done
+apt_download chrome-pack "$work/debs" $pkgs || exit 1
 for f in "$work"/debs/*.deb; do dpkg -x "$f" "$stage"; done
 for f in "$work"/debs/*.deb; do dpkg-deb -f "$f" Package Version | paste -sd' '; done > "$stage/VERSIONS"
 
@@ -112,7 +102,7 @@ echo "chrome-pack: .chrome-pack/ (copy one part per transfer, with manifest.txt;
 ls -l .chrome-pack | tail -n +2 | awk '{printf "  %s %.1f MiB\n", $9, $5 / 1048576}'
 # Each transfer carries the repository's files (tracked, and untracked ones git does not ignore) beside
 # its part and the manifest: 64 MiB in all.
-repo=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {t += $1} END {print t + 0}')
+repo=$(repo_bytes)
 for f in .chrome-pack/chrome.tar.xz.part*; do
   total=$(($(stat -c %s "$f") + $(stat -c %s .chrome-pack/manifest.txt) + repo))
   if [ "$total" -gt $((64 * 1048576)) ]; then

@@ -9,6 +9,7 @@
 # a GPU"). Run it from the repo root.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/pack-common.sh
 [ -d node_modules/webgpu ] || { echo "device-pack: run npm ci first" >&2; exit 1; }
 
 echo "device-pack: building dist/ (node bundle + browser bundle)"
@@ -27,27 +28,16 @@ tar -cJf .device/ort.tar.xz node_modules/onnxruntime-common node_modules/onnxrun
   node_modules/onnxruntime-node/dist node_modules/onnxruntime-node/bin/napi-v6/linux/x64
 
 echo "device-pack: Vulkan loader and GL debs into .gl/ (apt-get download)"
-lists=${TMPDIR:-/tmp}/qgemm-apt-amd64
-mkdir -p "$lists/partial"
-o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
 gl_pkgs="libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
-# Only the packages .gl/ lacks (a run cut short leaves some), and each one checked after: a stale list
-# gives a 404 for one package while the others still come.
+# Only the packages .gl/ lacks (a run cut short leaves some).
 need=$(for p in $gl_pkgs; do ls .gl/"${p}"_*.deb >/dev/null 2>&1 || echo "$p"; done)
-if [ -n "$need" ]; then
-  # shellcheck disable=SC2086
-  apt-get $o update >/dev/null
-  # shellcheck disable=SC2086
-  (cd .gl && apt-get $o download $need) || true
-  for p in $need; do
-    ls .gl/"${p}"_*.deb >/dev/null 2>&1 || { echo "device-pack: apt-get download got no $p" >&2; exit 1; }
-  done
-fi
+# shellcheck disable=SC2086
+[ -z "$need" ] || apt_download device-pack .gl $need || exit 1
 
 # What travels with each call: the repository's files (tracked, and untracked ones git does not ignore)
 # beside the carried folders, 64 MiB in all.
 carried=$(du -cb .device .gl | tail -1 | cut -f1)
-repo=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | awk '$2 == "total" {t += $1} END {print t + 0}')
+repo=$(repo_bytes)
 total=$((carried + repo))
 echo "device-pack: .gl/ and .device/ = $((carried / 1048576)) MiB, with the repository's $((repo / 1048576)) MiB = $((total / 1048576)) MiB (at most 64 MiB per call to the GPU machine)"
 du -sh .device/* .gl | sed 's/^/  /'
