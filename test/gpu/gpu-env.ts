@@ -4,6 +4,8 @@
 // locally with a visible notice naming the install command, and FAIL in CI (CI=true): there a skipped
 // GPU test would hide a broken GPU path. Also: an error-scope wrapper (re-exported from the library)
 // and a tiny compute-dispatch helper (upload int32 arrays, run one WGSL entry point, read back).
+// QGEMM_BOUNDS_CHECK=1 makes the file's device count every index out of range in the library's pipelines
+// (test/support/bounds-check.ts), and releaseGpu fails the file where any was.
 //
 // Use, at the top of a test file (vitest runs each file in its own process, so "once per file"):
 //   const gpu = await getGpu();
@@ -15,11 +17,13 @@ import { describeAdapter } from '../../src/gpu/adapter.ts';
 import { INSTALL_HINT } from '../../src/gpu/dawn.ts';
 import { runInErrorScope } from '../../src/gpu/scopes.ts';
 import { expect } from 'vitest';
+import { type BoundsCheck, boundsCheckDevice } from '../support/bounds-check.ts';
 import { DeviceLostError, GpuValidationError, NoAdapterError } from '../../src/errors.ts';
 
 export { runInErrorScope };
 
 let acquired: Promise<AcquiredDevice | null> | undefined;
+let bounds: BoundsCheck | undefined;
 /** Errors that escaped every error scope (reported by the device's 'uncapturederror' event). */
 export const uncapturedErrors: string[] = [];
 
@@ -32,6 +36,7 @@ export function getGpu(): Promise<AcquiredDevice | null> {
     const t0 = performance.now();
     try {
       const gpu = await acquireDevice({ allowSoftware: true });
+      if (process.env.QGEMM_BOUNDS_CHECK === '1') bounds = boundsCheckDevice(gpu.device);
       gpu.device.addEventListener('uncapturederror', (ev) => {
         uncapturedErrors.push((ev as GPUUncapturedErrorEvent).error.message);
       });
@@ -62,8 +67,22 @@ export function getGpu(): Promise<AcquiredDevice | null> {
 /** Destroys this file's device (for afterAll). */
 export async function releaseGpu(): Promise<void> {
   const gpu = await acquired?.catch(() => null);
+  // A file that lost its device cannot read the counters: said, not failed. Mutants (test/gpu/sgmat.test.ts)
+  // are kernels made wrong on purpose: their counts are said, not failed.
+  const counts =
+    gpu && bounds ? await bounds.take().catch((e: Error) => (console.warn(`[gpu-env] bounds counters unread: ${e.message}`), {})) : {};
+  const outOfRange = Object.fromEntries(Object.entries(counts).filter(([label]) => !label.includes('-mutant-')));
+  if (bounds) {
+    const skipped = bounds.uncompiled.length ? `; not compiled when checked, so unchecked: ${bounds.uncompiled.join(', ')}` : '';
+    const mutants = Object.keys(counts).length - Object.keys(outOfRange).length;
+    console.log(
+      `[gpu-env] bounds-checked: ${bounds.modules} modules, ${Object.keys(outOfRange).length} counters over 0${mutants ? ` (and ${mutants} of mutants)` : ''}${skipped}`,
+    );
+  }
   gpu?.device.destroy();
   acquired = undefined;
+  bounds = undefined;
+  expect(outOfRange, 'indices out of range (QGEMM_BOUNDS_CHECK)').toEqual({});
 }
 
 /**

@@ -3,11 +3,13 @@
 // InputError; `disable_robustness` does reach a Dawn device (an out-of-bounds read is clamped with
 // robustness, not without); and every kernel stays exact on a device with both toggles on while every
 // shader's workgroup memory starts as garbage (test/support/poison-workgroup.ts: SwiftShader zero-fills
-// workgroup memory with or without the toggle, so the poison shows what a GPU may do): every registry
-// kernel forced at its tile edges, the emulated subgroup-matrix kernel, and a sample of the verify suite.
+// workgroup memory with or without the toggle, so the poison shows what a GPU may do), and makes no
+// index out of range into a storage or workgroup array (test/support/bounds-check.ts counts each one:
+// with robustness off a GPU would read or write outside the array): every registry kernel forced at its
+// tile edges, the gathering forms, the emulated subgroup-matrix kernel, and a sample of the verify suite.
 
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { type AcquiredDevice, acquireDevice } from '../../src/gpu/acquire.ts';
 import { AUDITED_TOGGLES, type DawnToggle, envToggles } from '../../src/gpu/toggles.ts';
@@ -21,6 +23,7 @@ import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { im2colRows } from '../../bench/problems.ts';
 import { arbProblemOfShape } from '../support/arbitraries.ts';
 import { expectExact } from '../support/kernel-harness.ts';
+import { type BoundsCheck, boundsCheckDevice } from '../support/bounds-check.ts';
 import { poisonDevice } from '../support/poison-workgroup.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
@@ -88,16 +91,64 @@ describe.skipIf(gpu?.source !== 'dawn')('Dawn device toggles', () => {
     expect(unclamped.slice(1)).not.toEqual([44, 44, 44]); // SwiftShader: zeros (Vulkan's robustBufferAccess)
   });
 
-  describe('every kernel exact with both toggles and poisoned workgroup memory', () => {
+  it('the bounds check counts each index out of range, by variable and level, comments aside', async () => {
+    const d = await acquireDevice({ allowSoftware: true, toggles: ['disable_robustness'] });
+    const bounds = boundsCheckDevice(d.device);
+    // w[g % 3]: 2 of 6 out of its 2; w[..][g]: 2 past a vec4; o[g]: 2 past 4 words; a[5g + 2]: 5 past 4.
+    const code = `@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+var<workgroup> w: array<vec4<u32>, 2>; // w[ in a comment
+@compute @workgroup_size(1) fn main(@builtin(workgroup_id) g: vec3<u32>) {
+  w[g.x % 3u][g.x] = 1u; /* o[ */
+  o[g.x] = a[g.x * 5u + 2u] + w[0].x;
+}`;
+    const run = async (workgroups: number) => {
+      const pipeline = await d.device.createComputePipelineAsync({
+        layout: 'auto',
+        compute: {
+          module: d.device.createShaderModule({ code, label: 'probe' }),
+          entryPoint: 'main',
+        },
+      });
+      const [out, input] = [0, 1].map(() => d.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE }));
+      const encoder = d.device.createCommandEncoder();
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(
+        0,
+        d.device.createBindGroup({
+          layout: pipeline.getBindGroupLayout(0),
+          entries: [out, input].map((buffer, binding) => ({ binding, resource: { buffer } })),
+        }),
+      );
+      pass.dispatchWorkgroups(workgroups);
+      pass.end();
+      d.device.queue.submit([encoder.finish()]);
+      return bounds.take();
+    };
+    expect(await run(6)).toEqual({ 'probe: w[]': 2, 'probe: w[][]': 2, 'probe: o[]': 2, 'probe: a[]': 5 });
+    expect(await run(2)).toEqual({ 'probe: a[]': 1 }); // a[7]
+    expect(bounds.modules).toBe(2);
+    d.device.destroy();
+  });
+
+  describe('every kernel exact with both toggles and poisoned workgroup memory, every index in range', () => {
     let toggled: AcquiredDevice;
     let poisoned: { rewritten: number };
+    let bounds: BoundsCheck;
     beforeAll(async () => {
       toggled = await acquireDevice({ allowSoftware: true, toggles: BOTH });
       poisoned = poisonDevice(toggled.device);
+      bounds = boundsCheckDevice(toggled.device); // after the poison: its fills run unchecked
+    });
+    afterEach(async () => {
+      expect(await bounds.take(), 'indices out of range').toEqual({});
+      expect(bounds.uncompiled).toEqual([]);
     });
     afterAll(() => {
       // Each poisoned module is a kernel, pack or reduction that declares workgroup memory.
       expect(poisoned.rewritten).toBeGreaterThan(0);
+      expect(bounds.modules).toBeGreaterThan(0);
       toggled?.device.destroy();
     });
 
