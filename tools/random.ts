@@ -38,6 +38,13 @@ export class Rng {
   pick<T>(xs: readonly T[]): T {
     return xs[this.int(0, xs.length - 1)];
   }
+  /** n distinct elements of xs (all of them where n >= xs.length), drawn without replacement. */
+  sample<T>(xs: readonly T[], n: number): T[] {
+    const left = [...xs];
+    const out: T[] = [];
+    while (out.length < n && left.length) out.push(left.splice(this.int(0, left.length - 1), 1)[0]);
+    return out;
+  }
   /** Any int32, with a quarter of the draws on edge values. */
   anyInt32(): number {
     if (this.bool(0.25)) return this.pick(EDGE_INT32);

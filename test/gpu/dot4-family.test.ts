@@ -56,17 +56,11 @@ const kinds: ((c: Config) => boolean)[] = [
 
 const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';
 const seed = Number(process.env.QGEMM_DOT4_SEED ?? 34);
-/** A seeded draw without replacement (tools/random.ts, the repository's one seeded generator). */
-function draw<T>(from: readonly T[], n: number, seed: number): T[] {
-  const left = [...from];
-  const rng = new Rng(seed);
-  const out: T[] = [];
-  while (out.length < n && left.length) out.push(left.splice(rng.int(0, left.length - 1), 1)[0]);
-  return out;
-}
 // One configuration of each kind first, then a second of each, and so on.
 const chosen =
-  sample === 'all' ? pool : kinds.flatMap((kind, i) => draw(pool.filter(kind), Math.ceil((Number(sample) - i) / kinds.length), seed + i));
+  sample === 'all'
+    ? pool
+    : kinds.flatMap((kind, i) => new Rng(seed + i).sample(pool.filter(kind), Math.ceil((Number(sample) - i) / kinds.length)));
 const variants = gpu?.hasDot4 ? (['emulated', 'native'] as const) : (['emulated'] as const);
 const cases = chosen.flatMap((c) =>
   variants.map((dot4) => {
@@ -77,7 +71,7 @@ const cases = chosen.flatMap((c) =>
 
 const EDGES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 16, 17, 31, 32, 33, 63, 64, 65];
 // Three seeded permutations of the edges, zipped: every shape at an edge in M, N and K.
-const [Ms, Ns, Ks] = [1, 2, 3].map((d) => draw(EDGES, 6, seed * 7 + d));
+const [Ms, Ns, Ks] = [1, 2, 3].map((d) => new Rng(seed * 7 + d).sample(EDGES, 6));
 const shapes = [...Ms.map((M, i) => [M, Ns[i], Ks[i]]), [129, 65, 200]];
 const problems = shapes.map(([M, N, K], i) => fc.sample(arbProblemOfShape(M, N, K), { numRuns: 1, seed: seed + i })[0]);
 

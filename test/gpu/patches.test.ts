@@ -360,7 +360,7 @@ for (const vecWords of [1, 2, 4] as const)
         }
 const sample = process.env.QGEMM_DOT4_SAMPLE ?? '3';
 const rng = new Rng(Number(process.env.QGEMM_DOT4_SEED ?? 34));
-const sampled = sample === 'all' ? tiledPool : Array.from({ length: Number(sample) }, () => tiledPool[rng.int(0, tiledPool.length - 1)]);
+const sampled = sample === 'all' ? tiledPool : rng.sample(tiledPool, Number(sample));
 /**
  * The subgroup-matrix kernel's gathering form (src/kernels/sgmat/sgmat-lhs-patches.wgsl), emulated: u8 at
  * 16x16x32 and 8x8x8 and i8 at 16x16x32 on the default tiling, then a seeded one of the others (16x8x32;
