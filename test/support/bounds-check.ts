@@ -14,7 +14,7 @@
 // Not checked: arrays reached through a pointer variable, function-scope and private arrays (robustness
 // clamps those too; the kernels index them with constant or loop-bounded indices), arrays in uniform structs.
 
-const OOB_WORDS = 4096;
+const OOB_WORDS = 1 << 16; // one counter per (module, variable, index level): a family sweep makes thousands
 const GROUP = 3;
 
 interface Checked {
@@ -86,7 +86,6 @@ function wrapIndices(code: string, vars: Checked[], module: string): string {
   const pattern = new RegExp(`(?<![\\w.])(${vars.map((v) => v.name).join('|')})\\s*\\[`, 'g');
   let out = '';
   let from = 0;
-  pattern.lastIndex = 0;
   for (let m = pattern.exec(code); m; m = pattern.exec(code)) {
     const v = vars.find((x) => x.name === m![1])!;
     let open = m.index + m[0].length - 1;
