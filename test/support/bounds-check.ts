@@ -14,6 +14,8 @@
 // Not checked: arrays reached through a pointer variable, function-scope and private arrays (robustness
 // clamps those too; the kernels index them with constant or loop-bounded indices), arrays in uniform structs.
 
+import { closing, splitTopLevel } from '../../src/wgsl/text.ts';
+
 const OOB_WORDS = 1 << 16; // one counter per (module, variable, index level): a family sweep makes thousands
 const GROUP = 3;
 
@@ -27,14 +29,8 @@ interface Checked {
 function arrayParts(type: string): [string, string | undefined] | null {
   const m = /^array<(.*)>$/s.exec(type.trim());
   if (!m) return null;
-  let depth = 0;
-  for (let i = 0; i < m[1].length; i++) {
-    const c = m[1][i];
-    if (c === '<' || c === '(') depth++;
-    else if (c === '>' || c === ')') depth--;
-    else if (c === ',' && depth === 0) return [m[1].slice(0, i).trim(), m[1].slice(i + 1).trim()];
-  }
-  return [m[1].trim(), undefined];
+  const [element, count] = splitTopLevel(m[1], true);
+  return [element, count];
 }
 
 /** The bound of an index into a value of `element` type: a vector's width, a fixed array's count. */
@@ -56,16 +52,6 @@ function checkedVariables(code: string): Checked[] {
     out.push({ name: m[2], bounds: [first, elementBound(element)] });
   }
   return out;
-}
-
-/** `code` from `open` (a '[') to its matching ']': the index of that ']'. */
-function closing(code: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < code.length; i++) {
-    if (code[i] === '[') depth++;
-    else if (code[i] === ']' && --depth === 0) return i;
-  }
-  throw new Error(`bounds-check: unbalanced '[' at ${open}`);
 }
 
 /** The labels of the counters handed out so far: counter i counts the out-of-range indices of labels[i]. */
@@ -92,6 +78,7 @@ function wrapIndices(code: string, vars: Checked[], module: string): string {
     out += code.slice(from, open);
     for (let level = 0; level < 2; level++) {
       const close = closing(code, open);
+      if (close < 0) throw new Error(`bounds-check: unbalanced '[' at ${open}`);
       const index = wrapIndices(code.slice(open + 1, close), vars, module);
       const bound = v.bounds[level];
       out += bound ? `[qgemmChecked(${counter(`${module}: ${v.name}${'[]'.repeat(level + 1)}`)}u, u32(${index}), ${bound})]` : `[${index}]`;

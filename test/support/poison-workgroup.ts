@@ -6,25 +6,9 @@
 // zero-fills workgroup memory with or without the toggle (docs/gpu.md, "Dawn toggles"), so this rewrite
 // is how the GPU tests prove the audit (test/gpu/toggles.test.ts).
 
-const POISON = '0xdeadbeefu';
+import { closing, splitTopLevel } from '../../src/wgsl/text.ts';
 
-/** Splits `a, b<c, d>, e` at its top-level commas. */
-function topLevelSplit(s: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i];
-    if (c === '<' || c === '(') depth++;
-    else if (c === '>' || c === ')') depth--;
-    else if (c === ',' && depth === 0) {
-      out.push(s.slice(start, i).trim());
-      start = i + 1;
-    }
-  }
-  out.push(s.slice(start).trim());
-  return out;
-}
+const POISON = '0xdeadbeefu';
 
 let loopVars = 0;
 
@@ -33,7 +17,7 @@ function poisonStatements(lvalue: string, type: string): string {
   const t = type.trim();
   const array = /^array<(.*)>$/s.exec(t);
   if (array) {
-    const [element, count] = topLevelSplit(array[1]);
+    const [element, count] = splitTopLevel(array[1], true);
     if (count === undefined) throw new Error(`poison: runtime-sized workgroup array ${lvalue}`);
     const i = `poisonI${loopVars++}`;
     return `for (var ${i} = 0u; ${i} < u32(${count}); ${i}++) { ${poisonStatements(`${lvalue}[${i}]`, element)} }`;
@@ -55,15 +39,13 @@ export function poisonWorkgroupMemory(code: string): string {
   let from = 0;
   for (const m of code.matchAll(/@compute\b[^{;]*?\bfn\s+\w+\s*\(/g)) {
     // The parameter list, up to its balanced closing parenthesis, then the body's opening brace.
-    let depth = 1;
-    let close = m.index + m[0].length;
-    for (; depth > 0; close++) depth += code[close] === '(' ? 1 : code[close] === ')' ? -1 : 0;
-    const params = code.slice(m.index + m[0].length, close - 1);
+    const close = closing(code, m.index + m[0].length - 1);
+    const params = code.slice(m.index + m[0].length, close);
     const brace = code.indexOf('{', close);
     const lid = /@builtin\(local_invocation_index\)\s*(\w+)/.exec(params)?.[1];
     const name = lid ?? 'poisonLid';
     const extra = lid ? '' : `${params.trim() ? ', ' : ''}@builtin(local_invocation_index) poisonLid: u32`;
-    out += `${code.slice(from, close - 1)}${extra}${code.slice(close - 1, brace + 1)}`;
+    out += `${code.slice(from, close)}${extra}${code.slice(close, brace + 1)}`;
     out += `\n  if (${name} == 0u) {\n    ${fill}\n  }\n  workgroupBarrier();\n`;
     from = brace + 1;
     entries++;

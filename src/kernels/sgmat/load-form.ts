@@ -21,40 +21,9 @@ import probe from './load-probe.wgsl?raw';
 import { GpuValidationError } from '../../errors.ts';
 import { openErrorScope } from '../../gpu/scopes.ts';
 import { configConstants, type SgmatConfig } from './config.ts';
+import { closing, splitTopLevel } from '../../wgsl/text.ts';
 
 export type SgmatLoadForm = 'current' | 'legacy';
-
-/**
- * Splits `text` at its top-level commas (not inside (), [] or <>), trimmed. `angles`: count <> as
- * brackets (a template list); in an argument list they may be comparisons, so only () and [] count.
- */
-function splitTopLevel(text: string, angles: boolean): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let from = 0;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (ch === '(' || ch === '[' || (angles && ch === '<')) depth++;
-    else if (ch === ')' || ch === ']' || (angles && ch === '>')) depth--;
-    else if (ch === ',' && depth === 0) {
-      parts.push(text.slice(from, i).trim());
-      from = i + 1;
-    }
-  }
-  parts.push(text.slice(from).trim());
-  return parts;
-}
-
-/** Where the bracket opened at `open` closes (`(` with `)`, `<` with `>`, nesting counted), or -1. */
-function closing(text: string, open: number): number {
-  const [o, c] = text[open] === '<' ? ['<', '>'] : ['(', ')'];
-  let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    if (text[i] === o) depth++;
-    else if (text[i] === c && --depth === 0) return i;
-  }
-  return -1;
-}
 
 /** The legacy units of a loaded fragment type per array element (u32 words): 4 for 8-bit components, 1 for 32-bit. */
 function componentsPerWord(type: string): number {
