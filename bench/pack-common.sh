@@ -1,6 +1,6 @@
-# Sourced by bench/device-pack.sh and bench/chrome-pack.sh (POSIX sh, from the repo root): the two steps both
-# payloads for a bare GPU machine share. apt_download fetches Debian packages the machine lacks; repo_bytes
-# counts what each transfer to it carries besides the payload.
+# Sourced by bench/device-pack.sh and bench/chrome-pack.sh (from the repo root; a sh with `local`, as dash
+# and bash are): the two steps both payloads for a bare GPU machine share. apt_download fetches Debian
+# packages the machine lacks; repo_bytes counts what each transfer to it carries besides the payload.
 
 # apt_download NAME DIR PKG...: `apt-get download` of every PKG into DIR for amd64, through package lists of
 # its own (/tmp/qgemm-apt-amd64), refreshed first. apt-get's status is not enough (a stale list gives a 404
