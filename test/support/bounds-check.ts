@@ -11,6 +11,9 @@
 //
 // The counters live in group 3, which no library shader uses: the rewrite declares them, every compute
 // entry point uses them (so layout 'auto' has group 3), and each compute pass binds them after setPipeline.
+// The subgroup-matrix builtins (the real ones, on lavapipe or a GPU) read and write a whole fragment from
+// an offset and a stride: each subgroupMatrixLoad / subgroupMatrixStore on a checked variable, in either
+// form (src/kernels/sgmat/load-form.ts), has its span checked, its last element against the length.
 // Not checked: arrays reached through a pointer variable, function-scope and private arrays (robustness
 // clamps those too; the kernels index them with constant or loop-bounded indices), arrays in uniform structs.
 
@@ -23,6 +26,8 @@ interface Checked {
   name: string;
   /** The WGSL bound of the first index (a u32 expression), and of a second index where the element is a vector or array. */
   bounds: [string, string | undefined];
+  /** The element's type, as declared. */
+  element: string;
 }
 
 /** `array<T, N>` or `array<T>`: [T, N or undefined]; null where `type` is not an array. */
@@ -49,7 +54,7 @@ function checkedVariables(code: string): Checked[] {
     if (!parts) continue;
     const [element, count] = parts;
     const first = count === undefined ? `arrayLength(&${m[2]})` : `u32(${count})`;
-    out.push({ name: m[2], bounds: [first, elementBound(element)] });
+    out.push({ name: m[2], bounds: [first, elementBound(element)], element });
   }
   return out;
 }
@@ -93,11 +98,90 @@ function wrapIndices(code: string, vars: Checked[], module: string): string {
   return out + code.slice(from);
 }
 
+const BYTES: Record<string, number> = { u8: 1, i8: 1, f16: 2, u32: 4, i32: 4, f32: 4 };
+
+/** `type` with the module's aliases resolved (`alias StageWord = u32;`). */
+function resolved(type: string, code: string): string {
+  const t = type.trim();
+  const alias = /^\w+$/.test(t) && new RegExp(`\\balias\\s+${t}\\s*=\\s*([^;]+);`).exec(code);
+  return alias ? resolved(alias[1], code) : t;
+}
+
+/** The bytes of a value of scalar or vector type `type`. */
+function bytesOf(type: string, code: string): number {
+  const t = resolved(type, code);
+  const vec = /^vec([234])<(\w+)>$/.exec(t);
+  const bytes = vec ? Number(vec[1]) * BYTES[vec[2]] : BYTES[t];
+  if (!bytes) throw new Error(`bounds-check: no size for ${type}`);
+  return bytes;
+}
+
+/** A fragment type's rows and columns (WGSL expressions) and the bytes of one component. */
+function fragmentShape(type: string, code: string): { rows: string; cols: string; componentBytes: number } {
+  const m = /^subgroup_matrix_(?:left|right|result)\s*<(.*)>$/s.exec(resolved(type, code));
+  if (!m) throw new Error(`bounds-check: not a fragment type: ${type}`);
+  const [component, cols, rows] = splitTopLevel(m[1], true);
+  return { rows, cols, componentBytes: bytesOf(component, code) };
+}
+
+/** The type of a stored fragment: a constructor call, or a variable declared with a type or initialized by one. */
+function storedType(value: string, code: string): string {
+  const made = /^(\w+)\s*\(\s*\)$/.exec(value);
+  if (made) return made[1];
+  const declared = new RegExp(`\\b(?:var|let)\\s+${value}\\s*(?::\\s*(\\w+)\\s*)?=\\s*(\\w+)\\s*\\(`).exec(code);
+  if (!/^\w+$/.test(value) || !declared) throw new Error(`bounds-check: no type for the stored fragment ${value}`);
+  return declared[1] ?? declared[2];
+}
+
+/**
+ * Every subgroupMatrixLoad / Store on a checked variable with its offset argument wrapped in a check of
+ * the span it touches: outer lines (rows, or columns where column-major) `stride` apart, each `inner`
+ * components long, the last element in range. The current form counts offset and stride in the array's
+ * elements, the legacy form in the fragment's components (src/kernels/sgmat/load-form.ts).
+ */
+function wrapSpans(code: string, vars: Checked[], module: string): string {
+  let out = '';
+  let at = 0;
+  const call = /\bsubgroupMatrix(Load|Store)\s*(?=[<(])/g;
+  for (let m = call.exec(code); m; m = call.exec(code)) {
+    let open = m.index + m[0].length;
+    let template: string[] = [];
+    if (code[open] === '<') {
+      const gt = closing(code, open);
+      template = splitTopLevel(code.slice(open + 1, gt), true);
+      open = gt + 1 + code.slice(gt + 1).search(/\S/);
+    }
+    const close = closing(code, open);
+    const args = splitTopLevel(code.slice(open + 1, close), false);
+    const v = vars.find((x) => args[0] === `&${x.name}`);
+    if (!v) continue;
+    const load = m[1] === 'Load';
+    const legacy = load ? template.length === 1 : template.length === 0;
+    const [type, major] = load ? template : [storedType(args[2], code), template[0]];
+    const colMajor = legacy ? args.at(-2) : { row_major: 'false', col_major: 'true' }[major];
+    if (colMajor !== 'true' && colMajor !== 'false') throw new Error(`bounds-check: no majorness in ${code.slice(m.index, close + 1)}`);
+    const f = fragmentShape(type, code);
+    const [outer, inner] = colMajor === 'true' ? [f.cols, f.rows] : [f.rows, f.cols];
+    const elementBytes = bytesOf(v.element, code);
+    // In elements (current form: a line's components rounded up to whole elements) or in components (legacy).
+    const [innerUnits, bound] = legacy
+      ? [`u32(${inner})`, `${v.bounds[0]} * ${elementBytes / f.componentBytes}u`]
+      : [`(u32(${inner}) * ${f.componentBytes}u + ${elementBytes - 1}u) / ${elementBytes}u`, v.bounds[0]];
+    const id = counter(`${module}: ${v.name} ${load ? 'load' : 'store'} span`);
+    args[1] = `qgemmSpan(${id}u, u32(${args[1]}), u32(${args.at(-1)}), u32(${outer}), ${innerUnits}, ${bound})`;
+    out += `${code.slice(at, open)}(${args.join(', ')})`;
+    at = close + 1;
+    call.lastIndex = at;
+  }
+  return out + code.slice(at);
+}
+
 /** The WGSL with every checked index wrapped and the counters declared; `module` names it in the counters' labels. */
 export function boundsCheckedWgsl(source: string, module: string): string {
   // Comments go first: a bracket in one must not be taken for code.
   const code = source.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/[^\n]*/g, '');
-  let out = wrapIndices(code, checkedVariables(code), module);
+  const vars = checkedVariables(code);
+  let out = wrapSpans(wrapIndices(code, vars, module), vars, module);
   // Each compute entry point uses the counters, so that layout 'auto' always has group 3.
   out = out.replace(/(@compute\b[^{;]*?\bfn\s+\w+\s*\([^{]*\{)/g, '$1\n  _ = &qgemmOob;');
   return `${out}
@@ -107,6 +191,12 @@ fn qgemmChecked(id: u32, i: u32, n: u32) -> u32 {
     atomicAdd(&qgemmOob[id], 1u);
   }
   return i;
+}
+fn qgemmSpan(id: u32, offset: u32, stride: u32, outer: u32, inner: u32, n: u32) -> u32 {
+  if (offset + (outer - 1u) * stride + inner > n) {
+    atomicAdd(&qgemmOob[id], 1u);
+  }
+  return offset;
 }
 `;
 }
