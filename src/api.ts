@@ -85,11 +85,11 @@ function contextKey(allowSoftware: boolean, opts: GpuContextOptions): string {
 }
 
 /**
- * The shared context for 'webgpu' (software allowed) or 'auto' (hardware only) and these options,
- * re-made once lost; with `opts.device`, a context on that device.
+ * The shared context of 'webgpu' (software adapters allowed) for these options, re-made once lost; with
+ * `opts.device`, a context on that device.
  */
-export async function sharedContext(allowSoftware: boolean, opts: GpuContextOptions = {}): Promise<GpuContext> {
-  return (await sharedEntry(allowSoftware, opts, false)).ctx;
+export async function sharedContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
+  return (await sharedEntry(true, opts, false)).ctx;
 }
 
 /** Runs fn on the shared context (sharedContext), which an eviction meanwhile destroys only once fn is done. */
@@ -355,7 +355,7 @@ export async function describeDevice(opts: Pick<GpuContextOptions, 'tuning' | 't
   const one = { data: new Uint8Array(1), rows: 1, cols: 1, order: 'row-major' as const };
   const cpu = { kernel: selectCpuKernel(caps, normalizeProblem({ lhs: one, rhs: one })).id, ...caps };
   try {
-    const ctx = await sharedContext(true, opts);
+    const ctx = await sharedContext(opts);
     const t = ctx.tuning;
     const tuning = { source: t.source, name: t.name, description: describeTuning(t), table: t.table };
     return { adapter: ctx.summary, caps: ctx.caps, dot4: ctx.dot4, limits: ctx.limits, cpu, tuning };

@@ -21,7 +21,7 @@ export function isGpuMatrix(x: object): x is GpuMatrix {
 }
 
 /** Bytes m spans in its buffer: its lines at their stride, the last to its end. */
-export function matrixSpan(m: GpuMatrix): number {
+function matrixSpan(m: GpuMatrix): number {
   const [lines, inner] = m.order === 'row-major' ? [m.rows, m.cols] : [m.cols, m.rows];
   return ((lines - 1) * m.stride + inner) * DTYPE_BYTES[m.dtype];
 }

@@ -55,9 +55,8 @@ export function uniformLayout(source: string, structName: string): UniformLayout
   return layout;
 }
 
-/** Bytes of one uniform struct; every member must be given (a missing one is a scheduler bug). */
-export function packUniforms(layout: UniformLayout, values: Record<string, number>, target?: DataView): ArrayBuffer {
-  const view = target ?? new DataView(new ArrayBuffer(layout.size));
+/** Writes one uniform struct into `view`; every member must be given (a missing one is a scheduler bug). */
+export function packUniforms(layout: UniformLayout, values: Record<string, number>, view: DataView): void {
   for (const [name, { offset, type }] of layout.members) {
     const v = values[name];
     if (v === undefined) throw new Error(`internal: uniform ${layout.struct}.${name} not set`);
@@ -68,7 +67,6 @@ export function packUniforms(layout: UniformLayout, values: Record<string, numbe
   for (const name of Object.keys(values)) {
     if (!layout.members.has(name)) throw new Error(`internal: ${layout.struct} has no member ${name}`);
   }
-  return view.buffer as ArrayBuffer;
 }
 
 /** Bind group entries from resources named as in the WGSL source (group 0). */

@@ -1,12 +1,12 @@
 // dot4-tile.wgsl: the k-tile loop of the dot4 GEMM kernels (pack -> GEMM -> output), written once: the
-// tiled kernel (../dot4-tiled/gemm.wgsl) runs it over the full depth, split-K (../splitk/splitk.wgsl)
+// tiled kernel (./dot4-tiled/gemm.wgsl) runs it over the full depth, split-K (./splitk/splitk.wgsl)
 // over one slice. A workgroup computes a TILE_M x TILE_N tile, each invocation THREAD_M x THREAD_N of
 // it (4 or 8 each, in 4x4 quads strided by the workgroup's width; split-K: 4x4). Per step of TILE_KW
 // packed words (4 k each) both operand tiles are staged in workgroup memory, k-major, with global loads
 // of VEC_WORDS packed words (PackedLoad: u32, vec2<u32> or vec4<u32>) from rows packed with K padded to
 // 64 (src/pack/formats.ts: no bounds checks), then multiplied with dot4 (dot4-native.wgsl or
 // dot4-emulated.wgsl); raw sums wrap mod 2^32. THREAD_M, THREAD_N, VEC_WORDS, PackedLoad and packedWord
-// are generated constants (../banded.ts dot4ThreadBlock, dot4LoadConstants). Two variation points: the
+// are generated constants (./banded.ts dot4ThreadBlock, dot4LoadConstants). Two variation points: the
 // lhs tile's staging (stageLhs), from packed rows (./dot4-lhs.wgsl) or gathered from a convolution's
 // input (./dot4-lhs-patches.wgsl), one of them composed before this file; and the rhs word load
 // (stageRhs): 8-bit lanes ('u8k4-r64'), or, with RHS_NIBBLES, two 4-bit values per byte ('u4k8-r64')

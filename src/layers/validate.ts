@@ -57,14 +57,14 @@ export function shown(v: unknown): string {
   return Array.isArray(v) && v.length <= 8 && v.every((x) => typeof x === 'number') ? `[${v.join(', ')}]` : brief(v);
 }
 
-/** A shape of `rank` integers, each at least `min`. */
-export function checkDims(field: string, shape: unknown, rank: number, what: string, min = 1): number[] {
+/** A shape of `rank` positive integers. */
+export function checkDims(field: string, shape: unknown, rank: number, what: string): number[] {
   if (
     !Array.isArray(shape) ||
     shape.length !== rank ||
-    !everyItem(shape, (d) => Number.isInteger(d) && (d as number) >= min && (d as number) <= 2 ** 53)
+    !everyItem(shape, (d) => Number.isInteger(d) && (d as number) >= 1 && (d as number) <= 2 ** 53)
   )
-    throw new InputError(field, `expected ${what} of integers >= ${min}, got ${shown(shape)}`);
+    throw new InputError(field, `expected ${what} of integers >= 1, got ${shown(shape)}`);
   return shape;
 }
 

@@ -388,7 +388,7 @@ export class GpuContext {
       r.checkAlive();
       checkMatrix(r, m, 'matrix');
       // Read back in whole 4-byte words (gpu/matrix.ts matrixBytes).
-      checkMatrixShape(m, 'matrix', ['uint8', 'int8', 'int16', 'int32'], true);
+      checkMatrixShape(m, 'matrix', ['uint8', 'int8', 'int16', 'int32']);
       checkMatrixBuffer(m, 'matrix', 'copy');
       try {
         return await readBack(this.device, m, r.staging);

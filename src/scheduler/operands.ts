@@ -6,7 +6,7 @@
 
 import { InputError } from '../errors.ts';
 import { brief } from '../problem/echo.ts';
-import { type GpuMatrix, isGpuMatrix, matrixBytes, matrixSpan } from '../gpu/matrix.ts';
+import { type GpuMatrix, isGpuMatrix, matrixBytes } from '../gpu/matrix.ts';
 import { isCpuPacked } from '../kernels/cpu-wasm/kernel.ts';
 import type { PackFormatId } from '../pack/formats.ts';
 import { checkKnownKeys } from '../problem/check.ts';
@@ -114,10 +114,10 @@ const MATRIX_KEYS = ['buffer', 'rows', 'cols', 'order', 'dtype', 'stride'];
 
 /**
  * Checks the fields of GpuMatrix m as a use of `dtypes` reads it (no key besides them), and that its
- * buffer holds its span (gpu/matrix.ts matrixSpan; in whole 4-byte words with `words`, as a readback
- * copies it): an InputError names the field.
+ * buffer holds its span in whole 4-byte words, as a binding or a readback takes it (gpu/matrix.ts
+ * matrixBytes): an InputError names the field.
  */
-export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly GpuMatrix['dtype'][], words = false): void {
+export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly GpuMatrix['dtype'][]): void {
   checkKnownKeys(field, m, MATRIX_KEYS); // a misspelt `strid` or an `offset` it does not take would be passed over
   for (const key of ['rows', 'cols'] as const) {
     if (!Number.isSafeInteger(m[key]) || m[key] < 1) throw new InputError(`${field}.${key}`, `expected a positive integer, got ${m[key]}`);
@@ -127,7 +127,7 @@ export function checkMatrixShape(m: GpuMatrix, field: string, dtypes: readonly G
   if (!dtypes.includes(m.dtype)) throw new InputError(`${field}.dtype`, `expected ${dtypes.join(' or ')}, got ${brief(m.dtype)}`);
   const inner = m.order === 'row-major' ? m.cols : m.rows;
   if (!Number.isSafeInteger(m.stride) || m.stride < inner) throw new InputError(`${field}.stride`, `must be an integer >= ${inner}`);
-  const needed = words ? matrixBytes(m) : matrixSpan(m);
+  const needed = matrixBytes(m);
   if (needed > m.buffer.size) {
     throw new InputError(
       `${field}.buffer`,
@@ -182,7 +182,7 @@ export function shapeOf(
   }
   if (isGpuMatrix(x)) {
     checkMatrix(r, x, field);
-    checkMatrixShape(x, field, ['uint8', 'int8'], true); // bound in whole words
+    checkMatrixShape(x, field, ['uint8', 'int8']);
     checkMatrixBuffer(x, field, binding);
     return { data: x.dtype === 'int8' ? new Int8Array(0) : new Uint8Array(0), rows: x.rows, cols: x.cols, order: x.order };
   }

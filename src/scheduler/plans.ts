@@ -197,13 +197,6 @@ export class CallPlans {
     this.chains.drop(rhs);
   }
 
-  /** Plans held, in all (for tests). */
-  get size(): number {
-    let n = 0;
-    for (const list of this.byRhs.values()) n += list.length;
-    return n;
-  }
-
   /** Frees every plan, gemmOnGpu's busy ones too (the context is destroyed: its matrices go with it). */
   destroy(): void {
     for (const list of this.byRhs.values()) for (const plan of list) free(plan);

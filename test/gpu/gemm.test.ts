@@ -731,27 +731,27 @@ describe.skipIf(!gpu)('device loss', () => {
     own.destroy();
   });
   it('the next runOp call re-acquires a device and is still exact', async () => {
-    const first = await sharedContext(true);
+    const first = await sharedContext();
     first.device.destroy();
     await first.device.lost;
     const p = sample(arbProblemOfShape(9, 10, 11), 2);
     const got = await runOp({ op: 'gemm', problem: p }, 'webgpu');
     expect(got.backend).toBe('webgpu');
     expect(diffResults(got, referenceGemm(p))).toBeNull();
-    expect(await sharedContext(true)).not.toBe(first);
+    expect(await sharedContext()).not.toBe(first);
   });
   it('shared contexts honour their options', async () => {
-    const plain = await sharedContext(true);
-    const forced = await sharedContext(true, { kernel: 'dot4-32x32-emulated' });
+    const plain = await sharedContext();
+    const forced = await sharedContext({ kernel: 'dot4-32x32-emulated' });
     expect(forced).not.toBe(plain);
-    expect(await sharedContext(true, { kernel: 'dot4-32x32-emulated' })).toBe(forced);
+    expect(await sharedContext({ kernel: 'dot4-32x32-emulated' })).toBe(forced);
     const p = sample(arbProblemOfShape(9, 10, 11), 3);
     expect(diffResults(await forced.gemm(p), referenceGemm(p))).toBeNull();
     expect(forced.lastRun.kernel).toBe('dot4-32x32-emulated');
   });
   it('at most 4 shared contexts per device: the least recently used is destroyed, and its options make a new one', async () => {
     const device = gpu!.device;
-    const named = (i: number) => sharedContext(true, { device, tuningName: `t${i}` });
+    const named = (i: number) => sharedContext({ device, tuningName: `t${i}` });
     const made: GpuContext[] = [];
     for (let i = 0; i < 4; i++) made.push(await named(i));
     expect(await named(0)).toBe(made[0]); // used again: t1 is now the least recent
@@ -772,7 +772,7 @@ describe.skipIf(!gpu)('device loss', () => {
     const calls = Array.from({ length: 18 }, (_, i) => gemm(p, { backend: 'webgpu', device, tuningName: `r${i % 6}` }));
     for (const got of await Promise.all(calls)) expect(diffResults(got, referenceGemm(p))).toBeNull();
     // two waiters on an entry evicted while they wait share the one context made again; it is cached
-    const named = (i: number) => sharedContext(true, { device, tuningName: `w${i}` });
+    const named = (i: number) => sharedContext({ device, tuningName: `w${i}` });
     const w: GpuContext[] = [];
     for (let i = 0; i < 4; i++) w.push(await named(i));
     const [a, b] = await Promise.all([named(0), named(0), named(4)]);

@@ -172,13 +172,13 @@ describe.skipIf(!gpu)("a caller's device without WebGPU's globals", () => {
   it('releaseSharedContexts() destroys the shared contexts on the devices the library acquired, with the devices', async () => {
     const want = referenceGemm(problem).data;
     expect((await gemm(problem, { backend: 'webgpu' })).data).toEqual(want);
-    const ctx = await sharedContext(true, {});
+    const ctx = await sharedContext({});
     await releaseSharedContexts();
     expect(ctx.lost).toBe(true);
     expect((await gemm(problem, { backend: 'webgpu' })).data).toEqual(want); // a new one
-    expect(await sharedContext(true, {})).not.toBe(ctx);
+    expect(await sharedContext({})).not.toBe(ctx);
     // a limit given as undefined is absent: the same shared context, not a second one
-    expect(await sharedContext(true, { limits: { maxBufferSize: undefined } })).toBe(await sharedContext(true, {}));
+    expect(await sharedContext({ limits: { maxBufferSize: undefined } })).toBe(await sharedContext({}));
     await releaseSharedContexts();
   });
 });

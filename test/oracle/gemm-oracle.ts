@@ -342,8 +342,3 @@ export function loadGemmSpec(specPath: string): { spec: GemmSpecJson; arrays: Ge
   if (typeof spec.rhsZeroPoint === 'string') arrays.rhsZeroPoint = load(spec.rhsZeroPoint);
   return { spec, arrays };
 }
-
-export function oracleGemmFromFile(specPath: string): OracleResult {
-  const { spec, arrays } = loadGemmSpec(specPath);
-  return oracleGemm(spec, arrays);
-}

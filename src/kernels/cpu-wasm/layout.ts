@@ -1,7 +1,7 @@
 // The contract between the WebAssembly module and the TypeScript that drives it (pack -> gemm -> output):
 // the problem lives in the module's linear memory as a context record of i32 words at address 0 (the
 // shapes, the address and strides of every region, the zero-point terms, the output program), written
-// by the runtime (runtime.ts) and read by the generated code (gen-gemm.ts, gen-output.ts). Every region
+// by prepare.ts and read by the generated code (gen-gemm.ts, gen-output.ts). Every region
 // starts at or above DATA_START and is 64-byte aligned.
 
 /** Word index of each context field; its byte address is 4 * index. */
