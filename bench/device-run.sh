@@ -79,10 +79,11 @@ N="$T/node"
 # A stage of an earlier call that outlived it (its call was cut off) still holds the GPU, and its Node
 # binary, which cannot be written over while it runs: it is killed, and the binaries are unpacked beside
 # and moved into place.
-# Its clock logger (nvidia-smi -lms) too. -ef: the same file, however the path was written.
+# Its clock logger too (nvidia-smi with -lms 250: no other nvidia-smi). -ef: the same file, however the
+# path was written.
 SMI_BIN=$(command -v nvidia-smi)
 for p in /proc/[0-9]*; do
-  if [ "$p/exe" -ef "$N" ] || { [ -n "$SMI_BIN" ] && [ "$p/exe" -ef "$SMI_BIN" ]; }; then
+  if [ "$p/exe" -ef "$N" ] || { [ -n "$SMI_BIN" ] && [ "$p/exe" -ef "$SMI_BIN" ] && tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -e '-lms 250'; }; then
     kill -KILL "${p#/proc/}" 2>/dev/null && say "killed a process left running by an earlier call: pid ${p#/proc/} ($(readlink "$p/exe"))"
     # until it is gone, and the GPU with it (5 s at most)
     for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e "$p" ] || break; sleep 0.5; done

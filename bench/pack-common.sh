@@ -15,7 +15,7 @@ apt_download() {
   apt-get $o update >/dev/null || { echo "$name: apt-get update failed" >&2; return 1; }
   # shellcheck disable=SC2086
   (cd "$dir" && apt-get $o download "$@" > "$lists/download.log" 2>&1) || true
-  grep -v -e '^W: Download is performed unsandboxed' -e '^Get:' "$lists/download.log" >&2 || true
+  grep -v -e '^W: Download is performed unsandboxed' -e '^Get:' -e '^Fetched ' "$lists/download.log" >&2 || true
   for p in "$@"; do
     ls "$dir/${p}_"*.deb >/dev/null 2>&1 || { echo "$name: apt-get download got no $p (log above)" >&2; return 1; }
   done
