@@ -128,8 +128,8 @@ function fragmentShape(type: string, code: string): { rows: string; cols: string
 function storedType(value: string, code: string): string {
   const made = /^(\w+)\s*\(\s*\)$/.exec(value);
   if (made) return made[1];
-  const declared = new RegExp(`\\b(?:var|let)\\s+${value}\\s*(?::\\s*(\\w+)\\s*)?=\\s*(\\w+)\\s*\\(`).exec(code);
-  if (!/^\w+$/.test(value) || !declared) throw new Error(`bounds-check: no type for the stored fragment ${value}`);
+  const declared = /^\w+$/.test(value) && new RegExp(`\\b(?:var|let)\\s+${value}\\s*(?::\\s*(\\w+)\\s*)?=\\s*(\\w+)\\s*\\(`).exec(code);
+  if (!declared) throw new Error(`bounds-check: no type for the stored fragment ${value}`);
   return declared[1] ?? declared[2];
 }
 
