@@ -6,12 +6,16 @@
 // value from the input is echoed into a message: cut to about 100 characters.
 
 import { InputError } from '../errors.ts';
+import { keyField } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 
 /** Deeper than any spec needs (a spec is 4 deep: spec -> pipeline -> stage -> values). */
 const MAX_JSON_DEPTH = 32;
 
 export { brief };
+
+/** A value's path as a field (keys as keyField names them), cut where it is long. */
+const pathField = (path: string): string => (path.length > 100 ? `${path.slice(0, 100)}...` : path);
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const SPACE = /[ \t\n\r]*/y;
@@ -63,9 +67,9 @@ class Parser {
       if (this.text.charAt(this.pos) !== '"') this.fail('expected a quoted key');
       const keyAt = this.pos;
       const key = this.string();
-      const keyPath = path ? `${path}.${key}` : key;
+      const keyPath = keyField(path, key);
       if (Object.hasOwn(out, key)) {
-        throw new InputError(brief(keyPath).replace(/^"|"$/g, ''), `duplicate key (${this.where(keyAt)}); each key may appear once`);
+        throw new InputError(pathField(keyPath), `duplicate key (${this.where(keyAt)}); each key may appear once`);
       }
       this.space();
       if (!this.eat(':')) this.fail("expected ':' after a key");
@@ -130,7 +134,7 @@ class Parser {
     const v = Number(m[0]);
     const nonzero = /[1-9]/.test(m[0].split(/[eE]/)[0]);
     if (!Number.isFinite(v) || (v === 0 && nonzero)) {
-      const field = path ? brief(path).replace(/^"|"$/g, '') : this.field;
+      const field = path ? pathField(path) : this.field;
       const what = v === 0 ? 'too small: it would read as 0' : 'too large: it would read as infinite';
       const literal = m[0].length > 40 ? `${m[0].slice(0, 40)}...` : m[0];
       throw new InputError(field, `${literal} is ${what} (${this.where(at)}); a number must lie within a double's range`);

@@ -11,7 +11,7 @@ import { NpyFormatError, parseNpy, type NpyArray } from '../io/npy.ts';
 import type { BitDepth, GemmProblem, Operand, OutputStage, PerChannel } from '../types.ts';
 import { STAGE_TYPES, stageDefinition } from '../problem/stages/pipeline.ts';
 import type { FieldKind } from '../problem/stages/stage.ts';
-import { isInt32 } from '../problem/check.ts';
+import { isInt32, keyField } from '../problem/check.ts';
 import { brief } from './json.ts';
 
 export type ReadFile = (path: string) => Uint8Array;
@@ -39,8 +39,7 @@ export function isObject(v: unknown): v is Json {
 export function checkKeys(field: string, obj: Json, allowed: readonly string[]): void {
   for (const key of Object.keys(obj)) {
     if (!allowed.includes(key)) {
-      const name = brief(key).slice(1, -1);
-      throw new InputError(field ? `${field}.${name}` : name, `unknown field (expected one of: ${allowed.join(', ')})`);
+      throw new InputError(keyField(field, key), `unknown field (expected one of: ${allowed.join(', ')})`);
     }
   }
 }

@@ -15,7 +15,7 @@ import {
   REQUANTIZE,
 } from '../problem/elementwise.ts';
 import { broadcastShapes, prepareElementwise, xnnpackTakesElementwise } from '../problem/elementwise-plan.ts';
-import { checkKnownKeys, everyItem } from '../problem/check.ts';
+import { checkKnownKeys, everyItem, keyField } from '../problem/check.ts';
 import { brief } from '../problem/echo.ts';
 import { activationRange, type FusedActivation, type QuantParams } from './derive.ts';
 import {
@@ -328,8 +328,7 @@ export function prefixed<T>(field: string, fn: () => T): T {
  * no name reads as another field (an input "x.shape" is not input x's shape); the name whole, so that
  * two names are two fields.
  */
-export const inputField = (name: string): string =>
-  /^[A-Za-z_$][\w$]*$/.test(name) ? `inputs.${name}` : `inputs[${JSON.stringify(name)}]`;
+export const inputField = (name: string): string => keyField('inputs', name);
 
 /** The graph's input tensors by name, checked against what the graph reads; the activations' dtype. */
 export function namedInputs(g: Graph, inputs: SequentialInputs): NamedInputs {

@@ -31,14 +31,22 @@ export function checkProblemObject(problem: unknown, what = 'a GemmProblem'): vo
 }
 
 /**
- * A key of `of` that `known` lacks: an InputError naming it (`field.key`, or `key` at the top), since a
- * misspelt optional field (`rhsZeropoint`, `roundng`) would otherwise be ignored and its default used.
- * A key whose value is undefined is absent.
+ * The field of `key` in `field`: `field.key` (`key` at the top), or `field["a.b"]` (`[""]` at the top)
+ * where the key is not an identifier, so that no key reads as another field or as none; the key whole,
+ * so that two keys are two fields.
+ */
+export const keyField = (field: string, key: string): string =>
+  /^[A-Za-z_$][\w$]*$/.test(key) ? (field ? `${field}.${key}` : key) : `${field}[${JSON.stringify(key)}]`;
+
+/**
+ * A key of `of` that `known` lacks: an InputError naming it (keyField), since a misspelt optional field
+ * (`rhsZeropoint`, `roundng`) would otherwise be ignored and its default used. A key whose value is
+ * undefined is absent.
  */
 export function checkKnownKeys(field: string, of: object, known: readonly string[]): void {
   for (const [key, v] of Object.entries(of)) {
     if (v !== undefined && !known.includes(key)) {
-      throw new InputError(field ? `${field}.${key}` : key, `unknown key; known: ${known.join(', ')}`);
+      throw new InputError(keyField(field, key), `unknown key; known: ${known.join(', ')}`);
     }
   }
 }

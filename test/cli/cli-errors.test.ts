@@ -371,6 +371,12 @@ describe('bad specs', () => {
   it('a misspelt top-level key (lhsZeroPiont)', async () => {
     await runSpec({ lhsZeroPiont: 3 }, 'lhsZeroPiont');
   });
+  it('an empty key, named in brackets (it had named an empty field)', async () => {
+    await runSpec({ '': 3 }, '[""]');
+  });
+  it('a key that is not an identifier, named whole in brackets, not as another field', async () => {
+    await runSpec({ 'lhs.rows': 3 }, '["lhs.rows"]');
+  });
   it('a missing out field', async () => {
     await runSpec({ out: undefined }, 'out');
   });

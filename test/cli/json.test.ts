@@ -41,6 +41,10 @@ describe('parseStrictJson', () => {
     expect(fieldOf('{"a": 1, "a": 2}')).toBe('a');
     expect(fieldOf('{"p": [{"s": 1}, {"s": 1, "s": 2}]}')).toBe('p[1].s');
     expect(fieldOf('[{"min": 1, "min": 2}]', 'pipeline')).toBe('pipeline[0].min');
+    // a key that is not an identifier, whole and quoted: never an empty field, nor another key's path
+    expect(fieldOf('{"": 1, "": 2}')).toBe('[""]');
+    expect(fieldOf('{"p": {"a.b": 1, "a.b": 2}}')).toBe('p["a.b"]');
+    expect(fieldOf('{"a b": {"c": [1e400]}}')).toBe('["a b"].c[0]');
   });
   it("refuses a number past a double's range by its path, where JSON.parse reads 0 or Infinity", () => {
     expect(JSON.parse('1e-400')).toBe(0);

@@ -60,6 +60,10 @@ describe('a GEMM problem', () => {
         'pipeline[0].roundng',
       ],
       [{ ...p, pipeline: [loose({ type: 'clamp', min: 0, max: 1 }, { foo: 1 })] }, 'pipeline[0].foo'],
+      // A key that is not an identifier is named whole, never as an empty field or as another one.
+      [loose(p, { '': 1 }), '[""]'],
+      [loose(p, { 'lhs.rows': 2 }), '["lhs.rows"]'],
+      [{ ...p, lhs: loose(p.lhs, { ' ': 1 }) }, 'lhs[" "]'],
     ];
     for (const [q, field] of cases) expect(await refused(() => gemm(q, cpu))).toBe(field);
   });
