@@ -189,22 +189,6 @@ export class TuneBudget {
   recordProblem(macs: number, ms: number): void {
     this.work.push({ macs: Math.max(1, macs), ms });
   }
-
-  /**
-   * Verifies each winner: first on the problems of its own classes (all of them), then on the rest while
-   * each fits the budget's end (see WinnerVerifier). `check` returns the mismatch detail ('' when exact).
-   */
-  async verifyWinners<P>(
-    winners: readonly { id: string; classes: readonly ShapeClass[] }[],
-    problems: readonly VerifyItem<P>[],
-    supports: (winner: string, problem: P) => boolean,
-    check: (winner: string, problem: P) => Promise<string>,
-  ): Promise<WinnerVerification[]> {
-    const verifier = new WinnerVerifier(this, problems, supports, check);
-    for (const w of winners) for (const c of w.classes.length ? w.classes : [null]) await verifier.own(w.id, c);
-    await verifier.rest();
-    return verifier.results();
-  }
 }
 
 export interface VerifyItem<P> {

@@ -11,9 +11,28 @@ import {
   type Clock,
   problemClass,
   TuneBudget,
+  type VerifyItem,
   WARM_CONFIGURATIONS,
   WinnerVerifier,
 } from '../../src/tune-budget.ts';
+import type { ShapeClass } from '../../src/kernels/tuning.ts';
+
+/**
+ * Verifies each winner as the tuner does (src/tune.ts): first on the problems of its own classes (all of
+ * them), then on the rest while each fits the budget's end. `check` returns the mismatch detail ('' when exact).
+ */
+async function verifyWinners<P>(
+  budget: TuneBudget,
+  winners: readonly { id: string; classes: readonly ShapeClass[] }[],
+  problems: readonly VerifyItem<P>[],
+  supports: (winner: string, problem: P) => boolean,
+  check: (winner: string, problem: P) => Promise<string>,
+) {
+  const verifier = new WinnerVerifier(budget, problems, supports, check);
+  for (const w of winners) for (const c of w.classes.length ? w.classes : [null]) await verifier.own(w.id, c);
+  await verifier.rest();
+  return verifier.results();
+}
 
 class FakeClock implements Clock {
   t = 1000;
@@ -252,7 +271,8 @@ describe('verifying the winners within the budget', () => {
     const b = new TuneBudget(clock, 10_000, 0.8, RULES);
     clock.t += 8000; // the sweep used its share: 2 s left
     const ran: string[] = [];
-    const out = await b.verifyWinners(
+    const out = await verifyWinners(
+      b,
       [
         { id: 'gemv', classes: ['decode'] },
         { id: 'tile', classes: ['square'] },
@@ -280,7 +300,8 @@ describe('verifying the winners within the budget', () => {
     const clock = new FakeClock();
     const b = new TuneBudget(clock, 20_000, 0.5, RULES);
     const ran: string[] = [];
-    const out = await b.verifyWinners(
+    const out = await verifyWinners(
+      b,
       [
         { id: 'gemv', classes: ['decode'] },
         { id: 'conv', classes: ['conv'] },
@@ -307,7 +328,8 @@ describe('verifying the winners within the budget', () => {
     const clock = new FakeClock();
     const b = new TuneBudget(clock, 1_000_000, 0.5, RULES);
     const ran: string[] = [];
-    const out = await b.verifyWinners(
+    const out = await verifyWinners(
+      b,
       [
         { id: 'broken', classes: ['square'] },
         { id: 'lonely', classes: ['conv'] },
