@@ -4,13 +4,14 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
-import { cpuCaps } from '../../src/kernels/cpu-caps.ts';
 import { CPU_KERNELS, GPU_KERNELS, kernelIds, selectCpuKernel, selectGemmKernel } from '../../src/kernels/registry.ts';
 import { normalizeProblem } from '../../src/problem/problem.ts';
 import { h100Caps, testCaps, testShape } from '../support/caps.ts';
 
 const caps = testCaps;
 const shape = (M: number, N: number, K: number) => testShape(M, N, K);
+/** A runtime without WebAssembly SIMD or threads: the CPU rows' JavaScript-only column. */
+const JS_ONLY = { wasmSimd: false, relaxedSimd: false, threads: 1, sharedMemory: false };
 
 afterEach(() => {
   delete process.env.QGEMM_KERNEL;
@@ -67,7 +68,7 @@ describe('selectGemmKernel', () => {
       lhs: { data: new Uint8Array(6), rows: 2, cols: 3, order: 'row-major' },
       rhs: { data: new Uint8Array(12), rows: 3, cols: 4, order: 'row-major' },
     });
-    expect(field(() => selectCpuKernel(cpuCaps(), p))).toBe('QGEMM_KERNEL');
+    expect(field(() => selectCpuKernel(JS_ONLY, p))).toBe('QGEMM_KERNEL');
     expect(field(() => selectGemmKernel(caps(), shape(8, 8, 8), { force: 'no-such-kernel-either' }))).toBe('kernel');
     const native = GPU_KERNELS.find((k) => !k.supports(caps({ dot4: false }), shape(8, 8, 8)));
     process.env.QGEMM_KERNEL = native?.id;
@@ -197,13 +198,13 @@ describe('selectCpuKernel', () => {
     rhs: { data: new Uint8Array(12), rows: 3, cols: 4, order: 'row-major' },
   });
   it('picks a CPU kernel that supports the problem', () => {
-    const k = selectCpuKernel(cpuCaps(), p);
+    const k = selectCpuKernel(JS_ONLY, p);
     expect(k.backend).toBe('cpu');
-    expect(k.supports(cpuCaps(), p)).toBe(true);
+    expect(k.supports(JS_ONLY, p)).toBe(true);
   });
   it('forces one by id; a GPU id leaves the choice to the table', () => {
-    expect(selectCpuKernel(cpuCaps(), p, { force: 'cpu-js' }).id).toBe('cpu-js');
-    expect(selectCpuKernel(cpuCaps(), p, { force: GPU_KERNELS[0].id }).backend).toBe('cpu');
-    expect(() => selectCpuKernel(cpuCaps(), p, { force: 'nope' })).toThrow(InputError);
+    expect(selectCpuKernel(JS_ONLY, p, { force: 'cpu-js' }).id).toBe('cpu-js');
+    expect(selectCpuKernel(JS_ONLY, p, { force: GPU_KERNELS[0].id }).backend).toBe('cpu');
+    expect(() => selectCpuKernel(JS_ONLY, p, { force: 'nope' })).toThrow(InputError);
   });
 });
