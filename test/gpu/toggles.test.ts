@@ -23,7 +23,7 @@ import { verifyConvProblems } from '../../src/verify-problems.ts';
 import { im2colRows } from '../../bench/problems.ts';
 import { arbProblemOfShape } from '../support/arbitraries.ts';
 import { expectExact } from '../support/kernel-harness.ts';
-import { type BoundsCheck, boundsCheckDevice } from '../support/bounds-check.ts';
+import { type BoundsCheck, boundsCheckDevice, runProbe } from '../support/bounds-check.ts';
 import { poisonDevice } from '../support/poison-workgroup.ts';
 import { getGpu, releaseGpu } from './gpu-env.ts';
 
@@ -103,27 +103,7 @@ var<workgroup> w: array<vec4<u32>, 2>; // w[ in a comment
   o[g.x] = a[g.x * 5u + 2u] + w[0].x;
 }`;
     const run = async (workgroups: number) => {
-      const pipeline = await d.device.createComputePipelineAsync({
-        layout: 'auto',
-        compute: {
-          module: d.device.createShaderModule({ code, label: 'probe' }),
-          entryPoint: 'main',
-        },
-      });
-      const [out, input] = [0, 1].map(() => d.device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE }));
-      const encoder = d.device.createCommandEncoder();
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(
-        0,
-        d.device.createBindGroup({
-          layout: pipeline.getBindGroupLayout(0),
-          entries: [out, input].map((buffer, binding) => ({ binding, resource: { buffer } })),
-        }),
-      );
-      pass.dispatchWorkgroups(workgroups);
-      pass.end();
-      d.device.queue.submit([encoder.finish()]);
+      await runProbe(d.device, code, [16, 16], workgroups);
       return bounds.take();
     };
     expect(await run(6)).toEqual({ 'probe: w[]': 2, 'probe: w[][]': 2, 'probe: o[]': 2, 'probe: a[]': 5 });

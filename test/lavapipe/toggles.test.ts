@@ -14,7 +14,7 @@ import { DEFAULT_TILING, type SgmatConfig, sgmatTilings, tilingId } from '../../
 import { sgmatSource, sgmatVariant } from '../../src/kernels/sgmat/kernel.ts';
 import { GPU_KERNELS } from '../../src/kernels/registry.ts';
 import { verifyGpuKernel, verifyProblems } from '../../src/verify.ts';
-import { boundsCheckDevice } from '../support/bounds-check.ts';
+import { boundsCheckDevice, runProbe } from '../support/bounds-check.ts';
 import { poisonDevice } from '../support/poison-workgroup.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -53,24 +53,7 @@ override STORE_AT: u32;
   ])('load at %i, store at %i: %o', async (LOAD_AT, STORE_AT, expected) => {
     const d = await acquireDevice({ allowSoftware: true, toggles: [] }); // robustness on: the probe's own reads are clamped
     const check = boundsCheckDevice(d.device);
-    const pipeline = await d.device.createComputePipelineAsync({
-      layout: 'auto',
-      compute: { module: d.device.createShaderModule({ code, label: 'probe' }), entryPoint: 'main', constants: { LOAD_AT, STORE_AT } },
-    });
-    const [o, a] = [256, 64].map((size) => d.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE }));
-    const encoder = d.device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      d.device.createBindGroup({
-        layout: pipeline.getBindGroupLayout(0),
-        entries: [o, a].map((buffer, binding) => ({ binding, resource: { buffer } })),
-      }),
-    );
-    pass.dispatchWorkgroups(1);
-    pass.end();
-    d.device.queue.submit([encoder.finish()]);
+    await runProbe(d.device, code, [256, 64], 1, { LOAD_AT, STORE_AT }); // o: 64 words, a: 16
     expect(await check.take()).toEqual(expected);
     expect([check.modules, check.uncompiled]).toEqual([1, []]);
     d.device.destroy();

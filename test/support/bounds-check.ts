@@ -201,6 +201,32 @@ fn qgemmSpan(id: u32, offset: u32, stride: u32, outer: u32, inner: u32, n: u32) 
 `;
 }
 
+/**
+ * Runs a probe's entry point `main` over `workgroups` on `device`, group 0's bindings being storage buffers
+ * of `sizes` bytes in order, and waits for it (the tests' probes of the counts).
+ */
+export async function runProbe(
+  device: GPUDevice,
+  code: string,
+  sizes: readonly number[],
+  workgroups: number,
+  constants: Record<string, number> = {},
+): Promise<void> {
+  const module = device.createShaderModule({ code, label: 'probe' });
+  const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main', constants } });
+  const buffers = sizes.map((size) => device.createBuffer({ size, usage: GPUBufferUsage.STORAGE }));
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  const entries = buffers.map((buffer, binding) => ({ binding, resource: { buffer } }));
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+  pass.dispatchWorkgroups(workgroups);
+  pass.end();
+  device.queue.submit([encoder.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  for (const b of buffers) b.destroy();
+}
+
 export interface BoundsCheck {
   /** Shader modules checked so far (one per module that a pipeline of the library's uses). */
   readonly modules: number;
