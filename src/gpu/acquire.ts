@@ -17,7 +17,8 @@ import {
   type Found,
   type Tried,
 } from './adapter.ts';
-import { findDawnAdapter, INSTALL_HINT, nodeProcess, SWIFTSHADER_ICD } from './dawn.ts';
+import { findDawnAdapter, INSTALL_HINT, SWIFTSHADER_ICD } from './dawn.ts';
+import { nodeProcess } from '../runtime.ts';
 import { rememberAdapterInfo } from './caps.ts';
 import { AUDITED_TOGGLES, checkToggles, type DawnToggle, envToggles } from './toggles.ts';
 

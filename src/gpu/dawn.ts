@@ -18,6 +18,7 @@
 
 import { requestFrom, type Found, type RequestOptions, type Tried } from './adapter.ts';
 import type { DawnToggle } from './toggles.ts';
+import { type NodeProcessLike, nodeProcess, runtimeImport } from '../runtime.ts';
 
 /** The Debian command that provides SwiftShader (chromium) and the Vulkan loader Dawn needs (libvulkan1). */
 export const INSTALL_HINT = 'apt-get install -y chromium libvulkan1';
@@ -40,24 +41,6 @@ export function dawnFlags(toggles: readonly DawnToggle[]): string[] {
 interface DawnModule {
   create(options: string[]): GPU;
   globals: Record<string, unknown>;
-}
-
-interface NodeProcessLike {
-  versions?: { node?: string } | undefined;
-  platform?: string | undefined;
-  env: Record<string, string | undefined>;
-  cwd(): string;
-}
-
-/** Node's `process`, read through globalThis so that bundlers leave it alone; undefined in browsers. */
-export function nodeProcess(): NodeProcessLike | undefined {
-  const p = (globalThis as { process?: NodeProcessLike }).process;
-  return p?.versions?.node ? p : undefined;
-}
-
-/** Imports a module by a specifier the bundler must not resolve (Node-only modules in a browser bundle). */
-export function runtimeImport<T>(specifier: string): Promise<T> {
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier) as Promise<T>;
 }
 
 const dawnModules = new Map<string, Promise<DawnModule>>();

@@ -4,7 +4,7 @@
 // or the context's call options) or QGEMM_TRACE=1 (one line per call on stderr) receive it. Steps follow
 // each other without gaps, so their sum is the call's wall time.
 
-import { nodeProcess } from '../gpu/dawn.ts';
+import { nodeProcess } from '../runtime.ts';
 
 /**
  * The steps of a call, in order: validation and the plan (kernel choice, pipelines, buffers); the lhs

@@ -11,6 +11,7 @@
 import { WorkerLostError } from '../../errors.ts';
 import { BARRIER_CALL, CONTROL, openTaken, runJob, type Call } from './job.ts';
 import { WORKER_SOURCE } from './worker-source.ts';
+import { nodeProcess, runtimeImport } from '../../runtime.ts';
 
 interface Port {
   onMessage(handler: (message: { type: string; message?: string }) => void): void;
@@ -21,13 +22,7 @@ interface Port {
   terminate(): void;
 }
 
-function runtimeImport<T>(specifier: string): Promise<T> {
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier) as Promise<T>;
-}
-
-export const isNode = (): boolean =>
-  !!(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node &&
-  typeof (globalThis as { window?: unknown }).window === 'undefined';
+export const isNode = (): boolean => !!nodeProcess() && typeof (globalThis as { window?: unknown }).window === 'undefined';
 
 /** The number of cores: os.availableParallelism() in Node, navigator.hardwareConcurrency in browsers. */
 export async function coreCount(): Promise<number> {

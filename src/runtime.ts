@@ -1,0 +1,22 @@
+// Which JavaScript runtime the library runs in, for the few places that differ (plumbing under every
+// stage of pack -> gemm -> output): Node's `process`, read through globalThis so that bundlers leave it
+// alone (undefined in browsers), and imports of Node-only modules that a browser bundle must not resolve.
+
+/** What the library reads of Node's `process`. */
+export interface NodeProcessLike {
+  versions?: { node?: string } | undefined;
+  platform?: string | undefined;
+  env: Record<string, string | undefined>;
+  cwd(): string;
+}
+
+/** Node's `process`, read through globalThis so that bundlers leave it alone; undefined in browsers. */
+export function nodeProcess(): NodeProcessLike | undefined {
+  const p = (globalThis as { process?: NodeProcessLike }).process;
+  return p?.versions?.node ? p : undefined;
+}
+
+/** Imports a module by a specifier the bundler must not resolve (Node-only modules in a browser bundle). */
+export function runtimeImport<T>(specifier: string): Promise<T> {
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier) as Promise<T>;
+}
