@@ -31,6 +31,7 @@ import { SPLITK_ID, type SplitKId, splitKKernel } from './splitk/kernel.ts';
 import { prefersSplitK } from './splitk/partition.ts';
 import { type CpuCaps, type CpuGemmKernel, type GpuGemmKernel, kernelFormats } from './types.ts';
 import { brief } from '../problem/echo.ts';
+import { processEnv } from '../runtime.ts';
 
 /** The id of every GPU kernel, each exported by its kernel's module. */
 type GpuKernelId = SgmatId | SgmatU4Id | Dot4WideId | Dot4TiledId | GemvId | SplitKId;
@@ -87,8 +88,7 @@ export interface TunedChoice {
 
 /** The kernel QGEMM_KERNEL forces where no `kernel` option is given (undefined where it is unset). */
 export function forcedKernelFromEnv(): string | undefined {
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  return env?.QGEMM_KERNEL || undefined;
+  return processEnv()?.QGEMM_KERNEL || undefined;
 }
 
 /**

@@ -21,6 +21,7 @@ import { MAX_PAGES, variantName, type Variant } from './generate-names.ts';
 import { CONTROL } from './job.ts';
 import { DATA_START } from './layout.ts';
 import { coreCount, isNode, WorkerPool } from './pool.ts';
+import { processEnv } from '../../runtime.ts';
 
 export type RelaxedMode = 'usdot' | 'sdot';
 type WasmExports = Record<string, (...args: number[]) => number>;
@@ -150,7 +151,7 @@ export function wasmThreads(e: WasmEngine): number {
   if (!threadsRun(e)) return 1;
   if (options.threads !== undefined) return options.threads;
   if (envThreads === null) {
-    envThreads = parseThreadsEnv((globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QGEMM_THREADS);
+    envThreads = parseThreadsEnv(processEnv()?.QGEMM_THREADS);
   }
   return envThreads ?? e.cores;
 }
@@ -163,8 +164,7 @@ export function wasmSpinUs(): number {
 const bytesOf = (v: Variant) => Uint8Array.from(atob(WASM_BINARIES[variantName(v)]), (c) => c.charCodeAt(0));
 
 function relaxedOptOut(): boolean {
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  return options.relaxedSimd === false || env?.QGEMM_RELAXED_SIMD === '0';
+  return options.relaxedSimd === false || processEnv()?.QGEMM_RELAXED_SIMD === '0';
 }
 
 function sharedMemoryAllowed(): boolean {
