@@ -83,7 +83,7 @@ N="$T/node"
 # path was written.
 SMI_BIN=$(command -v nvidia-smi)
 for p in /proc/[0-9]*; do
-  if [ "$p/exe" -ef "$N" ] || { [ -n "$SMI_BIN" ] && [ "$p/exe" -ef "$SMI_BIN" ] && tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -e '-lms 250'; }; then
+  if [ "$p/exe" -ef "$N" ] || { [ -n "$SMI_BIN" ] && [ "$p/exe" -ef "$SMI_BIN" ] && tr '\0' ' ' 2>/dev/null < "$p/cmdline" | grep -q -e ' -lms 250 '; }; then
     kill -KILL "${p#/proc/}" 2>/dev/null && say "killed a process left running by an earlier call: pid ${p#/proc/} ($(readlink "$p/exe"))"
     # until it is gone, and the GPU with it (5 s at most)
     for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e "$p" ] || break; sleep 0.5; done

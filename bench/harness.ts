@@ -145,10 +145,11 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
     ...opts.shapes.filter((s) => s.family !== 'square'),
     ...opts.shapes.filter((s) => s.family === 'square').sort((a, b) => a.m - b.m),
   ];
-  // A row's ops per ms at the last shape it measured (squares run ascending, so a square's estimate comes
-  // from the next smaller one). The estimate counts the warm-ups and the policy's wall-time calls, not a
-  // row's other calls (timed, traced, after a pause) nor a kernel that differs from the last shape's, so it
-  // can be short: the bench's callers leave a margin past the budget (bench/device-run.sh: 15 s).
+  // A row's ops per ms at the last shape it measured (squares run last and ascending, so a square's estimate
+  // comes from the next smaller one, the first square's from the last other shape). The estimate counts
+  // the warm-ups and the policy's wall-time calls, not a row's other calls (timed, traced, after a pause)
+  // nor a kernel that differs from the last shape's, so it can be short: the bench's callers leave a margin
+  // past the budget (bench/device-run.sh: 10 to 15 s).
   const throughput = new Map<string, number>();
   // A cell's clock warm-up: its row's last one (it runs until steady), at most the rule's cap (a warm-up
   // of slow calls can end past it, but those calls are the throughput term's).

@@ -30,13 +30,18 @@ export function checkProblemObject(problem: unknown, what = 'a GemmProblem'): vo
     throw new InputError('problem', `expected ${what} object, got ${brief(problem)}`);
 }
 
+/** The most characters of a key named whole in a field (a longer one is cut, and its length said). */
+const KEY_CHARS = 200;
+
 /**
  * The field of `key` in `field`: `field.key` (`key` at the top), or `field["a.b"]` (`[""]` at the top)
- * where the key is not an identifier, so that no key reads as another field or as none; the key whole,
- * so that two keys are two fields.
+ * where the key is not an identifier, so that no key reads as another field or as none; the key whole up
+ * to KEY_CHARS characters, so that two names are two fields, and no key makes a message of megabytes.
  */
-export const keyField = (field: string, key: string): string =>
-  /^[A-Za-z_$][\w$]*$/.test(key) ? (field ? `${field}.${key}` : key) : `${field}[${JSON.stringify(key)}]`;
+export function keyField(field: string, key: string): string {
+  if (key.length > KEY_CHARS) return `${field}[${JSON.stringify(key.slice(0, KEY_CHARS))}... (${key.length} characters)]`;
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? (field ? `${field}.${key}` : key) : `${field}[${JSON.stringify(key)}]`;
+}
 
 /**
  * A key of `of` that `known` lacks: an InputError naming it (keyField), since a misspelt optional field

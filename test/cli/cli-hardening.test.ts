@@ -117,6 +117,15 @@ describe('strict JSON and bounded messages', () => {
     const r = await run(freshDir(), { pipeline: [{ type: 'clamp', min: 'y'.repeat(8 * 2 ** 20), max: 3 }] });
     expect(expectOneLine(r, 2, 'pipeline[0].min')).toMatch(/\(8388608 characters\)/);
   });
+  it('an unknown key of 8 MiB is named cut, not whole', async () => {
+    const key = 'k'.repeat(8 * 2 ** 20);
+    const line = expectOneLine(
+      await run(freshDir(), { bitDepth: { lhs: 4, rhs: 4, [key]: 1 } }),
+      2,
+      `bitDepth["${'k'.repeat(200)}"... (8388608 characters)]`,
+    );
+    expect(line.length).toBeLessThan(500);
+  });
   it('a duplicate key names its path', async () => {
     const dir = freshDir();
     expectOneLine(

@@ -27,7 +27,7 @@ afterAll(() => gpu.device.destroy());
 describe('the bounds check counts the spans of the real fragment loads and stores', () => {
   // One subgroup of 8 loads a left fragment (8 rows of 8 bytes: 2 words each, 2 apart) from a (16 words)
   // at LOAD_AT, and stores the 8 x 8 result (8 words a row, 8 apart) into o (64 words) at STORE_AT: each
-  // of the 8 invocations counts a span that ends past its array.
+  // of the 8 invocations counts a span that ends past its array, or starts past it.
   const code = `enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 diagnostic(off, chromium.subgroup_matrix_uniformity);
@@ -50,13 +50,17 @@ override STORE_AT: u32;
     [0, 0, {}],
     [2, 0, { 'probe: a load span': 8 }],
     [0, 1, { 'probe: o store span': 8 }],
+    [0, 2 ** 32 - 64, { 'probe: o store span': 8 }], // an offset gone below 0: its u32 span sum wraps to 0
   ])('load at %i, store at %i: %o', async (LOAD_AT, STORE_AT, expected) => {
     const d = await acquireDevice({ allowSoftware: true, toggles: [] }); // robustness on: the probe's own reads are clamped
-    const check = boundsCheckDevice(d.device);
-    await runProbe(d.device, code, [256, 64], 1, { LOAD_AT, STORE_AT }); // o: 64 words, a: 16
-    expect(await check.take()).toEqual(expected);
-    expect([check.modules, check.uncompiled]).toEqual([1, []]);
-    d.device.destroy();
+    try {
+      const check = boundsCheckDevice(d.device);
+      await runProbe(d.device, code, [256, 64], 1, { LOAD_AT, STORE_AT }); // o: 64 words, a: 16
+      expect(await check.take()).toEqual(expected);
+      expect([check.modules, check.uncompiled]).toEqual([1, []]);
+    } finally {
+      d.device.destroy();
+    }
   });
 });
 

@@ -154,7 +154,11 @@ function wrapSpans(code: string, vars: Checked[], module: string): string {
     const close = closing(code, open);
     const args = splitTopLevel(code.slice(open + 1, close), false);
     const v = vars.find((x) => args[0] === `&${x.name}`);
-    if (!v) continue;
+    // The builtins take storage and workgroup arrays only, which are all checked: a call this does not read
+    // (another pointer form, a call within the arguments) fails loudly, never runs unchecked.
+    if (!v || /\bsubgroupMatrix(Load|Store)\b/.test(args.join())) {
+      throw new Error(`bounds-check: a subgroup-matrix call it cannot check: ${code.slice(m.index, close + 1)}`);
+    }
     const load = m[1] === 'Load';
     const legacy = load ? template.length === 1 : template.length === 0;
     const [type, major] = load ? template : [storedType(args[2], code), template[0]];
@@ -193,7 +197,9 @@ fn qgemmChecked(id: u32, i: u32, n: u32) -> u32 {
   return i;
 }
 fn qgemmSpan(id: u32, offset: u32, stride: u32, outer: u32, inner: u32, n: u32) -> u32 {
-  if (offset + (outer - 1u) * stride + inner > n) {
+  // offset + (outer - 1) * stride + inner <= n, without a u32 sum that wraps (an offset that went below 0
+  // is a huge one, and must count)
+  if (offset >= n || inner > n - offset || (outer > 1u && stride > (n - offset - inner) / (outer - 1u))) {
     atomicAdd(&qgemmOob[id], 1u);
   }
   return offset;

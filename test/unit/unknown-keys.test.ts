@@ -64,6 +64,8 @@ describe('a GEMM problem', () => {
       [loose(p, { '': 1 }), '[""]'],
       [loose(p, { 'lhs.rows': 2 }), '["lhs.rows"]'],
       [{ ...p, lhs: loose(p.lhs, { ' ': 1 }) }, 'lhs[" "]'],
+      // and a key of a megabyte is cut, its length said
+      [loose(p, { ['k'.repeat(2 ** 20)]: 1 }), `["${'k'.repeat(200)}"... (1048576 characters)]`],
     ];
     for (const [q, field] of cases) expect(await refused(() => gemm(q, cpu))).toBe(field);
   });
