@@ -275,8 +275,9 @@ export function boundsCheckDevice(device: GPUDevice): BoundsCheck {
     let module = checkedModules.get(original);
     if (!module) {
       const source = sources.get(original)!;
+      const code = boundsCheckedWgsl(source.code, source.label ?? 'module'); // may throw: before the scope opens
       device.pushErrorScope('validation');
-      const made = createModule({ ...source, code: boundsCheckedWgsl(source.code, source.label ?? 'module') });
+      const made = createModule({ ...source, code });
       module = device.popErrorScope().then((error) => {
         if (error) {
           uncompiled.push(source.label ?? 'module');
