@@ -49,7 +49,7 @@ export type Op = GemmOp | ElementwiseRunOp;
 type Ran<R> = R & { backend: 'cpu' | 'webgpu' };
 
 export interface RunOptions extends GpuContextOptions {
-  /** Called with a warning (CPU fallback after a device loss). Default: console.warn. */
+  /** Called with a warning (a CPU fallback of `'auto'`, a kernel its self-test disabled, a tuning table not used). Default: console.warn. */
   warn?: ((message: string) => void) | undefined;
   /** Called, once the GEMM is done, with the id of the kernel that ran (GPU: `ctx.lastRun.kernel`; CPU: the kernel's report). */
   onKernel?: ((kernel: string) => void) | undefined;

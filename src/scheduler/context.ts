@@ -55,7 +55,7 @@ export interface GpuContextOptions extends Partial<AcquireOptions> {
   kernel?: string | undefined;
   /** Record GPU time with timestamp queries where the device offers them. */
   timestamps?: boolean | undefined;
-  /** Where warnings go (a kernel disabled by its self-test). Default: console.warn. */
+  /** Where warnings go (a kernel disabled by its self-test, a tuning table passed but not used). Default: console.warn. */
   warn?: ((message: string) => void) | undefined;
   /**
    * A tuning table for this adapter (`qgemm tune`, src/kernels/tuning.ts), used where no table committed
@@ -442,7 +442,8 @@ export class GpuContext {
    * The input may be a GpuMatrix [batch * height * width, channels] (row-major), e.g. a previous GEMM's dst.
    * `timing` receives the GPU time of the pack's pass, as gemm's does. For one GEMM, `gemm({ lhs: { input,
    * geometry, zeroPoint }, ... })` takes the same patches inside the GEMM's own pass (one submission; a
-   * kernel gathers them itself with no pack dispatch, except gemv and '-dd').
+   * kernel gathers them itself with no pack dispatch, except the '-dd' tilings, the few tilings that
+   * cannot gather, and the gemv on a software adapter, which get them packed first in that pass).
    */
   packPatches(
     input: Uint8Array | Int8Array | GpuMatrix,

@@ -22,9 +22,9 @@ import { type Operand, TYPE_RANGE } from '../types.ts';
 import { type GpuMatrix, isGpuMatrix, type OperandOwner, shapeOf } from './operands.ts';
 
 /**
- * A convolution's lhs given by its input: the GEMM packs the patch matrix (rows = output pixels, cols =
- * filter taps times channels, the filter's OHWI order) from `input` in its own pass, padded positions
- * holding `zeroPoint`. `input`: NHWC as a CPU array, or a row-major GpuMatrix [batch * height * width,
+ * A convolution's lhs given by its input: the GEMM reads the patch matrix (rows = output pixels, cols =
+ * filter taps times channels, the filter's OHWI order) from `input` in its own pass, gathered by the kernel
+ * or packed first, padded positions holding `zeroPoint`. `input`: NHWC as a CPU array, or a row-major GpuMatrix [batch * height * width,
  * channels] (a previous layer's output, read where it is).
  */
 export interface PatchOperand {
