@@ -112,17 +112,19 @@ for (const [i, p] of passes.entries()) {
   for (const r of p.runs) {
     if (r.mode !== 'resident' || r.runtime !== 'node' || r.loop === 'after-pause' || (r.rhsBits ?? 8) !== 8) continue;
     const k = key(r);
-    if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernel: '', unverified: false, tfjs: [], ort: [] });
+    if (!rows.has(k)) rows.set(k, { ops: 2 * r.m * r.n * r.k, q: [], kernels: [], unverified: false, tfjs: [], ort: [] });
     const row = rows.get(k);
     const ms = r.gpuMedianMs ?? null;
     if (r.impl === 'qgemm' && r.backend === 'webgpu') {
       row.q[i] = ms;
-      row.kernel = r.kernel ?? row.kernel;
+      if (typeof r.kernel === 'string') row.kernels[i] = r.kernel;
       row.unverified ||= r.verified !== true;
     } else if (r.impl === 'tfjs-webgpu-f32') row.tfjs[i] = ms;
     else if (r.impl === 'onnxruntime-webgpu-matmulnbits8') row.ort[i] = ms;
   }
 }
+/** A row's kernels in the passes: one name where they agree, each pass's where they do not. */
+const passKernels = (row) => [...new Set(row.kernels.filter((x) => x !== undefined))].join(' / ');
 const best = (xs) => {
   const v = xs.filter((x) => typeof x === 'number');
   return v.length ? Math.min(...v) : null;
@@ -133,10 +135,12 @@ for (const [k, r] of rows) {
   const spread = typeof a === 'number' && typeof b === 'number' ? `${((100 * Math.abs(a - b)) / Math.min(a, b)).toFixed(0)}%` : '-';
   const q = best(r.q);
   const tops = q ? (r.ops / (q * 1e-3) / 1e12).toFixed(1) : '-';
-  const kernel = r.unverified ? `${r.kernel} UNVERIFIED` : r.kernel;
+  const kernel = r.unverified ? `${passKernels(r)} UNVERIFIED` : passKernels(r);
   lines.push([k, f(a), f(b), spread, kernel, tops, f(best(r.tfjs)), f(best(r.ort))].join(' | '));
 }
 if (passFiles.length) console.log(rows.size ? lines.join('\n') : 'bench passes: no report (see run.log)');
+const tables = [...new Set(passFiles.map((file) => read(file, null)?.adapter?.tuning).filter((t) => typeof t === 'string'))];
+if (tables.length) console.log(`qgemm's tuning table: ${tables.join(' / ')}`);
 for (const [i, file] of passFiles.entries()) cutShort(file, `pass ${i + 1}`);
 // The clock warm-ups of the passes' rows (bench/timing.ts RepeatPolicy.warmRule): how long, and how many never settled.
 const warms = passes.flatMap((p) => p.runs.filter((r) => typeof r.warm?.ms === 'number' && r.loop !== 'after-pause').map((r) => r.warm));
@@ -158,7 +162,7 @@ if (norobustFile) {
     const on = rows.get(key(r));
     const onMs = on ? best(on.q) : null;
     const ms = r.gpuMedianMs ?? null;
-    const kernel = `${r.kernel ?? ''}${r.verified === true ? '' : ' UNVERIFIED'}${on && on.kernel !== r.kernel ? ` (passes: ${on.kernel})` : ''}`;
+    const kernel = `${r.kernel ?? ''}${r.verified === true ? '' : ' UNVERIFIED'}${on && passKernels(on) !== r.kernel ? ` (passes: ${passKernels(on)})` : ''}`;
     out.push([key(r), f(ms), kernel, f(onMs), ms && onMs ? `${(ms / onMs).toFixed(2)}x` : '-'].join(' | '));
   }
   if (out.length === 2) out.push('(no run without robustness: see run.log)');

@@ -14,7 +14,7 @@ import { InputError } from '../src/errors.ts';
 import { INSTALL_HINT, SWIFTSHADER_ICD } from '../src/gpu/dawn.ts';
 import { describeAdapter, type AdapterSummary } from '../src/gpu/adapter.ts';
 import { isHardwareAdapterAvailable } from '../src/gpu/acquire.ts';
-import { GpuContext } from '../src/scheduler/context.ts';
+import { createGpuContextTuningFirst, type GpuContext } from '../src/scheduler/context.ts';
 
 export interface Machine {
   cpu: string;
@@ -135,8 +135,9 @@ export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice>
     if (e instanceof InputError) throw e; // a bad QGEMM_DAWN_TOGGLES is the user's to fix, not "no GPU"
     return none(`no WebGPU in Node (${(e as Error).message.split('\n')[0]}): CPU path only`);
   }
+  // A --tuning table serves before one committed for the adapter: the run measures the table it was given.
   const create = async (allowSoftware: boolean) =>
-    GpuContext.create({
+    createGpuContextTuningFirst({
       allowSoftware,
       timestamps: true,
       ...(opts.dawnPath ? { dawnPath: opts.dawnPath } : {}),

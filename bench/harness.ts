@@ -12,6 +12,7 @@
 
 import { InputError } from '../src/errors.ts';
 import { describeAdapter } from '../src/gpu/adapter.ts';
+import { describeTuning } from '../src/kernels/tuning.ts';
 import { PACK_FORMATS, packedRowBytes } from '../src/pack/formats.ts';
 import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
 import { compare } from './compare.ts';
@@ -364,6 +365,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         isSoftware: summary?.isSoftware ?? null,
         dot4: choice.ctx ? choice.ctx.dot4 : null,
         toggles: choice.ctx ? (choice.ctx.caps.toggles ?? null) : null,
+        tuning: choice.ctx ? describeTuning(choice.ctx.tuning) : null,
         ceilings: ceilings ?? {
           dot4Tops: null,
           copyGBs: null,

@@ -293,6 +293,7 @@ export function htmlReport(report: BenchReport): string {
     ['date', report.date.slice(0, 19).replace('T', ' ') + ' UTC'],
     ['machine', `${describeMachine(report.machine)}; ${report.machine.os}; Node ${report.machine.node}`],
     ['adapter', report.adapterNote],
+    ...(a.tuning ? [['tuning table (Node)', a.tuning] as [string, string]] : []),
     ...(a.ceilings?.dot4Tops != null
       ? [
           [

@@ -104,6 +104,7 @@ export function terminalReport(report: BenchReport): string {
   if (report.incomplete) lines.push(`INCOMPLETE: ${report.incomplete}`);
   lines.push(`machine: ${describeMachine(report.machine)}; adapter: ${report.adapterNote}`);
   lines.push(`qgemm output: ${report.pipeline.description}`);
+  if (report.adapter.tuning) lines.push(`qgemm tuning table (Node): ${report.adapter.tuning}`);
   const c = report.adapter.ceilings;
   if (c && c.dot4Tops !== null)
     lines.push(

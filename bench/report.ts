@@ -84,7 +84,15 @@ export interface Skipped extends RowId {
 }
 
 export interface BenchReport {
-  adapter: { vendor: string; architecture: string; description: string; ceilings: Ceilings; [extra: string]: unknown };
+  adapter: {
+    vendor: string;
+    architecture: string;
+    description: string;
+    ceilings: Ceilings;
+    /** The tuning table qgemm's WebGPU context in Node ran (`describeTuning`), null without one. */
+    tuning?: string | null;
+    [extra: string]: unknown;
+  };
   runs: Row[];
   date: string;
   suite: Suite;

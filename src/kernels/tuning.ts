@@ -3,7 +3,9 @@
 // and read here. A table is keyed by its adapter (vendor, architecture, device; the driver's description
 // is recorded beside them). The registry (./registry.ts) takes a table's choice before its own rules,
 // in this order: a table committed under ./tuned/ (one JSON per GPU) for a matching adapter, else a table
-// the user passes (GpuContext.create({ tuning }), `--tuning FILE`), else no table (the rules). An entry
+// the user passes (GpuContext.create({ tuning }), `--tuning FILE`), else no table (the rules); the bench's
+// `--tuning` alone takes the table passed first, to measure it, and the committed one for the shapes it
+// has no entry for (`passedFirst`). An entry
 // serves the shapes within a factor of 2 of its measured M, N and K (the nearest entry wins) whose rhs
 // has its `rhsBits`: an entry of the 4-bit class ('decode-u4', rhsBits 4) serves a rhs of at most 4 bits
 // only, the other entries (rhsBits 8, or absent) an 8-bit rhs only; a rhs of 5 to 7 bits is left to the
@@ -154,6 +156,8 @@ export interface TuningChoice {
   kernelFor(shape: GemmShape): GpuGemmKernel | null;
   /** Every kernel the table names (the self-test and `force` reach them by id). */
   readonly kernels: readonly GpuGemmKernel[];
+  /** `passedFirst` only: the committed table that serves the shapes `table` has no entry for. */
+  under?: { name: string; table: TuningTable };
 }
 
 /** The kernel of table t's nearest entry of the shape's rhs bits within a factor of 2 in M, N and K, or null. */
@@ -180,12 +184,14 @@ export function tunedEntry(t: TuningTable, shape: GemmShape): TuningEntry | null
 
 /**
  * The table for adapter s: a committed one that matches it, else `user` (checked: an InputError names the
- * field of a malformed table, or `tuning.adapter` for a table of another adapter), else none.
+ * field of a malformed table, or `tuning.adapter` for a table of another adapter), else none. With
+ * `passedFirst`, `user` comes first and a committed table serves the shapes it has no entry for (the
+ * bench measuring a fresh table, which a tune cut short by its budget may have left without some shapes).
  */
 export function resolveTuning(
   s: TuningAdapter,
   user?: { table: unknown; name?: string },
-  opts: { committed?: Record<string, unknown>; warn?: (message: string) => void } = {},
+  opts: { committed?: Record<string, unknown>; warn?: (message: string) => void; passedFirst?: boolean } = {},
 ): TuningChoice {
   const parsedUser = user ? parseTuningTable(user.table, 'tuning') : null;
   if (parsedUser && !tableMatches(parsedUser, s)) {
@@ -194,23 +200,33 @@ export function resolveTuning(
       `the table was measured on ${adapterName(parsedUser.adapter)}, this adapter is ${adapterName(s)}`,
     );
   }
+  let committed: { name: string; table: TuningTable } | undefined;
   for (const [path, json] of Object.entries(opts.committed ?? COMMITTED)) {
     const table = parseTuningTable(json, path);
     if (!tableMatches(table, s)) continue;
-    if (parsedUser) opts.warn?.(`qgemm: tuning: the committed table ${path} serves this adapter; the table passed is not used`);
-    return choice('committed', path.replace(/^.*\//, ''), table);
+    committed = { name: path.replace(/^.*\//, ''), table };
+    break;
   }
-  return parsedUser ? choice('user', user?.name ?? 'the table passed', parsedUser) : choice('rules', '', null);
+  const userName = user?.name ?? 'the table passed';
+  if (parsedUser && opts.passedFirst) return choice('user', userName, parsedUser, committed);
+  if (committed) {
+    if (parsedUser) opts.warn?.(`qgemm: tuning: the committed table ${committed.name} serves this adapter; the table passed is not used`);
+    return choice('committed', committed.name, committed.table);
+  }
+  return parsedUser ? choice('user', userName, parsedUser) : choice('rules', '', null);
 }
 
-function choice(source: TuningChoice['source'], name: string, table: TuningTable | null): TuningChoice {
-  const kernels = table ? [...new Map(table.entries.map((e) => kernelOf(e.kernel)).map((k) => [k.id, k])).values()] : [];
-  return { source, name, table, kernels, kernelFor: (shape) => (table ? tunedKernel(table, shape) : null) };
+function choice(source: TuningChoice['source'], name: string, table: TuningTable | null, under?: TuningChoice['under']): TuningChoice {
+  const entries = [...(table?.entries ?? []), ...(under?.table.entries ?? [])];
+  const kernels = [...new Map(entries.map((e) => kernelOf(e.kernel)).map((k) => [k.id, k])).values()];
+  const kernelFor = (shape: GemmShape) => (table ? tunedKernel(table, shape) : null) ?? (under ? tunedKernel(under.table, shape) : null);
+  return { source, name, table, kernels, kernelFor, ...(under ? { under } : {}) };
 }
 
 /** One line for `qgemm info` and logs: which table serves, or the rules. */
-export function describeTuning(c: Pick<TuningChoice, 'source' | 'name' | 'table'>): string {
+export function describeTuning(c: Pick<TuningChoice, 'source' | 'name' | 'table' | 'under'>): string {
   if (!c.table) return "none (the registry's rules)";
   const what = c.source === 'committed' ? `committed table ${c.name}` : `table ${c.name}`;
-  return `${what}, ${c.table.entries.length} entries${c.table.created ? `, tuned ${c.table.created.slice(0, 10)}` : ''}`;
+  const line = `${what}, ${c.table.entries.length} entries${c.table.created ? `, tuned ${c.table.created.slice(0, 10)}` : ''}`;
+  return c.under ? `${line}; the committed table ${c.under.name} for the shapes it has no entry for` : line;
 }

@@ -146,7 +146,13 @@ function rejecting<T>(fn: () => Promise<T>): Promise<T> {
 const KERNELS = Symbol('kernels');
 /** Where createGpuContextAsHardware asks for the hardware configurations (not a public option). */
 const AS_HARDWARE = Symbol('as hardware');
-type InternalOptions = GpuContextOptions & { [KERNELS]?: readonly GpuGemmKernel[]; [AS_HARDWARE]?: boolean };
+/** Where createGpuContextTuningFirst puts the table passed before a committed one (not a public option). */
+const TUNING_FIRST = Symbol('tuning first');
+type InternalOptions = GpuContextOptions & {
+  [KERNELS]?: readonly GpuGemmKernel[];
+  [AS_HARDWARE]?: boolean;
+  [TUNING_FIRST]?: boolean;
+};
 
 export class GpuContext {
   readonly device: GPUDevice;
@@ -189,7 +195,10 @@ export class GpuContext {
     let tuning: TuningChoice;
     try {
       const user = opts.tuning === undefined ? undefined : { table: opts.tuning, name: opts.tuningName };
-      tuning = resolveTuning(tuningAdapter(acquired.summary), user, { warn: opts.warn ?? ((m) => console.warn(m)) });
+      tuning = resolveTuning(tuningAdapter(acquired.summary), user, {
+        warn: opts.warn ?? ((m) => console.warn(m)),
+        passedFirst: !!(opts as InternalOptions)[TUNING_FIRST],
+      });
     } catch (e) {
       if (owns) acquired.device.destroy();
       throw e;
@@ -514,4 +523,13 @@ export function createGpuContextWith(kernels: readonly GpuGemmKernel[], opts: Gp
  */
 export function createGpuContextAsHardware(opts: GpuContextOptions = {}): Promise<GpuContext> {
   return GpuContext.create({ ...opts, [AS_HARDWARE]: true } as InternalOptions);
+}
+
+/**
+ * A context whose `tuning` table serves before a table committed for its adapter: for the bench's
+ * `--tuning`, which measures the table it is given (a fresh `qgemm tune` on a GPU that has a committed
+ * table). Internal: not exported by the package.
+ */
+export function createGpuContextTuningFirst(opts: GpuContextOptions = {}): Promise<GpuContext> {
+  return GpuContext.create({ ...opts, [TUNING_FIRST]: true } as InternalOptions);
 }

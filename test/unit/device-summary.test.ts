@@ -57,6 +57,21 @@ describe('bench/device-summary.mjs', () => {
     expect(line).toBe('4096x4096x4096 | 2.000 | 2.500 | 25% | sgmat-128x128-w4x2-k64-b2 | 68.7 | - | 3.000');
   });
 
+  it("names each pass's kernel where the passes ran different ones, and the tuning table the bench ran", () => {
+    const a = writeJson('a.json', {
+      adapter: { tuning: 'table tuning.json, 14 entries' },
+      runs: pair('qgemm', 2048, 2048, 0.3, { kernel: 'sgmat-64x64', verified: true }),
+    });
+    const b = writeJson('b.json', {
+      adapter: { tuning: 'table tuning.json, 14 entries' },
+      runs: pair('qgemm', 2048, 2048, 0.2, { kernel: 'sgmat-64x64-sk', verified: true }),
+    });
+    const out = summary(a, b);
+    expect(out).toContain('2048x2048x2048 | 0.3000 | 0.2000 | 50% | sgmat-64x64 / sgmat-64x64-sk | 85.9 |');
+    expect(out).toContain("qgemm's tuning table: table tuning.json, 14 entries");
+    expect(summary(p1, p2)).not.toContain('tuning table'); // reports without the field
+  });
+
   it('prints the 4-bit pass as its own table, or says it is missing', () => {
     const u4 = write('u4.json', [
       ...pair('qgemm', 128, 11008, 0.4, { rhsBits: 8, kernel: 'sgmat-64x64', verified: true, medianMs: 0.9 }),
@@ -153,7 +168,7 @@ describe('bench/device-summary.mjs', () => {
     const line = summary(p1, bad)
       .split('\n')
       .find((l) => l.startsWith('4096x4096x4096'));
-    expect(line).toContain('| sgmat-64x64-dd UNVERIFIED |');
+    expect(line).toContain('| sgmat-128x128-w4x2-k64-b2 / sgmat-64x64-dd UNVERIFIED |');
   });
 
   it("prints verify's verdict and the tuner's entries first, or says a report is missing", () => {

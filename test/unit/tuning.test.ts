@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.ts';
 import { parseBudget, parseClasses } from '../../src/cli/tune.ts';
 import { candidateConfigs, configDistance, type KernelConfig, kernelOf, parseKernelConfig } from '../../src/kernels/kernel-configs.ts';
-import { parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
+import { describeTuning, parseTuningTable, resolveTuning, TUNING_FORMAT, type TuningTable, tunedKernel } from '../../src/kernels/tuning.ts';
 import { h100Caps } from '../support/caps.ts';
 import { selectGemmKernel } from '../../src/kernels/registry.ts';
 import { candidates, searchPick, tune } from '../../src/tune.ts';
@@ -123,6 +123,34 @@ describe('tuning tables', () => {
     expect([committed.source, committed.name, committed.table?.entries.length]).toEqual(['committed', 'h100.json', 0]);
     expect(warnings).toHaveLength(1);
     expect(() => resolveTuning(adapter, undefined, { committed: { './tuned/bad.json': { format: 'x' } } })).toThrow(/bad\.json\.format/);
+  });
+
+  it("the bench's --tuning (passedFirst) takes the table passed before a committed one, which serves the shapes it lacks", () => {
+    const committed = { './tuned/h100.json': table() };
+    const fresh = table({ entries: [{ ...table().entries[0], kernel: { family: 'registry', id: 'sgmat-64x64-sk' } }] });
+    const warnings: string[] = [];
+    const first = resolveTuning(
+      adapter,
+      { table: fresh, name: 'fresh.json' },
+      { committed, passedFirst: true, warn: (m) => warnings.push(m) },
+    );
+    expect([first.source, first.name, first.table?.entries.length, first.under?.name, warnings]).toEqual([
+      'user',
+      'fresh.json',
+      1,
+      'h100.json',
+      [],
+    ]);
+    expect(first.kernelFor(shape(1024, 1024, 1024))?.id).toBe('sgmat-64x64-sk'); // the fresh table's entry
+    expect(first.kernelFor(shape(16, 1024, 1024))?.id).toBe('dot4-32x64-kw8'); // the committed table's, where the fresh one has none
+    expect(first.kernelFor(shape(1, 64, 64))).toBeNull(); // neither: the rules
+    expect(first.kernels.map((k) => k.id).sort()).toEqual(['dot4-32x64-kw8', 'dot4-64x64', 'sgmat-128x128-w4x2-k64-b2', 'sgmat-64x64-sk']);
+    expect(describeTuning(first)).toBe('table fresh.json, 1 entries; the committed table h100.json for the shapes it has no entry for');
+    // Without a committed table for the adapter, the table passed alone; without a table passed, the committed one.
+    expect(resolveTuning(adapter, { table: fresh }, { committed: {}, passedFirst: true }).under).toBeUndefined();
+    expect(resolveTuning(adapter, undefined, { committed, passedFirst: true }).source).toBe('committed');
+    const other = { ...adapter, device: 'nvidia-a100' };
+    expect(fieldOf(() => resolveTuning(other, { table: table() }, { committed, passedFirst: true }))).toBe('tuning.adapter');
   });
 
   it('an entry serves shapes within a factor of 2 of its own, the nearest first, 8-bit rhs only', () => {
