@@ -19,6 +19,9 @@ import type { CellOutcome, Mode, Runner } from './types.ts';
 
 let registered = false;
 
+/** Where a row's two times come from (the Chrome page says the same, bench/chrome-page.ts). */
+const tfjsNote = (reps: number) => `kernel time from ${reps} separate tf.time calls; the wall time from plain calls`;
+
 /** The backend internals used to wait for the GPU without a readback (device mode). */
 interface BackendQueue {
   commandEncoder?: GPUCommandEncoder | null;
@@ -35,22 +38,37 @@ async function convCell(data: ShapeData, mode: Mode, policy: RepeatPolicy, times
   const pad = c.padding === 'SAME' ? 'same' : 'valid';
   const keptW = mode === 'call' ? null : tf.tensor4d(floats.filter, filterShape);
   const keptX = mode === 'device' ? tf.tensor4d(floats.input, inputShape) : null;
+  // One call; `timed`: inside tf.time (its kernel time from timestamp queries), else a plain call.
+  const once = async (timed: boolean) => {
+    const t0 = performance.now();
+    const x = keptX ?? tf.tensor4d(floats.input, inputShape);
+    const w = keptW ?? tf.tensor4d(floats.filter, filterShape);
+    let y: tf.Tensor | undefined;
+    const timing = timed
+      ? await tf.time(() => {
+          y = tf.conv2d(x, w, c.stride, pad);
+        })
+      : ((y = tf.conv2d(x, w, c.stride, pad)), null);
+    await finish(y!, mode);
+    const wallMs = performance.now() - t0;
+    tf.dispose([y!, ...(keptX ? [] : [x]), ...(keptW ? [] : [w])]);
+    return { wallMs, gpuMs: typeof timing?.kernelMs === 'number' && timestamps ? timing.kernelMs : null };
+  };
   try {
-    const r = await measure(policy, async () => {
-      const t0 = performance.now();
-      const x = keptX ?? tf.tensor4d(floats.input, inputShape);
-      const w = keptW ?? tf.tensor4d(floats.filter, filterShape);
-      let y: tf.Tensor | undefined;
-      const timing = await tf.time(() => {
-        y = tf.conv2d(x, w, c.stride, pad);
-      });
-      await finish(y!, mode);
-      const wallMs = performance.now() - t0;
-      tf.dispose([y!, ...(keptX ? [] : [x]), ...(keptW ? [] : [w])]);
-      const kernelMs = typeof timing.kernelMs === 'number' && timestamps ? timing.kernelMs : null;
-      return { timing: { wallMs, gpuMs: kernelMs }, output: null };
-    });
-    return { wall: r.wall, warm: r.warm, gpu: r.gpu, ...(timestamps ? {} : { gpuNote: 'the device has no timestamp-query' }) };
+    // As the GEMM cells and qgemm's convolution rows: the wall time from plain calls back to back, the
+    // kernel time from separate timed calls (tf.time adds a query resolve and its readback to a call).
+    const r = await measure(policy, async () => ({ timing: await once(false), output: null }));
+    const gpus: number[] = [];
+    for (let i = 0; timestamps && i < policy.minReps; i++) {
+      const ms = (await once(true)).gpuMs;
+      if (ms !== null) gpus.push(ms);
+    }
+    return {
+      wall: r.wall,
+      warm: r.warm,
+      gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
+      gpuNote: timestamps ? tfjsNote(policy.minReps) : 'the device has no timestamp-query',
+    };
   } finally {
     tf.dispose([...(keptX ? [keptX] : []), ...(keptW ? [keptW] : [])]);
   }
@@ -137,9 +155,7 @@ export async function tfjsWebgpuNode(opts: {
             warm: r.warm,
             gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
             ...(paused ? { afterPause: paused } : {}),
-            gpuNote: timestamps
-              ? `kernel time from ${policy.minReps} separate tf.time calls; the wall time from plain calls`
-              : 'the device has no timestamp-query',
+            gpuNote: timestamps ? tfjsNote(policy.minReps) : 'the device has no timestamp-query',
           };
         } finally {
           tf.dispose([...(keptA ? [keptA] : []), ...(keptB ? [keptB] : [])]);

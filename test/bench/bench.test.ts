@@ -284,6 +284,9 @@ describe('benchmark harness', () => {
         );
         expect(r.gpuMedianMs).toBeGreaterThan(0); // the one pass
       }
+      // tfjs's wall time from plain calls, as its GEMM rows' (tf.time adds a query readback to a call).
+      for (const r of at.filter((x: Row) => x.impl === 'tfjs-webgpu-f32' && x.gpuMedianMs !== null))
+        expect(r.gpuNote, rowKey(r)).toMatch(/separate tf\.time calls; the wall time from plain calls/);
     }
     expect(series('qgemm/webgpu/node/call').length).toBe(3);
     expect(series('qgemm/webgpu/node/device').length).toBe(3);
