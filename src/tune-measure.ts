@@ -4,8 +4,9 @@
 //
 // Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
 // packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
-// patches are gathered or packed in the same pass, as conv2d runs it), rotating among OPERAND_SETS operand sets so
-// that no cache holds one set; a warm-up of back-to-back calls (the pipelines compile first): at least
+// patches are gathered or packed in the same pass, as conv2d runs it), rotating among operandSets() operand
+// sets so that no cache holds the set a call reads (the weights of a decode shape come from memory, as in
+// a model whose layers each have their own); a warm-up of back-to-back calls (the pipelines compile first): at least
 // WARMUP_MS for a shape's first configuration (the rules' kernel) and NEXT_WARMUP_MS for each later one,
 // then on until the GPU time per call stops falling (warmUntilSteady: the clocks have risen again after
 // the set-up's idle time), at most MAX_WARMUP_MS; then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
@@ -40,7 +41,20 @@ export const STEADY_TOLERANCE = 0.02;
 export const BATCH_MS = 10;
 export const MIN_BATCHES = 5;
 export const MAX_BATCHES = 15;
-export const OPERAND_SETS = 3;
+/**
+ * The operand sets a configuration rotates among: at least MIN_OPERAND_SETS; on a hardware adapter as
+ * many as hold ROTATION_BYTES, at most MAX_OPERAND_SETS (distinct buffers; their bytes repeat every
+ * MIN_OPERAND_SETS sets, which no cache can use). 256 MiB is five times the 50 MB L2 of an H100 or H200;
+ * the smallest decode shape's 1 MiB sets reach 64 MiB. A software adapter keeps MIN_OPERAND_SETS: its
+ * figures are for ratios, and each set costs it a prepack at CPU speed.
+ */
+export const MIN_OPERAND_SETS = 3;
+export const MAX_OPERAND_SETS = 64;
+export const ROTATION_BYTES = 256 << 20;
+export function operandSets(setBytes: number, software: boolean): number {
+  if (software) return MIN_OPERAND_SETS;
+  return Math.min(MAX_OPERAND_SETS, Math.max(MIN_OPERAND_SETS, Math.ceil(ROTATION_BYTES / Math.max(1, setBytes))));
+}
 
 export type Mnk = [number, number, number];
 
@@ -235,12 +249,15 @@ export async function measure(
     const gpuTimer = ctx.caps.timestamps;
     const sets: GpuGemmProblem[] = [];
     const geometry = CONV_GEOMETRY.get(`${M}x${N}x${K}`);
-    for (let i = 0; i < OPERAND_SETS; i++) {
-      const rhs = await ctx.prepack('rhs', { data: lcgBytes(K * N, 2 * i + 2), rows: K, cols: N, order: 'col-major' }, bitDepth);
+    const lhsBytes = geometry ? geometry.height * geometry.width * geometry.channels : M * K;
+    const count = operandSets(lhsBytes + (K * N * rhsBits) / 8, ctx.summary.isSoftware);
+    const data: { rhs: Uint8Array; lhs: Uint8Array }[] = [];
+    for (let i = 0; i < MIN_OPERAND_SETS; i++) data.push({ rhs: lcgBytes(K * N, 2 * i + 2), lhs: lcgBytes(lhsBytes, 2 * i + 1) });
+    for (let i = 0; i < count; i++) {
+      const d = data[i % MIN_OPERAND_SETS];
+      const rhs = await ctx.prepack('rhs', { data: d.rhs, rows: K, cols: N, order: 'col-major' }, bitDepth);
       // A conv layer's lhs is its NHWC input (patches gathered by the kernel or packed in the GEMM's pass); padding holds the zero point.
-      const lhs = geometry
-        ? { input: lcgBytes(geometry.height * geometry.width * geometry.channels, 2 * i + 1), geometry, zeroPoint: 3 }
-        : { data: lcgBytes(M * K, 2 * i + 1), rows: M, cols: K };
+      const lhs = geometry ? { input: d.lhs, geometry, zeroPoint: 3 } : { data: d.lhs, rows: M, cols: K };
       sets.push({
         lhs,
         rhs,
@@ -254,7 +271,7 @@ export async function measure(
     const once = async (): Promise<number> => {
       const timing = { gpuMs: null as number | null };
       const t0 = performance.now();
-      const dst = await ctx.gemmOnGpu(sets[call++ % OPERAND_SETS], timing);
+      const dst = await ctx.gemmOnGpu(sets[call++ % sets.length], timing);
       const wall = performance.now() - t0;
       ctx.releaseMatrix(dst);
       if (ctx.lastRun.kernel !== kernel.id) throw new Error(`ran ${ctx.lastRun.kernel} instead of ${kernel.id} (failed its self-test)`);

@@ -66,7 +66,9 @@ import {
   MIN_BATCHES,
   type Mnk,
   measure,
-  OPERAND_SETS,
+  MAX_OPERAND_SETS,
+  MIN_OPERAND_SETS,
+  ROTATION_BYTES,
   SOFTWARE_SHAPES,
   NEXT_WARMUP_MS,
   WARMUP_MS,
@@ -434,7 +436,7 @@ export async function tune(opts: TuneOptions = {}): Promise<TuneReport> {
       adapter: tuningAdapter(acquired.summary),
       created: new Date().toISOString(),
       method:
-        `rhs prepacked, ${OPERAND_SETS} operand sets in rotation, warm-up >= ${WARMUP_MS} ms per shape and ${NEXT_WARMUP_MS} ms per later configuration, ` +
+        `rhs prepacked, operand sets in rotation (${acquired.summary.isSoftware ? MIN_OPERAND_SETS : `as many as hold ${ROTATION_BYTES >> 20} MiB, ${MIN_OPERAND_SETS} to ${MAX_OPERAND_SETS}`}), warm-up >= ${WARMUP_MS} ms per shape and ${NEXT_WARMUP_MS} ms per later configuration, ` +
         `then until the calls are steady (at most ${MAX_WARMUP_MS} ms), batches >= ${BATCH_MS} ms ` +
         `(${MIN_BATCHES}-${MAX_BATCHES}), median and coefficient of variation of the batches; ` +
         `${caps.timestamps ? 'GPU time (timestamp queries)' : 'wall time (no timestamp queries)'}; budget ${Math.round(budgetMs / 1000)} s; Dawn toggles: ${toggles}; ` +

@@ -1,5 +1,5 @@
 // Keeps a GPU's clocks up while nothing is measured: the tuner's set-up of each configuration (its
-// context, three prepacked operand sets and the pipelines' compile; src/tune-measure.ts measure) leaves
+// context, its prepacked operand sets and the pipelines' compile; src/tune-measure.ts measure) leaves
 // the GPU idle for a second or two. On an H200 the SM clock fell from 1980 to 1000-1600 MHz in those
 // set-ups and took up to 3 s of calls to climb back (bench/results/2026-11-28-h200-clocks.csv), which the
 // warm-up after each set-up then had to wait for. Outside pack -> gemm -> output: a spin kernel of its

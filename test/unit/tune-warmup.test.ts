@@ -7,7 +7,17 @@
 // from its source text.
 
 import { describe, expect, it } from 'vitest';
-import { batchesMs, MAX_WARMUP_MS, STEADY, STEADY_TOLERANCE, warmUntilSteady } from '../../src/tune-measure.ts';
+import {
+  batchesMs,
+  MAX_OPERAND_SETS,
+  MAX_WARMUP_MS,
+  MIN_OPERAND_SETS,
+  operandSets,
+  ROTATION_BYTES,
+  STEADY,
+  STEADY_TOLERANCE,
+  warmUntilSteady,
+} from '../../src/tune-measure.ts';
 
 /** The tuner's rule after a minimum of `minMs`. */
 const rule = (minMs: number) => ({ ...STEADY, minMs });
@@ -82,5 +92,17 @@ describe('warmUntilSteady', () => {
     const fromSource = new Function(`return (${warmUntilSteady.toString()});`)() as typeof warmUntilSteady;
     const f = fakeCalls(() => 700);
     expect(await fromSource(f.once, f.clock, rule(100))).toEqual({ calls: 2, ms: 1400.2, steady: true });
+  });
+});
+
+describe('operandSets', () => {
+  it('rotates enough distinct sets on a GPU that no cache holds the one a call reads (256 MiB, 3 to 64), and 3 on a software adapter', () => {
+    const MiB = 1 << 20;
+    expect(operandSets(1 * MiB, false)).toBe(MAX_OPERAND_SETS); // 16x1024²: 64 sets, 64 MiB past a 50 MB L2
+    expect(operandSets(16 * MiB, false)).toBe(16); // 1x4096²: 256 MiB
+    expect(operandSets(121 * MiB, false)).toBe(MIN_OPERAND_SETS); // 11008²
+    expect(operandSets(0, false)).toBe(MAX_OPERAND_SETS);
+    expect(operandSets(1 * MiB, true)).toBe(MIN_OPERAND_SETS);
+    expect(ROTATION_BYTES).toBe(256 * MiB);
   });
 });
