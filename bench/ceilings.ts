@@ -2,6 +2,10 @@
 // of each qgemm row against them:
 //   dot4Tops            a register-only dot4I8Packed kernel (16 independent chains per invocation);
 //   copyGBs             a large buffer-to-buffer copy, bytes read + written per second;
+//   readGBs             a compute kernel streaming reads over a buffer many times the size of any GPU's
+//                       cache (1 GiB where the adapter binds it), bytes read per second: what a kernel
+//                       reading its operands can reach (Dawn's copy stayed at 848 GB/s read + written on
+//                       both an H100 and an H200, below what the gemv read);
 //   subgroupMatrixTops  a register-only i8 subgroup-matrix multiply-accumulate loop, where the adapter
 //                       offers 'chromium-experimental-subgroup-matrix' (Dawn instance toggle
 //                       allow_unsafe_apis); null elsewhere.
@@ -16,6 +20,8 @@ import { loadForm, toLegacyForm } from '../src/kernels/sgmat/load-form.ts';
 export interface Ceilings {
   dot4Tops: number | null;
   copyGBs: number | null;
+  /** Absent in reports from before 2026-11-30. */
+  readGBs?: number | null;
   subgroupMatrixTops: number | null;
   /** How each was measured or why it is null. */
   notes: string[];
@@ -63,17 +69,14 @@ async function timed(device: GPUDevice, encode: (e: GPUCommandEncoder) => void):
  * A runner of `code` over `groups` workgroups. A kernel that does not compile here is an error, not a
  * ceiling: an invalid pipeline's dispatches do nothing, and timing them would give an absurd figure.
  */
-async function computeRunner(device: GPUDevice, code: string, groups: number, outBytes: number) {
+async function computeRunner(device: GPUDevice, code: string, groups: number, outBytes: number, more: GPUBindGroupEntry[] = []) {
   const close = openErrorScope(device, 'the kernel does not compile here');
   const module = device.createShaderModule({ code });
   const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
   await close();
   const out = device.createBuffer({ size: outBytes, usage: GPUBufferUsage.STORAGE });
   const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-  const entries: GPUBindGroupEntry[] = [
-    { binding: 0, resource: { buffer: out } },
-    { binding: 1, resource: { buffer: params } },
-  ];
+  const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: out } }, { binding: 1, resource: { buffer: params } }, ...more];
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   return (n: number) => {
     device.queue.writeBuffer(params, 0, new Uint32Array([n, 0x01020304, 7, 0]));
@@ -85,6 +88,31 @@ async function computeRunner(device: GPUDevice, code: string, groups: number, ou
       pass.end();
     });
   };
+}
+
+/**
+ * Streaming reads: each invocation XORs READS_PER_STEP 16-byte words a grid stride apart per step, over
+ * the whole buffer, `p.x` times; one word out per invocation keeps the loads live.
+ */
+const READS_PER_STEP = 4;
+function readKernel(): string {
+  const reads = Array.from({ length: READS_PER_STEP }, (_, r) => r);
+  return `@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+@group(0) @binding(1) var<uniform> p: vec4u;
+@group(0) @binding(2) var<storage, read> src: array<vec4u>;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) w: vec3u) {
+  let total = arrayLength(&src);
+  let stride = w.x * 256u;
+  ${reads.map((r) => `var a${r} = vec4u(p.y + ${r}u);`).join('\n  ')}
+  for (var n = 0u; n < p.x; n++) {
+    for (var i = g.x; i < total; i += ${READS_PER_STEP}u * stride) {
+      ${reads.map((r) => `a${r} ^= src[i + ${r}u * stride];`).join('\n      ')}
+    }
+    a0 += vec4u(n);
+  }
+  let a = ${reads.map((r) => `a${r}`).join(' ^ ')};
+  o[g.x] = a.x ^ a.y ^ a.z ^ a.w;
+}`;
 }
 
 const CHAINS = 16;
@@ -137,7 +165,7 @@ interface MatrixConfig {
 
 export async function measureCeilings(opts: { dawnPath?: string; software: boolean; log?: (line: string) => void }): Promise<Ceilings> {
   const notes: string[] = [];
-  const out: Ceilings = { dot4Tops: null, copyGBs: null, subgroupMatrixTops: null, notes };
+  const out: Ceilings = { dot4Tops: null, copyGBs: null, readGBs: null, subgroupMatrixTops: null, notes };
   const mod = await loadDawn(opts.dawnPath);
   instance ??= mod.create(['enable-dawn-features=allow_unsafe_apis']);
   const adapter = await instance.requestAdapter({ powerPreference: 'high-performance' });
@@ -178,6 +206,22 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
   } catch (e) {
     notes.push(`copyGBs: ${(e as Error).message.split('\n')[0]}`);
   }
+  try {
+    // A whole number of steps of every invocation: size a multiple of groups x 256 x READS_PER_STEP words.
+    const groups = opts.software ? 8 : 132 * 16;
+    const step = groups * 256 * READS_PER_STEP * 16;
+    const most = Math.min(opts.software ? 16 << 20 : 1 << 30, limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+    const size = Math.floor(most / step) * step;
+    if (size === 0) throw new Error(`the adapter binds at most ${most} bytes`);
+    const src = device.createBuffer({ size, usage: GPUBufferUsage.STORAGE });
+    const run = await computeRunner(device, readKernel(), groups, groups * 256 * 4, [{ binding: 2, resource: { buffer: src } }]);
+    const s = await secondsPerUnit(run, 1, targetMs, 256);
+    out.readGBs = Number((size / s / 1e9).toPrecision(4));
+    notes.push(`readGBs: ${groups} workgroups of 256 invocations reading ${size >> 20} MiB in 16-byte words, bytes read`);
+    src.destroy();
+  } catch (e) {
+    notes.push(`readGBs: ${(e as Error).message.split('\n')[0]}`);
+  }
   if (!sgMatrix) {
     notes.push("subgroupMatrixTops: null, the adapter does not offer 'chromium-experimental-subgroup-matrix'");
   } else {
@@ -207,7 +251,9 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
     }
   }
   device.destroy();
-  opts.log?.(`ceilings: dot4 ${out.dot4Tops} TOPS, copy ${out.copyGBs} GB/s, subgroup matrix ${out.subgroupMatrixTops ?? 'n/a'} TOPS`);
+  opts.log?.(
+    `ceilings: dot4 ${out.dot4Tops} TOPS, copy ${out.copyGBs} GB/s, read ${out.readGBs} GB/s, subgroup matrix ${out.subgroupMatrixTops ?? 'n/a'} TOPS`,
+  );
   return out;
 }
 
@@ -233,9 +279,11 @@ export interface Roofline {
 }
 
 /**
- * floorMs = max(2MNK / compute ceiling, minBytes / copy bandwidth); fraction = floorMs / gpuMedianMs.
- * For a memory-bound shape (every small-M one) the fraction is the share of the measured copy bandwidth
- * reached on the bytes that must move.
+ * floorMs = max(2MNK / compute ceiling, minBytes / memory bandwidth); fraction = floorMs / gpuMedianMs.
+ * The bandwidth is readGBs where it was measured (a kernel's reads), else copyGBs (reports from before
+ * 2026-11-30). For a memory-bound shape (every small-M one) the fraction is the share of it reached on the
+ * bytes that must move; above 1 where those bytes came from the GPU's cache (the bench re-reads one
+ * operand set), not from memory.
  */
 export function roofline(
   row: { m: number; n: number; k: number; gpuMedianMs: number | null; kernel: string | null },
@@ -244,10 +292,11 @@ export function roofline(
   rhsBytes?: number,
 ): Roofline | null {
   const tops = computeCeilingTops(row.kernel, c);
-  if (!row.gpuMedianMs || !tops || !c.copyGBs) return null;
+  const bandwidth = c.readGBs ?? c.copyGBs;
+  if (!row.gpuMedianMs || !tops || !bandwidth) return null;
   const bytes = minBytes(row.m, row.n, row.k, dstBytes, rhsBytes);
   const computeMs = ((2 * row.m * row.n * row.k) / (tops * 1e12)) * 1e3;
-  const memoryMs = (bytes / (c.copyGBs * 1e9)) * 1e3;
+  const memoryMs = (bytes / (bandwidth * 1e9)) * 1e3;
   const floorMs = Math.max(computeMs, memoryMs);
   return { floorMs: Number(floorMs.toPrecision(4)), fraction: Number((floorMs / row.gpuMedianMs).toPrecision(4)), bytes };
 }

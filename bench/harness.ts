@@ -3,7 +3,7 @@
 // requested implementation in every requested mode (bench/runners.ts), runs each shape through each
 // (warm-up + timed runs, bench/timing.ts), verifies every result of this project (bench/verify.ts), and
 // returns the report object (bench/report.ts) whose JSON is the issues' contract:
-//   {"adapter": {vendor, architecture, description, ceilings: {dot4Tops, copyGBs, subgroupMatrixTops}, ...},
+//   {"adapter": {vendor, architecture, description, ceilings: {dot4Tops, copyGBs, readGBs, subgroupMatrixTops}, ...},
 //    "runs": [{impl, backend, runtime, mode, adapter, m, n, k, medianMs, gops, verified, kernel, roofline, ...}],
 //    "comparisons": [{ours, peer, shapes, geomean, gpuGeomean}], ...extras}
 // medianMs and gops are WALL time of one call; the GPU time of timestamp queries is reported beside it
@@ -369,6 +369,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
         ceilings: ceilings ?? {
           dot4Tops: null,
           copyGBs: null,
+          readGBs: null,
           subgroupMatrixTops: null,
           notes: [choice.kind === 'none' ? 'no WebGPU adapter' : 'not measured (see notes)'],
         },

@@ -298,7 +298,7 @@ export function htmlReport(report: BenchReport): string {
       ? [
           [
             'ceilings',
-            `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), subgroup matrix ${a.ceilings.subgroupMatrixTops === null || a.ceilings.subgroupMatrixTops === undefined ? 'not offered' : `${a.ceilings.subgroupMatrixTops} TOPS`}. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / copy bandwidth), fraction = floor / GPU time`,
+            `measured in this run on this adapter: dot4I8Packed ${a.ceilings.dot4Tops ?? '—'} TOPS (register-only), copy ${a.ceilings.copyGBs ?? '—'} GB/s (read + written), read ${a.ceilings.readGBs ?? '—'} GB/s (a kernel's streaming reads), subgroup matrix ${a.ceilings.subgroupMatrixTops === null || a.ceilings.subgroupMatrixTops === undefined ? 'not offered' : `${a.ceilings.subgroupMatrixTops} TOPS`}. Roofline: floor = max(2·M·N·K / the kernel's ceiling, bytes / read bandwidth), fraction = floor / GPU time (above 1: the bytes came from the GPU's cache)`,
           ] as [string, string],
         ]
       : []),

@@ -108,7 +108,7 @@ export function terminalReport(report: BenchReport): string {
   const c = report.adapter.ceilings;
   if (c && c.dot4Tops !== null)
     lines.push(
-      `adapter ceilings (measured in this run): dot4 ${c.dot4Tops ?? '—'} TOPS, copy ${c.copyGBs ?? '—'} GB/s, subgroup matrix ${c.subgroupMatrixTops === null || c.subgroupMatrixTops === undefined ? 'not offered' : `${c.subgroupMatrixTops} TOPS`}`,
+      `adapter ceilings (measured in this run): dot4 ${c.dot4Tops ?? '—'} TOPS, copy ${c.copyGBs ?? '—'} GB/s, read ${c.readGBs ?? '—'} GB/s, subgroup matrix ${c.subgroupMatrixTops === null || c.subgroupMatrixTops === undefined ? 'not offered' : `${c.subgroupMatrixTops} TOPS`}`,
     );
   if (report.comparisons.length) {
     lines.push('');

@@ -41,10 +41,14 @@ export interface Row {
   q1Ms: number | null;
   q3Ms: number | null;
   reps: number;
+  /** The wall times' coefficient of variation (standard deviation over mean); null without wall times. */
+  cv?: number | null;
   /** GPU time of the compute work from timestamp queries; null where unavailable. */
   gpuMedianMs: number | null;
   gpuMinMs: number | null;
   gpuMaxMs: number | null;
+  /** The GPU times' coefficient of variation (their `reps` are separate timed calls, not batches). */
+  gpuCv?: number | null;
   gpuGops: number | null;
   /** Why gpuMedianMs is null (no timestamp-query, a CPU row, the library exposes none), where known. */
   gpuNote?: string;
@@ -169,9 +173,11 @@ export function statsFields(wall: Stats | null, gpu: Stats | null, shape: Shape)
     q1Ms: wall ? round(wall.q1Ms) : null,
     q3Ms: wall ? round(wall.q3Ms) : null,
     reps: wall?.reps ?? 0,
+    cv: wall ? round(wall.cv, 3) : null,
     gpuMedianMs: gpu ? round(gpu.medianMs) : null,
     gpuMinMs: gpu ? round(gpu.minMs) : null,
     gpuMaxMs: gpu ? round(gpu.maxMs) : null,
+    gpuCv: gpu ? round(gpu.cv, 3) : null,
     gpuGops: gpu ? round(gops(ops(shape), gpu.medianMs)) : null,
   };
 }

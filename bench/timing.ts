@@ -61,6 +61,8 @@ export interface Stats {
   q1Ms: number;
   q3Ms: number;
   reps: number;
+  /** Coefficient of variation: the samples' standard deviation (n - 1) over their mean; 0 for one sample. */
+  cv: number;
 }
 
 /** Quantile of sorted values, linear interpolation (type 7, as numpy's default). */
@@ -81,7 +83,15 @@ export function stats(samples: number[]): Stats {
     q1Ms: quantile(s, 0.25),
     q3Ms: quantile(s, 0.75),
     reps: s.length,
+    cv: coefficientOfVariation(s),
   };
+}
+
+function coefficientOfVariation(xs: number[]): number {
+  if (xs.length < 2) return 0;
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const variance = xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1);
+  return mean > 0 ? Math.sqrt(variance) / mean : 0;
 }
 
 export const gops = (ops: number, ms: number): number => ops / (ms * 1e6);

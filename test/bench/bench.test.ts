@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCli, reportJson } from '../../bench/cli.ts';
 import { runBenchmark, type BenchOptions } from '../../bench/harness.ts';
 import { afterPauseRow, type BenchReport, type Row } from '../../bench/report.ts';
-import { measure, PAUSE_MS } from '../../bench/timing.ts';
+import { measure, PAUSE_MS, stats } from '../../bench/timing.ts';
 import { TRACE_STEPS } from '../../src/scheduler/trace.ts';
 import { roofline } from '../../bench/ceilings.ts';
 import { compare } from '../../bench/compare.ts';
@@ -66,11 +66,11 @@ function checkContract(report: BenchReport) {
   expect(Object.keys(json)).toEqual(expect.arrayContaining(['adapter', 'runs']));
   for (const field of ['vendor', 'architecture', 'description']) expect(typeof json.adapter[field]).toBe('string');
   const ceilings = json.adapter.ceilings;
-  for (const field of ['dot4Tops', 'copyGBs', 'subgroupMatrixTops']) {
+  for (const field of ['dot4Tops', 'copyGBs', 'readGBs', 'subgroupMatrixTops']) {
     expect(field in ceilings).toBe(true);
     expect(ceilings[field] === null || (typeof ceilings[field] === 'number' && ceilings[field] > 0)).toBe(true);
   }
-  if (report.adapterKind !== 'none') for (const field of ['dot4Tops', 'copyGBs']) expect(typeof ceilings[field]).toBe('number');
+  if (report.adapterKind !== 'none') for (const field of ['dot4Tops', 'copyGBs', 'readGBs']) expect(typeof ceilings[field]).toBe('number');
   // The tuning table qgemm's context ran: the rules where none serves (SwiftShader has no committed table).
   if (report.adapterKind !== 'none') expect(json.adapter.tuning).toMatch(/^none \(the registry's rules\)$|^(committed )?table /);
   else expect(json.adapter.tuning).toBeNull();
@@ -408,9 +408,20 @@ describe('benchmark harness', () => {
       verification,
       trace: { calls: 5, plan: 'hit', steps: [], totalMs: 1 },
     } as Row;
-    const pause = { medianMs: 3, minMs: 2, maxMs: 4, q1Ms: 2.5, q3Ms: 3.5, reps: 3 };
+    const pause = stats([2, 3, 4]);
+    expect(pause).toMatchObject({ medianMs: 3, minMs: 2, maxMs: 4, q1Ms: 2.5, q3Ms: 3.5, reps: 3, cv: 1 / 3 }); // sd 1 (n - 1), mean 3
+    expect(stats([5]).cv).toBe(0);
     const same = afterPauseRow(row, pause, { loop: ['a', 'a'], paused: ['a', 'a', 'a'] }, shape);
-    expect(same).toMatchObject({ loop: 'after-pause', pauseMs: PAUSE_MS, medianMs: 3, reps: 3, gpuMedianMs: null, verified: true });
+    expect(same).toMatchObject({
+      loop: 'after-pause',
+      pauseMs: PAUSE_MS,
+      medianMs: 3,
+      reps: 3,
+      cv: 0.333,
+      gpuMedianMs: null,
+      gpuCv: null,
+      verified: true,
+    });
     expect(same.trace).toBeUndefined();
     expect(rowKey(same)).toBe('qgemm/webgpu/node/resident/after-pause');
     const other = afterPauseRow(row, pause, { loop: ['a'], paused: ['a', 'b', 'a'] }, shape);
@@ -539,6 +550,11 @@ describe('benchmark harness', () => {
     expect(r?.fraction).toBeCloseTo(0.12288, 4);
     expect(roofline({ m: 64, n: 64, k: 64, gpuMedianMs: null, kernel: 'gemv' }, ceilings, 1)).toBeNull();
     expect(roofline({ m: 64, n: 64, k: 64, gpuMedianMs: 1, kernel: 'sgmat-64x64' }, ceilings, 1)).toBeNull(); // no subgroup-matrix ceiling
+    // The read bandwidth where it was measured (copyGBs only in reports from before it): 3*4096 bytes at 4 GB/s.
+    expect(roofline({ m: 64, n: 64, k: 64, gpuMedianMs: 0.1, kernel: 'dot4-64x64' }, { ...ceilings, readGBs: 4 }, 1)?.floorMs).toBeCloseTo(
+      0.003072,
+      6,
+    );
     const events = [1, 2, 3, 4, 5, 6].map((i) => ({ cat: 'Api', ts: i, dur: i * 1000 }));
     expect(gpuMsPerRun([...events, { cat: 'Node', ts: 0, dur: 99 }], 3)).toEqual([3, 7, 11]);
     expect(gpuMsPerRun(events, 4)).toBeNull();
