@@ -4,10 +4,10 @@
 //
 // Measurement, per configuration and shape: rhs prepacked (the `resident` inference call: lhs uploaded,
 // packed and multiplied, the uint8 result left on the GPU; a conv layer's lhs is its NHWC input, whose
-// patches are gathered or packed in the same pass, as conv2d runs it), rotating among operandSets() operand
-// sets so that no cache holds the set a call reads (the weights of a decode shape come from memory, as in
-// a model whose layers each have their own); a warm-up of back-to-back calls (the pipelines compile first): at least
-// WARMUP_MS for a shape's first configuration (the rules' kernel) and NEXT_WARMUP_MS for each later one,
+// patches are gathered or packed in the same pass, as conv2d runs it), rotating among operandSets()
+// operand sets so that no cache holds the set a call reads (the weights of a decode shape come from
+// memory, as in a model whose layers each have their own); a warm-up of back-to-back calls (the
+// pipelines compile first): at least WARMUP_MS for a shape's first configuration (the rules' kernel) and NEXT_WARMUP_MS for each later one,
 // then on until the GPU time per call stops falling (warmUntilSteady: the clocks have risen again after
 // the set-up's idle time), at most MAX_WARMUP_MS; then batches of at least BATCH_MS of GPU time each, at least MIN_BATCHES and as many
 // as the shape's share of the budget allows; the median of the batches' per-call times and their

@@ -23,9 +23,9 @@ import { type GpuMatrix, isGpuMatrix, type OperandOwner, shapeOf } from './opera
 
 /**
  * A convolution's lhs given by its input: the GEMM reads the patch matrix (rows = output pixels, cols =
- * filter taps times channels, the filter's OHWI order) from `input` in its own pass, gathered by the kernel
- * or packed first, padded positions holding `zeroPoint`. `input`: NHWC as a CPU array, or a row-major GpuMatrix [batch * height * width,
- * channels] (a previous layer's output, read where it is).
+ * filter taps times channels, the filter's OHWI order) from `input` in its own pass, gathered by the
+ * kernel or packed first, padded positions holding `zeroPoint`. `input`: NHWC as a CPU array, or a
+ * row-major GpuMatrix [batch * height * width, channels] (a previous layer's output, read where it is).
  */
 export interface PatchOperand {
   readonly input: Uint8Array | Int8Array | GpuMatrix;
