@@ -3,8 +3,8 @@
 # validates relaxed SIMD, so that the kernels built on it run: the relaxed 8-bit kernel where the engine
 # proves its dot exact (and its few-row kernels over a prepacked rhs), forced on 7-bit data elsewhere, and
 # the 4-bit dot7 kernels (gen-nibble.ts) where the engine's 7-bit probe passes, and the plans and workers
-# of a repeated call on that engine. Node 20 lacks it (there those tests skip), so tools/node24.sh fetches
-# Node 24 where the running Node is older than 22.
+# of a repeated call on that engine. Node 20 lacks it and Node 22 saturates the 8-bit dot (there those
+# tests skip), so tools/node24.sh fetches Node 24 where the running Node is older than 24.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODE=$(tools/node24.sh)

@@ -76,7 +76,7 @@ export interface WasmOptions {
   /**
    * How long a worker that finished a job waits spinning for the next one before it sleeps, in ms
    * (0..100; 0: it sleeps at once). A sleeping worker takes 60-200 µs to wake on a virtual machine, a
-   * spinning one answers at once; it spins with `Atomics.pause` where that exists (Node 22+, Chrome
+   * spinning one answers at once; it spins with `Atomics.pause` where that exists (Node 24+, Chrome
    * 133+), which leaves the core to its other hardware thread. Default: 1.
    */
   spinMs?: number | undefined;
