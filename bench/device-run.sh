@@ -130,9 +130,9 @@ finish() {
 }
 
 if [ "$MODE" = extras ]; then
-  # The core run's results.tar, where it was copied to .device/core.tar: its table serves the benches (a
-  # committed table still comes first) once `qgemm info` takes it on this adapter, and its two passes stand
-  # beside robustness off in the summary.
+  # The core run's results.tar, where it was copied to .device/core.tar: its table serves the benches
+  # (before a committed table, which serves the shapes it lacks) once `qgemm info` takes it on this
+  # adapter, and its two passes stand beside robustness off in the summary.
   TUNING=""
   CORE=""
   if [ -s .device/core.tar ]; then
