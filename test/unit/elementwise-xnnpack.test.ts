@@ -113,6 +113,8 @@ const SETS: [string, 'add' | 'sub' | 'mul', number, number, number][] = [
   ['add, ratios 255.9 and 2^-10', 'add', 255.9, 2 ** -10, 1],
   ['add, ratios below 2^-9 (shift 30)', 'add', 2 ** -9 * 0.999, 2 ** -10, 1],
   ['add, multiplier rounded up to 2^21', 'add', 2 - 2 ** -22, 1, 1],
+  // ra * 2^20 = 1270538.5 exactly: the a multiplier on a tie (to even; 67 where half up gives 66 at 43 + 156).
+  ['add, a multiplier on an exact tie', 'add', 1.8775079250335693, 2.483102321624756, 1.5495080947875977],
   ['sub, typical', 'sub', 0.02, 0.03, 0.05],
   ['sub, b dominant, ties', 'sub', 0.125, 0.75, 0.5],
   ['mul, scale 3/8 (ties)', 'mul', 0.75, 0.5, 1],

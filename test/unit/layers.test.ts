@@ -7,7 +7,7 @@
 
 import { describe, expect, test } from 'vitest';
 import { type Conv2dParams, conv2d, fullyConnected, type FullyConnectedParams, type KernelPath } from '../../src/layers/layers.ts';
-import { activationRange } from '../../src/layers/derive.ts';
+import { activationRange, deriveStages, float64Requantize, float64Scales } from '../../src/layers/derive.ts';
 import { runLayers } from '../../src/layers/sequential.ts';
 import { multiplyByQuantizedMultiplier } from '../../src/quant/fixedpoint.ts';
 import { quantizeMultiplier } from '../../src/quant/quantize.ts';
@@ -73,6 +73,49 @@ describe('activationRange per kernel path: a bound on an exact half', () => {
     expect(activationRange('RELU_N1_TO_1', { scale: 2, zeroPoint: 0 }, 'int8', 'xnnpack')).toEqual([0, 0]);
     expect(activationRange('RELU6', { scale: 0.001, zeroPoint: 100 }, 'int8', 'xnnpack')).toEqual([100, 127]);
     expect(activationRange('NONE', { scale: 1, zeroPoint: 0 }, 'uint8', 'xnnpack')).toEqual([0, 255]);
+    // f32(6 / s) + 21 = 72.50000381 in double, 72.5 once rounded to float32 as XNNPACK holds it: to even, 72.
+    expect(activationRange('RELU6', { scale: Math.fround(0.11650484800338745), zeroPoint: 21 }, 'int8', 'xnnpack')).toEqual([21, 72]);
+  });
+});
+
+// Where each kernel path rounds the product of the input and weight scales (src/layers/derive.ts), on
+// scales where one ulp of it moves an output: the layer oracle models each, but its random layers are
+// too shallow for one ulp to show.
+describe('the scale product of each kernel path, to the ulp', () => {
+  const f = Math.fround;
+  const base = {
+    op: 'CONV_2D' as const,
+    input: { scale: f(0.020222149789333344), zeroPoint: 0 },
+    weightScales: Float32Array.of(f(0.00026087884907610714)),
+    output: { scale: f(0.009132150560617447), zeroPoint: 3 },
+    channels: 1,
+    dtype: 'uint8' as const,
+    activation: 'NONE' as const,
+  };
+  test("optimized, uint8 weights: in * w rounded to float32 first (1270348745, not in double's 1270348713)", () => {
+    expect(deriveStages({ ...base, path: 'optimized', weightType: 'uint8' })[0]).toMatchObject({ multiplier: 1270348745 });
+  });
+  test('xnnpack: f32(f32(in * w) / out)', () => {
+    expect(deriveStages({ ...base, path: 'xnnpack', weightType: 'uint8' })[0]).toMatchObject({ scale: f(0.0005776877515017986) });
+  });
+  test('the FC reference: in * w / out in double (242.4999936 at 27273 rounds to 242, not 243)', () => {
+    const s = float64Scales({ scale: f(0.040784802287817), zeroPoint: 0 }, Float32Array.of(f(0.0015848608454689384)), {
+      scale: f(0.007269602734595537),
+      zeroPoint: -128,
+    });
+    expect(float64Requantize(27273, s[0], -128, -128, 127)).toBe(114);
+  });
+  test("an effective scale in [2^30, 2^31) keeps QuantizeMultiplier's exponent 31 (double rounding)", () => {
+    const st = deriveStages({
+      ...base,
+      path: 'optimized',
+      weightType: 'int8',
+      dtype: 'int8',
+      input: { scale: f(1886762333 / 1024), zeroPoint: 0 },
+      weightScales: Float32Array.of(1024),
+      output: { scale: 1, zeroPoint: 86 },
+    })[0];
+    expect(st).toMatchObject({ exponent: 31 });
   });
 });
 

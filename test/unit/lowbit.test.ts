@@ -13,7 +13,9 @@ import {
 } from '../../src/quant/lowbit.ts';
 import { cpuGemm } from '../../src/kernels/cpu-js/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import { INT32_MAX, INT32_MIN, type BitDepthRounding } from '../../src/types.ts';
+import { type BitDepth, type BitDepthRounding, INT32_MAX, INT32_MIN } from '../../src/types.ts';
+import { lcgBytes } from '../../src/verify-problems.ts';
+import { type GemmSpecJson, oracleGemm } from '../oracle/gemm-oracle.ts';
 import { rmbcfBig } from '../oracle/bigint-fixedpoint.ts';
 import { arbProblem, describeProblem } from '../support/arbitraries.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
@@ -89,5 +91,46 @@ describe('bit-depth GEMM: naive reference == fast CPU path', () => {
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+// The naive reference against the BigInt oracle (test/oracle/gemm-oracle.ts), an independent reading of
+// the bit-depth spec: the fast CPU path above shares src/quant/lowbit.ts with the reference, so it cannot
+// see a mistake there (the rounding offsets, 'default's switch at K = 384, the unpack fractions).
+describe('bit-depth GEMM: naive reference == the BigInt oracle', () => {
+  const npy = (rows: number, cols: number, data: Uint8Array) => ({
+    dtype: 'uint8' as const,
+    shape: [rows, cols],
+    fortranOrder: false,
+    data,
+  });
+  function check(M: number, N: number, K: number, zL: number, zR: number, bitDepth: BitDepth, fill?: number) {
+    const a = fill === undefined ? lcgBytes(M * K, K + bitDepth.lhs) : new Uint8Array(M * K).fill(fill);
+    const b = fill === undefined ? lcgBytes(K * N, K + 16 * bitDepth.rhs) : new Uint8Array(K * N).fill(fill);
+    const spec: GemmSpecJson = { op: 'gemm', lhs: 'a', rhs: 'b', out: 'c', lhsZeroPoint: zL, rhsZeroPoint: zR, bitDepth };
+    const want = Array.from(oracleGemm(spec, { lhs: npy(M, K, a), rhs: npy(K, N, b) }).data);
+    const got = referenceGemm({
+      lhs: { data: a, rows: M, cols: K },
+      rhs: { data: b, rows: K, cols: N },
+      lhsZeroPoint: zL,
+      rhsZeroPoint: zR,
+      bitDepth,
+    });
+    expect(Array.from(got.data), `${M}x${N}x${K} ${JSON.stringify(bitDepth)} zero points ${zL}, ${zR}`).toEqual(want);
+  }
+  it("at 'default's switch from nearest to probabilistic rounding (K 383 to 385), each rounding, mixed bit depths", () => {
+    const roundings: BitDepthRounding[] = ['default', 'nearest', 'probabilistic-addmod', 'probabilistic-xorshift'];
+    for (const K of [383, 384, 385])
+      for (const rounding of roundings)
+        for (const [lhs, rhs] of [
+          [7, 5],
+          [5, 7],
+          [4, 8],
+          [8, 3],
+        ])
+          check(3, 2, K, 5, 200, { lhs, rhs, rounding });
+  });
+  it('a sum of products past 2^31 wraps as int32 (K = 70000 of 255 x 255, 8 x 7 bits)', () => {
+    check(1, 1, 70000, 0, 0, { lhs: 8, rhs: 7, rounding: 'nearest' }, 255);
   });
 });

@@ -38,6 +38,9 @@ describe('quantizeMultiplier', () => {
   });
   it('saturates shifts above 30 for single rounding', () => {
     expect(quantizeMultiplier(2 ** 40, 'single')).toEqual({ multiplier: 2147483647, shift: 30 });
+    expect(quantizeMultiplier(2 ** 30, 'single')).toEqual({ multiplier: 2147483647, shift: 30 }); // shift 31
+    expect(quantizeMultiplier(2 ** 29, 'single')).toEqual({ multiplier: 1073741824, shift: 30 }); // shift 30: kept
+    expect(quantizeMultiplier(1e9, 'single')).toEqual({ multiplier: 2000000000, shift: 30 });
     expect(quantizeMultiplier(2 ** 40, 'double')).toEqual({ multiplier: 1073741824, shift: 41 });
   });
   it('matches the BigInt oracle on random reals', () => {
@@ -91,6 +94,12 @@ describe('chooseQuantizationParams', () => {
     expect(chooseQuantizationParams(0, 2.55, 0, 255)).toEqual({ scale: 2.55 / 255, zeroPoint: 0 });
     expect(chooseQuantizationParams(-2.55, 0, -128, 127)).toEqual({ scale: 2.55 / 255, zeroPoint: 127 });
     expect(chooseQuantizationParams(3, 5, 0, 255).zeroPoint).toBe(0);
+    // int8: a zero point on a negative tie (-0.5) rounds away from zero; an empty range takes the zero
+    // point nearest 0 within [qmin, qmax].
+    expect(chooseQuantizationParams(-1, 1, -128, 127)).toEqual({ scale: 2 / 255, zeroPoint: -1 });
+    expect(Array.from(quantize(Float32Array.of(0), chooseQuantizationParams(-1, 1, -128, 127), 'int8'))).toEqual([-1]);
+    expect(chooseQuantizationParams(0, 0, -128, 127)).toEqual({ scale: 0, zeroPoint: 0 });
+    expect(chooseQuantizationParams(0, 0, 10, 20)).toEqual({ scale: 0, zeroPoint: 10 });
   });
   it('rejects bad ranges', () => {
     expect(() => chooseQuantizationParams(2, 1)).toThrow(InputError);
