@@ -220,7 +220,7 @@ export async function measureCeilings(opts: { dawnPath?: string; software: boole
     notes.push(`readGBs: ${groups} workgroups of 256 invocations reading ${size >> 20} MiB in 16-byte words, bytes read`);
     src.destroy();
   } catch (e) {
-    notes.push(`readGBs: ${(e as Error).message.split('\n')[0]}`);
+    notes.push(`readGBs: ${(e as Error).message.split('\n')[0]}; the roofline's memory floor uses copyGBs`);
   }
   if (!sgMatrix) {
     notes.push("subgroupMatrixTops: null, the adapter does not offer 'chromium-experimental-subgroup-matrix'");

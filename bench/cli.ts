@@ -66,7 +66,8 @@ Usage: npm run bench -- [flags]        (or: node dist/node/bench.js [flags])
                         (default ${DEFAULT_BUDGET_S} for the full suite, none for --quick and --shapes)
   --dawn PATH           load this dawn.node instead of the 'webgpu' package (carrying dist/ to a GPU machine)
   --tuning FILE         a tuning table from \`qgemm tune\` for qgemm's WebGPU context in Node; it serves
-                        before a table committed for the adapter, which serves the shapes it lacks
+                        before a table committed for the adapter, which serves the shapes nearer one of
+                        its own entries
   --json FILE           also write the JSON results to FILE
   --checkpoint          write --json's FILE after every cell too, the report so far with "incomplete" set,
                         so that a run cut short by a time limit keeps its rows (the final report replaces it)
@@ -198,7 +199,7 @@ export function parseCli(argv: string[]): CliPlan | 'help' {
       pipeline,
       seed,
       ...(values.dawn ? { dawnPath: resolve(values.dawn) } : {}),
-      ...(values.tuning ? { tuning: readJson('--tuning', resolve(values.tuning)) } : {}),
+      ...(values.tuning ? { tuning: readJson('--tuning', resolve(values.tuning)), tuningName: values.tuning } : {}),
       suite,
       command: `bench ${argv.join(' ')}`.trim(),
     },

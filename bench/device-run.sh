@@ -7,8 +7,8 @@
 #     reference; a mismatch is reported first in the summary and the run goes on, since the self-test
 #     disables a failing tensor-core kernel on the device, the tuner verifies its winners and the bench
 #     every qgemm row, bit for bit), `qgemm tune` (150 s of budget; it starts from the adapter's committed
-#     table, if any; the table it writes serves the bench through --tuning where no committed table
-#     does), then the bench twice (squares, decode, the suite's two conv layers and three deep ones:
+#     table, if any; the table it writes serves the bench through --tuning, before a committed table,
+#     which serves the shapes nearer one of its own entries), then the bench twice (squares, decode, the suite's two conv layers and three deep ones:
 #     14x14x256, 7x7x512 and 2x2x512 inputs, 3x3 filters; `resident`; qgemm, tfjs f32, onnxruntime's
 #     MatMulNBits-8; the second pass without the after-pause rows), so the spread between passes is known.
 #   extras (about 4 minutes, a second call): one token through four 4096² fully connected layers

@@ -116,6 +116,8 @@ export interface ChooseOptions {
   dawnPath?: string;
   /** A tuning table (`qgemm tune`, --tuning FILE) for the context: qgemm's rows run its choices. */
   tuning?: unknown;
+  /** What the report calls that table (the path given). */
+  tuningName?: string | undefined;
   /** Skip WebGPU entirely, and why (no --backends webgpu, or no implementation selected runs on it). */
   cpuOnly?: false | string;
   log?: (line: string) => void;
@@ -141,7 +143,7 @@ export async function chooseAdapter(opts: ChooseOptions): Promise<AdapterChoice>
       allowSoftware,
       timestamps: true,
       ...(opts.dawnPath ? { dawnPath: opts.dawnPath } : {}),
-      ...(opts.tuning === undefined ? {} : { tuning: opts.tuning }),
+      ...(opts.tuning === undefined ? {} : { tuning: opts.tuning, tuningName: opts.tuningName }),
     });
   if (hardware) {
     const ctx = await create(false);

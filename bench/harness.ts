@@ -52,8 +52,9 @@ export interface BenchOptions {
   pipeline: PipelineKind;
   seed: number;
   dawnPath?: string;
-  /** A tuning table (parsed JSON of `qgemm tune`), for qgemm's WebGPU context in Node. */
+  /** A tuning table (parsed JSON of `qgemm tune`), for qgemm's WebGPU context in Node, and its name (the path given). */
   tuning?: unknown;
+  tuningName?: string;
   suite: Suite;
   command?: string;
   log?: (line: string) => void;
@@ -95,7 +96,13 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   );
   const wantWebgpu = (opts.backends.includes('webgpu') && gpuImpls.length > 0) || opts.runtimes.includes('chrome');
   const why = opts.backends.includes('webgpu') ? 'no selected implementation runs on it' : '--backends cpu';
-  const choice = await chooseAdapter({ dawnPath: opts.dawnPath, tuning: opts.tuning, cpuOnly: wantWebgpu ? false : why, log: progress });
+  const choice = await chooseAdapter({
+    dawnPath: opts.dawnPath,
+    tuning: opts.tuning,
+    tuningName: opts.tuningName,
+    cpuOnly: wantWebgpu ? false : why,
+    log: progress,
+  });
   progress(`adapter: ${choice.note}`);
   if (choice.kind === 'none' && wantWebgpu) notes.push(choice.note);
   const slug = adapterSlug(choice.summary);
@@ -104,7 +111,7 @@ export async function runBenchmark(opts: BenchOptions): Promise<BenchReport> {
   // ---- ceilings, then the implementations ---------------------------------------------------------
   let ceilings: Ceilings | null = null;
   if (choice.kind !== 'none') {
-    progress('measuring the adapter ceilings (dot4, copy, subgroup matrix)');
+    progress('measuring the adapter ceilings (dot4, copy, read, subgroup matrix)');
     ceilings = await measureCeilings({ dawnPath: opts.dawnPath, software: choice.kind === 'swiftshader', log: progress }).catch((e) => {
       notes.push(`ceilings: ${(e as Error).message.split('\n')[0]}`);
       return null;

@@ -29,49 +29,69 @@ interface BackendQueue {
   device: GPUDevice;
 }
 
-/** One cell of tf.conv2d (f32) on a convolution layer, in `mode` (the filter is the weights, the input the lhs). */
-async function convCell(data: ShapeData, mode: Mode, policy: RepeatPolicy, timestamps: boolean): Promise<CellOutcome> {
-  const c = data.shape.conv!;
-  const floats = data.conv!.floats();
-  const filterShape: [number, number, number, number] = [c.filterHeight, c.filterWidth, c.channels, c.outChannels];
-  const inputShape: [number, number, number, number] = [1, c.height, c.width, c.channels];
-  const pad = c.padding === 'SAME' ? 'same' : 'valid';
-  const keptW = mode === 'call' ? null : tf.tensor4d(floats.filter, filterShape);
-  const keptX = mode === 'device' ? tf.tensor4d(floats.input, inputShape) : null;
-  // One call; `timed`: inside tf.time (its kernel time from timestamp queries), else a plain call.
+/**
+ * One cell: `op` on the operands, kept tensors where the mode keeps them (the rhs but in `call`, the lhs
+ * in `device`), else made per call; the wall time from plain calls back to back, the kernel time from
+ * policy.minReps separate tf.time calls (tf.time adds a query resolve and its readback to a call), as
+ * qgemm's rows; with `paused`, in `resident`, single calls after a pause.
+ */
+async function timedCell(
+  mode: Mode,
+  policy: RepeatPolicy,
+  timestamps: boolean,
+  make: { lhs: () => tf.Tensor; rhs: () => tf.Tensor },
+  op: (lhs: tf.Tensor, rhs: tf.Tensor) => tf.Tensor,
+  paused: boolean,
+): Promise<CellOutcome> {
+  const keptRhs = mode === 'call' ? null : make.rhs();
+  const keptLhs = mode === 'device' ? make.lhs() : null;
   const once = async (timed: boolean) => {
     const t0 = performance.now();
-    const x = keptX ?? tf.tensor4d(floats.input, inputShape);
-    const w = keptW ?? tf.tensor4d(floats.filter, filterShape);
+    const a = keptLhs ?? make.lhs();
+    const b = keptRhs ?? make.rhs();
     let y: tf.Tensor | undefined;
     const timing = timed
       ? await tf.time(() => {
-          y = tf.conv2d(x, w, c.stride, pad);
+          y = op(a, b);
         })
-      : ((y = tf.conv2d(x, w, c.stride, pad)), null);
+      : ((y = op(a, b)), null);
     await finish(y!, mode);
     const wallMs = performance.now() - t0;
-    tf.dispose([y!, ...(keptX ? [] : [x]), ...(keptW ? [] : [w])]);
+    tf.dispose([y!, ...(keptLhs ? [] : [a]), ...(keptRhs ? [] : [b])]);
     return { wallMs, gpuMs: typeof timing?.kernelMs === 'number' && timestamps ? timing.kernelMs : null };
   };
   try {
-    // As the GEMM cells and qgemm's convolution rows: the wall time from plain calls back to back, the
-    // kernel time from separate timed calls (tf.time adds a query resolve and its readback to a call).
     const r = await measure(policy, async () => ({ timing: await once(false), output: null }));
     const gpus: number[] = [];
     for (let i = 0; timestamps && i < policy.minReps; i++) {
       const ms = (await once(true)).gpuMs;
       if (ms !== null) gpus.push(ms);
     }
+    const pause =
+      paused && mode === 'resident' && policy.afterPauseRows !== false
+        ? await afterPause(policy, async () => (await once(false)).wallMs)
+        : undefined;
     return {
       wall: r.wall,
       warm: r.warm,
       gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
+      ...(pause ? { afterPause: pause } : {}),
       gpuNote: timestamps ? tfjsNote(policy.minReps) : 'the device has no timestamp-query',
     };
   } finally {
-    tf.dispose([...(keptX ? [keptX] : []), ...(keptW ? [keptW] : [])]);
+    tf.dispose([...(keptLhs ? [keptLhs] : []), ...(keptRhs ? [keptRhs] : [])]);
   }
+}
+
+/** One cell of tf.conv2d (f32) on a convolution layer, in `mode` (the filter is the weights, the input the lhs). */
+function convCell(data: ShapeData, mode: Mode, policy: RepeatPolicy, timestamps: boolean): Promise<CellOutcome> {
+  const c = data.shape.conv!;
+  const floats = data.conv!.floats();
+  const filterShape: [number, number, number, number] = [c.filterHeight, c.filterWidth, c.channels, c.outChannels];
+  const inputShape: [number, number, number, number] = [1, c.height, c.width, c.channels];
+  const pad = c.padding === 'SAME' ? 'same' : 'valid';
+  const make = { lhs: () => tf.tensor4d(floats.input, inputShape), rhs: () => tf.tensor4d(floats.filter, filterShape) };
+  return timedCell(mode, policy, timestamps, make, (x, w) => tf.conv2d(x as tf.Tensor4D, w as tf.Tensor4D, c.stride, pad), false);
 }
 
 /** The end of a call: device mode waits for the GPU (the backend's queue flushed and awaited), the others read the result back. */
@@ -118,48 +138,8 @@ export async function tfjsWebgpuNode(opts: {
         if (data.conv) return convCell(data, mode, policy, timestamps);
         const { m, n, k } = data.shape;
         const floats = data.floats();
-        const keptB = mode === 'call' ? null : tf.tensor2d(floats.rhs, [k, n]);
-        const keptA = mode === 'device' ? tf.tensor2d(floats.lhs, [m, k]) : null;
-        // One call; `timed`: inside tf.time (its kernel time from timestamp queries), else a plain call.
-        const once = async (timed: boolean) => {
-          const t0 = performance.now();
-          const a = keptA ?? tf.tensor2d(floats.lhs, [m, k]);
-          const b = keptB ?? tf.tensor2d(floats.rhs, [k, n]);
-          let c: tf.Tensor | undefined;
-          const timing = timed
-            ? await tf.time(() => {
-                c = tf.matMul(a, b);
-              })
-            : ((c = tf.matMul(a, b)), null);
-          await finish(c!, mode);
-          const wallMs = performance.now() - t0;
-          tf.dispose([c!, ...(keptA ? [] : [a]), ...(keptB ? [] : [b])]);
-          const kernelMs = typeof timing?.kernelMs === 'number' && timestamps ? timing.kernelMs : null;
-          return { wallMs, gpuMs: kernelMs };
-        };
-        try {
-          // As qgemm's rows: the wall time from plain calls back to back, the kernel time from separate
-          // timed calls, and in `resident`, single calls after a pause.
-          const r = await measure(policy, async () => ({ timing: await once(false), output: null }));
-          const gpus: number[] = [];
-          for (let i = 0; timestamps && i < policy.minReps; i++) {
-            const ms = (await once(true)).gpuMs;
-            if (ms !== null) gpus.push(ms);
-          }
-          const paused =
-            mode === 'resident' && policy.afterPauseRows !== false
-              ? await afterPause(policy, async () => (await once(false)).wallMs)
-              : undefined;
-          return {
-            wall: r.wall,
-            warm: r.warm,
-            gpu: gpus.length && gpus.length === policy.minReps ? stats(gpus) : null,
-            ...(paused ? { afterPause: paused } : {}),
-            gpuNote: timestamps ? tfjsNote(policy.minReps) : 'the device has no timestamp-query',
-          };
-        } finally {
-          tf.dispose([...(keptA ? [keptA] : []), ...(keptB ? [keptB] : [])]);
-        }
+        const make = { lhs: () => tf.tensor2d(floats.lhs, [m, k]), rhs: () => tf.tensor2d(floats.rhs, [k, n]) };
+        return timedCell(mode, policy, timestamps, make, (a, b) => tf.matMul(a, b), true);
       },
       close: async () => {
         if (--open > 0) return;

@@ -4,8 +4,8 @@
 // is recorded beside them). The registry (./registry.ts) takes a table's choice before its own rules,
 // in this order: a table committed under ./tuned/ (one JSON per GPU) for a matching adapter, else a table
 // the user passes (GpuContext.create({ tuning }), `--tuning FILE`), else no table (the rules); the bench's
-// `--tuning` alone takes the table passed first, to measure it, and the committed one for the shapes it
-// has no entry for (`passedFirst`). An entry
+// `--tuning` alone takes the table passed first, to measure it, and the committed one for the shapes one
+// of its entries is nearer to (`passedFirst`). An entry
 // serves the shapes within a factor of 2 of its measured M, N and K (the nearest entry wins) whose rhs
 // has its `rhsBits`: an entry of the 4-bit class ('decode-u4', rhsBits 4) serves a rhs of at most 4 bits
 // only, the other entries (rhsBits 8, or absent) an 8-bit rhs only; a rhs of 5 to 7 bits is left to the
@@ -156,7 +156,7 @@ export interface TuningChoice {
   kernelFor(shape: GemmShape): GpuGemmKernel | null;
   /** Every kernel the table names (the self-test and `force` reach them by id). */
   readonly kernels: readonly GpuGemmKernel[];
-  /** `passedFirst` only: the committed table that serves the shapes `table` has no entry for. */
+  /** `passedFirst` only: the committed table, whose entry serves a shape where it is nearer than `table`'s. */
   under?: { name: string; table: TuningTable };
 }
 
@@ -168,16 +168,20 @@ export function tunedKernel(t: TuningTable, shape: GemmShape): GpuGemmKernel | n
 
 /** Table t's nearest entry of the shape's rhs bits within a factor of 2 in M, N and K, or null. */
 export function tunedEntry(t: TuningTable, shape: GemmShape): TuningEntry | null {
+  return nearestEntry(t, shape)?.entry ?? null;
+}
+
+/** tunedEntry's entry and its distance: the sum of |log2| of the M, N and K ratios. */
+function nearestEntry(t: TuningTable, shape: GemmShape): { entry: TuningEntry; distance: number } | null {
   const bits = shape.bitDepth?.rhs ?? 8;
   if (bits > 4 && bits < 8) return null;
-  let best: TuningEntry | null = null;
-  let bestDistance = Infinity;
+  let best: { entry: TuningEntry; distance: number } | null = null;
   for (const e of t.entries) {
     if ((e.rhsBits ?? 8) !== (bits <= 4 ? 4 : 8)) continue;
     const d = [e.shape.M / shape.M, e.shape.N / shape.N, e.shape.K / shape.K].map((r) => Math.abs(Math.log2(r)));
     if (d.some((x) => x > 1)) continue;
     const distance = d[0] + d[1] + d[2];
-    if (distance < bestDistance) [best, bestDistance] = [e, distance];
+    if (!best || distance < best.distance) best = { entry: e, distance };
   }
   return best;
 }
@@ -185,8 +189,9 @@ export function tunedEntry(t: TuningTable, shape: GemmShape): TuningEntry | null
 /**
  * The table for adapter s: a committed one that matches it, else `user` (checked: an InputError names the
  * field of a malformed table, or `tuning.adapter` for a table of another adapter), else none. With
- * `passedFirst`, `user` comes first and a committed table serves the shapes it has no entry for (the
- * bench measuring a fresh table, which a tune cut short by its budget may have left without some shapes).
+ * `passedFirst`, `user` comes first, and a committed table serves the shapes one of its entries is nearer
+ * to than any of `user`'s (ties: `user`): the bench measuring a fresh table, which a tune cut short by its
+ * budget may have left without some shapes.
  */
 export function resolveTuning(
   s: TuningAdapter,
@@ -219,7 +224,12 @@ export function resolveTuning(
 function choice(source: TuningChoice['source'], name: string, table: TuningTable | null, under?: TuningChoice['under']): TuningChoice {
   const entries = [...(table?.entries ?? []), ...(under?.table.entries ?? [])];
   const kernels = [...new Map(entries.map((e) => kernelOf(e.kernel)).map((k) => [k.id, k])).values()];
-  const kernelFor = (shape: GemmShape) => (table ? tunedKernel(table, shape) : null) ?? (under ? tunedKernel(under.table, shape) : null);
+  const kernelFor = (shape: GemmShape) => {
+    const own = table ? nearestEntry(table, shape) : null;
+    const below = under ? nearestEntry(under.table, shape) : null;
+    const e = below && (!own || below.distance < own.distance) ? below.entry : own?.entry;
+    return e ? kernelOf(e.kernel) : null;
+  };
   return { source, name, table, kernels, kernelFor, ...(under ? { under } : {}) };
 }
 
@@ -228,5 +238,5 @@ export function describeTuning(c: Pick<TuningChoice, 'source' | 'name' | 'table'
   if (!c.table) return "none (the registry's rules)";
   const what = c.source === 'committed' ? `committed table ${c.name}` : `table ${c.name}`;
   const line = `${what}, ${c.table.entries.length} entries${c.table.created ? `, tuned ${c.table.created.slice(0, 10)}` : ''}`;
-  return c.under ? `${line}; the committed table ${c.under.name} for the shapes it has no entry for` : line;
+  return c.under ? `${line}; the committed table ${c.under.name} where its entry is nearer` : line;
 }

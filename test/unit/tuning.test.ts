@@ -125,7 +125,7 @@ describe('tuning tables', () => {
     expect(() => resolveTuning(adapter, undefined, { committed: { './tuned/bad.json': { format: 'x' } } })).toThrow(/bad\.json\.format/);
   });
 
-  it("the bench's --tuning (passedFirst) takes the table passed before a committed one, which serves the shapes it lacks", () => {
+  it("the bench's --tuning (passedFirst) takes the table passed before a committed one, which serves the shapes its entries are nearer to", () => {
     const committed = { './tuned/h100.json': table() };
     const fresh = table({ entries: [{ ...table().entries[0], kernel: { family: 'registry', id: 'sgmat-64x64-sk' } }] });
     const warnings: string[] = [];
@@ -145,7 +145,18 @@ describe('tuning tables', () => {
     expect(first.kernelFor(shape(16, 1024, 1024))?.id).toBe('dot4-32x64-kw8'); // the committed table's, where the fresh one has none
     expect(first.kernelFor(shape(1, 64, 64))).toBeNull(); // neither: the rules
     expect(first.kernels.map((k) => k.id).sort()).toEqual(['dot4-32x64-kw8', 'dot4-64x64', 'sgmat-128x128-w4x2-k64-b2', 'sgmat-64x64-sk']);
-    expect(describeTuning(first)).toBe('table fresh.json, 1 entries; the committed table h100.json for the shapes it has no entry for');
+    expect(describeTuning(first)).toBe('table fresh.json, 1 entries; the committed table h100.json where its entry is nearer');
+    // A shape the fresh table reaches only from a factor of 2 away goes to the committed table's own entry.
+    const cut = table({
+      entries: [{ ...table().entries[0], shape: { M: 2048, N: 2048, K: 2048 }, kernel: { family: 'registry', id: 'sgmat-64x64-sk' } }],
+    });
+    const near = resolveTuning(adapter, { table: cut }, { committed, passedFirst: true });
+    expect(near.kernelFor(shape(1024, 1024, 1024))?.id).toBe('sgmat-128x128-w4x2-k64-b2'); // the committed entry, exact
+    expect(near.kernelFor(shape(2048, 2048, 2048))?.id).toBe('sgmat-64x64-sk'); // the fresh entry, exact
+    const tie = table({ entries: [{ ...table().entries[0], kernel: { family: 'registry', id: 'sgmat-64x64-sk' } }] });
+    expect(resolveTuning(adapter, { table: tie }, { committed, passedFirst: true }).kernelFor(shape(1024, 1024, 1024))?.id).toBe(
+      'sgmat-64x64-sk',
+    ); // a tie: the fresh table
     // Without a committed table for the adapter, the table passed alone; without a table passed, the committed one.
     expect(resolveTuning(adapter, { table: fresh }, { committed: {}, passedFirst: true }).under).toBeUndefined();
     expect(resolveTuning(adapter, undefined, { committed, passedFirst: true }).source).toBe('committed');
