@@ -34,9 +34,9 @@ export function frexp(x: number): [fraction: number, exponent: number] {
   return [fraction, exponent];
 }
 
-/** C's round: half away from zero. */
+/** C's round: half away from zero; a result of zero is +0 (a small negative x gives -0 otherwise). */
 export function roundHalfAwayFromZero(x: number): number {
-  return Math.sign(x) * Math.round(Math.abs(x));
+  return Math.sign(x) * Math.round(Math.abs(x)) + 0;
 }
 
 /**

@@ -100,6 +100,8 @@ describe('chooseQuantizationParams', () => {
     expect(Array.from(quantize(Float32Array.of(0), chooseQuantizationParams(-1, 1, -128, 127), 'int8'))).toEqual([-1]);
     expect(chooseQuantizationParams(0, 0, -128, 127)).toEqual({ scale: 0, zeroPoint: 0 });
     expect(chooseQuantizationParams(0, 0, 10, 20)).toEqual({ scale: 0, zeroPoint: 10 });
+    // A symmetric range whose zero point comes out a hair below 0: +0, not -0 (Object.is, toEqual).
+    expect(Object.is(chooseQuantizationParams(-2.6352566750581996, 2.6352566750581996, -127, 127).zeroPoint, 0)).toBe(true);
   });
   it('rejects bad ranges', () => {
     expect(() => chooseQuantizationParams(2, 1)).toThrow(InputError);
