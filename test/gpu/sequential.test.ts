@@ -131,6 +131,27 @@ function reference(lhs: Operand, layers: ChainLayer[]): number[] {
 }
 
 describe.skipIf(!gpu)('chain plans', () => {
+  it('a chain that is a prefix of a planned one is not served by its plan', async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const r = new Rng(32);
+    const dims = [24, 40, 16];
+    const layers: ChainLayer[] = [];
+    for (const [i, N] of dims.slice(1).entries()) {
+      const { layer, weights } = gemmLayer(r, dims[i], N);
+      layers.push({ ...layer, rhs: await prepackWeights(ctx, weights) });
+    }
+    const plans: string[] = [];
+    const run = async (ls: ChainLayer[], what: string) => {
+      const lhs = { data: bytes(r, 24), rows: 1, cols: 24 } as Operand;
+      const got = await ctx.gemmChain({ lhs, layers: ls }, undefined, { onTrace: (t) => plans.push(t.plan) });
+      expect(Array.from(got.data), what).toEqual(reference(lhs, ls));
+    };
+    await run(layers, 'two GEMMs');
+    await run(layers.slice(0, 1), 'the first GEMM alone');
+    expect(plans).toEqual(['new', 'new']);
+    ctx.destroy();
+  });
+
   it('replays a chain bit-exact in one submit and one map, and re-plans any changed GEMM', async () => {
     const ctx = await GpuContext.create({ device: gpu!.device });
     const r = new Rng(31);

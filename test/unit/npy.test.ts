@@ -447,6 +447,11 @@ describe('parseNpy rejects malformed files with NpyFormatError', () => {
     ['escape in a string', npyFile(dict('<i\\x34', '(2,)'), data8), /escapes/],
     ['invalid UTF-8 in 3.0', npyFile(new Uint8Array([...ascii(ok), 0xff, 0x0a]), data8, 3), /not valid UTF-8/],
     ['latin1 junk in 1.0', npyFile(new Uint8Array([...ascii(ok), 0xa0, 0x0a]), data8), /unexpected text after/],
+    [
+      'latin1 junk in 2.0 (read as latin1, not UTF-8)',
+      npyFile(new Uint8Array([...ascii(ok), 0xa0, 0x0a]), data8, 2),
+      /unexpected text after/,
+    ],
   ];
 
   for (const [name, bytes, message] of cases) {
@@ -470,6 +475,11 @@ describe('serializeNpy rejects arrays it cannot write', () => {
       'dtype/data mismatch',
       { dtype: 'int32', shape: [2], fortranOrder: false, data: new Uint32Array(2) },
       /'int32' does not match the data array \(uint32\)/,
+    ],
+    [
+      'uint8 data for a wider dtype',
+      { dtype: 'int32', shape: [2], fortranOrder: false, data: new Uint8Array(2) },
+      /'int32' does not match the data array \(uint8\)/,
     ],
     ['bool needs bytes', { dtype: 'bool', shape: [2], fortranOrder: false, data: new Int8Array(2) }, /'bool' does not match/],
     [

@@ -35,6 +35,8 @@ describe('patchesAreInput', () => {
     ['a 3x3 filter, VALID', base({ filterHeight: 3, filterWidth: 3, outHeight: 1, outWidth: 2 })],
     ['a filter the size of the image, padded', base({ filterHeight: 3, filterWidth: 4, padTop: 1, padLeft: 1, outHeight: 1, outWidth: 1 })],
     ['a filter the size of the image, dilated', base({ filterHeight: 3, filterWidth: 4, dilationHeight: 2, outHeight: 1, outWidth: 1 })],
+    ['... dilated in width only', base({ filterHeight: 3, filterWidth: 4, dilationWidth: 2, outHeight: 1, outWidth: 1 })],
+    ['... padded on the left only', base({ filterHeight: 3, filterWidth: 4, padLeft: 1, outHeight: 1, outWidth: 1 })],
   ] as const)('%s: null', (_, g) => {
     expect(patchesAreInput(g)).toBeNull();
   });

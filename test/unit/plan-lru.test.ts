@@ -94,3 +94,15 @@ describe('gemmOnGpu plans: the free one unused longest goes first, a busy one ne
     expect(cache.releaseDst({} as GPUBuffer)).toBe(false); // a buffer of the pool, not a plan's
   });
 });
+
+describe('destroy frees the chain plans too', () => {
+  it('CallPlans.destroy frees every chain plan', () => {
+    const cache = plans();
+    const freed: string[] = [];
+    const rhs = [{}] as unknown as PackedOperand[];
+    cache.chains.add({ input: [snapshotProblem(keyOf(1))], rhs, builders: [builder('chain', freed)], call: {} as ChainPlan['call'] });
+    cache.destroy();
+    expect(freed).toEqual(['chain']);
+    expect(cache.chains.size).toBe(0);
+  });
+});

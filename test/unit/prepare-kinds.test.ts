@@ -86,3 +86,14 @@ describe('epilogue.wgsl: every op is guarded by its STAGE_KINDS bit', () => {
     );
   });
 });
+
+describe('DeviceResources.destroy', () => {
+  it('frees the plans it holds (a chain plan: its pool)', () => {
+    const r = resources();
+    const freed: string[] = [];
+    const builder = { pool: { destroy: () => freed.push('pool') }, uniforms: { destroy() {} }, staging: { destroy() {} }, commands: [] };
+    r.plans.chains.add({ input: [], rhs: [], builders: [builder as never], call: {} as never });
+    r.destroy(false);
+    expect(freed).toEqual(['pool']);
+  });
+});
