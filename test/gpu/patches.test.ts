@@ -14,8 +14,8 @@
 // under lowered limits with two bands. A repeated convolution call with a prepacked filter runs its plan
 // (src/scheduler/call-plan.ts) on each path (gathered, packed first, a 1x1 layer's input as a plain lhs),
 // in ctx.gemm and gemmOnGpu, with a CPU input written on each replay or a GPU input read where it is:
-// exact on new and in-place-edited input, and a new plan for another geometry, zero point, input type or
-// GPU input.
+// exact on new and in-place-edited input, and a new plan for another geometry, zero point, input type
+// (alone too) or GPU input.
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -880,6 +880,9 @@ describe.skipIf(!gpu)('a repeated convolution call with a prepacked filter runs 
       input.fill(250); // the same array, edited in place: a hit that reads the new bytes
       await run(input, g, 9, 'input edited in place');
       expect(plans.splice(0)).toEqual(['new', 'hit', 'hit', 'hit']);
+      // The input's type alone changed (the same zero point): a new plan, not the uint8 one.
+      await run(inputOf(1, true), g, 9, 'int8 input, the same zero point');
+      expect(plans.splice(0)).toEqual(['new']);
       // Another geometry of the same input (one output row fewer), zero point or input type: each a new plan.
       await run(inputOf(4), { ...g, outHeight: g.outHeight - 1 }, 9, 'one output row fewer');
       await run(inputOf(2), g, 200, 'zero point 200');

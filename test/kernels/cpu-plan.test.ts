@@ -4,14 +4,17 @@
 // referenceGemm: new lhs data each call, a per-channel vector edited in place (a new problem, never the
 // stale plan), other GEMMs and prepacks in between (which overwrite the kernels' memory), a change of
 // thread count, a destroyed operand, and bad input after a good call (still an InputError, a misspelt key
-// included).
+// included). Then one thing changed at a time (src/problem/snapshot.ts keys a plan by value): dstOrder,
+// bitDepth, the lhs's type, a vector's typed-array class, the very vector the plan was made with edited in
+// place, the heap moved back by a prepack and its destroy, the thread count of an open job; each fails
+// with the key field it names left out.
 
 import { describe, expect, it } from 'vitest';
 import { gemm } from '../../src/api.ts';
 import { InputError } from '../../src/errors.ts';
 import { configureWasm, prepackCpu, wasmCpuCaps, wasmRunStats } from '../../src/kernels/cpu-wasm/kernel.ts';
 import { referenceGemm } from '../../src/reference/gemm.ts';
-import type { GemmProblem, Operand, OutputStage } from '../../src/types.ts';
+import type { BitDepth, GemmProblem, Operand, OutputStage } from '../../src/types.ts';
 import { diffResults, formatMismatch } from '../support/compare.ts';
 
 const caps = await wasmCpuCaps();
@@ -35,13 +38,16 @@ function pipelineFor(N: number): OutputStage[] {
   ];
 }
 
-describe.skipIf(!caps.wasmSimd)('a prepacked rhs: the plan of a repeated problem', () => {
-  async function check(problem: GemmProblem, rhs: Awaited<ReturnType<typeof prepackCpu>>, what: string) {
-    const got = await gemm({ ...problem, rhs }, { backend: 'cpu' });
-    const d = diffResults(got, referenceGemm(problem));
-    if (d) expect.fail(formatMismatch(d, what));
-  }
+/** One call with the prepacked rhs against the reference over the plain one: its order, then every element. */
+async function check(problem: GemmProblem, rhs: Awaited<ReturnType<typeof prepackCpu>>, what: string) {
+  const got = await gemm({ ...problem, rhs }, { backend: 'cpu' });
+  const want = referenceGemm(problem);
+  expect(got.order, what).toBe(want.order);
+  const d = diffResults(got, want);
+  if (d) expect.fail(formatMismatch(d, what));
+}
 
+describe.skipIf(!caps.wasmSimd)('a prepacked rhs: the plan of a repeated problem', () => {
   it.each([1, 2, 3])('== reference call after call, threads %i: new lhs, edited vectors, other GEMMs between', async (threads) => {
     configureWasm({ threads });
     for (const [M, N, K] of [
@@ -159,5 +165,73 @@ describe.skipIf(!caps.wasmSimd)('a prepacked rhs: the plan of a repeated problem
     await check({ lhs, rhs }, packed, 'good again');
     packed.destroy();
     await fails(() => gemm({ lhs, rhs: packed }, { backend: 'cpu' }), 'rhs');
+  });
+});
+
+describe.skipIf(!caps.wasmSimd)('a plan key compares values: one thing changed at a time', () => {
+  /** An M x K lhs and a K x N rhs, the rhs prepacked (at `bitDepth` where given). */
+  async function planned(M: number, N: number, K: number, bitDepth?: BitDepth) {
+    const rhs: Operand = { data: bytes(K * N), rows: K, cols: N };
+    const packed = await prepackCpu(rhs, bitDepth);
+    return { lhs: { data: bytes(M * K), rows: M, cols: K }, rhs, packed };
+  }
+
+  it('dstOrder: col-major then row-major', async () => {
+    const { lhs, rhs, packed } = await planned(3, 8, 16);
+    await check({ lhs, rhs, dstOrder: 'col-major' }, packed, 'col-major');
+    await check({ lhs, rhs, dstOrder: 'row-major' }, packed, 'row-major after col-major');
+    packed.destroy();
+  });
+  it('bitDepth: lhs 8 then lhs 5 bits', async () => {
+    const bd = (lhs: number): BitDepth => ({ lhs, rhs: 4, rounding: 'nearest' });
+    const { lhs, rhs, packed } = await planned(2, 8, 32, bd(8));
+    await check({ lhs, rhs, bitDepth: bd(8) }, packed, 'lhs 8 bits');
+    await check({ lhs, rhs, bitDepth: bd(5) }, packed, 'lhs 5 bits after 8');
+    packed.destroy();
+  });
+  it('lhs type: uint8 then int8 of the same bytes', async () => {
+    const { lhs, rhs, packed } = await planned(2, 8, 16);
+    await check({ lhs, rhs }, packed, 'uint8 lhs');
+    await check({ lhs: { ...lhs, data: new Int8Array(lhs.data.buffer) }, rhs }, packed, 'int8 lhs after uint8');
+    packed.destroy();
+  });
+  it('a per-channel vector of another typed array with the same bytes is refused', async () => {
+    const { lhs, rhs, packed } = await planned(2, 8, 16);
+    const zp = Int32Array.from({ length: 8 }, (_, n) => n * 7);
+    await check({ lhs, rhs, rhsZeroPoint: zp }, packed, 'Int32Array zero points');
+    const other = gemm({ lhs, rhs: packed, rhsZeroPoint: new Uint32Array(zp.buffer) as unknown as Int32Array }, { backend: 'cpu' });
+    await expect(other).rejects.toMatchObject({ field: 'rhsZeroPoint' });
+    packed.destroy();
+  });
+  it('the very vector a plan was made with, edited in place: a new plan', async () => {
+    const { lhs, rhs, packed } = await planned(2, 8, 16);
+    const problem = { lhs, rhs, rhsZeroPoint: Int32Array.from({ length: 8 }, (_, n) => n * 7) };
+    await check(problem, packed, 'made');
+    problem.rhsZeroPoint[3] += 50;
+    await check(problem, packed, 'its rhsZeroPoint edited in place');
+    packed.destroy();
+  });
+  it('a prepack and its destroy between two calls of a plan (the heap back where it was)', async () => {
+    const { lhs, rhs, packed } = await planned(3, 40, 33);
+    const problem = { lhs, rhs, lhsZeroPoint: 3, rhsZeroPoint: 130 };
+    await check(problem, packed, 'made');
+    (await prepackCpu({ data: bytes(33 * 5), rows: 33, cols: 5 })).destroy();
+    lhs.data.set(bytes(3 * 33));
+    await check(problem, packed, 'after a prepack and its destroy');
+    packed.destroy();
+  });
+  it('an open job follows a change of thread count', async () => {
+    const { lhs, rhs, packed } = await planned(1, 1024, 2048);
+    try {
+      configureWasm({ threads: 2 });
+      await check({ lhs, rhs }, packed, '2 threads');
+      expect(wasmRunStats.lastThreads).toBe(2);
+      configureWasm({ threads: 1 });
+      await check({ lhs, rhs }, packed, '1 thread');
+      expect(wasmRunStats.lastThreads).toBe(1);
+    } finally {
+      configureWasm({ threads: 1 });
+      packed.destroy();
+    }
   });
 });

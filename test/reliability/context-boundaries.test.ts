@@ -1,5 +1,6 @@
 // GpuContext boundaries (src/scheduler/): a GpuMatrix is read or used only by the context that made it
-// and only while it is live; a PackedOperand only by the context that packed it; destroy() during a
+// and only while it is live; a PackedOperand only by the context that packed it, and only on the side it
+// was packed for; destroy() during a
 // prepack is a DeviceLostError; ctx.read and ctx.releaseMatrix without a matrix are InputErrors naming
 // `matrix`. Two contexts share one device here, the case where a stale read once returned another call's data.
 // The top-level gemm refuses either, saying whose they are, and a context an rhs prepacked for the CPU.
@@ -96,6 +97,16 @@ describe.skipIf(!gpu)('context boundaries', () => {
     expect(Array.from((await A.read(m)).data)).toEqual(Array(12).fill(4)); // still A's, still live
     A.destroy();
     S.destroy();
+  });
+
+  it('an operand prepacked as lhs is refused as the rhs, and the reverse', async () => {
+    const ctx = await GpuContext.create({ device: gpu!.device });
+    const a = { data: new Uint8Array(16 * 16).fill(3), rows: 16, cols: 16 };
+    const [asLhs, asRhs] = await Promise.all([ctx.prepack('lhs', a), ctx.prepack('rhs', a)]);
+    const e1 = await inputErrorOf(ctx.gemm({ lhs: a, rhs: asLhs }));
+    expect([e1.field, e1.message]).toEqual(['rhs', expect.stringMatching(/prepacked as lhs/)]);
+    expect((await inputErrorOf(ctx.gemm({ lhs: asRhs, rhs: a }))).field).toBe('lhs');
+    ctx.destroy();
   });
 
   it('a PackedOperand of A is refused by S (item 12)', async () => {

@@ -24,6 +24,9 @@ describe('pack formats', () => {
     expect(prepackFormat({ dot4: true }, 'rhs', 4, 256)).toBe('u4k8-r256');
     expect(prepackFormat({ dot4: true }, 'lhs', 8, 256)).toBe('u8k4-r256');
     expect(prepackFormat({ dot4: true }, 'rhs', 8, 64)).toBe('u8k4-r128');
+    // 256 only above 128 rows: a 128-row kernel's context keeps 128.
+    for (const rows of [0, 128]) expect(prepackFormat({ dot4: true }, 'rhs', 8, rows)).toBe('u8k4-r128');
+    expect(prepackFormat({ dot4: true }, 'rhs', 8, 256)).toBe('u8k4-r256');
   });
   it('the 4-bit formats serve as the 8-bit ones do: more padding serves less, never across widths', () => {
     expect(formatServes('u4k8-r128', 'u4k8-r64')).toBe(true);

@@ -105,6 +105,30 @@ describe('planPack', () => {
       { numRuns: 120 },
     );
   });
+
+  it('a source of exactly maxStorageBufferBindingSize bytes is one band, never refused', () => {
+    // lhs [2048, 2] col-major: k strided by 2048 bytes, 4096 bytes in all (too few k for a k-sliced band)
+    const plan = planPack({ bytes: 4096, outerStride: 1, depthStride: 2048 }, 4096, 2048, 2, format, limitsOf(4096, 65535), 'lhs');
+    expect(new Set(plan.map((d) => d.srcBase))).toEqual(new Set([0]));
+    expect(plan.every((d) => d.srcSize === 4096 && d.depthBegin === 0 && d.depthEnd === 2)).toBe(true);
+  });
+
+  it('k-sliced bands start on whole packed words (4 k per u32, 8 for 4-bit values)', () => {
+    for (const id of ['u8k4-r64', 'u4k8-r64'] as const) {
+      const f = PACK_FORMATS[id];
+      const plan = planPack(
+        { bytes: 112 * 256, outerStride: 1, depthStride: 112 },
+        112 * 256,
+        112,
+        256,
+        f,
+        limitsOf(16384, 65535, 32),
+        'rhs',
+      );
+      expect(plan.length).toBeGreaterThan(1);
+      for (const d of plan) expect(d.depthBegin % (32 / f.valueBits), id).toBe(0);
+    }
+  });
 });
 
 describe('planGemm', () => {
